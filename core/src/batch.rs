@@ -1,0 +1,264 @@
+//! [`Batch`]: the columnar unit of data past ingress.
+//!
+//! A batch holds events in three columns (`sync`, `other`, `payload`; see [`crate::event`] for
+//! the encoding) plus CTI marks between them. A mark says "after the first `n` events of this
+//! batch, `CTI(t)`". Invariants, checked in debug builds:
+//! - events are sorted by sync time over the whole batch (events after `CTI(t)` have sync `>= t`
+//!   and events before it sync `< t`, and each segment between marks is sorted);
+//! - CTI marks strictly increase.
+//!
+//! Batches are reused: [`Batch::clear`] keeps the columns' capacity, so a steady-state pipeline
+//! does not allocate. Several CTIs may share one batch, so that a stream with a CTI after every
+//! event still moves in batches of thousands of rows.
+//!
+//! ```
+//! use punctual_core::{Batch, Time, StreamItem, Event};
+//! let t = Time::from_ticks;
+//! let mut b = Batch::new();
+//! b.push_event(t(1), t(2), "a");
+//! b.push_cti(t(2));
+//! b.push_event(t(4), t(9), "b");
+//! let items: Vec<_> = b.items().collect();
+//! assert_eq!(items, vec![
+//!     StreamItem::Insert(Event::point(t(1), &"a")),
+//!     StreamItem::Cti(t(2)),
+//!     StreamItem::Insert(Event::interval(t(4), t(9), &"b")),
+//! ]);
+//! ```
+
+use crate::event::{Event, EventKind, StreamItem};
+use crate::time::Time;
+
+/// A CTI between the events of a batch.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct CtiMark {
+    /// How many of the batch's events come before this CTI.
+    pub after: usize,
+    /// The CTI's time.
+    pub time: Time,
+}
+
+/// Sorted events in columns, with CTI marks between them. See the module doc.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Batch<P> {
+    sync: Vec<Time>,
+    other: Vec<Time>,
+    payload: Vec<P>,
+    ctis: Vec<CtiMark>,
+}
+
+impl<P> Default for Batch<P> {
+    fn default() -> Self {
+        Batch::new()
+    }
+}
+
+impl<P> Batch<P> {
+    /// An empty batch.
+    pub fn new() -> Batch<P> {
+        Batch {
+            sync: Vec::new(),
+            other: Vec::new(),
+            payload: Vec::new(),
+            ctis: Vec::new(),
+        }
+    }
+
+    /// An empty batch with room for `events` events.
+    pub fn with_capacity(events: usize) -> Batch<P> {
+        Batch {
+            sync: Vec::with_capacity(events),
+            other: Vec::with_capacity(events),
+            payload: Vec::with_capacity(events),
+            ctis: Vec::new(),
+        }
+    }
+
+    /// Appends an event in its `(sync, other)` encoding.
+    pub fn push_event(&mut self, sync: Time, other: Time, payload: P) {
+        debug_assert!(
+            self.sync.last().is_none_or(|&last| last <= sync),
+            "batch events must be sorted by sync time"
+        );
+        debug_assert!(
+            self.ctis.last().is_none_or(|m| m.time <= sync),
+            "an event after CTI({:?}) must not have sync time {sync:?}",
+            self.ctis.last().map(|m| m.time)
+        );
+        self.sync.push(sync);
+        self.other.push(other);
+        self.payload.push(payload);
+    }
+
+    /// Appends an event given by kind.
+    pub fn push(&mut self, kind: EventKind, payload: P) {
+        let (sync, other) = kind.encode();
+        self.push_event(sync, other, payload);
+    }
+
+    /// Appends a CTI after the events pushed so far.
+    pub fn push_cti(&mut self, time: Time) {
+        debug_assert!(
+            self.ctis.last().is_none_or(|m| m.time < time),
+            "CTIs in a batch must strictly increase"
+        );
+        debug_assert!(
+            self.sync.last().is_none_or(|&s| s < time),
+            "a CTI must come after the events it seals"
+        );
+        self.ctis.push(CtiMark {
+            after: self.sync.len(),
+            time,
+        });
+    }
+
+    /// Number of events (CTIs not counted).
+    pub fn len(&self) -> usize {
+        self.sync.len()
+    }
+
+    /// Whether the batch holds neither events nor CTIs.
+    pub fn is_empty(&self) -> bool {
+        self.sync.is_empty() && self.ctis.is_empty()
+    }
+
+    /// The sync-time column.
+    pub fn sync(&self) -> &[Time] {
+        &self.sync
+    }
+
+    /// The other-time column.
+    pub fn other(&self) -> &[Time] {
+        &self.other
+    }
+
+    /// The payload column.
+    pub fn payloads(&self) -> &[P] {
+        &self.payload
+    }
+
+    /// The CTI marks, in order.
+    pub fn ctis(&self) -> &[CtiMark] {
+        &self.ctis
+    }
+
+    /// The last CTI in the batch, if any.
+    pub fn last_cti(&self) -> Option<Time> {
+        self.ctis.last().map(|m| m.time)
+    }
+
+    /// The kind and times of event `i`.
+    pub fn kind(&self, i: usize) -> EventKind {
+        EventKind::decode(self.sync[i], self.other[i])
+    }
+
+    /// Empties the batch, keeping its capacity.
+    pub fn clear(&mut self) {
+        self.sync.clear();
+        self.other.clear();
+        self.payload.clear();
+        self.ctis.clear();
+    }
+
+    /// Events and CTIs in stream order, payloads borrowed.
+    pub fn items(&self) -> Items<'_, P> {
+        Items {
+            batch: self,
+            event: 0,
+            cti: 0,
+        }
+    }
+
+    /// Moves every event and CTI of the batch, in stream order, into owned items; the batch is
+    /// left empty with its capacity.
+    pub fn drain_items(&mut self, mut f: impl FnMut(StreamItem<P>)) {
+        let mut marks = self.ctis.drain(..).peekable();
+        for (i, ((sync, other), payload)) in self
+            .sync
+            .drain(..)
+            .zip(self.other.drain(..))
+            .zip(self.payload.drain(..))
+            .enumerate()
+        {
+            while let Some(m) = marks.next_if(|m| m.after == i) {
+                f(StreamItem::Cti(m.time));
+            }
+            f(StreamItem::Insert(Event {
+                kind: EventKind::decode(sync, other),
+                payload,
+            }));
+        }
+        for m in marks {
+            f(StreamItem::Cti(m.time));
+        }
+    }
+}
+
+/// Iterator over a batch's items; see [`Batch::items`].
+#[derive(Debug)]
+pub struct Items<'a, P> {
+    batch: &'a Batch<P>,
+    event: usize,
+    cti: usize,
+}
+
+impl<'a, P> Iterator for Items<'a, P> {
+    type Item = StreamItem<&'a P>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(mark) = self.batch.ctis.get(self.cti) {
+            if mark.after == self.event {
+                self.cti += 1;
+                return Some(StreamItem::Cti(mark.time));
+            }
+        }
+        let i = self.event;
+        let payload = self.batch.payload.get(i)?;
+        self.event += 1;
+        Some(StreamItem::Insert(Event {
+            kind: self.batch.kind(i),
+            payload,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn items_interleave_ctis_at_their_marks() {
+        let t = Time::from_ticks;
+        let mut b = Batch::new();
+        b.push_cti(t(0));
+        b.push(EventKind::Point(t(1)), 1);
+        b.push(EventKind::StartEdge(t(1)), 2);
+        b.push_cti(t(2));
+        b.push_cti(t(3));
+        b.push(
+            EventKind::EndEdge {
+                start: t(1),
+                end: t(5),
+            },
+            2,
+        );
+        b.push_cti(Time::INF);
+        let borrowed: Vec<StreamItem<i32>> = b.items().map(|i| i.map(|p| *p)).collect();
+        let mut owned = Vec::new();
+        b.drain_items(|i| owned.push(i));
+        assert_eq!(borrowed, owned);
+        assert_eq!(
+            owned,
+            vec![
+                StreamItem::Cti(t(0)),
+                StreamItem::point(t(1), 1),
+                StreamItem::start_edge(t(1), 2),
+                StreamItem::Cti(t(2)),
+                StreamItem::Cti(t(3)),
+                StreamItem::end_edge(t(1), t(5), 2),
+                StreamItem::Cti(Time::INF),
+            ]
+        );
+        assert!(b.is_empty());
+    }
+}

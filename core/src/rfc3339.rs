@@ -1,0 +1,214 @@
+//! RFC 3339 text to and from ticks since the Unix epoch (proleptic Gregorian calendar, UTC).
+//! The calendar arithmetic is Howard Hinnant's `days_from_civil` / `civil_from_days`.
+
+use crate::time::{Time, TimeError, TICKS_PER_SECOND};
+
+const TICKS_PER_DAY: i64 = 86_400 * TICKS_PER_SECOND;
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        4 | 6 | 9 | 11 => 30,
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
+struct Cursor<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Cursor<'_> {
+    fn err(&self, why: &'static str) -> TimeError {
+        TimeError::Rfc3339 {
+            text: self.text.to_owned(),
+            why,
+        }
+    }
+
+    fn digits(&mut self, n: usize, what: &'static str) -> Result<i64, TimeError> {
+        let mut v = 0i64;
+        for _ in 0..n {
+            match self.bytes.get(self.pos) {
+                Some(b) if b.is_ascii_digit() => v = v * 10 + i64::from(b - b'0'),
+                _ => return Err(self.err(what)),
+            }
+            self.pos += 1;
+        }
+        Ok(v)
+    }
+
+    fn expect(&mut self, options: &[u8], what: &'static str) -> Result<u8, TimeError> {
+        match self.bytes.get(self.pos) {
+            Some(b) if options.contains(b) => {
+                self.pos += 1;
+                Ok(*b)
+            }
+            _ => Err(self.err(what)),
+        }
+    }
+}
+
+pub(crate) fn parse(text: &str) -> Result<Time, TimeError> {
+    let mut c = Cursor {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    let year = c.digits(4, "expected a four-digit year")?;
+    c.expect(b"-", "expected `-` after the year")?;
+    let month = c.digits(2, "expected a two-digit month")?;
+    c.expect(b"-", "expected `-` after the month")?;
+    let day = c.digits(2, "expected a two-digit day")?;
+    c.expect(b"Tt ", "expected `T` between date and time")?;
+    let hour = c.digits(2, "expected a two-digit hour")?;
+    c.expect(b":", "expected `:` after the hour")?;
+    let minute = c.digits(2, "expected two-digit minutes")?;
+    c.expect(b":", "expected `:` after the minutes")?;
+    let second = c.digits(2, "expected two-digit seconds")?;
+    if !(1..=12).contains(&month) {
+        return Err(c.err("month out of range"));
+    }
+    if day < 1 || day > days_in_month(year, month) {
+        return Err(c.err("day out of range for the month"));
+    }
+    if hour > 23 || minute > 59 || second > 60 {
+        return Err(c.err("hour, minute or second out of range"));
+    }
+    let mut frac_ticks = 0i64;
+    if c.bytes.get(c.pos) == Some(&b'.') {
+        c.pos += 1;
+        let mut ndigits = 0;
+        while let Some(b) = c.bytes.get(c.pos).filter(|b| b.is_ascii_digit()) {
+            if ndigits < 7 {
+                frac_ticks = frac_ticks * 10 + i64::from(b - b'0');
+            }
+            ndigits += 1;
+            c.pos += 1;
+        }
+        if ndigits == 0 {
+            return Err(c.err("expected digits after `.`"));
+        }
+        for _ in ndigits..7 {
+            frac_ticks *= 10;
+        }
+    }
+    let offset_secs = match c.expect(b"Zz+-", "expected `Z` or a `+HH:MM`/`-HH:MM` offset")? {
+        b'Z' | b'z' => 0,
+        sign => {
+            let oh = c.digits(2, "expected two-digit offset hours")?;
+            c.expect(b":", "expected `:` in the offset")?;
+            let om = c.digits(2, "expected two-digit offset minutes")?;
+            let secs = oh * 3600 + om * 60;
+            if sign == b'-' {
+                -secs
+            } else {
+                secs
+            }
+        }
+    };
+    if c.pos != c.bytes.len() {
+        return Err(c.err("unexpected text after the time"));
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
+    let ticks = secs
+        .checked_mul(TICKS_PER_SECOND)
+        .and_then(|t| t.checked_add(frac_ticks))
+        .ok_or(TimeError::OutOfRange)?;
+    Ok(Time::from_ticks(ticks))
+}
+
+pub(crate) fn format(ticks: i64) -> String {
+    let days = ticks.div_euclid(TICKS_PER_DAY);
+    let rem = ticks.rem_euclid(TICKS_PER_DAY);
+    let (y, m, d) = civil_from_days(days);
+    let secs = rem / TICKS_PER_SECOND;
+    let frac = rem % TICKS_PER_SECOND;
+    let mut out = format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    );
+    if frac != 0 {
+        let digits = format!("{frac:07}");
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+    out.push('Z');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_instants() {
+        assert_eq!(parse("1970-01-01T00:00:00Z").unwrap().ticks(), 0);
+        assert_eq!(
+            parse("2000-03-01T00:00:00Z").unwrap().ticks(),
+            951_868_800 * TICKS_PER_SECOND
+        );
+        assert_eq!(
+            parse("1969-12-31T23:59:59.9999999Z").unwrap().ticks(),
+            -1,
+            "one tick before the epoch"
+        );
+        assert_eq!(
+            parse("2026-11-29T13:00:00+01:00").unwrap(),
+            parse("2026-11-29T12:00:00Z").unwrap()
+        );
+    }
+
+    #[test]
+    fn round_trip_over_a_wide_range() {
+        for ticks in [
+            0i64,
+            -1,
+            1,
+            123_456_789,
+            -62_135_596_800 * TICKS_PER_SECOND,
+            253_402_300_799 * TICKS_PER_SECOND + 9_999_999,
+        ] {
+            let text = format(ticks);
+            assert_eq!(parse(&text).unwrap().ticks(), ticks, "{text}");
+        }
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let e = parse("2026-02-30T00:00:00Z").unwrap_err();
+        assert!(e.to_string().contains("day out of range"), "{e}");
+        let e = parse("2026-01-01 00:00").unwrap_err();
+        assert!(e.to_string().contains("`:` after the minutes"), "{e}");
+        assert!(parse("2026-01-01T00:00:00").is_err());
+        assert!(parse("2026-01-01T00:00:00Zjunk").is_err());
+    }
+}

@@ -1,0 +1,293 @@
+//! The untyped payload: a [`Row`] of named [`Value`]s, for adapters whose schema is only known
+//! from configuration (the CLI, the conformance runner, JSON lines read without a Rust type).
+//!
+//! Equality follows JSON: numbers compare by value (`4 == 4.0`), objects compare as maps (field
+//! order does not matter). Rows serialize to and from JSON objects.
+//!
+//! ```
+//! use punctual_core::{Row, Value};
+//! let a: Row = serde_json::from_str(r#"{"k": "A", "v": 4}"#).unwrap();
+//! let b: Row = serde_json::from_str(r#"{"v": 4.0, "k": "A"}"#).unwrap();
+//! assert_eq!(a, b);
+//! assert_eq!(a.get("k"), Some(&Value::from("A")));
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// One field value of a [`Row`].
+#[derive(Clone, Debug, Default)]
+pub enum Value {
+    /// JSON `null`, or a missing value.
+    #[default]
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A floating-point number.
+    Float(f64),
+    /// A string.
+    Str(String),
+    /// A list.
+    List(Vec<Value>),
+    /// A nested row.
+    Row(Row),
+}
+
+/// Named values in insertion order; compared as a map.
+#[derive(Clone, Debug, Default)]
+pub struct Row {
+    fields: Vec<(String, Value)>,
+}
+
+impl Value {
+    /// The value as `f64` if it is a number.
+    pub fn as_f64(&self) -> Option<f64> {
+        match *self {
+            Value::Int(i) => Some(i as f64),
+            Value::Float(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// The value as a string slice if it is a string.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The value as `i64` if it is an integer.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// Converts a `serde_json` value.
+    pub fn from_json(json: serde_json::Value) -> Value {
+        match json {
+            serde_json::Value::Null => Value::Null,
+            serde_json::Value::Bool(b) => Value::Bool(b),
+            serde_json::Value::Number(n) => match n.as_i64() {
+                Some(i) => Value::Int(i),
+                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            serde_json::Value::String(s) => Value::Str(s),
+            serde_json::Value::Array(a) => Value::List(a.into_iter().map(Value::from_json).collect()),
+            serde_json::Value::Object(o) => Value::Row(Row {
+                fields: o.into_iter().map(|(k, v)| (k, Value::from_json(v))).collect(),
+            }),
+        }
+    }
+
+    /// Converts to a `serde_json` value (a non-finite float becomes `null`).
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Null => serde_json::Value::Null,
+            Value::Bool(b) => serde_json::Value::Bool(*b),
+            Value::Int(i) => serde_json::Value::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f)
+                .map(serde_json::Value::Number)
+                .unwrap_or(serde_json::Value::Null),
+            Value::Str(s) => serde_json::Value::String(s.clone()),
+            Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
+            Value::Row(r) => r.to_json(),
+        }
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::List(a), Value::List(b)) => a == b,
+            (Value::Row(a), Value::Row(b)) => a == b,
+            (a, b) => match (a.as_f64(), b.as_f64()) {
+                (Some(x), Some(y)) => x == y,
+                _ => false,
+            },
+        }
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::Str(s.to_owned())
+    }
+}
+
+impl From<String> for Value {
+    fn from(s: String) -> Value {
+        Value::Str(s)
+    }
+}
+
+impl From<i64> for Value {
+    fn from(i: i64) -> Value {
+        Value::Int(i)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(f: f64) -> Value {
+        Value::Float(f)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(b: bool) -> Value {
+        Value::Bool(b)
+    }
+}
+
+impl Row {
+    /// An empty row.
+    pub fn new() -> Row {
+        Row::default()
+    }
+
+    /// The value of `field`, if present.
+    pub fn get(&self, field: &str) -> Option<&Value> {
+        self.fields.iter().find(|(k, _)| k == field).map(|(_, v)| v)
+    }
+
+    /// Sets `field` (replacing an existing value), keeping first-insertion order.
+    pub fn set(&mut self, field: impl Into<String>, value: impl Into<Value>) {
+        let field = field.into();
+        let value = value.into();
+        match self.fields.iter_mut().find(|(k, _)| *k == field) {
+            Some(slot) => slot.1 = value,
+            None => self.fields.push((field, value)),
+        }
+    }
+
+    /// The row with `field` set; for building rows in one expression.
+    pub fn with(mut self, field: impl Into<String>, value: impl Into<Value>) -> Row {
+        self.set(field, value);
+        self
+    }
+
+    /// Fields in insertion order.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.fields.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether the row has no fields.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Converts a JSON value; anything but an object is an error naming what it was.
+    pub fn from_json(json: serde_json::Value) -> Result<Row, NotAnObject> {
+        match Value::from_json(json) {
+            Value::Row(r) => Ok(r),
+            other => Err(NotAnObject(kind_name(&other))),
+        }
+    }
+
+    /// The row as a JSON object.
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::Value::Object(
+            self.fields
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_json()))
+                .collect(),
+        )
+    }
+}
+
+impl From<Row> for Value {
+    fn from(r: Row) -> Value {
+        Value::Row(r)
+    }
+}
+
+fn kind_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Int(_) | Value::Float(_) => "a number",
+        Value::Str(_) => "a string",
+        Value::List(_) => "a list",
+        Value::Row(_) => "an object",
+    }
+}
+
+/// A payload that should be a JSON object was something else.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a payload must be a JSON object, not {0}")]
+pub struct NotAnObject(pub &'static str);
+
+impl PartialEq for Row {
+    fn eq(&self, other: &Row) -> bool {
+        self.fields.len() == other.fields.len()
+            && self.fields.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl fmt::Display for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.to_json())
+    }
+}
+
+impl Serialize for Row {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Row {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Row, D::Error> {
+        Row::from_json(serde_json::Value::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+        serde_json::Value::deserialize(d).map(Value::from_json)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_equality_rules() {
+        assert_eq!(Value::Int(4), Value::Float(4.0));
+        assert_ne!(Value::Int(4), Value::Str("4".into()));
+        let a = Row::new().with("a", 1i64).with("b", "x");
+        let b = Row::new().with("b", "x").with("a", 1.0);
+        assert_eq!(a, b);
+        assert_ne!(a, Row::new().with("a", 1i64));
+    }
+
+    #[test]
+    fn round_trip_and_errors() {
+        let r: Row = serde_json::from_str(r#"{"x":[1,2.5,null],"y":{"z":true}}"#).unwrap();
+        let text = serde_json::to_string(&r).unwrap();
+        assert_eq!(text, r#"{"x":[1,2.5,null],"y":{"z":true}}"#);
+        let e = serde_json::from_str::<Row>("[1]").unwrap_err();
+        assert!(e.to_string().contains("not a list"), "{e}");
+    }
+}

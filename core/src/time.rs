@@ -1,0 +1,386 @@
+//! Application time: [`Time`] instants and [`TimeSpan`] durations in ticks of 100 ns, with named
+//! infinities, and half-open [`Lifetime`]s.
+//!
+//! Time zero is the Unix epoch (1970-01-01T00:00:00Z). `Time::NEG_INF` and `Time::INF` are the two
+//! infinities; they absorb arithmetic (`Time::INF + d == Time::INF`), and finite arithmetic saturates
+//! into the finite range instead of overflowing into an infinity by accident.
+//!
+//! ```
+//! use punctual_core::time::{Time, TimeSpan};
+//! let t = Time::parse_rfc3339("2026-11-29T12:00:00.5Z").unwrap();
+//! assert_eq!(t.to_rfc3339(), "2026-11-29T12:00:00.5Z");
+//! assert_eq!((t + TimeSpan::from_secs(1)) - t, TimeSpan::from_ticks(10_000_000));
+//! assert_eq!(Time::INF - TimeSpan::from_secs(5), Time::INF);
+//! ```
+
+use std::fmt;
+use std::ops::{Add, Neg, Sub};
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Ticks per second (one tick is 100 ns, StreamInsight's unit).
+pub const TICKS_PER_SECOND: i64 = 10_000_000;
+
+/// An instant of application time, in 100 ns ticks since the Unix epoch, or one of the two infinities.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[repr(transparent)]
+pub struct Time(i64);
+
+/// A signed duration of application time in 100 ns ticks. Negative spans are meaningful (a CTI
+/// generation delay of `-1` tick puts each CTI one tick after the event).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Debug)]
+#[repr(transparent)]
+pub struct TimeSpan(i64);
+
+/// Why a text or a value could not be turned into a [`Time`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimeError {
+    /// The text is not RFC 3339 (`YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`).
+    #[error("`{text}` is not an RFC 3339 time: {why}")]
+    Rfc3339 {
+        /// The offending text.
+        text: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The instant lies outside the range of finite times.
+    #[error("time is out of range")]
+    OutOfRange,
+}
+
+/// A half-open lifetime `[start, end)` with `start < end`, guaranteed by its constructor.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Lifetime {
+    start: Time,
+    end: Time,
+}
+
+/// Returned by [`Lifetime::new`] when `start >= end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("empty lifetime: start {start:?} is not before end {end:?}")]
+pub struct EmptyLifetime {
+    /// The requested start.
+    pub start: Time,
+    /// The requested end.
+    pub end: Time,
+}
+
+impl Time {
+    /// Minus infinity: earlier than every finite time. The application time of a stream before
+    /// its first CTI.
+    pub const NEG_INF: Time = Time(i64::MIN);
+    /// Plus infinity: later than every finite time. `CTI(+inf)` ends a stream.
+    pub const INF: Time = Time(i64::MAX);
+    /// The earliest finite time.
+    pub const MIN_FINITE: Time = Time(i64::MIN + 1);
+    /// The latest finite time.
+    pub const MAX_FINITE: Time = Time(i64::MAX - 1);
+    /// The Unix epoch, tick zero.
+    pub const EPOCH: Time = Time(0);
+
+    /// The time `ticks` ticks (100 ns each) after the epoch. `i64::MIN` and `i64::MAX` are the
+    /// infinities.
+    pub const fn from_ticks(ticks: i64) -> Time {
+        Time(ticks)
+    }
+
+    /// Ticks since the epoch (`i64::MIN`/`i64::MAX` for the infinities).
+    pub const fn ticks(self) -> i64 {
+        self.0
+    }
+
+    /// Whether this is one of the two infinities.
+    pub const fn is_infinite(self) -> bool {
+        self.0 == i64::MIN || self.0 == i64::MAX
+    }
+
+    /// Whether this is a finite time.
+    pub const fn is_finite(self) -> bool {
+        !self.is_infinite()
+    }
+
+    /// The time `d` after the epoch.
+    pub fn from_duration_since_epoch(d: Duration) -> Result<Time, TimeError> {
+        let ticks = TimeSpan::try_from(d)?.ticks();
+        Time::finite(ticks)
+    }
+
+    /// The time as a duration since the epoch, if it is finite and not before the epoch.
+    pub fn duration_since_epoch(self) -> Option<Duration> {
+        if self.is_infinite() || self.0 < 0 {
+            return None;
+        }
+        TimeSpan(self.0).to_duration()
+    }
+
+    fn finite(ticks: i64) -> Result<Time, TimeError> {
+        let t = Time(ticks);
+        if t.is_finite() {
+            Ok(t)
+        } else {
+            Err(TimeError::OutOfRange)
+        }
+    }
+
+    fn saturating_offset(self, ticks: i64) -> Time {
+        if self.is_infinite() {
+            return self;
+        }
+        Time(
+            self.0
+                .saturating_add(ticks)
+                .clamp(Time::MIN_FINITE.0, Time::MAX_FINITE.0),
+        )
+    }
+
+    /// The next tick (`t + 1`), or `t` itself for an infinity.
+    pub fn next_tick(self) -> Time {
+        self.saturating_offset(1)
+    }
+
+    /// Parses RFC 3339 text (`2026-11-29T12:00:00Z`, `2026-11-29T13:00:00.1234567+01:00`); digits
+    /// past the seventh fractional digit (below one tick) are truncated. `-inf` and `+inf` (or
+    /// `inf`) are accepted for the infinities.
+    pub fn parse_rfc3339(text: &str) -> Result<Time, TimeError> {
+        match text {
+            "inf" | "+inf" => return Ok(Time::INF),
+            "-inf" => return Ok(Time::NEG_INF),
+            _ => {}
+        }
+        crate::rfc3339::parse(text)
+    }
+
+    /// Formats the time as RFC 3339 in UTC with as many fractional digits as needed (none for a
+    /// whole second); the infinities are written `-inf` and `+inf`.
+    pub fn to_rfc3339(self) -> String {
+        match self {
+            Time::INF => "+inf".to_owned(),
+            Time::NEG_INF => "-inf".to_owned(),
+            t => crate::rfc3339::format(t.0),
+        }
+    }
+}
+
+impl fmt::Debug for Time {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Time::INF => f.write_str("+inf"),
+            Time::NEG_INF => f.write_str("-inf"),
+            Time(t) => write!(f, "{t}"),
+        }
+    }
+}
+
+impl fmt::Display for Time {
+    /// Ticks as an integer, or `-inf`/`+inf`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+impl Add<TimeSpan> for Time {
+    type Output = Time;
+    /// Infinities absorb the span; finite results saturate into the finite range.
+    fn add(self, rhs: TimeSpan) -> Time {
+        self.saturating_offset(rhs.0)
+    }
+}
+
+impl Sub<TimeSpan> for Time {
+    type Output = Time;
+    /// Infinities absorb the span; finite results saturate into the finite range.
+    fn sub(self, rhs: TimeSpan) -> Time {
+        self.saturating_offset(rhs.0.checked_neg().unwrap_or(i64::MAX))
+    }
+}
+
+impl Sub<Time> for Time {
+    type Output = TimeSpan;
+    /// The (saturating) span between two times.
+    fn sub(self, rhs: Time) -> TimeSpan {
+        TimeSpan(self.0.saturating_sub(rhs.0))
+    }
+}
+
+impl TimeSpan {
+    /// The zero span.
+    pub const ZERO: TimeSpan = TimeSpan(0);
+    /// One tick (100 ns).
+    pub const TICK: TimeSpan = TimeSpan(1);
+    /// The largest span.
+    pub const MAX: TimeSpan = TimeSpan(i64::MAX);
+
+    /// A span of `ticks` ticks of 100 ns.
+    pub const fn from_ticks(ticks: i64) -> TimeSpan {
+        TimeSpan(ticks)
+    }
+
+    /// A span of whole seconds (saturating).
+    pub const fn from_secs(secs: i64) -> TimeSpan {
+        TimeSpan(secs.saturating_mul(TICKS_PER_SECOND))
+    }
+
+    /// A span of whole milliseconds (saturating).
+    pub const fn from_millis(ms: i64) -> TimeSpan {
+        TimeSpan(ms.saturating_mul(TICKS_PER_SECOND / 1000))
+    }
+
+    /// The span in ticks.
+    pub const fn ticks(self) -> i64 {
+        self.0
+    }
+
+    /// The span as a [`Duration`], if it is not negative.
+    pub fn to_duration(self) -> Option<Duration> {
+        if self.0 < 0 {
+            return None;
+        }
+        let secs = self.0 / TICKS_PER_SECOND;
+        let nanos = (self.0 % TICKS_PER_SECOND) * 100;
+        Some(Duration::new(secs as u64, nanos as u32))
+    }
+}
+
+impl TryFrom<Duration> for TimeSpan {
+    type Error = TimeError;
+    /// Whole ticks of the duration (sub-tick nanoseconds are truncated); errors past `i64::MAX` ticks.
+    fn try_from(d: Duration) -> Result<TimeSpan, TimeError> {
+        let ticks = d.as_nanos() / 100;
+        i64::try_from(ticks)
+            .map(TimeSpan)
+            .map_err(|_| TimeError::OutOfRange)
+    }
+}
+
+impl Neg for TimeSpan {
+    type Output = TimeSpan;
+    fn neg(self) -> TimeSpan {
+        TimeSpan(self.0.saturating_neg())
+    }
+}
+
+impl Lifetime {
+    /// The lifetime `[start, end)`; fails unless `start < end`.
+    pub fn new(start: Time, end: Time) -> Result<Lifetime, EmptyLifetime> {
+        if start < end {
+            Ok(Lifetime { start, end })
+        } else {
+            Err(EmptyLifetime { start, end })
+        }
+    }
+
+    /// The one-tick lifetime `[t, t+1)` of a point event at `t`; fails for `t` at or past the
+    /// latest finite time.
+    pub fn point(t: Time) -> Result<Lifetime, EmptyLifetime> {
+        Lifetime::new(t, t.next_tick())
+    }
+
+    /// The inclusive start.
+    pub const fn start(self) -> Time {
+        self.start
+    }
+
+    /// The exclusive end.
+    pub const fn end(self) -> Time {
+        self.end
+    }
+
+    /// Whether two lifetimes share at least one tick.
+    pub fn overlaps(self, other: Lifetime) -> bool {
+        self.start < other.end && other.start < self.end
+    }
+}
+
+/// Serialized as an integer number of ticks, or the strings `"inf"` / `"-inf"`; deserialized from
+/// those or from RFC 3339 text.
+impl Serialize for Time {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match *self {
+            Time::INF => s.serialize_str("inf"),
+            Time::NEG_INF => s.serialize_str("-inf"),
+            Time(t) => s.serialize_i64(t),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Time {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Ticks(i64),
+            Text(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Ticks(t) => Ok(Time(t)),
+            Repr::Text(s) => Time::parse_rfc3339(&s).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Serialized as an integer number of ticks.
+impl Serialize for TimeSpan {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for TimeSpan {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TimeSpan, D::Error> {
+        i64::deserialize(d).map(TimeSpan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infinities_absorb_and_finite_arithmetic_saturates() {
+        assert_eq!(Time::NEG_INF - TimeSpan::from_ticks(-1), Time::NEG_INF);
+        assert_eq!(Time::INF + TimeSpan::from_ticks(-5), Time::INF);
+        assert_eq!(Time::MAX_FINITE + TimeSpan::TICK, Time::MAX_FINITE);
+        assert_eq!(Time::MIN_FINITE - TimeSpan::MAX, Time::MIN_FINITE);
+        assert_eq!(
+            Time::from_ticks(10) - TimeSpan::from_ticks(-1),
+            Time::from_ticks(11)
+        );
+        assert!(Time::NEG_INF < Time::MIN_FINITE && Time::MAX_FINITE < Time::INF);
+    }
+
+    #[test]
+    fn duration_round_trips() {
+        let d = Duration::from_millis(1500);
+        let span = TimeSpan::try_from(d).unwrap();
+        assert_eq!(span.ticks(), 15_000_000);
+        assert_eq!(span.to_duration(), Some(d));
+        assert_eq!(TimeSpan::from_ticks(-1).to_duration(), None);
+        let t = Time::from_duration_since_epoch(d).unwrap();
+        assert_eq!(t.duration_since_epoch(), Some(d));
+    }
+
+    #[test]
+    fn lifetime_requires_start_before_end() {
+        let t = Time::from_ticks;
+        assert!(Lifetime::new(t(5), t(5)).is_err());
+        assert!(Lifetime::new(t(6), t(5)).is_err());
+        let l = Lifetime::new(t(5), t(9)).unwrap();
+        assert!(l.overlaps(Lifetime::point(t(8)).unwrap()));
+        assert!(!l.overlaps(Lifetime::point(t(9)).unwrap()));
+        assert!(Lifetime::point(Time::MAX_FINITE).is_err());
+    }
+
+    #[test]
+    fn serde_forms() {
+        let t: Time = serde_json::from_str("\"inf\"").unwrap();
+        assert_eq!(t, Time::INF);
+        let t: Time = serde_json::from_str("42").unwrap();
+        assert_eq!(t, Time::from_ticks(42));
+        let t: Time = serde_json::from_str("\"1970-01-01T00:00:01Z\"").unwrap();
+        assert_eq!(t, Time::from_ticks(TICKS_PER_SECOND));
+        assert_eq!(serde_json::to_string(&Time::NEG_INF).unwrap(), "\"-inf\"");
+        assert!(serde_json::from_str::<Time>("\"yesterday\"").is_err());
+    }
+}
