@@ -1,1 +1,32 @@
-//! facade
+//! # Punctual
+//!
+//! Punctuation-driven event-time stream processing in the StreamInsight tradition. Input
+//! adapters enqueue point, interval and edge events together with CTIs (current time
+//! increments: promises that no earlier event will follow); advance-time settings generate or
+//! import CTIs; Drop/Adjust policies handle events that break them; results are released
+//! exactly as far as the CTIs allow.
+//!
+//! This crate re-exports the workspace's crates and offers a [`prelude`]:
+//! - [`core`]: time, events, stream items, batches, rows;
+//! - [`policies`]: advance-time settings, policies, the ingress state machine;
+//! - [`adapters`]: async adapter traits and factories, query binding, built-in adapters;
+//! - [`conformance`]: the runner for the data-driven conformance cases (also `punctual check`).
+
+#![warn(missing_docs)]
+
+pub use punctual_adapters as adapters;
+pub use punctual_core as core;
+pub use punctual_policies as policies;
+
+pub mod conformance;
+
+/// The names most programs need.
+pub mod prelude {
+    pub use punctual_core::{
+        Batch, Event, EventKind, EventShape, Lifetime, Row, StreamItem, Time, TimeSpan, Value,
+    };
+    pub use punctual_policies::{
+        AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,
+        AdvanceTimePolicy, AdvanceTimeSettings, DeadLetter, IngressCounters,
+    };
+}

@@ -251,6 +251,14 @@ impl<P> StreamItem<P> {
         StreamItem::Cti(t)
     }
 
+    /// The item with its payload borrowed.
+    pub fn as_ref(&self) -> StreamItem<&P> {
+        match self {
+            StreamItem::Insert(e) => StreamItem::Insert(e.as_ref()),
+            StreamItem::Cti(t) => StreamItem::Cti(*t),
+        }
+    }
+
     /// The item with its payload transformed.
     pub fn map<Q>(self, f: impl FnOnce(P) -> Q) -> StreamItem<Q> {
         match self {

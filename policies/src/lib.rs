@@ -1,1 +1,57 @@
-// placeholder
+//! # punctual-policies
+//!
+//! Where a stream's CTIs come from and what happens to the events that break them: the
+//! advance-time settings ([`AdvanceTimeSettings`], generation, import, the Drop/Adjust
+//! [`AdvanceTimePolicy`]) and the per-stream [`Ingress`] state machine that applies them,
+//! with its reorder buffer, counters and dead-letter output.
+//!
+//! Synchronous and deterministic: no clock, no I/O.
+
+#![warn(missing_docs)]
+
+pub mod ingress;
+pub mod settings;
+
+pub use ingress::{
+    DeadLetter, DeadLetterReason, Enqueued, Ingress, IngressConfig, IngressCounters,
+    IngressOutput, DEFAULT_MAX_BUFFERED,
+};
+pub use settings::{
+    AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,
+    AdvanceTimePolicy, AdvanceTimeSettings, AdvanceTimeSettingsBuilder, GenerationBuilder,
+    GenerationFrequency,
+};
+
+use punctual_core::{InvalidEvent, Time};
+
+/// Errors of this crate: rejected items and invalid settings. Policy outcomes (dropped,
+/// adjusted) are not errors; they are counted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The item is not a valid event.
+    #[error("invalid event: {0}")]
+    Invalid(#[from] InvalidEvent),
+    /// The event breaks the stream's CTI and the stream has no violation policy.
+    #[error("event with sync time {sync} breaks CTI({app}) and the stream has no violation policy (Drop or Adjust)")]
+    Violation {
+        /// The event's sync time.
+        sync: Time,
+        /// The stream's current CTI.
+        app: Time,
+    },
+    /// The reorder buffer is full: the stream has buffered `cap` events that no CTI has released.
+    #[error("{cap} events are waiting for a CTI past {app} (the buffer cap): does this input send CTIs, or need AdvanceTimeSettings?")]
+    BufferFull {
+        /// The cap.
+        cap: usize,
+        /// The stream's current CTI.
+        app: Time,
+    },
+    /// Settings that cannot work.
+    #[error("invalid advance-time settings: {0}")]
+    InvalidSettings(String),
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,232 @@
+//! The JSON-lines form of stream items, shared by the JSON-lines adapters, the CLI and the
+//! conformance runner.
+//!
+//! ```text
+//! {"kind":"point","start":5,"payload":{...}}
+//! {"kind":"interval","start":5,"end":9,"payload":{...}}
+//! {"kind":"start","start":5,"payload":{...}}            start edge
+//! {"kind":"end","start":5,"end":9,"payload":{...}}      end edge closing the start edge at 5
+//! {"kind":"cti","time":10}
+//! ```
+//! Times are integer ticks, RFC 3339 text, or `"inf"`/`"-inf"`. Input lines may also carry
+//! `"stream"` (the conformance runner's arrivals), `"arrival"` (an arrival time) and the kind
+//! `"eof"` (that stream's input has ended); the adapters refuse what they do not understand.
+//!
+//! ```
+//! use punctual_adapters::line::{parse_line, item_to_json};
+//! use punctual_core::{Row, StreamItem, Time};
+//! let line = parse_line::<Row>(r#"{"kind":"interval","start":5,"end":"inf","payload":{"id":1}}"#).unwrap();
+//! let item = line.into_item().unwrap().unwrap();
+//! assert_eq!(item_to_json(item.as_ref()).to_string(), r#"{"kind":"start","start":5,"payload":{"id":1}}"#);
+//! ```
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use punctual_core::{Event, EventKind, StreamItem, Time};
+
+/// The `kind` field of a line.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LineKind {
+    /// A point event.
+    Point,
+    /// An interval event.
+    Interval,
+    /// A start edge.
+    Start,
+    /// An end edge.
+    End,
+    /// A CTI.
+    Cti,
+    /// The end of one stream's input.
+    Eof,
+}
+
+/// One parsed input line, before it becomes an item.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, bound(deserialize = "P: Deserialize<'de>"))]
+pub struct Line<P> {
+    /// The stream it belongs to (conformance arrivals).
+    #[serde(default)]
+    pub stream: Option<String>,
+    /// What it is.
+    pub kind: LineKind,
+    /// Start time of an event.
+    #[serde(default)]
+    pub start: Option<Time>,
+    /// End time of an interval or end edge.
+    #[serde(default)]
+    pub end: Option<Time>,
+    /// Time of a CTI.
+    #[serde(default)]
+    pub time: Option<Time>,
+    /// Payload of an event.
+    #[serde(default = "none")]
+    pub payload: Option<P>,
+    /// Arrival time, for the watermark strategies.
+    #[serde(default)]
+    pub arrival: Option<Time>,
+}
+
+fn none<P>() -> Option<P> {
+    None
+}
+
+/// Why a line is not an item.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LineError {
+    /// Not JSON, or not the shape of a line.
+    #[error("{0}")]
+    Json(String),
+    /// A field that the kind needs is missing.
+    #[error("a `{kind}` line needs the field `{field}`")]
+    Missing {
+        /// The line's kind.
+        kind: &'static str,
+        /// The missing field.
+        field: &'static str,
+    },
+}
+
+/// Parses one JSON line (not yet checked for the fields its kind needs).
+pub fn parse_line<P: DeserializeOwned>(text: &str) -> Result<Line<P>, LineError> {
+    serde_json::from_str(text).map_err(|e| LineError::Json(e.to_string()))
+}
+
+impl<P> Line<P> {
+    /// The item the line describes, or `None` for an `eof` line. A missing payload is an error
+    /// unless `P` has a default (use [`Line::into_item_or_default`]).
+    pub fn into_item(self) -> Result<Option<StreamItem<P>>, LineError> {
+        self.into_item_with(|| None)
+    }
+
+    /// Like [`Line::into_item`], with `P::default()` for a missing payload.
+    pub fn into_item_or_default(self) -> Result<Option<StreamItem<P>>, LineError>
+    where
+        P: Default,
+    {
+        self.into_item_with(|| Some(P::default()))
+    }
+
+    fn into_item_with(
+        self,
+        default: impl FnOnce() -> Option<P>,
+    ) -> Result<Option<StreamItem<P>>, LineError> {
+        let name = self.kind_name();
+        let need = |v: Option<Time>, field| v.ok_or(LineError::Missing { kind: name, field });
+        let kind = match self.kind {
+            LineKind::Eof => return Ok(None),
+            LineKind::Cti => return Ok(Some(StreamItem::Cti(need(self.time, "time")?))),
+            LineKind::Point => EventKind::Point(need(self.start, "start")?),
+            LineKind::Interval => EventKind::Interval {
+                start: need(self.start, "start")?,
+                end: need(self.end, "end")?,
+            },
+            LineKind::Start => EventKind::StartEdge(need(self.start, "start")?),
+            LineKind::End => EventKind::EndEdge {
+                start: need(self.start, "start")?,
+                end: need(self.end, "end")?,
+            },
+        };
+        let payload = self.payload.or_else(default).ok_or(LineError::Missing {
+            kind: name,
+            field: "payload",
+        })?;
+        Ok(Some(StreamItem::Insert(Event { kind, payload })))
+    }
+
+    fn kind_name(&self) -> &'static str {
+        match self.kind {
+            LineKind::Point => "point",
+            LineKind::Interval => "interval",
+            LineKind::Start => "start",
+            LineKind::End => "end",
+            LineKind::Cti => "cti",
+            LineKind::Eof => "eof",
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum OutLine<'a, P> {
+    Point { start: Time, payload: &'a P },
+    Interval { start: Time, end: Time, payload: &'a P },
+    Start { start: Time, payload: &'a P },
+    End { start: Time, end: Time, payload: &'a P },
+    Cti { time: Time },
+}
+
+/// The JSON form of an output item. An event one tick long is written as a `point`, an interval
+/// ending at `+inf` as a `start` edge (see [`punctual_core::event`]).
+pub fn item_to_json<P: Serialize>(item: StreamItem<&P>) -> serde_json::Value {
+    let line = match item {
+        StreamItem::Cti(time) => OutLine::Cti { time },
+        StreamItem::Insert(e) => {
+            let (sync, other) = e.kind.encode();
+            match EventKind::decode(sync, other) {
+                EventKind::Point(start) => OutLine::Point {
+                    start,
+                    payload: e.payload,
+                },
+                EventKind::Interval { start, end } => OutLine::Interval {
+                    start,
+                    end,
+                    payload: e.payload,
+                },
+                EventKind::StartEdge(start) => OutLine::Start {
+                    start,
+                    payload: e.payload,
+                },
+                EventKind::EndEdge { start, end } => OutLine::End {
+                    start,
+                    end,
+                    payload: e.payload,
+                },
+            }
+        }
+    };
+    serde_json::to_value(line).unwrap_or(serde_json::Value::Null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use punctual_core::Row;
+
+    #[test]
+    fn missing_fields_are_named() {
+        let l = parse_line::<Row>(r#"{"kind":"interval","start":1,"payload":{}}"#).unwrap();
+        let e = l.into_item().unwrap_err();
+        assert_eq!(e.to_string(), "a `interval` line needs the field `end`");
+        let l = parse_line::<Row>(r#"{"kind":"point","start":1}"#).unwrap();
+        assert!(l.clone().into_item().is_err());
+        assert_eq!(
+            l.into_item_or_default().unwrap(),
+            Some(StreamItem::point(Time::from_ticks(1), Row::new()))
+        );
+        let e = parse_line::<Row>(r#"{"kind":"point","start":1,"colour":2}"#).unwrap_err();
+        assert!(e.to_string().contains("unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn output_forms() {
+        let p = Row::new().with("v", 1i64);
+        let t = Time::from_ticks;
+        let j = |i: StreamItem<Row>| item_to_json(i.as_ref()).to_string();
+        assert_eq!(
+            j(StreamItem::end_edge(t(1), t(4), p.clone())),
+            r#"{"kind":"end","start":1,"end":4,"payload":{"v":1}}"#
+        );
+        assert_eq!(
+            j(StreamItem::interval(t(1), t(2), p)),
+            r#"{"kind":"point","start":1,"payload":{"v":1}}"#
+        );
+        assert_eq!(
+            j(StreamItem::Cti(Time::INF)),
+            r#"{"kind":"cti","time":"inf"}"#
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! The conformance runner: runs a case folder (`case.toml`, `arrivals.jsonl`, `expected.jsonl`;
+//! format in `tests/conformance/README.md`) through the real ingress and compares the output.
+//!
+//! The arrivals are driven deterministically in their global order. After every item, each CTI
+//! that a stream's ingress emitted is imported, at that moment, by the streams that import it
+//! (and from them onward). When the arrivals end, every stream that has not seen `eof` finishes,
+//! in declaration order; then every stream is closed and its unreleased events are counted.
+//!
+//! ```no_run
+//! let run = punctual::conformance::run_case(std::path::Path::new("tests/conformance/ingress/increasing-start-time")).unwrap();
+//! assert!(run.check().is_ok());
+//! ```
+
+mod case;
+mod compare;
+
+use std::path::{Path, PathBuf};
+
+pub use case::{read_items, Arrival, Case, Compare, StepSpec, StreamSpec};
+pub use compare::Mismatch;
+
+use punctual_adapters::line::item_to_json;
+use punctual_core::{Row, StreamItem};
+use punctual_policies::{DeadLetter, Ingress, IngressConfig, IngressCounters, IngressOutput};
+
+/// Why a case could not be run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaseError {
+    /// A file could not be read.
+    #[error("{}: {message}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// A file is malformed (line 0: somewhere in the file).
+    #[error("{}:{line}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line, or 0 when unknown.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The case is well formed but its streams or query do not fit together.
+    #[error("{0}")]
+    Config(String),
+    /// The case uses something this build does not support yet.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
+}
+
+/// The outcome of running a case.
+#[derive(Debug)]
+pub struct CaseRun {
+    /// The case that ran.
+    pub case: Case,
+    /// What the output adapter received, in order.
+    pub output: Vec<StreamItem<Row>>,
+    /// Each input stream's counters, in declaration order.
+    pub counters: Vec<(String, IngressCounters)>,
+    /// Each input stream's dead letters, in declaration order.
+    pub dead_letters: Vec<(String, Vec<DeadLetter<Row>>)>,
+}
+
+struct StreamRun {
+    ingress: Ingress<Row>,
+    out: IngressOutput<Row>,
+    importers: Vec<usize>,
+}
+
+/// Loads and runs the case in `dir`.
+pub fn run_case(dir: &Path) -> Result<CaseRun, CaseError> {
+    run(Case::load(dir)?)
+}
+
+/// Runs a loaded case.
+pub fn run(case: Case) -> Result<CaseRun, CaseError> {
+    if let Some(step) = case.steps.first() {
+        return Err(CaseError::Unsupported(format!(
+            "step `{}` (op `{}`): query operators arrive with issue #3",
+            step.name, step.op
+        )));
+    }
+    if let Some(s) = case.streams.iter().find(|s| s.unsupported.is_some()) {
+        let what = s.unsupported.clone().unwrap_or_default();
+        return Err(CaseError::Unsupported(format!("stream `{}`: {what}", s.name)));
+    }
+    let index = |name: &str| case.streams.iter().position(|s| s.name == name);
+    let output = index(&case.output).ok_or_else(|| {
+        CaseError::Config(format!("query output `{}` is no stream or step", case.output))
+    })?;
+    let mut streams: Vec<StreamRun> = case
+        .streams
+        .iter()
+        .map(|s| StreamRun {
+            ingress: Ingress::new(IngressConfig {
+                generation: s.generation,
+                policy: s.policy,
+                ..IngressConfig::default()
+            }),
+            out: IngressOutput::new(),
+            importers: Vec::new(),
+        })
+        .collect();
+    for (i, s) in case.streams.iter().enumerate() {
+        if let Some(source) = &s.import {
+            let j = index(source).ok_or_else(|| {
+                CaseError::Config(format!("stream `{}` imports unknown stream `{source}`", s.name))
+            })?;
+            streams[j].importers.push(i);
+        }
+    }
+    check_import_cycles(&case)?;
+    let mut ended = vec![false; streams.len()];
+    for arrival in &case.arrivals {
+        let i = arrival.stream;
+        let before = streams[i].out.batch.ctis().len();
+        match &arrival.item {
+            // A rejected item is counted and dead-lettered by the ingress; the run goes on.
+            Some(item) => {
+                let s = &mut streams[i];
+                let _ = s.ingress.enqueue(item.clone(), &mut s.out);
+            }
+            None => {
+                ended[i] = true;
+                let s = &mut streams[i];
+                s.ingress.finish(&mut s.out);
+            }
+        }
+        propagate(&mut streams, i, before);
+    }
+    for i in 0..streams.len() {
+        if !ended[i] {
+            let s = &mut streams[i];
+            let before = s.out.batch.ctis().len();
+            s.ingress.finish(&mut s.out);
+            propagate(&mut streams, i, before);
+        }
+    }
+    for s in &mut streams {
+        s.ingress.close(&mut s.out);
+    }
+    let mut out_items = Vec::new();
+    streams[output].out.batch.drain_items(|item| out_items.push(item));
+    let names = case.streams.iter().map(|s| s.name.clone());
+    let counters = names
+        .clone()
+        .zip(&streams)
+        .map(|(n, s)| (n, s.ingress.counters()))
+        .collect();
+    let dead_letters = names
+        .zip(&mut streams)
+        .map(|(n, s)| (n, std::mem::take(&mut s.out.dead_letters)))
+        .collect();
+    Ok(CaseRun {
+        case,
+        output: out_items,
+        counters,
+        dead_letters,
+    })
+}
+
+/// Imports every CTI that stream `i` emitted since it had `before` CTIs into its importers, and
+/// onward from them.
+fn propagate(streams: &mut [StreamRun], i: usize, before: usize) {
+    let new: Vec<_> = streams[i].out.batch.ctis()[before..]
+        .iter()
+        .map(|m| m.time)
+        .collect();
+    for t in new {
+        for j in streams[i].importers.clone() {
+            let before_j = streams[j].out.batch.ctis().len();
+            let s = &mut streams[j];
+            s.ingress.import_cti(t, &mut s.out);
+            propagate(streams, j, before_j);
+        }
+    }
+}
+
+fn check_import_cycles(case: &Case) -> Result<(), CaseError> {
+    for start in &case.streams {
+        let mut seen = vec![start.name.as_str()];
+        let mut cur = start;
+        while let Some(src) = &cur.import {
+            if seen.contains(&src.as_str()) {
+                seen.push(src);
+                return Err(CaseError::Config(format!("import cycle: {}", seen.join(" imports "))));
+            }
+            seen.push(src);
+            match case.streams.iter().find(|s| &s.name == src) {
+                Some(s) => cur = s,
+                None => break,
+            }
+        }
+    }
+    Ok(())
+}
+
+impl CaseRun {
+    /// Compares the output and the expected counters with the case's expectations.
+    pub fn check(&self) -> Result<(), Vec<Mismatch>> {
+        let mut problems = compare::compare(self.case.compare, &self.case.expected, &self.output);
+        for (stream, counter, want) in &self.case.metrics {
+            let got = self
+                .counters
+                .iter()
+                .find(|(n, _)| n == stream)
+                .and_then(|(_, c)| counter_value(c, counter));
+            if got != Some(*want) {
+                problems.push(Mismatch::Counter {
+                    stream: stream.clone(),
+                    counter: counter.clone(),
+                    expected: *want,
+                    actual: got,
+                });
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
+    }
+
+    /// The output as JSON lines.
+    pub fn output_lines(&self) -> Vec<String> {
+        self.output
+            .iter()
+            .map(|i| item_to_json(i.as_ref()).to_string())
+            .collect()
+    }
+}
+
+/// A counter by its conformance name (`dropped`, `adjusted`, `rejected`, `stale_ctis`,
+/// `unreleased`, `dangling_edges`, ...); `None` for a name it does not know.
+pub fn counter_value(c: &IngressCounters, name: &str) -> Option<u64> {
+    serde_json::to_value(c)
+        .ok()?
+        .get(name)
+        .and_then(serde_json::Value::as_u64)
+}
+
+/// Every case folder (one holding `case.toml`) at or below `root`, sorted by path.
+pub fn find_cases(root: &Path) -> Result<Vec<PathBuf>, CaseError> {
+    let mut found = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        if dir.join("case.toml").is_file() {
+            found.push(dir);
+            continue;
+        }
+        let entries = std::fs::read_dir(&dir).map_err(|e| CaseError::Io {
+            path: dir.clone(),
+            message: e.to_string(),
+        })?;
+        for entry in entries.flatten() {
+            if entry.path().is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
