@@ -1,7 +1,28 @@
 //! # punctual-adapters
 //!
-//! Async adapter traits and factories, query binding, the tokio runtime and built-in adapters.
+//! Where Punctual meets the world, and where async lives: the [`InputAdapter`] and
+//! [`OutputAdapter`] traits and their factories, the [`InputContext`] through which an adapter
+//! enqueues items (awaiting under backpressure), query binding and the tokio runtime
+//! ([`Query`], [`RunningQuery`]), and built-in adapters: in-memory and channel inputs, a
+//! collecting output, and JSON-lines files (typed with serde payloads, or untyped with
+//! [`Row`](punctual_core::Row) payloads).
 
 #![warn(missing_docs)]
 
+pub mod adapter;
+pub mod context;
+pub mod error;
+pub mod jsonl;
 pub mod line;
+pub mod memory;
+pub mod query;
+
+pub use adapter::{
+    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
+    OutputAdapterFactory, Payload,
+};
+pub use context::{DeadLetterCollector, DeadLetterSink, EnqueueSummary, InputContext};
+pub use error::{AdapterError, EnqueueError, QueryError};
+pub use jsonl::{JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines};
+pub use memory::{channel_input, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput};
+pub use query::{InputOptions, InputStream, Query, QueryReport, RunningQuery, StopHandle};

@@ -104,6 +104,9 @@ pub struct IngressCounters {
     pub ctis_out: u64,
     /// Events in the reorder buffer now.
     pub buffered: u64,
+    /// Input records the adapter could not parse into items (reported with
+    /// [`Ingress::report_malformed`]); not part of `events_in`.
+    pub malformed: u64,
 }
 
 /// Why an item went to the dead-letter output.
@@ -116,6 +119,19 @@ pub enum DeadLetterReason {
     Rejected(Error),
     /// Still buffered when the stream was closed (no CTI ever passed it).
     Unreleased,
+    /// An input record that could not be parsed into an item.
+    Malformed(MalformedRecord),
+}
+
+/// An input record that an adapter could not parse into an item.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MalformedRecord {
+    /// Where it was (`file:line`, `socket peer:line`).
+    pub location: String,
+    /// What was wrong with it.
+    pub message: String,
+    /// The record's text.
+    pub text: String,
 }
 
 impl std::fmt::Display for DeadLetterReason {
@@ -124,6 +140,9 @@ impl std::fmt::Display for DeadLetterReason {
             DeadLetterReason::Late => f.write_str("late"),
             DeadLetterReason::Rejected(e) => write!(f, "rejected: {e}"),
             DeadLetterReason::Unreleased => f.write_str("unreleased"),
+            DeadLetterReason::Malformed(m) => {
+                write!(f, "malformed at {}: {}", m.location, m.message)
+            }
         }
     }
 }
@@ -131,8 +150,9 @@ impl std::fmt::Display for DeadLetterReason {
 /// An item that was not released, with the reason and the stream's CTI at that moment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeadLetter<P> {
-    /// The item as it was enqueued (or as adjusted, for a start edge removed later).
-    pub item: StreamItem<P>,
+    /// The item as it was enqueued (or as adjusted, for a start edge removed later); `None` for
+    /// a malformed record that never became an item.
+    pub item: Option<StreamItem<P>>,
     /// Why it was not released.
     pub reason: DeadLetterReason,
     /// The stream's application time (last CTI) when it happened.
@@ -310,14 +330,25 @@ impl<P: Clone + PartialEq> Ingress<P> {
         self.counters.unreleased += self.buffer.len() as u64;
         for b in self.buffer.drain(..) {
             out.dead_letters.push(DeadLetter {
-                item: StreamItem::Insert(Event {
+                item: Some(StreamItem::Insert(Event {
                     kind: EventKind::decode(b.sync, b.other),
                     payload: b.payload,
-                }),
+                })),
                 reason: DeadLetterReason::Unreleased,
                 cti: self.app,
             });
         }
+    }
+
+    /// Records an input record the adapter could not parse: counted as `malformed` and sent to
+    /// the dead letters with its location, text and what was wrong.
+    pub fn report_malformed(&mut self, record: MalformedRecord, out: &mut IngressOutput<P>) {
+        self.counters.malformed += 1;
+        out.dead_letters.push(DeadLetter {
+            item: None,
+            reason: DeadLetterReason::Malformed(record),
+            cti: self.app,
+        });
     }
 
     fn external_cti(&mut self, t: Time, out: &mut IngressOutput<P>) -> Enqueued {
@@ -332,7 +363,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
     fn reject(&mut self, item: StreamItem<P>, error: Error, out: &mut IngressOutput<P>) -> Error {
         self.counters.rejected += 1;
         out.dead_letters.push(DeadLetter {
-            item,
+            item: Some(item),
             reason: DeadLetterReason::Rejected(error.clone()),
             cti: self.app,
         });
@@ -342,7 +373,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
     fn drop_late(&mut self, item: StreamItem<P>, out: &mut IngressOutput<P>) -> Enqueued {
         self.counters.dropped += 1;
         out.dead_letters.push(DeadLetter {
-            item,
+            item: Some(item),
             reason: DeadLetterReason::Late,
             cti: self.app,
         });

@@ -14,7 +14,7 @@ pub mod settings;
 
 pub use ingress::{
     DeadLetter, DeadLetterReason, Enqueued, Ingress, IngressConfig, IngressCounters,
-    IngressOutput, DEFAULT_MAX_BUFFERED,
+    IngressOutput, MalformedRecord, DEFAULT_MAX_BUFFERED,
 };
 pub use settings::{
     AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,

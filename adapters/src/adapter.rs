@@ -1,0 +1,126 @@
+//! The adapter traits: what an input adapter, an output adapter and their factories promise.
+//!
+//! An input adapter runs once per query as its own task: [`InputAdapter::run`] enqueues items
+//! through the [`InputContext`](crate::InputContext) (awaiting when the query is behind) and
+//! returns when its source is exhausted or the query is stopping. An output adapter receives the
+//! released events and CTIs of one stream, in order, batch by batch.
+//!
+//! A factory makes adapters from a configuration (any type: `serde` structs for adapters
+//! configured from files, plain values in code) and the event shape the stream expects. It may
+//! also declare advance-time settings for the streams it feeds
+//! ([`DeclareAdvanceTimeProperties`]); settings given when the stream is bound replace them
+//! entirely.
+//!
+//! ```
+//! use punctual_adapters::{AdapterError, DeclareAdvanceTimeProperties, InputAdapter,
+//!     InputAdapterFactory, InputContext};
+//! use punctual_core::{EventShape, Time};
+//! use punctual_policies::{AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimePolicy};
+//!
+//! /// Counts from 0 to `n - 1`, one point event per tick.
+//! struct Counter { n: i64 }
+//!
+//! #[async_trait::async_trait]
+//! impl InputAdapter<i64> for Counter {
+//!     async fn run(&mut self, ctx: &mut InputContext<i64>) -> Result<(), AdapterError> {
+//!         for i in 0..self.n {
+//!             if ctx.is_stopping() { break; }
+//!             ctx.enqueue_point(Time::from_ticks(i), i).await?;
+//!         }
+//!         Ok(())
+//!     }
+//! }
+//!
+//! struct CounterFactory;
+//!
+//! impl InputAdapterFactory<i64, i64> for CounterFactory {
+//!     type Adapter = Counter;
+//!     fn create(&self, n: &i64, _shape: EventShape) -> Result<Counter, AdapterError> {
+//!         Ok(Counter { n: *n })
+//!     }
+//! }
+//!
+//! impl DeclareAdvanceTimeProperties<i64> for CounterFactory {
+//!     /// Counting never goes backwards: a CTI after every event, released at once.
+//!     fn declare_advance_time_properties(&self, _n: &i64, _shape: EventShape)
+//!         -> Option<AdapterAdvanceTimeSettings>
+//!     {
+//!         let generation = AdvanceTimeGenerationSettings::every_events(1)
+//!             .delay(punctual_core::TimeSpan::from_ticks(-1))
+//!             .final_cti(true)
+//!             .build()
+//!             .ok()?;
+//!         Some(AdapterAdvanceTimeSettings::new(generation, AdvanceTimePolicy::Drop))
+//!     }
+//! }
+//! ```
+
+use async_trait::async_trait;
+
+use punctual_core::{Batch, EventShape};
+use punctual_policies::AdapterAdvanceTimeSettings;
+
+use crate::context::InputContext;
+use crate::error::AdapterError;
+
+/// What a payload type needs to travel through a query: `Clone` and `PartialEq` (an end edge is
+/// matched to its start edge by payload), and `Send + Sync + 'static` to cross tasks.
+pub trait Payload: Clone + PartialEq + Send + Sync + 'static {}
+
+impl<T: Clone + PartialEq + Send + Sync + 'static> Payload for T {}
+
+/// A source of stream items.
+#[async_trait]
+pub trait InputAdapter<P: Payload>: Send {
+    /// Enqueues items until the source is exhausted (return `Ok`), the query is stopping
+    /// (check [`InputContext::is_stopping`], or let an
+    /// [`EnqueueError::Stopping`](crate::EnqueueError::Stopping) propagate with `?`), or
+    /// something fails (return the error: the query fails with it). Returning ends the stream's
+    /// input: a final CTI follows if the stream's settings ask for one.
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError>;
+}
+
+/// A consumer of one stream's released events and CTIs.
+#[async_trait]
+pub trait OutputAdapter<P: Payload>: Send {
+    /// Receives the next batch: events sorted by sync time, with CTI marks between them
+    /// ([`Batch::items`] iterates them in order). Awaiting here slows the query down
+    /// (backpressure); an error fails the query.
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError>;
+
+    /// Called once after the last batch, when the stream has ended or the query stopped.
+    async fn finish(&mut self) -> Result<(), AdapterError> {
+        Ok(())
+    }
+}
+
+/// Advance-time settings a factory declares for the streams its adapters feed (StreamInsight's
+/// `IDeclareAdvanceTimeProperties`). The default declares none. Settings given when a stream is
+/// bound replace the declared ones entirely.
+pub trait DeclareAdvanceTimeProperties<C> {
+    /// The settings for a stream fed by an adapter with this configuration and shape.
+    fn declare_advance_time_properties(
+        &self,
+        config: &C,
+        shape: EventShape,
+    ) -> Option<AdapterAdvanceTimeSettings> {
+        let _ = (config, shape);
+        None
+    }
+}
+
+/// Makes input adapters from a configuration `C`.
+pub trait InputAdapterFactory<C, P: Payload>: DeclareAdvanceTimeProperties<C> {
+    /// The adapter it makes.
+    type Adapter: InputAdapter<P> + 'static;
+    /// Makes an adapter for a stream of the given shape; a bad configuration is an error.
+    fn create(&self, config: &C, shape: EventShape) -> Result<Self::Adapter, AdapterError>;
+}
+
+/// Makes output adapters from a configuration `C`.
+pub trait OutputAdapterFactory<C, P: Payload> {
+    /// The adapter it makes.
+    type Adapter: OutputAdapter<P> + 'static;
+    /// Makes an adapter for a stream of the given shape; a bad configuration is an error.
+    fn create(&self, config: &C, shape: EventShape) -> Result<Self::Adapter, AdapterError>;
+}

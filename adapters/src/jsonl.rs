@@ -1,0 +1,283 @@
+//! JSON-lines files: [`JsonLinesInput`] reads items, [`JsonLinesOutput`] writes them, one JSON
+//! object per line in the form of [`crate::line`].
+//!
+//! Both are generic over the payload: a serde type for typed streams, or
+//! [`Row`](punctual_core::Row) for untyped ones whose fields are only known at run time.
+//!
+//! A malformed line (not JSON, an unknown field, a missing time, a payload of the wrong shape)
+//! is reported with the file and line number. With [`MalformedLines::Fail`] (the default) the
+//! adapter fails with [`AdapterError::Malformed`], and so does the query; with
+//! [`MalformedLines::Skip`] the line is counted as `malformed`, sent to the stream's dead
+//! letters with its text, and reading goes on. A line of kind `eof` ends the input; `arrival`
+//! times are read and ignored (they are for the watermark strategies). Neither adapter declares
+//! advance-time settings: CTIs come from the file or from the stream's settings.
+//!
+//! ```no_run
+//! use punctual_adapters::{InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
+//!     JsonLinesOutputConfig, Query};
+//! use punctual_core::{EventShape, Row};
+//! use punctual_policies::AdvanceTimeSettings;
+//! # async fn demo() -> Result<(), punctual_adapters::QueryError> {
+//! let mut query = Query::new("copy");
+//! let input = query.create_stream::<_, Row, _>(
+//!     InputOptions::new("in", EventShape::Point).settings(AdvanceTimeSettings::increasing_start_time()),
+//!     &JsonLinesInput,
+//!     &JsonLinesInputConfig::new("readings.jsonl"),
+//! )?;
+//! query.bind_output(&input, &JsonLinesOutput, &JsonLinesOutputConfig::stdout())?;
+//! query.start()?.wait().await?;
+//! # Ok(()) }
+//! ```
+
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+
+use punctual_core::{Batch, EventShape};
+use punctual_policies::MalformedRecord;
+
+use crate::adapter::{
+    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
+    OutputAdapterFactory, Payload,
+};
+use crate::context::InputContext;
+use crate::error::AdapterError;
+use crate::line::{item_to_json, parse_line, LineError};
+use crate::memory::BATCH;
+
+/// What a JSON-lines input does with a line it cannot parse.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MalformedLines {
+    /// Fail the adapter (and the query) with the file, line and reason.
+    #[default]
+    Fail,
+    /// Count it as `malformed`, dead-letter it, and go on.
+    Skip,
+}
+
+/// Configuration of [`JsonLinesInput`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonLinesInputConfig {
+    /// The file to read.
+    pub path: PathBuf,
+    /// What to do with malformed lines (default: fail).
+    #[serde(default)]
+    pub malformed: MalformedLines,
+}
+
+impl JsonLinesInputConfig {
+    /// Read `path`, failing on malformed lines.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        JsonLinesInputConfig {
+            path: path.into(),
+            malformed: MalformedLines::Fail,
+        }
+    }
+
+    /// Sets what to do with malformed lines.
+    pub fn malformed(mut self, m: MalformedLines) -> Self {
+        self.malformed = m;
+        self
+    }
+}
+
+/// Factory of JSON-lines file inputs; see the module doc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JsonLinesInput;
+
+/// Reads one JSON-lines file into a stream.
+#[derive(Debug)]
+pub struct JsonLinesReader<P> {
+    config: JsonLinesInputConfig,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl DeclareAdvanceTimeProperties<JsonLinesInputConfig> for JsonLinesInput {}
+
+impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
+    for JsonLinesInput
+{
+    type Adapter = JsonLinesReader<P>;
+
+    fn create(
+        &self,
+        config: &JsonLinesInputConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        Ok(JsonLinesReader {
+            config: config.clone(),
+            _payload: PhantomData,
+        })
+    }
+}
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
+    move |source| AdapterError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+#[async_trait]
+impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let path = self.config.path.clone();
+        let file = tokio::fs::File::open(&path).await.map_err(io_error(&path))?;
+        let mut lines = BufReader::new(file).lines();
+        let mut pending = Vec::with_capacity(BATCH);
+        let mut number = 0usize;
+        while let Some(text) = lines.next_line().await.map_err(io_error(&path))? {
+            number += 1;
+            if ctx.is_stopping() {
+                return Ok(());
+            }
+            if text.trim().is_empty() {
+                continue;
+            }
+            let parsed = parse_line::<P>(&text).and_then(|line| {
+                if line.stream.is_some() {
+                    return Err(LineError::Json(
+                        "the field `stream` belongs to conformance arrivals; a JSON-lines input reads one stream".into(),
+                    ));
+                }
+                line.into_item()
+            });
+            match parsed {
+                Ok(Some(item)) => {
+                    pending.push(item);
+                    if pending.len() >= BATCH {
+                        ctx.enqueue_batch(pending.drain(..)).await?;
+                    }
+                }
+                Ok(None) => break, // `eof`
+                Err(e) => match self.config.malformed {
+                    MalformedLines::Fail => {
+                        return Err(AdapterError::Malformed {
+                            path,
+                            line: number,
+                            message: e.to_string(),
+                        })
+                    }
+                    MalformedLines::Skip => {
+                        ctx.enqueue_batch(pending.drain(..)).await?;
+                        ctx.report_malformed(MalformedRecord {
+                            location: format!("{}:{number}", path.display()),
+                            message: e.to_string(),
+                            text,
+                        })
+                        .await;
+                    }
+                },
+            }
+        }
+        if !pending.is_empty() {
+            ctx.enqueue_batch(pending).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Configuration of [`JsonLinesOutput`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JsonLinesOutputConfig {
+    /// The file to write (created or truncated); `-` is standard output.
+    pub path: PathBuf,
+}
+
+impl JsonLinesOutputConfig {
+    /// Write to `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        JsonLinesOutputConfig { path: path.into() }
+    }
+
+    /// Write to standard output.
+    pub fn stdout() -> Self {
+        JsonLinesOutputConfig { path: "-".into() }
+    }
+}
+
+/// Factory of JSON-lines outputs; see the module doc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JsonLinesOutput;
+
+/// Writes a stream's events and CTIs as JSON lines.
+pub struct JsonLinesWriter<P> {
+    path: PathBuf,
+    out: Option<BufWriter<Box<dyn AsyncWrite + Unpin + Send + Sync>>>,
+    line: Vec<u8>,
+    _payload: PhantomData<fn(P)>,
+}
+
+impl<P> std::fmt::Debug for JsonLinesWriter<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonLinesWriter")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl<P: Payload + Serialize> OutputAdapterFactory<JsonLinesOutputConfig, P> for JsonLinesOutput {
+    type Adapter = JsonLinesWriter<P>;
+
+    fn create(
+        &self,
+        config: &JsonLinesOutputConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        Ok(JsonLinesWriter {
+            path: config.path.clone(),
+            out: None,
+            line: Vec::new(),
+            _payload: PhantomData,
+        })
+    }
+}
+
+#[async_trait]
+impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
+        if self.out.is_none() {
+            let sink: Box<dyn AsyncWrite + Unpin + Send + Sync> = if self.path.as_os_str() == "-" {
+                Box::new(tokio::io::stdout())
+            } else {
+                Box::new(
+                    tokio::fs::File::create(&self.path)
+                        .await
+                        .map_err(io_error(&self.path))?,
+                )
+            };
+            self.out = Some(BufWriter::new(sink));
+        }
+        let Some(out) = self.out.as_mut() else {
+            return Ok(());
+        };
+        for item in batch.items() {
+            self.line.clear();
+            serde_json::to_writer(&mut self.line, &item_to_json(item))
+                .map_err(AdapterError::other)?;
+            self.line.push(b'\n');
+            out.write_all(&self.line)
+                .await
+                .map_err(io_error(&self.path))?;
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<(), AdapterError> {
+        if self.out.is_none() && self.path.as_os_str() != "-" {
+            // An empty output still leaves an (empty) file behind.
+            self.write(&Batch::new()).await?;
+        }
+        if let Some(out) = self.out.as_mut() {
+            out.flush().await.map_err(io_error(&self.path))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,331 @@
+//! In-memory adapters: items from a `Vec`, an iterator, a `futures::Stream` or a channel; an
+//! output that collects everything it receives.
+//!
+//! | adapter | factory | config |
+//! |---|---|---|
+//! | items from a vector (cloned per query) | [`MemoryInput`] | `Vec<StreamItem<P>>` |
+//! | items from an iterator (used once) | [`IterInput`] | `()` |
+//! | items from a `futures::Stream` (used once) | [`StreamInput`] | `()` |
+//! | items sent on a channel by the application | [`ChannelInput`] from [`channel_input`] | `()` |
+//! | collect output items in memory | [`CollectOutput`] | `()` |
+//!
+//! Inputs enqueue in batches of up to [`BATCH`] items and stop when the query stops.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::stream::{BoxStream, StreamExt};
+use tokio::sync::mpsc;
+
+use punctual_core::{Batch, EventShape, StreamItem};
+
+use crate::adapter::{
+    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
+    OutputAdapterFactory, Payload,
+};
+use crate::context::InputContext;
+use crate::error::AdapterError;
+
+/// How many items the in-memory inputs enqueue per call.
+pub const BATCH: usize = 1024;
+
+/// An input adapter that enqueues items from any iterator, in batches.
+pub struct IterAdapter<I> {
+    iter: Option<I>,
+}
+
+impl<I> IterAdapter<I> {
+    /// An adapter over `iter`.
+    pub fn new(iter: I) -> Self {
+        IterAdapter { iter: Some(iter) }
+    }
+}
+
+#[async_trait]
+impl<P, I> InputAdapter<P> for IterAdapter<I>
+where
+    P: Payload,
+    I: Iterator<Item = StreamItem<P>> + Send,
+{
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let Some(mut iter) = self.iter.take() else {
+            return Ok(());
+        };
+        let mut chunk = Vec::with_capacity(BATCH);
+        loop {
+            chunk.extend(iter.by_ref().take(BATCH));
+            if chunk.is_empty() {
+                return Ok(());
+            }
+            ctx.enqueue_batch(chunk.drain(..)).await?;
+        }
+    }
+}
+
+/// Factory for items held in memory: the config is the items, cloned for each adapter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MemoryInput;
+
+impl<P> DeclareAdvanceTimeProperties<Vec<StreamItem<P>>> for MemoryInput {}
+
+impl<P: Payload> InputAdapterFactory<Vec<StreamItem<P>>, P> for MemoryInput {
+    type Adapter = IterAdapter<std::vec::IntoIter<StreamItem<P>>>;
+
+    fn create(
+        &self,
+        items: &Vec<StreamItem<P>>,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        Ok(IterAdapter::new(items.clone().into_iter()))
+    }
+}
+
+/// Takes a value out of a factory once; a second `create` is a configuration error.
+#[derive(Debug)]
+struct Once<T>(Mutex<Option<T>>);
+
+impl<T> Once<T> {
+    fn new(v: T) -> Self {
+        Once(Mutex::new(Some(v)))
+    }
+
+    fn take(&self, what: &str) -> Result<T, AdapterError> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| AdapterError::Config(format!("{what} can feed only one stream")))
+    }
+}
+
+/// Factory for an iterator of items; it can create one adapter.
+#[derive(Debug)]
+pub struct IterInput<I> {
+    iter: Once<I>,
+}
+
+impl<I> IterInput<I> {
+    /// A factory over `iter`.
+    pub fn new(iter: I) -> Self {
+        IterInput {
+            iter: Once::new(iter),
+        }
+    }
+}
+
+impl<I> DeclareAdvanceTimeProperties<()> for IterInput<I> {}
+
+impl<P, I> InputAdapterFactory<(), P> for IterInput<I>
+where
+    P: Payload,
+    I: Iterator<Item = StreamItem<P>> + Send + 'static,
+{
+    type Adapter = IterAdapter<I>;
+
+    fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        Ok(IterAdapter::new(self.iter.take("an IterInput")?))
+    }
+}
+
+/// Factory for a `futures::Stream` of items; it can create one adapter.
+pub struct StreamInput<P> {
+    stream: Once<BoxStream<'static, StreamItem<P>>>,
+}
+
+impl<P> std::fmt::Debug for StreamInput<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StreamInput")
+    }
+}
+
+impl<P> StreamInput<P> {
+    /// A factory over `stream`.
+    pub fn new(stream: impl futures::Stream<Item = StreamItem<P>> + Send + 'static) -> Self {
+        StreamInput {
+            stream: Once::new(stream.boxed()),
+        }
+    }
+}
+
+/// Enqueues the items of a `futures::Stream`, as many per call as are ready (up to [`BATCH`]).
+pub struct StreamAdapter<P> {
+    stream: BoxStream<'static, StreamItem<P>>,
+}
+
+#[async_trait]
+impl<P: Payload> InputAdapter<P> for StreamAdapter<P> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let mut chunks = (&mut self.stream).ready_chunks(BATCH);
+        loop {
+            let chunk = tokio::select! {
+                c = chunks.next() => c,
+                _ = ctx.stopping() => return Ok(()),
+            };
+            match chunk {
+                Some(items) => {
+                    ctx.enqueue_batch(items).await?;
+                }
+                None => return Ok(()),
+            }
+        }
+    }
+}
+
+impl<P> DeclareAdvanceTimeProperties<()> for StreamInput<P> {}
+
+impl<P: Payload> InputAdapterFactory<(), P> for StreamInput<P> {
+    type Adapter = StreamAdapter<P>;
+
+    fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        Ok(StreamAdapter {
+            stream: self.stream.take("a StreamInput")?,
+        })
+    }
+}
+
+/// Factory for items the application sends on a channel; see [`channel_input`].
+#[derive(Debug)]
+pub struct ChannelInput<P> {
+    rx: Once<mpsc::Receiver<StreamItem<P>>>,
+}
+
+/// A bounded channel (`capacity` items) whose receiving end feeds one stream: the application
+/// sends items (awaiting when the query is behind) and drops the sender to end the input.
+///
+/// ```
+/// use punctual_adapters::{channel_input, CollectOutput, InputOptions, Query};
+/// use punctual_core::{EventShape, StreamItem, Time};
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let (tx, factory) = channel_input::<u32>(64);
+/// let mut query = Query::new("q");
+/// let s = query.create_stream(InputOptions::new("in", EventShape::Point), &factory, &())?;
+/// let out = CollectOutput::new();
+/// query.bind_output(&s, &out, &())?;
+/// let running = query.start()?;
+/// tx.send(StreamItem::point(Time::from_ticks(1), 7)).await.unwrap();
+/// tx.send(StreamItem::Cti(Time::from_ticks(2))).await.unwrap();
+/// drop(tx);
+/// running.wait().await?;
+/// assert_eq!(out.items().len(), 2);
+/// # Ok::<(), punctual_adapters::QueryError>(())
+/// # }).unwrap();
+/// ```
+pub fn channel_input<P>(capacity: usize) -> (mpsc::Sender<StreamItem<P>>, ChannelInput<P>) {
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    (tx, ChannelInput { rx: Once::new(rx) })
+}
+
+/// Enqueues what arrives on a channel, as many items per call as are waiting (up to [`BATCH`]).
+pub struct ChannelAdapter<P> {
+    rx: mpsc::Receiver<StreamItem<P>>,
+}
+
+#[async_trait]
+impl<P: Payload> InputAdapter<P> for ChannelAdapter<P> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let mut buf = Vec::with_capacity(BATCH);
+        loop {
+            let n = tokio::select! {
+                n = self.rx.recv_many(&mut buf, BATCH) => n,
+                _ = ctx.stopping() => return Ok(()),
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            ctx.enqueue_batch(buf.drain(..)).await?;
+        }
+    }
+}
+
+impl<P> DeclareAdvanceTimeProperties<()> for ChannelInput<P> {}
+
+impl<P: Payload> InputAdapterFactory<(), P> for ChannelInput<P> {
+    type Adapter = ChannelAdapter<P>;
+
+    fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        Ok(ChannelAdapter {
+            rx: self.rx.take("a ChannelInput")?,
+        })
+    }
+}
+
+/// An output that keeps every item it receives. The factory and its adapters share one list:
+/// read it with [`CollectOutput::items`].
+#[derive(Debug)]
+pub struct CollectOutput<P> {
+    items: Arc<Mutex<Vec<StreamItem<P>>>>,
+    finished: Arc<Mutex<bool>>,
+}
+
+impl<P> Clone for CollectOutput<P> {
+    fn clone(&self) -> Self {
+        CollectOutput {
+            items: Arc::clone(&self.items),
+            finished: Arc::clone(&self.finished),
+        }
+    }
+}
+
+impl<P> Default for CollectOutput<P> {
+    fn default() -> Self {
+        CollectOutput {
+            items: Arc::new(Mutex::new(Vec::new())),
+            finished: Arc::new(Mutex::new(false)),
+        }
+    }
+}
+
+impl<P: Clone> CollectOutput<P> {
+    /// An empty collector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every item received so far, in order.
+    pub fn items(&self) -> Vec<StreamItem<P>> {
+        self.items
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// How many items have been received so far.
+    pub fn len(&self) -> usize {
+        self.items
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+
+    /// Whether nothing has been received.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether the output adapter has been finished (its stream ended or the query stopped).
+    pub fn is_finished(&self) -> bool {
+        *self.finished.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl<P: Payload> OutputAdapter<P> for CollectOutput<P> {
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
+        let mut items = self.items.lock().unwrap_or_else(PoisonError::into_inner);
+        items.extend(batch.items().map(|i| i.map(P::clone)));
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<(), AdapterError> {
+        *self.finished.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        Ok(())
+    }
+}
+
+impl<P: Payload> OutputAdapterFactory<(), P> for CollectOutput<P> {
+    type Adapter = CollectOutput<P>;
+
+    fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        Ok(self.clone())
+    }
+}
