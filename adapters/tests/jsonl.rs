@@ -1,0 +1,184 @@
+//! JSON-lines file adapters: typed and untyped payloads, malformed lines, output files.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use punctual_adapters::{
+    AdapterError, CollectOutput, DeadLetterCollector, InputOptions, JsonLinesInput,
+    JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines, Query,
+    QueryError,
+};
+use punctual_core::{EventShape, Row, StreamItem, Time, TimeSpan};
+use punctual_policies::{AdvanceTimeSettings, DeadLetterReason};
+
+fn temp_file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("punctual-jsonl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Reading {
+    device: String,
+    value: f64,
+}
+
+const READINGS: &str = r#"{"kind":"point","start":3,"payload":{"device":"a","value":1.5}}
+{"kind":"point","start":"1970-01-01T00:00:00.0000001Z","payload":{"device":"b","value":2.0}}
+
+{"kind":"point","start":7,"payload":{"device":"a","value":3.0}}
+"#;
+
+#[tokio::test]
+async fn typed_payloads_are_read_with_serde_and_sorted_by_the_settings() {
+    let path = temp_file("typed.jsonl", READINGS);
+    let mut query = Query::new("typed");
+    let s = query
+        .create_stream::<_, Reading, _>(
+            InputOptions::new("readings", EventShape::Point)
+                .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5))),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&path),
+        )
+        .unwrap();
+    let out = CollectOutput::new();
+    query.bind_output(&s, &out, &()).unwrap();
+    query.start().unwrap().wait().await.unwrap();
+    let r = |device: &str, value| Reading {
+        device: device.into(),
+        value,
+    };
+    let t = Time::from_ticks;
+    assert_eq!(
+        out.items(),
+        vec![
+            StreamItem::Cti(t(-2)),
+            StreamItem::point(t(1), r("b", 2.0)),
+            StreamItem::Cti(t(2)),
+            StreamItem::point(t(3), r("a", 1.5)),
+            StreamItem::point(t(7), r("a", 3.0)),
+            StreamItem::Cti(Time::INF),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn untyped_rows_round_trip_through_a_file() {
+    let input = temp_file("untyped.jsonl", READINGS);
+    let output = input.with_file_name("untyped-out.jsonl");
+    let mut query = Query::new("untyped");
+    let s = query
+        .create_stream::<_, Row, _>(
+            InputOptions::new("readings", EventShape::Point)
+                .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5))),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&input),
+        )
+        .unwrap();
+    query
+        .bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(&output))
+        .unwrap();
+    query.start().unwrap().wait().await.unwrap();
+    let written = std::fs::read_to_string(&output).unwrap();
+    assert_eq!(
+        written,
+        r#"{"kind":"cti","time":-2}
+{"kind":"point","start":1,"payload":{"device":"b","value":2.0}}
+{"kind":"cti","time":2}
+{"kind":"point","start":3,"payload":{"device":"a","value":1.5}}
+{"kind":"point","start":7,"payload":{"device":"a","value":3.0}}
+{"kind":"cti","time":"inf"}
+"#
+    );
+}
+
+const WITH_BAD_LINES: &str = r#"{"kind":"point","start":1,"payload":{"device":"a","value":1.0}}
+{"kind":"point","start":2,"payload":{"device":"a","value":"high"}}
+{"kind":"point","start":3,"payload":{"device":"a","value":3.0}
+{"kind":"point","start":4,"payload":{"device":"a","value":4.0}}
+"#;
+
+#[tokio::test]
+async fn a_malformed_line_fails_the_query_with_file_and_line_by_default() {
+    let path = temp_file("bad.jsonl", WITH_BAD_LINES);
+    let mut query = Query::new("strict");
+    query
+        .create_stream::<_, Reading, _>(
+            InputOptions::new("readings", EventShape::Point),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&path),
+        )
+        .unwrap();
+    let err = query.start().unwrap().wait().await.unwrap_err();
+    match &err {
+        QueryError::Adapter {
+            source: AdapterError::Malformed { path: p, line, message },
+            ..
+        } => {
+            assert_eq!(p, &path);
+            assert_eq!(*line, 2);
+            assert!(message.contains("expected f64"), "{message}");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(err.to_string().contains("bad.jsonl:2:"), "{err}");
+}
+
+#[tokio::test]
+async fn skipped_malformed_lines_are_counted_and_dead_lettered() {
+    let path = temp_file("skip.jsonl", WITH_BAD_LINES);
+    let letters = DeadLetterCollector::new();
+    let mut query = Query::new("lenient");
+    let s = query
+        .create_stream::<_, Reading, _>(
+            InputOptions::new("readings", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Skip),
+        )
+        .unwrap();
+    let out = CollectOutput::new();
+    query.bind_output(&s, &out, &()).unwrap();
+    query.bind_dead_letters(&s, letters.clone()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    let c = report.counters("readings").unwrap();
+    assert_eq!((c.malformed, c.released), (2, 2));
+    let locations: Vec<String> = letters
+        .letters()
+        .into_iter()
+        .map(|d| match d.reason {
+            DeadLetterReason::Malformed(m) => m.location,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        locations,
+        vec![format!("{}:2", path.display()), format!("{}:3", path.display())]
+    );
+}
+
+#[tokio::test]
+async fn a_missing_file_is_an_io_error_naming_it() {
+    let mut query = Query::new("missing");
+    query
+        .create_stream::<_, Row, _>(
+            InputOptions::new("x", EventShape::Point),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new("/nonexistent/punctual.jsonl"),
+        )
+        .unwrap();
+    let err = query.start().unwrap().wait().await.unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/punctual.jsonl"), "{err}");
+}
+
+#[test]
+fn configs_deny_unknown_fields() {
+    let e = serde_json::from_str::<JsonLinesInputConfig>(r#"{"path":"a","colour":1}"#).unwrap_err();
+    assert!(e.to_string().contains("unknown field `colour`"), "{e}");
+    let c: JsonLinesInputConfig =
+        serde_json::from_str(r#"{"path":"a","malformed":"skip"}"#).unwrap();
+    assert_eq!(c.malformed, MalformedLines::Skip);
+}
