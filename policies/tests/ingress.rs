@@ -1,0 +1,169 @@
+//! Ingress corners that the conformance cases do not reach: edge adjustments that leave nothing,
+//! dangling edges, duplicate edges, the buffer cap, generation by duration with a delay,
+//! imports, unreleased events, and the dead-letter reasons.
+
+use punctual_core::{StreamItem, Time, TimeSpan};
+use punctual_policies::{
+    AdvanceTimeGenerationSettings, AdvanceTimePolicy, DeadLetterReason, Enqueued, Error, Ingress,
+    IngressConfig, IngressOutput,
+};
+
+fn t(x: i64) -> Time {
+    Time::from_ticks(x)
+}
+
+fn ingress(policy: Option<AdvanceTimePolicy>) -> Ingress<u32> {
+    Ingress::new(IngressConfig {
+        policy,
+        ..IngressConfig::default()
+    })
+}
+
+fn items(out: &IngressOutput<u32>) -> Vec<StreamItem<u32>> {
+    out.batch.items().map(|i| i.map(|p| *p)).collect()
+}
+
+#[test]
+fn adjust_removes_an_edge_left_empty_by_clamping() {
+    let mut ing = ingress(Some(AdvanceTimePolicy::Adjust));
+    let mut out = IngressOutput::new();
+    ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
+    // S(3) is late: becomes S(10). Its end at 8 is late too: clamped to 10, nothing is left.
+    assert_eq!(ing.enqueue(StreamItem::start_edge(t(3), 1), &mut out), Ok(Enqueued::Adjusted));
+    assert_eq!(ing.enqueue(StreamItem::end_edge(t(3), t(8), 1), &mut out), Ok(Enqueued::Dropped));
+    ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
+    assert_eq!(items(&out), vec![StreamItem::Cti(t(10)), StreamItem::Cti(Time::INF)]);
+    let c = ing.counters();
+    assert_eq!((c.events_in, c.dropped, c.adjusted, c.released), (2, 2, 1, 0));
+    assert_eq!(out.dead_letters.len(), 2);
+    assert!(out.dead_letters.iter().all(|d| d.reason == DeadLetterReason::Late));
+}
+
+#[test]
+fn adjust_clamps_an_end_edge_of_a_released_start() {
+    let mut ing = ingress(Some(AdvanceTimePolicy::Adjust));
+    let mut out = IngressOutput::new();
+    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out).unwrap();
+    ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
+    assert_eq!(ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out), Ok(Enqueued::Adjusted));
+    ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
+    assert_eq!(
+        items(&out),
+        vec![
+            StreamItem::start_edge(t(2), 7),
+            StreamItem::Cti(t(10)),
+            StreamItem::end_edge(t(2), t(10), 7),
+            StreamItem::Cti(Time::INF),
+        ]
+    );
+}
+
+#[test]
+fn drop_leaves_a_dangling_edge_that_a_later_end_can_still_close() {
+    let mut ing = ingress(Some(AdvanceTimePolicy::Drop));
+    let mut out = IngressOutput::new();
+    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out).unwrap();
+    ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
+    assert_eq!(ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out), Ok(Enqueued::Dropped));
+    assert_eq!(ing.counters().dangling_edges, 1);
+    assert_eq!(ing.enqueue(StreamItem::end_edge(t(2), t(12), 7), &mut out), Ok(Enqueued::Accepted));
+    assert_eq!(ing.counters().dangling_edges, 0);
+}
+
+#[test]
+fn end_edges_match_by_start_and_payload() {
+    let mut ing = ingress(None);
+    let mut out = IngressOutput::new();
+    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out).unwrap();
+    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out).unwrap();
+    let wrong = ing.enqueue(StreamItem::end_edge(t(2), t(5), 8), &mut out);
+    assert!(matches!(wrong, Err(Error::Invalid(_))), "{wrong:?}");
+    // Two equal open edges: two ends close them; a third end has nothing left to close.
+    ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out).unwrap();
+    ing.enqueue(StreamItem::end_edge(t(2), t(6), 7), &mut out).unwrap();
+    assert!(ing.enqueue(StreamItem::end_edge(t(2), t(7), 7), &mut out).is_err());
+    assert_eq!(ing.counters().rejected, 2);
+}
+
+#[test]
+fn the_buffer_cap_rejects_with_a_clear_error() {
+    let mut ing = Ingress::new(IngressConfig {
+        max_buffered: 3,
+        ..IngressConfig::default()
+    });
+    let mut out = IngressOutput::new();
+    for x in 0..3 {
+        ing.enqueue(StreamItem::point(t(x), 0u32), &mut out).unwrap();
+    }
+    let e = ing.enqueue(StreamItem::point(t(3), 0), &mut out).unwrap_err();
+    assert_eq!(e, Error::BufferFull { cap: 3, app: Time::NEG_INF });
+    assert!(e.to_string().contains("3 events are waiting for a CTI"), "{e}");
+    // A CTI frees the buffer and the stream goes on.
+    ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
+    ing.enqueue(StreamItem::point(t(11), 0), &mut out).unwrap();
+    let c = ing.counters();
+    assert_eq!((c.released, c.rejected, c.buffered), (3, 1, 1));
+}
+
+#[test]
+fn every_duration_with_a_delay_and_an_import() {
+    let g = AdvanceTimeGenerationSettings::every_duration(TimeSpan::from_ticks(10))
+        .delay(TimeSpan::from_ticks(2))
+        .build()
+        .unwrap();
+    let mut ing = Ingress::new(IngressConfig {
+        generation: Some(g),
+        policy: Some(AdvanceTimePolicy::Drop),
+        ..IngressConfig::default()
+    });
+    let mut out = IngressOutput::new();
+    for x in [5, 9, 16, 17, 30] {
+        ing.enqueue(StreamItem::point(t(x), x as u32), &mut out).unwrap();
+    }
+    // CTI(3) at the first event; 16-2=14 >= 3+10; 17-2=15 < 24; 30-2=28 >= 24.
+    assert!(!ing.import_cti(t(20), &mut out), "a stale import does not advance time");
+    assert!(ing.import_cti(t(35), &mut out), "this one releases the event at 30");
+    ing.enqueue(StreamItem::point(t(40), 40), &mut out).unwrap();
+    assert!(!ing.finish(&mut out), "no final CTI was asked for");
+    ing.close(&mut out);
+    let ctis: Vec<Time> = out.batch.ctis().iter().map(|m| m.time).collect();
+    assert_eq!(ctis, vec![t(3), t(14), t(28), t(35)]);
+    let c = ing.counters();
+    assert_eq!((c.released, c.unreleased, c.stale_ctis), (5, 1, 1));
+    assert!(out
+        .dead_letters
+        .iter()
+        .any(|d| d.reason == DeadLetterReason::Unreleased && d.item == Some(StreamItem::point(t(40), 40))));
+}
+
+#[test]
+fn ties_are_released_in_arrival_order() {
+    let mut ing = ingress(None);
+    let mut out = IngressOutput::new();
+    for (x, p) in [(5, 1), (3, 2), (5, 3), (3, 4), (4, 5)] {
+        ing.enqueue(StreamItem::point(t(x), p), &mut out).unwrap();
+    }
+    ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
+    let payloads: Vec<u32> = out.batch.payloads().to_vec();
+    assert_eq!(payloads, vec![2, 4, 5, 1, 3]);
+}
+
+#[test]
+fn invalid_items_never_panic() {
+    let mut ing = ingress(Some(AdvanceTimePolicy::Adjust));
+    let mut out = IngressOutput::new();
+    for item in [
+        StreamItem::point(Time::INF, 0u32),
+        StreamItem::point(Time::MAX_FINITE, 0),
+        StreamItem::point(Time::NEG_INF, 0),
+        StreamItem::interval(t(5), t(4), 0),
+        StreamItem::interval(Time::NEG_INF, t(4), 0),
+        StreamItem::start_edge(Time::INF, 0),
+        StreamItem::end_edge(t(1), t(1), 0),
+        StreamItem::Cti(Time::NEG_INF),
+    ] {
+        assert!(ing.enqueue(item, &mut out).is_err());
+    }
+    assert_eq!(ing.counters().rejected, 8);
+    assert_eq!(out.dead_letters.len(), 8);
+}

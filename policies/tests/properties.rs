@@ -1,0 +1,258 @@
+//! Property tests of the ingress (SEMANTICS.md section 6):
+//! (a) CTIs are monotone; (b) nothing released after `CTI(t)` violates it, and nothing released
+//! before it reaches it; (c) with explicit CTIs, permuting the events between two CTIs leaves
+//! every released segment the same as a multiset; (d) every enqueued item is accounted for
+//! exactly once (released, dropped, rejected, or unreleased).
+
+use proptest::prelude::*;
+
+use punctual_core::{EventKind, StreamItem, Time, TimeSpan};
+use punctual_policies::{
+    AdvanceTimeGenerationSettings, AdvanceTimePolicy, DeadLetterReason, Ingress, IngressConfig,
+    IngressOutput,
+};
+
+fn t(x: i64) -> Time {
+    Time::from_ticks(x)
+}
+
+/// A raw operation; end edges refer to an earlier start edge by index.
+#[derive(Clone, Debug)]
+enum Op {
+    Point(i64),
+    Interval(i64, i64),
+    Start(i64),
+    End(usize, i64),
+    Cti(i64),
+}
+
+fn op(with_ctis: bool) -> impl Strategy<Value = Op> {
+    let cti_weight = if with_ctis { 2 } else { 0 };
+    prop_oneof![
+        4 => (0i64..60).prop_map(Op::Point),
+        3 => (0i64..60, -2i64..20).prop_map(|(s, l)| Op::Interval(s, l)),
+        2 => (0i64..60).prop_map(Op::Start),
+        2 => (0usize..8, -3i64..25).prop_map(|(k, l)| Op::End(k, l)),
+        cti_weight => (-5i64..70).prop_map(Op::Cti),
+    ]
+}
+
+/// Turns ops into items; payloads are unique (the op's index), end edges copy their start's.
+/// Each start edge gets at most one end edge (a second one would make "which end closes it"
+/// depend on arrival order, outside the premise of guarantee 3).
+fn items(ops: &[Op]) -> Vec<StreamItem<u32>> {
+    let mut starts: Vec<(i64, u32, bool)> = Vec::new();
+    let mut out = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let p = i as u32;
+        out.push(match *op {
+            Op::Point(s) => StreamItem::point(t(s), p),
+            Op::Interval(s, l) => StreamItem::interval(t(s), t(s + l), p),
+            Op::Start(s) => {
+                starts.push((s, p, false));
+                StreamItem::start_edge(t(s), p)
+            }
+            Op::End(k, l) => match starts.get_mut(k) {
+                Some((s, sp, ended @ false)) => {
+                    *ended = true;
+                    StreamItem::end_edge(t(*s), t(*s + l), *sp)
+                }
+                _ => StreamItem::point(t(l.abs()), p),
+            },
+            Op::Cti(c) => StreamItem::Cti(t(c)),
+        });
+    }
+    out
+}
+
+#[derive(Clone, Debug)]
+struct Settings {
+    policy: Option<AdvanceTimePolicy>,
+    generation: Option<AdvanceTimeGenerationSettings>,
+}
+
+fn settings() -> impl Strategy<Value = Settings> {
+    let policy = prop_oneof![
+        Just(None),
+        Just(Some(AdvanceTimePolicy::Drop)),
+        Just(Some(AdvanceTimePolicy::Adjust)),
+    ];
+    let generation = prop_oneof![
+        Just(None),
+        (1u64..4, -2i64..6, any::<bool>()).prop_map(|(n, d, f)| {
+            AdvanceTimeGenerationSettings::every_events(n)
+                .delay(TimeSpan::from_ticks(d))
+                .final_cti(f)
+                .build()
+                .ok()
+        }),
+        (1i64..15, -2i64..6, any::<bool>()).prop_map(|(n, d, f)| {
+            AdvanceTimeGenerationSettings::every_duration(TimeSpan::from_ticks(n))
+                .delay(TimeSpan::from_ticks(d))
+                .final_cti(f)
+                .build()
+                .ok()
+        }),
+    ];
+    (policy, generation).prop_map(|(policy, generation)| Settings { policy, generation })
+}
+
+fn run(settings: &Settings, items: Vec<StreamItem<u32>>) -> (Ingress<u32>, IngressOutput<u32>) {
+    let mut ing = Ingress::new(IngressConfig {
+        policy: settings.policy,
+        generation: settings.generation,
+        ..IngressConfig::default()
+    });
+    let mut out = IngressOutput::new();
+    for item in items {
+        let _ = ing.enqueue(item, &mut out);
+    }
+    ing.finish(&mut out);
+    (ing, out)
+}
+
+/// Released segments: the events released by each CTI, as sorted `(sync, other, payload)`.
+fn segments(out: &IngressOutput<u32>) -> Vec<(Time, Vec<(Time, Time, u32)>)> {
+    let b = &out.batch;
+    let mut start = 0;
+    b.ctis()
+        .iter()
+        .map(|m| {
+            let mut seg: Vec<_> = (start..m.after)
+                .map(|i| (b.sync()[i], b.other()[i], b.payloads()[i]))
+                .collect();
+            seg.sort_by_key(|&(s, o, p)| (s, o, p));
+            start = m.after;
+            (m.time, seg)
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn ctis_are_monotone_and_never_violated(s in settings(), ops in prop::collection::vec(op(true), 0..60)) {
+        let (ing, out) = run(&s, items(&ops));
+        let b = &out.batch;
+        let ctis: Vec<Time> = b.ctis().iter().map(|m| m.time).collect();
+        // (a) strictly increasing.
+        prop_assert!(ctis.windows(2).all(|w| w[0] < w[1]), "{ctis:?}");
+        // (b) an event released just before CTI(t) has sync < t; after CTI(t), sync >= t.
+        let mut prev = Time::NEG_INF;
+        let mut start = 0;
+        for m in b.ctis() {
+            for i in start..m.after {
+                prop_assert!(b.sync()[i] >= prev && b.sync()[i] < m.time,
+                    "event {:?} released between CTI({prev:?}) and CTI({:?})", b.kind(i), m.time);
+            }
+            prev = m.time;
+            start = m.after;
+        }
+        prop_assert_eq!(start, b.len(), "events are only released by a CTI");
+        prop_assert_eq!(ing.app_time(), ctis.last().copied().unwrap_or(Time::NEG_INF));
+        // Released lifetimes are well formed.
+        for i in 0..b.len() {
+            prop_assert!(b.kind(i).validate().is_ok(), "{:?}", b.kind(i));
+        }
+    }
+
+    #[test]
+    fn every_item_is_accounted_for_exactly_once(s in settings(), ops in prop::collection::vec(op(true), 0..60)) {
+        let its = items(&ops);
+        let n_events = its.iter().filter(|i| matches!(i, StreamItem::Insert(_))).count() as u64;
+        let (mut ing, mut out) = run(&s, its);
+        let before_close = ing.counters();
+        prop_assert_eq!(before_close.events_in, n_events);
+        prop_assert_eq!(
+            before_close.released + before_close.dropped + before_close.rejected + before_close.buffered,
+            n_events, "{:?}", before_close
+        );
+        ing.close(&mut out);
+        let c = ing.counters();
+        prop_assert_eq!(c.buffered, 0);
+        prop_assert_eq!(c.released, out.batch.len() as u64);
+        prop_assert_eq!(c.released + c.dropped + c.rejected + c.unreleased, n_events, "{:?}", c);
+        // Every dropped event, every rejected item (events and CTIs) and every unreleased event
+        // has a dead letter with the matching reason.
+        let count = |f: fn(&DeadLetterReason) -> bool| out.dead_letters.iter().filter(|d| f(&d.reason)).count() as u64;
+        prop_assert_eq!(count(|r| *r == DeadLetterReason::Late), c.dropped);
+        prop_assert_eq!(count(|r| *r == DeadLetterReason::Unreleased), c.unreleased);
+        prop_assert_eq!(count(|r| matches!(r, DeadLetterReason::Rejected(_))), c.rejected);
+        // No payload is both released and dead-lettered, none twice.
+        let mut seen: Vec<u32> = out.batch.payloads().to_vec();
+        for d in &out.dead_letters {
+            if let Some(StreamItem::Insert(e)) = &d.item {
+                if !matches!(e.kind, EventKind::EndEdge { .. }) { seen.push(e.payload); }
+            }
+        }
+        for i in 0..out.batch.len() {
+            if matches!(out.batch.kind(i), EventKind::EndEdge { .. }) {
+                let p = out.batch.payloads()[i];
+                if let Some(pos) = seen.iter().rposition(|&x| x == p) { seen.remove(pos); }
+            }
+        }
+        let mut sorted = seen.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        prop_assert_eq!(sorted.len(), seen.len(), "a payload was accounted for twice: {:?}", seen);
+    }
+
+    #[test]
+    fn permuting_events_between_ctis_changes_no_segment(
+        policy in prop_oneof![Just(None), Just(Some(AdvanceTimePolicy::Drop)), Just(Some(AdvanceTimePolicy::Adjust))],
+        segs in prop::collection::vec((prop::collection::vec(op(false), 0..12), 1i64..15), 1..6),
+        keys in prop::collection::vec(any::<u32>(), 80),
+    ) {
+        // Resolve end edges in the original order, then put explicit CTIs between segments.
+        let mut flat_ops = Vec::new();
+        let mut bounds = Vec::new();
+        for (ops, _) in &segs {
+            flat_ops.extend(ops.iter().cloned());
+            bounds.push(flat_ops.len());
+        }
+        let resolved = items(&flat_ops);
+        let mut original = Vec::new();
+        let mut permuted = Vec::new();
+        let mut cti = 0;
+        let mut from = 0;
+        for ((_, step), &to) in segs.iter().zip(&bounds) {
+            let seg = &resolved[from..to];
+            original.extend(seg.iter().cloned());
+            let mut order: Vec<usize> = (0..seg.len()).collect();
+            order.sort_by_key(|&i| keys[(from + i) % keys.len()]);
+            let mut shuffled: Vec<StreamItem<u32>> = order.iter().map(|&i| seg[i].clone()).collect();
+            // An end edge stays after its start edge.
+            let mut i = 0;
+            let mut moves = 0;
+            while i < shuffled.len() && moves < 1000 {
+                if let StreamItem::Insert(e) = &shuffled[i] {
+                    if let EventKind::EndEdge { start, .. } = e.kind {
+                        let p = e.payload;
+                        let later_start = shuffled[i + 1..].iter().any(|x| matches!(x,
+                            StreamItem::Insert(s) if s.kind == EventKind::StartEdge(start) && s.payload == p));
+                        if later_start {
+                            let end = shuffled.remove(i);
+                            shuffled.push(end);
+                            moves += 1;
+                            continue;
+                        }
+                    }
+                }
+                i += 1;
+            }
+            permuted.extend(shuffled);
+            cti += step;
+            original.push(StreamItem::Cti(t(cti)));
+            permuted.push(StreamItem::Cti(t(cti)));
+            from = to;
+        }
+        let s = Settings { policy, generation: None };
+        let (ia, a) = run(&s, original);
+        let (ib, b) = run(&s, permuted);
+        prop_assert_eq!(segments(&a), segments(&b));
+        let (ca, cb) = (ia.counters(), ib.counters());
+        prop_assert_eq!((ca.released, ca.dropped, ca.adjusted, ca.rejected, ca.buffered),
+                        (cb.released, cb.dropped, cb.adjusted, cb.rejected, cb.buffered));
+    }
+}
