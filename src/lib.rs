@@ -30,3 +30,8 @@ pub mod prelude {
         AdvanceTimePolicy, AdvanceTimeSettings, DeadLetter, IngressCounters,
     };
 }
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

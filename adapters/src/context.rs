@@ -215,7 +215,11 @@ impl<P: Payload> StreamCore<P> {
             let st = &mut *guard;
             let r = f(&mut st.ingress, &mut st.out);
             match &mut st.dead {
-                Some(sink) => st.out.dead_letters.drain(..).for_each(|d| sink.dead_letter(d)),
+                Some(sink) => st
+                    .out
+                    .dead_letters
+                    .drain(..)
+                    .for_each(|d| sink.dead_letter(d)),
                 None => st.out.dead_letters.clear(),
             }
             self.shared.publish(st.ingress.counters());
@@ -278,7 +282,10 @@ impl<P: Payload> Drop for StreamCore<P> {
         let st = self.state.get_mut();
         st.ingress.close(&mut st.out);
         if let Some(sink) = &mut st.dead {
-            st.out.dead_letters.drain(..).for_each(|d| sink.dead_letter(d));
+            st.out
+                .dead_letters
+                .drain(..)
+                .for_each(|d| sink.dead_letter(d));
         }
         self.shared.publish(st.ingress.counters());
     }
@@ -384,7 +391,8 @@ impl<P: Payload> InputContext<P> {
         end: Time,
         payload: P,
     ) -> Result<Enqueued, EnqueueError> {
-        self.enqueue(StreamItem::interval(start, end, payload)).await
+        self.enqueue(StreamItem::interval(start, end, payload))
+            .await
     }
 
     /// Enqueues a start edge at `start`.
@@ -403,7 +411,8 @@ impl<P: Payload> InputContext<P> {
         end: Time,
         payload: P,
     ) -> Result<Enqueued, EnqueueError> {
-        self.enqueue(StreamItem::end_edge(start, end, payload)).await
+        self.enqueue(StreamItem::end_edge(start, end, payload))
+            .await
     }
 
     /// Enqueues a CTI.
@@ -431,9 +440,7 @@ impl<P: Payload> InputContext<P> {
                             Ok(Enqueued::Dropped) => summary.dropped += 1,
                             Ok(Enqueued::Cti) => summary.ctis += 1,
                             Ok(Enqueued::StaleCti) => summary.stale_ctis += 1,
-                            Err(e @ punctual_policies::Error::BufferFull { .. }) => {
-                                return Err(e)
-                            }
+                            Err(e @ punctual_policies::Error::BufferFull { .. }) => return Err(e),
                             Err(_) => summary.rejected += 1,
                         }
                     }
@@ -450,7 +457,10 @@ impl<P: Payload> InputContext<P> {
     pub async fn report_malformed(&mut self, record: MalformedRecord) {
         let _ = self
             .core
-            .with_ingress(|ing, out| ing.report_malformed(record, out), SendMode::Always)
+            .with_ingress(
+                |ing, out| ing.report_malformed(record, out),
+                SendMode::Always,
+            )
             .await;
     }
 

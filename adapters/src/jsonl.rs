@@ -128,7 +128,9 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.config.path.clone();
-        let file = tokio::fs::File::open(&path).await.map_err(io_error(&path))?;
+        let file = tokio::fs::File::open(&path)
+            .await
+            .map_err(io_error(&path))?;
         let mut lines = BufReader::new(file).lines();
         let mut pending = Vec::with_capacity(BATCH);
         let mut number = 0usize;

@@ -23,6 +23,8 @@ pub use adapter::{
 };
 pub use context::{DeadLetterCollector, DeadLetterSink, EnqueueSummary, InputContext};
 pub use error::{AdapterError, EnqueueError, QueryError};
-pub use jsonl::{JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines};
+pub use jsonl::{
+    JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines,
+};
 pub use memory::{channel_input, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput};
 pub use query::{InputOptions, InputStream, Query, QueryReport, RunningQuery, StopHandle};

@@ -152,11 +152,27 @@ impl<P> Line<P> {
 #[derive(Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum OutLine<'a, P> {
-    Point { start: Time, payload: &'a P },
-    Interval { start: Time, end: Time, payload: &'a P },
-    Start { start: Time, payload: &'a P },
-    End { start: Time, end: Time, payload: &'a P },
-    Cti { time: Time },
+    Point {
+        start: Time,
+        payload: &'a P,
+    },
+    Interval {
+        start: Time,
+        end: Time,
+        payload: &'a P,
+    },
+    Start {
+        start: Time,
+        payload: &'a P,
+    },
+    End {
+        start: Time,
+        end: Time,
+        payload: &'a P,
+    },
+    Cti {
+        time: Time,
+    },
 }
 
 /// The JSON form of an output item. An event one tick long is written as a `point`, an interval

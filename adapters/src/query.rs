@@ -344,12 +344,13 @@ impl Query {
             .map(IngressConfig::from)
             .unwrap_or_default();
         ingress.max_buffered = options.max_buffered;
-        let adapter = factory
-            .create(config, options.shape)
-            .map_err(|source| QueryError::Create {
-                stream: options.name.clone(),
-                source,
-            })?;
+        let adapter =
+            factory
+                .create(config, options.shape)
+                .map_err(|source| QueryError::Create {
+                    stream: options.name.clone(),
+                    source,
+                })?;
         let index = self.streams.len();
         self.streams.push(Box::new(PendingStream::<P> {
             name: options.name.clone(),

@@ -14,9 +14,9 @@ use punctual_policies::{AdvanceTimeSettings, DeadLetterReason};
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-jsonl-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&dir).expect("the temp dir is writable");
     let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
+    std::fs::write(&path, text).expect("the temp dir is writable");
     path
 }
 
@@ -38,8 +38,9 @@ async fn typed_payloads_are_read_with_serde_and_sorted_by_the_settings() {
     let mut query = Query::new("typed");
     let s = query
         .create_stream::<_, Reading, _>(
-            InputOptions::new("readings", EventShape::Point)
-                .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5))),
+            InputOptions::new("readings", EventShape::Point).settings(
+                AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5)),
+            ),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path),
         )
@@ -72,8 +73,9 @@ async fn untyped_rows_round_trip_through_a_file() {
     let mut query = Query::new("untyped");
     let s = query
         .create_stream::<_, Row, _>(
-            InputOptions::new("readings", EventShape::Point)
-                .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5))),
+            InputOptions::new("readings", EventShape::Point).settings(
+                AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5)),
+            ),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&input),
         )
@@ -115,7 +117,12 @@ async fn a_malformed_line_fails_the_query_with_file_and_line_by_default() {
     let err = query.start().unwrap().wait().await.unwrap_err();
     match &err {
         QueryError::Adapter {
-            source: AdapterError::Malformed { path: p, line, message },
+            source:
+                AdapterError::Malformed {
+                    path: p,
+                    line,
+                    message,
+                },
             ..
         } => {
             assert_eq!(p, &path);
@@ -156,7 +163,10 @@ async fn skipped_malformed_lines_are_counted_and_dead_lettered() {
         .collect();
     assert_eq!(
         locations,
-        vec![format!("{}:2", path.display()), format!("{}:3", path.display())]
+        vec![
+            format!("{}:2", path.display()),
+            format!("{}:3", path.display())
+        ]
     );
 }
 
@@ -171,7 +181,10 @@ async fn a_missing_file_is_an_io_error_naming_it() {
         )
         .unwrap();
     let err = query.start().unwrap().wait().await.unwrap_err();
-    assert!(err.to_string().contains("/nonexistent/punctual.jsonl"), "{err}");
+    assert!(
+        err.to_string().contains("/nonexistent/punctual.jsonl"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -55,7 +55,7 @@ impl<A: InputAdapter<i64> + 'static> InputAdapterFactory<(), i64> for Given<A> {
     fn create(&self, _: &(), _: EventShape) -> Result<A, AdapterError> {
         self.0
             .lock()
-            .unwrap()
+            .expect("no test panics while holding it")
             .take()
             .ok_or_else(|| AdapterError::Config("used".into()))
     }
@@ -66,7 +66,7 @@ impl<A: OutputAdapter<i64> + 'static> OutputAdapterFactory<(), i64> for Given<A>
     fn create(&self, _: &(), _: EventShape) -> Result<A, AdapterError> {
         self.0
             .lock()
-            .unwrap()
+            .expect("no test panics while holding it")
             .take()
             .ok_or_else(|| AdapterError::Config("used".into()))
     }
@@ -211,9 +211,19 @@ async fn stop_releases_an_adapter_blocked_in_enqueue_and_issues_the_final_cti() 
     tokio::time::sleep(Duration::from_secs(60)).await;
     let stopped_at = Instant::now();
     let report = running.stop().await.unwrap();
-    assert!(saw_stopping.load(Ordering::SeqCst), "enqueue never returned Stopping");
-    assert!(probe.saw_final.load(Ordering::SeqCst), "no final CTI after stop");
-    assert!(stopped_at.elapsed() < Duration::from_secs(60), "stop waited {:?}", stopped_at.elapsed());
+    assert!(
+        saw_stopping.load(Ordering::SeqCst),
+        "enqueue never returned Stopping"
+    );
+    assert!(
+        probe.saw_final.load(Ordering::SeqCst),
+        "no final CTI after stop"
+    );
+    assert!(
+        stopped_at.elapsed() < Duration::from_secs(60),
+        "stop waited {:?}",
+        stopped_at.elapsed()
+    );
     let c = report.counters("endless").unwrap();
     assert_eq!(c.released, c.events_in, "{c:?}");
 }
@@ -224,10 +234,13 @@ async fn an_adapter_that_ignores_stop_is_aborted_after_the_grace_period() {
     query
         .create_stream(
             InputOptions::new("deaf", EventShape::Point),
-            &input(|_ctx| async {
-                futures::future::pending::<()>().await;
-                Ok(())
-            }.boxed()),
+            &input(|_ctx| {
+                async {
+                    futures::future::pending::<()>().await;
+                    Ok(())
+                }
+                .boxed()
+            }),
             &(),
         )
         .unwrap();
@@ -289,12 +302,15 @@ async fn a_panicking_adapter_is_reported_not_hung() {
     query
         .create_stream(
             InputOptions::new("p", EventShape::Point),
-            &input(|_ctx| async {
-                if true {
-                    panic!("adapter bug");
+            &input(|_ctx| {
+                async {
+                    if true {
+                        panic!("adapter bug");
+                    }
+                    Ok(())
                 }
-                Ok(())
-            }.boxed()),
+                .boxed()
+            }),
             &(),
         )
         .unwrap();
@@ -349,7 +365,10 @@ async fn a_stream_without_ctis_hits_the_buffer_cap_with_a_clear_error() {
         .unwrap();
     let err = query.start().unwrap().wait().await.unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("silent") && text.contains("100 events are waiting for a CTI"), "{text}");
+    assert!(
+        text.contains("silent") && text.contains("100 events are waiting for a CTI"),
+        "{text}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -362,9 +381,15 @@ async fn enqueue_returns_typed_errors_and_the_stream_goes_on() {
             &input(|ctx| {
                 async move {
                     let invalid = ctx.enqueue_interval(t(5), t(5), 1).await;
-                    assert!(matches!(invalid, Err(EnqueueError::Rejected { .. })), "{invalid:?}");
+                    assert!(
+                        matches!(invalid, Err(EnqueueError::Rejected { .. })),
+                        "{invalid:?}"
+                    );
                     let unmatched = ctx.enqueue_end_edge(t(2), t(9), 2).await.unwrap_err();
-                    assert!(unmatched.to_string().contains("matches no open start edge"), "{unmatched}");
+                    assert!(
+                        unmatched.to_string().contains("matches no open start edge"),
+                        "{unmatched}"
+                    );
                     assert_eq!(ctx.enqueue_cti(t(10)).await, Ok(Enqueued::Cti));
                     let late = ctx.enqueue_point(t(3), 3).await.unwrap_err();
                     assert!(late.to_string().contains("no violation policy"), "{late}");
@@ -384,13 +409,19 @@ async fn enqueue_returns_typed_errors_and_the_stream_goes_on() {
     let report = query.start().unwrap().wait().await.unwrap();
     assert_eq!(
         out.items(),
-        vec![StreamItem::Cti(t(10)), StreamItem::point(t(12), 4), StreamItem::Cti(Time::INF)]
+        vec![
+            StreamItem::Cti(t(10)),
+            StreamItem::point(t(12), 4),
+            StreamItem::Cti(Time::INF)
+        ]
     );
     let c = report.counters("in").unwrap();
     assert_eq!((c.rejected, c.stale_ctis, c.released), (3, 1, 1));
     let reasons: Vec<_> = letters.letters().into_iter().map(|d| d.reason).collect();
     assert_eq!(reasons.len(), 3);
-    assert!(reasons.iter().all(|r| matches!(r, DeadLetterReason::Rejected(_))));
+    assert!(reasons
+        .iter()
+        .all(|r| matches!(r, DeadLetterReason::Rejected(_))));
 }
 
 #[tokio::test(start_paused = true)]
@@ -422,7 +453,10 @@ async fn a_slow_reference_stream_imports_the_fast_streams_ctis() {
     let out = CollectOutput::new();
     query.bind_output(&reference, &out, &()).unwrap();
     let running = query.start().unwrap();
-    slow_tx.send(StreamItem::start_edge(t(0), 100)).await.unwrap();
+    slow_tx
+        .send(StreamItem::start_edge(t(0), 100))
+        .await
+        .unwrap();
     // Let the reference adapter enqueue it before the fast stream moves time on.
     tokio::time::sleep(Duration::from_millis(10)).await;
     for x in [5, 6, 8] {
@@ -440,7 +474,10 @@ async fn a_slow_reference_stream_imports_the_fast_streams_ctis() {
         ]
     );
     // A late reference edge is adjusted up to the imported CTI.
-    slow_tx.send(StreamItem::start_edge(t(2), 200)).await.unwrap();
+    slow_tx
+        .send(StreamItem::start_edge(t(2), 200))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(10)).await;
     drop(slow_tx);
     drop(fast_tx);
@@ -448,7 +485,10 @@ async fn a_slow_reference_stream_imports_the_fast_streams_ctis() {
     let items = out.items();
     assert_eq!(
         &items[4..],
-        &[StreamItem::start_edge(t(8), 200), StreamItem::Cti(Time::INF)]
+        &[
+            StreamItem::start_edge(t(8), 200),
+            StreamItem::Cti(Time::INF)
+        ]
     );
     assert_eq!(report.counters("reference").unwrap().adjusted, 1);
     assert!(out.is_finished());
@@ -474,7 +514,11 @@ async fn binding_settings_replace_declared_settings() {
     }
     impl InputAdapterFactory<Vec<StreamItem<i64>>, i64> for Declaring {
         type Adapter = <MemoryInput as InputAdapterFactory<Vec<StreamItem<i64>>, i64>>::Adapter;
-        fn create(&self, c: &Vec<StreamItem<i64>>, s: EventShape) -> Result<Self::Adapter, AdapterError> {
+        fn create(
+            &self,
+            c: &Vec<StreamItem<i64>>,
+            s: EventShape,
+        ) -> Result<Self::Adapter, AdapterError> {
             MemoryInput.create(c, s)
         }
     }
@@ -494,9 +538,17 @@ async fn binding_settings_replace_declared_settings() {
             out.items()
         }
     };
-    assert_eq!(run(None).await[0], StreamItem::Cti(t(900)), "declared delay 100");
+    assert_eq!(
+        run(None).await[0],
+        StreamItem::Cti(t(900)),
+        "declared delay 100"
+    );
     let replaced = run(Some(AdvanceTimeSettings::strictly_increasing_start_time())).await;
-    assert_eq!(replaced[1], StreamItem::Cti(t(1001)), "binding settings win: {replaced:?}");
+    assert_eq!(
+        replaced[1],
+        StreamItem::Cti(t(1001)),
+        "binding settings win: {replaced:?}"
+    );
 }
 
 #[tokio::test]
@@ -512,25 +564,44 @@ async fn bind_errors_name_the_problem() {
         )
     };
     query
-        .create_stream(InputOptions::new("a", EventShape::Point), &MemoryInput, &none)
+        .create_stream(
+            InputOptions::new("a", EventShape::Point),
+            &MemoryInput,
+            &none,
+        )
         .unwrap();
     let dup = query
-        .create_stream(InputOptions::new("a", EventShape::Point), &MemoryInput, &none)
+        .create_stream(
+            InputOptions::new("a", EventShape::Point),
+            &MemoryInput,
+            &none,
+        )
         .unwrap_err();
-    assert!(dup.to_string().contains("already has a stream named `a`"), "{dup}");
-    query.create_stream(import("nowhere"), &MemoryInput, &none).unwrap();
+    assert!(
+        dup.to_string().contains("already has a stream named `a`"),
+        "{dup}"
+    );
+    query
+        .create_stream(import("nowhere"), &MemoryInput, &none)
+        .unwrap();
     let e = query.start().unwrap_err();
-    assert!(e.to_string().contains("`nowhere`, which is not a stream"), "{e}");
+    assert!(
+        e.to_string().contains("`nowhere`, which is not a stream"),
+        "{e}"
+    );
 
     let mut query = Query::new("cycle");
-    query.create_stream(import("from-x"), &MemoryInput, &none).unwrap();
-    let opts = InputOptions::new("from-x", EventShape::Point).settings(
-        AdvanceTimeSettings::builder()
-            .import(AdvanceTimeImportSettings::new("from-from-x"))
-            .build()
-            .unwrap(),
-    )
-    .max_buffered(10);
+    query
+        .create_stream(import("from-x"), &MemoryInput, &none)
+        .unwrap();
+    let opts = InputOptions::new("from-x", EventShape::Point)
+        .settings(
+            AdvanceTimeSettings::builder()
+                .import(AdvanceTimeImportSettings::new("from-from-x"))
+                .build()
+                .unwrap(),
+        )
+        .max_buffered(10);
     query.create_stream(opts, &MemoryInput, &none).unwrap();
     let e = query.start().unwrap_err();
     assert!(e.to_string().contains("import cycle"), "{e}");

@@ -78,9 +78,14 @@ impl Value {
                 None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
             },
             serde_json::Value::String(s) => Value::Str(s),
-            serde_json::Value::Array(a) => Value::List(a.into_iter().map(Value::from_json).collect()),
+            serde_json::Value::Array(a) => {
+                Value::List(a.into_iter().map(Value::from_json).collect())
+            }
             serde_json::Value::Object(o) => Value::Row(Row {
-                fields: o.into_iter().map(|(k, v)| (k, Value::from_json(v))).collect(),
+                fields: o
+                    .into_iter()
+                    .map(|(k, v)| (k, Value::from_json(v)))
+                    .collect(),
             }),
         }
     }

@@ -401,7 +401,10 @@ impl<P: Clone + PartialEq> Ingress<P> {
         if start < a {
             // A violation: a point, an interval or a start edge that begins before the CTI.
             let Some(policy) = self.config.policy else {
-                let error = Error::Violation { sync: start, app: a };
+                let error = Error::Violation {
+                    sync: start,
+                    app: a,
+                };
                 return Err(self.reject(StreamItem::Insert(event), error, out));
             };
             let survives = match (policy, kind) {
@@ -492,9 +495,11 @@ impl<P: Clone + PartialEq> Ingress<P> {
             // Nothing is left of the edge. Its start is still buffered (had a CTI released it,
             // that CTI would be at most `new_end`, contradicting `new_end >= a`), so remove both.
             self.remove_edge(start, idx);
-            if let Some(pos) = self.buffer.iter().position(|b| {
-                b.sync == edge_start && b.other == Time::INF && b.payload == payload
-            }) {
+            if let Some(pos) = self
+                .buffer
+                .iter()
+                .position(|b| b.sync == edge_start && b.other == Time::INF && b.payload == payload)
+            {
                 if let Some(b) = self.buffer.remove(pos) {
                     self.drop_late(StreamItem::start_edge(b.sync, b.payload), out);
                 }

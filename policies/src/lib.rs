@@ -13,8 +13,8 @@ pub mod ingress;
 pub mod settings;
 
 pub use ingress::{
-    DeadLetter, DeadLetterReason, Enqueued, Ingress, IngressConfig, IngressCounters,
-    IngressOutput, MalformedRecord, DEFAULT_MAX_BUFFERED,
+    DeadLetter, DeadLetterReason, Enqueued, Ingress, IngressConfig, IngressCounters, IngressOutput,
+    MalformedRecord, DEFAULT_MAX_BUFFERED,
 };
 pub use settings::{
     AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,

@@ -29,23 +29,42 @@ fn adjust_removes_an_edge_left_empty_by_clamping() {
     let mut out = IngressOutput::new();
     ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
     // S(3) is late: becomes S(10). Its end at 8 is late too: clamped to 10, nothing is left.
-    assert_eq!(ing.enqueue(StreamItem::start_edge(t(3), 1), &mut out), Ok(Enqueued::Adjusted));
-    assert_eq!(ing.enqueue(StreamItem::end_edge(t(3), t(8), 1), &mut out), Ok(Enqueued::Dropped));
+    assert_eq!(
+        ing.enqueue(StreamItem::start_edge(t(3), 1), &mut out),
+        Ok(Enqueued::Adjusted)
+    );
+    assert_eq!(
+        ing.enqueue(StreamItem::end_edge(t(3), t(8), 1), &mut out),
+        Ok(Enqueued::Dropped)
+    );
     ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
-    assert_eq!(items(&out), vec![StreamItem::Cti(t(10)), StreamItem::Cti(Time::INF)]);
+    assert_eq!(
+        items(&out),
+        vec![StreamItem::Cti(t(10)), StreamItem::Cti(Time::INF)]
+    );
     let c = ing.counters();
-    assert_eq!((c.events_in, c.dropped, c.adjusted, c.released), (2, 2, 1, 0));
+    assert_eq!(
+        (c.events_in, c.dropped, c.adjusted, c.released),
+        (2, 2, 1, 0)
+    );
     assert_eq!(out.dead_letters.len(), 2);
-    assert!(out.dead_letters.iter().all(|d| d.reason == DeadLetterReason::Late));
+    assert!(out
+        .dead_letters
+        .iter()
+        .all(|d| d.reason == DeadLetterReason::Late));
 }
 
 #[test]
 fn adjust_clamps_an_end_edge_of_a_released_start() {
     let mut ing = ingress(Some(AdvanceTimePolicy::Adjust));
     let mut out = IngressOutput::new();
-    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out).unwrap();
+    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out)
+        .unwrap();
     ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
-    assert_eq!(ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out), Ok(Enqueued::Adjusted));
+    assert_eq!(
+        ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out),
+        Ok(Enqueued::Adjusted)
+    );
     ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
     assert_eq!(
         items(&out),
@@ -62,11 +81,18 @@ fn adjust_clamps_an_end_edge_of_a_released_start() {
 fn drop_leaves_a_dangling_edge_that_a_later_end_can_still_close() {
     let mut ing = ingress(Some(AdvanceTimePolicy::Drop));
     let mut out = IngressOutput::new();
-    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out).unwrap();
+    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out)
+        .unwrap();
     ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
-    assert_eq!(ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out), Ok(Enqueued::Dropped));
+    assert_eq!(
+        ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out),
+        Ok(Enqueued::Dropped)
+    );
     assert_eq!(ing.counters().dangling_edges, 1);
-    assert_eq!(ing.enqueue(StreamItem::end_edge(t(2), t(12), 7), &mut out), Ok(Enqueued::Accepted));
+    assert_eq!(
+        ing.enqueue(StreamItem::end_edge(t(2), t(12), 7), &mut out),
+        Ok(Enqueued::Accepted)
+    );
     assert_eq!(ing.counters().dangling_edges, 0);
 }
 
@@ -74,14 +100,20 @@ fn drop_leaves_a_dangling_edge_that_a_later_end_can_still_close() {
 fn end_edges_match_by_start_and_payload() {
     let mut ing = ingress(None);
     let mut out = IngressOutput::new();
-    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out).unwrap();
-    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out).unwrap();
+    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out)
+        .unwrap();
+    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out)
+        .unwrap();
     let wrong = ing.enqueue(StreamItem::end_edge(t(2), t(5), 8), &mut out);
     assert!(matches!(wrong, Err(Error::Invalid(_))), "{wrong:?}");
     // Two equal open edges: two ends close them; a third end has nothing left to close.
-    ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out).unwrap();
-    ing.enqueue(StreamItem::end_edge(t(2), t(6), 7), &mut out).unwrap();
-    assert!(ing.enqueue(StreamItem::end_edge(t(2), t(7), 7), &mut out).is_err());
+    ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out)
+        .unwrap();
+    ing.enqueue(StreamItem::end_edge(t(2), t(6), 7), &mut out)
+        .unwrap();
+    assert!(ing
+        .enqueue(StreamItem::end_edge(t(2), t(7), 7), &mut out)
+        .is_err());
     assert_eq!(ing.counters().rejected, 2);
 }
 
@@ -93,11 +125,23 @@ fn the_buffer_cap_rejects_with_a_clear_error() {
     });
     let mut out = IngressOutput::new();
     for x in 0..3 {
-        ing.enqueue(StreamItem::point(t(x), 0u32), &mut out).unwrap();
+        ing.enqueue(StreamItem::point(t(x), 0u32), &mut out)
+            .unwrap();
     }
-    let e = ing.enqueue(StreamItem::point(t(3), 0), &mut out).unwrap_err();
-    assert_eq!(e, Error::BufferFull { cap: 3, app: Time::NEG_INF });
-    assert!(e.to_string().contains("3 events are waiting for a CTI"), "{e}");
+    let e = ing
+        .enqueue(StreamItem::point(t(3), 0), &mut out)
+        .unwrap_err();
+    assert_eq!(
+        e,
+        Error::BufferFull {
+            cap: 3,
+            app: Time::NEG_INF
+        }
+    );
+    assert!(
+        e.to_string().contains("3 events are waiting for a CTI"),
+        "{e}"
+    );
     // A CTI frees the buffer and the stream goes on.
     ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
     ing.enqueue(StreamItem::point(t(11), 0), &mut out).unwrap();
@@ -118,11 +162,18 @@ fn every_duration_with_a_delay_and_an_import() {
     });
     let mut out = IngressOutput::new();
     for x in [5, 9, 16, 17, 30] {
-        ing.enqueue(StreamItem::point(t(x), x as u32), &mut out).unwrap();
+        ing.enqueue(StreamItem::point(t(x), x as u32), &mut out)
+            .unwrap();
     }
     // CTI(3) at the first event; 16-2=14 >= 3+10; 17-2=15 < 24; 30-2=28 >= 24.
-    assert!(!ing.import_cti(t(20), &mut out), "a stale import does not advance time");
-    assert!(ing.import_cti(t(35), &mut out), "this one releases the event at 30");
+    assert!(
+        !ing.import_cti(t(20), &mut out),
+        "a stale import does not advance time"
+    );
+    assert!(
+        ing.import_cti(t(35), &mut out),
+        "this one releases the event at 30"
+    );
     ing.enqueue(StreamItem::point(t(40), 40), &mut out).unwrap();
     assert!(!ing.finish(&mut out), "no final CTI was asked for");
     ing.close(&mut out);
@@ -133,7 +184,8 @@ fn every_duration_with_a_delay_and_an_import() {
     assert!(out
         .dead_letters
         .iter()
-        .any(|d| d.reason == DeadLetterReason::Unreleased && d.item == Some(StreamItem::point(t(40), 40))));
+        .any(|d| d.reason == DeadLetterReason::Unreleased
+            && d.item == Some(StreamItem::point(t(40), 40))));
 }
 
 #[test]

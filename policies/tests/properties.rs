@@ -111,8 +111,11 @@ fn run(settings: &Settings, items: Vec<StreamItem<u32>>) -> (Ingress<u32>, Ingre
     (ing, out)
 }
 
-/// Released segments: the events released by each CTI, as sorted `(sync, other, payload)`.
-fn segments(out: &IngressOutput<u32>) -> Vec<(Time, Vec<(Time, Time, u32)>)> {
+/// The events released by one CTI, as sorted `(sync, other, payload)`.
+type Segment = (Time, Vec<(Time, Time, u32)>);
+
+/// Released segments: the events released by each CTI.
+fn segments(out: &IngressOutput<u32>) -> Vec<Segment> {
     let b = &out.batch;
     let mut start = 0;
     b.ctis()

@@ -29,7 +29,9 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("run") if args.len() == 2 => cmd_run(Path::new(&args[1])),
-        Some("check") if args.len() >= 2 => cmd_check(args[1..].iter().map(PathBuf::from).collect()),
+        Some("check") if args.len() >= 2 => {
+            cmd_check(args[1..].iter().map(PathBuf::from).collect())
+        }
         Some("--help" | "-h" | "help") => {
             print!("{HELP}");
             ExitCode::SUCCESS
@@ -51,13 +53,23 @@ fn cmd_run(dir: &Path) -> ExitCode {
                 eprintln!(
                     "stream {name}: events_in={} released={} dropped={} adjusted={} rejected={} \
                      stale_ctis={} unreleased={} dangling_edges={} ctis_out={}",
-                    c.events_in, c.released, c.dropped, c.adjusted, c.rejected, c.stale_ctis,
-                    c.unreleased, c.dangling_edges, c.ctis_out
+                    c.events_in,
+                    c.released,
+                    c.dropped,
+                    c.adjusted,
+                    c.rejected,
+                    c.stale_ctis,
+                    c.unreleased,
+                    c.dangling_edges,
+                    c.ctis_out
                 );
             }
             for (name, letters) in &run.dead_letters {
                 for d in letters {
-                    eprintln!("dead letter on {name} at CTI {}: {} ({:?})", d.cti, d.reason, d.item);
+                    eprintln!(
+                        "dead letter on {name} at CTI {}: {} ({:?})",
+                        d.cti, d.reason, d.item
+                    );
                 }
             }
             ExitCode::SUCCESS
@@ -74,7 +86,10 @@ fn cmd_check(roots: Vec<PathBuf>) -> ExitCode {
     for root in roots {
         let cases = match find_cases(&root) {
             Ok(c) if c.is_empty() => {
-                eprintln!("error: no case (a folder with case.toml) at or below {}", root.display());
+                eprintln!(
+                    "error: no case (a folder with case.toml) at or below {}",
+                    root.display()
+                );
                 failed += 1;
                 continue;
             }
@@ -86,11 +101,13 @@ fn cmd_check(roots: Vec<PathBuf>) -> ExitCode {
             }
         };
         for dir in cases {
-            match run_case(&dir).map_err(|e| vec![e.to_string()]).and_then(|run| {
-                run.check()
-                    .map_err(|ms| ms.iter().map(|m| m.to_string()).collect())
-                    .map(|()| run)
-            }) {
+            match run_case(&dir)
+                .map_err(|e| vec![e.to_string()])
+                .and_then(|run| {
+                    run.check()
+                        .map_err(|ms| ms.iter().map(|m| m.to_string()).collect())
+                        .map(|()| run)
+                }) {
                 Ok(_) => {
                     passed += 1;
                     println!("PASS {}", dir.display());
@@ -112,4 +129,3 @@ fn cmd_check(roots: Vec<PathBuf>) -> ExitCode {
         ExitCode::from(1)
     }
 }
-

@@ -160,9 +160,9 @@ impl Case {
         })?;
         let mut streams = Vec::new();
         for (name, value) in file.streams {
-            let s: StreamFile = value
-                .try_into()
-                .map_err(|e: toml::de::Error| bad(&toml_path, 0, format!("[streams.{name}]: {e}")))?;
+            let s: StreamFile = value.try_into().map_err(|e: toml::de::Error| {
+                bad(&toml_path, 0, format!("[streams.{name}]: {e}"))
+            })?;
             let generation = s
                 .generate
                 .map(|g| {
@@ -188,7 +188,8 @@ impl Case {
                 .transpose()?;
             streams.push(StreamSpec {
                 unsupported: s.watermark.map(|_| {
-                    "stream setting `watermark` (watermark strategies arrive with issue #4)".to_owned()
+                    "stream setting `watermark` (watermark strategies arrive with issue #4)"
+                        .to_owned()
                 }),
                 name,
                 shape: s.shape,
@@ -201,7 +202,11 @@ impl Case {
         for step in &file.query.step {
             let field = |k: &str| step.get(k).and_then(|v| v.as_str()).map(str::to_owned);
             let (Some(name), Some(op)) = (field("name"), field("op")) else {
-                return Err(bad(&toml_path, 0, "every [[query.step]] needs `name` and `op`"));
+                return Err(bad(
+                    &toml_path,
+                    0,
+                    "every [[query.step]] needs `name` and `op`",
+                ));
             };
             steps.push(StepSpec { name, op });
         }
@@ -215,12 +220,25 @@ impl Case {
         let mut metrics = Vec::new();
         for (stream, table) in file.expect.metrics {
             let Some(table) = table.as_table() else {
-                return Err(bad(&toml_path, 0, format!("[expect.metrics.{stream}] must be a table")));
+                return Err(bad(
+                    &toml_path,
+                    0,
+                    format!("[expect.metrics.{stream}] must be a table"),
+                ));
             };
             for (counter, value) in table {
-                let v = value.as_integer().and_then(|v| u64::try_from(v).ok()).ok_or_else(|| {
-                    bad(&toml_path, 0, format!("expect.metrics.{stream}.{counter} must be a non-negative integer"))
-                })?;
+                let v = value
+                    .as_integer()
+                    .and_then(|v| u64::try_from(v).ok())
+                    .ok_or_else(|| {
+                        bad(
+                            &toml_path,
+                            0,
+                            format!(
+                                "expect.metrics.{stream}.{counter} must be a non-negative integer"
+                            ),
+                        )
+                    })?;
                 metrics.push((stream.clone(), counter.clone(), v));
             }
         }
@@ -230,14 +248,21 @@ impl Case {
             if text.trim().is_empty() {
                 continue;
             }
-            let line = parse_line::<Row>(text).map_err(|e| bad(&arrivals_path, i + 1, e.to_string()))?;
+            let line =
+                parse_line::<Row>(text).map_err(|e| bad(&arrivals_path, i + 1, e.to_string()))?;
             let Some(stream_name) = line.stream.clone() else {
                 return Err(bad(&arrivals_path, i + 1, "an arrival needs `stream`"));
             };
             let stream = streams
                 .iter()
                 .position(|s| s.name == stream_name)
-                .ok_or_else(|| bad(&arrivals_path, i + 1, format!("unknown stream `{stream_name}`")))?;
+                .ok_or_else(|| {
+                    bad(
+                        &arrivals_path,
+                        i + 1,
+                        format!("unknown stream `{stream_name}`"),
+                    )
+                })?;
             let is_eof = line.kind == LineKind::Eof;
             let item = line
                 .into_item_or_default()

@@ -42,7 +42,12 @@ pub enum Mismatch {
 
 impl fmt::Display for Mismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list = |ts: &[Time]| ts.iter().map(|t| show_time(*t)).collect::<Vec<_>>().join(", ");
+        let list = |ts: &[Time]| {
+            ts.iter()
+                .map(|t| show_time(*t))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         match self {
             Mismatch::Ctis { expected, actual } => write!(
                 f,
@@ -70,8 +75,14 @@ impl fmt::Display for Mismatch {
                 expected,
                 actual,
             } => match actual {
-                Some(a) => write!(f, "counter {stream}.{counter}: expected {expected}, actual {a}"),
-                None => write!(f, "counter {stream}.{counter}: expected {expected}, but there is no such counter"),
+                Some(a) => write!(
+                    f,
+                    "counter {stream}.{counter}: expected {expected}, actual {a}"
+                ),
+                None => write!(
+                    f,
+                    "counter {stream}.{counter}: expected {expected}, but there is no such counter"
+                ),
             },
         }
     }
@@ -105,7 +116,9 @@ fn diff_multiset(expected: &[&Event<Row>], actual: &[&Event<Row>]) -> (Vec<Strin
     let mut missing = Vec::new();
     for e in expected {
         let e_kind = e.kind.encode();
-        match (0..actual.len()).find(|&i| !used[i] && actual[i].kind.encode() == e_kind && actual[i].payload == e.payload) {
+        match (0..actual.len()).find(|&i| {
+            !used[i] && actual[i].kind.encode() == e_kind && actual[i].payload == e.payload
+        }) {
             Some(i) => used[i] = true,
             None => missing.push(show(e)),
         }
@@ -188,7 +201,9 @@ mod tests {
         assert_eq!(moved.len(), 2, "{moved:?}");
         assert!(compare(Compare::Events, &exp, &[p(4, 4), p(1, 1), cti(9), p(2, 2)]).is_empty());
         let dup = compare(Compare::Exact, &exp, &[p(1, 1), p(1, 1), cti(3), p(4, 4)]);
-        assert!(matches!(&dup[0], Mismatch::Segment { missing, unexpected, .. } if missing.len() == 1 && unexpected.len() == 1));
+        assert!(
+            matches!(&dup[0], Mismatch::Segment { missing, unexpected, .. } if missing.len() == 1 && unexpected.len() == 1)
+        );
     }
 
     #[test]

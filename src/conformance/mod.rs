@@ -87,11 +87,17 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
     }
     if let Some(s) = case.streams.iter().find(|s| s.unsupported.is_some()) {
         let what = s.unsupported.clone().unwrap_or_default();
-        return Err(CaseError::Unsupported(format!("stream `{}`: {what}", s.name)));
+        return Err(CaseError::Unsupported(format!(
+            "stream `{}`: {what}",
+            s.name
+        )));
     }
     let index = |name: &str| case.streams.iter().position(|s| s.name == name);
     let output = index(&case.output).ok_or_else(|| {
-        CaseError::Config(format!("query output `{}` is no stream or step", case.output))
+        CaseError::Config(format!(
+            "query output `{}` is no stream or step",
+            case.output
+        ))
     })?;
     let mut streams: Vec<StreamRun> = case
         .streams
@@ -109,7 +115,10 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
     for (i, s) in case.streams.iter().enumerate() {
         if let Some(source) = &s.import {
             let j = index(source).ok_or_else(|| {
-                CaseError::Config(format!("stream `{}` imports unknown stream `{source}`", s.name))
+                CaseError::Config(format!(
+                    "stream `{}` imports unknown stream `{source}`",
+                    s.name
+                ))
             })?;
             streams[j].importers.push(i);
         }
@@ -145,7 +154,10 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         s.ingress.close(&mut s.out);
     }
     let mut out_items = Vec::new();
-    streams[output].out.batch.drain_items(|item| out_items.push(item));
+    streams[output]
+        .out
+        .batch
+        .drain_items(|item| out_items.push(item));
     let names = case.streams.iter().map(|s| s.name.clone());
     let counters = names
         .clone()
@@ -188,7 +200,10 @@ fn check_import_cycles(case: &Case) -> Result<(), CaseError> {
         while let Some(src) = &cur.import {
             if seen.contains(&src.as_str()) {
                 seen.push(src);
-                return Err(CaseError::Config(format!("import cycle: {}", seen.join(" imports "))));
+                return Err(CaseError::Config(format!(
+                    "import cycle: {}",
+                    seen.join(" imports ")
+                )));
             }
             seen.push(src);
             match case.streams.iter().find(|s| &s.name == src) {

@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 
 use punctual::adapters::{
-    AdapterError, DeadLetterCollector, InputOptions, JsonLinesInput, JsonLinesInputConfig, MalformedLines,
-    OutputAdapter, OutputAdapterFactory, Query, QueryError,
+    AdapterError, DeadLetterCollector, InputOptions, JsonLinesInput, JsonLinesInputConfig,
+    MalformedLines, OutputAdapter, OutputAdapterFactory, Query, QueryError,
 };
 use punctual::policies::DeadLetterReason;
 use punctual::prelude::*;
@@ -46,7 +46,10 @@ impl OutputAdapter<Reading> for TablePrinter {
                     e.payload.device,
                     e.payload.temperature
                 ),
-                StreamItem::Cti(t) => println!("{:<26} (CTI: all readings before it are out)", t.to_rfc3339()),
+                StreamItem::Cti(t) => println!(
+                    "{:<26} (CTI: all readings before it are out)",
+                    t.to_rfc3339()
+                ),
             }
         }
         Ok(())
@@ -81,8 +84,13 @@ async fn run(path: PathBuf) -> Result<(), QueryError> {
     query.bind_output(&readings, &TablePrinter, &())?;
     let dead_letters = DeadLetterCollector::new();
     query.bind_dead_letters(&readings, dead_letters.clone())?;
-    println!("Readings from {}, released in time order as CTIs allow", path.display());
-    println!("(a CTI after every reading, 5 s behind the newest: a 5 s grace period for disorder).\n");
+    println!(
+        "Readings from {}, released in time order as CTIs allow",
+        path.display()
+    );
+    println!(
+        "(a CTI after every reading, 5 s behind the newest: a 5 s grace period for disorder).\n"
+    );
     println!("{:<26} {:<8} {:>11}", "time", "device", "temperature");
     let report = query.start()?.wait().await?;
     let c = report
