@@ -18,6 +18,7 @@ pub use punctual_adapters as adapters;
 pub use punctual_core as core;
 pub use punctual_policies as policies;
 
+pub mod cli;
 pub mod conformance;
 
 /// The names most programs need.

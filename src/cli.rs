@@ -1,0 +1,156 @@
+//! The `punctual` command line, as a library function so that it can be tested: the binary
+//! only calls [`main`] with the process's arguments and streams.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::conformance::{find_cases, run_case};
+
+/// `punctual --help`.
+pub const HELP: &str = "\
+punctual: run Punctual conformance cases from the command line
+
+USAGE:
+    punctual run CASE_DIR        run one case; print its output as JSON lines (stdout)
+                                 and each input stream's counters and dead letters (stderr)
+    punctual check PATH...       run every case at or below each PATH, print a diff for
+                                 each failing case and a closing line `N passed, N failed`
+    punctual --help              this text
+
+EXAMPLES:
+    punctual run tests/conformance/ingress/unordered-with-delay
+    punctual check tests/conformance ../shared/conformance/ingress
+
+EXIT CODES:
+    0  success (for `check`: every case passed)
+    1  a case failed or could not be run
+    2  bad command line
+";
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: a case failed or could not be run.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: bad command line.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Runs the command line `args` (without the program name), writing to `out` and `err`;
+/// returns the exit code. Write errors on `out`/`err` are ignored (a closed pipe is no reason to
+/// fail the run).
+pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match args.first().map(String::as_str) {
+        Some("run") if args.len() == 2 => cmd_run(Path::new(&args[1]), out, err),
+        Some("check") if args.len() >= 2 => cmd_check(
+            &args[1..].iter().map(PathBuf::from).collect::<Vec<_>>(),
+            out,
+            err,
+        ),
+        Some("--help" | "-h" | "help") => {
+            let _ = write!(out, "{HELP}");
+            EXIT_OK
+        }
+        _ => {
+            let _ = write!(err, "error: bad command line: {args:?}\n\n{HELP}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let run = match run_case(dir) {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    for line in run.output_lines() {
+        let _ = writeln!(out, "{line}");
+    }
+    for (name, c) in &run.counters {
+        let _ = writeln!(
+            err,
+            "stream {name}: events_in={} released={} dropped={} adjusted={} rejected={} \
+             stale_ctis={} unreleased={} dangling_edges={} ctis_out={}",
+            c.events_in,
+            c.released,
+            c.dropped,
+            c.adjusted,
+            c.rejected,
+            c.stale_ctis,
+            c.unreleased,
+            c.dangling_edges,
+            c.ctis_out
+        );
+    }
+    for (name, letters) in &run.dead_letters {
+        for d in letters {
+            let item = d
+                .item
+                .as_ref()
+                .map(|i| punctual_adapters::line::item_to_json(i.as_ref()).to_string())
+                .unwrap_or_default();
+            let _ = writeln!(
+                err,
+                "dead letter on {name} (CTI {}): {} {item}",
+                d.cti, d.reason
+            );
+        }
+    }
+    EXIT_OK
+}
+
+fn cmd_check(roots: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for root in roots {
+        let cases = match find_cases(root) {
+            Ok(c) if c.is_empty() => {
+                let _ = writeln!(
+                    err,
+                    "error: no case (a folder with case.toml) at or below {}",
+                    root.display()
+                );
+                failed += 1;
+                continue;
+            }
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        for dir in cases {
+            let problems: Vec<String> = match run_case(&dir) {
+                Err(e) => vec![e.to_string()],
+                Ok(run) => match run.check() {
+                    Ok(()) => Vec::new(),
+                    Err(ms) => ms
+                        .iter()
+                        .map(|m| m.to_string())
+                        .chain(std::iter::once(format!(
+                            "actual output:\n  {}",
+                            run.output_lines().join("\n  ")
+                        )))
+                        .collect(),
+                },
+            };
+            if problems.is_empty() {
+                passed += 1;
+                let _ = writeln!(out, "PASS {}", dir.display());
+            } else {
+                failed += 1;
+                let _ = writeln!(out, "FAIL {}", dir.display());
+                for p in problems {
+                    let _ = writeln!(out, "  {}", p.replace('\n', "\n  "));
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "{passed} passed, {failed} failed");
+    if failed == 0 {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}

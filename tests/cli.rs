@@ -1,0 +1,139 @@
+//! The `punctual` command line: `run`, `check`, bad input, exit codes.
+
+use std::path::{Path, PathBuf};
+
+use punctual::cli::{main, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+
+fn cli(args: &[&str]) -> (u8, String, String) {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = main(&args, &mut out, &mut err);
+    (
+        code,
+        String::from_utf8(out).expect("utf-8 output"),
+        String::from_utf8(err).expect("utf-8 output"),
+    )
+}
+
+fn cases() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance")
+}
+
+/// A case folder in a fresh temp dir, from the three files' texts.
+fn case(name: &str, toml: &str, arrivals: &str, expected: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("punctual-cli-{}", std::process::id()))
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("temp dir is writable");
+    for (file, text) in [
+        ("case.toml", toml),
+        ("arrivals.jsonl", arrivals),
+        ("expected.jsonl", expected),
+    ] {
+        std::fs::write(dir.join(file), text).expect("temp dir is writable");
+    }
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+#[test]
+fn check_passes_the_ingress_and_policy_cases() {
+    let (ingress, policies) = (cases().join("ingress"), cases().join("policies"));
+    let (code, out, _) = cli(&["check", s(&ingress), s(&policies)]);
+    assert_eq!(code, EXIT_OK, "{out}");
+    assert_eq!(out.lines().last(), Some("11 passed, 0 failed"));
+}
+
+#[test]
+fn check_prints_a_diff_and_fails_on_a_wrong_expectation() {
+    let dir = case(
+        "wrong",
+        "[streams.in]\nshape = \"point\"\n[expect.metrics.in]\nrejected = 1\n",
+        "{\"stream\":\"in\",\"kind\":\"point\",\"start\":1,\"payload\":{}}\n{\"stream\":\"in\",\"kind\":\"cti\",\"time\":5}\n",
+        "{\"kind\":\"point\",\"start\":2,\"payload\":{}}\n{\"kind\":\"cti\",\"time\":5}\n",
+    );
+    let (code, out, _) = cli(&["check", s(&dir)]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(out.contains("FAIL"), "{out}");
+    assert!(
+        out.contains(r#"- {"kind":"point","start":2,"payload":{}}"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"+ {"kind":"point","start":1,"payload":{}}"#),
+        "{out}"
+    );
+    assert!(
+        out.contains("counter in.rejected: expected 1, actual 0"),
+        "{out}"
+    );
+    assert_eq!(out.lines().last(), Some("0 passed, 1 failed"));
+}
+
+#[test]
+fn a_malformed_arrival_is_reported_with_file_and_line() {
+    let dir = case(
+        "malformed",
+        "[streams.in]\nshape = \"point\"\n",
+        "{\"stream\":\"in\",\"kind\":\"cti\",\"time\":5}\n{\"stream\":\"in\",\"kind\":\"point\",\"payload\":{}}\n",
+        "",
+    );
+    let (code, _, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(
+        err.contains("arrivals.jsonl:2: a `point` line needs the field `start`"),
+        "{err}"
+    );
+    let dir = case(
+        "not-json",
+        "[streams.in]\nshape = \"point\"\n",
+        "{\"stream\":\"in\",\"kind\":\"cti\",\"time\":5}\n{\"stream\":\"in\",\n",
+        "",
+    );
+    let (_, _, err) = cli(&["run", s(&dir)]);
+    assert!(err.contains("arrivals.jsonl:2: "), "{err}");
+    let dir = case("bad-toml", "[streams.in]\nshape = \"triangle\"\n", "", "");
+    let (code, _, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(
+        err.contains("case.toml") && err.contains("triangle"),
+        "{err}"
+    );
+}
+
+#[test]
+fn run_prints_output_lines_and_counters() {
+    let dir = cases().join("ingress/increasing-start-time");
+    let (code, out, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(out.lines().next(), Some(r#"{"kind":"cti","time":1}"#));
+    assert_eq!(out.lines().last(), Some(r#"{"kind":"cti","time":"inf"}"#));
+    assert!(
+        err.contains("stream in: events_in=5 released=4 dropped=1"),
+        "{err}"
+    );
+    assert!(err.contains("dead letter on in (CTI 2): late"), "{err}");
+}
+
+#[test]
+fn unsupported_steps_fail_with_a_clear_message() {
+    let dir = cases().join("operators/filter");
+    let (code, _, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(err.contains("unsupported: step `f` (op `filter`)"), "{err}");
+}
+
+#[test]
+fn a_bad_command_line_exits_2_with_help() {
+    let (code, _, err) = cli(&["frobnicate"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("USAGE"), "{err}");
+    let (code, out, _) = cli(&["--help"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(out.contains("punctual check PATH..."));
+    let (code, _, _) = cli(&["check", "/nonexistent/cases"]);
+    assert_eq!(code, EXIT_FAILED);
+}
