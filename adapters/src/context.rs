@@ -85,6 +85,7 @@ impl<P: Send> DeadLetterSink<P> for DeadLetterCollector<P> {
 pub(crate) struct QueryShared {
     stop: watch::Sender<bool>,
     failure: Mutex<Option<EnqueueError>>,
+    failed: std::sync::atomic::AtomicBool,
 }
 
 impl QueryShared {
@@ -92,6 +93,7 @@ impl QueryShared {
         QueryShared {
             stop: watch::channel(false).0,
             failure: Mutex::new(None),
+            failed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -103,7 +105,21 @@ impl QueryShared {
         self.stop.subscribe()
     }
 
+    /// Marks the query failed (a task returned an error): streams issue no final CTIs, so that
+    /// no output looks complete when it is not.
+    pub(crate) fn mark_failed(&self) {
+        self.failed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.request_stop();
+    }
+
+    pub(crate) fn has_failed(&self) -> bool {
+        self.failed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub(crate) fn fail(&self, e: EnqueueError) {
+        self.failed
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.failure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -156,12 +172,22 @@ struct StreamState<P> {
     dead: Option<Box<dyn DeadLetterSink<P>>>,
 }
 
+/// The sending end of a stream's batches and the receiving end of the batches its output
+/// adapter has emptied.
+pub(crate) struct BatchChannel<P> {
+    pub(crate) tx: mpsc::Sender<Batch<P>>,
+    pub(crate) recycled: mpsc::Receiver<Batch<P>>,
+}
+
 /// One input stream at run time, shared by its adapter's context and its import sources. The
 /// output channel closes when the last holder drops it.
 pub(crate) struct StreamCore<P: Payload> {
     shared: Arc<StreamShared>,
     state: tokio::sync::Mutex<StreamState<P>>,
     tx: Option<mpsc::Sender<Batch<P>>>,
+    /// Emptied batches coming back from the output task, reused so that the steady state does
+    /// not allocate.
+    recycled: Option<Mutex<mpsc::Receiver<Batch<P>>>>,
     importers: OnceLock<Vec<Arc<dyn ImportTarget>>>,
     query: Arc<QueryShared>,
 }
@@ -176,9 +202,13 @@ impl<P: Payload> StreamCore<P> {
     pub(crate) fn new(
         shared: Arc<StreamShared>,
         ingress: Ingress<P>,
-        tx: Option<mpsc::Sender<Batch<P>>>,
+        channel: Option<BatchChannel<P>>,
         query: Arc<QueryShared>,
     ) -> Self {
+        let (tx, recycled) = match channel {
+            Some(c) => (Some(c.tx), Some(Mutex::new(c.recycled))),
+            None => (None, None),
+        };
         StreamCore {
             shared,
             state: tokio::sync::Mutex::new(StreamState {
@@ -187,6 +217,7 @@ impl<P: Payload> StreamCore<P> {
                 dead: None,
             }),
             tx,
+            recycled,
             importers: OnceLock::new(),
             query,
         }
@@ -256,7 +287,14 @@ impl<P: Payload> StreamCore<P> {
             },
         };
         match permit {
-            Ok(permit) => permit.send(std::mem::take(batch)),
+            Ok(permit) => {
+                let empty = self
+                    .recycled
+                    .as_ref()
+                    .and_then(|r| r.lock().unwrap_or_else(PoisonError::into_inner).try_recv().ok())
+                    .unwrap_or_default();
+                permit.send(std::mem::replace(batch, empty));
+            }
             // The output task is gone (it failed or the query is shutting down).
             Err(_) => {
                 batch.clear();

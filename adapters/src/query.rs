@@ -58,7 +58,7 @@ use crate::adapter::{
     InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
 use crate::context::{
-    DeadLetterSink, ImportTarget, InputContext, QueryShared, StreamCore, StreamShared,
+    BatchChannel, DeadLetterSink, ImportTarget, InputContext, QueryShared, StreamCore, StreamShared,
 };
 use crate::error::QueryError;
 
@@ -122,7 +122,7 @@ struct PendingStream<P: Payload> {
     output: Option<Box<dyn OutputAdapter<P>>>,
     dead_letters: Option<Box<dyn DeadLetterSink<P>>>,
     core: Option<Arc<StreamCore<P>>>,
-    rx: Option<mpsc::Receiver<Batch<P>>>,
+    rx: Option<(mpsc::Receiver<Batch<P>>, mpsc::Sender<Batch<P>>)>,
 }
 
 /// A pending stream with its payload type erased.
@@ -151,15 +151,17 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
 
     fn build(&mut self, query: &Arc<QueryShared>, capacity: usize) -> Arc<StreamShared> {
         let shared = Arc::new(StreamShared::new(self.name.clone()));
-        let tx = self.output.as_ref().map(|_| {
+        let channel = self.output.as_ref().map(|_| {
             let (tx, rx) = mpsc::channel(capacity);
-            self.rx = Some(rx);
-            tx
+            // Room for every batch in flight, so that returning one never waits.
+            let (recycle_tx, recycled) = mpsc::channel(capacity + 2);
+            self.rx = Some((rx, recycle_tx));
+            BatchChannel { tx, recycled }
         });
         let mut core = StreamCore::new(
             Arc::clone(&shared),
             Ingress::new(self.config),
-            tx,
+            channel,
             Arc::clone(query),
         );
         if let Some(sink) = self.dead_letters.take() {
@@ -209,12 +211,12 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
                     });
                 }
             }
-            if query.failure().is_none() {
+            if !query.has_failed() {
                 ctx.finish().await;
             }
             Ok(())
         });
-        if let (Some(mut output), Some(mut rx)) = (this.output, this.rx) {
+        if let (Some(mut output), Some((mut rx, recycle))) = (this.output, this.rx) {
             let stream = name.clone();
             tasks.spawn(format!("output `{name}`"), async move {
                 let fail = |source| QueryError::Adapter {
@@ -222,8 +224,10 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
                     stream: stream.clone(),
                     source,
                 };
-                while let Some(batch) = rx.recv().await {
+                while let Some(mut batch) = rx.recv().await {
                     output.write(&batch).await.map_err(fail)?;
+                    batch.clear();
+                    let _ = recycle.try_send(batch);
                 }
                 output.finish().await.map_err(fail)
             });
@@ -245,6 +249,7 @@ impl Tasks {
         fut: impl std::future::Future<Output = Result<(), QueryError>> + Send + 'static,
     ) {
         let alive = Arc::clone(&self.alive);
+        let query = Arc::clone(&self.query);
         alive
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -255,6 +260,9 @@ impl Tasks {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
+            if !matches!(r, Ok(Ok(()))) {
+                query.mark_failed();
+            }
             r.unwrap_or_else(|panic| {
                 let message = panic
                     .downcast_ref::<&str>()
@@ -601,7 +609,7 @@ impl RunningQuery {
                 Some(Ok(Ok(()))) => {}
                 Some(Ok(Err(e))) => {
                     first.get_or_insert(e);
-                    self.tasks.query.request_stop();
+                    self.tasks.query.mark_failed();
                 }
                 // Only aborted tasks end this way; panics are caught inside the task.
                 Some(Err(_)) => {}

@@ -606,3 +606,79 @@ async fn bind_errors_name_the_problem() {
     let e = query.start().unwrap_err();
     assert!(e.to_string().contains("import cycle"), "{e}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_query_issues_no_final_ctis() {
+    let mut query = Query::new("no-final-after-failure");
+    let items: Vec<_> = (0..10).map(|x| StreamItem::point(t(x), x)).collect();
+    let healthy = query
+        .create_stream(
+            InputOptions::new("healthy", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &input(move |ctx| {
+                async move {
+                    ctx.enqueue_batch(items).await?;
+                    // Still running when the other stream fails.
+                    ctx.stopping().await;
+                    Ok(())
+                }
+                .boxed()
+            }),
+            &(),
+        )
+        .unwrap();
+    query
+        .create_stream(
+            InputOptions::new("broken", EventShape::Point),
+            &input(|_ctx| async { Err(AdapterError::Config("gone".into())) }.boxed()),
+            &(),
+        )
+        .unwrap();
+    let out = CollectOutput::new();
+    query.bind_output(&healthy, &out, &()).unwrap();
+    assert!(query.start().unwrap().wait().await.is_err());
+    let items = out.items();
+    assert_eq!(items.last(), Some(&StreamItem::Cti(t(9))), "{items:?}");
+    assert!(out.is_finished());
+}
+
+#[tokio::test(start_paused = true)]
+async fn iterator_and_stream_inputs_feed_streams() {
+    use punctual_adapters::{IterInput, StreamInput};
+    let mut query = Query::new("sources");
+    let from_iter = query
+        .create_stream(
+            InputOptions::new("iter", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &IterInput::new((0..3000).map(|x| StreamItem::point(t(x), x))),
+            &(),
+        )
+        .unwrap();
+    let from_stream = query
+        .create_stream(
+            InputOptions::new("stream", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &StreamInput::new(futures::stream::iter(
+                (0..3000).map(|x| StreamItem::point(t(x), x)),
+            )),
+            &(),
+        )
+        .unwrap();
+    let (a, b) = (CollectOutput::new(), CollectOutput::new());
+    query.bind_output(&from_iter, &a, &()).unwrap();
+    query.bind_output(&from_stream, &b, &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    assert_eq!(report.counters("iter").unwrap().released, 3000);
+    assert_eq!(a.items(), b.items());
+    assert_eq!(a.items().last(), Some(&StreamItem::Cti(Time::INF)));
+    // A factory that wraps a one-shot source refuses a second stream with a clear error.
+    let once = IterInput::new(std::iter::empty::<StreamItem<i64>>());
+    let mut query = Query::new("twice");
+    query
+        .create_stream(InputOptions::new("a", EventShape::Point), &once, &())
+        .unwrap();
+    let e = query
+        .create_stream(InputOptions::new("b", EventShape::Point), &once, &())
+        .unwrap_err();
+    assert!(e.to_string().contains("can feed only one stream"), "{e}");
+}
