@@ -108,8 +108,7 @@ impl QueryShared {
     /// Marks the query failed (a task returned an error): streams issue no final CTIs, so that
     /// no output looks complete when it is not.
     pub(crate) fn mark_failed(&self) {
-        self.failed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.request_stop();
     }
 
@@ -118,8 +117,7 @@ impl QueryShared {
     }
 
     pub(crate) fn fail(&self, e: EnqueueError) {
-        self.failed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.failure
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -291,7 +289,12 @@ impl<P: Payload> StreamCore<P> {
                 let empty = self
                     .recycled
                     .as_ref()
-                    .and_then(|r| r.lock().unwrap_or_else(PoisonError::into_inner).try_recv().ok())
+                    .and_then(|r| {
+                        r.lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .try_recv()
+                            .ok()
+                    })
                     .unwrap_or_default();
                 permit.send(std::mem::replace(batch, empty));
             }

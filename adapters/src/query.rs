@@ -463,9 +463,11 @@ impl Query {
         Ok(())
     }
 
-    /// Starts every adapter. Must be called within a tokio runtime.
+    /// Starts every adapter. Must be called within a tokio runtime with timers enabled (as
+    /// `#[tokio::main]` and `#[tokio::test]` build it); otherwise it returns an error.
     pub fn start(mut self) -> Result<RunningQuery, QueryError> {
         self.check_imports()?;
+        check_runtime()?;
         let query = Arc::new(QueryShared::new());
         let shared: Vec<Arc<StreamShared>> = self
             .streams
@@ -501,6 +503,27 @@ impl Query {
             tasks,
             streams: shared,
         })
+    }
+}
+
+/// The query needs a current tokio runtime whose timer is enabled (for the stop grace period).
+fn check_runtime() -> Result<(), QueryError> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(QueryError::Bind(
+            "Query::start must be called within a tokio runtime".into(),
+        ));
+    }
+    // Creating a timer on a runtime without one panics; ask once, here, rather than later.
+    let has_timer = std::panic::catch_unwind(|| {
+        drop(tokio::time::sleep(Duration::ZERO));
+    })
+    .is_ok();
+    if has_timer {
+        Ok(())
+    } else {
+        Err(QueryError::Bind(
+            "the tokio runtime has no timer: build it with enable_time() or enable_all()".into(),
+        ))
     }
 }
 
@@ -582,27 +605,31 @@ impl RunningQuery {
             if deadline.is_none() && *stop.borrow() {
                 deadline = Some(Instant::now() + self.tasks.grace);
             }
-            let far = Instant::now() + Duration::from_secs(365 * 86_400);
-            let next = tokio::select! {
-                r = self.tasks.set.join_next() => r,
-                _ = stop.changed(), if deadline.is_none() => continue,
-                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => {
-                    let tasks: Vec<String> = self
-                        .tasks
-                        .alive
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .iter()
-                        .cloned()
-                        .collect();
-                    self.tasks.set.abort_all();
-                    while self.tasks.set.join_next().await.is_some() {}
-                    first.get_or_insert(QueryError::StopTimeout {
-                        grace: self.tasks.grace,
-                        tasks,
-                    });
-                    break;
-                }
+            let next = match deadline {
+                None => tokio::select! {
+                    r = self.tasks.set.join_next() => r,
+                    _ = stop.changed() => continue,
+                },
+                Some(d) => tokio::select! {
+                    r = self.tasks.set.join_next() => r,
+                    _ = tokio::time::sleep_until(d) => {
+                        let tasks: Vec<String> = self
+                            .tasks
+                            .alive
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .iter()
+                            .cloned()
+                            .collect();
+                        self.tasks.set.abort_all();
+                        while self.tasks.set.join_next().await.is_some() {}
+                        first.get_or_insert(QueryError::StopTimeout {
+                            grace: self.tasks.grace,
+                            tasks,
+                        });
+                        break;
+                    }
+                },
             };
             match next {
                 None => break,

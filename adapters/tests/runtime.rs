@@ -682,3 +682,25 @@ async fn iterator_and_stream_inputs_feed_streams() {
         .unwrap_err();
     assert!(e.to_string().contains("can feed only one stream"), "{e}");
 }
+
+#[test]
+fn starting_without_a_suitable_runtime_is_an_error_not_a_panic() {
+    let make = || {
+        let mut query = Query::new("where");
+        query
+            .create_stream(
+                InputOptions::new("in", EventShape::Point),
+                &MemoryInput,
+                &Vec::<StreamItem<i64>>::new(),
+            )
+            .unwrap();
+        query
+    };
+    let e = make().start().unwrap_err();
+    assert!(e.to_string().contains("within a tokio runtime"), "{e}");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let e = rt.block_on(async { make().start().unwrap_err() });
+    assert!(e.to_string().contains("has no timer"), "{e}");
+}

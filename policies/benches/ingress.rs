@@ -1,0 +1,73 @@
+//! Ingress throughput: in-order points, and points 5% out of order with a grace period,
+//! CTIs generated every 1,000 events (the workload of `../shared/bench`, scaled down).
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use std::hint::black_box;
+
+use punctual_core::{StreamItem, Time, TimeSpan};
+use punctual_policies::{
+    AdvanceTimeGenerationSettings, AdvanceTimePolicy, Ingress, IngressConfig, IngressOutput,
+};
+
+const N: i64 = 1_000_000;
+
+/// Event i at 1,000 ticks per event; every 20th is moved back by up to 20,000 ticks.
+fn items(out_of_order: bool) -> Vec<StreamItem<u64>> {
+    let mut state = 42u64;
+    (0..N)
+        .map(|i| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let mut t = i * 1000;
+            if out_of_order && state >> 59 == 0 {
+                t -= ((state >> 20) % 20_000) as i64;
+            }
+            StreamItem::point(Time::from_ticks(t), state)
+        })
+        .collect()
+}
+
+fn run(items: &[StreamItem<u64>], delay: i64) -> u64 {
+    let generation = AdvanceTimeGenerationSettings::every_events(1000)
+        .delay(TimeSpan::from_ticks(delay))
+        .final_cti(true)
+        .build()
+        .expect("valid settings");
+    let mut ingress = Ingress::new(IngressConfig {
+        generation: Some(generation),
+        policy: Some(AdvanceTimePolicy::Drop),
+        ..IngressConfig::default()
+    });
+    let mut out = IngressOutput::new();
+    let mut released = 0u64;
+    for item in items {
+        let _ = ingress.enqueue(item.clone(), &mut out);
+        if out.batch.len() >= 4096 {
+            released += out.batch.payloads().iter().fold(0, |a, p| a ^ p);
+            out.batch.clear();
+            out.dead_letters.clear();
+        }
+    }
+    ingress.finish(&mut out);
+    released ^ out.batch.len() as u64
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("ingress");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    for (name, ooo, delay) in [
+        ("in_order", false, 0),
+        ("five_pct_out_of_order", true, 20_000),
+    ] {
+        let data = items(ooo);
+        g.bench_with_input(BenchmarkId::from_parameter(name), &data, |b, d| {
+            b.iter(|| black_box(run(d, delay)))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
