@@ -122,7 +122,13 @@ struct PendingStream<P: Payload> {
     output: Option<Box<dyn OutputAdapter<P>>>,
     dead_letters: Option<Box<dyn DeadLetterSink<P>>>,
     core: Option<Arc<StreamCore<P>>>,
-    rx: Option<(mpsc::Receiver<Batch<P>>, mpsc::Sender<Batch<P>>)>,
+    rx: Option<OutputEnds<P>>,
+}
+
+/// The output task's ends of a stream's channels: batches in, emptied batches back.
+struct OutputEnds<P> {
+    batches: mpsc::Receiver<Batch<P>>,
+    recycle: mpsc::Sender<Batch<P>>,
 }
 
 /// A pending stream with its payload type erased.
@@ -155,7 +161,10 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
             let (tx, rx) = mpsc::channel(capacity);
             // Room for every batch in flight, so that returning one never waits.
             let (recycle_tx, recycled) = mpsc::channel(capacity + 2);
-            self.rx = Some((rx, recycle_tx));
+            self.rx = Some(OutputEnds {
+                batches: rx,
+                recycle: recycle_tx,
+            });
             BatchChannel { tx, recycled }
         });
         let mut core = StreamCore::new(
@@ -216,7 +225,11 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
             }
             Ok(())
         });
-        if let (Some(mut output), Some((mut rx, recycle))) = (this.output, this.rx) {
+        if let (Some(mut output), Some(ends)) = (this.output, this.rx) {
+            let OutputEnds {
+                batches: mut rx,
+                recycle,
+            } = ends;
             let stream = name.clone();
             tasks.spawn(format!("output `{name}`"), async move {
                 let fail = |source| QueryError::Adapter {
