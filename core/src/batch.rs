@@ -160,6 +160,38 @@ impl<P> Batch<P> {
         self.ctis.clear();
     }
 
+    /// The batch as segments: each is a range of event indices followed by the CTI that closes
+    /// it (`None` for the events after the last CTI). Operators walk a batch this way.
+    pub fn segments(&self) -> impl Iterator<Item = (std::ops::Range<usize>, Option<Time>)> + '_ {
+        let mut start = 0;
+        let marks = self.ctis.iter().map(|m| (m.after, Some(m.time)));
+        let tail = std::iter::once((self.sync.len(), None));
+        marks.chain(tail).filter_map(move |(end, cti)| {
+            let range = start..end;
+            start = end;
+            (cti.is_some() || !range.is_empty()).then_some((range, cti))
+        })
+    }
+
+    /// Moves every event and CTI of `other` to the end of this batch, leaving `other` empty.
+    pub fn append(&mut self, other: &mut Batch<P>) {
+        let base = self.sync.len();
+        debug_assert!(
+            other
+                .sync
+                .first()
+                .is_none_or(|&s| self.sync.last().is_none_or(|&l| l <= s)),
+            "appending must keep the batch sorted"
+        );
+        self.ctis.extend(other.ctis.drain(..).map(|m| CtiMark {
+            after: m.after + base,
+            time: m.time,
+        }));
+        self.sync.append(&mut other.sync);
+        self.other.append(&mut other.other);
+        self.payload.append(&mut other.payload);
+    }
+
     /// Events and CTIs in stream order, payloads borrowed.
     pub fn items(&self) -> Items<'_, P> {
         Items {

@@ -1,0 +1,207 @@
+//! The synchronous executor: a DAG of operator nodes over [`Batch`]es.
+//!
+//! Nodes are added in topological order (a node can only consume nodes that already exist), so
+//! one pass in index order delivers a fed batch everywhere it goes. A node's output batch is read
+//! by reference by each consumer (multicast costs nothing: no input is read twice), then cleared
+//! and reused. Outputs bound to the outside are kept until taken with [`Graph::take_output`].
+//!
+//! Nodes are type-erased ([`Node`]); the typed [`Stream`](super::Stream) handles guarantee that
+//! every edge connects a producer and a consumer of the same payload type.
+
+use std::any::Any;
+
+use crate::batch::Batch;
+
+/// Index of a node in a [`Graph`].
+pub type NodeId = usize;
+
+/// A batch of any payload type, as nodes exchange them.
+pub trait AnyBatch: Any + Send {
+    /// Whether it holds neither events nor CTIs.
+    fn is_empty(&self) -> bool;
+    /// Empties it, keeping capacity.
+    fn clear(&mut self);
+    /// As `&dyn Any`, for downcasting.
+    fn as_any(&self) -> &dyn Any;
+    /// As `&mut dyn Any`, for downcasting.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Moves everything into `dst`, a batch of the same type.
+    fn move_into(&mut self, dst: &mut dyn Any);
+}
+
+impl<P: Send + 'static> AnyBatch for Batch<P> {
+    fn is_empty(&self) -> bool {
+        Batch::is_empty(self)
+    }
+    fn clear(&mut self) {
+        Batch::clear(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn move_into(&mut self, dst: &mut dyn Any) {
+        output::<P>(dst).append(self);
+    }
+}
+
+/// A type-erased operator: takes a batch on one of its input ports, appends to its output.
+pub trait Node: Send {
+    /// Processes `input` (a `Batch` of the port's payload type) arriving on `port`, appending
+    /// results and CTIs to `out` (a `Batch` of the node's output type).
+    fn push(&mut self, port: usize, input: &dyn Any, out: &mut dyn Any);
+    /// Events (or groups) the operator holds right now; bounded by the CTI lag, not the stream.
+    fn state_size(&self) -> usize {
+        0
+    }
+    /// A short name for diagnostics (`join`, `hopping window`, ...).
+    fn name(&self) -> &'static str;
+}
+
+/// Downcasts a node's input; a mismatch is a broken invariant of the typed builder.
+pub(crate) fn input<P: 'static>(any: &dyn Any) -> &Batch<P> {
+    any.downcast_ref::<Batch<P>>()
+        .expect("the typed stream builder connects matching payload types")
+}
+
+/// Downcasts a node's output; a mismatch is a broken invariant of the typed builder.
+pub(crate) fn output<P: 'static>(any: &mut dyn Any) -> &mut Batch<P> {
+    any.downcast_mut::<Batch<P>>()
+        .expect("the typed stream builder connects matching payload types")
+}
+
+struct Slot {
+    node: Option<Box<dyn Node>>,
+    out: Box<dyn AnyBatch>,
+    consumers: Vec<(NodeId, usize)>,
+    /// For outputs read from outside: what was produced since the last take.
+    kept: Option<Box<dyn AnyBatch>>,
+}
+
+/// The operator DAG; see the module doc.
+pub struct Graph {
+    slots: Vec<Slot>,
+}
+
+impl std::fmt::Debug for Graph {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Graph")
+            .field("nodes", &self.slots.len())
+            .finish()
+    }
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Graph::new()
+    }
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Graph { slots: Vec::new() }
+    }
+
+    /// Adds a source: a node with no operator whose output is whatever is fed to it.
+    pub fn add_source<P: Send + 'static>(&mut self) -> NodeId {
+        self.slots.push(Slot {
+            node: None,
+            out: Box::new(Batch::<P>::new()),
+            consumers: Vec::new(),
+            kept: None,
+        });
+        self.slots.len() - 1
+    }
+
+    /// Adds an operator node producing `Batch<O>`, consuming `inputs` (node, in port order).
+    pub fn add_node<O: Send + 'static>(
+        &mut self,
+        node: Box<dyn Node>,
+        inputs: &[NodeId],
+    ) -> NodeId {
+        let id = self.slots.len();
+        for (port, &from) in inputs.iter().enumerate() {
+            debug_assert!(from < id, "nodes consume only earlier nodes");
+            if let Some(slot) = self.slots.get_mut(from) {
+                slot.consumers.push((id, port));
+            }
+        }
+        self.slots.push(Slot {
+            node: Some(node),
+            out: Box::new(Batch::<O>::new()),
+            consumers: Vec::new(),
+            kept: None,
+        });
+        id
+    }
+
+    /// Marks `node`'s output (of payload type `P`) as read from outside: what it produces is
+    /// kept until [`Graph::take_output`].
+    pub fn keep_output<P: Send + 'static>(&mut self, node: NodeId) {
+        if let Some(slot) = self.slots.get_mut(node) {
+            slot.kept.get_or_insert_with(|| Box::new(Batch::<P>::new()));
+        }
+    }
+
+    /// Number of nodes.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Whether the graph has no nodes.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Feeds a batch into source `source` and runs everything downstream of it. The batch is
+    /// left empty (its capacity swapped with the source's previous buffer).
+    pub fn feed<P: Send + 'static>(&mut self, source: NodeId, batch: &mut Batch<P>) {
+        let Some(slot) = self.slots.get_mut(source) else {
+            return;
+        };
+        std::mem::swap(output::<P>(slot.out.as_any_mut()), batch);
+        batch.clear();
+        self.run_from(source);
+    }
+
+    fn run_from(&mut self, from: NodeId) {
+        for i in from..self.slots.len() {
+            if self.slots[i].out.is_empty() {
+                continue;
+            }
+            for c in 0..self.slots[i].consumers.len() {
+                let (j, port) = self.slots[i].consumers[c];
+                let (before, after) = self.slots.split_at_mut(j);
+                let src = &before[i];
+                let dst = &mut after[0];
+                if let Some(node) = dst.node.as_mut() {
+                    node.push(port, src.out.as_any(), dst.out.as_any_mut());
+                }
+            }
+            let slot = &mut self.slots[i];
+            match slot.kept.as_mut() {
+                Some(kept) => slot.out.move_into(kept.as_any_mut()),
+                None => slot.out.clear(),
+            }
+        }
+    }
+
+    /// Moves what the kept output `node` produced since the last call to the end of `into`.
+    pub fn take_output<P: Send + 'static>(&mut self, node: NodeId, into: &mut Batch<P>) {
+        if let Some(kept) = self.slots.get_mut(node).and_then(|s| s.kept.as_mut()) {
+            into.append(output::<P>(kept.as_any_mut()));
+        }
+    }
+
+    /// Each operator node's name and state size.
+    pub fn state_sizes(&self) -> Vec<(NodeId, &'static str, usize)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.node.as_ref().map(|n| (i, n.name(), n.state_size())))
+            .collect()
+    }
+}

@@ -1,0 +1,342 @@
+//! [`Join`]: the temporal inner join, optionally on an equality key.
+//!
+//! Each pair of a left and a right event whose lifetimes overlap (and whose keys are equal, and
+//! for which the combine function returns a payload) yields one event with the intersection
+//! lifetime. CTI rule: output CTI = min of both sides' CTIs ([`CtiFrontier`]).
+//!
+//! A result is released once its start is below the output CTI: as a point or an interval if its
+//! end is already final, otherwise as a start edge, followed by its end edge once the end is final
+//! and below the output CTI. An open start edge ends at or after its side's CTI, so a result's end
+//! is final when the known end is no later than the CTI of every side whose end is unknown.
+//!
+//! State: each side keeps its events until their end is known and below the output CTI (no future
+//! event of the other side can overlap them then); memory is bounded by the CTI lag and by the
+//! open edges, not by the stream.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::Hash;
+
+use crate::batch::Batch;
+use crate::event::EventKind;
+use crate::time::Time;
+
+use super::{BinaryOperator, CtiFrontier, ReleaseBuffer};
+
+#[derive(Debug)]
+struct Entry<P, K> {
+    start: Time,
+    end: Option<Time>,
+    key: K,
+    payload: P,
+}
+
+/// One input's events, by key, with the ones not yet paired in start order.
+#[derive(Debug)]
+struct Side<P, K> {
+    slots: Vec<Option<Entry<P, K>>>,
+    free: Vec<usize>,
+    by_key: HashMap<K, Vec<usize>>,
+    pending: VecDeque<usize>,
+    expiry: BinaryHeap<Reverse<(Time, usize)>>,
+    live: usize,
+}
+
+impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
+    fn new() -> Self {
+        Side {
+            slots: Vec::new(),
+            free: Vec::new(),
+            by_key: HashMap::new(),
+            pending: VecDeque::new(),
+            expiry: BinaryHeap::new(),
+            live: 0,
+        }
+    }
+
+    fn get(&self, id: usize) -> Option<&Entry<P, K>> {
+        self.slots.get(id).and_then(Option::as_ref)
+    }
+
+    fn insert(&mut self, entry: Entry<P, K>) {
+        let end = entry.end;
+        let key = entry.key.clone();
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.slots[id] = Some(entry);
+                id
+            }
+            None => {
+                self.slots.push(Some(entry));
+                self.slots.len() - 1
+            }
+        };
+        self.live += 1;
+        self.by_key.entry(key).or_default().push(id);
+        self.pending.push_back(id);
+        if let Some(e) = end {
+            self.expiry.push(Reverse((e, id)));
+        }
+    }
+
+    /// Closes the open edge (same key, start and payload) at `end`.
+    fn close(&mut self, key: &K, start: Time, payload: &P, end: Time) {
+        let Some(ids) = self.by_key.get(key) else {
+            return;
+        };
+        let found = ids.iter().copied().find(|&id| {
+            self.get(id)
+                .is_some_and(|e| e.start == start && e.end.is_none() && e.payload == *payload)
+        });
+        if let Some(id) = found {
+            if let Some(e) = self.slots[id].as_mut() {
+                e.end = Some(end);
+            }
+            self.expiry.push(Reverse((end, id)));
+        }
+    }
+
+    /// Forgets entries whose end is known and below `t`.
+    fn expire(&mut self, t: Time) {
+        while let Some(&Reverse((end, id))) = self.expiry.peek() {
+            if end >= t {
+                break;
+            }
+            self.expiry.pop();
+            if let Some(entry) = self.slots[id].take() {
+                if let Some(ids) = self.by_key.get_mut(&entry.key) {
+                    if let Some(pos) = ids.iter().position(|&x| x == id) {
+                        ids.swap_remove(pos);
+                    }
+                    if ids.is_empty() {
+                        self.by_key.remove(&entry.key);
+                    }
+                }
+                self.free.push(id);
+                self.live -= 1;
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct OpenResult<O> {
+    left: usize,
+    right: usize,
+    start: Time,
+    payload: O,
+}
+
+/// The temporal join; see the module doc. `combine` returns `None` to reject a pair (a join
+/// predicate), `Some(payload)` to emit it.
+pub struct Join<L, R, K, O, KL, KR, C> {
+    key_left: KL,
+    key_right: KR,
+    combine: C,
+    frontier: CtiFrontier,
+    left: Side<L, K>,
+    right: Side<R, K>,
+    open: Vec<OpenResult<O>>,
+    held: ReleaseBuffer<O>,
+    pairs: Vec<(usize, usize)>,
+}
+
+impl<L, R, K, O, KL, KR, C> std::fmt::Debug for Join<L, R, K, O, KL, KR, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Join")
+            .field("left", &self.left.live)
+            .field("right", &self.right.live)
+            .field("open", &self.open.len())
+            .finish()
+    }
+}
+
+impl<L, R, K, O, KL, KR, C> Join<L, R, K, O, KL, KR, C>
+where
+    L: PartialEq,
+    R: PartialEq,
+    K: Hash + Eq + Clone,
+    O: Clone,
+    KL: Fn(&L) -> K,
+    KR: Fn(&R) -> K,
+    C: Fn(&L, &R) -> Option<O>,
+{
+    /// A join matching `key_left(l) == key_right(r)`, emitting `combine(l, r)` where it is `Some`.
+    pub fn new(key_left: KL, key_right: KR, combine: C) -> Self {
+        Join {
+            key_left,
+            key_right,
+            combine,
+            frontier: CtiFrontier::new(2),
+            left: Side::new(),
+            right: Side::new(),
+            open: Vec::new(),
+            held: ReleaseBuffer::new(),
+            pairs: Vec::new(),
+        }
+    }
+
+    /// The final end of the pair's intersection, or `None` while it may still change.
+    fn final_end(&self, l: &Entry<L, K>, r: &Entry<R, K>) -> Option<Time> {
+        match (l.end, r.end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (Some(a), None) => (a <= self.frontier.input(1)).then_some(a),
+            (None, Some(b)) => (b <= self.frontier.input(0)).then_some(b),
+            (None, None) => None,
+        }
+    }
+
+    /// The output CTI advanced to `t`: emit what it allows.
+    fn release(&mut self, t: Time, out: &mut Batch<O>) {
+        // 1. Pairs starting before `t`: each is found once, from the side that starts later
+        //    (ties go to the left), when that event is no longer pending.
+        self.pairs.clear();
+        while let Some(&id) = self.left.pending.front() {
+            let Some(l) = self.left.slots.get(id).and_then(Option::as_ref) else {
+                self.left.pending.pop_front();
+                continue;
+            };
+            if l.start >= t {
+                break;
+            }
+            self.left.pending.pop_front();
+            for &rid in self
+                .right
+                .by_key
+                .get(&l.key)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                if let Some(r) = self.right.get(rid) {
+                    if r.start <= l.start && r.end.is_none_or(|e| e > l.start) {
+                        self.pairs.push((id, rid));
+                    }
+                }
+            }
+        }
+        while let Some(&rid) = self.right.pending.front() {
+            let Some(r) = self.right.slots.get(rid).and_then(Option::as_ref) else {
+                self.right.pending.pop_front();
+                continue;
+            };
+            if r.start >= t {
+                break;
+            }
+            self.right.pending.pop_front();
+            for &id in self
+                .left
+                .by_key
+                .get(&r.key)
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+            {
+                if let Some(l) = self.left.get(id) {
+                    if l.start < r.start && l.end.is_none_or(|e| e > r.start) {
+                        self.pairs.push((id, rid));
+                    }
+                }
+            }
+        }
+        for k in 0..self.pairs.len() {
+            let (id, rid) = self.pairs[k];
+            let (Some(l), Some(r)) = (self.left.get(id), self.right.get(rid)) else {
+                continue;
+            };
+            let Some(payload) = (self.combine)(&l.payload, &r.payload) else {
+                continue;
+            };
+            let start = l.start.max(r.start);
+            match self.final_end(l, r) {
+                Some(end) => self.held.push(start, end, payload),
+                None => {
+                    self.held.push(start, Time::INF, payload.clone());
+                    self.open.push(OpenResult {
+                        left: id,
+                        right: rid,
+                        start,
+                        payload,
+                    });
+                }
+            }
+        }
+        // 2. End edges of earlier results whose end is now final and below `t`.
+        let mut k = 0;
+        while k < self.open.len() {
+            let o = &self.open[k];
+            let end = match (self.left.get(o.left), self.right.get(o.right)) {
+                (Some(l), Some(r)) => self.final_end(l, r),
+                _ => None,
+            };
+            match end {
+                Some(e) if e < t => {
+                    let o = self.open.swap_remove(k);
+                    self.held.push(e, o.start, o.payload);
+                }
+                _ => k += 1,
+            }
+        }
+        // 3. Emit, then forget what can no longer match.
+        self.held.release(t, out);
+        self.left.expire(t);
+        self.right.expire(t);
+    }
+}
+
+/// Adds a batch's events to a side; returns the CTIs it carried, in order, via `on_cti`.
+fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone>(
+    side: &mut Side<P, K>,
+    key: &impl Fn(&P) -> K,
+    batch: &Batch<P>,
+    range: std::ops::Range<usize>,
+) {
+    for i in range {
+        let payload = &batch.payloads()[i];
+        match batch.kind(i) {
+            EventKind::EndEdge { start, end } => side.close(&key(payload), start, payload, end),
+            kind => {
+                let (start, other) = kind.encode();
+                side.insert(Entry {
+                    start,
+                    end: (other != Time::INF).then_some(other),
+                    key: key(payload),
+                    payload: payload.clone(),
+                });
+            }
+        }
+    }
+}
+
+impl<L, R, K, O, KL, KR, C> BinaryOperator<L, R, O> for Join<L, R, K, O, KL, KR, C>
+where
+    L: Clone + PartialEq + Send + 'static,
+    R: Clone + PartialEq + Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    O: Clone + Send + 'static,
+    KL: Fn(&L) -> K + Send + 'static,
+    KR: Fn(&R) -> K + Send + 'static,
+    C: Fn(&L, &R) -> Option<O> + Send + 'static,
+{
+    const NAME: &'static str = "join";
+
+    fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>) {
+        for (range, cti) in input.segments() {
+            absorb(&mut self.left, &self.key_left, input, range);
+            if let Some(t) = cti.and_then(|t| self.frontier.advance(0, t)) {
+                self.release(t, out);
+            }
+        }
+    }
+
+    fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {
+        for (range, cti) in input.segments() {
+            absorb(&mut self.right, &self.key_right, input, range);
+            if let Some(t) = cti.and_then(|t| self.frontier.advance(1, t)) {
+                self.release(t, out);
+            }
+        }
+    }
+
+    fn state_size(&self) -> usize {
+        self.left.live + self.right.live + self.open.len() + self.held.len()
+    }
+}

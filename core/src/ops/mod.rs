@@ -1,0 +1,144 @@
+//! Operators: CTI-aware transformations of ingress-ordered streams, and the typed [`Stream`]
+//! API that wires them into a [`Graph`].
+//!
+//! Every operator takes sorted batches with CTI marks and appends sorted batches with CTI marks.
+//! The general release rule (SEMANTICS.md section 4): when an operator's output CTI advances to
+//! `t`, it first emits every result with sync time `< t` not yet emitted, then `CTI(t)`; results
+//! with sync `>= t` wait. Multi-input operators take their output CTI from a [`CtiFrontier`];
+//! operators that hold results use a [`ReleaseBuffer`]. Each operator's module states its CTI
+//! rule.
+
+mod aggregate;
+mod frontier;
+mod graph;
+mod join;
+mod release;
+mod select;
+mod stream;
+mod union;
+mod window;
+
+pub use aggregate::{Aggregate, Avg, Count, Max, Min, Sum, TopK};
+pub use frontier::CtiFrontier;
+pub use graph::{AnyBatch, Graph, Node, NodeId};
+pub use join::Join;
+pub use release::ReleaseBuffer;
+pub use select::{AlterDuration, Filter, Map, Shift};
+pub use stream::{QueryGraph, Stream, Windowed};
+pub use union::Union;
+pub use window::{HoppingWindow, WindowOutput, WindowSpec};
+
+use std::any::Any;
+use std::marker::PhantomData;
+
+use crate::batch::Batch;
+
+/// What a payload type needs to travel through a query: `Clone` (operators keep and repeat
+/// payloads), `PartialEq` (an end edge is matched to its start edge by payload), and
+/// `Send + Sync + 'static` to cross tasks.
+pub trait Payload: Clone + PartialEq + Send + Sync + 'static {}
+
+impl<T: Clone + PartialEq + Send + Sync + 'static> Payload for T {}
+
+/// An operator with one input.
+pub trait UnaryOperator<I, O>: Send + 'static {
+    /// A short name for diagnostics.
+    const NAME: &'static str;
+    /// Processes one input batch, appending results and CTIs to `out`.
+    fn on_batch(&mut self, input: &Batch<I>, out: &mut Batch<O>);
+    /// Events or groups held now.
+    fn state_size(&self) -> usize {
+        0
+    }
+}
+
+/// An operator with two inputs of possibly different payload types.
+pub trait BinaryOperator<L, R, O>: Send + 'static {
+    /// A short name for diagnostics.
+    const NAME: &'static str;
+    /// Processes a batch of the left input.
+    fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>);
+    /// Processes a batch of the right input.
+    fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>);
+    /// Events or groups held now.
+    fn state_size(&self) -> usize {
+        0
+    }
+}
+
+/// Adapts a typed [`UnaryOperator`] to a graph [`Node`].
+pub(crate) struct UnaryNode<Op, I, O> {
+    op: Op,
+    _types: PhantomData<fn(I) -> O>,
+}
+
+impl<Op, I, O> UnaryNode<Op, I, O> {
+    pub(crate) fn boxed(op: Op) -> Box<dyn Node>
+    where
+        Op: UnaryOperator<I, O>,
+        I: Send + 'static,
+        O: Send + 'static,
+    {
+        Box::new(UnaryNode {
+            op,
+            _types: PhantomData,
+        })
+    }
+}
+
+impl<Op: UnaryOperator<I, O>, I: Send + 'static, O: Send + 'static> Node for UnaryNode<Op, I, O> {
+    fn push(&mut self, _port: usize, input: &dyn Any, out: &mut dyn Any) {
+        self.op
+            .on_batch(graph::input::<I>(input), graph::output::<O>(out));
+    }
+    fn state_size(&self) -> usize {
+        self.op.state_size()
+    }
+    fn name(&self) -> &'static str {
+        Op::NAME
+    }
+}
+
+/// Adapts a typed [`BinaryOperator`] to a graph [`Node`] (port 0 left, port 1 right).
+pub(crate) struct BinaryNode<Op, L, R, O> {
+    op: Op,
+    _types: PhantomData<fn(L, R) -> O>,
+}
+
+impl<Op, L, R, O> BinaryNode<Op, L, R, O> {
+    pub(crate) fn boxed(op: Op) -> Box<dyn Node>
+    where
+        Op: BinaryOperator<L, R, O>,
+        L: Send + 'static,
+        R: Send + 'static,
+        O: Send + 'static,
+    {
+        Box::new(BinaryNode {
+            op,
+            _types: PhantomData,
+        })
+    }
+}
+
+impl<Op, L, R, O> Node for BinaryNode<Op, L, R, O>
+where
+    Op: BinaryOperator<L, R, O>,
+    L: Send + 'static,
+    R: Send + 'static,
+    O: Send + 'static,
+{
+    fn push(&mut self, port: usize, input: &dyn Any, out: &mut dyn Any) {
+        let out = graph::output::<O>(out);
+        if port == 0 {
+            self.op.on_left(graph::input::<L>(input), out);
+        } else {
+            self.op.on_right(graph::input::<R>(input), out);
+        }
+    }
+    fn state_size(&self) -> usize {
+        self.op.state_size()
+    }
+    fn name(&self) -> &'static str {
+        Op::NAME
+    }
+}

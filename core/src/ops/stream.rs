@@ -1,0 +1,359 @@
+//! The typed query API: [`Stream`] handles over a shared [`QueryGraph`], composed LINQ-style.
+//!
+//! ```
+//! use punctual_core::ops::{Avg, QueryGraph};
+//! use punctual_core::{Batch, Time, TimeSpan};
+//!
+//! #[derive(Clone, PartialEq, Debug)]
+//! struct Reading { device: u32, value: f64 }
+//!
+//! let graph = QueryGraph::new();
+//! let readings = graph.source::<Reading>();
+//! let calibration = graph.source::<(u32, f64)>();
+//! let averages = readings
+//!     .filter(|r| r.value >= 0.0)
+//!     .join_on(&calibration, |r| r.device, |c| c.0, |r, c| Reading { device: r.device, value: r.value * c.1 })
+//!     .hopping_window(TimeSpan::from_ticks(10), TimeSpan::from_ticks(5))
+//!     .group_by(|r| r.device)
+//!     .aggregate(Avg::of(|r: &Reading| r.value));
+//! graph.keep_output(&averages);
+//!
+//! let t = Time::from_ticks;
+//! let mut cal = Batch::new();
+//! cal.push_event(t(0), Time::INF, (7, 2.0)); // a start edge: device 7's factor from time 0
+//! cal.push_cti(Time::INF);
+//! let mut r = Batch::new();
+//! r.push_event(t(1), t(2), Reading { device: 7, value: 1.5 });
+//! r.push_cti(Time::INF);
+//! graph.feed(&calibration, &mut cal);
+//! graph.feed(&readings, &mut r);
+//! let mut out = Batch::new();
+//! graph.take_output(&averages, &mut out);
+//! assert_eq!(out.payloads(), &[(7, 3.0), (7, 3.0)]); // windows [-5, 5) and [0, 10)
+//! ```
+
+use std::hash::Hash;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::batch::Batch;
+use crate::time::{Time, TimeSpan};
+
+use super::aggregate::{Aggregate, Count};
+use super::graph::{Graph, NodeId};
+use super::join::Join;
+use super::select::{AlterDuration, Filter, Map, Shift};
+use super::union::Union;
+use super::window::{HoppingWindow, WindowOutput, WindowSpec};
+use super::{BinaryNode, BinaryOperator, Payload, UnaryNode, UnaryOperator};
+
+/// A query's operator graph, shared by the [`Stream`] handles that build it.
+#[derive(Clone, Debug, Default)]
+pub struct QueryGraph {
+    inner: Arc<Mutex<Graph>>,
+}
+
+impl QueryGraph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        QueryGraph::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Graph> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds a source stream: batches fed to it (by ingress) flow to its consumers.
+    pub fn source<P: Payload>(&self) -> Stream<P> {
+        let node = self.lock().add_source::<P>();
+        self.stream(node)
+    }
+
+    fn stream<P>(&self, node: NodeId) -> Stream<P> {
+        Stream {
+            graph: self.clone(),
+            node,
+            _payload: PhantomData,
+        }
+    }
+
+    /// Keeps what `stream` produces for [`QueryGraph::take_output`].
+    pub fn keep_output<P: Payload>(&self, stream: &Stream<P>) {
+        self.lock().keep_output::<P>(stream.node);
+    }
+
+    /// Feeds a batch (sorted, with CTI marks, as ingress releases it) into a source stream and
+    /// runs everything downstream. The batch is left empty.
+    pub fn feed<P: Payload>(&self, source: &Stream<P>, batch: &mut Batch<P>) {
+        self.lock().feed(source.node, batch);
+    }
+
+    /// Appends what a kept output produced since the last call to `into`.
+    pub fn take_output<P: Payload>(&self, stream: &Stream<P>, into: &mut Batch<P>) {
+        self.lock().take_output(stream.node, into);
+    }
+
+    /// Takes the graph out (to run it on the query task), leaving an empty one.
+    pub fn take_graph(&self) -> Graph {
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// Whether two handles share one graph.
+    pub fn same(&self, other: &QueryGraph) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Each operator's name and state size (events or groups held).
+    pub fn state_sizes(&self) -> Vec<(NodeId, &'static str, usize)> {
+        self.lock().state_sizes()
+    }
+}
+
+/// A typed stream of a query: a source or an operator's output. Cheap to clone; using one
+/// stream as the input of several operators multicasts it without reading it twice.
+#[derive(Debug)]
+pub struct Stream<P> {
+    graph: QueryGraph,
+    node: NodeId,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl<P> Clone for Stream<P> {
+    fn clone(&self) -> Self {
+        Stream {
+            graph: self.graph.clone(),
+            node: self.node,
+            _payload: PhantomData,
+        }
+    }
+}
+
+impl<P: Payload> Stream<P> {
+    /// The node in the graph.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    /// The graph it belongs to.
+    pub fn graph(&self) -> &QueryGraph {
+        &self.graph
+    }
+
+    /// Adds any unary operator.
+    pub fn apply<O: Payload, Op: UnaryOperator<P, O>>(&self, op: Op) -> Stream<O> {
+        let node = self
+            .graph
+            .lock()
+            .add_node::<O>(UnaryNode::<Op, P, O>::boxed(op), &[self.node]);
+        self.graph.stream(node)
+    }
+
+    /// Adds any binary operator with `right` as its second input. Both streams must belong to
+    /// the same query.
+    pub fn apply_binary<R: Payload, O: Payload, Op: BinaryOperator<P, R, O>>(
+        &self,
+        right: &Stream<R>,
+        op: Op,
+    ) -> Stream<O> {
+        assert!(
+            self.graph.same(&right.graph),
+            "both streams of a binary operator must belong to one query"
+        );
+        let node = self.graph.lock().add_node::<O>(
+            BinaryNode::<Op, P, R, O>::boxed(op),
+            &[self.node, right.node],
+        );
+        self.graph.stream(node)
+    }
+
+    /// Keeps events whose payload satisfies `predicate`. CTIs unchanged.
+    pub fn filter(&self, predicate: impl Fn(&P) -> bool + Send + 'static) -> Stream<P> {
+        self.apply(Filter::new(predicate))
+    }
+
+    /// Projects each payload. CTIs unchanged.
+    pub fn map<Q: Payload>(&self, f: impl Fn(&P) -> Q + Send + 'static) -> Stream<Q> {
+        self.apply(Map::new(f))
+    }
+
+    /// Moves events and CTIs by `by`.
+    pub fn shift(&self, by: TimeSpan) -> Stream<P> {
+        self.apply(Shift::new(by))
+    }
+
+    /// Gives every event the lifetime `[start, start + d)`. CTIs unchanged.
+    pub fn alter_duration(&self, d: TimeSpan) -> Stream<P> {
+        self.apply(AlterDuration::new(d))
+    }
+
+    /// Shifts by `shift`, then sets durations to `duration`: StreamInsight's
+    /// `AlterEventLifetime` with a constant offset.
+    pub fn alter_lifetime(&self, shift: TimeSpan, duration: TimeSpan) -> Stream<P> {
+        self.shift(shift).alter_duration(duration)
+    }
+
+    /// Merges this stream with `others`. Output CTI = the minimum of the inputs' CTIs.
+    pub fn union(&self, others: &[&Stream<P>]) -> Stream<P> {
+        let mut inputs = vec![self.node];
+        for o in others {
+            assert!(
+                self.graph.same(&o.graph),
+                "a union's streams must belong to one query"
+            );
+            inputs.push(o.node);
+        }
+        let node = self
+            .graph
+            .lock()
+            .add_node::<P>(Box::new(Union::<P>::new(inputs.len())), &inputs);
+        self.graph.stream(node)
+    }
+
+    /// Temporal cross join: every overlapping pair yields `combine(left, right)` with the
+    /// intersection lifetime.
+    pub fn join<R: Payload, O: Payload>(
+        &self,
+        right: &Stream<R>,
+        combine: impl Fn(&P, &R) -> O + Send + 'static,
+    ) -> Stream<O> {
+        self.join_where(right, |_, _| true, combine)
+    }
+
+    /// Temporal cross join with a predicate on each pair.
+    pub fn join_where<R: Payload, O: Payload>(
+        &self,
+        right: &Stream<R>,
+        predicate: impl Fn(&P, &R) -> bool + Send + 'static,
+        combine: impl Fn(&P, &R) -> O + Send + 'static,
+    ) -> Stream<O> {
+        let op = Join::new(
+            |_: &P| (),
+            |_: &R| (),
+            move |l: &P, r: &R| predicate(l, r).then(|| combine(l, r)),
+        );
+        self.apply_binary(right, op)
+    }
+
+    /// Temporal equi-join: pairs with `key_left(l) == key_right(r)` whose lifetimes overlap.
+    pub fn join_on<R: Payload, K, O: Payload>(
+        &self,
+        right: &Stream<R>,
+        key_left: impl Fn(&P) -> K + Send + 'static,
+        key_right: impl Fn(&R) -> K + Send + 'static,
+        combine: impl Fn(&P, &R) -> O + Send + 'static,
+    ) -> Stream<O>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
+        let op = Join::new(key_left, key_right, move |l: &P, r: &R| Some(combine(l, r)));
+        self.apply_binary(right, op)
+    }
+
+    /// Hopping windows of `size` every `hop`; pick an aggregate on the result.
+    pub fn hopping_window(&self, size: TimeSpan, hop: TimeSpan) -> Windowed<P, Ungrouped> {
+        Windowed {
+            stream: self.clone(),
+            spec: WindowSpec::hopping(size, hop),
+            group: Ungrouped,
+        }
+    }
+
+    /// Tumbling windows of `size`; pick an aggregate on the result.
+    pub fn tumbling_window(&self, size: TimeSpan) -> Windowed<P, Ungrouped> {
+        self.hopping_window(size, size)
+    }
+}
+
+/// No grouping: one result per window.
+#[derive(Clone, Copy, Debug)]
+pub struct Ungrouped;
+
+/// Grouping by a key function: one result per window and group.
+#[derive(Clone, Copy, Debug)]
+pub struct GroupedBy<F>(F);
+
+/// Windows over a stream, waiting for an aggregate. See [`Stream::hopping_window`].
+#[derive(Debug)]
+pub struct Windowed<P, G> {
+    stream: Stream<P>,
+    spec: WindowSpec,
+    group: G,
+}
+
+impl<P: Payload, G> Windowed<P, G> {
+    /// Windows start at `alignment + n * hop` (default: time 0).
+    pub fn alignment(mut self, alignment: Time) -> Self {
+        self.spec = self.spec.alignment(alignment);
+        self
+    }
+
+    /// The output policy (default [`WindowOutput::PointAtEnd`]).
+    pub fn output(mut self, output: WindowOutput) -> Self {
+        self.spec = self.spec.output(output);
+        self
+    }
+}
+
+impl<P: Payload> Windowed<P, Ungrouped> {
+    /// One result per window and distinct `key`.
+    pub fn group_by<K, F>(self, key: F) -> Windowed<P, GroupedBy<F>>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+        F: Fn(&P) -> K + Send + 'static,
+    {
+        Windowed {
+            stream: self.stream,
+            spec: self.spec,
+            group: GroupedBy(key),
+        }
+    }
+
+    /// Aggregates each window's members.
+    pub fn aggregate<A>(self, agg: A) -> Stream<A::Output>
+    where
+        A: Aggregate<P>,
+        A::Output: Payload,
+    {
+        let op = HoppingWindow::new(self.spec, |_: &P| (), agg, |_: &(), o| o);
+        self.stream.apply(op)
+    }
+
+    /// Counts each window's members.
+    pub fn count(self) -> Stream<u64> {
+        self.aggregate(Count)
+    }
+}
+
+impl<P: Payload, K, F> Windowed<P, GroupedBy<F>>
+where
+    K: Payload + Hash + Eq,
+    F: Fn(&P) -> K + Send + 'static,
+{
+    /// Aggregates each window's members per group; results are `(key, value)`.
+    pub fn aggregate<A>(self, agg: A) -> Stream<(K, A::Output)>
+    where
+        A: Aggregate<P>,
+        A::Output: Payload,
+    {
+        self.aggregate_into(agg, |k: &K, o| (k.clone(), o))
+    }
+
+    /// Aggregates per group, building each result with `make(key, value)`.
+    pub fn aggregate_into<A, O>(
+        self,
+        agg: A,
+        make: impl Fn(&K, A::Output) -> O + Send + 'static,
+    ) -> Stream<O>
+    where
+        A: Aggregate<P>,
+        O: Payload,
+    {
+        let op = HoppingWindow::new(self.spec, self.group.0, agg, make);
+        self.stream.apply(op)
+    }
+
+    /// Counts each window's members per group.
+    pub fn count(self) -> Stream<(K, u64)> {
+        self.aggregate(Count)
+    }
+}
