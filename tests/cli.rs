@@ -120,10 +120,25 @@ fn run_prints_output_lines_and_counters() {
 
 #[test]
 fn unsupported_steps_fail_with_a_clear_message() {
-    let dir = cases().join("operators/filter");
+    let dir = cases().join("watermarks/asa-tolerances");
     let (code, _, err) = cli(&["run", s(&dir)]);
     assert_eq!(code, EXIT_FAILED);
-    assert!(err.contains("unsupported: step `f` (op `filter`)"), "{err}");
+    assert!(
+        err.contains("unsupported: stream `in`: stream setting `watermark`"),
+        "{err}"
+    );
+    let dir = case(
+        "bad-step",
+        "[streams.in]\nshape = \"point\"\n[query]\noutput = \"w\"\n[[query.step]]\nname = \"w\"\nop = \"hopping\"\ninput = \"in\"\nsize = 10\nhop = 5\naggregates = [{ fn = \"median\", field = \"v\", as = \"m\" }]\n",
+        "",
+        "",
+    );
+    let (code, _, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(
+        err.contains("step `w`: aggregate fn `median` is not count, sum, min, max or avg"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -13,39 +13,6 @@ use punctual::conformance::{find_cases, run_case, CaseError};
 /// Cases expected to be refused as unsupported, by path relative to the conformance root.
 const EXPECTED_UNSUPPORTED: &[(&str, &str)] = &[
     (
-        "import/slow-reference-synced-to-fast-stream",
-        "join: operators come with issue #3",
-    ),
-    (
-        "import/without-import-the-join-never-releases",
-        "join: operators come with issue #3",
-    ),
-    (
-        "operators/equi-join-intervals",
-        "join: operators come with issue #3",
-    ),
-    ("operators/filter", "filter: operators come with issue #3"),
-    (
-        "operators/hopping-count-point-at-end",
-        "hopping window: operators come with issue #3",
-    ),
-    (
-        "operators/hopping-count-window-lifetime",
-        "hopping window: operators come with issue #3",
-    ),
-    (
-        "operators/shift-moves-events-and-ctis",
-        "shift: operators come with issue #3",
-    ),
-    (
-        "operators/tumbling-sum-by-key",
-        "tumbling window: operators come with issue #3",
-    ),
-    (
-        "operators/union-releases-at-min-cti",
-        "union: operators come with issue #3",
-    ),
-    (
         "watermarks/asa-substreams",
         "watermark strategies come with issue #4",
     ),

@@ -123,6 +123,43 @@ impl PartialEq for Value {
     }
 }
 
+/// Values are keys (group-by, equi-join): `Eq` treats every value as equal to itself except
+/// `NaN`, which never equals anything (so a `NaN` key matches nothing).
+impl Eq for Value {}
+
+impl std::hash::Hash for Value {
+    /// Consistent with `==`: numbers hash by their `f64` value, so `4` and `4.0` hash alike.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        match self {
+            Value::Null => 0u8.hash(state),
+            Value::Bool(b) => (1u8, b).hash(state),
+            Value::Int(_) | Value::Float(_) => {
+                let f = self.as_f64().unwrap_or(0.0);
+                let f = if f == 0.0 { 0.0 } else { f };
+                (2u8, f.to_bits()).hash(state)
+            }
+            Value::Str(s) => (3u8, s).hash(state),
+            Value::List(l) => (4u8, l).hash(state),
+            Value::Row(r) => (5u8, r).hash(state),
+        }
+    }
+}
+
+impl Eq for Row {}
+
+impl std::hash::Hash for Row {
+    /// Order-insensitive, like `==`.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        let mut acc = 0u64;
+        for (k, v) in &self.fields {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            (k, v).hash(&mut h);
+            acc = acc.wrapping_add(std::hash::Hasher::finish(&h));
+        }
+        (self.fields.len(), acc).hash(state);
+    }
+}
+
 impl From<&str> for Value {
     fn from(s: &str) -> Value {
         Value::Str(s.to_owned())
@@ -177,6 +214,14 @@ impl Row {
     /// The row with `field` set; for building rows in one expression.
     pub fn with(mut self, field: impl Into<String>, value: impl Into<Value>) -> Row {
         self.set(field, value);
+        self
+    }
+
+    /// The row with every `(field, value)` set, in order.
+    pub fn with_all(mut self, fields: impl IntoIterator<Item = (String, Value)>) -> Row {
+        for (k, v) in fields {
+            self.set(k, v);
+        }
         self
     }
 
@@ -285,6 +330,22 @@ mod tests {
         let b = Row::new().with("b", "x").with("a", 1.0);
         assert_eq!(a, b);
         assert_ne!(a, Row::new().with("a", 1i64));
+    }
+
+    #[test]
+    fn equal_values_hash_alike() {
+        use std::hash::{Hash, Hasher};
+        fn h(v: &Value) -> u64 {
+            let mut s = std::collections::hash_map::DefaultHasher::new();
+            v.hash(&mut s);
+            s.finish()
+        }
+        assert_eq!(h(&Value::Int(4)), h(&Value::Float(4.0)));
+        let a = Value::Row(Row::new().with("a", 1i64).with("b", "x"));
+        let b = Value::Row(Row::new().with("b", "x").with("a", 1.0));
+        assert_eq!(a, b);
+        assert_eq!(h(&a), h(&b));
+        assert_ne!(h(&Value::Str("4".into())), h(&Value::Int(4)));
     }
 
     #[test]

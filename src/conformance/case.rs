@@ -88,13 +88,15 @@ pub struct StreamSpec {
     pub unsupported: Option<String>,
 }
 
-/// A step of the query, kept as written; the runner says which ops it supports.
+/// A step of the query, kept as written; the runner turns it into an operator.
 #[derive(Clone, Debug)]
 pub struct StepSpec {
     /// The step's name.
     pub name: String,
     /// The op.
     pub op: String,
+    /// The whole `[[query.step]]` table.
+    pub table: toml::Table,
 }
 
 /// One arrival: a stream, and an item or the end of its input.
@@ -208,7 +210,11 @@ impl Case {
                     "every [[query.step]] needs `name` and `op`",
                 ));
             };
-            steps.push(StepSpec { name, op });
+            steps.push(StepSpec {
+                name,
+                op,
+                table: step.clone(),
+            });
         }
         let output = match file.query.output {
             Some(o) => o,

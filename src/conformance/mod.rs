@@ -13,6 +13,7 @@
 
 mod case;
 mod compare;
+mod plan;
 
 use std::path::{Path, PathBuf};
 
@@ -20,7 +21,7 @@ pub use case::{read_items, Arrival, Case, Compare, StepSpec, StreamSpec};
 pub use compare::Mismatch;
 
 use punctual_adapters::line::item_to_json;
-use punctual_core::{Row, StreamItem};
+use punctual_core::{Batch, Row, StreamItem};
 use punctual_policies::{DeadLetter, Ingress, IngressConfig, IngressCounters, IngressOutput};
 
 /// Why a case could not be run.
@@ -79,12 +80,6 @@ pub fn run_case(dir: &Path) -> Result<CaseRun, CaseError> {
 
 /// Runs a loaded case.
 pub fn run(case: Case) -> Result<CaseRun, CaseError> {
-    if let Some(step) = case.steps.first() {
-        return Err(CaseError::Unsupported(format!(
-            "step `{}` (op `{}`): query operators arrive with issue #3",
-            step.name, step.op
-        )));
-    }
     if let Some(s) = case.streams.iter().find(|s| s.unsupported.is_some()) {
         let what = s.unsupported.clone().unwrap_or_default();
         return Err(CaseError::Unsupported(format!(
@@ -93,12 +88,8 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         )));
     }
     let index = |name: &str| case.streams.iter().position(|s| s.name == name);
-    let output = index(&case.output).ok_or_else(|| {
-        CaseError::Config(format!(
-            "query output `{}` is no stream or step",
-            case.output
-        ))
-    })?;
+    let names: Vec<String> = case.streams.iter().map(|s| s.name.clone()).collect();
+    let plan = plan::build(&names, &case.steps, &case.output)?;
     let mut streams: Vec<StreamRun> = case
         .streams
         .iter()
@@ -141,6 +132,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
             }
         }
         propagate(&mut streams, i, before);
+        feed(&plan, &mut streams);
     }
     for i in 0..streams.len() {
         if !ended[i] {
@@ -148,23 +140,24 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
             let before = s.out.batch.ctis().len();
             s.ingress.finish(&mut s.out);
             propagate(&mut streams, i, before);
+            feed(&plan, &mut streams);
         }
     }
     for s in &mut streams {
         s.ingress.close(&mut s.out);
     }
+    let mut released = Batch::new();
+    plan.graph.take_output(&plan.output, &mut released);
     let mut out_items = Vec::new();
-    streams[output]
-        .out
-        .batch
-        .drain_items(|item| out_items.push(item));
-    let names = case.streams.iter().map(|s| s.name.clone());
+    released.drain_items(|item| out_items.push(item));
     let counters = names
-        .clone()
+        .iter()
+        .cloned()
         .zip(&streams)
         .map(|(n, s)| (n, s.ingress.counters()))
         .collect();
     let dead_letters = names
+        .into_iter()
         .zip(&mut streams)
         .map(|(n, s)| (n, std::mem::take(&mut s.out.dead_letters)))
         .collect();
@@ -174,6 +167,15 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         counters,
         dead_letters,
     })
+}
+
+/// Feeds what every stream's ingress released into the graph.
+fn feed(plan: &plan::Plan, streams: &mut [StreamRun]) {
+    for (s, source) in streams.iter_mut().zip(&plan.sources) {
+        if !s.out.batch.is_empty() {
+            plan.graph.feed(source, &mut s.out.batch);
+        }
+    }
 }
 
 /// Imports every CTI that stream `i` emitted since it had `before` CTIs into its importers, and

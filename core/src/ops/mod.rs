@@ -13,6 +13,7 @@ mod frontier;
 mod graph;
 mod join;
 mod release;
+mod rows;
 mod select;
 mod stream;
 mod union;
@@ -23,8 +24,9 @@ pub use frontier::CtiFrontier;
 pub use graph::{AnyBatch, Graph, Node, NodeId};
 pub use join::Join;
 pub use release::ReleaseBuffer;
+pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
 pub use select::{AlterDuration, Filter, Map, Shift};
-pub use stream::{QueryGraph, Stream, Windowed};
+pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
 pub use union::Union;
 pub use window::{HoppingWindow, WindowOutput, WindowSpec};
 
