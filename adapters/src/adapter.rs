@@ -63,11 +63,7 @@ use punctual_policies::AdapterAdvanceTimeSettings;
 use crate::context::InputContext;
 use crate::error::AdapterError;
 
-/// What a payload type needs to travel through a query: `Clone` and `PartialEq` (an end edge is
-/// matched to its start edge by payload), and `Send + Sync + 'static` to cross tasks.
-pub trait Payload: Clone + PartialEq + Send + Sync + 'static {}
-
-impl<T: Clone + PartialEq + Send + Sync + 'static> Payload for T {}
+pub use punctual_core::ops::Payload;
 
 /// A source of stream items.
 #[async_trait]

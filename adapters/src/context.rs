@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use async_trait::async_trait;
 use tokio::sync::{mpsc, watch};
 
+use punctual_core::ops::{AnyBatch, NodeId};
 use punctual_core::{Batch, StreamItem, Time};
 use punctual_policies::{
     DeadLetter, Enqueued, Ingress, IngressCounters, IngressOutput, MalformedRecord,
@@ -170,11 +171,19 @@ struct StreamState<P> {
     dead: Option<Box<dyn DeadLetterSink<P>>>,
 }
 
-/// The sending end of a stream's batches and the receiving end of the batches its output
-/// adapter has emptied.
-pub(crate) struct BatchChannel<P> {
-    pub(crate) tx: mpsc::Sender<Batch<P>>,
-    pub(crate) recycled: mpsc::Receiver<Batch<P>>,
+/// A released batch on its way from a stream to the query task, which feeds it into the graph
+/// at the stream's source node.
+pub(crate) struct Delivery {
+    pub(crate) node: NodeId,
+    pub(crate) batch: Box<dyn AnyBatch>,
+}
+
+/// A stream's end of the channel to the query task, and the batches the task hands back emptied
+/// (reused, so that the steady state does not allocate).
+pub(crate) struct SourceChannel {
+    pub(crate) node: NodeId,
+    pub(crate) tx: mpsc::Sender<Delivery>,
+    pub(crate) recycled: mpsc::Receiver<Box<dyn AnyBatch>>,
 }
 
 /// One input stream at run time, shared by its adapter's context and its import sources. The
@@ -182,10 +191,9 @@ pub(crate) struct BatchChannel<P> {
 pub(crate) struct StreamCore<P: Payload> {
     shared: Arc<StreamShared>,
     state: tokio::sync::Mutex<StreamState<P>>,
-    tx: Option<mpsc::Sender<Batch<P>>>,
-    /// Emptied batches coming back from the output task, reused so that the steady state does
-    /// not allocate.
-    recycled: Option<Mutex<mpsc::Receiver<Batch<P>>>>,
+    node: NodeId,
+    tx: mpsc::Sender<Delivery>,
+    recycled: Mutex<mpsc::Receiver<Box<dyn AnyBatch>>>,
     importers: OnceLock<Vec<Arc<dyn ImportTarget>>>,
     query: Arc<QueryShared>,
 }
@@ -200,13 +208,9 @@ impl<P: Payload> StreamCore<P> {
     pub(crate) fn new(
         shared: Arc<StreamShared>,
         ingress: Ingress<P>,
-        channel: Option<BatchChannel<P>>,
+        channel: SourceChannel,
         query: Arc<QueryShared>,
     ) -> Self {
-        let (tx, recycled) = match channel {
-            Some(c) => (Some(c.tx), Some(Mutex::new(c.recycled))),
-            None => (None, None),
-        };
         StreamCore {
             shared,
             state: tokio::sync::Mutex::new(StreamState {
@@ -214,8 +218,9 @@ impl<P: Payload> StreamCore<P> {
                 out: IngressOutput::new(),
                 dead: None,
             }),
-            tx,
-            recycled,
+            node: channel.node,
+            tx: channel.tx,
+            recycled: Mutex::new(channel.recycled),
             importers: OnceLock::new(),
             query,
         }
@@ -266,44 +271,36 @@ impl<P: Payload> StreamCore<P> {
         Ok(r)
     }
 
-    /// Sends the released batch, leaving it in place (to go with the next send) if the stop
-    /// signal interrupts a blocked send.
+    /// Sends the released batch to the query task, leaving it in place (to go with the next
+    /// send) if the stop signal interrupts a blocked send.
     async fn send(&self, batch: &mut Batch<P>, mode: SendMode<'_>) -> Result<(), EnqueueError> {
         if batch.is_empty() {
             return Ok(());
         }
-        let Some(tx) = &self.tx else {
-            batch.clear();
-            return Ok(());
-        };
         let permit = match mode {
-            SendMode::Always => tx.reserve().await,
+            SendMode::Always => self.tx.reserve().await,
             SendMode::StopAware(stop) => tokio::select! {
                 biased;
-                p = tx.reserve() => p,
+                p = self.tx.reserve() => p,
                 _ = stop.wait_for(|s| *s) => return Err(EnqueueError::Stopping),
             },
         };
-        match permit {
-            Ok(permit) => {
-                let empty = self
-                    .recycled
-                    .as_ref()
-                    .and_then(|r| {
-                        r.lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .try_recv()
-                            .ok()
-                    })
-                    .unwrap_or_default();
-                permit.send(std::mem::replace(batch, empty));
-            }
-            // The output task is gone (it failed or the query is shutting down).
-            Err(_) => {
-                batch.clear();
-                return Err(EnqueueError::Stopping);
-            }
-        }
+        let Ok(permit) = permit else {
+            // The query task is gone (it failed, or the query is shutting down).
+            batch.clear();
+            return Err(EnqueueError::Stopping);
+        };
+        let mut boxed = self
+            .recycled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .try_recv()
+            .unwrap_or_else(|_| Box::new(Batch::<P>::new()));
+        boxed.swap_with(batch);
+        permit.send(Delivery {
+            node: self.node,
+            batch: boxed,
+        });
         Ok(())
     }
 }

@@ -27,4 +27,5 @@ pub use jsonl::{
     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines,
 };
 pub use memory::{channel_input, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput};
-pub use query::{InputOptions, InputStream, Query, QueryReport, RunningQuery, StopHandle};
+pub use punctual_core::ops::Stream;
+pub use query::{InputOptions, Query, QueryReport, RunningQuery, StopHandle};

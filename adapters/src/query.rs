@@ -1,9 +1,12 @@
-//! Query binding and the tokio runtime: create named input streams from adapter factories, bind
-//! outputs, start, stop, wait.
+//! Query binding and the tokio runtime: create named input streams from adapter factories,
+//! compose operators on them (the typed [`Stream`] API), bind outputs to any stream, start,
+//! stop, wait.
 //!
-//! Every input adapter runs as a task; so does every output adapter. A stream closes when its
-//! adapter has returned (then the final CTI, if configured, is issued) and every stream it
-//! imports CTIs from has closed; its output adapter then gets [`OutputAdapter::finish`]. The
+//! Every input adapter runs as a task, with its stream's ingress; the operator graph runs on one
+//! query task, fed by every input stream over a bounded channel; every output adapter runs as a
+//! task fed by the query task. A stream closes when its adapter has returned (then the final CTI,
+//! if configured, is issued) and every stream it imports CTIs from has closed; when every stream
+//! has closed, the query task ends and each output adapter gets [`OutputAdapter::finish`]. The
 //! query ends when every task has ended. Any task's error or panic stops the query and comes
 //! back from [`RunningQuery::wait`]; tasks that do not end within the grace period after a stop
 //! are aborted and named in [`QueryError::StopTimeout`].
@@ -38,8 +41,7 @@
 //! ```
 
 use std::any::Any;
-use std::collections::BTreeSet;
-use std::marker::PhantomData;
+use std::collections::{BTreeSet, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -49,6 +51,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use async_trait::async_trait;
+use punctual_core::ops::{AnyBatch, Graph, NodeId, QueryGraph, Stream};
 use punctual_core::{Batch, EventShape};
 use punctual_policies::{
     AdvanceTimeSettings, Ingress, IngressConfig, IngressCounters, DEFAULT_MAX_BUFFERED,
@@ -58,7 +62,8 @@ use crate::adapter::{
     InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
 use crate::context::{
-    BatchChannel, DeadLetterSink, ImportTarget, InputContext, QueryShared, StreamCore, StreamShared,
+    DeadLetterSink, Delivery, ImportTarget, InputContext, QueryShared, SourceChannel, StreamCore,
+    StreamShared,
 };
 use crate::error::QueryError;
 
@@ -98,45 +103,28 @@ impl InputOptions {
     }
 }
 
-/// A typed handle on a stream created by [`Query::create_stream`].
-#[derive(Debug)]
-pub struct InputStream<P> {
-    index: usize,
-    name: String,
-    _payload: PhantomData<fn() -> P>,
-}
-
-impl<P> InputStream<P> {
-    /// The stream's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
 struct PendingStream<P: Payload> {
     name: String,
-    shape: EventShape,
+    source: Stream<P>,
     config: IngressConfig,
     import: Option<String>,
     adapter: Option<Box<dyn InputAdapter<P>>>,
-    output: Option<Box<dyn OutputAdapter<P>>>,
     dead_letters: Option<Box<dyn DeadLetterSink<P>>>,
     core: Option<Arc<StreamCore<P>>>,
-    rx: Option<OutputEnds<P>>,
-}
-
-/// The output task's ends of a stream's channels: batches in, emptied batches back.
-struct OutputEnds<P> {
-    batches: mpsc::Receiver<Batch<P>>,
-    recycle: mpsc::Sender<Batch<P>>,
 }
 
 /// A pending stream with its payload type erased.
 trait ErasedStream: Send {
     fn name(&self) -> &str;
+    fn node(&self) -> NodeId;
     fn import_source(&self) -> Option<&str>;
     fn as_any(&mut self) -> &mut dyn Any;
-    fn build(&mut self, query: &Arc<QueryShared>, capacity: usize) -> Arc<StreamShared>;
+    /// Creates the stream's core; returns its shared view and the sender of emptied batches.
+    fn build(
+        &mut self,
+        query: &Arc<QueryShared>,
+        tx: &mpsc::Sender<Delivery>,
+    ) -> (Arc<StreamShared>, mpsc::Sender<Box<dyn AnyBatch>>);
     fn target(&self) -> Option<Arc<dyn ImportTarget>>;
     fn set_importers(&mut self, importers: Vec<Arc<dyn ImportTarget>>);
     fn spawn(self: Box<Self>, tasks: &mut Tasks);
@@ -147,6 +135,10 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
         &self.name
     }
 
+    fn node(&self) -> NodeId {
+        self.source.node()
+    }
+
     fn import_source(&self) -> Option<&str> {
         self.import.as_deref()
     }
@@ -155,18 +147,19 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
         self
     }
 
-    fn build(&mut self, query: &Arc<QueryShared>, capacity: usize) -> Arc<StreamShared> {
+    fn build(
+        &mut self,
+        query: &Arc<QueryShared>,
+        tx: &mpsc::Sender<Delivery>,
+    ) -> (Arc<StreamShared>, mpsc::Sender<Box<dyn AnyBatch>>) {
         let shared = Arc::new(StreamShared::new(self.name.clone()));
-        let channel = self.output.as_ref().map(|_| {
-            let (tx, rx) = mpsc::channel(capacity);
-            // Room for every batch in flight, so that returning one never waits.
-            let (recycle_tx, recycled) = mpsc::channel(capacity + 2);
-            self.rx = Some(OutputEnds {
-                batches: rx,
-                recycle: recycle_tx,
-            });
-            BatchChannel { tx, recycled }
-        });
+        // Room for every batch in flight, so that handing one back never waits.
+        let (recycle, recycled) = mpsc::channel(tx.max_capacity() + 2);
+        let channel = SourceChannel {
+            node: self.source.node(),
+            tx: tx.clone(),
+            recycled,
+        };
         let mut core = StreamCore::new(
             Arc::clone(&shared),
             Ingress::new(self.config),
@@ -177,7 +170,7 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
             core.set_dead_letters(sink);
         }
         self.core = Some(Arc::new(core));
-        shared
+        (shared, recycle)
     }
 
     fn target(&self) -> Option<Arc<dyn ImportTarget>> {
@@ -197,12 +190,11 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
         let (Some(core), Some(mut adapter)) = (this.core, this.adapter) else {
             return;
         };
-        let name = this.name;
         let grace = tasks.grace;
         let mut ctx = InputContext::new(core);
-        let stream = name.clone();
+        let stream = this.name.clone();
         let query = Arc::clone(&tasks.query);
-        tasks.spawn(format!("input `{name}`"), async move {
+        tasks.spawn(format!("input `{}`", this.name), async move {
             let mut stop = query.subscribe();
             let result = tokio::select! {
                 r = adapter.run(&mut ctx) => Some(r),
@@ -225,26 +217,83 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
             }
             Ok(())
         });
-        if let (Some(mut output), Some(ends)) = (this.output, this.rx) {
-            let OutputEnds {
-                batches: mut rx,
-                recycle,
-            } = ends;
-            let stream = name.clone();
-            tasks.spawn(format!("output `{name}`"), async move {
-                let fail = |source| QueryError::Adapter {
-                    role: "output",
-                    stream: stream.clone(),
-                    source,
-                };
-                while let Some(mut batch) = rx.recv().await {
-                    output.write(&batch).await.map_err(fail)?;
-                    batch.clear();
-                    let _ = recycle.try_send(batch);
-                }
-                output.finish().await.map_err(fail)
-            });
+    }
+}
+
+/// An output binding before start: which node, and the adapter.
+struct PendingOutput<P: Payload> {
+    name: String,
+    node: NodeId,
+    adapter: Box<dyn OutputAdapter<P>>,
+}
+
+trait ErasedOutput: Send {
+    fn node(&self) -> NodeId;
+    /// Spawns the output task; returns the query task's port to it.
+    fn spawn(self: Box<Self>, tasks: &mut Tasks, capacity: usize) -> Box<dyn OutputPort>;
+}
+
+impl<P: Payload> ErasedOutput for PendingOutput<P> {
+    fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn spawn(self: Box<Self>, tasks: &mut Tasks, capacity: usize) -> Box<dyn OutputPort> {
+        let PendingOutput {
+            name,
+            node,
+            mut adapter,
+        } = *self;
+        let (tx, mut rx) = mpsc::channel::<Batch<P>>(capacity);
+        let (recycle, recycled) = mpsc::channel::<Batch<P>>(capacity + 2);
+        let stream = name.clone();
+        tasks.spawn(format!("output `{name}`"), async move {
+            let fail = |source| QueryError::Adapter {
+                role: "output",
+                stream: stream.clone(),
+                source,
+            };
+            while let Some(mut batch) = rx.recv().await {
+                adapter.write(&batch).await.map_err(fail)?;
+                batch.clear();
+                let _ = recycle.try_send(batch);
+            }
+            adapter.finish().await.map_err(fail)
+        });
+        Box::new(Port {
+            node,
+            pending: Batch::new(),
+            tx,
+            recycled,
+        })
+    }
+}
+
+/// The query task's end of an output: takes what the graph produced for the output's node and
+/// sends it to the output task.
+#[async_trait]
+trait OutputPort: Send {
+    /// Sends what the graph produced since the last call; `false` if the output task is gone.
+    async fn flush(&mut self, graph: &mut Graph) -> bool;
+}
+
+struct Port<P> {
+    node: NodeId,
+    pending: Batch<P>,
+    tx: mpsc::Sender<Batch<P>>,
+    recycled: mpsc::Receiver<Batch<P>>,
+}
+
+#[async_trait]
+impl<P: Payload> OutputPort for Port<P> {
+    async fn flush(&mut self, graph: &mut Graph) -> bool {
+        graph.take_output(self.node, &mut self.pending);
+        if self.pending.is_empty() {
+            return true;
         }
+        let mut batch = self.recycled.try_recv().unwrap_or_default();
+        std::mem::swap(&mut batch, &mut self.pending);
+        self.tx.send(batch).await.is_ok()
     }
 }
 
@@ -291,10 +340,14 @@ impl Tasks {
     }
 }
 
-/// A query being bound: streams, outputs, dead-letter sinks. [`Query::start`] runs it.
+/// A query being bound: input streams, the operators composed on them, outputs, dead-letter
+/// sinks. [`Query::start`] runs it.
 pub struct Query {
     name: String,
+    graph: QueryGraph,
     streams: Vec<Box<dyn ErasedStream>>,
+    outputs: Vec<Box<dyn ErasedOutput>>,
+    shapes: HashMap<NodeId, EventShape>,
     grace: Duration,
     channel_capacity: usize,
 }
@@ -307,17 +360,21 @@ impl std::fmt::Debug for Query {
                 "streams",
                 &self.streams.iter().map(|s| s.name()).collect::<Vec<_>>(),
             )
+            .field("outputs", &self.outputs.len())
             .finish()
     }
 }
 
 impl Query {
-    /// A new, empty query. Defaults: a stop grace period of 5 s, 16 batches in flight per
-    /// stream.
+    /// A new, empty query. Defaults: a stop grace period of 5 s, 16 batches in flight on each
+    /// channel.
     pub fn new(name: impl Into<String>) -> Self {
         Query {
             name: name.into(),
+            graph: QueryGraph::new(),
             streams: Vec::new(),
+            outputs: Vec::new(),
+            shapes: HashMap::new(),
             grace: Duration::from_secs(5),
             channel_capacity: 16,
         }
@@ -329,22 +386,23 @@ impl Query {
         self
     }
 
-    /// How many released batches may wait between a stream and its output adapter before the
-    /// stream's adapter awaits in `enqueue` (at least 1).
+    /// How many released batches may wait on each channel (streams to the query task, the query
+    /// task to each output) before the sender awaits (at least 1).
     pub fn channel_capacity(mut self, batches: usize) -> Self {
         self.channel_capacity = batches.max(1);
         self
     }
 
-    /// Creates a named input stream fed by an adapter from `factory` and `config`. Settings in
-    /// `options` replace the factory's declared settings; with neither, only the adapter's own
-    /// CTIs exist and violating events are rejected.
+    /// Creates a named input stream fed by an adapter from `factory` and `config`, and returns
+    /// it for composing operators and binding outputs. Settings in `options` replace the
+    /// factory's declared settings; with neither, only the adapter's own CTIs exist and
+    /// violating events are rejected.
     pub fn create_stream<C, P, F>(
         &mut self,
         options: InputOptions,
         factory: &F,
         config: &C,
-    ) -> Result<InputStream<P>, QueryError>
+    ) -> Result<Stream<P>, QueryError>
     where
         P: Payload,
         F: InputAdapterFactory<C, P>,
@@ -372,45 +430,41 @@ impl Query {
                     stream: options.name.clone(),
                     source,
                 })?;
-        let index = self.streams.len();
+        let source = self.graph.source::<P>();
+        self.shapes.insert(source.node(), options.shape);
         self.streams.push(Box::new(PendingStream::<P> {
-            name: options.name.clone(),
-            shape: options.shape,
+            name: options.name,
+            source: source.clone(),
             config: ingress,
             import: settings
                 .as_ref()
                 .and_then(|s| s.import())
                 .map(|i| i.stream().to_owned()),
             adapter: Some(Box::new(adapter)),
-            output: None,
             dead_letters: None,
             core: None,
-            rx: None,
         }));
-        Ok(InputStream {
-            index,
-            name: options.name,
-            _payload: PhantomData,
-        })
+        Ok(source)
     }
 
-    fn pending<P: Payload>(
-        &mut self,
-        stream: &InputStream<P>,
-    ) -> Result<&mut PendingStream<P>, QueryError> {
-        self.streams
-            .get_mut(stream.index)
-            .and_then(|s| s.as_any().downcast_mut::<PendingStream<P>>())
-            .ok_or_else(|| {
-                QueryError::Bind(format!("stream `{}` is not of this query", stream.name))
-            })
+    fn check_stream<P: Payload>(&self, stream: &Stream<P>) -> Result<(), QueryError> {
+        if stream.graph().same(&self.graph) {
+            Ok(())
+        } else {
+            Err(QueryError::Bind(format!(
+                "the stream is not of query `{}`",
+                self.name
+            )))
+        }
     }
 
-    /// Binds an output adapter to a stream: it receives the stream's released events and CTIs.
-    /// One output per stream.
+    /// Binds an output adapter to a stream (an input stream or an operator's output): it
+    /// receives the stream's events and CTIs in release order. One output per stream; the
+    /// factory is asked for an adapter of the input's shape, or `Interval` for an operator's
+    /// output (which may hold points, intervals and edges).
     pub fn bind_output<C, P, F>(
         &mut self,
-        stream: &InputStream<P>,
+        stream: &Stream<P>,
         factory: &F,
         config: &C,
     ) -> Result<(), QueryError>
@@ -418,32 +472,61 @@ impl Query {
         P: Payload,
         F: OutputAdapterFactory<C, P>,
     {
-        let pending = self.pending(stream)?;
-        if pending.output.is_some() {
+        self.check_stream(stream)?;
+        let node = stream.node();
+        let input = self.streams.iter().find(|s| s.node() == node);
+        let name = input.map_or_else(|| format!("node {node}"), |s| s.name().to_owned());
+        if self.outputs.iter().any(|o| o.node() == node) {
             return Err(QueryError::Bind(format!(
-                "stream `{}` already has an output adapter",
-                stream.name
+                "stream `{name}` already has an output adapter"
             )));
         }
-        let adapter =
-            factory
-                .create(config, pending.shape)
-                .map_err(|source| QueryError::Create {
-                    stream: stream.name.clone(),
-                    source,
-                })?;
-        pending.output = Some(Box::new(adapter));
+        let shape = if input.is_some() {
+            self.shape_of(node)
+        } else {
+            EventShape::Interval
+        };
+        let adapter = factory
+            .create(config, shape)
+            .map_err(|source| QueryError::Create {
+                stream: name.clone(),
+                source,
+            })?;
+        self.graph.keep_output(stream);
+        self.outputs.push(Box::new(PendingOutput {
+            name,
+            node,
+            adapter: Box::new(adapter),
+        }));
         Ok(())
     }
 
-    /// Sends the stream's dead letters (dropped, rejected, malformed and unreleased items, with
-    /// reasons) to `sink`. Without a sink they are only counted.
+    fn shape_of(&self, node: NodeId) -> EventShape {
+        self.shapes
+            .get(&node)
+            .copied()
+            .unwrap_or(EventShape::Interval)
+    }
+
+    /// Sends an input stream's dead letters (dropped, rejected, malformed and unreleased items,
+    /// with reasons) to `sink`. Without a sink they are only counted.
     pub fn bind_dead_letters<P: Payload>(
         &mut self,
-        stream: &InputStream<P>,
+        stream: &Stream<P>,
         sink: impl DeadLetterSink<P> + 'static,
     ) -> Result<(), QueryError> {
-        self.pending(stream)?.dead_letters = Some(Box::new(sink));
+        self.check_stream(stream)?;
+        let pending = self
+            .streams
+            .iter_mut()
+            .find(|s| s.node() == stream.node())
+            .and_then(|s| s.as_any().downcast_mut::<PendingStream<P>>())
+            .ok_or_else(|| {
+                QueryError::Bind(
+                    "dead letters belong to input streams, not operator outputs".into(),
+                )
+            })?;
+        pending.dead_letters = Some(Box::new(sink));
         Ok(())
     }
 
@@ -482,11 +565,16 @@ impl Query {
         self.check_imports()?;
         check_runtime()?;
         let query = Arc::new(QueryShared::new());
-        let shared: Vec<Arc<StreamShared>> = self
-            .streams
-            .iter_mut()
-            .map(|s| s.build(&query, self.channel_capacity))
-            .collect();
+        let (tx, mut rx) = mpsc::channel::<Delivery>(self.channel_capacity);
+        let mut shared = Vec::new();
+        let mut recycle = HashMap::new();
+        for s in &mut self.streams {
+            let (view, back) = s.build(&query, &tx);
+            shared.push(view);
+            recycle.insert(s.node(), back);
+        }
+        // The channel closes when the last stream core (which hold clones) is dropped.
+        drop(tx);
         let mut importers: Vec<Vec<Arc<dyn ImportTarget>>> =
             (0..self.streams.len()).map(|_| Vec::new()).collect();
         for s in &self.streams {
@@ -508,6 +596,25 @@ impl Query {
             query: Arc::clone(&query),
             grace: self.grace,
         };
+        let mut ports: Vec<Box<dyn OutputPort>> = self
+            .outputs
+            .into_iter()
+            .map(|o| o.spawn(&mut tasks, self.channel_capacity))
+            .collect();
+        let mut graph = self.graph.take_graph();
+        tasks.spawn(format!("query `{}`", self.name), async move {
+            while let Some(Delivery { node, mut batch }) = rx.recv().await {
+                graph.feed_any(node, &mut *batch);
+                if let Some(back) = recycle.get(&node) {
+                    let _ = back.try_send(batch);
+                }
+                for port in &mut ports {
+                    // An output that is gone has failed and reported it; keep feeding the rest.
+                    let _ = port.flush(&mut graph).await;
+                }
+            }
+            Ok(())
+        });
         for s in self.streams {
             s.spawn(&mut tasks);
         }

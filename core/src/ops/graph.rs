@@ -27,6 +27,8 @@ pub trait AnyBatch: Any + Send {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Moves everything into `dst`, a batch of the same type.
     fn move_into(&mut self, dst: &mut dyn Any);
+    /// Swaps contents with `other`, a batch of the same type.
+    fn swap_with(&mut self, other: &mut dyn Any);
 }
 
 impl<P: Send + 'static> AnyBatch for Batch<P> {
@@ -44,6 +46,9 @@ impl<P: Send + 'static> AnyBatch for Batch<P> {
     }
     fn move_into(&mut self, dst: &mut dyn Any) {
         output::<P>(dst).append(self);
+    }
+    fn swap_with(&mut self, other: &mut dyn Any) {
+        std::mem::swap(self, output::<P>(other));
     }
 }
 
@@ -163,6 +168,16 @@ impl Graph {
             return;
         };
         std::mem::swap(output::<P>(slot.out.as_any_mut()), batch);
+        batch.clear();
+        self.run_from(source);
+    }
+
+    /// Like [`Graph::feed`], for a type-erased batch (of the source's payload type).
+    pub fn feed_any(&mut self, source: NodeId, batch: &mut dyn AnyBatch) {
+        let Some(slot) = self.slots.get_mut(source) else {
+            return;
+        };
+        batch.swap_with(slot.out.as_any_mut());
         batch.clear();
         self.run_from(source);
     }
