@@ -9,23 +9,29 @@
 //! rule.
 
 mod aggregate;
+mod anti_join;
 mod frontier;
 mod graph;
+mod group_apply;
 mod join;
 mod release;
 mod rows;
 mod select;
+mod snapshot;
 mod stream;
 mod union;
 mod window;
 
 pub use aggregate::{Aggregate, Avg, Count, Max, Min, Sum, TopK};
+pub use anti_join::{AntiSemiJoin, ClipDuration};
 pub use frontier::CtiFrontier;
 pub use graph::{AnyBatch, Graph, Node, NodeId};
+pub use group_apply::{GroupApply, SubQuery};
 pub use join::Join;
 pub use release::ReleaseBuffer;
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
 pub use select::{AlterDuration, Filter, Map, Shift};
+pub use snapshot::{CountWindow, SnapshotWindow};
 pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
 pub use union::Union;
 pub use window::{HoppingWindow, WindowOutput, WindowSpec};

@@ -40,9 +40,12 @@ use crate::batch::Batch;
 use crate::time::{Time, TimeSpan};
 
 use super::aggregate::{Aggregate, Count};
+use super::anti_join::{AntiSemiJoin, ClipDuration};
 use super::graph::{Graph, NodeId};
+use super::group_apply::{GroupApply, SubQuery};
 use super::join::Join;
 use super::select::{AlterDuration, Filter, Map, Shift};
+use super::snapshot::{CountWindow, SnapshotWindow};
 use super::union::Union;
 use super::window::{HoppingWindow, WindowOutput, WindowSpec};
 use super::{BinaryNode, BinaryOperator, Payload, UnaryNode, UnaryOperator};
@@ -249,11 +252,89 @@ impl<P: Payload> Stream<P> {
         self.apply_binary(right, op)
     }
 
+    /// Left anti-semi-join on a key: the parts of each event's lifetime where no event of
+    /// `right` with an equal key overlaps it.
+    pub fn anti_join_on<R: Payload, K>(
+        &self,
+        right: &Stream<R>,
+        key_left: impl Fn(&P) -> K + Send + 'static,
+        key_right: impl Fn(&R) -> K + Send + 'static,
+    ) -> Stream<P>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
+        self.apply_binary(right, AntiSemiJoin::new(key_left, key_right))
+    }
+
+    /// Left anti-semi-join: the parts of each event's lifetime where no event of `right`
+    /// overlaps it.
+    pub fn anti_join<R: Payload>(&self, right: &Stream<R>) -> Stream<P> {
+        self.anti_join_on(right, |_: &P| (), |_: &R| ())
+    }
+
+    /// Clips each event's end to the start of the next event of `right` with an equal key
+    /// (StreamInsight's `ClipEventDuration`).
+    pub fn clip_duration_on<R: Payload, K>(
+        &self,
+        right: &Stream<R>,
+        key_left: impl Fn(&P) -> K + Send + 'static,
+        key_right: impl Fn(&R) -> K + Send + 'static,
+    ) -> Stream<P>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
+        self.apply_binary(right, ClipDuration::new(key_left, key_right))
+    }
+
+    /// Runs a sub-query per key: `f(key, stream_of_that_key)`. Every CTI reaches every group;
+    /// output CTI = min over the groups (see [`GroupApply`]). The sub-query is also built once
+    /// for `K::default()`, to see only CTIs.
+    pub fn group_apply<K, O: Payload>(
+        &self,
+        key: impl Fn(&P) -> K + Send + 'static,
+        f: impl Fn(&K, Stream<P>) -> Stream<O> + Send + 'static,
+    ) -> Stream<O>
+    where
+        K: Hash + Eq + Clone + Default + Send + 'static,
+    {
+        let build = move |k: &K| {
+            let g = QueryGraph::new();
+            let source = g.source::<P>();
+            let output = f(k, source.clone());
+            g.keep_output(&output);
+            SubQuery {
+                graph: g.take_graph(),
+                source: source.node(),
+                output: output.node(),
+            }
+        };
+        self.apply(GroupApply::new(key, build))
+    }
+
     /// Hopping windows of `size` every `hop`; pick an aggregate on the result.
     pub fn hopping_window(&self, size: TimeSpan, hop: TimeSpan) -> Windowed<P, Ungrouped> {
         Windowed {
             stream: self.clone(),
-            spec: WindowSpec::hopping(size, hop),
+            kind: WindowKind::Hopping(WindowSpec::hopping(size, hop)),
+            group: Ungrouped,
+        }
+    }
+
+    /// Snapshot windows: one between every two consecutive event endpoints.
+    pub fn snapshot_window(&self) -> Windowed<P, Ungrouped> {
+        Windowed {
+            stream: self.clone(),
+            kind: WindowKind::Snapshot,
+            group: Ungrouped,
+        }
+    }
+
+    /// Count windows over `n` consecutive distinct start times, moving by one start time; the
+    /// result is a point one tick after the last start time.
+    pub fn count_window(&self, n: usize) -> Windowed<P, Ungrouped> {
+        Windowed {
+            stream: self.clone(),
+            kind: WindowKind::Count(n),
             group: Ungrouped,
         }
     }
@@ -272,25 +353,55 @@ pub struct Ungrouped;
 #[derive(Clone, Copy, Debug)]
 pub struct GroupedBy<F>(F);
 
-/// Windows over a stream, waiting for an aggregate. See [`Stream::hopping_window`].
+#[derive(Clone, Copy, Debug)]
+enum WindowKind {
+    Hopping(WindowSpec),
+    Snapshot,
+    Count(usize),
+}
+
+/// Windows over a stream, waiting for an aggregate. See [`Stream::hopping_window`],
+/// [`Stream::snapshot_window`], [`Stream::count_window`].
 #[derive(Debug)]
 pub struct Windowed<P, G> {
     stream: Stream<P>,
-    spec: WindowSpec,
+    kind: WindowKind,
     group: G,
 }
 
 impl<P: Payload, G> Windowed<P, G> {
-    /// Windows start at `alignment + n * hop` (default: time 0).
+    /// Hopping windows start at `alignment + n * hop` (default: time 0); other kinds ignore it.
     pub fn alignment(mut self, alignment: Time) -> Self {
-        self.spec = self.spec.alignment(alignment);
+        if let WindowKind::Hopping(spec) = &mut self.kind {
+            *spec = spec.alignment(alignment);
+        }
         self
     }
 
-    /// The output policy (default [`WindowOutput::PointAtEnd`]).
+    /// The output policy of hopping windows (default [`WindowOutput::PointAtEnd`]); other kinds
+    /// ignore it.
     pub fn output(mut self, output: WindowOutput) -> Self {
-        self.spec = self.spec.output(output);
+        if let WindowKind::Hopping(spec) = &mut self.kind {
+            *spec = spec.output(output);
+        }
         self
+    }
+
+    fn build<K, A, O, KF, MK>(self, key: KF, agg: A, make: MK) -> Stream<O>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+        A: Aggregate<P>,
+        O: Payload,
+        KF: Fn(&P) -> K + Send + 'static,
+        MK: Fn(&K, A::Output) -> O + Send + 'static,
+    {
+        match self.kind {
+            WindowKind::Hopping(spec) => {
+                self.stream.apply(HoppingWindow::new(spec, key, agg, make))
+            }
+            WindowKind::Snapshot => self.stream.apply(SnapshotWindow::new(key, agg, make)),
+            WindowKind::Count(n) => self.stream.apply(CountWindow::new(n, key, agg, make)),
+        }
     }
 }
 
@@ -303,7 +414,7 @@ impl<P: Payload> Windowed<P, Ungrouped> {
     {
         Windowed {
             stream: self.stream,
-            spec: self.spec,
+            kind: self.kind,
             group: GroupedBy(key),
         }
     }
@@ -314,8 +425,7 @@ impl<P: Payload> Windowed<P, Ungrouped> {
         A: Aggregate<P>,
         A::Output: Payload,
     {
-        let op = HoppingWindow::new(self.spec, |_: &P| (), agg, |_: &(), o| o);
-        self.stream.apply(op)
+        self.build(|_: &P| (), agg, |_: &(), o| o)
     }
 
     /// Counts each window's members.
@@ -348,8 +458,13 @@ where
         A: Aggregate<P>,
         O: Payload,
     {
-        let op = HoppingWindow::new(self.spec, self.group.0, agg, make);
-        self.stream.apply(op)
+        let key = self.group.0;
+        Windowed {
+            stream: self.stream,
+            kind: self.kind,
+            group: Ungrouped,
+        }
+        .build(key, agg, make)
     }
 
     /// Counts each window's members per group.

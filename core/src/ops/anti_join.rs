@@ -1,0 +1,351 @@
+//! Left-held binary operators: [`AntiSemiJoin`] and [`ClipDuration`].
+//!
+//! Both hold each left event until the right input can no longer change its result: until the
+//! right CTI reaches the left event's end (for clip, or until a clipping right event is known).
+//! A left start edge is held until its end edge arrives.
+//!
+//! CTI rule (both): output CTI = min(left CTI, right CTI, start of the earliest left event still
+//! held), so every result is released before a CTI passes its start.
+//!
+//! - [`AntiSemiJoin`] (left anti-semi-join): the parts of each left lifetime where no right event
+//!   with an equal key overlaps it, as intervals (or points).
+//! - [`ClipDuration`] (StreamInsight's `ClipEventDuration`): each left event's end is clipped to
+//!   the start of the first right event with an equal key that starts after the left event
+//!   starts (and before it ends).
+//!
+//! State: the held left events, and the right events that can still overlap a held or future
+//! left event (those ending after the output CTI).
+
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use crate::batch::Batch;
+use crate::event::EventKind;
+use crate::time::Time;
+
+use super::{BinaryOperator, CtiFrontier, ReleaseBuffer};
+
+#[derive(Debug)]
+struct Held<P, K> {
+    start: Time,
+    end: Option<Time>,
+    key: K,
+    payload: P,
+}
+
+/// What a left-held operator computes once a left event is final.
+trait LeftHeldRule: Send + 'static {
+    const NAME: &'static str;
+    /// The result lifetimes of a left event `[start, end)` given the right lifetimes with its key
+    /// (`None` end: still open), or `None` if the right side can still change them.
+    fn results(
+        start: Time,
+        end: Option<Time>,
+        rights: &[(Time, Option<Time>)],
+        cti_right: Time,
+    ) -> Option<Vec<(Time, Time)>>;
+}
+
+/// Shared state of the left-held operators.
+struct LeftHeld<P, R, K, KL, KR, Rule> {
+    key_left: KL,
+    key_right: KR,
+    frontier: CtiFrontier,
+    held: Vec<Held<P, K>>,
+    rights: HashMap<K, Vec<(Time, Option<Time>, R)>>,
+    out: ReleaseBuffer<P>,
+    scratch: Vec<(Time, Option<Time>)>,
+    _rule: std::marker::PhantomData<fn() -> Rule>,
+}
+
+impl<P, R, K, KL, KR, Rule> LeftHeld<P, R, K, KL, KR, Rule>
+where
+    P: Clone + PartialEq,
+    R: PartialEq,
+    K: Hash + Eq + Clone,
+    KL: Fn(&P) -> K,
+    KR: Fn(&R) -> K,
+    Rule: LeftHeldRule,
+{
+    fn new(key_left: KL, key_right: KR) -> Self {
+        LeftHeld {
+            key_left,
+            key_right,
+            frontier: CtiFrontier::new(2),
+            held: Vec::new(),
+            rights: HashMap::new(),
+            out: ReleaseBuffer::new(),
+            scratch: Vec::new(),
+            _rule: std::marker::PhantomData,
+        }
+    }
+
+    fn on_left(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
+        for (range, cti) in input.segments() {
+            for i in range {
+                let payload = &input.payloads()[i];
+                match input.kind(i) {
+                    EventKind::EndEdge { start, end } => {
+                        if let Some(h) = self
+                            .held
+                            .iter_mut()
+                            .find(|h| h.start == start && h.end.is_none() && h.payload == *payload)
+                        {
+                            h.end = Some(end);
+                        }
+                    }
+                    kind => {
+                        let (start, other) = kind.encode();
+                        self.held.push(Held {
+                            start,
+                            end: (other != Time::INF).then_some(other),
+                            key: (self.key_left)(payload),
+                            payload: payload.clone(),
+                        });
+                    }
+                }
+            }
+            if let Some(t) = cti {
+                self.frontier.advance(0, t);
+            }
+            self.step(out);
+        }
+    }
+
+    fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<P>)
+    where
+        R: Clone,
+    {
+        for (range, cti) in input.segments() {
+            for i in range {
+                let payload = &input.payloads()[i];
+                let key = (self.key_right)(payload);
+                match input.kind(i) {
+                    EventKind::EndEdge { start, end } => {
+                        if let Some(r) = self.rights.get_mut(&key).and_then(|v| {
+                            v.iter_mut()
+                                .find(|r| r.0 == start && r.1.is_none() && r.2 == *payload)
+                        }) {
+                            r.1 = Some(end);
+                        }
+                    }
+                    kind => {
+                        let (start, other) = kind.encode();
+                        let end = (other != Time::INF).then_some(other);
+                        self.rights
+                            .entry(key)
+                            .or_default()
+                            .push((start, end, payload.clone()));
+                    }
+                }
+            }
+            if let Some(t) = cti {
+                self.frontier.advance(1, t);
+            }
+            self.step(out);
+        }
+    }
+
+    /// Finalizes what the right CTI allows, then releases up to the output CTI.
+    fn step(&mut self, out: &mut Batch<P>) {
+        let cti_right = self.frontier.input(1);
+        let mut k = 0;
+        while k < self.held.len() {
+            let h = &self.held[k];
+            self.scratch.clear();
+            if let Some(rs) = self.rights.get(&h.key) {
+                self.scratch.extend(rs.iter().map(|r| (r.0, r.1)));
+            }
+            match Rule::results(h.start, h.end, &self.scratch, cti_right) {
+                Some(parts) => {
+                    let h = self.held.swap_remove(k);
+                    for (s, e) in parts {
+                        self.out.push(s, e, h.payload.clone());
+                    }
+                }
+                None => k += 1,
+            }
+        }
+        let earliest = self.held.iter().map(|h| h.start).min().unwrap_or(Time::INF);
+        let t = self.frontier.output().min(earliest);
+        if t > self.out.last_cti() {
+            self.out.release(t, out);
+            // Right events ending at or before both the output CTI and every held start can
+            // no longer overlap anything.
+            for rs in self.rights.values_mut() {
+                rs.retain(|r| r.1.is_none_or(|e| e > t));
+            }
+            self.rights.retain(|_, v| !v.is_empty());
+        }
+    }
+
+    fn state_size(&self) -> usize {
+        self.held.len() + self.rights.values().map(Vec::len).sum::<usize>() + self.out.len()
+    }
+}
+
+/// The anti-semi-join rule: subtract the right lifetimes from the left one.
+pub struct AntiRule;
+
+impl LeftHeldRule for AntiRule {
+    const NAME: &'static str = "anti-semi-join";
+
+    fn results(
+        start: Time,
+        end: Option<Time>,
+        rights: &[(Time, Option<Time>)],
+        cti_right: Time,
+    ) -> Option<Vec<(Time, Time)>> {
+        let end = end?;
+        if cti_right < end {
+            return None;
+        }
+        let mut covers: Vec<(Time, Time)> = rights
+            .iter()
+            .map(|&(s, e)| (s, e.unwrap_or(Time::INF)))
+            .filter(|&(s, e)| s < end && e > start)
+            .collect();
+        covers.sort_unstable();
+        let mut parts = Vec::new();
+        let mut at = start;
+        for (s, e) in covers {
+            if s > at {
+                parts.push((at, s.min(end)));
+            }
+            at = at.max(e);
+            if at >= end {
+                break;
+            }
+        }
+        if at < end {
+            parts.push((at, end));
+        }
+        Some(parts)
+    }
+}
+
+/// The clip rule: end the left event where the first later right event starts.
+pub struct ClipRule;
+
+impl LeftHeldRule for ClipRule {
+    const NAME: &'static str = "clip duration";
+
+    fn results(
+        start: Time,
+        end: Option<Time>,
+        rights: &[(Time, Option<Time>)],
+        cti_right: Time,
+    ) -> Option<Vec<(Time, Time)>> {
+        let first = rights
+            .iter()
+            .map(|r| r.0)
+            .filter(|&s| s > start && end.is_none_or(|e| s < e))
+            .min();
+        match (first, end) {
+            // A right event starting before the CTI is the first one: nothing can come before it.
+            (Some(s), _) if s <= cti_right => Some(vec![(start, s)]),
+            (_, Some(e)) if cti_right >= e => Some(vec![(start, e)]),
+            _ => None,
+        }
+    }
+}
+
+/// Left anti-semi-join; see the module doc.
+pub struct AntiSemiJoin<P, R, K, KL, KR>(LeftHeld<P, R, K, KL, KR, AntiRule>);
+
+/// Clip event duration; see the module doc.
+pub struct ClipDuration<P, R, K, KL, KR>(LeftHeld<P, R, K, KL, KR, ClipRule>);
+
+macro_rules! left_held_op {
+    ($op:ident, $rule:ty) => {
+        impl<P, R, K, KL, KR> $op<P, R, K, KL, KR>
+        where
+            P: Clone + PartialEq,
+            R: PartialEq,
+            K: Hash + Eq + Clone,
+            KL: Fn(&P) -> K,
+            KR: Fn(&R) -> K,
+        {
+            /// The operator matching `key_left(l) == key_right(r)`.
+            pub fn new(key_left: KL, key_right: KR) -> Self {
+                $op(LeftHeld::new(key_left, key_right))
+            }
+        }
+
+        impl<P, R, K, KL, KR> std::fmt::Debug for $op<P, R, K, KL, KR> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($op))
+                    .field("held", &self.0.held.len())
+                    .finish()
+            }
+        }
+
+        impl<P, R, K, KL, KR> BinaryOperator<P, R, P> for $op<P, R, K, KL, KR>
+        where
+            P: Clone + PartialEq + Send + 'static,
+            R: Clone + PartialEq + Send + 'static,
+            K: Hash + Eq + Clone + Send + 'static,
+            KL: Fn(&P) -> K + Send + 'static,
+            KR: Fn(&R) -> K + Send + 'static,
+        {
+            const NAME: &'static str = <$rule as LeftHeldRule>::NAME;
+
+            fn on_left(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
+                self.0.on_left(input, out);
+            }
+
+            fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<P>) {
+                self.0.on_right(input, out);
+            }
+
+            fn state_size(&self) -> usize {
+                self.0.state_size()
+            }
+        }
+    };
+}
+
+left_held_op!(AntiSemiJoin, AntiRule);
+left_held_op!(ClipDuration, ClipRule);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anti_rule_subtracts_right_lifetimes() {
+        let t = Time::from_ticks;
+        let parts = AntiRule::results(
+            t(0),
+            Some(t(10)),
+            &[(t(2), Some(t(4))), (t(3), Some(t(6)))],
+            t(10),
+        );
+        assert_eq!(parts, Some(vec![(t(0), t(2)), (t(6), t(10))]));
+        assert_eq!(
+            AntiRule::results(t(0), Some(t(10)), &[], t(9)),
+            None,
+            "right CTI below the end"
+        );
+        let open = AntiRule::results(t(0), Some(t(10)), &[(t(5), None)], t(10));
+        assert_eq!(open, Some(vec![(t(0), t(5))]));
+    }
+
+    #[test]
+    fn clip_rule_ends_at_the_next_right_start() {
+        let t = Time::from_ticks;
+        assert_eq!(
+            ClipRule::results(t(0), Some(t(10)), &[(t(4), Some(t(5)))], t(4)),
+            Some(vec![(t(0), t(4))])
+        );
+        assert_eq!(
+            ClipRule::results(t(0), Some(t(10)), &[(t(0), Some(t(5)))], t(10)),
+            Some(vec![(t(0), t(10))])
+        );
+        assert_eq!(
+            ClipRule::results(t(0), None, &[], t(100)),
+            None,
+            "an open left edge waits"
+        );
+    }
+}
