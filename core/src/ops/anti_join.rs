@@ -36,13 +36,14 @@ struct Held<P, K> {
 /// What a left-held operator computes once a left event is final.
 trait LeftHeldRule: Send + 'static {
     const NAME: &'static str;
-    /// The result lifetimes of a left event `[start, end)` given the right lifetimes with its key
-    /// (`None` end: still open), or `None` if the right side can still change them.
+    /// The result lifetimes of a left event `[start, end)` (`None` end: still open, so it ends
+    /// at or after `ctis.0`, the left CTI) given the right lifetimes with its key, or `None` if
+    /// either side can still change them. `ctis` = (left CTI, right CTI).
     fn results(
         start: Time,
         end: Option<Time>,
         rights: &[(Time, Option<Time>)],
-        cti_right: Time,
+        ctis: (Time, Time),
     ) -> Option<Vec<(Time, Time)>>;
 }
 
@@ -148,7 +149,7 @@ where
 
     /// Finalizes what the right CTI allows, then releases up to the output CTI.
     fn step(&mut self, out: &mut Batch<P>) {
-        let cti_right = self.frontier.input(1);
+        let ctis = (self.frontier.input(0), self.frontier.input(1));
         let mut k = 0;
         while k < self.held.len() {
             let h = &self.held[k];
@@ -156,7 +157,7 @@ where
             if let Some(rs) = self.rights.get(&h.key) {
                 self.scratch.extend(rs.iter().map(|r| (r.0, r.1)));
             }
-            match Rule::results(h.start, h.end, &self.scratch, cti_right) {
+            match Rule::results(h.start, h.end, &self.scratch, ctis) {
                 Some(parts) => {
                     let h = self.held.swap_remove(k);
                     for (s, e) in parts {
@@ -194,7 +195,7 @@ impl LeftHeldRule for AntiRule {
         start: Time,
         end: Option<Time>,
         rights: &[(Time, Option<Time>)],
-        cti_right: Time,
+        (_, cti_right): (Time, Time),
     ) -> Option<Vec<(Time, Time)>> {
         let end = end?;
         if cti_right < end {
@@ -234,7 +235,7 @@ impl LeftHeldRule for ClipRule {
         start: Time,
         end: Option<Time>,
         rights: &[(Time, Option<Time>)],
-        cti_right: Time,
+        (cti_left, cti_right): (Time, Time),
     ) -> Option<Vec<(Time, Time)>> {
         let first = rights
             .iter()
@@ -242,8 +243,11 @@ impl LeftHeldRule for ClipRule {
             .filter(|&s| s > start && end.is_none_or(|e| s < e))
             .min();
         match (first, end) {
-            // A right event starting before the CTI is the first one: nothing can come before it.
-            (Some(s), _) if s <= cti_right => Some(vec![(start, s)]),
+            // A right event starting at or before the right CTI is the first one (nothing can
+            // come before it), and the left event reaches it if its end is known to be after it,
+            // or, while open, once the left CTI reaches it (an open edge ends at or after it).
+            (Some(s), Some(_)) if s <= cti_right => Some(vec![(start, s)]),
+            (Some(s), None) if s <= cti_right && s <= cti_left => Some(vec![(start, s)]),
             (_, Some(e)) if cti_right >= e => Some(vec![(start, e)]),
             _ => None,
         }
