@@ -316,40 +316,48 @@ left_held_op!(ClipDuration, ClipRule);
 mod tests {
     use super::*;
 
+    fn t(x: i64) -> Time {
+        Time::from_ticks(x)
+    }
+
     #[test]
     fn anti_rule_subtracts_right_lifetimes() {
-        let t = Time::from_ticks;
-        let parts = AntiRule::results(
-            t(0),
-            Some(t(10)),
-            &[(t(2), Some(t(4))), (t(3), Some(t(6)))],
-            t(10),
-        );
+        let rights = [(t(2), Some(t(4))), (t(3), Some(t(6)))];
+        let parts = AntiRule::results(t(0), Some(t(10)), &rights, (t(0), t(10)));
         assert_eq!(parts, Some(vec![(t(0), t(2)), (t(6), t(10))]));
-        assert_eq!(
-            AntiRule::results(t(0), Some(t(10)), &[], t(9)),
-            None,
-            "right CTI below the end"
-        );
-        let open = AntiRule::results(t(0), Some(t(10)), &[(t(5), None)], t(10));
+        let waiting = AntiRule::results(t(0), Some(t(10)), &[], (t(0), t(9)));
+        assert_eq!(waiting, None, "right CTI below the end");
+        let open = AntiRule::results(t(0), Some(t(10)), &[(t(5), None)], (t(0), t(10)));
         assert_eq!(open, Some(vec![(t(0), t(5))]));
     }
 
     #[test]
     fn clip_rule_ends_at_the_next_right_start() {
-        let t = Time::from_ticks;
+        let next = [(t(4), Some(t(5)))];
+        let same_start = [(t(0), Some(t(5)))];
+        let later = [(t(19), Some(t(20)))];
+        let clip = ClipRule::results;
         assert_eq!(
-            ClipRule::results(t(0), Some(t(10)), &[(t(4), Some(t(5)))], t(4)),
+            clip(t(0), Some(t(10)), &next, (t(0), t(4))),
             Some(vec![(t(0), t(4))])
         );
         assert_eq!(
-            ClipRule::results(t(0), Some(t(10)), &[(t(0), Some(t(5)))], t(10)),
+            clip(t(0), Some(t(10)), &same_start, (t(0), t(10))),
             Some(vec![(t(0), t(10))])
         );
         assert_eq!(
-            ClipRule::results(t(0), None, &[], t(100)),
+            clip(t(0), None, &[], (t(0), t(100))),
             None,
             "an open left edge waits"
+        );
+        assert_eq!(
+            clip(t(0), None, &later, (t(1), Time::INF)),
+            None,
+            "it may end before 19"
+        );
+        assert_eq!(
+            clip(t(0), None, &later, (t(19), Time::INF)),
+            Some(vec![(t(0), t(19))])
         );
     }
 }
