@@ -328,15 +328,15 @@ proptest! {
     fn filter_map_shift_alter(input in input_strategy(true, 0), seed in any::<u64>(), d in -20i64..20) {
         let a = arrivals(&input, seed);
         let evs = &input.events;
-        let out = run(&[a.clone()], |s| s[0].filter(|p| p.v % 2 == 0));
+        let out = run(std::slice::from_ref(&a), |s| s[0].filter(|p| p.v % 2 == 0));
         let reference = evs.iter().filter(|e| e.p.v % 2 == 0).map(|e| (life(e).0, life(e).1, e.p)).collect();
         check(&out, reference, Some(input_ctis(&input)), |l| l.0)?;
 
-        let out = run(&[a.clone()], |s| s[0].map(|p| p.v * 3));
+        let out = run(std::slice::from_ref(&a), |s| s[0].map(|p| p.v * 3));
         let reference = evs.iter().map(|e| (life(e).0, life(e).1, e.p.v * 3)).collect();
         check(&out, reference, Some(input_ctis(&input)), |l| l.0)?;
 
-        let out = run(&[a.clone()], move |s| s[0].shift(TimeSpan::from_ticks(d)));
+        let out = run(std::slice::from_ref(&a), move |s| s[0].shift(TimeSpan::from_ticks(d)));
         let reference = evs.iter().map(|e| (e.s + d, e.e.map_or(INF, |x| x + d), e.p)).collect();
         let shifted = input_ctis(&input).into_iter().map(|c| if c == INF { c } else { c + d }).collect();
         check(&out, reference, Some(shifted), |l| l.0)?;
@@ -407,7 +407,7 @@ proptest! {
         let hop = (size / hop_div).max(1);
         let a = arrivals(&input, seed);
         for output in [WindowOutput::PointAtEnd, WindowOutput::Window] {
-            let out = run(&[a.clone()], move |s| {
+            let out = run(std::slice::from_ref(&a), move |s| {
                 s[0].hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
                     .output(output)
                     .group_by(|p| p.key)
@@ -434,7 +434,7 @@ proptest! {
     #[test]
     fn snapshot_and_count_windows(input in input_strategy(false, 0), seed in any::<u64>(), n in 1usize..4) {
         let a = arrivals(&input, seed);
-        let out = run(&[a.clone()], |s| s[0].snapshot_window().group_by(|p| p.key).aggregate(Count));
+        let out = run(std::slice::from_ref(&a), |s| s[0].snapshot_window().group_by(|p| p.key).aggregate(Count));
         let mut points: Vec<i64> = input.events.iter().flat_map(|e| [life(e).0, life(e).1]).collect();
         points.sort_unstable();
         points.dedup();
