@@ -23,8 +23,12 @@ pub mod conformance;
 
 /// The names most programs need.
 pub mod prelude {
+    pub use punctual_core::ops::{
+        Aggregate, Avg, Count, Max, Min, Payload, Stream, Sum, TopK, WindowOutput,
+    };
     pub use punctual_core::{
         Batch, Event, EventKind, EventShape, Lifetime, Row, StreamItem, Time, TimeSpan, Value,
+        TICKS_PER_SECOND,
     };
     pub use punctual_policies::{
         AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,

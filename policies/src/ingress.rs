@@ -107,6 +107,11 @@ pub struct IngressCounters {
     /// Input records the adapter could not parse into items (reported with
     /// [`Ingress::report_malformed`]); not part of `events_in`.
     pub malformed: u64,
+    /// The stream's application time: its last CTI (`-inf` before the first).
+    pub cti: Time,
+    /// The highest start accepted so far (`-inf` before the first event); `max_start - cti` is
+    /// how far the CTI lags behind the events.
+    pub max_start: Time,
 }
 
 /// Why an item went to the dead-letter output.
@@ -269,6 +274,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
     pub fn counters(&self) -> IngressCounters {
         let mut c = self.counters;
         c.buffered = self.buffer.len() as u64;
+        c.cti = self.app;
+        c.max_start = self.high;
         c
     }
 
