@@ -1,0 +1,95 @@
+//! Operator throughput on sorted batches (as ingress releases them): union of two streams, an
+//! equi-join of fast points with slow edges, and a 1 s tumbling count and sum per key.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use std::hint::black_box;
+
+use punctual_core::ops::{Count, QueryGraph, Stream, Sum};
+use punctual_core::{Batch, Time, TimeSpan};
+
+const N: i64 = 1_000_000;
+const PER_BATCH: i64 = 1_000;
+const KEYS: i64 = 1_000;
+
+/// Points every 1,000 ticks with (key, value), in batches of 1,000 sealed by a CTI.
+fn fast_batches(offset: i64) -> Vec<Batch<(i64, i64)>> {
+    (0..N / PER_BATCH)
+        .map(|b| {
+            let mut batch = Batch::with_capacity(PER_BATCH as usize);
+            for i in b * PER_BATCH..(b + 1) * PER_BATCH {
+                let t = Time::from_ticks(i * 1000 + offset);
+                batch.push_event(t, t.next_tick(), (i % KEYS, i));
+            }
+            batch.push_cti(Time::from_ticks((b + 1) * PER_BATCH * 1000));
+            batch
+        })
+        .collect()
+}
+
+/// Every key's reference value as a start edge at 0, then only CTIs.
+fn reference_batches() -> Vec<Batch<(i64, i64)>> {
+    (0..N / PER_BATCH)
+        .map(|b| {
+            let mut batch = Batch::new();
+            if b == 0 {
+                for k in 0..KEYS {
+                    batch.push_event(Time::from_ticks(0), Time::INF, (k, k + 1));
+                }
+            }
+            batch.push_cti(Time::from_ticks((b + 1) * PER_BATCH * 1000));
+            batch
+        })
+        .collect()
+}
+
+fn drive<O: punctual_core::ops::Payload>(
+    inputs: &[Vec<Batch<(i64, i64)>>],
+    build: impl FnOnce(&[Stream<(i64, i64)>]) -> Stream<O>,
+) -> usize {
+    let graph = QueryGraph::new();
+    let sources: Vec<_> = inputs.iter().map(|_| graph.source::<(i64, i64)>()).collect();
+    let out = build(&sources);
+    graph.keep_output(&out);
+    let mut sink = Batch::new();
+    let mut n = 0;
+    for b in 0..inputs[0].len() {
+        for (k, input) in inputs.iter().enumerate() {
+            let mut batch = input[b].clone();
+            graph.feed(&sources[k], &mut batch);
+        }
+        graph.take_output(&out, &mut sink);
+        n += sink.len();
+        sink.clear();
+    }
+    n
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("operators");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    let (a, b, r) = (fast_batches(0), fast_batches(500), reference_batches());
+    g.bench_function("union", |bench| {
+        bench.iter(|| black_box(drive(&[a.clone(), b.clone()], |s| s[0].union(&[&s[1]]))))
+    });
+    g.bench_function("equi_join_with_reference_edges", |bench| {
+        bench.iter(|| {
+            black_box(drive(&[a.clone(), r.clone()], |s| {
+                s[0].join_on(&s[1], |x| x.0, |y| y.0, |x, y| x.1 * y.1)
+            }))
+        })
+    });
+    g.bench_function("tumbling_count_sum_per_key", |bench| {
+        bench.iter(|| {
+            black_box(drive(std::slice::from_ref(&a), |s| {
+                s[0].tumbling_window(TimeSpan::from_secs(1))
+                    .group_by(|x: &(i64, i64)| x.0)
+                    .aggregate((Count, Sum::of(|x: &(i64, i64)| x.1 as f64)))
+            }))
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
