@@ -71,7 +71,8 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         let _ = writeln!(
             err,
             "stream {name}: events_in={} released={} dropped={} adjusted={} rejected={} \
-             stale_ctis={} unreleased={} dangling_edges={} ctis_out={}",
+             stale_ctis={} unreleased={} dangling_edges={} ctis_out={} early={} late={} \
+             out_of_order={}",
             c.events_in,
             c.released,
             c.dropped,
@@ -80,7 +81,10 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             c.stale_ctis,
             c.unreleased,
             c.dangling_edges,
-            c.ctis_out
+            c.ctis_out,
+            c.early,
+            c.late,
+            c.out_of_order
         );
     }
     for (name, letters) in &run.dead_letters {

@@ -119,14 +119,15 @@ fn run_prints_output_lines_and_counters() {
 }
 
 #[test]
-fn unsupported_steps_fail_with_a_clear_message() {
+fn watermark_counters_and_bad_steps() {
     let dir = cases().join("watermarks/asa-tolerances");
-    let (code, _, err) = cli(&["run", s(&dir)]);
-    assert_eq!(code, EXIT_FAILED);
+    let (code, out, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_OK, "{err}");
     assert!(
-        err.contains("unsupported: stream `in`: stream setting `watermark`"),
-        "{err}"
+        out.contains(r#"{"kind":"point","start":737,"payload":{"device":"device3","time":732}}"#),
+        "{out}"
     );
+    assert!(err.contains("early=1 late=1 out_of_order=2"), "{err}");
     let dir = case(
         "bad-step",
         "[streams.in]\nshape = \"point\"\n[query]\noutput = \"w\"\n[[query.step]]\nname = \"w\"\nop = \"hopping\"\ninput = \"in\"\nsize = 10\nhop = 5\naggregates = [{ fn = \"median\", field = \"v\", as = \"m\" }]\n",

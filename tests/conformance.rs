@@ -11,16 +11,7 @@ use std::path::{Path, PathBuf};
 use punctual::conformance::{find_cases, run_case, CaseError};
 
 /// Cases expected to be refused as unsupported, by path relative to the conformance root.
-const EXPECTED_UNSUPPORTED: &[(&str, &str)] = &[
-    (
-        "watermarks/asa-substreams",
-        "watermark strategies come with issue #4",
-    ),
-    (
-        "watermarks/asa-tolerances",
-        "watermark strategies come with issue #4",
-    ),
-];
+const EXPECTED_UNSUPPORTED: &[(&str, &str)] = &[];
 
 fn relative(root: &Path, dir: &Path) -> String {
     dir.strip_prefix(root)

@@ -47,7 +47,10 @@ fn drive<O: punctual_core::ops::Payload>(
     build: impl FnOnce(&[Stream<(i64, i64)>]) -> Stream<O>,
 ) -> usize {
     let graph = QueryGraph::new();
-    let sources: Vec<_> = inputs.iter().map(|_| graph.source::<(i64, i64)>()).collect();
+    let sources: Vec<_> = inputs
+        .iter()
+        .map(|_| graph.source::<(i64, i64)>())
+        .collect();
     let out = build(&sources);
     graph.keep_output(&out);
     let mut sink = Batch::new();

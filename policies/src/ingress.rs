@@ -39,6 +39,7 @@ use punctual_core::{Batch, Event, EventKind, InvalidEvent, StreamItem, Time};
 use crate::settings::{
     AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings, GenerationFrequency,
 };
+use crate::watermark::{Arrival, ClockReading, DropCause, State, Verdict, Watermark};
 use crate::Error;
 
 /// The default cap on events held in one stream's reorder buffer.
@@ -107,6 +108,15 @@ pub struct IngressCounters {
     /// Input records the adapter could not parse into items (reported with
     /// [`Ingress::report_malformed`]); not part of `events_in`.
     pub malformed: u64,
+    /// Events whose time was too far after their arrival (watermark strategies; also counted
+    /// as `dropped`).
+    pub early: u64,
+    /// Events that arrived too late (watermark strategies; also counted as `dropped` or
+    /// `adjusted`).
+    pub late: u64,
+    /// Events below their (sub)stream's watermark (watermark strategies; also counted as
+    /// `dropped` or `adjusted`).
+    pub out_of_order: u64,
     /// The stream's application time: its last CTI (`-inf` before the first).
     pub cti: Time,
     /// The highest start accepted so far (`-inf` before the first event); `max_start - cti` is
@@ -126,6 +136,8 @@ pub enum DeadLetterReason {
     Unreleased,
     /// An input record that could not be parsed into an item.
     Malformed(MalformedRecord),
+    /// Dropped by a watermark strategy.
+    Watermark(DropCause),
 }
 
 /// An input record that an adapter could not parse into an item.
@@ -145,6 +157,9 @@ impl std::fmt::Display for DeadLetterReason {
             DeadLetterReason::Late => f.write_str("late"),
             DeadLetterReason::Rejected(e) => write!(f, "rejected: {e}"),
             DeadLetterReason::Unreleased => f.write_str("unreleased"),
+            DeadLetterReason::Watermark(DropCause::Early) => f.write_str("early"),
+            DeadLetterReason::Watermark(DropCause::LateArrival) => f.write_str("late arrival"),
+            DeadLetterReason::Watermark(DropCause::OutOfOrder) => f.write_str("out of order"),
             DeadLetterReason::Malformed(m) => {
                 write!(f, "malformed at {}: {}", m.location, m.message)
             }
@@ -161,6 +176,18 @@ pub struct DeadLetter<P> {
     /// Why it was not released.
     pub reason: DeadLetterReason,
     /// The stream's application time (last CTI) when it happened.
+    pub cti: Time,
+}
+
+/// An event dropped by a policy or a watermark strategy, as the late-data side output carries
+/// it: the event as it arrived, why, and the CTI it broke.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LateEvent<P> {
+    /// The event as it arrived.
+    pub event: Event<P>,
+    /// Why it was dropped.
+    pub reason: DeadLetterReason,
+    /// The stream's CTI when it was dropped.
     pub cti: Time,
 }
 
@@ -186,6 +213,10 @@ pub struct IngressOutput<P> {
     pub batch: Batch<P>,
     /// Dropped, rejected and unreleased items.
     pub dead_letters: Vec<DeadLetter<P>>,
+    /// The late-data side output, when enabled ([`Ingress::enable_late_output`]): each event
+    /// dropped by a policy or a watermark strategy as a point at the CTI it broke, and the
+    /// stream's CTIs, so it is an ordinary stream.
+    pub late: Batch<LateEvent<P>>,
 }
 
 impl<P> Default for IngressOutput<P> {
@@ -200,6 +231,7 @@ impl<P> IngressOutput<P> {
         IngressOutput {
             batch: Batch::new(),
             dead_letters: Vec::new(),
+            late: Batch::new(),
         }
     }
 }
@@ -242,6 +274,10 @@ pub struct Ingress<P> {
     edges: HashMap<Time, Vec<OpenEdge<P>>>,
     counters: IngressCounters,
     finished: bool,
+    watermark: Option<State<P>>,
+    clock_record: Vec<ClockReading>,
+    items_seen: u64,
+    late_output: bool,
 }
 
 impl<P: Clone + PartialEq> Ingress<P> {
@@ -257,7 +293,63 @@ impl<P: Clone + PartialEq> Ingress<P> {
             edges: HashMap::new(),
             counters: IngressCounters::default(),
             finished: false,
+            watermark: None,
+            clock_record: Vec::new(),
+            items_seen: 0,
+            late_output: false,
         }
+    }
+
+    /// A new ingress whose CTIs come from a watermark strategy (which takes the place of any
+    /// generation settings in `config`; the policy in `config` still handles events that break
+    /// a CTI, end edges for instance).
+    pub fn with_watermark(config: IngressConfig, watermark: Watermark<P>) -> Self {
+        let mut ingress = Ingress::new(IngressConfig {
+            generation: None,
+            ..config
+        });
+        ingress.watermark = Some(State::new(watermark));
+        ingress
+    }
+
+    /// Starts the late-data side output in [`IngressOutput::late`].
+    pub fn enable_late_output(&mut self) {
+        self.late_output = true;
+    }
+
+    /// The clock readings that issued CTIs so far; feeding the same readings after the same
+    /// numbers of items (see [`ClockReading`]) replays the same output.
+    pub fn clock_record(&self) -> &[ClockReading] {
+        &self.clock_record
+    }
+
+    /// Partitions whose watermark runs more than the strategy's maximum drift ahead of the
+    /// stream's CTI: the adapter should pause reading them (watermark alignment).
+    pub fn paused_partitions(&self) -> Vec<usize> {
+        self.watermark
+            .as_ref()
+            .map(|w| w.paused(self.app))
+            .unwrap_or_default()
+    }
+
+    /// A clock reading (application-time scale): lets a watermark strategy advance the CTI with
+    /// no events (idle input, idle partitions, periodic emission). Returns whether it issued a
+    /// CTI; such readings are recorded in [`Ingress::clock_record`].
+    pub fn on_clock(&mut self, now: Time, out: &mut IngressOutput<P>) -> bool {
+        let Some(w) = self.watermark.as_mut() else {
+            return false;
+        };
+        let issued = match w.on_clock(now) {
+            Some(c) => self.issue(c, out),
+            None => false,
+        };
+        if issued {
+            self.clock_record.push(ClockReading {
+                after_items: self.items_seen,
+                now,
+            });
+        }
+        issued
     }
 
     /// The configuration.
@@ -292,6 +384,18 @@ impl<P: Clone + PartialEq> Ingress<P> {
         item: StreamItem<P>,
         out: &mut IngressOutput<P>,
     ) -> Result<Enqueued, Error> {
+        self.enqueue_with(item, Arrival::default(), out)
+    }
+
+    /// Like [`Ingress::enqueue`], with the item's arrival time and partition, which the watermark
+    /// strategies use.
+    pub fn enqueue_with(
+        &mut self,
+        item: StreamItem<P>,
+        arrival: Arrival,
+        out: &mut IngressOutput<P>,
+    ) -> Result<Enqueued, Error> {
+        self.items_seen += 1;
         match item {
             StreamItem::Cti(t) => {
                 self.counters.ctis_in += 1;
@@ -306,7 +410,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             }
             StreamItem::Insert(event) => {
                 self.counters.events_in += 1;
-                self.insert(event, out)
+                self.insert(event, arrival, out)
             }
         }
     }
@@ -324,10 +428,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
             return false;
         }
         self.finished = true;
-        match self.config.generation {
-            Some(g) if g.final_cti() => self.issue(Time::INF, out),
-            _ => false,
-        }
+        let final_cti = match (&self.watermark, self.config.generation) {
+            (Some(w), _) => w.final_cti(),
+            (None, Some(g)) => g.final_cti(),
+            (None, None) => false,
+        };
+        final_cti && self.issue(Time::INF, out)
     }
 
     /// Closes the stream for good (the query has ended): every event still buffered is counted
@@ -378,18 +484,82 @@ impl<P: Clone + PartialEq> Ingress<P> {
     }
 
     fn drop_late(&mut self, item: StreamItem<P>, out: &mut IngressOutput<P>) -> Enqueued {
+        self.drop_for(item, DeadLetterReason::Late, out)
+    }
+
+    fn drop_for(
+        &mut self,
+        item: StreamItem<P>,
+        reason: DeadLetterReason,
+        out: &mut IngressOutput<P>,
+    ) -> Enqueued {
         self.counters.dropped += 1;
+        if self.late_output {
+            if let StreamItem::Insert(event) = &item {
+                let at = self.app.max(Time::MIN_FINITE);
+                out.late.push_event(
+                    at,
+                    at.next_tick(),
+                    LateEvent {
+                        event: event.clone(),
+                        reason: reason.clone(),
+                        cti: self.app,
+                    },
+                );
+            }
+        }
         out.dead_letters.push(DeadLetter {
             item: Some(item),
-            reason: DeadLetterReason::Late,
+            reason,
             cti: self.app,
         });
         Enqueued::Dropped
     }
 
-    fn insert(&mut self, event: Event<P>, out: &mut IngressOutput<P>) -> Result<Enqueued, Error> {
+    fn insert(
+        &mut self,
+        event: Event<P>,
+        arrival: Arrival,
+        out: &mut IngressOutput<P>,
+    ) -> Result<Enqueued, Error> {
         if let Err(e) = event.kind.validate() {
             return Err(self.reject(StreamItem::Insert(event), Error::Invalid(e), out));
+        }
+        let mut event = event;
+        let mut watermark_adjusted = false;
+        if let (Some(w), false) = (
+            self.watermark.as_ref(),
+            matches!(event.kind, EventKind::EndEdge { .. }),
+        ) {
+            let start = event.kind.start();
+            match w.judge(start, &event.payload, arrival) {
+                Err(why) => {
+                    let error = Error::InvalidSettings(why.into());
+                    return Err(self.reject(StreamItem::Insert(event), error, out));
+                }
+                Ok(Verdict::Drop(cause)) => {
+                    match cause {
+                        DropCause::Early => self.counters.early += 1,
+                        DropCause::LateArrival => self.counters.late += 1,
+                        DropCause::OutOfOrder => self.counters.out_of_order += 1,
+                    }
+                    let reason = DeadLetterReason::Watermark(cause);
+                    return Ok(self.drop_for(StreamItem::Insert(event), reason, out));
+                }
+                Ok(Verdict::Keep {
+                    start: moved,
+                    late,
+                    out_of_order,
+                }) => {
+                    self.counters.late += u64::from(late);
+                    self.counters.out_of_order += u64::from(out_of_order);
+                    if moved != start {
+                        watermark_adjusted = true;
+                        self.counters.adjusted += 1;
+                        event.kind = shift_start(event.kind, moved);
+                    }
+                }
+            }
         }
         if self.buffer.len() >= self.config.max_buffered {
             let error = Error::BufferFull {
@@ -446,11 +616,20 @@ impl<P: Clone + PartialEq> Ingress<P> {
             });
         }
         let accepted_start = kind.start();
+        let candidate = self
+            .watermark
+            .as_mut()
+            .and_then(|w| w.observe(accepted_start, &event.payload, arrival));
         self.push_buffer(kind, event.payload);
         self.high = self.high.max(accepted_start);
         self.since_cti += 1;
-        self.generate(out);
-        Ok(if adjusted {
+        match candidate {
+            Some(c) => {
+                self.issue(c, out);
+            }
+            None => self.generate(out),
+        }
+        Ok(if adjusted || watermark_adjusted {
             Enqueued::Adjusted
         } else {
             Enqueued::Accepted
@@ -601,8 +780,25 @@ impl<P: Clone + PartialEq> Ingress<P> {
             out.batch.push_event(b.sync, b.other, b.payload);
         }
         out.batch.push_cti(t);
+        if self.late_output {
+            out.late.push_cti(t);
+        }
         self.counters.released += n as u64;
         self.counters.ctis_out += 1;
         true
+    }
+}
+
+/// The event with its start moved to `start`, keeping its duration.
+fn shift_start(kind: EventKind, start: Time) -> EventKind {
+    let delta = start - kind.start();
+    match kind {
+        EventKind::Point(_) => EventKind::Point(start),
+        EventKind::Interval { end, .. } => EventKind::Interval {
+            start,
+            end: end + delta,
+        },
+        EventKind::StartEdge(_) => EventKind::StartEdge(start),
+        other => other,
     }
 }

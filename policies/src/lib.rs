@@ -11,6 +11,7 @@
 
 pub mod ingress;
 pub mod settings;
+pub mod watermark;
 
 pub use ingress::{
     DeadLetter, DeadLetterReason, Enqueued, Ingress, IngressConfig, IngressCounters, IngressOutput,
@@ -21,6 +22,7 @@ pub use settings::{
     AdvanceTimePolicy, AdvanceTimeSettings, AdvanceTimeSettingsBuilder, GenerationBuilder,
     GenerationFrequency,
 };
+pub use watermark::{Arrival, ClockReading, DropCause, Emission, SubstreamKey, Watermark};
 
 use punctual_core::{InvalidEvent, Time};
 

@@ -57,7 +57,26 @@ struct StreamFile {
     policy: Option<AdvanceTimePolicy>,
     generate: Option<GenerateFile>,
     import: Option<String>,
-    watermark: Option<toml::Value>,
+    watermark: Option<WatermarkFile>,
+}
+
+/// The `watermark` stream setting (SEMANTICS.md section 5).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatermarkFile {
+    /// Out-of-order tolerance.
+    pub out_of_order: i64,
+    /// Late-arrival tolerance.
+    pub late: Option<i64>,
+    /// Early-arrival tolerance.
+    pub early: Option<i64>,
+    /// `adjust` (default) or `drop`.
+    pub policy: Option<AdvanceTimePolicy>,
+    /// A payload field: one watermark per value.
+    pub substream: Option<String>,
+    /// Whether end of input issues `CTI(+inf)` (default true).
+    #[serde(rename = "final")]
+    pub final_cti: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -84,8 +103,8 @@ pub struct StreamSpec {
     pub generation: Option<AdvanceTimeGenerationSettings>,
     /// Stream whose CTIs are imported.
     pub import: Option<String>,
-    /// Set when the stream uses a setting this build does not support yet.
-    pub unsupported: Option<String>,
+    /// A watermark strategy.
+    pub watermark: Option<WatermarkFile>,
 }
 
 /// A step of the query, kept as written; the runner turns it into an operator.
@@ -108,6 +127,8 @@ pub struct Arrival {
     pub stream: usize,
     /// The item, or `None` for `eof`.
     pub item: Option<StreamItem<Row>>,
+    /// Its arrival time, if the line gives one.
+    pub arrival: Option<Time>,
 }
 
 /// A parsed case.
@@ -189,10 +210,7 @@ impl Case {
                 })
                 .transpose()?;
             streams.push(StreamSpec {
-                unsupported: s.watermark.map(|_| {
-                    "stream setting `watermark` (watermark strategies arrive with issue #4)"
-                        .to_owned()
-                }),
+                watermark: s.watermark,
                 name,
                 shape: s.shape,
                 policy: s.policy,
@@ -270,6 +288,7 @@ impl Case {
                     )
                 })?;
             let is_eof = line.kind == LineKind::Eof;
+            let arrival = line.arrival;
             let item = line
                 .into_item_or_default()
                 .map_err(|e| bad(&arrivals_path, i + 1, e.to_string()))?;
@@ -278,6 +297,7 @@ impl Case {
                 line: i + 1,
                 stream,
                 item,
+                arrival,
             });
         }
         let expected = read_items(&dir.join("expected.jsonl"))?;

@@ -17,12 +17,20 @@ mod plan;
 
 use std::path::{Path, PathBuf};
 
-pub use case::{read_items, Arrival, Case, Compare, StepSpec, StreamSpec};
+pub use case::{
+    read_items, Arrival as CaseArrival, Case, Compare, StepSpec, StreamSpec, WatermarkFile,
+};
 pub use compare::Mismatch;
 
 use punctual_adapters::line::item_to_json;
 use punctual_core::{Batch, Row, StreamItem};
-use punctual_policies::{DeadLetter, Ingress, IngressConfig, IngressCounters, IngressOutput};
+use std::hash::{Hash, Hasher};
+
+use punctual_core::TimeSpan;
+use punctual_policies::{
+    AdvanceTimePolicy, Arrival, DeadLetter, Ingress, IngressConfig, IngressCounters, IngressOutput,
+    Watermark,
+};
 
 /// Why a case could not be run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -80,13 +88,6 @@ pub fn run_case(dir: &Path) -> Result<CaseRun, CaseError> {
 
 /// Runs a loaded case.
 pub fn run(case: Case) -> Result<CaseRun, CaseError> {
-    if let Some(s) = case.streams.iter().find(|s| s.unsupported.is_some()) {
-        let what = s.unsupported.clone().unwrap_or_default();
-        return Err(CaseError::Unsupported(format!(
-            "stream `{}`: {what}",
-            s.name
-        )));
-    }
     let index = |name: &str| case.streams.iter().position(|s| s.name == name);
     let names: Vec<String> = case.streams.iter().map(|s| s.name.clone()).collect();
     let plan = plan::build(&names, &case.steps, &case.output)?;
@@ -94,11 +95,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         .streams
         .iter()
         .map(|s| StreamRun {
-            ingress: Ingress::new(IngressConfig {
-                generation: s.generation,
-                policy: s.policy,
-                ..IngressConfig::default()
-            }),
+            ingress: ingress_for(s),
             out: IngressOutput::new(),
             importers: Vec::new(),
         })
@@ -123,7 +120,11 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
             // A rejected item is counted and dead-lettered by the ingress; the run goes on.
             Some(item) => {
                 let s = &mut streams[i];
-                let _ = s.ingress.enqueue(item.clone(), &mut s.out);
+                let from = Arrival {
+                    time: arrival.arrival,
+                    partition: None,
+                };
+                let _ = s.ingress.enqueue_with(item.clone(), from, &mut s.out);
             }
             None => {
                 ended[i] = true;
@@ -167,6 +168,35 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         counters,
         dead_letters,
     })
+}
+
+/// The ingress a stream's settings describe.
+fn ingress_for(s: &StreamSpec) -> Ingress<Row> {
+    let config = IngressConfig {
+        generation: s.generation,
+        policy: s.policy,
+        ..IngressConfig::default()
+    };
+    let Some(w) = &s.watermark else {
+        return Ingress::new(config);
+    };
+    let mut strategy = Watermark::<Row>::arrival(TimeSpan::from_ticks(w.out_of_order))
+        .policy(w.policy.unwrap_or(AdvanceTimePolicy::Adjust))
+        .final_cti(w.final_cti.unwrap_or(true));
+    if let Some(late) = w.late {
+        strategy = strategy.late(TimeSpan::from_ticks(late));
+    }
+    if let Some(early) = w.early {
+        strategy = strategy.early(TimeSpan::from_ticks(early));
+    }
+    if let Some(field) = w.substream.clone() {
+        strategy = strategy.substream(move |r: &Row| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            r.get(&field).hash(&mut h);
+            h.finish()
+        });
+    }
+    Ingress::with_watermark(config, strategy)
 }
 
 /// Feeds what every stream's ingress released into the graph.
