@@ -301,11 +301,13 @@ impl<P: Clone + PartialEq> Ingress<P> {
     }
 
     /// A new ingress whose CTIs come from a watermark strategy (which takes the place of any
-    /// generation settings in `config`; the policy in `config` still handles events that break
-    /// a CTI, end edges for instance).
+    /// generation settings in `config`). Events that still break a CTI (behind a bounded
+    /// watermark, say) are handled by `config`'s policy, `Drop` if it has none: late data is
+    /// dropped, counted and sent to the dead letters and the late output, as Flink does.
     pub fn with_watermark(config: IngressConfig, watermark: Watermark<P>) -> Self {
         let mut ingress = Ingress::new(IngressConfig {
             generation: None,
+            policy: config.policy.or(Some(AdvanceTimePolicy::Drop)),
             ..config
         });
         ingress.watermark = Some(State::new(watermark));

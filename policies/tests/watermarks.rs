@@ -1,0 +1,378 @@
+//! Every watermark strategy's CTI sequence and counters, with a manual clock: the tests hand the
+//! ingress each clock reading themselves.
+
+use punctual_core::{StreamItem, Time, TimeSpan};
+use punctual_policies::{
+    AdvanceTimePolicy, Arrival, DeadLetterReason, DropCause, Emission, Ingress, IngressConfig,
+    IngressOutput, Watermark,
+};
+
+fn t(x: i64) -> Time {
+    Time::from_ticks(x)
+}
+
+fn span(x: i64) -> TimeSpan {
+    TimeSpan::from_ticks(x)
+}
+
+/// (device, time) payloads.
+type P = (u64, i64);
+
+struct Run {
+    ingress: Ingress<P>,
+    out: IngressOutput<P>,
+}
+
+impl Run {
+    fn new(w: Watermark<P>) -> Self {
+        Run {
+            ingress: Ingress::with_watermark(IngressConfig::default(), w),
+            out: IngressOutput::new(),
+        }
+    }
+
+    fn event(&mut self, time: i64, device: u64, arrival: Option<i64>) -> &mut Self {
+        let from = Arrival {
+            time: arrival.map(t),
+            partition: None,
+        };
+        let _ = self.ingress.enqueue_with(
+            StreamItem::point(t(time), (device, time)),
+            from,
+            &mut self.out,
+        );
+        self
+    }
+
+    fn in_partition(&mut self, time: i64, partition: usize) -> &mut Self {
+        let from = Arrival {
+            time: None,
+            partition: Some(partition),
+        };
+        let _ = self.ingress.enqueue_with(
+            StreamItem::point(t(time), (partition as u64, time)),
+            from,
+            &mut self.out,
+        );
+        self
+    }
+
+    fn clock(&mut self, now: i64) -> &mut Self {
+        self.ingress.on_clock(t(now), &mut self.out);
+        self
+    }
+
+    fn ctis(&self) -> Vec<i64> {
+        self.out
+            .batch
+            .ctis()
+            .iter()
+            .map(|m| m.time.ticks())
+            .collect()
+    }
+
+    /// Released events as (start, original time in the payload).
+    fn released(&self) -> Vec<(i64, i64)> {
+        let b = &self.out.batch;
+        (0..b.len())
+            .map(|i| (b.sync()[i].ticks(), b.payloads()[i].1))
+            .collect()
+    }
+}
+
+#[test]
+fn arrival_tolerances_adjust_late_and_out_of_order_events() {
+    let mut r = Run::new(
+        Watermark::arrival(span(2))
+            .late(span(5))
+            .early(span(5))
+            .final_cti(false),
+    );
+    r.event(727, 1, Some(727)).event(728, 2, Some(728)); // CTIs 725, 726
+    r.event(737, 1, Some(731)); // 6 early: dropped
+    r.event(739, 1, Some(736)); // CTI 737
+    r.event(732, 3, Some(737)); // below 737: moved up to it
+    r.event(741, 3, Some(747)); // 6 late: moved to 742, which moves the watermark to 740
+    assert_eq!(r.ctis(), vec![725, 726, 737, 740]);
+    let c = r.ingress.counters();
+    assert_eq!((c.early, c.late, c.out_of_order), (1, 1, 1));
+    assert_eq!((c.dropped, c.adjusted), (1, 2));
+    assert_eq!(
+        r.released(),
+        vec![(727, 727), (728, 728), (737, 732), (739, 739)]
+    );
+    r.ingress.finish(&mut r.out);
+    assert_eq!(r.ctis(), vec![725, 726, 737, 740], "final CTI off");
+    assert!(r
+        .out
+        .dead_letters
+        .iter()
+        .any(|d| d.reason == DeadLetterReason::Watermark(DropCause::Early)));
+}
+
+#[test]
+fn arrival_tolerances_with_drop_drop_instead() {
+    let mut r = Run::new(
+        Watermark::arrival(span(0))
+            .late(span(5))
+            .policy(AdvanceTimePolicy::Drop),
+    );
+    r.event(10, 1, Some(10))
+        .event(8, 1, Some(11))
+        .event(1, 1, Some(12));
+    let c = r.ingress.counters();
+    assert_eq!(
+        (c.out_of_order, c.late, c.dropped, c.adjusted),
+        (1, 1, 2, 0)
+    );
+    assert_eq!(r.ctis(), vec![10]);
+}
+
+#[test]
+fn substreams_keep_one_devices_skew_from_adjusting_anothers_events() {
+    let global = |w: Watermark<P>| {
+        let mut r = Run::new(w);
+        // Device 1's clock runs 100 ticks ahead; device 2 is on time.
+        for k in 0..5 {
+            r.event(1100 + k * 10, 1, Some(1000 + k * 10));
+            r.event(1000 + k * 10 + 1, 2, Some(1000 + k * 10 + 1));
+        }
+        r.ingress.counters()
+    };
+    let one = global(Watermark::arrival(span(5)).late(span(200)).early(span(200)));
+    assert_eq!(
+        one.out_of_order, 5,
+        "one watermark: device 2 is always behind device 1"
+    );
+    let per_device = global(
+        Watermark::arrival(span(5))
+            .late(span(200))
+            .early(span(200))
+            .substream(|p: &P| p.0),
+    );
+    assert_eq!(
+        per_device.out_of_order, 0,
+        "substreams: nobody is out of order"
+    );
+    assert_eq!(per_device.adjusted, 0);
+}
+
+#[test]
+fn substream_cti_is_arrival_minus_late_and_advances_when_a_key_goes_quiet() {
+    let mut r = Run::new(
+        Watermark::arrival(span(2))
+            .late(span(5))
+            .substream(|p: &P| p.0)
+            .final_cti(false),
+    );
+    r.event(100, 1, Some(100)); // CTI 95
+    r.event(101, 2, Some(103)); // CTI 98
+    r.event(110, 1, Some(110)); // device 2 quiet: CTI still advances to 105
+    assert_eq!(r.ctis(), vec![95, 98, 105]);
+    // With no events at all, the clock moves it on: now - late.
+    r.clock(130);
+    assert_eq!(r.ctis(), vec![95, 98, 105, 125]);
+    assert_eq!(r.released(), vec![(100, 100), (101, 101), (110, 110)]);
+    // Safe: a device 2 event arriving now is at least arrival - late, never below the CTI.
+    r.event(90, 2, Some(131));
+    assert_eq!(r.ingress.counters().late, 1);
+    assert_eq!(r.ingress.counters().dropped, 0);
+}
+
+#[test]
+fn an_idle_input_advances_from_the_clock_and_the_record_replays_it() {
+    let w = || Watermark::arrival(span(0)).late(span(10)).final_cti(false);
+    let mut live = Run::new(w());
+    live.event(5, 1, Some(5))
+        .clock(20)
+        .clock(21)
+        .event(30, 1, Some(30))
+        .clock(30)
+        .clock(50);
+    assert_eq!(live.ctis(), vec![5, 10, 11, 30, 40]);
+    let record = live.ingress.clock_record().to_vec();
+    assert_eq!(
+        record.len(),
+        3,
+        "only readings that issued a CTI are recorded: {record:?}"
+    );
+
+    // Replay the same items with the recorded readings at the same positions.
+    let items = [(5, 5), (30, 30)];
+    let mut replay = Run::new(w());
+    let mut next = record.iter().peekable();
+    for (k, (time, at)) in items.iter().enumerate() {
+        while let Some(r) = next.next_if(|r| r.after_items == k as u64) {
+            replay.clock(r.now.ticks());
+        }
+        replay.event(*time, 1, Some(*at));
+    }
+    for r in next {
+        replay.clock(r.now.ticks());
+    }
+    assert_eq!(replay.ctis(), live.ctis());
+    assert_eq!(replay.released(), live.released());
+}
+
+#[test]
+fn ascending_and_bounded_out_of_orderness() {
+    let mut asc = Run::new(Watermark::ascending().final_cti(false));
+    asc.event(10, 1, None)
+        .event(12, 1, None)
+        .event(12, 1, None)
+        .event(11, 1, None);
+    assert_eq!(
+        asc.ctis(),
+        vec![9, 11],
+        "equal and one-tick-behind times are still on time"
+    );
+    assert_eq!(asc.ingress.counters().dropped, 0);
+    asc.event(10, 1, None);
+    assert_eq!(
+        asc.ingress.counters().dropped,
+        1,
+        "10 is behind CTI 11: late, dropped"
+    );
+    let mut b = Run::new(Watermark::bounded(span(5)).final_cti(true));
+    b.event(10, 1, None)
+        .event(7, 1, None)
+        .event(20, 1, None)
+        .event(14, 1, None);
+    assert_eq!(b.ctis(), vec![5, 15]);
+    assert_eq!(b.ingress.counters().dropped, 1, "14 < 15");
+    b.ingress.finish(&mut b.out);
+    assert_eq!(b.ctis(), vec![5, 15, i64::MAX]);
+    assert_eq!(b.released(), vec![(7, 7), (10, 10), (20, 20)]);
+}
+
+#[test]
+fn periodic_emission_issues_at_clock_intervals() {
+    let mut r = Run::new(
+        Watermark::bounded(span(1))
+            .emission(Emission::Periodic(span(100)))
+            .final_cti(false),
+    );
+    r.event(10, 1, None).event(20, 1, None);
+    assert_eq!(r.ctis(), Vec::<i64>::new(), "nothing between readings");
+    r.clock(1000);
+    assert_eq!(r.ctis(), vec![19]);
+    r.event(30, 1, None).clock(1050);
+    assert_eq!(
+        r.ctis(),
+        vec![19],
+        "less than the interval since the last emission"
+    );
+    r.clock(1100);
+    assert_eq!(r.ctis(), vec![19, 29]);
+}
+
+#[test]
+fn bounded_idleness_advances_a_quiet_input() {
+    let mut r = Run::new(
+        Watermark::bounded(span(5))
+            .idle_timeout(span(100))
+            .final_cti(false),
+    );
+    r.clock(1000).event(10, 1, None).clock(1050);
+    assert_eq!(r.ctis(), vec![5]);
+    r.clock(1100);
+    assert_eq!(r.ctis(), vec![5, 1000], "100 quiet: CTI = now - timeout");
+}
+
+#[test]
+fn partitions_take_the_minimum_and_leave_idle_ones_out() {
+    let mut r = Run::new(
+        Watermark::partitioned(3, span(0))
+            .idle_timeout(span(100))
+            .final_cti(false),
+    );
+    r.clock(0);
+    r.in_partition(10, 0).in_partition(20, 1);
+    assert_eq!(
+        r.ctis(),
+        Vec::<i64>::new(),
+        "partition 2 not seen yet and not timed out"
+    );
+    r.in_partition(5, 2);
+    assert_eq!(r.ctis(), vec![5]);
+    r.in_partition(30, 0).in_partition(40, 1);
+    assert_eq!(r.ctis(), vec![5], "partition 2 holds the minimum");
+    r.clock(50).in_partition(41, 1).clock(120);
+    assert_eq!(
+        r.ctis(),
+        vec![5, 41],
+        "partitions 0 and 2 quiet since 0: only partition 1 counts"
+    );
+    r.clock(300);
+    assert_eq!(
+        r.ctis(),
+        vec![5, 41, 200],
+        "every partition idle: the input is idle, now - timeout"
+    );
+}
+
+#[test]
+fn partitions_without_a_timeout_wait_for_every_partition() {
+    let mut r = Run::new(Watermark::partitioned(2, span(0)).final_cti(false));
+    r.in_partition(10, 0).in_partition(11, 0).clock(1_000_000);
+    assert_eq!(r.ctis(), Vec::<i64>::new());
+    r.in_partition(3, 1);
+    assert_eq!(r.ctis(), vec![3]);
+}
+
+#[test]
+fn alignment_pauses_partitions_running_ahead() {
+    let mut r = Run::new(
+        Watermark::partitioned(2, span(0))
+            .max_drift(span(50))
+            .final_cti(false),
+    );
+    r.in_partition(10, 0).in_partition(10, 1);
+    assert!(r.ingress.paused_partitions().is_empty());
+    r.in_partition(100, 0);
+    assert_eq!(
+        r.ingress.paused_partitions(),
+        vec![0],
+        "partition 0 is 90 ahead of CTI 10"
+    );
+    r.in_partition(80, 1);
+    assert!(r.ingress.paused_partitions().is_empty(), "CTI 80 caught up");
+}
+
+#[test]
+fn the_late_output_carries_every_dropped_event_with_its_reason() {
+    let mut r = Run::new(Watermark::bounded(span(0)).final_cti(true));
+    r.ingress.enable_late_output();
+    r.event(10, 1, None)
+        .event(5, 2, None)
+        .event(20, 3, None)
+        .event(15, 4, None);
+    r.ingress.finish(&mut r.out);
+    let late: Vec<(i64, u64, i64)> = r
+        .out
+        .late
+        .items()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some((
+                e.kind.start().ticks(),
+                e.payload.event.payload.0,
+                e.payload.cti.ticks(),
+            )),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    assert_eq!(late, vec![(10, 2, 10), (20, 4, 20)]);
+    let late_ctis: Vec<i64> = r.out.late.ctis().iter().map(|m| m.time.ticks()).collect();
+    assert_eq!(
+        late_ctis,
+        r.ctis(),
+        "the late stream carries the stream's CTIs"
+    );
+}
+
+#[test]
+fn the_arrival_strategy_needs_arrival_times() {
+    let mut r = Run::new(Watermark::arrival(span(1)));
+    r.event(10, 1, None);
+    assert_eq!(r.ingress.counters().rejected, 1);
+}
