@@ -15,7 +15,8 @@ use tokio::sync::{mpsc, watch};
 use punctual_core::ops::{AnyBatch, NodeId};
 use punctual_core::{Batch, StreamItem, Time};
 use punctual_policies::{
-    DeadLetter, Enqueued, Ingress, IngressCounters, IngressOutput, MalformedRecord,
+    Arrival, DeadLetter, Enqueued, Ingress, IngressCounters, IngressOutput, LateEvent,
+    MalformedRecord,
 };
 
 use crate::adapter::Payload;
@@ -139,6 +140,7 @@ impl QueryShared {
 pub(crate) struct StreamShared {
     pub(crate) name: String,
     counters: Mutex<IngressCounters>,
+    paused: Mutex<Vec<usize>>,
 }
 
 impl StreamShared {
@@ -146,6 +148,7 @@ impl StreamShared {
         StreamShared {
             name,
             counters: Mutex::new(IngressCounters::default()),
+            paused: Mutex::new(Vec::new()),
         }
     }
 
@@ -156,6 +159,13 @@ impl StreamShared {
     fn publish(&self, c: IngressCounters) {
         *self.counters.lock().unwrap_or_else(PoisonError::into_inner) = c;
     }
+
+    pub(crate) fn paused(&self) -> Vec<usize> {
+        self.paused
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
 }
 
 /// A stream that imports CTIs: type-erased so that streams of different payloads can import
@@ -163,6 +173,12 @@ impl StreamShared {
 #[async_trait]
 pub(crate) trait ImportTarget: Send + Sync {
     async fn import_cti(&self, t: Time);
+}
+
+/// A stream whose watermark strategy takes clock readings.
+#[async_trait]
+pub(crate) trait ClockTarget: Send + Sync {
+    async fn on_clock(&self, now: Time);
 }
 
 struct StreamState<P> {
@@ -182,6 +198,8 @@ pub(crate) struct Delivery {
 /// (reused, so that the steady state does not allocate).
 pub(crate) struct SourceChannel {
     pub(crate) node: NodeId,
+    /// Where the late-data side output goes, if it is bound.
+    pub(crate) late_node: Option<NodeId>,
     pub(crate) tx: mpsc::Sender<Delivery>,
     pub(crate) recycled: mpsc::Receiver<Box<dyn AnyBatch>>,
 }
@@ -192,6 +210,7 @@ pub(crate) struct StreamCore<P: Payload> {
     shared: Arc<StreamShared>,
     state: tokio::sync::Mutex<StreamState<P>>,
     node: NodeId,
+    late_node: Option<NodeId>,
     tx: mpsc::Sender<Delivery>,
     recycled: Mutex<mpsc::Receiver<Box<dyn AnyBatch>>>,
     importers: OnceLock<Vec<Arc<dyn ImportTarget>>>,
@@ -219,6 +238,7 @@ impl<P: Payload> StreamCore<P> {
                 dead: None,
             }),
             node: channel.node,
+            late_node: channel.late_node,
             tx: channel.tx,
             recycled: Mutex::new(channel.recycled),
             importers: OnceLock::new(),
@@ -257,10 +277,20 @@ impl<P: Payload> StreamCore<P> {
                 None => st.out.dead_letters.clear(),
             }
             self.shared.publish(st.ingress.counters());
+            let paused = st.ingress.paused_partitions();
+            *self
+                .shared
+                .paused
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = paused;
             if !importers.is_empty() {
                 ctis.extend(st.out.batch.ctis().iter().map(|m| m.time));
             }
-            self.send(&mut st.out.batch, mode).await?;
+            let mut mode = mode;
+            self.send(&mut st.out.batch, &mut mode).await?;
+            if let (Some(node), false) = (self.late_node, st.out.late.is_empty()) {
+                self.send_late(node, &mut st.out.late, &mut mode).await?;
+            }
             r
         };
         for t in ctis {
@@ -273,20 +303,15 @@ impl<P: Payload> StreamCore<P> {
 
     /// Sends the released batch to the query task, leaving it in place (to go with the next
     /// send) if the stop signal interrupts a blocked send.
-    async fn send(&self, batch: &mut Batch<P>, mode: SendMode<'_>) -> Result<(), EnqueueError> {
+    async fn send(
+        &self,
+        batch: &mut Batch<P>,
+        mode: &mut SendMode<'_>,
+    ) -> Result<(), EnqueueError> {
         if batch.is_empty() {
             return Ok(());
         }
-        let permit = match mode {
-            SendMode::Always => self.tx.reserve().await,
-            SendMode::StopAware(stop) => tokio::select! {
-                biased;
-                p = self.tx.reserve() => p,
-                _ = stop.wait_for(|s| *s) => return Err(EnqueueError::Stopping),
-            },
-        };
-        let Ok(permit) = permit else {
-            // The query task is gone (it failed, or the query is shutting down).
+        let Some(permit) = self.reserve(mode).await? else {
             batch.clear();
             return Err(EnqueueError::Stopping);
         };
@@ -303,6 +328,41 @@ impl<P: Payload> StreamCore<P> {
         });
         Ok(())
     }
+
+    /// Sends the late-data side output (rare: not recycled).
+    async fn send_late(
+        &self,
+        node: NodeId,
+        batch: &mut Batch<LateEvent<P>>,
+        mode: &mut SendMode<'_>,
+    ) -> Result<(), EnqueueError> {
+        let Some(permit) = self.reserve(mode).await? else {
+            batch.clear();
+            return Err(EnqueueError::Stopping);
+        };
+        permit.send(Delivery {
+            node,
+            batch: Box::new(std::mem::take(batch)),
+        });
+        Ok(())
+    }
+
+    /// A place on the channel to the query task; `None` if the task is gone (it failed, or the
+    /// query is shutting down).
+    async fn reserve(
+        &self,
+        mode: &mut SendMode<'_>,
+    ) -> Result<Option<mpsc::Permit<'_, Delivery>>, EnqueueError> {
+        let permit = match mode {
+            SendMode::Always => self.tx.reserve().await,
+            SendMode::StopAware(stop) => tokio::select! {
+                biased;
+                p = self.tx.reserve() => p,
+                _ = stop.wait_for(|s| *s) => return Err(EnqueueError::Stopping),
+            },
+        };
+        Ok(permit.ok())
+    }
 }
 
 #[async_trait]
@@ -310,6 +370,15 @@ impl<P: Payload> ImportTarget for StreamCore<P> {
     async fn import_cti(&self, t: Time) {
         let _ = self
             .with_ingress(|ing, out| ing.import_cti(t, out), SendMode::Always)
+            .await;
+    }
+}
+
+#[async_trait]
+impl<P: Payload> ClockTarget for StreamCore<P> {
+    async fn on_clock(&self, now: Time) {
+        let _ = self
+            .with_ingress(|ing, out| ing.on_clock(now, out), SendMode::Always)
             .await;
     }
 }
@@ -415,6 +484,30 @@ impl<P: Payload> InputContext<P> {
             )
             .await?;
         r.map_err(|e| self.classify(e))
+    }
+
+    /// Enqueues one item with its arrival time and partition, for the watermark strategies.
+    pub async fn enqueue_with(
+        &mut self,
+        item: StreamItem<P>,
+        arrival: Arrival,
+    ) -> Result<Enqueued, EnqueueError> {
+        self.check_stopping()?;
+        let core = Arc::clone(&self.core);
+        let r = core
+            .with_ingress(
+                |ing, out| ing.enqueue_with(item, arrival, out),
+                SendMode::StopAware(&mut self.stop),
+            )
+            .await?;
+        r.map_err(|e| self.classify(e))
+    }
+
+    /// Partitions the stream's watermark alignment asks to pause (they run too far ahead of the
+    /// stream's CTI); an adapter reading a partitioned source should stop reading them until
+    /// they are no longer listed.
+    pub fn paused_partitions(&self) -> Vec<usize> {
+        self.core.shared.paused()
     }
 
     /// Enqueues a point event at `t`.

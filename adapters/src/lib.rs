@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod adapter;
+pub mod clock;
 pub mod context;
 pub mod error;
 pub mod jsonl;
@@ -21,6 +22,7 @@ pub use adapter::{
     DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
     OutputAdapterFactory, Payload,
 };
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{DeadLetterCollector, DeadLetterSink, EnqueueSummary, InputContext};
 pub use error::{AdapterError, EnqueueError, QueryError};
 pub use jsonl::{

@@ -43,7 +43,7 @@
 use std::any::Any;
 use std::collections::{BTreeSet, HashMap};
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -55,25 +55,40 @@ use async_trait::async_trait;
 use punctual_core::ops::{AnyBatch, Graph, NodeId, QueryGraph, Stream};
 use punctual_core::{Batch, EventShape};
 use punctual_policies::{
-    AdvanceTimeSettings, Ingress, IngressConfig, IngressCounters, DEFAULT_MAX_BUFFERED,
+    AdvanceTimeSettings, Ingress, IngressConfig, IngressCounters, LateEvent, Watermark,
+    DEFAULT_MAX_BUFFERED,
 };
 
 use crate::adapter::{
     InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
+use crate::clock::{Clock, SystemClock};
 use crate::context::{
-    DeadLetterSink, Delivery, ImportTarget, InputContext, QueryShared, SourceChannel, StreamCore,
-    StreamShared,
+    ClockTarget, DeadLetterSink, Delivery, ImportTarget, InputContext, QueryShared, SourceChannel,
+    StreamCore, StreamShared,
 };
 use crate::error::QueryError;
 
 /// How a stream is created: its name, shape, advance-time settings and buffer cap.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct InputOptions {
     name: String,
     shape: EventShape,
     settings: Option<AdvanceTimeSettings>,
+    watermark: Option<Arc<dyn Any + Send + Sync>>,
     max_buffered: usize,
+}
+
+impl std::fmt::Debug for InputOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InputOptions")
+            .field("name", &self.name)
+            .field("shape", &self.shape)
+            .field("settings", &self.settings)
+            .field("watermark", &self.watermark.is_some())
+            .field("max_buffered", &self.max_buffered)
+            .finish()
+    }
 }
 
 impl InputOptions {
@@ -84,8 +99,18 @@ impl InputOptions {
             name: name.into(),
             shape,
             settings: None,
+            watermark: None,
             max_buffered: DEFAULT_MAX_BUFFERED,
         }
+    }
+
+    /// A watermark strategy for this stream's CTIs (instead of generation settings; the policy
+    /// of `settings`, if given, handles events that still break a CTI, else `Drop`). Its payload
+    /// type must be the stream's. Idle inputs and periodic emission use the query's clock
+    /// ([`Query::clock`]).
+    pub fn watermark<P: Send + Sync + 'static>(mut self, watermark: Watermark<P>) -> Self {
+        self.watermark = Some(Arc::new(watermark));
+        self
     }
 
     /// Advance-time settings for this stream; they replace the factory's declared settings
@@ -106,6 +131,8 @@ impl InputOptions {
 struct PendingStream<P: Payload> {
     name: String,
     source: Stream<P>,
+    late: Option<Stream<LateEvent<P>>>,
+    watermark: Option<Watermark<P>>,
     config: IngressConfig,
     import: Option<String>,
     adapter: Option<Box<dyn InputAdapter<P>>>,
@@ -126,6 +153,8 @@ trait ErasedStream: Send {
         tx: &mpsc::Sender<Delivery>,
     ) -> (Arc<StreamShared>, mpsc::Sender<Box<dyn AnyBatch>>);
     fn target(&self) -> Option<Arc<dyn ImportTarget>>;
+    /// The stream as a clock target, if its watermark strategy takes clock readings.
+    fn clock_target(&self) -> Option<Weak<dyn ClockTarget>>;
     fn set_importers(&mut self, importers: Vec<Arc<dyn ImportTarget>>);
     fn spawn(self: Box<Self>, tasks: &mut Tasks);
 }
@@ -157,15 +186,18 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
         let (recycle, recycled) = mpsc::channel(tx.max_capacity() + 2);
         let channel = SourceChannel {
             node: self.source.node(),
+            late_node: self.late.as_ref().map(Stream::node),
             tx: tx.clone(),
             recycled,
         };
-        let mut core = StreamCore::new(
-            Arc::clone(&shared),
-            Ingress::new(self.config),
-            channel,
-            Arc::clone(query),
-        );
+        let mut ingress = match self.watermark.clone() {
+            Some(w) => Ingress::with_watermark(self.config, w),
+            None => Ingress::new(self.config),
+        };
+        if self.late.is_some() {
+            ingress.enable_late_output();
+        }
+        let mut core = StreamCore::new(Arc::clone(&shared), ingress, channel, Arc::clone(query));
         if let Some(sink) = self.dead_letters.take() {
             core.set_dead_letters(sink);
         }
@@ -177,6 +209,13 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
         self.core
             .as_ref()
             .map(|c| Arc::clone(c) as Arc<dyn ImportTarget>)
+    }
+
+    fn clock_target(&self) -> Option<Weak<dyn ClockTarget>> {
+        self.watermark.as_ref()?;
+        let core = self.core.as_ref()?;
+        let weak: Weak<StreamCore<P>> = Arc::downgrade(core);
+        Some(weak as Weak<dyn ClockTarget>)
     }
 
     fn set_importers(&mut self, importers: Vec<Arc<dyn ImportTarget>>) {
@@ -350,6 +389,8 @@ pub struct Query {
     shapes: HashMap<NodeId, EventShape>,
     grace: Duration,
     channel_capacity: usize,
+    clock: Arc<dyn Clock>,
+    clock_interval: Duration,
 }
 
 impl std::fmt::Debug for Query {
@@ -377,7 +418,23 @@ impl Query {
             shapes: HashMap::new(),
             grace: Duration::from_secs(5),
             channel_capacity: 16,
+            clock: Arc::new(SystemClock),
+            clock_interval: Duration::from_secs(1),
         }
+    }
+
+    /// The clock whose readings drive the watermark strategies when no events come (default:
+    /// the system clock); tests pass a [`ManualClock`](crate::ManualClock).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// How often the clock is read (default 1 s of tokio time; pausing tokio's clock pauses
+    /// it).
+    pub fn clock_interval(mut self, every: Duration) -> Self {
+        self.clock_interval = every.max(Duration::from_millis(1));
+        self
     }
 
     /// How long tasks get to finish after a stop before they are aborted.
@@ -430,11 +487,22 @@ impl Query {
                     stream: options.name.clone(),
                     source,
                 })?;
+        let watermark = match &options.watermark {
+            None => None,
+            Some(w) => Some(w.downcast_ref::<Watermark<P>>().cloned().ok_or_else(|| {
+                QueryError::Bind(format!(
+                    "the watermark strategy of `{}` is for another payload type than the stream's",
+                    options.name
+                ))
+            })?),
+        };
         let source = self.graph.source::<P>();
         self.shapes.insert(source.node(), options.shape);
         self.streams.push(Box::new(PendingStream::<P> {
             name: options.name,
             source: source.clone(),
+            late: None,
+            watermark,
             config: ingress,
             import: settings
                 .as_ref()
@@ -506,6 +574,26 @@ impl Query {
             .get(&node)
             .copied()
             .unwrap_or(EventShape::Interval)
+    }
+
+    /// The late-data side output of an input stream: every event its policy or watermark
+    /// strategy drops, with the reason and the CTI it broke, as an ordinary stream (each a point
+    /// at that CTI, sealed by the input's CTIs). Bind an output adapter to it, or compose on it.
+    pub fn late_events<P: Payload>(
+        &mut self,
+        stream: &Stream<P>,
+    ) -> Result<Stream<LateEvent<P>>, QueryError> {
+        self.check_stream(stream)?;
+        let graph = self.graph.clone();
+        let pending = self
+            .streams
+            .iter_mut()
+            .find(|s| s.node() == stream.node())
+            .and_then(|s| s.as_any().downcast_mut::<PendingStream<P>>())
+            .ok_or_else(|| {
+                QueryError::Bind("late events belong to input streams, not operator outputs".into())
+            })?;
+        Ok(pending.late.get_or_insert_with(|| graph.source()).clone())
     }
 
     /// Sends an input stream's dead letters (dropped, rejected, malformed and unreleased items,
@@ -601,6 +689,33 @@ impl Query {
             .into_iter()
             .map(|o| o.spawn(&mut tasks, self.channel_capacity))
             .collect();
+        let clock_targets: Vec<Weak<dyn ClockTarget>> = self
+            .streams
+            .iter()
+            .filter_map(|s| s.clock_target())
+            .collect();
+        if !clock_targets.is_empty() {
+            let (clock, every) = (Arc::clone(&self.clock), self.clock_interval);
+            tasks.spawn(format!("clock of `{}`", self.name), async move {
+                let mut ticks = tokio::time::interval(every);
+                ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    ticks.tick().await;
+                    let now = clock.now();
+                    let mut alive = false;
+                    for target in &clock_targets {
+                        // Weak: the clock must not keep a finished stream open.
+                        if let Some(t) = target.upgrade() {
+                            alive = true;
+                            t.on_clock(now).await;
+                        }
+                    }
+                    if !alive {
+                        return Ok(());
+                    }
+                }
+            });
+        }
         let mut graph = self.graph.take_graph();
         tasks.spawn(format!("query `{}`", self.name), async move {
             while let Some(Delivery { node, mut batch }) = rx.recv().await {

@@ -15,7 +15,7 @@ pub mod watermark;
 
 pub use ingress::{
     DeadLetter, DeadLetterReason, Enqueued, Ingress, IngressConfig, IngressCounters, IngressOutput,
-    MalformedRecord, DEFAULT_MAX_BUFFERED,
+    LateEvent, MalformedRecord, DEFAULT_MAX_BUFFERED,
 };
 pub use settings::{
     AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,

@@ -1,0 +1,177 @@
+//! Watermark strategies in the runtime: the injected clock, the late-data side output,
+//! watermark alignment seen by the adapter.
+
+use std::time::Duration;
+
+use punctual_adapters::{
+    channel_input, CollectOutput, InputOptions, ManualClock, MemoryInput, Query,
+};
+use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+use punctual_policies::{Arrival, Watermark};
+
+fn t(x: i64) -> Time {
+    Time::from_ticks(x)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_clock_moves_a_quiet_input_so_a_union_does_not_stall() {
+    let clock = ManualClock::new(t(1_000));
+    let mut query = Query::new("idle")
+        .clock(clock.clone())
+        .clock_interval(Duration::from_secs(1));
+    let (quiet_tx, quiet) = channel_input::<i64>(16);
+    let (busy_tx, busy) = channel_input::<i64>(16);
+    let q = query
+        .create_stream(
+            InputOptions::new("quiet", EventShape::Point).watermark(
+                Watermark::<i64>::bounded(TimeSpan::ZERO).idle_timeout(TimeSpan::from_ticks(100)),
+            ),
+            &quiet,
+            &(),
+        )
+        .unwrap();
+    let b = query
+        .create_stream(
+            InputOptions::new("busy", EventShape::Point).watermark(Watermark::<i64>::ascending()),
+            &busy,
+            &(),
+        )
+        .unwrap();
+    let out = CollectOutput::new();
+    query.bind_output(&q.union(&[&b]), &out, &()).unwrap();
+    let running = query.start().unwrap();
+    quiet_tx.send(StreamItem::point(t(10), 1)).await.unwrap();
+    for x in [1_050, 1_060, 1_070] {
+        busy_tx.send(StreamItem::point(t(x), x)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        out.items().last(),
+        Some(&StreamItem::Cti(t(10))),
+        "held by the quiet input"
+    );
+    // 200 ticks of clock without a quiet event: its CTI moves to now - 100 = 1100.
+    clock.set(t(1_200));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let items = out.items();
+    assert_eq!(
+        items.last(),
+        Some(&StreamItem::Cti(t(1_069))),
+        "now held by the busy input: {items:?}"
+    );
+    assert!(items.contains(&StreamItem::point(t(1_050), 1_050)));
+    assert_eq!(running.counters("quiet").unwrap().cti, t(1_100));
+    drop((quiet_tx, busy_tx));
+    running.wait().await.unwrap();
+    assert_eq!(out.items().last(), Some(&StreamItem::Cti(Time::INF)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn late_events_go_to_an_ordinary_output_with_reason_and_cti() {
+    let mut query = Query::new("late");
+    let items: Vec<StreamItem<i64>> = [10, 5, 20, 12, 30]
+        .into_iter()
+        .map(|x| StreamItem::point(t(x), x))
+        .collect();
+    let s = query
+        .create_stream(
+            InputOptions::new("in", EventShape::Point)
+                .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
+            &MemoryInput,
+            &items,
+        )
+        .unwrap();
+    let late = query.late_events(&s).unwrap();
+    let (main, side) = (CollectOutput::new(), CollectOutput::new());
+    query.bind_output(&s, &main, &()).unwrap();
+    query
+        .bind_output(
+            &late.map(|l| (l.event.payload, l.cti, l.reason.to_string())),
+            &side,
+            &(),
+        )
+        .unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    let dropped: Vec<_> = side
+        .items()
+        .into_iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some(e.payload),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        dropped,
+        vec![
+            (5, t(10), "late".to_owned()),
+            (12, t(20), "late".to_owned())
+        ]
+    );
+    assert_eq!(side.items().last(), Some(&StreamItem::Cti(Time::INF)));
+    assert_eq!(report.counters("in").unwrap().dropped, 2);
+    assert_eq!(main.items().len(), 3 + 4, "10, 20, 30 and their CTIs");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_adapter_sees_which_partitions_to_pause() {
+    // A custom adapter reading two partitions, enqueueing with each event's partition.
+    struct Partitioned;
+    #[async_trait::async_trait]
+    impl punctual_adapters::InputAdapter<i64> for Partitioned {
+        async fn run(
+            &mut self,
+            ctx: &mut punctual_adapters::InputContext<i64>,
+        ) -> Result<(), punctual_adapters::AdapterError> {
+            let at = |p| Arrival {
+                time: None,
+                partition: Some(p),
+            };
+            ctx.enqueue_with(StreamItem::point(t(10), 0), at(0)).await?;
+            ctx.enqueue_with(StreamItem::point(t(10), 1), at(1)).await?;
+            ctx.enqueue_with(StreamItem::point(t(100), 0), at(0))
+                .await?;
+            assert_eq!(ctx.paused_partitions(), vec![0]);
+            ctx.enqueue_with(StreamItem::point(t(90), 1), at(1)).await?;
+            assert!(ctx.paused_partitions().is_empty());
+            Ok(())
+        }
+    }
+    struct Factory;
+    impl punctual_adapters::DeclareAdvanceTimeProperties<()> for Factory {}
+    impl punctual_adapters::InputAdapterFactory<(), i64> for Factory {
+        type Adapter = Partitioned;
+        fn create(
+            &self,
+            _: &(),
+            _: EventShape,
+        ) -> Result<Partitioned, punctual_adapters::AdapterError> {
+            Ok(Partitioned)
+        }
+    }
+    let mut query = Query::new("aligned");
+    query
+        .create_stream(
+            InputOptions::new("log", EventShape::Point).watermark(
+                Watermark::<i64>::partitioned(2, TimeSpan::ZERO)
+                    .max_drift(TimeSpan::from_ticks(50)),
+            ),
+            &Factory,
+            &(),
+        )
+        .unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    assert_eq!(report.counters("log").unwrap().events_in, 4);
+}
+
+#[test]
+fn a_watermark_for_another_payload_type_is_a_bind_error() {
+    let mut query = Query::new("types");
+    let e = query
+        .create_stream(
+            InputOptions::new("in", EventShape::Point).watermark(Watermark::<String>::ascending()),
+            &MemoryInput,
+            &Vec::<StreamItem<i64>>::new(),
+        )
+        .unwrap_err();
+    assert!(e.to_string().contains("another payload type"), "{e}");
+}
