@@ -15,8 +15,8 @@ use tokio::sync::{mpsc, watch};
 use punctual_core::ops::{AnyBatch, NodeId};
 use punctual_core::{Batch, StreamItem, Time};
 use punctual_policies::{
-    Arrival, DeadLetter, Enqueued, Ingress, IngressCounters, IngressOutput, LateEvent,
-    MalformedRecord,
+    Arrival, ClockReading, DeadLetter, Enqueued, Ingress, IngressCounters, IngressOutput,
+    LateEvent, MalformedRecord,
 };
 
 use crate::adapter::Payload;
@@ -141,6 +141,7 @@ pub(crate) struct StreamShared {
     pub(crate) name: String,
     counters: Mutex<IngressCounters>,
     paused: Mutex<Vec<usize>>,
+    clock_record: Mutex<Vec<ClockReading>>,
 }
 
 impl StreamShared {
@@ -149,6 +150,7 @@ impl StreamShared {
             name,
             counters: Mutex::new(IngressCounters::default()),
             paused: Mutex::new(Vec::new()),
+            clock_record: Mutex::new(Vec::new()),
         }
     }
 
@@ -158,6 +160,13 @@ impl StreamShared {
 
     fn publish(&self, c: IngressCounters) {
         *self.counters.lock().unwrap_or_else(PoisonError::into_inner) = c;
+    }
+
+    pub(crate) fn clock_record(&self) -> Vec<ClockReading> {
+        self.clock_record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn paused(&self) -> Vec<usize> {
@@ -387,6 +396,11 @@ impl<P: Payload> Drop for StreamCore<P> {
     /// The stream is gone for good: count what no CTI released as `unreleased`.
     fn drop(&mut self) {
         let st = self.state.get_mut();
+        *self
+            .shared
+            .clock_record
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = st.ingress.clock_record().to_vec();
         st.ingress.close(&mut st.out);
         if let Some(sink) = &mut st.dead {
             st.out

@@ -55,8 +55,8 @@ use async_trait::async_trait;
 use punctual_core::ops::{AnyBatch, Graph, NodeId, QueryGraph, Stream};
 use punctual_core::{Batch, EventShape};
 use punctual_policies::{
-    AdvanceTimeSettings, Ingress, IngressConfig, IngressCounters, LateEvent, Watermark,
-    DEFAULT_MAX_BUFFERED,
+    AdvanceTimeSettings, ClockReading, Ingress, IngressConfig, IngressCounters, LateEvent,
+    Watermark, DEFAULT_MAX_BUFFERED,
 };
 
 use crate::adapter::{
@@ -795,6 +795,10 @@ impl std::fmt::Debug for RunningQuery {
 pub struct QueryReport {
     /// Stream names and counters, in creation order.
     pub streams: Vec<(String, IngressCounters)>,
+    /// Per stream with a watermark strategy: the clock readings that issued CTIs. Feeding the
+    /// same input to an [`Ingress`] with these readings at the same positions
+    /// ([`Ingress::on_clock`]) gives the same output.
+    pub clock_records: Vec<(String, Vec<ClockReading>)>,
 }
 
 impl QueryReport {
@@ -887,6 +891,12 @@ impl RunningQuery {
                     .streams
                     .iter()
                     .map(|s| (s.name.clone(), s.counters()))
+                    .collect(),
+                clock_records: self
+                    .streams
+                    .iter()
+                    .map(|s| (s.name.clone(), s.clock_record()))
+                    .filter(|(_, r)| !r.is_empty())
                     .collect(),
             }),
         }

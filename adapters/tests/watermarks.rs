@@ -62,8 +62,15 @@ async fn the_clock_moves_a_quiet_input_so_a_union_does_not_stall() {
     assert!(items.contains(&StreamItem::point(t(1_050), 1_050)));
     assert_eq!(running.counters("quiet").unwrap().cti, t(1_100));
     drop((quiet_tx, busy_tx));
-    running.wait().await.unwrap();
+    let report = running.wait().await.unwrap();
     assert_eq!(out.items().last(), Some(&StreamItem::Cti(Time::INF)));
+    let (name, record) = &report.clock_records[0];
+    assert_eq!(name, "quiet");
+    assert_eq!(
+        record.iter().map(|r| r.now).collect::<Vec<_>>(),
+        vec![t(1_200)],
+        "the reading that moved it"
+    );
 }
 
 #[tokio::test(start_paused = true)]
