@@ -75,6 +75,7 @@ impl<P> Batch<P> {
     }
 
     /// Appends an event in its `(sync, other)` encoding.
+    #[inline]
     pub fn push_event(&mut self, sync: Time, other: Time, payload: P) {
         debug_assert!(
             self.sync.last().is_none_or(|&last| last <= sync),
@@ -91,12 +92,14 @@ impl<P> Batch<P> {
     }
 
     /// Appends an event given by kind.
+    #[inline]
     pub fn push(&mut self, kind: EventKind, payload: P) {
         let (sync, other) = kind.encode();
         self.push_event(sync, other, payload);
     }
 
     /// Appends a CTI after the events pushed so far.
+    #[inline]
     pub fn push_cti(&mut self, time: Time) {
         debug_assert!(
             self.ctis.last().is_none_or(|m| m.time < time),
@@ -113,31 +116,37 @@ impl<P> Batch<P> {
     }
 
     /// Number of events (CTIs not counted).
+    #[inline]
     pub fn len(&self) -> usize {
         self.sync.len()
     }
 
     /// Whether the batch holds neither events nor CTIs.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.sync.is_empty() && self.ctis.is_empty()
     }
 
     /// The sync-time column.
+    #[inline]
     pub fn sync(&self) -> &[Time] {
         &self.sync
     }
 
     /// The other-time column.
+    #[inline]
     pub fn other(&self) -> &[Time] {
         &self.other
     }
 
     /// The payload column.
+    #[inline]
     pub fn payloads(&self) -> &[P] {
         &self.payload
     }
 
     /// The CTI marks, in order.
+    #[inline]
     pub fn ctis(&self) -> &[CtiMark] {
         &self.ctis
     }
@@ -148,11 +157,13 @@ impl<P> Batch<P> {
     }
 
     /// The kind and times of event `i`.
+    #[inline]
     pub fn kind(&self, i: usize) -> EventKind {
         EventKind::decode(self.sync[i], self.other[i])
     }
 
     /// Empties the batch, keeping its capacity.
+    #[inline]
     pub fn clear(&mut self) {
         self.sync.clear();
         self.other.clear();

@@ -84,11 +84,13 @@ pub enum InvalidEvent {
 
 impl EventKind {
     /// The sync time: the start, except for an end edge, whose sync time is its end.
+    #[inline]
     pub fn sync_time(self) -> Time {
         self.encode().0
     }
 
     /// The start of the lifetime.
+    #[inline]
     pub fn start(self) -> Time {
         match self {
             EventKind::Point(t) | EventKind::StartEdge(t) => t,
@@ -98,6 +100,7 @@ impl EventKind {
 
     /// Checks the kind's own constraints (finite start, `start < end`). Whether an end edge
     /// matches an open start edge is up to the stream's ingress.
+    #[inline]
     pub fn validate(self) -> Result<(), InvalidEvent> {
         let start = self.start();
         if start.is_infinite() {
@@ -115,6 +118,7 @@ impl EventKind {
     }
 
     /// The `(sync, other)` encoding of the table in the module doc.
+    #[inline]
     pub fn encode(self) -> (Time, Time) {
         match self {
             EventKind::Point(t) => (t, t.next_tick()),
@@ -126,6 +130,7 @@ impl EventKind {
 
     /// The inverse of [`EventKind::encode`]: one tick is a point, `other == +inf` a start edge,
     /// `other < sync` an end edge, anything else an interval.
+    #[inline]
     pub fn decode(sync: Time, other: Time) -> EventKind {
         if other == Time::INF {
             EventKind::StartEdge(sync)

@@ -82,21 +82,25 @@ impl Time {
 
     /// The time `ticks` ticks (100 ns each) after the epoch. `i64::MIN` and `i64::MAX` are the
     /// infinities.
+    #[inline]
     pub const fn from_ticks(ticks: i64) -> Time {
         Time(ticks)
     }
 
     /// Ticks since the epoch (`i64::MIN`/`i64::MAX` for the infinities).
+    #[inline]
     pub const fn ticks(self) -> i64 {
         self.0
     }
 
     /// Whether this is one of the two infinities.
+    #[inline]
     pub const fn is_infinite(self) -> bool {
         self.0 == i64::MIN || self.0 == i64::MAX
     }
 
     /// Whether this is a finite time.
+    #[inline]
     pub const fn is_finite(self) -> bool {
         !self.is_infinite()
     }
@@ -124,6 +128,7 @@ impl Time {
         }
     }
 
+    #[inline]
     fn saturating_offset(self, ticks: i64) -> Time {
         if self.is_infinite() {
             return self;
@@ -136,6 +141,7 @@ impl Time {
     }
 
     /// The next tick (`t + 1`), or `t` itself for an infinity.
+    #[inline]
     pub fn next_tick(self) -> Time {
         self.saturating_offset(1)
     }
@@ -183,6 +189,7 @@ impl fmt::Display for Time {
 impl Add<TimeSpan> for Time {
     type Output = Time;
     /// Infinities absorb the span; finite results saturate into the finite range.
+    #[inline]
     fn add(self, rhs: TimeSpan) -> Time {
         self.saturating_offset(rhs.0)
     }
@@ -191,6 +198,7 @@ impl Add<TimeSpan> for Time {
 impl Sub<TimeSpan> for Time {
     type Output = Time;
     /// Infinities absorb the span; finite results saturate into the finite range.
+    #[inline]
     fn sub(self, rhs: TimeSpan) -> Time {
         self.saturating_offset(rhs.0.checked_neg().unwrap_or(i64::MAX))
     }
@@ -199,6 +207,7 @@ impl Sub<TimeSpan> for Time {
 impl Sub<Time> for Time {
     type Output = TimeSpan;
     /// The (saturating) span between two times.
+    #[inline]
     fn sub(self, rhs: Time) -> TimeSpan {
         TimeSpan(self.0.saturating_sub(rhs.0))
     }
@@ -213,21 +222,25 @@ impl TimeSpan {
     pub const MAX: TimeSpan = TimeSpan(i64::MAX);
 
     /// A span of `ticks` ticks of 100 ns.
+    #[inline]
     pub const fn from_ticks(ticks: i64) -> TimeSpan {
         TimeSpan(ticks)
     }
 
     /// A span of whole seconds (saturating).
+    #[inline]
     pub const fn from_secs(secs: i64) -> TimeSpan {
         TimeSpan(secs.saturating_mul(TICKS_PER_SECOND))
     }
 
     /// A span of whole milliseconds (saturating).
+    #[inline]
     pub const fn from_millis(ms: i64) -> TimeSpan {
         TimeSpan(ms.saturating_mul(TICKS_PER_SECOND / 1000))
     }
 
     /// The span in ticks.
+    #[inline]
     pub const fn ticks(self) -> i64 {
         self.0
     }

@@ -32,7 +32,9 @@
 //! assert_eq!(out.dead_letters.len(), 1);
 //! ```
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+
+use punctual_core::ops::ReleaseBuffer;
 
 use punctual_core::{Batch, Event, EventKind, InvalidEvent, StreamItem, Time};
 
@@ -254,13 +256,6 @@ struct OpenEdge<P> {
     state: EdgeState,
 }
 
-#[derive(Debug)]
-struct Buffered<P> {
-    sync: Time,
-    other: Time,
-    payload: P,
-}
-
 /// The ingress of one input stream; see the module doc.
 #[derive(Debug)]
 pub struct Ingress<P> {
@@ -268,8 +263,7 @@ pub struct Ingress<P> {
     app: Time,
     high: Time,
     since_cti: u64,
-    buffer: VecDeque<Buffered<P>>,
-    sorted: bool,
+    buffer: ReleaseBuffer<P>,
     /// Open start edges by their original start time.
     edges: HashMap<Time, Vec<OpenEdge<P>>>,
     counters: IngressCounters,
@@ -288,8 +282,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             app: Time::NEG_INF,
             high: Time::NEG_INF,
             since_cti: 0,
-            buffer: VecDeque::new(),
-            sorted: true,
+            buffer: ReleaseBuffer::new(),
             edges: HashMap::new(),
             counters: IngressCounters::default(),
             finished: false,
@@ -443,11 +436,11 @@ impl<P: Clone + PartialEq> Ingress<P> {
     pub fn close(&mut self, out: &mut IngressOutput<P>) {
         self.finished = true;
         self.counters.unreleased += self.buffer.len() as u64;
-        for b in self.buffer.drain(..) {
+        for (sync, other, payload) in self.buffer.drain_all() {
             out.dead_letters.push(DeadLetter {
                 item: Some(StreamItem::Insert(Event {
-                    kind: EventKind::decode(b.sync, b.other),
-                    payload: b.payload,
+                    kind: EventKind::decode(sync, other),
+                    payload,
                 })),
                 reason: DeadLetterReason::Unreleased,
                 cti: self.app,
@@ -683,14 +676,11 @@ impl<P: Clone + PartialEq> Ingress<P> {
             // Nothing is left of the edge. Its start is still buffered (had a CTI released it,
             // that CTI would be at most `new_end`, contradicting `new_end >= a`), so remove both.
             self.remove_edge(start, idx);
-            if let Some(pos) = self
-                .buffer
-                .iter()
-                .position(|b| b.sync == edge_start && b.other == Time::INF && b.payload == payload)
-            {
-                if let Some(b) = self.buffer.remove(pos) {
-                    self.drop_late(StreamItem::start_edge(b.sync, b.payload), out);
-                }
+            let removed = self.buffer.remove_first(|sync, other, p| {
+                sync == edge_start && other == Time::INF && *p == payload
+            });
+            if let Some((sync, _, p)) = removed {
+                self.drop_late(StreamItem::start_edge(sync, p), out);
             }
             return Ok(self.drop_late(StreamItem::end_edge(start, end, payload), out));
         }
@@ -735,29 +725,22 @@ impl<P: Clone + PartialEq> Ingress<P> {
 
     fn push_buffer(&mut self, kind: EventKind, payload: P) {
         let (sync, other) = kind.encode();
-        if let Some(last) = self.buffer.back() {
-            self.sorted &= last.sync <= sync;
-        }
-        self.buffer.push_back(Buffered {
-            sync,
-            other,
-            payload,
-        });
+        self.buffer.push(sync, other, payload);
     }
 
     fn generate(&mut self, out: &mut IngressOutput<P>) {
         let Some(g) = self.config.generation else {
             return;
         };
-        let candidate = self.high - g.delay();
         match g.frequency() {
             GenerationFrequency::EveryEvents(n) => {
                 if self.since_cti >= n.get() {
                     self.since_cti = 0;
-                    self.issue(candidate, out);
+                    self.issue(self.high - g.delay(), out);
                 }
             }
             GenerationFrequency::EveryDuration(t) => {
+                let candidate = self.high - g.delay();
                 if self.app == Time::NEG_INF || candidate >= self.app + t {
                     self.issue(candidate, out);
                 }
@@ -772,15 +755,10 @@ impl<P: Clone + PartialEq> Ingress<P> {
             return false;
         }
         self.app = t;
-        if !self.sorted {
-            // Stable: ties keep arrival order. Runs of in-order events make this a cheap merge.
-            self.buffer.make_contiguous().sort_by_key(|b| b.sync);
-            self.sorted = true;
-        }
-        let n = self.buffer.partition_point(|b| b.sync < t);
-        for b in self.buffer.drain(..n) {
-            out.batch.push_event(b.sync, b.other, b.payload);
-        }
+        let batch = &mut out.batch;
+        let n = self.buffer.release_events(t, |sync, other, payload| {
+            batch.push_event(sync, other, payload)
+        });
         out.batch.push_cti(t);
         if self.late_output {
             out.late.push_cti(t);

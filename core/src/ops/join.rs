@@ -14,14 +14,14 @@
 //! open edges, not by the stream.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::hash::Hash;
 
 use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::Time;
 
-use super::{BinaryOperator, CtiFrontier, ReleaseBuffer};
+use super::{BinaryOperator, CtiFrontier, FxHashMap, ReleaseBuffer};
 
 #[derive(Debug)]
 struct Entry<P, K> {
@@ -36,8 +36,11 @@ struct Entry<P, K> {
 struct Side<P, K> {
     slots: Vec<Option<Entry<P, K>>>,
     free: Vec<usize>,
-    by_key: HashMap<K, Vec<usize>>,
+    by_key: FxHashMap<K, Vec<usize>>,
     pending: VecDeque<usize>,
+    /// Known ends that arrived in order (points, mostly): expire from the front.
+    expiry_fifo: VecDeque<(Time, usize)>,
+    /// Known ends that arrived out of order.
     expiry: BinaryHeap<Reverse<(Time, usize)>>,
     live: usize,
 }
@@ -47,8 +50,9 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
         Side {
             slots: Vec::new(),
             free: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: FxHashMap::default(),
             pending: VecDeque::new(),
+            expiry_fifo: VecDeque::new(),
             expiry: BinaryHeap::new(),
             live: 0,
         }
@@ -75,7 +79,15 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
         self.by_key.entry(key).or_default().push(id);
         self.pending.push_back(id);
         if let Some(e) = end {
-            self.expiry.push(Reverse((e, id)));
+            self.expire_at(e, id);
+        }
+    }
+
+    fn expire_at(&mut self, end: Time, id: usize) {
+        if self.expiry_fifo.back().is_none_or(|&(last, _)| last <= end) {
+            self.expiry_fifo.push_back((end, id));
+        } else {
+            self.expiry.push(Reverse((end, id)));
         }
     }
 
@@ -92,17 +104,24 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
             if let Some(e) = self.slots[id].as_mut() {
                 e.end = Some(end);
             }
-            self.expiry.push(Reverse((end, id)));
+            self.expire_at(end, id);
         }
     }
 
     /// Forgets entries whose end is known and below `t`.
     fn expire(&mut self, t: Time) {
-        while let Some(&Reverse((end, id))) = self.expiry.peek() {
-            if end >= t {
-                break;
-            }
-            self.expiry.pop();
+        loop {
+            let id = match (self.expiry_fifo.front(), self.expiry.peek()) {
+                (Some(&(e, id)), _) if e < t => {
+                    self.expiry_fifo.pop_front();
+                    id
+                }
+                (_, Some(&Reverse((e, id)))) if e < t => {
+                    self.expiry.pop();
+                    id
+                }
+                _ => break,
+            };
             if let Some(entry) = self.slots[id].take() {
                 if let Some(ids) = self.by_key.get_mut(&entry.key) {
                     if let Some(pos) = ids.iter().position(|&x| x == id) {

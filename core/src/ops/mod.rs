@@ -11,6 +11,7 @@
 mod aggregate;
 mod anti_join;
 mod frontier;
+mod fxhash;
 mod graph;
 mod group_apply;
 mod join;
@@ -25,6 +26,7 @@ mod window;
 pub use aggregate::{Aggregate, Avg, Count, Max, Min, Sum, TopK};
 pub use anti_join::{AntiSemiJoin, ClipDuration};
 pub use frontier::CtiFrontier;
+pub use fxhash::{FxHashMap, FxHasher};
 pub use graph::{AnyBatch, Graph, Node, NodeId};
 pub use group_apply::{GroupApply, SubQuery};
 pub use join::Join;

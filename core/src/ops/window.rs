@@ -15,14 +15,14 @@
 //! start edges not yet closed. A start edge counts in every window from its start until its end
 //! edge arrives; windows that closed before then counted it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::hash::Hash;
 
 use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::{Time, TimeSpan};
 
-use super::{Aggregate, ReleaseBuffer, UnaryOperator};
+use super::{Aggregate, FxHashMap, ReleaseBuffer, UnaryOperator};
 
 /// What a window result looks like.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,9 +117,11 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     key: KF,
     agg: A,
     make: MK,
-    windows: BTreeMap<i64, HashMap<K, A::State>>,
+    windows: BTreeMap<i64, FxHashMap<K, A::State>>,
     open_edges: Vec<(Time, K, P)>,
     cti: Time,
+    /// The first window not yet closed (derived from `cti`, cached).
+    first_open: i64,
     held: ReleaseBuffer<O>,
 }
 
@@ -151,16 +153,14 @@ where
             windows: BTreeMap::new(),
             open_edges: Vec::new(),
             cti: Time::NEG_INF,
+            first_open: i64::MIN,
             held: ReleaseBuffer::new(),
         }
     }
 
     /// Adds a member with lifetime `[start, end)` to every window not yet closed that it overlaps.
     fn add(&mut self, start: Time, end: Time, payload: &P) {
-        let first = self
-            .spec
-            .first_ending_after(start)
-            .max(self.spec.first_ending_after(self.cti));
+        let first = self.spec.first_ending_after(start).max(self.first_open);
         let last = self.spec.last_starting_before(end);
         if first > last {
             return;
@@ -178,7 +178,7 @@ where
         }
     }
 
-    fn emit(&mut self, n: i64, groups: HashMap<K, A::State>) {
+    fn emit(&mut self, n: i64, groups: FxHashMap<K, A::State>) {
         let (ws, we) = (self.spec.start(n), self.spec.end(n));
         for (key, state) in groups {
             let payload = (self.make)(&key, self.agg.result(&state));
@@ -201,6 +201,7 @@ where
             last = stored.map_or(before, |s| s.max(before));
         }
         self.cti = t;
+        self.first_open = self.spec.first_ending_after(t);
         if first_open <= last {
             let mut ns: Vec<i64> = self
                 .windows
@@ -279,7 +280,7 @@ where
     }
 
     fn state_size(&self) -> usize {
-        self.windows.values().map(HashMap::len).sum::<usize>()
+        self.windows.values().map(|g| g.len()).sum::<usize>()
             + self.open_edges.len()
             + self.held.len()
     }

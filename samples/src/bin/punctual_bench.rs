@@ -1,0 +1,335 @@
+//! `punctual-bench`: Punctual on the shared benchmark workload (`../shared/bench`), with the
+//! timely peer's command line and output format, so that `bench/compare.sh` can pair them.
+//!
+//! ```text
+//! punctual-bench --query filter|window|join --data DIR [--reps N] [--cti N] [--delay-ms N]
+//! ```
+//!
+//! Each query runs through Punctual's real path on one core: the fast stream's ingress with the
+//! real settings (a CTI every `--cti` events, `--delay-ms` behind the highest timestamp, `Drop`),
+//! the real operators on a query graph, and an output that checksums. Timestamps are the
+//! files' milliseconds converted to ticks. The join's reference stream enters through its own
+//! ingress, importing the fast stream's CTIs: each version is a start edge, closed by an end
+//! edge when the key's next version starts; versions are enqueued when the fast stream's
+//! highest timestamp reaches them (as the timely peer releases them). Loading the files is not
+//! timed; the timing covers building the query, replaying and draining. The checksums for the
+//! default 10 M events (`../shared/bench/README.md`) are verified: a mismatch exits with 1.
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use punctual::core::ops::{Count, QueryGraph, Stream, Sum};
+use punctual::policies::{Ingress, IngressConfig, IngressOutput};
+use punctual::prelude::*;
+
+/// (ts ms, value, key)
+type Ev = (i64, i64, u32);
+
+fn load(path: &str) -> Result<Vec<Ev>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    if bytes.len() % 24 != 0 {
+        return Err(format!(
+            "{path}: {} bytes is not a whole number of 24-byte records",
+            bytes.len()
+        ));
+    }
+    Ok(bytes
+        .chunks_exact(24)
+        .map(|c| {
+            let i64_at = |o: usize| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&c[o..o + 8]);
+                i64::from_le_bytes(b)
+            };
+            let mut k = [0u8; 4];
+            k.copy_from_slice(&c[16..20]);
+            (i64_at(0), i64_at(8), u32::from_le_bytes(k))
+        })
+        .collect())
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
+    match args.iter().position(|a| a == name) {
+        None => Ok(default),
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| format!("{name} needs a value")),
+    }
+}
+
+fn ms(ms: i64) -> Time {
+    Time::from_ticks(ms * 10_000)
+}
+
+struct Settings {
+    cti: u64,
+    delay: TimeSpan,
+}
+
+fn fast_ingress<P: Clone + PartialEq>(s: &Settings) -> Result<Ingress<P>, String> {
+    let generation = AdvanceTimeGenerationSettings::every_events(s.cti)
+        .delay(s.delay)
+        .final_cti(true)
+        .build()
+        .map_err(|e| e.to_string())?;
+    Ok(Ingress::new(IngressConfig {
+        generation: Some(generation),
+        policy: Some(AdvanceTimePolicy::Drop),
+        ..IngressConfig::default()
+    }))
+}
+
+/// Out count and checksum.
+type Totals = (u64, u64);
+
+/// A query's graph, its fast source and its output.
+struct Wiring<P, O> {
+    graph: QueryGraph,
+    source: Stream<P>,
+    output: Stream<O>,
+}
+
+/// Replays the fast stream through its ingress into the source, calling `after_block` after
+/// every block with the highest timestamp and the CTIs issued (for the join's reference
+/// stream), and `drain` with the output.
+fn replay<P: Payload, O: Payload>(
+    events: &[Ev],
+    s: &Settings,
+    w: &Wiring<P, O>,
+    payload: impl Fn(&Ev) -> P,
+    mut after_block: impl FnMut(i64, &[Time]),
+    mut drain: impl FnMut(&Batch<O>),
+) -> Result<(), String> {
+    let (graph, source, out_stream) = (&w.graph, &w.source, &w.output);
+    let mut ingress = fast_ingress::<P>(s)?;
+    let mut out = IngressOutput::new();
+    let mut results = Batch::new();
+    let mut max_ts = i64::MIN;
+    let block = s.cti as usize;
+    let mut ctis = Vec::new();
+    for chunk in events.chunks(block) {
+        for e in chunk {
+            max_ts = max_ts.max(e.0);
+            let _ = ingress.enqueue(StreamItem::point(ms(e.0), payload(e)), &mut out);
+        }
+        ctis.clear();
+        ctis.extend(out.batch.ctis().iter().map(|m| m.time));
+        after_block(max_ts, &ctis);
+        graph.feed(source, &mut out.batch);
+        out.dead_letters.clear();
+        graph.take_output(out_stream, &mut results);
+        drain(&results);
+        results.clear();
+    }
+    ingress.finish(&mut out);
+    ctis.clear();
+    ctis.extend(out.batch.ctis().iter().map(|m| m.time));
+    after_block(i64::MAX, &ctis);
+    graph.feed(source, &mut out.batch);
+    graph.take_output(out_stream, &mut results);
+    drain(&results);
+    Ok(())
+}
+
+fn filter(events: &[Ev], s: &Settings) -> Result<Totals, String> {
+    let graph = QueryGraph::new();
+    let fast = graph.source::<(i64, u32)>();
+    let out = fast.filter(|p| p.0 >= 500_000);
+    graph.keep_output(&out);
+    let (mut n, mut sum) = (0u64, 0u64);
+    let w = Wiring {
+        graph,
+        source: fast,
+        output: out,
+    };
+    replay(
+        events,
+        s,
+        &w,
+        |e| (e.1, e.2),
+        |_, _| {},
+        |b: &Batch<(i64, u32)>| {
+            n += b.len() as u64;
+            for p in b.payloads() {
+                sum = sum.wrapping_add(p.0 as u64);
+            }
+        },
+    )?;
+    Ok((n, sum))
+}
+
+fn window(events: &[Ev], s: &Settings) -> Result<Totals, String> {
+    let graph = QueryGraph::new();
+    let fast = graph.source::<(i64, u32)>();
+    let out = fast
+        .tumbling_window(TimeSpan::from_secs(1))
+        .group_by(|p: &(i64, u32)| p.1)
+        .aggregate((Count, Sum::of(|p: &(i64, u32)| p.0 as f64)));
+    graph.keep_output(&out);
+    let (mut n, mut sum) = (0u64, 0u64);
+    let w = Wiring {
+        graph,
+        source: fast,
+        output: out,
+    };
+    replay(
+        events,
+        s,
+        &w,
+        |e| (e.1, e.2),
+        |_, _| {},
+        |b: &Batch<(u32, (u64, f64))>| {
+            n += b.len() as u64;
+            for (_, (c, s)) in b.payloads() {
+                sum = sum.wrapping_add(*c).wrapping_add(*s as u64);
+            }
+        },
+    )?;
+    Ok((n, sum))
+}
+
+fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String> {
+    let graph = QueryGraph::new();
+    let fast = graph.source::<(i64, u32)>();
+    let slow = graph.source::<(i64, u32)>();
+    let out = fast.join_on(&slow, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
+    graph.keep_output(&out);
+    let mut ref_ingress = Ingress::<(i64, u32)>::new(IngressConfig {
+        policy: Some(AdvanceTimePolicy::Adjust),
+        ..IngressConfig::default()
+    });
+    let mut ref_out = IngressOutput::new();
+    let mut next = 0usize;
+    let mut current: Vec<Option<(i64, i64)>> = Vec::new();
+    let (mut n, mut sum) = (0u64, 0u64);
+    let graph2 = graph.clone();
+    let w = Wiring {
+        graph,
+        source: fast,
+        output: out,
+    };
+    replay(
+        events,
+        s,
+        &w,
+        |e| (e.1, e.2),
+        |max_ts, ctis| {
+            // Versions whose start the fast stream has reached: close the key's previous
+            // version, open the new one.
+            while next < reference.len() && reference[next].0 <= max_ts {
+                let (start, value, key) = reference[next];
+                let k = key as usize;
+                if current.len() <= k {
+                    current.resize(k + 1, None);
+                }
+                if let Some((prev_start, prev_value)) = current[k] {
+                    let item = StreamItem::end_edge(ms(prev_start), ms(start), (prev_value, key));
+                    let _ = ref_ingress.enqueue(item, &mut ref_out);
+                }
+                let _ = ref_ingress.enqueue(
+                    StreamItem::start_edge(ms(start), (value, key)),
+                    &mut ref_out,
+                );
+                current[k] = Some((start, value));
+                next += 1;
+            }
+            for &t in ctis {
+                ref_ingress.import_cti(t, &mut ref_out);
+            }
+            graph2.feed(&slow, &mut ref_out.batch);
+        },
+        |b: &Batch<(i64, i64)>| {
+            n += b.len() as u64;
+            for (v, r) in b.payloads() {
+                sum = sum.wrapping_add((v * r) as u64);
+            }
+        },
+    )?;
+    Ok((n, sum))
+}
+
+/// The published checksums for the default 10 M events: (out, checksum).
+fn expected(query: &str, n: usize) -> Option<Totals> {
+    if n != 10_000_000 {
+        return None;
+    }
+    match query {
+        "filter" => Some((4_999_874, 3_750_355_147_595)),
+        "window" => Some((999_964, 5_000_969_865_020)),
+        "join" => Some((10_000_000, 2_561_554_183_133_202)),
+        _ => None,
+    }
+}
+
+fn main_inner() -> Result<bool, String> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("punctual-bench --query filter|window|join --data DIR [--reps N] [--cti N] [--delay-ms N]");
+        return Ok(true);
+    }
+    let query: String = arg(&args, "--query", "window".to_string())?;
+    let dir: String = arg(&args, "--data", "data".to_string())?;
+    let reps: usize = arg(&args, "--reps", 5)?;
+    let settings = Settings {
+        cti: arg(&args, "--cti", 1000)?,
+        delay: TimeSpan::from_millis(arg(&args, "--delay-ms", 2000)?),
+    };
+    let t = Instant::now();
+    let events = load(&format!("{dir}/events.bin"))?;
+    let reference = load(&format!("{dir}/reference.bin"))?;
+    eprintln!(
+        "loaded {} events, {} reference records in {:.2?}",
+        events.len(),
+        reference.len(),
+        t.elapsed()
+    );
+    let mut rates = Vec::new();
+    let mut ok = true;
+    for rep in 0..reps.max(1) {
+        let start = Instant::now();
+        let (out, checksum) = match query.as_str() {
+            "filter" => filter(&events, &settings)?,
+            "window" => window(&events, &settings)?,
+            "join" => join(&events, &reference, &settings)?,
+            other => return Err(format!("unknown query `{other}` (filter, window or join)")),
+        };
+        let secs = start.elapsed().as_secs_f64();
+        let rate = events.len() as f64 / secs;
+        rates.push(rate);
+        let verdict = match expected(&query, events.len()) {
+            Some(e) if e == (out, checksum) => "checksum=ok",
+            Some(_) => {
+                ok = false;
+                "checksum=MISMATCH"
+            }
+            None => "checksum=unverified",
+        };
+        println!(
+            "query={query} rep={rep} secs={secs:.3} events_per_s={rate:.0} out={out} checksum={checksum} {verdict}"
+        );
+        if let (false, Some(e)) = (ok, expected(&query, events.len())) {
+            eprintln!("expected out={} checksum={}", e.0, e.1);
+        }
+    }
+    rates.sort_by(f64::total_cmp);
+    println!(
+        "SUMMARY peer=punctual query={query} workers=1 cti={} median_events_per_s={:.0} min={:.0} max={:.0}",
+        settings.cti,
+        rates[rates.len() / 2],
+        rates[0],
+        rates[rates.len() - 1]
+    );
+    Ok(ok)
+}
+
+fn main() -> ExitCode {
+    match main_inner() {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
