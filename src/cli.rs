@@ -15,6 +15,8 @@ USAGE:
                                  and each input stream's counters and dead letters (stderr)
     punctual check PATH...       run every case at or below each PATH, print a diff for
                                  each failing case and a closing line `N passed, N failed`
+    punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
+                                 and the input holding it back (start here for 'no output?')
     punctual --help              this text
 
 EXAMPLES:
@@ -40,6 +42,7 @@ pub const EXIT_USAGE: u8 = 2;
 pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match args.first().map(String::as_str) {
         Some("run") if args.len() == 2 => cmd_run(Path::new(&args[1]), out, err),
+        Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
         Some("check") if args.len() >= 2 => cmd_check(
             &args[1..].iter().map(PathBuf::from).collect::<Vec<_>>(),
             out,
@@ -98,6 +101,39 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
                 err,
                 "dead letter on {name} (CTI {}): {} {item}",
                 d.cti, d.reason
+            );
+        }
+    }
+    EXIT_OK
+}
+
+fn cmd_explain(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let run = match run_case(dir) {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    for e in &run.explanations {
+        let _ = writeln!(out, "{e}");
+        if let Some((input, t)) = &e.held_by {
+            if *t == punctual_core::Time::NEG_INF {
+                let _ = writeln!(
+                    out,
+                    "  `{input}` has never had a CTI, so `{}` can release nothing: give `{input}` \
+                     advance-time settings, a watermark, or import another stream's CTIs",
+                    e.label
+                );
+            }
+        }
+    }
+    for (name, c) in &run.counters {
+        if c.unreleased > 0 {
+            let _ = writeln!(
+                out,
+                "input `{name}`: {} events were never released (no CTI passed them)",
+                c.unreleased
             );
         }
     }

@@ -153,3 +153,19 @@ fn a_bad_command_line_exits_2_with_help() {
     let (code, _, _) = cli(&["check", "/nonexistent/cases"]);
     assert_eq!(code, EXIT_FAILED);
 }
+
+#[test]
+fn explain_names_the_input_holding_the_join_back() {
+    let dir = cases().join("import/without-import-the-join-never-releases");
+    let (code, out, err) = cli(&["explain", s(&dir)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        out.contains("join `joined`: no CTI yet, held at no CTI yet by input `lookup`"),
+        "{out}"
+    );
+    assert!(out.contains("`lookup` has never had a CTI"), "{out}");
+    let dir = cases().join("import/slow-reference-synced-to-fast-stream");
+    let (_, out, _) = cli(&["explain", s(&dir)]);
+    assert!(out.contains("join `joined`: CTI +inf"), "{out}");
+    assert!(!out.contains("held at"), "{out}");
+}

@@ -52,7 +52,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use async_trait::async_trait;
-use punctual_core::ops::{AnyBatch, Graph, NodeId, QueryGraph, Stream};
+use punctual_core::ops::{AnyBatch, Explanation, Graph, NodeId, QueryGraph, Stream};
 use punctual_core::{Batch, EventShape};
 use punctual_policies::{
     AdvanceTimeSettings, ClockReading, Ingress, IngressConfig, IngressCounters, LateEvent,
@@ -496,7 +496,7 @@ impl Query {
                 ))
             })?),
         };
-        let source = self.graph.source::<P>();
+        let source = self.graph.source::<P>().named(options.name.clone());
         self.shapes.insert(source.node(), options.shape);
         self.streams.push(Box::new(PendingStream::<P> {
             name: options.name,
@@ -717,8 +717,20 @@ impl Query {
             });
         }
         let mut graph = self.graph.take_graph();
+        let (explain_tx, mut explain_rx) =
+            mpsc::channel::<tokio::sync::oneshot::Sender<Vec<Explanation>>>(4);
         tasks.spawn(format!("query `{}`", self.name), async move {
-            while let Some(Delivery { node, mut batch }) = rx.recv().await {
+            loop {
+                let Delivery { node, mut batch } = tokio::select! {
+                    d = rx.recv() => match d {
+                        Some(d) => d,
+                        None => return Ok(()),
+                    },
+                    Some(reply) = explain_rx.recv() => {
+                        let _ = reply.send(graph.explain());
+                        continue;
+                    }
+                };
                 graph.feed_any(node, &mut *batch);
                 if let Some(back) = recycle.get(&node) {
                     let _ = back.try_send(batch);
@@ -728,7 +740,6 @@ impl Query {
                     let _ = port.flush(&mut graph).await;
                 }
             }
-            Ok(())
         });
         for s in self.streams {
             s.spawn(&mut tasks);
@@ -737,6 +748,7 @@ impl Query {
             name: self.name,
             tasks,
             streams: shared,
+            explain: explain_tx,
         })
     }
 }
@@ -780,6 +792,7 @@ pub struct RunningQuery {
     name: String,
     tasks: Tasks,
     streams: Vec<Arc<StreamShared>>,
+    explain: mpsc::Sender<tokio::sync::oneshot::Sender<Vec<Explanation>>>,
 }
 
 impl std::fmt::Debug for RunningQuery {
@@ -818,6 +831,16 @@ impl RunningQuery {
             .iter()
             .find(|s| s.name == name)
             .map(|s| s.counters())
+    }
+
+    /// Where every input and operator of the running query stands: its CTI, each input's CTI,
+    /// the input holding it back, the state it holds. Empty once the query task has ended.
+    pub async fn explain(&self) -> Vec<Explanation> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        if self.explain.send(tx).await.is_err() {
+            return Vec::new();
+        }
+        rx.await.unwrap_or_default()
     }
 
     /// A handle to stop the query from another task.

@@ -773,3 +773,49 @@ async fn operators_run_on_the_query_task_and_multicast() {
         "the input itself, multicast to a second output"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn explain_names_the_input_holding_a_join_back() {
+    let (fast_tx, fast) = channel_input::<i64>(16);
+    let (_slow_tx, slow) = channel_input::<i64>(16);
+    let mut query = Query::new("explain");
+    let f = query
+        .create_stream(
+            InputOptions::new("fast", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &fast,
+            &(),
+        )
+        .unwrap();
+    let s = query
+        .create_stream(InputOptions::new("reference", EventShape::Edge), &slow, &())
+        .unwrap();
+    let joined = f.join(&s, |a, b| a + b).named("enriched");
+    query
+        .bind_output(&joined, &CollectOutput::new(), &())
+        .unwrap();
+    let running = query.start().unwrap();
+    for x in 1..=3 {
+        fast_tx.send(StreamItem::point(t(x), x)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let lines: Vec<String> = running
+        .explain()
+        .await
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    let join = lines
+        .iter()
+        .find(|l| l.starts_with("join `enriched`"))
+        .unwrap();
+    assert!(
+        join.contains("held at no CTI yet by input `reference`"),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"input `fast`: CTI 3".to_owned()),
+        "{lines:?}"
+    );
+    running.stop().await.unwrap();
+}

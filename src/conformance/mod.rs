@@ -73,6 +73,8 @@ pub struct CaseRun {
     pub counters: Vec<(String, IngressCounters)>,
     /// Each input stream's dead letters, in declaration order.
     pub dead_letters: Vec<(String, Vec<DeadLetter<Row>>)>,
+    /// Where every node of the query stood at the end, and what held each back.
+    pub explanations: Vec<punctual_core::ops::Explanation>,
 }
 
 struct StreamRun {
@@ -147,6 +149,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
     for s in &mut streams {
         s.ingress.close(&mut s.out);
     }
+    let explanations = plan.graph.explain();
     let mut released = Batch::new();
     plan.graph.take_output(&plan.output, &mut released);
     let mut out_items = Vec::new();
@@ -167,6 +170,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         output: out_items,
         counters,
         dead_letters,
+        explanations,
     })
 }
 

@@ -106,7 +106,10 @@ pub(super) fn build(
     output: &str,
 ) -> Result<Plan, CaseError> {
     let graph = QueryGraph::new();
-    let sources: Vec<Stream<Row>> = stream_names.iter().map(|_| graph.source::<Row>()).collect();
+    let sources: Vec<Stream<Row>> = stream_names
+        .iter()
+        .map(|name| graph.source::<Row>().named(name.clone()))
+        .collect();
     let mut named: HashMap<String, Stream<Row>> = stream_names
         .iter()
         .cloned()
@@ -226,6 +229,7 @@ pub(super) fn build(
                 "a stream or step of that name exists already",
             ));
         }
+        let stream = stream.named(name.clone());
         named.insert(name, stream);
     }
     let output = named.get(output).cloned().ok_or_else(|| {

@@ -11,6 +11,57 @@
 use std::any::Any;
 
 use crate::batch::Batch;
+use crate::time::Time;
+
+/// Where one node of a graph stands: its output CTI, each input's CTI, and which input holds
+/// its output CTI back (the one with the lowest CTI, for an operator with several inputs or
+/// an output not yet at `+inf`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Explanation {
+    /// The node.
+    pub node: NodeId,
+    /// Its label (a step's or stream's name), or `node N`.
+    pub label: String,
+    /// The operator's name, or `input` for a source.
+    pub operator: &'static str,
+    /// The last CTI it emitted (`-inf`: none yet).
+    pub cti: Time,
+    /// Each input's label and last CTI.
+    pub inputs: Vec<(String, Time)>,
+    /// The input with the lowest CTI and that CTI, if one holds the output back.
+    pub held_by: Option<(String, Time)>,
+    /// Events or groups the operator holds.
+    pub state: usize,
+}
+
+impl std::fmt::Display for Explanation {
+    /// One line: "join `enriched` at CTI 5, held by input `lookup` (no CTI yet); inputs: ...".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |t: Time| {
+            if t == Time::NEG_INF {
+                "no CTI yet".to_owned()
+            } else {
+                format!("CTI {t}")
+            }
+        };
+        write!(f, "{} `{}`: {}", self.operator, self.label, show(self.cti))?;
+        if let Some((input, t)) = &self.held_by {
+            write!(f, ", held at {} by input `{input}`", show(*t))?;
+        }
+        if !self.inputs.is_empty() {
+            let list: Vec<String> = self
+                .inputs
+                .iter()
+                .map(|(n, t)| format!("`{n}` {}", show(*t)))
+                .collect();
+            write!(f, "; inputs: {}", list.join(", "))?;
+        }
+        if self.state > 0 {
+            write!(f, "; holds {} items", self.state)?;
+        }
+        Ok(())
+    }
+}
 
 /// Index of a node in a [`Graph`].
 pub type NodeId = usize;
@@ -27,6 +78,8 @@ pub trait AnyBatch: Any + Send {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Moves everything into `dst`, a batch of the same type.
     fn move_into(&mut self, dst: &mut dyn Any);
+    /// The last CTI in the batch, if any.
+    fn last_cti(&self) -> Option<Time>;
     /// Swaps contents with `other`, a batch of the same type.
     fn swap_with(&mut self, other: &mut dyn Any);
 }
@@ -46,6 +99,9 @@ impl<P: Send + 'static> AnyBatch for Batch<P> {
     }
     fn move_into(&mut self, dst: &mut dyn Any) {
         output::<P>(dst).append(self);
+    }
+    fn last_cti(&self) -> Option<Time> {
+        Batch::last_cti(self)
     }
     fn swap_with(&mut self, other: &mut dyn Any) {
         std::mem::swap(self, output::<P>(other));
@@ -81,6 +137,13 @@ struct Slot {
     node: Option<Box<dyn Node>>,
     out: Box<dyn AnyBatch>,
     consumers: Vec<(NodeId, usize)>,
+    /// The nodes feeding each input port.
+    inputs: Vec<NodeId>,
+    /// The last CTI seen on each input port.
+    input_ctis: Vec<Time>,
+    /// The last CTI this node emitted.
+    cti: Time,
+    label: Option<String>,
     /// For outputs read from outside: what was produced since the last take.
     kept: Option<Box<dyn AnyBatch>>,
 }
@@ -116,6 +179,10 @@ impl Graph {
             node: None,
             out: Box::new(Batch::<P>::new()),
             consumers: Vec::new(),
+            inputs: Vec::new(),
+            input_ctis: Vec::new(),
+            cti: Time::NEG_INF,
+            label: None,
             kept: None,
         });
         self.slots.len() - 1
@@ -138,6 +205,10 @@ impl Graph {
             node: Some(node),
             out: Box::new(Batch::<O>::new()),
             consumers: Vec::new(),
+            inputs: inputs.to_vec(),
+            input_ctis: vec![Time::NEG_INF; inputs.len()],
+            cti: Time::NEG_INF,
+            label: None,
             kept: None,
         });
         id
@@ -187,11 +258,18 @@ impl Graph {
             if self.slots[i].out.is_empty() {
                 continue;
             }
+            let cti = self.slots[i].out.last_cti();
+            if let Some(t) = cti {
+                self.slots[i].cti = t;
+            }
             for c in 0..self.slots[i].consumers.len() {
                 let (j, port) = self.slots[i].consumers[c];
                 let (before, after) = self.slots.split_at_mut(j);
                 let src = &before[i];
                 let dst = &mut after[0];
+                if let (Some(t), Some(slot)) = (cti, dst.input_ctis.get_mut(port)) {
+                    *slot = t;
+                }
                 if let Some(node) = dst.node.as_mut() {
                     node.push(port, src.out.as_any(), dst.out.as_any_mut());
                 }
@@ -209,6 +287,50 @@ impl Graph {
         if let Some(kept) = self.slots.get_mut(node).and_then(|s| s.kept.as_mut()) {
             into.append(output::<P>(kept.as_any_mut()));
         }
+    }
+
+    /// Gives a node a name for diagnostics (a query step's or an input stream's name).
+    pub fn set_label(&mut self, node: NodeId, label: impl Into<String>) {
+        if let Some(slot) = self.slots.get_mut(node) {
+            slot.label = Some(label.into());
+        }
+    }
+
+    /// Where every node's CTI stands: see [`Explanation`].
+    pub fn explain(&self) -> Vec<Explanation> {
+        let label = |i: NodeId| {
+            self.slots
+                .get(i)
+                .and_then(|s| s.label.clone())
+                .unwrap_or_else(|| format!("node {i}"))
+        };
+        self.slots
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let inputs: Vec<(String, Time)> = s
+                    .inputs
+                    .iter()
+                    .zip(&s.input_ctis)
+                    .map(|(&from, &t)| (label(from), t))
+                    .collect();
+                let held_by = inputs
+                    .iter()
+                    .filter(|(_, t)| *t < Time::INF)
+                    .min_by_key(|(_, t)| *t)
+                    .filter(|_| inputs.len() > 1 || s.cti < Time::INF)
+                    .map(|(name, t)| (name.clone(), *t));
+                Explanation {
+                    node: i,
+                    label: label(i),
+                    operator: s.node.as_ref().map_or("input", |n| n.name()),
+                    cti: s.cti,
+                    inputs,
+                    held_by,
+                    state: s.node.as_ref().map_or(0, |n| n.state_size()),
+                }
+            })
+            .collect()
     }
 
     /// Each operator node's name and state size.

@@ -106,6 +106,16 @@ impl QueryGraph {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// Where every node's CTI stands and what holds it back; see [`Graph::explain`].
+    pub fn explain(&self) -> Vec<super::Explanation> {
+        self.lock().explain()
+    }
+
+    /// Names a stream's node for diagnostics.
+    pub fn set_label<P>(&self, stream: &Stream<P>, label: impl Into<String>) {
+        self.lock().set_label(stream.node, label);
+    }
+
     /// Each operator's name and state size (events or groups held).
     pub fn state_sizes(&self) -> Vec<(NodeId, &'static str, usize)> {
         self.lock().state_sizes()
@@ -140,6 +150,12 @@ impl<P: Payload> Stream<P> {
     /// The graph it belongs to.
     pub fn graph(&self) -> &QueryGraph {
         &self.graph
+    }
+
+    /// Names this stream's node for diagnostics (`explain`), and returns it.
+    pub fn named(self, label: impl Into<String>) -> Self {
+        self.graph.set_label(&self, label);
+        self
     }
 
     /// Adds any unary operator.
