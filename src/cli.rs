@@ -17,6 +17,9 @@ USAGE:
                                  each failing case and a closing line `N passed, N failed`
     punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
                                  and the input holding it back (start here for 'no output?')
+    punctual timeline CASE_DIR [-o FILE.svg]
+                                 run one case and draw its inputs and output on one time
+                                 axis as SVG (to FILE, or standard output)
     punctual --help              this text
 
 EXAMPLES:
@@ -43,6 +46,10 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match args.first().map(String::as_str) {
         Some("run") if args.len() == 2 => cmd_run(Path::new(&args[1]), out, err),
         Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
+        Some("timeline") if args.len() == 2 => cmd_timeline(Path::new(&args[1]), None, out, err),
+        Some("timeline") if args.len() == 4 && args[2] == "-o" => {
+            cmd_timeline(Path::new(&args[1]), Some(Path::new(&args[3])), out, err)
+        }
         Some("check") if args.len() >= 2 => cmd_check(
             &args[1..].iter().map(PathBuf::from).collect::<Vec<_>>(),
             out,
@@ -105,6 +112,30 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         }
     }
     EXIT_OK
+}
+
+fn cmd_timeline(dir: &Path, to: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let run = match run_case(dir) {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let svg = crate::timeline::render(&run);
+    match to {
+        None => {
+            let _ = out.write_all(svg.as_bytes());
+            EXIT_OK
+        }
+        Some(path) => match std::fs::write(path, svg) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                let _ = writeln!(err, "error: {}: {e}", path.display());
+                EXIT_FAILED
+            }
+        },
+    }
 }
 
 fn cmd_explain(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {

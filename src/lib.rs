@@ -20,6 +20,7 @@ pub use punctual_policies as policies;
 
 pub mod cli;
 pub mod conformance;
+pub mod timeline;
 
 /// The names most programs need.
 pub mod prelude {

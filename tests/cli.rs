@@ -169,3 +169,16 @@ fn explain_names_the_input_holding_the_join_back() {
     assert!(out.contains("join `joined`: CTI +inf"), "{out}");
     assert!(!out.contains("held at"), "{out}");
 }
+
+#[test]
+fn timeline_writes_an_svg_file() {
+    let dir = cases().join("operators/hopping-count-window-lifetime");
+    let to = std::env::temp_dir().join(format!("punctual-timeline-{}.svg", std::process::id()));
+    let (code, _, err) = cli(&["timeline", s(&dir), "-o", s(&to)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let svg = std::fs::read_to_string(&to).expect("written");
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    let (code, _, err) = cli(&["timeline", "/nonexistent/case"]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(err.contains("/nonexistent/case"), "{err}");
+}

@@ -269,6 +269,7 @@ pub struct Ingress<P> {
     counters: IngressCounters,
     finished: bool,
     watermark: Option<State<P>>,
+    last_adjustment: Option<(EventKind, EventKind)>,
     clock_record: Vec<ClockReading>,
     items_seen: u64,
     late_output: bool,
@@ -287,6 +288,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             counters: IngressCounters::default(),
             finished: false,
             watermark: None,
+            last_adjustment: None,
             clock_record: Vec::new(),
             items_seen: 0,
             late_output: false,
@@ -305,6 +307,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
         });
         ingress.watermark = Some(State::new(watermark));
         ingress
+    }
+
+    /// After an enqueue that returned [`Enqueued::Adjusted`]: the event's kind and times as
+    /// enqueued and as accepted (for diagnostics and the timeline picture).
+    pub fn last_adjustment(&self) -> Option<(EventKind, EventKind)> {
+        self.last_adjustment
     }
 
     /// Starts the late-data side output in [`IngressOutput::late`].
@@ -520,6 +528,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
         if let Err(e) = event.kind.validate() {
             return Err(self.reject(StreamItem::Insert(event), Error::Invalid(e), out));
         }
+        let original_kind = event.kind;
         let mut event = event;
         let mut watermark_adjusted = false;
         if let (Some(w), false) = (
@@ -610,6 +619,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
                 state: EdgeState::Open,
             });
         }
+        if adjusted || watermark_adjusted {
+            self.last_adjustment = Some((original_kind, kind));
+        }
         let accepted_start = kind.start();
         let candidate = self
             .watermark
@@ -691,6 +703,13 @@ impl<P: Clone + PartialEq> Ingress<P> {
         let adjusted = new_end != end || edge_start != start;
         if adjusted {
             self.counters.adjusted += 1;
+            self.last_adjustment = Some((
+                EventKind::EndEdge { start, end },
+                EventKind::EndEdge {
+                    start: edge_start,
+                    end: new_end,
+                },
+            ));
         }
         self.push_buffer(
             EventKind::EndEdge {

@@ -28,8 +28,8 @@ use std::hash::{Hash, Hasher};
 
 use punctual_core::TimeSpan;
 use punctual_policies::{
-    AdvanceTimePolicy, Arrival, DeadLetter, Ingress, IngressConfig, IngressCounters, IngressOutput,
-    Watermark,
+    AdvanceTimePolicy, Arrival, DeadLetter, Enqueued, Ingress, IngressConfig, IngressCounters,
+    IngressOutput, Watermark,
 };
 
 /// Why a case could not be run.
@@ -75,6 +75,40 @@ pub struct CaseRun {
     pub dead_letters: Vec<(String, Vec<DeadLetter<Row>>)>,
     /// Where every node of the query stood at the end, and what held each back.
     pub explanations: Vec<punctual_core::ops::Explanation>,
+    /// Per input stream, in declaration order: what happened to each arrival, and the CTIs
+    /// the stream emitted.
+    pub traces: Vec<StreamTrace>,
+}
+
+/// What happened to one arrival.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Accepted unchanged.
+    Accepted,
+    /// Accepted after an adjustment, with the kind and times it was accepted with.
+    Adjusted(punctual_core::EventKind),
+    /// Dropped by the policy or the watermark strategy.
+    Dropped,
+    /// Rejected (invalid, or violating with no policy).
+    Rejected,
+    /// A CTI that advanced the stream, or one that did not.
+    Cti {
+        /// Whether it advanced the stream.
+        advanced: bool,
+    },
+    /// The end of the stream's input.
+    Eof,
+}
+
+/// One input stream's arrivals with their outcomes, and the CTIs it emitted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamTrace {
+    /// The stream's name.
+    pub name: String,
+    /// Each arrival of this stream, in order, and what happened to it.
+    pub arrivals: Vec<(Option<StreamItem<Row>>, Outcome)>,
+    /// The CTIs it emitted (its own, generated, imported and final ones).
+    pub ctis: Vec<punctual_core::Time>,
 }
 
 struct StreamRun {
@@ -115,6 +149,15 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
     }
     check_import_cycles(&case)?;
     let mut ended = vec![false; streams.len()];
+    let mut traces: Vec<StreamTrace> = case
+        .streams
+        .iter()
+        .map(|s| StreamTrace {
+            name: s.name.clone(),
+            arrivals: Vec::new(),
+            ctis: Vec::new(),
+        })
+        .collect();
     for arrival in &case.arrivals {
         let i = arrival.stream;
         let before = streams[i].out.batch.ctis().len();
@@ -126,15 +169,28 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
                     time: arrival.arrival,
                     partition: None,
                 };
-                let _ = s.ingress.enqueue_with(item.clone(), from, &mut s.out);
+                let outcome = match s.ingress.enqueue_with(item.clone(), from, &mut s.out) {
+                    Ok(Enqueued::Accepted) => Outcome::Accepted,
+                    Ok(Enqueued::Adjusted) => match s.ingress.last_adjustment() {
+                        Some((_, to)) => Outcome::Adjusted(to),
+                        None => Outcome::Accepted,
+                    },
+                    Ok(Enqueued::Dropped) => Outcome::Dropped,
+                    Ok(Enqueued::Cti) => Outcome::Cti { advanced: true },
+                    Ok(Enqueued::StaleCti) => Outcome::Cti { advanced: false },
+                    Err(_) => Outcome::Rejected,
+                };
+                traces[i].arrivals.push((Some(item.clone()), outcome));
             }
             None => {
                 ended[i] = true;
                 let s = &mut streams[i];
                 s.ingress.finish(&mut s.out);
+                traces[i].arrivals.push((None, Outcome::Eof));
             }
         }
         propagate(&mut streams, i, before);
+        record_ctis(&streams, &mut traces);
         feed(&plan, &mut streams);
     }
     for i in 0..streams.len() {
@@ -143,6 +199,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
             let before = s.out.batch.ctis().len();
             s.ingress.finish(&mut s.out);
             propagate(&mut streams, i, before);
+            record_ctis(&streams, &mut traces);
             feed(&plan, &mut streams);
         }
     }
@@ -171,6 +228,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         counters,
         dead_letters,
         explanations,
+        traces,
     })
 }
 
@@ -201,6 +259,13 @@ fn ingress_for(s: &StreamSpec) -> Ingress<Row> {
         });
     }
     Ingress::with_watermark(config, strategy)
+}
+
+/// Notes the CTIs every stream's ingress emitted since the last feed.
+fn record_ctis(streams: &[StreamRun], traces: &mut [StreamTrace]) {
+    for (s, trace) in streams.iter().zip(traces) {
+        trace.ctis.extend(s.out.batch.ctis().iter().map(|m| m.time));
+    }
 }
 
 /// Feeds what every stream's ingress released into the graph.
