@@ -10,7 +10,10 @@
 //! - [`core`]: time, events, stream items, batches, rows;
 //! - [`policies`]: advance-time settings, policies, the ingress state machine;
 //! - [`adapters`]: async adapter traits and factories, query binding, built-in adapters;
-//! - [`conformance`]: the runner for the data-driven conformance cases (also `punctual check`).
+//! - [`conformance`]: the runner for the data-driven conformance cases (also `punctual check`);
+//! - [`testing`]: a harness for testing queries (scripted source, manual clock, segment
+//!   assertions);
+//! - [`timeline`]: the SVG picture of a case (also `punctual timeline`).
 
 #![warn(missing_docs)]
 
@@ -20,6 +23,7 @@ pub use punctual_policies as policies;
 
 pub mod cli;
 pub mod conformance;
+pub mod testing;
 pub mod timeline;
 
 /// The names most programs need.
