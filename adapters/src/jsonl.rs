@@ -10,7 +10,9 @@
 //! [`MalformedLines::Skip`] the line is counted as `malformed`, sent to the stream's dead
 //! letters with its text, and reading goes on. A line of kind `eof` ends the input; `arrival`
 //! times are read and ignored (they are for the watermark strategies). Neither adapter declares
-//! advance-time settings: CTIs come from the file or from the stream's settings.
+//! advance-time settings: CTIs come from the file or from the stream's settings, and the input
+//! enqueues `CTI(+inf)` at end of file unless told otherwise ([`ReplayOptions`]: also a speed
+//! factor and follow mode). The path `-` is standard input (output).
 //!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
@@ -35,9 +37,9 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 
-use punctual_core::{Batch, EventShape};
+use punctual_core::{Batch, EventShape, StreamItem, Time};
 use punctual_policies::MalformedRecord;
 
 use crate::adapter::{
@@ -48,6 +50,7 @@ use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::line::{item_to_json, parse_line, LineError};
 use crate::memory::BATCH;
+use crate::replay::{next_line, open_lines, Pacer, ReplayOptions};
 
 /// What a JSON-lines input does with a line it cannot parse.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
@@ -61,14 +64,18 @@ pub enum MalformedLines {
 }
 
 /// Configuration of [`JsonLinesInput`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonLinesInputConfig {
-    /// The file to read.
+    /// The file to read; `-` is standard input.
     pub path: PathBuf,
     /// What to do with malformed lines (default: fail).
     #[serde(default)]
     pub malformed: MalformedLines,
+    /// Speed, follow mode, final CTI at end of file (default: as fast as possible, no follow,
+    /// a final CTI).
+    #[serde(default)]
+    pub replay: ReplayOptions,
 }
 
 impl JsonLinesInputConfig {
@@ -77,7 +84,14 @@ impl JsonLinesInputConfig {
         JsonLinesInputConfig {
             path: path.into(),
             malformed: MalformedLines::Fail,
+            replay: ReplayOptions::default(),
         }
+    }
+
+    /// Replay options.
+    pub fn replay(mut self, replay: ReplayOptions) -> Self {
+        self.replay = replay;
+        self
     }
 
     /// Sets what to do with malformed lines.
@@ -128,13 +142,16 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.config.path.clone();
-        let file = tokio::fs::File::open(&path)
-            .await
-            .map_err(io_error(&path))?;
-        let mut lines = BufReader::new(file).lines();
+        let mut reader = open_lines(&path).await?;
+        let follow = self.config.replay.follow;
+        let mut pacer = Pacer::new(self.config.replay.speed);
         let mut pending = Vec::with_capacity(BATCH);
         let mut number = 0usize;
-        while let Some(text) = lines.next_line().await.map_err(io_error(&path))? {
+        loop {
+            let stopping = ctx.stopping();
+            let Some(text) = next_line(reader.as_mut(), follow, &path, stopping).await? else {
+                break;
+            };
             number += 1;
             if ctx.is_stopping() {
                 return Ok(());
@@ -152,8 +169,14 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
             });
             match parsed {
                 Ok(Some(item)) => {
+                    if let StreamItem::Insert(e) = &item {
+                        if let Some(due) = pacer.due(e.kind.start()) {
+                            ctx.enqueue_batch(pending.drain(..)).await?;
+                            tokio::time::sleep_until(due).await;
+                        }
+                    }
                     pending.push(item);
-                    if pending.len() >= BATCH {
+                    if pending.len() >= BATCH || follow {
                         ctx.enqueue_batch(pending.drain(..)).await?;
                     }
                 }
@@ -180,6 +203,9 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
         }
         if !pending.is_empty() {
             ctx.enqueue_batch(pending).await?;
+        }
+        if self.config.replay.final_cti && !follow {
+            ctx.enqueue_cti(Time::INF).await?;
         }
         Ok(())
     }

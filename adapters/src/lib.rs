@@ -12,11 +12,13 @@
 pub mod adapter;
 pub mod clock;
 pub mod context;
+pub mod csv;
 pub mod error;
 pub mod jsonl;
 pub mod line;
 pub mod memory;
 pub mod query;
+pub mod replay;
 
 pub use adapter::{
     DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
@@ -24,6 +26,7 @@ pub use adapter::{
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{DeadLetterCollector, DeadLetterSink, EnqueueSummary, InputContext};
+pub use csv::{CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig};
 pub use error::{AdapterError, EnqueueError, QueryError};
 pub use jsonl::{
     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines,
@@ -31,3 +34,4 @@ pub use jsonl::{
 pub use memory::{channel_input, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput};
 pub use punctual_core::ops::Stream;
 pub use query::{InputOptions, Query, QueryReport, RunningQuery, StopHandle};
+pub use replay::ReplayOptions;

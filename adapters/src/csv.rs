@@ -1,0 +1,491 @@
+//! CSV files (one record per line, a header line first): [`CsvInput`] reads events from them,
+//! [`CsvOutput`] writes events and CTIs.
+//!
+//! The input takes its start time (and, for intervals, its end time) from named columns, as
+//! integer ticks or RFC 3339 text, and builds the payload from the whole record: numbers where a
+//! field is one, text otherwise, so a serde payload type or an untyped
+//! [`Row`](punctual_core::Row) both work. Fields may be quoted (`"a, b"`, `""` for a quote).
+//! Malformed records are skipped by default: counted as `malformed` and sent to the dead
+//! letters with file, line and field (or, with [`MalformedLines::Fail`], they fail the query).
+//! Replay options: as fast as possible or at a speed factor, follow mode, and a final CTI at end
+//! of file by default ([`ReplayOptions`]). The path `-` is standard input / output.
+//!
+//! ```no_run
+//! use punctual_adapters::{CsvInput, CsvInputConfig, InputOptions, Query};
+//! use punctual_core::{EventShape, Row};
+//! # async fn demo() -> Result<(), punctual_adapters::QueryError> {
+//! let mut query = Query::new("csv");
+//! let readings = query.create_stream::<_, Row, _>(
+//!     InputOptions::new("readings", EventShape::Point),
+//!     &CsvInput,
+//!     &CsvInputConfig::new("readings.csv", "time"),
+//! )?;
+//! # let _ = readings; Ok(()) }
+//! ```
+
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+
+use punctual_core::{Batch, Event, EventKind, EventShape, StreamItem, Time};
+use punctual_policies::MalformedRecord;
+
+use crate::adapter::{
+    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
+    OutputAdapterFactory, Payload,
+};
+use crate::context::InputContext;
+use crate::error::AdapterError;
+use crate::jsonl::MalformedLines;
+use crate::memory::BATCH;
+use crate::replay::{next_line, open_lines, Pacer, ReplayOptions};
+
+/// Configuration of [`CsvInput`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CsvInputConfig {
+    /// The file; `-` is standard input.
+    pub path: PathBuf,
+    /// The column holding each event's start time.
+    pub start: String,
+    /// The column holding each event's end time, for interval events (absent: points).
+    #[serde(default)]
+    pub end: Option<String>,
+    /// The field separator (default `,`).
+    #[serde(default = "comma")]
+    pub delimiter: char,
+    /// What to do with malformed records (default: skip, count and dead-letter them).
+    #[serde(default = "skip")]
+    pub malformed: MalformedLines,
+    /// Speed, follow mode, final CTI (`replay = { speed = 10.0, follow = false, final_cti = true }`).
+    #[serde(default)]
+    pub replay: ReplayOptions,
+}
+
+fn comma() -> char {
+    ','
+}
+
+fn skip() -> MalformedLines {
+    MalformedLines::Skip
+}
+
+impl CsvInputConfig {
+    /// Read `path`, taking point events' times from column `start`.
+    pub fn new(path: impl Into<PathBuf>, start: impl Into<String>) -> Self {
+        CsvInputConfig {
+            path: path.into(),
+            start: start.into(),
+            end: None,
+            delimiter: ',',
+            malformed: MalformedLines::Skip,
+            replay: ReplayOptions::default(),
+        }
+    }
+
+    /// Interval events ending at column `end`.
+    pub fn end(mut self, end: impl Into<String>) -> Self {
+        self.end = Some(end.into());
+        self
+    }
+
+    /// Replay options.
+    pub fn replay(mut self, replay: ReplayOptions) -> Self {
+        self.replay = replay;
+        self
+    }
+
+    /// What to do with malformed records.
+    pub fn malformed(mut self, m: MalformedLines) -> Self {
+        self.malformed = m;
+        self
+    }
+}
+
+/// Splits one CSV record; `None` for an unterminated quote.
+pub fn split_record(line: &str, delimiter: char) -> Option<Vec<String>> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut chars = line.chars().peekable();
+    let mut quoted = false;
+    let mut at_start = true;
+    while let Some(c) = chars.next() {
+        if quoted {
+            if c == '"' {
+                if chars.peek() == Some(&'"') {
+                    field.push('"');
+                    chars.next();
+                } else {
+                    quoted = false;
+                }
+            } else {
+                field.push(c);
+            }
+        } else if c == '"' && at_start {
+            quoted = true;
+            at_start = false;
+        } else if c == delimiter {
+            fields.push(std::mem::take(&mut field));
+            at_start = true;
+        } else {
+            field.push(c);
+            at_start = false;
+        }
+    }
+    if quoted {
+        return None;
+    }
+    fields.push(field);
+    Some(fields)
+}
+
+/// Joins fields into a CSV record, quoting where needed.
+pub fn join_record(fields: &[String], delimiter: char) -> String {
+    fields
+        .iter()
+        .map(|f| {
+            if f.contains(delimiter) || f.contains('"') || f.contains('\n') || f.starts_with(' ') {
+                format!("\"{}\"", f.replace('"', "\"\""))
+            } else {
+                f.clone()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(&delimiter.to_string())
+}
+
+fn infer(text: &str) -> serde_json::Value {
+    if let Ok(i) = text.parse::<i64>() {
+        if i.to_string() == text {
+            return serde_json::Value::from(i);
+        }
+    }
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let leading_zero = digits.len() > 1 && digits.starts_with('0') && !digits.starts_with("0.");
+    let looks_float = text.contains(['.', 'e', 'E']) && !leading_zero;
+    if let (Ok(f), true) = (text.parse::<f64>(), looks_float) {
+        if f.is_finite() && text.trim() == text {
+            return serde_json::Value::from(f);
+        }
+    }
+    match text {
+        "true" => serde_json::Value::Bool(true),
+        "false" => serde_json::Value::Bool(false),
+        _ => serde_json::Value::String(text.to_owned()),
+    }
+}
+
+fn parse_time(text: &str) -> Result<Time, String> {
+    text.parse::<i64>()
+        .map(Time::from_ticks)
+        .or_else(|_| Time::parse_rfc3339(text).map_err(|e| e.to_string()))
+}
+
+/// Factory of CSV file inputs; see the module doc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CsvInput;
+
+impl DeclareAdvanceTimeProperties<CsvInputConfig> for CsvInput {}
+
+impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for CsvInput {
+    type Adapter = CsvReader<P>;
+
+    fn create(
+        &self,
+        config: &CsvInputConfig,
+        _shape: EventShape,
+    ) -> Result<CsvReader<P>, AdapterError> {
+        if config.start.is_empty() {
+            return Err(AdapterError::Config("`start` must name a column".into()));
+        }
+        Ok(CsvReader {
+            config: config.clone(),
+            _payload: PhantomData,
+        })
+    }
+}
+
+/// Reads one CSV file into a stream.
+#[derive(Debug)]
+pub struct CsvReader<P> {
+    config: CsvInputConfig,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl<P: DeserializeOwned> CsvReader<P> {
+    /// Parses one record into an item, or says which field is wrong.
+    fn item(&self, header: &[String], line: &str) -> Result<StreamItem<P>, String> {
+        let fields = split_record(line, self.config.delimiter).ok_or("an unterminated quote")?;
+        if fields.len() != header.len() {
+            return Err(format!(
+                "{} fields, the header has {}",
+                fields.len(),
+                header.len()
+            ));
+        }
+        let field = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .map(|i| fields[i].as_str())
+                .ok_or_else(|| format!("no column `{name}`"))
+        };
+        let start = parse_time(field(&self.config.start)?)
+            .map_err(|e| format!("field `{}`: {e}", self.config.start))?;
+        let kind = match &self.config.end {
+            None => EventKind::Point(start),
+            Some(end_col) => EventKind::Interval {
+                start,
+                end: parse_time(field(end_col)?).map_err(|e| format!("field `{end_col}`: {e}"))?,
+            },
+        };
+        let inferred: serde_json::Map<String, serde_json::Value> = header
+            .iter()
+            .zip(&fields)
+            .map(|(h, f)| (h.clone(), infer(f)))
+            .collect();
+        let payload =
+            serde_json::from_value::<P>(serde_json::Value::Object(inferred)).or_else(|first| {
+                // A text field that looks like a number: try every field as text.
+                let texts: serde_json::Map<String, serde_json::Value> = header
+                    .iter()
+                    .zip(&fields)
+                    .map(|(h, f)| (h.clone(), serde_json::Value::String(f.clone())))
+                    .collect();
+                serde_json::from_value::<P>(serde_json::Value::Object(texts))
+                    .map_err(|_| first.to_string())
+            })?;
+        Ok(StreamItem::Insert(Event { kind, payload }))
+    }
+}
+
+#[async_trait]
+impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let path = self.config.path.clone();
+        let mut reader = open_lines(&path).await?;
+        let follow = self.config.replay.follow;
+        let Some(header_line) = next_line(reader.as_mut(), follow, &path, ctx.stopping()).await?
+        else {
+            return Ok(());
+        };
+        let header = split_record(&header_line, self.config.delimiter).ok_or_else(|| {
+            AdapterError::Malformed {
+                path: path.clone(),
+                line: 1,
+                message: "the header has an unterminated quote".into(),
+            }
+        })?;
+        let mut pacer = Pacer::new(self.config.replay.speed);
+        let mut pending = Vec::with_capacity(BATCH);
+        let mut number = 1usize;
+        loop {
+            let stopping = ctx.stopping();
+            let Some(line) = next_line(reader.as_mut(), follow, &path, stopping).await? else {
+                break;
+            };
+            number += 1;
+            if ctx.is_stopping() {
+                return Ok(());
+            }
+            if line.trim().is_empty() {
+                continue;
+            }
+            match self.item(&header, &line) {
+                Ok(item) => {
+                    if let StreamItem::Insert(e) = &item {
+                        if let Some(due) = pacer.due(e.kind.start()) {
+                            ctx.enqueue_batch(pending.drain(..)).await?;
+                            tokio::time::sleep_until(due).await;
+                        }
+                    }
+                    pending.push(item);
+                    if pending.len() >= BATCH || follow {
+                        ctx.enqueue_batch(pending.drain(..)).await?;
+                    }
+                }
+                Err(message) => match self.config.malformed {
+                    MalformedLines::Fail => {
+                        return Err(AdapterError::Malformed {
+                            path,
+                            line: number,
+                            message,
+                        })
+                    }
+                    MalformedLines::Skip => {
+                        ctx.enqueue_batch(pending.drain(..)).await?;
+                        ctx.report_malformed(MalformedRecord {
+                            location: format!("{}:{number}", path.display()),
+                            message,
+                            text: line,
+                        })
+                        .await;
+                    }
+                },
+            }
+        }
+        ctx.enqueue_batch(pending).await?;
+        if self.config.replay.final_cti && !follow {
+            ctx.enqueue_cti(Time::INF).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Configuration of [`CsvOutput`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CsvOutputConfig {
+    /// The file to write (created or truncated); `-` is standard output.
+    pub path: PathBuf,
+}
+
+/// Factory of CSV outputs: a header `kind,start,end` plus the payload's fields (taken from the
+/// first event; a payload that is not an object is one column, `payload`), then one record per
+/// event or CTI (`cti,TIME,`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CsvOutput;
+
+/// Writes a stream as CSV.
+pub struct CsvWriter<P> {
+    path: PathBuf,
+    out: Option<BufWriter<Box<dyn AsyncWrite + Unpin + Send + Sync>>>,
+    columns: Option<Vec<String>>,
+    _payload: PhantomData<fn(P)>,
+}
+
+impl<P> std::fmt::Debug for CsvWriter<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CsvWriter")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl<P: Payload + Serialize> OutputAdapterFactory<CsvOutputConfig, P> for CsvOutput {
+    type Adapter = CsvWriter<P>;
+
+    fn create(
+        &self,
+        config: &CsvOutputConfig,
+        _shape: EventShape,
+    ) -> Result<CsvWriter<P>, AdapterError> {
+        Ok(CsvWriter {
+            path: config.path.clone(),
+            out: None,
+            columns: None,
+            _payload: PhantomData,
+        })
+    }
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
+    move |source| AdapterError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+fn cell(v: Option<&serde_json::Value>) -> String {
+    match v {
+        None | Some(serde_json::Value::Null) => String::new(),
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    }
+}
+
+#[async_trait]
+impl<P: Payload + Serialize> OutputAdapter<P> for CsvWriter<P> {
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
+        if self.out.is_none() {
+            let sink: Box<dyn AsyncWrite + Unpin + Send + Sync> = if self.path.as_os_str() == "-" {
+                Box::new(tokio::io::stdout())
+            } else {
+                Box::new(
+                    tokio::fs::File::create(&self.path)
+                        .await
+                        .map_err(io(&self.path))?,
+                )
+            };
+            self.out = Some(BufWriter::new(sink));
+        }
+        let mut text = String::new();
+        for item in batch.items() {
+            let (kind, start, end, payload) = match item {
+                StreamItem::Cti(t) => ("cti", t, None, None),
+                StreamItem::Insert(e) => {
+                    let value = serde_json::to_value(e.payload).map_err(AdapterError::other)?;
+                    let (k, s, en) = match e.kind {
+                        EventKind::Point(t) => ("point", t, None),
+                        EventKind::Interval { start, end } => ("interval", start, Some(end)),
+                        EventKind::StartEdge(s) => ("start", s, None),
+                        EventKind::EndEdge { start, end } => ("end", start, Some(end)),
+                    };
+                    (k, s, en, Some(value))
+                }
+            };
+            if self.columns.is_none() {
+                if let Some(v) = &payload {
+                    let cols = match v {
+                        serde_json::Value::Object(m) => m.keys().cloned().collect(),
+                        _ => vec!["payload".to_owned()],
+                    };
+                    let mut header = vec!["kind".to_owned(), "start".to_owned(), "end".to_owned()];
+                    header.extend(cols.iter().cloned());
+                    text.push_str(&join_record(&header, ','));
+                    text.push('\n');
+                    self.columns = Some(cols);
+                }
+            }
+            let mut fields = vec![
+                kind.to_owned(),
+                start.to_string(),
+                end.map(|e| e.to_string()).unwrap_or_default(),
+            ];
+            if let Some(cols) = &self.columns {
+                for c in cols {
+                    fields.push(match &payload {
+                        Some(serde_json::Value::Object(m)) => cell(m.get(c)),
+                        Some(v) if c == "payload" => cell(Some(v)),
+                        _ => String::new(),
+                    });
+                }
+            }
+            text.push_str(&join_record(&fields, ','));
+            text.push('\n');
+        }
+        if let Some(out) = self.out.as_mut() {
+            out.write_all(text.as_bytes())
+                .await
+                .map_err(io(&self.path))?;
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<(), AdapterError> {
+        if let Some(out) = self.out.as_mut() {
+            out.flush().await.map_err(io(&self.path))?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_split_and_join_with_quotes() {
+        let f = split_record(r#"a,"b, c","say ""hi""",,x"#, ',').unwrap();
+        assert_eq!(f, vec!["a", "b, c", r#"say "hi""#, "", "x"]);
+        assert_eq!(split_record(r#"a,"open"#, ','), None);
+        assert_eq!(join_record(&f, ','), r#"a,"b, c","say ""hi""",,x"#);
+        assert_eq!(infer("01"), serde_json::Value::String("01".into()));
+        assert_eq!(infer("42"), serde_json::Value::from(42));
+        assert_eq!(infer("2.5"), serde_json::Value::from(2.5));
+    }
+}
