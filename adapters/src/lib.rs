@@ -31,7 +31,10 @@ pub use error::{AdapterError, EnqueueError, QueryError};
 pub use jsonl::{
     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines,
 };
-pub use memory::{channel_input, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput};
+pub use memory::{
+    channel_input, stream_output, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput,
+    StreamOutput,
+};
 pub use punctual_core::ops::Stream;
 pub use query::{InputOptions, Query, QueryReport, RunningQuery, StopHandle};
 pub use replay::ReplayOptions;

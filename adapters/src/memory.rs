@@ -8,6 +8,7 @@
 //! | items from a `futures::Stream` (used once) | [`StreamInput`] | `()` |
 //! | items sent on a channel by the application | [`ChannelInput`] from [`channel_input`] | `()` |
 //! | collect output items in memory | [`CollectOutput`] | `()` |
+//! | output as a `futures::Stream` | [`StreamOutput`] from [`stream_output`] | `()` |
 //!
 //! Inputs enqueue in batches of up to [`BATCH`] items and stop when the query stops.
 
@@ -245,6 +246,76 @@ impl<P: Payload> InputAdapterFactory<(), P> for ChannelInput<P> {
     fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
         Ok(ChannelAdapter {
             rx: self.rx.take("a ChannelInput")?,
+        })
+    }
+}
+
+/// An output delivered as a `futures::Stream` of items: see [`stream_output`].
+#[derive(Debug)]
+pub struct StreamOutput<P> {
+    tx: Once<mpsc::Sender<StreamItem<P>>>,
+}
+
+/// An output adapter factory and the `futures::Stream` it feeds: every released event and CTI,
+/// in order, ending when the query's output ends. The channel holds `capacity` items; a consumer
+/// that falls behind holds the query back.
+///
+/// ```
+/// use futures::StreamExt;
+/// use punctual_adapters::{stream_output, InputOptions, MemoryInput, Query};
+/// use punctual_core::{EventShape, StreamItem, Time};
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let mut query = Query::new("q");
+/// let items = vec![StreamItem::point(Time::from_ticks(1), 7u8), StreamItem::Cti(Time::INF)];
+/// let s = query.create_stream(InputOptions::new("in", EventShape::Point), &MemoryInput, &items)?;
+/// let (factory, mut results) = stream_output::<u8>(16);
+/// query.bind_output(&s, &factory, &())?;
+/// let running = query.start()?;
+/// assert_eq!(results.next().await, Some(StreamItem::point(Time::from_ticks(1), 7)));
+/// assert_eq!(results.next().await, Some(StreamItem::Cti(Time::INF)));
+/// running.wait().await?;
+/// assert_eq!(results.next().await, None);
+/// # Ok::<(), punctual_adapters::QueryError>(())
+/// # }).unwrap();
+/// ```
+pub fn stream_output<P: Payload>(
+    capacity: usize,
+) -> (
+    StreamOutput<P>,
+    impl futures::Stream<Item = StreamItem<P>> + Send + Unpin,
+) {
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    })
+    .boxed();
+    (StreamOutput { tx: Once::new(tx) }, stream)
+}
+
+/// The adapter a [`StreamOutput`] makes.
+pub struct StreamOutputAdapter<P> {
+    tx: mpsc::Sender<StreamItem<P>>,
+}
+
+#[async_trait]
+impl<P: Payload> OutputAdapter<P> for StreamOutputAdapter<P> {
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
+        for item in batch.items() {
+            // A consumer that dropped its stream no longer wants items: not an error.
+            if self.tx.send(item.map(P::clone)).await.is_err() {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<P: Payload> OutputAdapterFactory<(), P> for StreamOutput<P> {
+    type Adapter = StreamOutputAdapter<P>;
+
+    fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        Ok(StreamOutputAdapter {
+            tx: self.tx.take("a StreamOutput")?,
         })
     }
 }
