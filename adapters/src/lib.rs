@@ -19,6 +19,7 @@ pub mod line;
 pub mod memory;
 pub mod query;
 pub mod replay;
+pub mod tcp;
 
 pub use adapter::{
     DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
@@ -38,3 +39,4 @@ pub use memory::{
 pub use punctual_core::ops::Stream;
 pub use query::{InputOptions, Query, QueryReport, RunningQuery, StopHandle};
 pub use replay::ReplayOptions;
+pub use tcp::{TcpClientConfig, TcpClientInput, TcpOutput, TcpOutputConfig, TcpServerInput};

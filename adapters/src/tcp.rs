@@ -1,0 +1,309 @@
+//! The TCP line protocol: JSON lines (the form of [`crate::line`]) over TCP.
+//!
+//! - [`TcpServerInput`]: listens, accepts any number of clients, and enqueues every line they
+//!   send. Each connection has a reader task feeding a bounded channel, so when the query is
+//!   behind the readers stop reading and TCP's own flow control holds the senders back.
+//! - [`TcpClientInput`]: connects to a server and enqueues the lines it sends.
+//! - [`TcpOutput`]: connects to a server and writes the stream's events and CTIs as lines.
+//!
+//! Malformed lines are skipped, counted as `malformed` and dead-lettered with the peer and line
+//! number. For CTIs when a connection is quiet, give the stream a watermark strategy and the
+//! query a clock (`InputOptions::watermark`, `Query::clock`): the idle input then advances from
+//! the clock like any other.
+//!
+//! ```no_run
+//! use punctual_adapters::{InputOptions, Query, TcpServerInput};
+//! use punctual_core::{EventShape, Row};
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = TcpServerInput::bind("127.0.0.1:7000").await?;
+//! let mut query = Query::new("tcp");
+//! let lines = query.create_stream::<_, Row, _>(InputOptions::new("in", EventShape::Point), &server, &())?;
+//! # let _ = lines; Ok(()) }
+//! ```
+
+use std::marker::PhantomData;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Mutex, PoisonError};
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use punctual_core::{Batch, EventShape, StreamItem};
+use punctual_policies::MalformedRecord;
+
+use crate::adapter::{
+    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
+    OutputAdapterFactory, Payload,
+};
+use crate::context::InputContext;
+use crate::error::AdapterError;
+use crate::line::{item_to_json, parse_line};
+use crate::memory::BATCH;
+
+/// What a connection's reader hands the adapter.
+enum Received<P> {
+    Item(StreamItem<P>),
+    Malformed(MalformedRecord),
+}
+
+fn net_error(what: String) -> impl FnOnce(std::io::Error) -> AdapterError {
+    move |source| AdapterError::Io {
+        path: PathBuf::from(what),
+        source,
+    }
+}
+
+/// Reads JSON lines from one connection into `tx` until it closes (or the adapter is gone).
+async fn read_lines<P: DeserializeOwned>(
+    conn: impl AsyncRead + Unpin,
+    peer: String,
+    tx: mpsc::Sender<Received<P>>,
+) {
+    let mut lines = BufReader::new(conn).lines();
+    let mut number = 0usize;
+    while let Ok(Some(text)) = lines.next_line().await {
+        number += 1;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let received = match parse_line::<P>(&text).and_then(|l| l.into_item()) {
+            Ok(Some(item)) => Received::Item(item),
+            Ok(None) => break, // `eof`: this client is done
+            Err(e) => Received::Malformed(MalformedRecord {
+                location: format!("{peer}:{number}"),
+                message: e.to_string(),
+                text,
+            }),
+        };
+        if tx.send(received).await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Enqueues what the readers send, in batches, until every sender is gone or the query stops.
+async fn pump<P: Payload>(
+    rx: &mut mpsc::Receiver<Received<P>>,
+    ctx: &mut InputContext<P>,
+) -> Result<(), AdapterError> {
+    let mut buf = Vec::with_capacity(BATCH);
+    loop {
+        let n = tokio::select! {
+            n = rx.recv_many(&mut buf, BATCH) => n,
+            _ = ctx.stopping() => return Ok(()),
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        let mut items = Vec::with_capacity(n);
+        for r in buf.drain(..) {
+            match r {
+                Received::Item(i) => items.push(i),
+                Received::Malformed(m) => {
+                    ctx.enqueue_batch(items.drain(..)).await?;
+                    ctx.report_malformed(m).await;
+                }
+            }
+        }
+        ctx.enqueue_batch(items).await?;
+    }
+}
+
+/// A listening TCP input; see the module doc. It can feed one stream.
+#[derive(Debug)]
+pub struct TcpServerInput {
+    listener: Mutex<Option<TcpListener>>,
+    addr: SocketAddr,
+}
+
+impl TcpServerInput {
+    /// Listens on `addr` (`127.0.0.1:0` picks a free port; see [`TcpServerInput::local_addr`]).
+    pub async fn bind(addr: &str) -> Result<Self, AdapterError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(net_error(addr.to_owned()))?;
+        let addr = listener.local_addr().map_err(net_error(addr.to_owned()))?;
+        Ok(TcpServerInput {
+            listener: Mutex::new(Some(listener)),
+            addr,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+/// The adapter of a [`TcpServerInput`]: runs until the query stops (servers do not end by
+/// themselves).
+pub struct TcpServerAdapter<P> {
+    listener: Option<TcpListener>,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl DeclareAdvanceTimeProperties<()> for TcpServerInput {}
+
+impl<P: Payload + DeserializeOwned> InputAdapterFactory<(), P> for TcpServerInput {
+    type Adapter = TcpServerAdapter<P>;
+
+    fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        let listener = self
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| AdapterError::Config("a TcpServerInput feeds one stream".into()))?;
+        Ok(TcpServerAdapter {
+            listener: Some(listener),
+            _payload: PhantomData,
+        })
+    }
+}
+
+#[async_trait]
+impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpServerAdapter<P> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let Some(listener) = self.listener.take() else {
+            return Ok(());
+        };
+        let (tx, mut rx) = mpsc::channel::<Received<P>>(BATCH);
+        let accept = async move {
+            loop {
+                let Ok((conn, peer)) = listener.accept().await else {
+                    continue;
+                };
+                tokio::spawn(read_lines(conn, peer.to_string(), tx.clone()));
+            }
+        };
+        tokio::select! {
+            r = pump(&mut rx, ctx) => r,
+            () = accept => Ok(()),
+        }
+    }
+}
+
+/// Configuration of [`TcpClientInput`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpClientConfig {
+    /// `host:port` to connect to.
+    pub connect: String,
+}
+
+/// Factory of TCP inputs that connect to a server and read its lines until it closes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpClientInput;
+
+/// The adapter of a [`TcpClientInput`].
+pub struct TcpClientAdapter<P> {
+    connect: String,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl DeclareAdvanceTimeProperties<TcpClientConfig> for TcpClientInput {}
+
+impl<P: Payload + DeserializeOwned> InputAdapterFactory<TcpClientConfig, P> for TcpClientInput {
+    type Adapter = TcpClientAdapter<P>;
+
+    fn create(
+        &self,
+        config: &TcpClientConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        Ok(TcpClientAdapter {
+            connect: config.connect.clone(),
+            _payload: PhantomData,
+        })
+    }
+}
+
+#[async_trait]
+impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpClientAdapter<P> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let conn = TcpStream::connect(&self.connect)
+            .await
+            .map_err(net_error(self.connect.clone()))?;
+        let (tx, mut rx) = mpsc::channel::<Received<P>>(BATCH);
+        let reader = tokio::spawn(read_lines(conn, self.connect.clone(), tx));
+        let r = pump(&mut rx, ctx).await;
+        reader.abort();
+        r
+    }
+}
+
+/// Configuration of [`TcpOutput`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpOutputConfig {
+    /// `host:port` to connect to.
+    pub connect: String,
+}
+
+/// Factory of TCP outputs: connect, then write every event and CTI as a JSON line; a slow
+/// receiver holds the query back.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpOutput;
+
+/// The adapter of a [`TcpOutput`].
+pub struct TcpWriter<P> {
+    connect: String,
+    conn: Option<BufWriter<TcpStream>>,
+    _payload: PhantomData<fn(P)>,
+}
+
+impl<P: Payload + Serialize> OutputAdapterFactory<TcpOutputConfig, P> for TcpOutput {
+    type Adapter = TcpWriter<P>;
+
+    fn create(
+        &self,
+        config: &TcpOutputConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        Ok(TcpWriter {
+            connect: config.connect.clone(),
+            conn: None,
+            _payload: PhantomData,
+        })
+    }
+}
+
+#[async_trait]
+impl<P: Payload + Serialize> OutputAdapter<P> for TcpWriter<P> {
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
+        if self.conn.is_none() {
+            let conn = TcpStream::connect(&self.connect)
+                .await
+                .map_err(net_error(self.connect.clone()))?;
+            self.conn = Some(BufWriter::new(conn));
+        }
+        let mut text = String::new();
+        for item in batch.items() {
+            text.push_str(&item_to_json(item).to_string());
+            text.push('\n');
+        }
+        if let Some(conn) = self.conn.as_mut() {
+            conn.write_all(text.as_bytes())
+                .await
+                .map_err(net_error(self.connect.clone()))?;
+            conn.flush()
+                .await
+                .map_err(net_error(self.connect.clone()))?;
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<(), AdapterError> {
+        if let Some(conn) = self.conn.as_mut() {
+            conn.shutdown()
+                .await
+                .map_err(net_error(self.connect.clone()))?;
+        }
+        Ok(())
+    }
+}

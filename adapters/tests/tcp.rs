@@ -1,0 +1,150 @@
+//! The TCP line protocol over loopback: a server input fed by clients, a client input, an output.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+use punctual_adapters::{
+    CollectOutput, InputOptions, MemoryInput, Query, TcpClientConfig, TcpClientInput, TcpOutput,
+    TcpOutputConfig, TcpServerInput,
+};
+use punctual_core::{EventShape, StreamItem, Time};
+use punctual_policies::AdvanceTimeSettings;
+
+fn t(x: i64) -> Time {
+    Time::from_ticks(x)
+}
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+#[tokio::test]
+async fn a_server_input_takes_lines_from_several_clients() {
+    tokio::time::timeout(LIMIT, async {
+        let server = TcpServerInput::bind("127.0.0.1:0").await.expect("binds");
+        let addr = server.local_addr();
+        let mut query = Query::new("tcp-in").stop_grace(Duration::from_secs(2));
+        let s = query
+            .create_stream::<_, i64, _>(InputOptions::new("in", EventShape::Point), &server, &())
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let running = query.start().expect("starts");
+        for (client, lines) in [
+            (
+                "a",
+                "{\"kind\":\"point\",\"start\":1,\"payload\":1}\nnot json\n",
+            ),
+            ("b", "{\"kind\":\"point\",\"start\":2,\"payload\":2}\n"),
+        ] {
+            let mut conn = TcpStream::connect(addr).await.expect("connects");
+            conn.write_all(lines.as_bytes()).await.expect("writes");
+            conn.shutdown().await.expect(client);
+        }
+        // The CTI only after both points are in, from a third connection.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut conn = TcpStream::connect(addr).await.expect("connects");
+        conn.write_all(b"{\"kind\":\"cti\",\"time\":10}\n")
+            .await
+            .expect("writes");
+        conn.shutdown().await.expect("closes");
+        while out.len() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let report = running.stop().await.expect("stops");
+        let mut items = out.items();
+        items.sort_by_key(|i| format!("{i:?}"));
+        assert!(
+            items.contains(&StreamItem::point(t(1), 1))
+                && items.contains(&StreamItem::point(t(2), 2))
+        );
+        assert_eq!(out.items().last(), Some(&StreamItem::Cti(t(10))));
+        assert_eq!(report.counters("in").expect("stream").malformed, 1);
+    })
+    .await
+    .expect("finishes in time");
+}
+
+#[tokio::test]
+async fn a_client_input_reads_until_the_server_closes() {
+    tokio::time::timeout(LIMIT, async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.expect("accepts");
+            conn.write_all(b"{\"kind\":\"point\",\"start\":5,\"payload\":50}\n{\"kind\":\"point\",\"start\":6,\"payload\":60}\n")
+                .await
+                .expect("writes");
+            conn.shutdown().await.expect("closes");
+        });
+        let mut query = Query::new("tcp-client");
+        let s = query
+            .create_stream::<_, i64, _>(
+                InputOptions::new("in", EventShape::Point)
+                    .settings(AdvanceTimeSettings::increasing_start_time()),
+                &TcpClientInput,
+                &TcpClientConfig { connect: addr.to_string() },
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        query.start().expect("starts").wait().await.expect("runs");
+        assert_eq!(
+            out.items(),
+            vec![
+                StreamItem::Cti(t(5)),
+                StreamItem::point(t(5), 50),
+                StreamItem::Cti(t(6)),
+                StreamItem::point(t(6), 60),
+                StreamItem::Cti(Time::INF),
+            ]
+        );
+    })
+    .await
+    .expect("finishes in time");
+}
+
+#[tokio::test]
+async fn an_output_writes_json_lines_to_a_server() {
+    tokio::time::timeout(LIMIT, async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let addr = listener.local_addr().expect("addr");
+        let reader = tokio::spawn(async move {
+            let (conn, _) = listener.accept().await.expect("accepts");
+            let mut lines = BufReader::new(conn).lines();
+            let mut got = Vec::new();
+            while let Ok(Some(l)) = lines.next_line().await {
+                got.push(l);
+            }
+            got
+        });
+        let mut query = Query::new("tcp-out");
+        let items = vec![StreamItem::point(t(1), 7i64), StreamItem::Cti(Time::INF)];
+        let s = query
+            .create_stream(
+                InputOptions::new("in", EventShape::Point),
+                &MemoryInput,
+                &items,
+            )
+            .expect("binds");
+        query
+            .bind_output(
+                &s,
+                &TcpOutput,
+                &TcpOutputConfig {
+                    connect: addr.to_string(),
+                },
+            )
+            .expect("binds");
+        query.start().expect("starts").wait().await.expect("runs");
+        assert_eq!(
+            reader.await.expect("reader"),
+            vec![
+                r#"{"kind":"point","start":1,"payload":7}"#.to_owned(),
+                r#"{"kind":"cti","time":"inf"}"#.to_owned()
+            ]
+        );
+    })
+    .await
+    .expect("finishes in time");
+}
