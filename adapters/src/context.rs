@@ -21,6 +21,7 @@ use punctual_policies::{
 
 use crate::adapter::Payload;
 use crate::error::EnqueueError;
+use crate::observe::StreamMetrics;
 
 /// Receives a stream's dead letters: every dropped, rejected, malformed or unreleased item with
 /// its reason. Closures `FnMut(DeadLetter<P>)` are sinks.
@@ -140,6 +141,7 @@ impl QueryShared {
 pub(crate) struct StreamShared {
     pub(crate) name: String,
     counters: Mutex<IngressCounters>,
+    metrics: Mutex<StreamMetrics>,
     paused: Mutex<Vec<usize>>,
     clock_record: Mutex<Vec<ClockReading>>,
 }
@@ -147,6 +149,7 @@ pub(crate) struct StreamShared {
 impl StreamShared {
     pub(crate) fn new(name: String) -> Self {
         StreamShared {
+            metrics: Mutex::new(StreamMetrics::new(&name)),
             name,
             counters: Mutex::new(IngressCounters::default()),
             paused: Mutex::new(Vec::new()),
@@ -160,6 +163,10 @@ impl StreamShared {
 
     fn publish(&self, c: IngressCounters) {
         *self.counters.lock().unwrap_or_else(PoisonError::into_inner) = c;
+        self.metrics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(&c);
     }
 
     pub(crate) fn clock_record(&self) -> Vec<ClockReading> {

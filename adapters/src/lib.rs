@@ -17,6 +17,7 @@ pub mod error;
 pub mod jsonl;
 pub mod line;
 pub mod memory;
+pub mod observe;
 pub mod query;
 pub mod replay;
 pub mod tcp;

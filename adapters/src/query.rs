@@ -719,7 +719,10 @@ impl Query {
         let mut graph = self.graph.take_graph();
         let (explain_tx, mut explain_rx) =
             mpsc::channel::<tokio::sync::oneshot::Sender<Vec<Explanation>>>(4);
+        let query_name = self.name.clone();
         tasks.spawn(format!("query `{}`", self.name), async move {
+            let mut explain_every = tokio::time::interval(Duration::from_secs(10));
+            explain_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 let Delivery { node, mut batch } = tokio::select! {
                     d = rx.recv() => match d {
@@ -728,6 +731,12 @@ impl Query {
                     },
                     Some(reply) = explain_rx.recv() => {
                         let _ = reply.send(graph.explain());
+                        continue;
+                    }
+                    _ = explain_every.tick(), if tracing::enabled!(target: "punctual::explain", tracing::Level::DEBUG) => {
+                        for e in graph.explain() {
+                            tracing::debug!(target: "punctual::explain", query = %query_name, "{e}");
+                        }
                         continue;
                     }
                 };

@@ -1,0 +1,97 @@
+//! Observability: metrics through the `metrics` facade and logs through `tracing`. The library
+//! never installs a recorder or a subscriber; the application picks them (a Prometheus exporter,
+//! `tracing-subscriber`, ...).
+//!
+//! Metrics, per input stream (label `stream`), updated after every enqueue call:
+//!
+//! | name | kind | what |
+//! |---|---|---|
+//! | `punctual_events_in` | counter | events enqueued |
+//! | `punctual_events_released` | counter | events released downstream |
+//! | `punctual_events_dropped` | counter | dropped by a policy or watermark strategy |
+//! | `punctual_events_adjusted` | counter | adjusted |
+//! | `punctual_events_rejected` | counter | rejected |
+//! | `punctual_events_buffered` | gauge | waiting in the reorder buffer for a CTI |
+//! | `punctual_cti_ticks` | gauge | the stream's CTI (ticks since the epoch) |
+//! | `punctual_cti_lag_ticks` | gauge | highest start minus the CTI: how far the CTI lags the events |
+//!
+//! Logs: a `warn` when an input has produced many events and still no CTI (10,000, then every
+//! tenfold), and, every 10 s of a running query, one `debug` line per node of `explain`
+//! (target `punctual::explain`).
+
+use metrics::{Counter, Gauge};
+use punctual_policies::IngressCounters;
+
+use punctual_core::Time;
+
+/// One stream's metric handles, registered once.
+pub(crate) struct StreamMetrics {
+    events_in: Counter,
+    released: Counter,
+    dropped: Counter,
+    adjusted: Counter,
+    rejected: Counter,
+    buffered: Gauge,
+    cti: Gauge,
+    lag: Gauge,
+    warned_at: u64,
+    name: String,
+}
+
+impl std::fmt::Debug for StreamMetrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamMetrics")
+            .field("stream", &self.name)
+            .finish()
+    }
+}
+
+impl StreamMetrics {
+    pub(crate) fn new(stream: &str) -> Self {
+        let label = [("stream", stream.to_owned())];
+        StreamMetrics {
+            events_in: metrics::counter!("punctual_events_in", &label),
+            released: metrics::counter!("punctual_events_released", &label),
+            dropped: metrics::counter!("punctual_events_dropped", &label),
+            adjusted: metrics::counter!("punctual_events_adjusted", &label),
+            rejected: metrics::counter!("punctual_events_rejected", &label),
+            buffered: metrics::gauge!("punctual_events_buffered", &label),
+            cti: metrics::gauge!("punctual_cti_ticks", &label),
+            lag: metrics::gauge!("punctual_cti_lag_ticks", &label),
+            warned_at: 0,
+            name: stream.to_owned(),
+        }
+    }
+
+    pub(crate) fn record(&mut self, c: &IngressCounters) {
+        self.events_in.absolute(c.events_in);
+        self.released.absolute(c.released);
+        self.dropped.absolute(c.dropped);
+        self.adjusted.absolute(c.adjusted);
+        self.rejected.absolute(c.rejected);
+        self.buffered.set(c.buffered as f64);
+        if c.cti.is_finite() {
+            self.cti.set(c.cti.ticks() as f64);
+            if c.max_start.is_finite() {
+                self.lag.set((c.max_start - c.cti).ticks() as f64);
+            }
+        }
+        let threshold = if self.warned_at == 0 {
+            10_000
+        } else {
+            self.warned_at * 10
+        };
+        if c.cti == Time::NEG_INF && c.events_in >= threshold {
+            self.warned_at = threshold;
+            tracing::warn!(
+                stream = %self.name,
+                events = c.events_in,
+                buffered = c.buffered,
+                "input `{}` has produced {} events and no CTI: nothing downstream can be released; \
+                 give it advance-time settings, a watermark strategy, or import another stream's CTIs",
+                self.name,
+                c.events_in
+            );
+        }
+    }
+}
