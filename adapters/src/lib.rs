@@ -17,6 +17,8 @@ pub mod error;
 pub mod jsonl;
 pub mod line;
 pub mod memory;
+#[cfg(feature = "mqtt")]
+pub mod mqtt;
 pub mod observe;
 pub mod query;
 pub mod replay;
@@ -37,6 +39,8 @@ pub use memory::{
     channel_input, stream_output, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput,
     StreamOutput,
 };
+#[cfg(feature = "mqtt")]
+pub use mqtt::{MqttConfig, MqttInput, MqttOutput};
 pub use punctual_core::ops::Stream;
 pub use query::{InputOptions, Query, QueryReport, RunningQuery, StopHandle};
 pub use replay::ReplayOptions;

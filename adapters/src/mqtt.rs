@@ -1,0 +1,274 @@
+//! MQTT (feature `mqtt`, with `rumqttc`): [`MqttInput`] subscribes to a topic and enqueues one
+//! item per message, [`MqttOutput`] publishes a stream's events and CTIs, one per message. A
+//! message holds one JSON line of the form of [`crate::line`]; an `eof` message ends the input.
+//! Malformed messages are skipped, counted as `malformed` and dead-lettered with the topic and
+//! message number. For CTIs while a topic is quiet, use a watermark strategy and the query's
+//! clock.
+//!
+//! ```no_run
+//! use punctual_adapters::{InputOptions, MqttConfig, MqttInput, Query};
+//! use punctual_core::{EventShape, Row};
+//! # fn demo() -> Result<(), punctual_adapters::QueryError> {
+//! let mut query = Query::new("mqtt");
+//! let s = query.create_stream::<_, Row, _>(
+//!     InputOptions::new("sensors", EventShape::Point),
+//!     &MqttInput,
+//!     &MqttConfig::new("127.0.0.1", 1883, "sensors/readings"),
+//! )?;
+//! # let _ = s; Ok(()) }
+//! ```
+
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rumqttc::{AsyncClient, Event, EventLoop, MqttOptions, Packet, QoS};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use punctual_core::{Batch, EventShape};
+use punctual_policies::MalformedRecord;
+
+use crate::adapter::{
+    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
+    OutputAdapterFactory, Payload,
+};
+use crate::context::InputContext;
+use crate::error::AdapterError;
+use crate::line::{item_to_json, parse_line};
+
+/// Where an MQTT adapter connects and which topic it uses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MqttConfig {
+    /// Broker host.
+    pub host: String,
+    /// Broker port.
+    pub port: u16,
+    /// Topic to subscribe to (input) or publish on (output).
+    pub topic: String,
+    /// Client id (default: `punctual-` and the topic).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// Quality of service, 0, 1 or 2 (default 1: at least once).
+    #[serde(default = "one")]
+    pub qos: u8,
+}
+
+fn one() -> u8 {
+    1
+}
+
+impl MqttConfig {
+    /// A broker and a topic, QoS 1.
+    pub fn new(host: impl Into<String>, port: u16, topic: impl Into<String>) -> Self {
+        MqttConfig {
+            host: host.into(),
+            port,
+            topic: topic.into(),
+            client_id: None,
+            qos: 1,
+        }
+    }
+
+    fn connect(&self, suffix: &str) -> Result<(AsyncClient, EventLoop, QoS), AdapterError> {
+        let qos = match self.qos {
+            0 => QoS::AtMostOnce,
+            1 => QoS::AtLeastOnce,
+            2 => QoS::ExactlyOnce,
+            q => {
+                return Err(AdapterError::Config(format!(
+                    "qos must be 0, 1 or 2, not {q}"
+                )))
+            }
+        };
+        let id = self
+            .client_id
+            .clone()
+            .unwrap_or_else(|| format!("punctual-{suffix}-{}", self.topic.replace('/', "-")));
+        let mut options = MqttOptions::new(id, self.host.clone(), self.port);
+        options.set_keep_alive(Duration::from_secs(30));
+        let (client, events) = AsyncClient::new(options, 64);
+        Ok((client, events, qos))
+    }
+}
+
+fn mqtt_error(e: impl std::error::Error + Send + Sync + 'static) -> AdapterError {
+    AdapterError::other(e)
+}
+
+/// Factory of MQTT inputs; see the module doc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MqttInput;
+
+/// Subscribes to a topic and enqueues its messages.
+pub struct MqttReader<P> {
+    config: MqttConfig,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl DeclareAdvanceTimeProperties<MqttConfig> for MqttInput {}
+
+impl<P: Payload + DeserializeOwned> InputAdapterFactory<MqttConfig, P> for MqttInput {
+    type Adapter = MqttReader<P>;
+
+    fn create(
+        &self,
+        config: &MqttConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        config.connect("check")?;
+        Ok(MqttReader {
+            config: config.clone(),
+            _payload: PhantomData,
+        })
+    }
+}
+
+#[async_trait]
+impl<P: Payload + DeserializeOwned> InputAdapter<P> for MqttReader<P> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let (client, mut events, qos) = self.config.connect("in")?;
+        client
+            .subscribe(self.config.topic.clone(), qos)
+            .await
+            .map_err(mqtt_error)?;
+        let mut number = 0usize;
+        loop {
+            let event = tokio::select! {
+                e = events.poll() => e.map_err(mqtt_error)?,
+                _ = ctx.stopping() => break,
+            };
+            let Event::Incoming(Packet::Publish(message)) = event else {
+                continue;
+            };
+            number += 1;
+            let text = String::from_utf8_lossy(&message.payload).into_owned();
+            match parse_line::<P>(text.trim()).and_then(|l| l.into_item()) {
+                Ok(Some(item)) => {
+                    ctx.enqueue_batch(std::iter::once(item)).await?;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    ctx.report_malformed(MalformedRecord {
+                        location: format!("mqtt {} message {number}", self.config.topic),
+                        message: e.to_string(),
+                        text,
+                    })
+                    .await;
+                }
+            }
+        }
+        let _ = client.disconnect().await;
+        Ok(())
+    }
+}
+
+/// Factory of MQTT outputs; see the module doc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MqttOutput;
+
+/// Publishes a stream on a topic.
+pub struct MqttWriter<P> {
+    config: MqttConfig,
+    client: Option<Publisher>,
+    _payload: PhantomData<fn(P)>,
+}
+
+/// A connected publisher: the client, its QoS, the task driving its event loop, how many
+/// messages were handed to it and how many are done (sent at QoS 0, acknowledged above).
+struct Publisher {
+    client: AsyncClient,
+    qos: QoS,
+    driver: tokio::task::JoinHandle<()>,
+    published: usize,
+    done: Arc<AtomicUsize>,
+}
+
+impl<P: Payload + Serialize> OutputAdapterFactory<MqttConfig, P> for MqttOutput {
+    type Adapter = MqttWriter<P>;
+
+    fn create(
+        &self,
+        config: &MqttConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        config.connect("check")?;
+        Ok(MqttWriter {
+            config: config.clone(),
+            client: None,
+            _payload: PhantomData,
+        })
+    }
+}
+
+#[async_trait]
+impl<P: Payload + Serialize> OutputAdapter<P> for MqttWriter<P> {
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
+        if self.client.is_none() {
+            let (client, mut events, qos) = self.config.connect("out")?;
+            let done = Arc::new(AtomicUsize::new(0));
+            let counter = Arc::clone(&done);
+            // The event loop drives the connection and counts finished publishes; it ends when
+            // the client disconnects.
+            let driver = tokio::spawn(async move {
+                while let Ok(e) = events.poll().await {
+                    let finished = match (&e, qos) {
+                        (Event::Outgoing(rumqttc::Outgoing::Publish(_)), QoS::AtMostOnce) => true,
+                        (Event::Incoming(Packet::PubAck(_)), QoS::AtLeastOnce) => true,
+                        (Event::Incoming(Packet::PubComp(_)), QoS::ExactlyOnce) => true,
+                        (Event::Outgoing(rumqttc::Outgoing::Disconnect), _) => break,
+                        _ => false,
+                    };
+                    if finished {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+            self.client = Some(Publisher {
+                client,
+                qos,
+                driver,
+                published: 0,
+                done,
+            });
+        }
+        if let Some(p) = self.client.as_mut() {
+            for item in batch.items() {
+                let line = item_to_json(item).to_string();
+                p.client
+                    .publish(self.config.topic.clone(), p.qos, false, line)
+                    .await
+                    .map_err(mqtt_error)?;
+                p.published += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits (up to 10 s) until every message went out (QoS 0) or was acknowledged (QoS 1 and
+    /// 2), then disconnects.
+    async fn finish(&mut self) -> Result<(), AdapterError> {
+        if let Some(p) = self.client.take() {
+            let flushed = async {
+                while p.done.load(Ordering::SeqCst) < p.published {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            };
+            let waited = tokio::time::timeout(Duration::from_secs(10), flushed).await;
+            p.client.disconnect().await.map_err(mqtt_error)?;
+            let _ = tokio::time::timeout(Duration::from_secs(5), p.driver).await;
+            if waited.is_err() {
+                return Err(AdapterError::Config(format!(
+                    "the broker did not take {} of {} messages on `{}` within 10 s",
+                    p.published - p.done.load(Ordering::SeqCst),
+                    p.published,
+                    self.config.topic
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,140 @@
+//! MQTT against a real mosquitto broker on a loopback port (feature `mqtt`; `.ci/run` installs
+//! Debian's mosquitto). The test starts the broker with a generated config and stops it.
+#![cfg(feature = "mqtt")]
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+
+use punctual_adapters::{InputOptions, MqttConfig, MqttInput, MqttOutput, Query};
+use punctual_core::EventShape;
+use punctual_policies::AdvanceTimeSettings;
+
+/// A mosquitto broker on a free loopback port, stopped on drop.
+struct Broker {
+    child: Child,
+    port: u16,
+}
+
+impl Broker {
+    fn start() -> Broker {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let dir = std::env::temp_dir().join(format!("punctual-mosquitto-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let conf = dir.join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
+        )
+        .expect("config written");
+        let mut child = Command::new("mosquitto")
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mosquitto must be installed for the MQTT test (apt-get install mosquitto)");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Broker { child, port };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("mosquitto did not listen on port {port} within 5 s");
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn publish_through_a_query_and_subscribe_to_the_results() {
+    let broker = Broker::start();
+    let port = broker.port;
+    tokio::time::timeout(Duration::from_secs(30), async move {
+        // A subscriber on the output topic.
+        let mut opts = MqttOptions::new("test-sub", "127.0.0.1", port);
+        opts.set_keep_alive(Duration::from_secs(30));
+        let (sub, mut sub_events) = AsyncClient::new(opts, 64);
+        sub.subscribe("out", QoS::AtLeastOnce)
+            .await
+            .expect("subscribes");
+        loop {
+            if let Event::Incoming(Packet::SubAck(_)) = sub_events.poll().await.expect("polls") {
+                break;
+            }
+        }
+        // The query: readings above 10 from topic `in` to topic `out`.
+        let mut query = Query::new("mqtt");
+        let s = query
+            .create_stream::<_, i64, _>(
+                InputOptions::new("in", EventShape::Point)
+                    .settings(AdvanceTimeSettings::strictly_increasing_start_time()),
+                &MqttInput,
+                &MqttConfig::new("127.0.0.1", port, "in"),
+            )
+            .expect("binds");
+        query
+            .bind_output(
+                &s.filter(|v| *v > 10),
+                &MqttOutput,
+                &MqttConfig::new("127.0.0.1", port, "out"),
+            )
+            .expect("binds");
+        let running = query.start().expect("starts");
+        tokio::time::sleep(Duration::from_millis(500)).await; // the input's subscription
+        let mut opts = MqttOptions::new("test-pub", "127.0.0.1", port);
+        opts.set_keep_alive(Duration::from_secs(30));
+        let (publisher, mut pub_events) = AsyncClient::new(opts, 64);
+        tokio::spawn(async move { while pub_events.poll().await.is_ok() {} });
+        for (t, v) in [(1, 5), (2, 20), (3, 30)] {
+            let line = format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}");
+            publisher
+                .publish("in", QoS::AtLeastOnce, false, line)
+                .await
+                .expect("publishes");
+        }
+        publisher
+            .publish("in", QoS::AtLeastOnce, false, "not json")
+            .await
+            .expect("publishes");
+        publisher
+            .publish("in", QoS::AtLeastOnce, false, "{\"kind\":\"eof\"}")
+            .await
+            .expect("publishes");
+        let mut received = Vec::new();
+        while received.len() < 6 {
+            if let Event::Incoming(Packet::Publish(p)) = sub_events.poll().await.expect("polls") {
+                received.push(String::from_utf8_lossy(&p.payload).into_owned());
+            }
+        }
+        let report = running.wait().await.expect("runs");
+        assert!(
+            received.contains(&r#"{"kind":"point","start":2,"payload":20}"#.to_owned()),
+            "{received:?}"
+        );
+        assert!(
+            received.contains(&r#"{"kind":"point","start":3,"payload":30}"#.to_owned()),
+            "{received:?}"
+        );
+        assert!(
+            !received.iter().any(|m| m.contains("\"payload\":5")),
+            "filtered out: {received:?}"
+        );
+        assert_eq!(report.counters("in").expect("stream").malformed, 1);
+    })
+    .await
+    .expect("finishes in time");
+    drop(broker);
+}
