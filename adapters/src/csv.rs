@@ -32,7 +32,6 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 
 use punctual_core::{Batch, Event, EventKind, EventShape, StreamItem, Time};
-use punctual_policies::MalformedRecord;
 
 use crate::adapter::{
     DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
@@ -41,8 +40,7 @@ use crate::adapter::{
 use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::jsonl::MalformedLines;
-use crate::memory::BATCH;
-use crate::replay::{next_line, open_lines, Pacer, ReplayOptions};
+use crate::replay::{next_line, open_lines, open_sink, Feeder, ReplayOptions};
 
 /// Configuration of [`CsvInput`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -280,8 +278,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
                 message: "the header has an unterminated quote".into(),
             }
         })?;
-        let mut pacer = Pacer::new(self.config.replay.speed);
-        let mut pending = Vec::with_capacity(BATCH);
+        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed);
         let mut number = 1usize;
         loop {
             let stopping = ctx.stopping();
@@ -296,43 +293,11 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
                 continue;
             }
             match self.item(&header, &line) {
-                Ok(item) => {
-                    if let StreamItem::Insert(e) = &item {
-                        if let Some(due) = pacer.due(e.kind.start()) {
-                            ctx.enqueue_batch(pending.drain(..)).await?;
-                            tokio::time::sleep_until(due).await;
-                        }
-                    }
-                    pending.push(item);
-                    if pending.len() >= BATCH || follow {
-                        ctx.enqueue_batch(pending.drain(..)).await?;
-                    }
-                }
-                Err(message) => match self.config.malformed {
-                    MalformedLines::Fail => {
-                        return Err(AdapterError::Malformed {
-                            path,
-                            line: number,
-                            message,
-                        })
-                    }
-                    MalformedLines::Skip => {
-                        ctx.enqueue_batch(pending.drain(..)).await?;
-                        ctx.report_malformed(MalformedRecord {
-                            location: format!("{}:{number}", path.display()),
-                            message,
-                            text: line,
-                        })
-                        .await;
-                    }
-                },
+                Ok(item) => feed.item(ctx, item).await?,
+                Err(message) => feed.malformed(ctx, (number, line), message).await?,
             }
         }
-        ctx.enqueue_batch(pending).await?;
-        if self.config.replay.final_cti && !follow {
-            ctx.enqueue_cti(Time::INF).await?;
-        }
-        Ok(())
+        feed.finish(ctx).await
     }
 }
 
@@ -402,16 +367,7 @@ fn cell(v: Option<&serde_json::Value>) -> String {
 impl<P: Payload + Serialize> OutputAdapter<P> for CsvWriter<P> {
     async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
         if self.out.is_none() {
-            let sink: Box<dyn AsyncWrite + Unpin + Send + Sync> = if self.path.as_os_str() == "-" {
-                Box::new(tokio::io::stdout())
-            } else {
-                Box::new(
-                    tokio::fs::File::create(&self.path)
-                        .await
-                        .map_err(io(&self.path))?,
-                )
-            };
-            self.out = Some(BufWriter::new(sink));
+            self.out = Some(open_sink(&self.path).await?);
         }
         let mut text = String::new();
         for item in batch.items() {

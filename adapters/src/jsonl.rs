@@ -39,8 +39,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 
-use punctual_core::{Batch, EventShape, StreamItem, Time};
-use punctual_policies::MalformedRecord;
+use punctual_core::{Batch, EventShape};
 
 use crate::adapter::{
     DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
@@ -49,19 +48,9 @@ use crate::adapter::{
 use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::line::{item_to_json, parse_line, LineError};
-use crate::memory::BATCH;
-use crate::replay::{next_line, open_lines, Pacer, ReplayOptions};
+use crate::replay::{next_line, open_lines, open_sink, Feeder, ReplayOptions};
 
-/// What a JSON-lines input does with a line it cannot parse.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MalformedLines {
-    /// Fail the adapter (and the query) with the file, line and reason.
-    #[default]
-    Fail,
-    /// Count it as `malformed`, dead-letter it, and go on.
-    Skip,
-}
+pub use crate::replay::MalformedLines;
 
 /// Configuration of [`JsonLinesInput`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -143,13 +132,13 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.config.path.clone();
         let mut reader = open_lines(&path).await?;
-        let follow = self.config.replay.follow;
-        let mut pacer = Pacer::new(self.config.replay.speed);
-        let mut pending = Vec::with_capacity(BATCH);
+        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed);
         let mut number = 0usize;
         loop {
             let stopping = ctx.stopping();
-            let Some(text) = next_line(reader.as_mut(), follow, &path, stopping).await? else {
+            let Some(text) =
+                next_line(reader.as_mut(), self.config.replay.follow, &path, stopping).await?
+            else {
                 break;
             };
             number += 1;
@@ -168,46 +157,12 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
                 line.into_item()
             });
             match parsed {
-                Ok(Some(item)) => {
-                    if let StreamItem::Insert(e) = &item {
-                        if let Some(due) = pacer.due(e.kind.start()) {
-                            ctx.enqueue_batch(pending.drain(..)).await?;
-                            tokio::time::sleep_until(due).await;
-                        }
-                    }
-                    pending.push(item);
-                    if pending.len() >= BATCH || follow {
-                        ctx.enqueue_batch(pending.drain(..)).await?;
-                    }
-                }
+                Ok(Some(item)) => feed.item(ctx, item).await?,
                 Ok(None) => break, // `eof`
-                Err(e) => match self.config.malformed {
-                    MalformedLines::Fail => {
-                        return Err(AdapterError::Malformed {
-                            path,
-                            line: number,
-                            message: e.to_string(),
-                        })
-                    }
-                    MalformedLines::Skip => {
-                        ctx.enqueue_batch(pending.drain(..)).await?;
-                        ctx.report_malformed(MalformedRecord {
-                            location: format!("{}:{number}", path.display()),
-                            message: e.to_string(),
-                            text,
-                        })
-                        .await;
-                    }
-                },
+                Err(e) => feed.malformed(ctx, (number, text), e.to_string()).await?,
             }
         }
-        if !pending.is_empty() {
-            ctx.enqueue_batch(pending).await?;
-        }
-        if self.config.replay.final_cti && !follow {
-            ctx.enqueue_cti(Time::INF).await?;
-        }
-        Ok(())
+        feed.finish(ctx).await
     }
 }
 
@@ -272,16 +227,7 @@ impl<P: Payload + Serialize> OutputAdapterFactory<JsonLinesOutputConfig, P> for 
 impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
     async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
         if self.out.is_none() {
-            let sink: Box<dyn AsyncWrite + Unpin + Send + Sync> = if self.path.as_os_str() == "-" {
-                Box::new(tokio::io::stdout())
-            } else {
-                Box::new(
-                    tokio::fs::File::create(&self.path)
-                        .await
-                        .map_err(io_error(&self.path))?,
-                )
-            };
-            self.out = Some(BufWriter::new(sink));
+            self.out = Some(open_sink(&self.path).await?);
         }
         let Some(out) = self.out.as_mut() else {
             return Ok(());

@@ -2,16 +2,31 @@
 //! optionally following the file as it grows (tail), and with a final CTI at end of file.
 //! Shared by the JSON-lines and CSV inputs.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, BufReader, BufWriter};
 use tokio::time::Instant;
 
-use punctual_core::{Time, TICKS_PER_SECOND};
+use punctual_core::{StreamItem, Time, TICKS_PER_SECOND};
+use punctual_policies::MalformedRecord;
 
+use crate::adapter::Payload;
+use crate::context::InputContext;
 use crate::error::AdapterError;
+use crate::memory::BATCH;
+
+/// What a file input does with a line it cannot parse.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MalformedLines {
+    /// Fail the adapter (and the query) with the file, line and reason.
+    #[default]
+    Fail,
+    /// Count it as `malformed`, dead-letter it, and go on.
+    Skip,
+}
 
 /// Replay options of a file input.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -112,4 +127,104 @@ pub(crate) async fn next_line(
             _ = &mut stopping => return Ok(None),
         }
     }
+}
+
+/// Feeds parsed lines into a stream: paces them, batches them, handles malformed lines, ends
+/// with the final CTI. Shared by the file inputs.
+pub(crate) struct Feeder<P> {
+    path: PathBuf,
+    pacer: Pacer,
+    pending: Vec<StreamItem<P>>,
+    follow: bool,
+    malformed: MalformedLines,
+    final_cti: bool,
+}
+
+impl<P: Payload> Feeder<P> {
+    pub(crate) fn new(path: &Path, replay: ReplayOptions, malformed: MalformedLines) -> Self {
+        Feeder {
+            path: path.to_owned(),
+            pacer: Pacer::new(replay.speed),
+            pending: Vec::with_capacity(BATCH),
+            follow: replay.follow,
+            malformed,
+            final_cti: replay.final_cti,
+        }
+    }
+
+    /// An item: waits until it is due (at a speed factor), then enqueues it with the others
+    /// (at once in follow mode, else in batches).
+    pub(crate) async fn item(
+        &mut self,
+        ctx: &mut InputContext<P>,
+        item: StreamItem<P>,
+    ) -> Result<(), AdapterError> {
+        if let StreamItem::Insert(e) = &item {
+            if let Some(due) = self.pacer.due(e.kind.start()) {
+                ctx.enqueue_batch(self.pending.drain(..)).await?;
+                tokio::time::sleep_until(due).await;
+            }
+        }
+        self.pending.push(item);
+        if self.pending.len() >= BATCH || self.follow {
+            ctx.enqueue_batch(self.pending.drain(..)).await?;
+        }
+        Ok(())
+    }
+
+    /// A line that could not be parsed: an error (`Fail`), or counted and dead-lettered (`Skip`).
+    pub(crate) async fn malformed(
+        &mut self,
+        ctx: &mut InputContext<P>,
+        (line, text): (usize, String),
+        message: String,
+    ) -> Result<(), AdapterError> {
+        match self.malformed {
+            MalformedLines::Fail => Err(AdapterError::Malformed {
+                path: self.path.clone(),
+                line,
+                message,
+            }),
+            MalformedLines::Skip => {
+                ctx.enqueue_batch(self.pending.drain(..)).await?;
+                ctx.report_malformed(MalformedRecord {
+                    location: format!("{}:{line}", self.path.display()),
+                    message,
+                    text,
+                })
+                .await;
+                Ok(())
+            }
+        }
+    }
+
+    /// End of input: what is pending, then `CTI(+inf)` if asked (not in follow mode).
+    pub(crate) async fn finish(mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        if !self.pending.is_empty() {
+            ctx.enqueue_batch(self.pending.drain(..)).await?;
+        }
+        if self.final_cti && !self.follow {
+            ctx.enqueue_cti(Time::INF).await?;
+        }
+        Ok(())
+    }
+}
+
+/// A buffered writer to a file (created or truncated), or to standard output for `-`.
+pub(crate) async fn open_sink(
+    path: &Path,
+) -> Result<BufWriter<Box<dyn AsyncWrite + Unpin + Send + Sync>>, AdapterError> {
+    let sink: Box<dyn AsyncWrite + Unpin + Send + Sync> = if path.as_os_str() == "-" {
+        Box::new(tokio::io::stdout())
+    } else {
+        Box::new(
+            tokio::fs::File::create(path)
+                .await
+                .map_err(|source| AdapterError::Io {
+                    path: path.to_owned(),
+                    source,
+                })?,
+        )
+    };
+    Ok(BufWriter::new(sink))
 }
