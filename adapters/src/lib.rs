@@ -15,6 +15,8 @@ pub mod context;
 pub mod csv;
 pub mod error;
 pub mod jsonl;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod line;
 pub mod memory;
 #[cfg(feature = "mqtt")]
@@ -35,6 +37,8 @@ pub use error::{AdapterError, EnqueueError, QueryError};
 pub use jsonl::{
     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines,
 };
+#[cfg(feature = "kafka")]
+pub use kafka::{KafkaConfig, KafkaInput, KafkaOutput};
 pub use memory::{
     channel_input, stream_output, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput,
     StreamOutput,

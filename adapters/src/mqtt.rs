@@ -18,6 +18,9 @@
 //! # let _ = s; Ok(()) }
 //! ```
 
+/// The `rumqttc` crate this adapter is built on (for tests and custom setups).
+pub use rumqttc;
+
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use punctual_adapters::mqtt::rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
 
 use punctual_adapters::{InputOptions, MqttConfig, MqttInput, MqttOutput, Query};
 use punctual_core::EventShape;

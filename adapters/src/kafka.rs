@@ -1,0 +1,310 @@
+//! Kafka (feature `kafka`, with `rdkafka`): [`KafkaInput`] consumes a topic, [`KafkaOutput`]
+//! produces to one. A message holds one JSON line of the form of [`crate::line`].
+//!
+//! Each Kafka partition is one partition of the stream's watermark strategy: the input enqueues
+//! every event with its partition and the broker's timestamp as its arrival time, so with
+//! `Watermark::partitioned(n, bound)` each partition has its own watermark, the stream's CTI is
+//! the minimum over the partitions, idle partitions drop out after the idle timeout, and with a
+//! maximum drift the input pauses partitions that run too far ahead (and resumes them when the
+//! others catch up). With `until_end`, the input ends once every partition has reached its end
+//! (replaying a topic); otherwise it runs until the query stops. Malformed messages are
+//! skipped, counted and dead-lettered with topic, partition and offset.
+//!
+//! ```no_run
+//! use punctual_adapters::{InputOptions, KafkaConfig, KafkaInput, Query};
+//! use punctual_core::{EventShape, Row, TimeSpan};
+//! use punctual_policies::Watermark;
+//! # fn demo() -> Result<(), punctual_adapters::QueryError> {
+//! let mut query = Query::new("kafka");
+//! let s = query.create_stream::<_, Row, _>(
+//!     InputOptions::new("clicks", EventShape::Point)
+//!         .watermark(Watermark::<Row>::partitioned(8, TimeSpan::from_secs(2)).idle_timeout(TimeSpan::from_secs(30))),
+//!     &KafkaInput,
+//!     &KafkaConfig::new("localhost:9092", "clicks"),
+//! )?;
+//! # let _ = s; Ok(()) }
+//! ```
+
+/// The `rdkafka` crate this adapter is built on (for tests and custom setups).
+pub use rdkafka;
+
+use std::marker::PhantomData;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::TopicPartitionList;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use punctual_core::{Batch, EventShape, Time};
+use punctual_policies::{Arrival, MalformedRecord};
+
+use crate::adapter::{
+    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
+    OutputAdapterFactory, Payload,
+};
+use crate::context::InputContext;
+use crate::error::{AdapterError, EnqueueError};
+use crate::line::{item_to_json, parse_line};
+
+/// Where a Kafka adapter connects.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaConfig {
+    /// `bootstrap.servers`.
+    pub brokers: String,
+    /// The topic.
+    pub topic: String,
+    /// The consumer group (input; default `punctual-` and the topic).
+    #[serde(default)]
+    pub group_id: Option<String>,
+    /// Input: end once every partition has reached its end (default: run until stopped).
+    #[serde(default)]
+    pub until_end: bool,
+}
+
+impl KafkaConfig {
+    /// Brokers and a topic.
+    pub fn new(brokers: impl Into<String>, topic: impl Into<String>) -> Self {
+        KafkaConfig {
+            brokers: brokers.into(),
+            topic: topic.into(),
+            group_id: None,
+            until_end: false,
+        }
+    }
+
+    /// End the input once every partition has reached its end.
+    pub fn until_end(mut self) -> Self {
+        self.until_end = true;
+        self
+    }
+}
+
+fn kafka_error(e: KafkaError) -> AdapterError {
+    AdapterError::other(e)
+}
+
+/// Factory of Kafka inputs; see the module doc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KafkaInput;
+
+/// Consumes one topic into a stream.
+pub struct KafkaReader<P> {
+    config: KafkaConfig,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl DeclareAdvanceTimeProperties<KafkaConfig> for KafkaInput {}
+
+impl<P: Payload + DeserializeOwned> InputAdapterFactory<KafkaConfig, P> for KafkaInput {
+    type Adapter = KafkaReader<P>;
+
+    fn create(
+        &self,
+        config: &KafkaConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        if config.topic.is_empty() || config.brokers.is_empty() {
+            return Err(AdapterError::Config(
+                "brokers and topic must not be empty".into(),
+            ));
+        }
+        Ok(KafkaReader {
+            config: config.clone(),
+            _payload: PhantomData,
+        })
+    }
+}
+
+impl<P> KafkaReader<P> {
+    fn consumer(&self) -> Result<StreamConsumer, AdapterError> {
+        let group = self
+            .config
+            .group_id
+            .clone()
+            .unwrap_or_else(|| format!("punctual-{}", self.config.topic));
+        ClientConfig::new()
+            .set("bootstrap.servers", &self.config.brokers)
+            .set("group.id", &group)
+            .set("enable.auto.commit", "true")
+            .set("auto.offset.reset", "earliest")
+            .set(
+                "enable.partition.eof",
+                if self.config.until_end {
+                    "true"
+                } else {
+                    "false"
+                },
+            )
+            .create()
+            .map_err(kafka_error)
+    }
+}
+
+/// Pauses the partitions the stream asks to pause and resumes the others.
+fn align(consumer: &StreamConsumer, topic: &str, paused: &mut Vec<usize>, now: Vec<usize>) {
+    if *paused == now {
+        return;
+    }
+    let list = |ps: &[usize]| {
+        let mut l = TopicPartitionList::new();
+        for &p in ps {
+            l.add_partition(topic, p as i32);
+        }
+        l
+    };
+    let resume: Vec<usize> = paused
+        .iter()
+        .copied()
+        .filter(|p| !now.contains(p))
+        .collect();
+    let pause: Vec<usize> = now
+        .iter()
+        .copied()
+        .filter(|p| !paused.contains(p))
+        .collect();
+    if !pause.is_empty() {
+        let _ = consumer.pause(&list(&pause));
+    }
+    if !resume.is_empty() {
+        let _ = consumer.resume(&list(&resume));
+    }
+    *paused = now;
+}
+
+#[async_trait]
+impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let consumer = self.consumer()?;
+        consumer
+            .subscribe(&[&self.config.topic])
+            .map_err(kafka_error)?;
+        let mut at_end = std::collections::BTreeSet::new();
+        let mut paused = Vec::new();
+        loop {
+            let message = tokio::select! {
+                m = consumer.recv() => m,
+                _ = ctx.stopping() => return Ok(()),
+            };
+            let message = match message {
+                Ok(m) => m,
+                Err(KafkaError::PartitionEOF(p)) => {
+                    at_end.insert(p);
+                    let partitions = consumer
+                        .fetch_metadata(Some(&self.config.topic), Duration::from_secs(5))
+                        .ok()
+                        .and_then(|m| m.topics().first().map(|t| t.partitions().len()))
+                        .unwrap_or(usize::MAX);
+                    if self.config.until_end && at_end.len() >= partitions {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                Err(e) => return Err(kafka_error(e)),
+            };
+            let partition = message.partition();
+            at_end.remove(&partition);
+            let text = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+            let arrival = Arrival {
+                time: message
+                    .timestamp()
+                    .to_millis()
+                    .map(|ms| Time::from_ticks(ms.saturating_mul(10_000))),
+                partition: usize::try_from(partition).ok(),
+            };
+            match parse_line::<P>(text.trim()).and_then(|l| l.into_item()) {
+                Ok(Some(item)) => match ctx.enqueue_with(item, arrival).await {
+                    Ok(_) | Err(EnqueueError::Rejected { .. }) => {}
+                    Err(e) => return Err(e.into()),
+                },
+                Ok(None) => {}
+                Err(e) => {
+                    ctx.report_malformed(MalformedRecord {
+                        location: format!(
+                            "kafka {} partition {partition} offset {}",
+                            self.config.topic,
+                            message.offset()
+                        ),
+                        message: e.to_string(),
+                        text,
+                    })
+                    .await;
+                }
+            }
+            align(
+                &consumer,
+                &self.config.topic,
+                &mut paused,
+                ctx.paused_partitions(),
+            );
+        }
+    }
+}
+
+/// Factory of Kafka outputs: every event and CTI as one message on the topic.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KafkaOutput;
+
+/// Produces a stream to a topic.
+pub struct KafkaWriter<P> {
+    config: KafkaConfig,
+    producer: Option<FutureProducer>,
+    _payload: PhantomData<fn(P)>,
+}
+
+impl<P: Payload + Serialize> OutputAdapterFactory<KafkaConfig, P> for KafkaOutput {
+    type Adapter = KafkaWriter<P>;
+
+    fn create(
+        &self,
+        config: &KafkaConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        Ok(KafkaWriter {
+            config: config.clone(),
+            producer: None,
+            _payload: PhantomData,
+        })
+    }
+}
+
+#[async_trait]
+impl<P: Payload + Serialize> OutputAdapter<P> for KafkaWriter<P> {
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
+        if self.producer.is_none() {
+            self.producer = Some(
+                ClientConfig::new()
+                    .set("bootstrap.servers", &self.config.brokers)
+                    .create()
+                    .map_err(kafka_error)?,
+            );
+        }
+        let Some(producer) = &self.producer else {
+            return Ok(());
+        };
+        for item in batch.items() {
+            let line = item_to_json(item).to_string();
+            producer
+                .send(
+                    FutureRecord::<(), String>::to(&self.config.topic).payload(&line),
+                    Duration::from_secs(10),
+                )
+                .await
+                .map_err(|(e, _)| kafka_error(e))?;
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self) -> Result<(), AdapterError> {
+        if let Some(p) = &self.producer {
+            rdkafka::producer::Producer::flush(p, Duration::from_secs(10)).map_err(kafka_error)?;
+        }
+        Ok(())
+    }
+}

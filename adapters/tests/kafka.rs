@@ -1,0 +1,129 @@
+//! Kafka against librdkafka's in-process mock cluster (feature `kafka`): one Kafka partition is
+//! one partition of the watermark strategy.
+
+use std::time::Duration;
+
+use punctual_adapters::kafka::rdkafka::config::ClientConfig;
+use punctual_adapters::kafka::rdkafka::consumer::{Consumer, StreamConsumer};
+use punctual_adapters::kafka::rdkafka::message::Message;
+use punctual_adapters::kafka::rdkafka::mocking::MockCluster;
+use punctual_adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
+use punctual_adapters::{
+    CollectOutput, InputOptions, KafkaConfig, KafkaInput, KafkaOutput, MemoryInput, Query,
+};
+use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+use punctual_policies::Watermark;
+
+fn t(x: i64) -> Time {
+    Time::from_ticks(x)
+}
+
+async fn produce(brokers: &str, topic: &str, messages: &[(i32, &str)]) {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .expect("producer");
+    for (partition, line) in messages {
+        producer
+            .send(
+                FutureRecord::<(), str>::to(topic)
+                    .partition(*partition)
+                    .payload(*line),
+                Duration::from_secs(5),
+            )
+            .await
+            .expect("produced");
+    }
+}
+
+#[tokio::test]
+async fn partitions_have_their_own_watermarks_and_the_cti_is_their_minimum() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("readings", 2, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let line = |t: i64, v: i64| format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}");
+    let (a, b, c, d) = (line(10, 1), line(20, 2), line(5, 3), line(8, 4));
+    produce(
+        &brokers,
+        "readings",
+        &[(0, &a), (0, &b), (1, &c), (1, &d), (0, "not json")],
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut query = Query::new("kafka");
+        let s = query
+            .create_stream::<_, i64, _>(
+                InputOptions::new("readings", EventShape::Point)
+                    .watermark(Watermark::<i64>::partitioned(2, TimeSpan::ZERO)),
+                &KafkaInput,
+                &KafkaConfig::new(brokers.clone(), "readings").until_end(),
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let report = query.start().expect("starts").wait().await.expect("runs");
+        let items = out.items();
+        let ctis: Vec<Time> = items
+            .iter()
+            .filter_map(|i| match i {
+                StreamItem::Cti(t) => Some(*t),
+                StreamItem::Insert(_) => None,
+            })
+            .collect();
+        // Partition 0 reaches 20, partition 1 only 8: the stream's CTI is their minimum.
+        assert!(ctis.contains(&t(8)), "{ctis:?}");
+        assert!(
+            !ctis.iter().any(|&c| c > t(8) && c < Time::INF),
+            "never past partition 1: {ctis:?}"
+        );
+        assert_eq!(ctis.last(), Some(&Time::INF));
+        assert_eq!(items.len() - ctis.len(), 4);
+        let c = report.counters("readings").expect("stream");
+        assert_eq!((c.events_in, c.malformed, c.dropped), (4, 1, 0));
+    })
+    .await
+    .expect("finishes in time");
+}
+
+#[tokio::test]
+async fn an_output_produces_json_lines() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("out", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut query = Query::new("kafka-out");
+        let items = vec![StreamItem::point(t(1), 7i64), StreamItem::Cti(Time::INF)];
+        let s = query
+            .create_stream(
+                InputOptions::new("in", EventShape::Point),
+                &MemoryInput,
+                &items,
+            )
+            .expect("binds");
+        query
+            .bind_output(&s, &KafkaOutput, &KafkaConfig::new(brokers.clone(), "out"))
+            .expect("binds");
+        query.start().expect("starts").wait().await.expect("runs");
+        let consumer: StreamConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .set("group.id", "check")
+            .set("auto.offset.reset", "earliest")
+            .create()
+            .expect("consumer");
+        consumer.subscribe(&["out"]).expect("subscribes");
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            let m = consumer.recv().await.expect("message");
+            got.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned());
+        }
+        assert_eq!(
+            got,
+            vec![
+                r#"{"kind":"point","start":1,"payload":7}"#,
+                r#"{"kind":"cti","time":"inf"}"#
+            ]
+        );
+    })
+    .await
+    .expect("finishes in time");
+}
