@@ -22,6 +22,8 @@ pub mod memory;
 #[cfg(feature = "mqtt")]
 pub mod mqtt;
 pub mod observe;
+#[cfg(feature = "prometheus")]
+pub mod prometheus;
 pub mod query;
 pub mod replay;
 pub mod tcp;

@@ -1,0 +1,65 @@
+//! The Prometheus exporter: a query's metrics rendered and served over HTTP (feature
+//! `prometheus`).
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use punctual_adapters::prometheus::PrometheusRecorder;
+use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual_core::{EventShape, StreamItem, Time};
+use punctual_policies::AdvanceTimeSettings;
+
+#[test]
+fn a_querys_metrics_are_served_in_the_prometheus_format() {
+    let recorder = PrometheusRecorder::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let items: Vec<StreamItem<i64>> = (1..=3)
+        .map(|x| StreamItem::point(Time::from_ticks(x), x))
+        .collect();
+    let mut query = Query::new("prom");
+    let s = query
+        .create_stream(
+            InputOptions::new("readings", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &MemoryInput,
+            &items,
+        )
+        .expect("binds");
+    query
+        .bind_output(&s, &CollectOutput::new(), &())
+        .expect("binds");
+    let running = metrics::with_local_recorder(&recorder, || {
+        let _guard = rt.enter();
+        query.start().expect("starts")
+    });
+    rt.block_on(running.wait()).expect("runs");
+    let text = recorder.render();
+    assert!(text.contains("# TYPE punctual_events_in counter"), "{text}");
+    assert!(
+        text.contains("punctual_events_in{stream=\"readings\"} 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("punctual_cti_ticks{stream=\"readings\"} 3"),
+        "{text}"
+    );
+    let body = rt.block_on(async {
+        let (addr, _server) = recorder.serve("127.0.0.1:0").await.expect("serves");
+        let mut conn = tokio::net::TcpStream::connect(addr)
+            .await
+            .expect("connects");
+        conn.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .expect("writes");
+        let mut response = String::new();
+        conn.read_to_string(&mut response).await.expect("reads");
+        response
+    });
+    assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
+    assert!(
+        body.contains("punctual_events_released{stream=\"readings\"} 3"),
+        "{body}"
+    );
+}
