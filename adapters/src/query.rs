@@ -721,6 +721,26 @@ impl Query {
             mpsc::channel::<tokio::sync::oneshot::Sender<Vec<Explanation>>>(4);
         let query_name = self.name.clone();
         tasks.spawn(format!("query `{}`", self.name), async move {
+            // When each source's CTI last advanced, for "no new CTI for N s" in explain.
+            let mut last_cti: HashMap<NodeId, (punctual_core::Time, Instant)> = HashMap::new();
+            let started = Instant::now();
+            let aged = |graph: &Graph, last_cti: &HashMap<NodeId, (punctual_core::Time, Instant)>| {
+                let now = Instant::now();
+                let mut lines = graph.explain();
+                let quiet: HashMap<String, Duration> = lines
+                    .iter()
+                    .filter(|e| e.operator == "input" && e.cti < punctual_core::Time::INF)
+                    .map(|e| {
+                        let since = last_cti.get(&e.node).map_or(started, |&(_, at)| at);
+                        (e.label.clone(), now - since)
+                    })
+                    .collect();
+                for e in &mut lines {
+                    e.quiet_for = quiet.get(&e.label).copied().filter(|_| e.operator == "input");
+                    e.held_quiet_for = e.held_by.as_ref().and_then(|(l, _)| quiet.get(l).copied());
+                }
+                lines
+            };
             let mut explain_every = tokio::time::interval(Duration::from_secs(10));
             explain_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -730,16 +750,22 @@ impl Query {
                         None => return Ok(()),
                     },
                     Some(reply) = explain_rx.recv() => {
-                        let _ = reply.send(graph.explain());
+                        let _ = reply.send(aged(&graph, &last_cti));
                         continue;
                     }
                     _ = explain_every.tick(), if tracing::enabled!(target: "punctual::explain", tracing::Level::DEBUG) => {
-                        for e in graph.explain() {
+                        for e in aged(&graph, &last_cti) {
                             tracing::debug!(target: "punctual::explain", query = %query_name, "{e}");
                         }
                         continue;
                     }
                 };
+                if let Some(t) = batch.last_cti() {
+                    let entry = last_cti.entry(node).or_insert((t, Instant::now()));
+                    if t > entry.0 {
+                        *entry = (t, Instant::now());
+                    }
+                }
                 graph.feed_any(node, &mut *batch);
                 if let Some(back) = recycle.get(&node) {
                     let _ = back.try_send(batch);

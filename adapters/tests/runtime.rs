@@ -798,7 +798,7 @@ async fn explain_names_the_input_holding_a_join_back() {
     for x in 1..=3 {
         fast_tx.send(StreamItem::point(t(x), x)).await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    tokio::time::sleep(Duration::from_secs(45)).await;
     let lines: Vec<String> = running
         .explain()
         .await
@@ -810,11 +810,13 @@ async fn explain_names_the_input_holding_a_join_back() {
         .find(|l| l.starts_with("join `enriched`"))
         .unwrap();
     assert!(
-        join.contains("held at no CTI yet by input `reference`"),
+        join.contains("held at no CTI yet by input `reference`: no new CTI for 45 s"),
         "{lines:?}"
     );
     assert!(
-        lines.contains(&"input `fast`: CTI 3".to_owned()),
+        lines
+            .iter()
+            .any(|l| l.starts_with("input `fast`: CTI 3 (no new CTI for 45 s)")),
         "{lines:?}"
     );
     running.stop().await.unwrap();

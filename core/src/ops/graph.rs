@@ -32,6 +32,11 @@ pub struct Explanation {
     pub held_by: Option<(String, Time)>,
     /// Events or groups the operator holds.
     pub state: usize,
+    /// For an input: how long since its CTI last advanced (filled in by a runtime with a clock;
+    /// `None` in the synchronous core).
+    pub quiet_for: Option<std::time::Duration>,
+    /// How long since the CTI of the input in `held_by` last advanced (likewise).
+    pub held_quiet_for: Option<std::time::Duration>,
 }
 
 impl std::fmt::Display for Explanation {
@@ -45,8 +50,14 @@ impl std::fmt::Display for Explanation {
             }
         };
         write!(f, "{} `{}`: {}", self.operator, self.label, show(self.cti))?;
+        if let Some(q) = self.quiet_for {
+            write!(f, " (no new CTI for {} s)", q.as_secs())?;
+        }
         if let Some((input, t)) = &self.held_by {
             write!(f, ", held at {} by input `{input}`", show(*t))?;
+            if let Some(q) = self.held_quiet_for {
+                write!(f, ": no new CTI for {} s", q.as_secs())?;
+            }
         }
         if !self.inputs.is_empty() {
             let list: Vec<String> = self
@@ -328,6 +339,8 @@ impl Graph {
                     inputs,
                     held_by,
                     state: s.node.as_ref().map_or(0, |n| n.state_size()),
+                    quiet_for: None,
+                    held_quiet_for: None,
                 }
             })
             .collect()
