@@ -176,6 +176,14 @@ impl StreamShared {
             .clone()
     }
 
+    fn record_clock(&self, now: Time) {
+        let cti = self.counters().cti;
+        self.metrics
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record_clock(now, cti);
+    }
+
     pub(crate) fn paused(&self) -> Vec<usize> {
         self.paused
             .lock()
@@ -396,6 +404,7 @@ impl<P: Payload> ClockTarget for StreamCore<P> {
         let _ = self
             .with_ingress(|ing, out| ing.on_clock(now, out), SendMode::Always)
             .await;
+        self.shared.record_clock(now);
     }
 }
 

@@ -14,6 +14,7 @@
 //! | `punctual_events_buffered` | gauge | waiting in the reorder buffer for a CTI |
 //! | `punctual_cti_ticks` | gauge | the stream's CTI (ticks since the epoch) |
 //! | `punctual_cti_lag_ticks` | gauge | highest start minus the CTI: how far the CTI lags the events |
+//! | `punctual_cti_clock_lag_ticks` | gauge | the clock minus the CTI, at each clock reading (streams with a watermark strategy) |
 //!
 //! Logs: a `warn` when an input has produced many events and still no CTI (10,000, then every
 //! tenfold), and, every 10 s of a running query, one `debug` line per node of `explain`
@@ -34,6 +35,7 @@ pub(crate) struct StreamMetrics {
     buffered: Gauge,
     cti: Gauge,
     lag: Gauge,
+    clock_lag: Gauge,
     warned_at: u64,
     name: String,
 }
@@ -58,8 +60,16 @@ impl StreamMetrics {
             buffered: metrics::gauge!("punctual_events_buffered", &label),
             cti: metrics::gauge!("punctual_cti_ticks", &label),
             lag: metrics::gauge!("punctual_cti_lag_ticks", &label),
+            clock_lag: metrics::gauge!("punctual_cti_clock_lag_ticks", &label),
             warned_at: 0,
             name: stream.to_owned(),
+        }
+    }
+
+    /// A clock reading: how far the CTI lags behind the clock.
+    pub(crate) fn record_clock(&mut self, now: Time, cti: Time) {
+        if now.is_finite() && cti.is_finite() {
+            self.clock_lag.set((now - cti).ticks() as f64);
         }
     }
 

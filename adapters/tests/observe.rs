@@ -183,3 +183,42 @@ fn an_input_with_many_events_and_no_cti_is_warned_about() {
         "{seen:?}"
     );
 }
+
+#[test]
+fn the_cti_lag_against_the_clock_is_measured_at_clock_readings() {
+    use punctual_adapters::ManualClock;
+    use punctual_core::TimeSpan;
+    use punctual_policies::Watermark;
+    let recording = Recording::default();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    let clock = ManualClock::new(t(1_000));
+    let (tx, input) = punctual_adapters::channel_input::<i64>(4);
+    let mut query = Query::new("clock-lag").clock(clock.clone());
+    query
+        .create_stream(
+            InputOptions::new("quiet", EventShape::Point)
+                .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO).final_cti(false)),
+            &input,
+            &(),
+        )
+        .expect("binds");
+    let running = metrics::with_local_recorder(&recording, || {
+        let _guard = rt.enter();
+        query.start().expect("starts")
+    });
+    rt.block_on(async {
+        tx.send(StreamItem::point(t(900), 1)).await.expect("sends");
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+        drop(tx);
+        running.wait().await.expect("runs");
+    });
+    // CTI 900 from the event; the clock reads 1000: 100 ticks behind.
+    assert_eq!(
+        recording.get("punctual_cti_clock_lag_ticks{stream=quiet}"),
+        Some(100)
+    );
+}
