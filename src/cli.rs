@@ -17,6 +17,11 @@ USAGE:
                                  each failing case and a closing line `N passed, N failed`
     punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
                                  and the input holding it back (start here for 'no output?')
+    punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN] [--delay TICKS | --in-order]
+                                 read events (JSON lines, or CSV with the start time in
+                                 TIME_COLUMN) from FILE or standard input, put them in time
+                                 order as the CTIs allow, write JSON lines to FILE or standard
+                                 output; counters on stderr, a progress bar on a terminal
     punctual timeline CASE_DIR [-o FILE.svg]
                                  run one case and draw its inputs and output on one time
                                  axis as SVG (to FILE, or standard output)
@@ -25,6 +30,8 @@ USAGE:
 EXAMPLES:
     punctual run tests/conformance/ingress/unordered-with-delay
     punctual check tests/conformance ../shared/conformance/ingress
+    punctual pipe -i samples/data/readings.jsonl --delay 50000000 | head
+    cat readings.csv | punctual pipe --csv time --in-order > ordered.jsonl
 
 EXIT CODES:
     0  success (for `check`: every case passed)
@@ -46,6 +53,13 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match args.first().map(String::as_str) {
         Some("run") if args.len() == 2 => cmd_run(Path::new(&args[1]), out, err),
         Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
+        Some("pipe") => match PipeArgs::parse(&args[1..]) {
+            Ok(pipe) => cmd_pipe(&pipe, err),
+            Err(e) => {
+                let _ = write!(err, "error: {e}\n\n{HELP}");
+                EXIT_USAGE
+            }
+        },
         Some("timeline") if args.len() == 2 => cmd_timeline(Path::new(&args[1]), None, out, err),
         Some("timeline") if args.len() == 4 && args[2] == "-o" => {
             cmd_timeline(Path::new(&args[1]), Some(Path::new(&args[3])), out, err)
@@ -112,6 +126,141 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         }
     }
     EXIT_OK
+}
+
+/// The arguments of `punctual pipe`.
+#[derive(Debug, Default, PartialEq)]
+struct PipeArgs {
+    input: Option<PathBuf>,
+    output: Option<PathBuf>,
+    csv_time: Option<String>,
+    delay: Option<i64>,
+    in_order: bool,
+}
+
+impl PipeArgs {
+    fn parse(args: &[String]) -> Result<PipeArgs, String> {
+        let mut p = PipeArgs::default();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = |name: &str| {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value"))
+            };
+            match a.as_str() {
+                "-i" => p.input = Some(PathBuf::from(value("-i")?)),
+                "-o" => p.output = Some(PathBuf::from(value("-o")?)),
+                "--csv" => p.csv_time = Some(value("--csv")?),
+                "--delay" => {
+                    let v = value("--delay")?;
+                    p.delay = Some(
+                        v.parse()
+                            .map_err(|_| format!("--delay takes ticks, not `{v}`"))?,
+                    );
+                }
+                "--in-order" => p.in_order = true,
+                other => return Err(format!("`pipe` does not take `{other}`")),
+            }
+        }
+        if p.delay.is_some() && p.in_order {
+            return Err("give --delay or --in-order, not both".into());
+        }
+        Ok(p)
+    }
+}
+
+fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
+    use punctual_adapters::{
+        CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
+        JsonLinesOutput, JsonLinesOutputConfig, Query,
+    };
+    use punctual_core::{EventShape, Row, TimeSpan};
+    use punctual_policies::AdvanceTimeSettings;
+
+    let input = p.input.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let output = p.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let total = (input.as_os_str() != "-")
+        .then(|| std::fs::read(&input).ok())
+        .flatten()
+        .map(|bytes| bytes.iter().filter(|&&b| b == b'\n').count() as u64);
+    let mut options = InputOptions::new("in", EventShape::Interval);
+    if let Some(d) = p.delay {
+        options = options.settings(AdvanceTimeSettings::unordered_start_time(
+            TimeSpan::from_ticks(d),
+        ));
+    } else if p.in_order {
+        options = options.settings(AdvanceTimeSettings::increasing_start_time());
+    }
+    let run = async {
+        let mut query = Query::new("pipe");
+        let stream = match &p.csv_time {
+            Some(col) => query.create_stream::<_, Row, _>(
+                options,
+                &CsvInput,
+                &CsvInputConfig::new(&input, col.clone()),
+            )?,
+            None => query.create_stream::<_, Row, _>(
+                options,
+                &JsonLinesInput,
+                &JsonLinesInputConfig::new(&input)
+                    .malformed(punctual_adapters::MalformedLines::Skip),
+            )?,
+        };
+        query.bind_output(
+            &stream,
+            &JsonLinesOutput,
+            &JsonLinesOutputConfig::new(&output),
+        )?;
+        let running = query.start()?;
+        let bar = match total {
+            Some(n) => indicatif::ProgressBar::new(n),
+            None => indicatif::ProgressBar::new_spinner(),
+        };
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        let monitor = running.monitor();
+        let done = running.wait();
+        tokio::pin!(done);
+        loop {
+            tokio::select! {
+                r = &mut done => {
+                    bar.finish_and_clear();
+                    return r;
+                }
+                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                    if let Some(c) = monitor.counters("in") {
+                        bar.set_position(c.events_in + c.malformed);
+                    }
+                }
+            }
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    match runtime.block_on(run) {
+        Ok(report) => {
+            for (name, c) in &report.streams {
+                let _ = writeln!(
+                    err,
+                    "stream {name}: events_in={} released={} dropped={} rejected={} malformed={} unreleased={}",
+                    c.events_in, c.released, c.dropped, c.rejected, c.malformed, c.unreleased
+                );
+            }
+            EXIT_OK
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            EXIT_FAILED
+        }
+    }
 }
 
 fn cmd_timeline(dir: &Path, to: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> u8 {

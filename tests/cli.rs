@@ -182,3 +182,49 @@ fn timeline_writes_an_svg_file() {
     assert_eq!(code, EXIT_FAILED);
     assert!(err.contains("/nonexistent/case"), "{err}");
 }
+
+#[test]
+fn pipe_orders_a_file_and_writes_json_lines() {
+    let dir = std::env::temp_dir().join(format!("punctual-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("in.jsonl");
+    let output = dir.join("out.jsonl");
+    std::fs::write(
+        &input,
+        "{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":3,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":3}}\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["pipe", "-i", s(&input), "-o", s(&output), "--delay", "3"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&output).expect("written");
+    assert_eq!(
+        written,
+        "{\"kind\":\"cti\",\"time\":2}\n{\"kind\":\"point\",\"start\":3,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":1}}\n{\"kind\":\"cti\",\"time\":\"inf\"}\n"
+    );
+    assert!(err.contains("events_in=3 released=2 dropped=1"), "{err}");
+    let csv = dir.join("in.csv");
+    std::fs::write(&csv, "t,name\n2,b\n1,a\n").expect("written");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&csv),
+        "-o",
+        s(&output),
+        "--csv",
+        "t",
+        "--delay",
+        "5",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&output).expect("written");
+    assert!(
+        written.contains(r#"{"kind":"point","start":1,"payload":{"t":1,"name":"a"}}"#),
+        "{written}"
+    );
+    let (code, _, err) = cli(&["pipe", "--delay", "x"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("--delay takes ticks"), "{err}");
+    let (code, _, err) = cli(&["pipe", "-i", "/nonexistent/in.jsonl", "-o", s(&output)]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(err.contains("/nonexistent/in.jsonl"), "{err}");
+}

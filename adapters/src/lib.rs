@@ -48,6 +48,6 @@ pub use memory::{
 #[cfg(feature = "mqtt")]
 pub use mqtt::{MqttConfig, MqttInput, MqttOutput};
 pub use punctual_core::ops::Stream;
-pub use query::{InputOptions, Query, QueryReport, RunningQuery, StopHandle};
+pub use query::{InputOptions, Monitor, Query, QueryReport, RunningQuery, StopHandle};
 pub use replay::ReplayOptions;
 pub use tcp::{TcpClientConfig, TcpClientInput, TcpOutput, TcpOutputConfig, TcpServerInput};

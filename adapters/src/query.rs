@@ -809,6 +809,23 @@ fn check_runtime() -> Result<(), QueryError> {
     }
 }
 
+/// A handle that reads a running query's counters from elsewhere (while another task awaits
+/// [`RunningQuery::wait`], say).
+#[derive(Clone, Debug)]
+pub struct Monitor {
+    streams: Vec<Arc<StreamShared>>,
+}
+
+impl Monitor {
+    /// The counters of the stream named `name`, as of its last enqueue.
+    pub fn counters(&self, name: &str) -> Option<IngressCounters> {
+        self.streams
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.counters())
+    }
+}
+
 /// A handle that can stop a running query from elsewhere.
 #[derive(Clone, Debug)]
 pub struct StopHandle {
@@ -876,6 +893,13 @@ impl RunningQuery {
             return Vec::new();
         }
         rx.await.unwrap_or_default()
+    }
+
+    /// A handle to read the streams' counters from another task.
+    pub fn monitor(&self) -> Monitor {
+        Monitor {
+            streams: self.streams.clone(),
+        }
     }
 
     /// A handle to stop the query from another task.
