@@ -8,7 +8,8 @@
 //! Malformed records are skipped by default: counted as `malformed` and sent to the dead
 //! letters with file, line and field (or, with [`MalformedLines::Fail`], they fail the query).
 //! Replay options: as fast as possible or at a speed factor, follow mode, and a final CTI at end
-//! of file by default ([`ReplayOptions`]). The path `-` is standard input / output.
+//! of file by default ([`ReplayOptions`]). The path `-` is standard input / output. The factory
+//! declares no advance-time settings: CTIs come from the stream's settings (or the final CTI).
 //!
 //! ```no_run
 //! use punctual_adapters::{CsvInput, CsvInputConfig, InputOptions, Query};

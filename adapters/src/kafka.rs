@@ -8,7 +8,8 @@
 //! maximum drift the input pauses partitions that run too far ahead (and resumes them when the
 //! others catch up). With `until_end`, the input ends once every partition has reached its end
 //! (replaying a topic); otherwise it runs until the query stops. Malformed messages are
-//! skipped, counted and dead-lettered with topic, partition and offset.
+//! skipped, counted and dead-lettered with topic, partition and offset. The factories declare no
+//! advance-time settings: give the stream a (partitioned) watermark strategy.
 //!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, KafkaConfig, KafkaInput, Query};

@@ -3,7 +3,8 @@
 //! message holds one JSON line of the form of [`crate::line`]; an `eof` message ends the input.
 //! Malformed messages are skipped, counted as `malformed` and dead-lettered with the topic and
 //! message number. For CTIs while a topic is quiet, use a watermark strategy and the query's
-//! clock.
+//! clock. The factories declare no advance-time settings: CTIs come from the messages, the
+//! stream's settings or its watermark strategy.
 //!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, MqttConfig, MqttInput, Query};

@@ -9,7 +9,8 @@
 //! Malformed lines are skipped, counted as `malformed` and dead-lettered with the peer and line
 //! number. For CTIs when a connection is quiet, give the stream a watermark strategy and the
 //! query a clock (`InputOptions::watermark`, `Query::clock`): the idle input then advances from
-//! the clock like any other.
+//! the clock like any other. The factories declare no advance-time settings: CTIs come from the
+//! lines (`cti` lines), the stream's settings or its watermark strategy.
 //!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, Query, TcpServerInput};

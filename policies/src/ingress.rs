@@ -593,7 +593,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     kind = EventKind::Interval { start: a, end };
                     true
                 }
-                (AdvanceTimePolicy::Adjust, EventKind::StartEdge(_)) => {
+                // At CTI(+inf) nothing is left of an edge: it would start at infinity.
+                (AdvanceTimePolicy::Adjust, EventKind::StartEdge(_)) if a < Time::INF => {
                     kind = EventKind::StartEdge(a);
                     true
                 }

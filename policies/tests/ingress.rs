@@ -219,3 +219,20 @@ fn invalid_items_never_panic() {
     assert_eq!(ing.counters().rejected, 8);
     assert_eq!(out.dead_letters.len(), 8);
 }
+
+#[test]
+fn a_start_edge_after_the_final_cti_is_dropped_not_moved_to_infinity() {
+    let mut ing = ingress(Some(AdvanceTimePolicy::Adjust));
+    let mut out = IngressOutput::new();
+    ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
+    assert_eq!(
+        ing.enqueue(StreamItem::start_edge(t(0), 1), &mut out),
+        Ok(Enqueued::Dropped)
+    );
+    assert_eq!(
+        ing.enqueue(StreamItem::end_edge(t(0), t(5), 1), &mut out),
+        Ok(Enqueued::Dropped)
+    );
+    let c = ing.counters();
+    assert_eq!((c.dropped, c.buffered, c.adjusted), (2, 0, 0));
+}

@@ -1,0 +1,51 @@
+//! Concept: a slow reference stream imports a fast stream's CTIs, so a join with it releases as
+//! fast as the fast stream. Without the import the join would release nothing (see
+//! `punctual explain tests/conformance/import/without-import-the-join-never-releases`).
+//!
+//! Run: `cargo run --example import_join`
+
+use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::prelude::*;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let t = Time::from_ticks;
+    // Prices per product: edges, valid until the next price.
+    let prices = vec![
+        StreamItem::start_edge(t(0), ("apple", 3)),
+        StreamItem::start_edge(t(0), ("pear", 5)),
+    ];
+    let orders: Vec<StreamItem<(&str, i64)>> = vec![
+        StreamItem::point(t(5), ("apple", 2)),
+        StreamItem::point(t(7), ("pear", 1)),
+    ];
+    let mut query = Query::new("orders");
+    // The reference stream is created first, so its adapter enqueues before the orders run
+    // out: had the orders ended first (with their final CTI, which prices imports), the prices
+    // would arrive after CTI(+inf) and be dropped as late.
+    let p = query.create_stream(
+        InputOptions::new("prices", EventShape::Edge).settings(
+            AdvanceTimeSettings::builder()
+                .import(AdvanceTimeImportSettings::new("orders"))
+                .policy(AdvanceTimePolicy::Adjust)
+                .build()?,
+        ),
+        &MemoryInput,
+        &prices,
+    )?;
+    let o = query.create_stream(
+        InputOptions::new("orders", EventShape::Point)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &MemoryInput,
+        &orders,
+    )?;
+    let totals = o.join_on(&p, |o| o.0, |p| p.0, |o, p| (o.0, o.1 * p.1));
+    let out = CollectOutput::new();
+    query.bind_output(&totals, &out, &())?;
+    query.start()?.wait().await?;
+    let items = out.items();
+    items.iter().for_each(|i| println!("{i:?}"));
+    assert!(items.contains(&StreamItem::point(t(5), ("apple", 6))));
+    assert!(items.contains(&StreamItem::point(t(7), ("pear", 5))));
+    Ok(())
+}
