@@ -5,10 +5,10 @@
 //! [`Row`](punctual_core::Row) for untyped ones whose fields are only known at run time.
 //!
 //! A malformed line (not JSON, an unknown field, a missing time, a payload of the wrong shape)
-//! is reported with the file and line number. With [`MalformedLines::Fail`] (the default) the
-//! adapter fails with [`AdapterError::Malformed`], and so does the query; with
-//! [`MalformedLines::Skip`] the line is counted as `malformed`, sent to the stream's dead
-//! letters with its text, and reading goes on. A line of kind `eof` ends the input; `arrival`
+//! is reported with the file and line number. With [`MalformedLines::Skip`] (the default) the
+//! line is counted as `malformed`, sent to the stream's dead letters with its text, and reading
+//! goes on; with [`MalformedLines::Fail`] the adapter fails with [`AdapterError::Malformed`], and
+//! so does the query. A line of kind `eof` ends the input; `arrival`
 //! times are read and ignored (they are for the watermark strategies). Neither adapter declares
 //! advance-time settings: CTIs come from the file or from the stream's settings, and the input
 //! enqueues `CTI(+inf)` at end of file unless told otherwise ([`ReplayOptions`]: also a speed
@@ -58,8 +58,8 @@ pub use crate::replay::MalformedLines;
 pub struct JsonLinesInputConfig {
     /// The file to read; `-` is standard input.
     pub path: PathBuf,
-    /// What to do with malformed lines (default: fail).
-    #[serde(default)]
+    /// What to do with malformed lines (default: skip, count and dead-letter them).
+    #[serde(default = "skip")]
     pub malformed: MalformedLines,
     /// Speed, follow mode, final CTI at end of file (default: as fast as possible, no follow,
     /// a final CTI).
@@ -67,12 +67,16 @@ pub struct JsonLinesInputConfig {
     pub replay: ReplayOptions,
 }
 
+fn skip() -> MalformedLines {
+    MalformedLines::Skip
+}
+
 impl JsonLinesInputConfig {
-    /// Read `path`, failing on malformed lines.
+    /// Read `path`, skipping (counting and dead-lettering) malformed lines.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         JsonLinesInputConfig {
             path: path.into(),
-            malformed: MalformedLines::Fail,
+            malformed: MalformedLines::Skip,
             replay: ReplayOptions::default(),
         }
     }

@@ -16,6 +16,15 @@
 //! | `punctual_cti_lag_ticks` | gauge | highest start minus the CTI: how far the CTI lags the events |
 //! | `punctual_cti_clock_lag_ticks` | gauge | the clock minus the CTI, at each clock reading (streams with a watermark strategy) |
 //!
+//! Per operator (labels `query` and `node`, the operator's name or `Stream::named` label),
+//! updated by the query task after every delivered batch:
+//!
+//! | name | kind | what |
+//! |---|---|---|
+//! | `punctual_operator_events_out` | counter | events the operator emitted |
+//! | `punctual_operator_state` | gauge | events or groups it holds |
+//! | `punctual_operator_cti_ticks` | gauge | its output CTI |
+//!
 //! Logs: a `warn` when an input has produced many events and still no CTI (10,000, then every
 //! tenfold), and, every 10 s of a running query, one `debug` line per node of `explain`
 //! (target `punctual::explain`).
@@ -103,5 +112,38 @@ impl StreamMetrics {
                 c.events_in
             );
         }
+    }
+}
+
+/// The query's operators' metric handles, registered on first sight of each node.
+#[derive(Default)]
+pub(crate) struct OperatorMetrics {
+    nodes: Vec<Option<(Counter, Gauge, Gauge)>>,
+}
+
+impl OperatorMetrics {
+    pub(crate) fn record(&mut self, query: &str, graph: &punctual_core::ops::Graph) {
+        graph.for_each_operator(|n| {
+            if self.nodes.len() <= n.node {
+                self.nodes.resize_with(n.node + 1, || None);
+            }
+            let (out, state, cti) = self.nodes[n.node].get_or_insert_with(|| {
+                let name = match n.label {
+                    Some(l) => format!("{} {l}", n.operator),
+                    None => format!("{} {}", n.operator, n.node),
+                };
+                let labels = [("query", query.to_owned()), ("node", name)];
+                (
+                    metrics::counter!("punctual_operator_events_out", &labels),
+                    metrics::gauge!("punctual_operator_state", &labels),
+                    metrics::gauge!("punctual_operator_cti_ticks", &labels),
+                )
+            });
+            out.absolute(n.events_out);
+            state.set(n.state as f64);
+            if n.cti.is_finite() {
+                cti.set(n.cti.ticks() as f64);
+            }
+        });
     }
 }

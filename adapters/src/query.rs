@@ -741,6 +741,7 @@ impl Query {
                 }
                 lines
             };
+            let mut operator_metrics = crate::observe::OperatorMetrics::default();
             let mut explain_every = tokio::time::interval(Duration::from_secs(10));
             explain_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -774,6 +775,7 @@ impl Query {
                     // An output that is gone has failed and reported it; keep feeding the rest.
                     let _ = port.flush(&mut graph).await;
                 }
+                operator_metrics.record(&query_name, &graph);
             }
         });
         for s in self.streams {

@@ -22,9 +22,9 @@ use crate::memory::BATCH;
 #[serde(rename_all = "snake_case")]
 pub enum MalformedLines {
     /// Fail the adapter (and the query) with the file, line and reason.
-    #[default]
     Fail,
-    /// Count it as `malformed`, dead-letter it, and go on.
+    /// Count it as `malformed`, dead-letter it, and go on (the file inputs' default).
+    #[default]
     Skip,
 }
 

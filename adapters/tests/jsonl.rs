@@ -104,14 +104,14 @@ const WITH_BAD_LINES: &str = r#"{"kind":"point","start":1,"payload":{"device":"a
 "#;
 
 #[tokio::test]
-async fn a_malformed_line_fails_the_query_with_file_and_line_by_default() {
+async fn a_malformed_line_fails_the_query_with_file_and_line_when_asked() {
     let path = temp_file("bad.jsonl", WITH_BAD_LINES);
     let mut query = Query::new("strict");
     query
         .create_stream::<_, Reading, _>(
             InputOptions::new("readings", EventShape::Point),
             &JsonLinesInput,
-            &JsonLinesInputConfig::new(&path),
+            &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Fail),
         )
         .unwrap();
     let err = query.start().unwrap().wait().await.unwrap_err();

@@ -99,7 +99,10 @@ fn per_stream_metrics_reach_the_installed_recorder() {
             &items,
         )
         .unwrap();
-    query.bind_output(&s, &CollectOutput::new(), &()).unwrap();
+    let kept = s.filter(|v| *v > 1).named("big");
+    query
+        .bind_output(&kept, &CollectOutput::new(), &())
+        .unwrap();
     // Handles are registered when the query starts, with the recorder in force then.
     let running = metrics::with_local_recorder(&recording, || {
         let _guard = rt.enter();

@@ -13,6 +13,23 @@ use std::any::Any;
 use crate::batch::Batch;
 use crate::time::Time;
 
+/// One operator's numbers, as [`Graph::for_each_operator`] visits them.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeStats<'a> {
+    /// The node.
+    pub node: NodeId,
+    /// The operator's name.
+    pub operator: &'static str,
+    /// Its label, if it has one.
+    pub label: Option<&'a str>,
+    /// Events it emitted so far.
+    pub events_out: u64,
+    /// Events or groups it holds.
+    pub state: usize,
+    /// Its output CTI.
+    pub cti: Time,
+}
+
 /// Where one node of a graph stands: its output CTI, each input's CTI, and which input holds
 /// its output CTI back (the one with the lowest CTI, for an operator with several inputs or
 /// an output not yet at `+inf`).
@@ -32,6 +49,8 @@ pub struct Explanation {
     pub held_by: Option<(String, Time)>,
     /// Events or groups the operator holds.
     pub state: usize,
+    /// Events it has emitted so far.
+    pub events_out: u64,
     /// For an input: how long since its CTI last advanced (filled in by a runtime with a clock;
     /// `None` in the synchronous core).
     pub quiet_for: Option<std::time::Duration>,
@@ -91,6 +110,8 @@ pub trait AnyBatch: Any + Send {
     fn move_into(&mut self, dst: &mut dyn Any);
     /// The last CTI in the batch, if any.
     fn last_cti(&self) -> Option<Time>;
+    /// How many events it holds.
+    fn events(&self) -> usize;
     /// Swaps contents with `other`, a batch of the same type.
     fn swap_with(&mut self, other: &mut dyn Any);
 }
@@ -113,6 +134,9 @@ impl<P: Send + 'static> AnyBatch for Batch<P> {
     }
     fn last_cti(&self) -> Option<Time> {
         Batch::last_cti(self)
+    }
+    fn events(&self) -> usize {
+        Batch::len(self)
     }
     fn swap_with(&mut self, other: &mut dyn Any) {
         std::mem::swap(self, output::<P>(other));
@@ -154,6 +178,8 @@ struct Slot {
     input_ctis: Vec<Time>,
     /// The last CTI this node emitted.
     cti: Time,
+    /// Events this node emitted so far.
+    events_out: u64,
     label: Option<String>,
     /// For outputs read from outside: what was produced since the last take.
     kept: Option<Box<dyn AnyBatch>>,
@@ -193,6 +219,7 @@ impl Graph {
             inputs: Vec::new(),
             input_ctis: Vec::new(),
             cti: Time::NEG_INF,
+            events_out: 0,
             label: None,
             kept: None,
         });
@@ -219,6 +246,7 @@ impl Graph {
             inputs: inputs.to_vec(),
             input_ctis: vec![Time::NEG_INF; inputs.len()],
             cti: Time::NEG_INF,
+            events_out: 0,
             label: None,
             kept: None,
         });
@@ -273,6 +301,7 @@ impl Graph {
             if let Some(t) = cti {
                 self.slots[i].cti = t;
             }
+            self.slots[i].events_out += self.slots[i].out.events() as u64;
             for c in 0..self.slots[i].consumers.len() {
                 let (j, port) = self.slots[i].consumers[c];
                 let (before, after) = self.slots.split_at_mut(j);
@@ -339,11 +368,29 @@ impl Graph {
                     inputs,
                     held_by,
                     state: s.node.as_ref().map_or(0, |n| n.state_size()),
+                    events_out: s.events_out,
                     quiet_for: None,
                     held_quiet_for: None,
                 }
             })
             .collect()
+    }
+
+    /// Visits every operator node (not the sources) without allocating: its id, operator name,
+    /// label, events emitted, state size and output CTI.
+    pub fn for_each_operator(&self, mut f: impl FnMut(NodeStats<'_>)) {
+        for (i, s) in self.slots.iter().enumerate() {
+            if let Some(n) = &s.node {
+                f(NodeStats {
+                    node: i,
+                    operator: n.name(),
+                    label: s.label.as_deref(),
+                    events_out: s.events_out,
+                    state: n.state_size(),
+                    cti: s.cti,
+                });
+            }
+        }
     }
 
     /// Each operator node's name and state size.

@@ -27,7 +27,7 @@ pub use aggregate::{Aggregate, Avg, Count, Max, Min, Sum, TopK};
 pub use anti_join::{AntiSemiJoin, ClipDuration};
 pub use frontier::CtiFrontier;
 pub use fxhash::{FxHashMap, FxHasher};
-pub use graph::{AnyBatch, Explanation, Graph, Node, NodeId};
+pub use graph::{AnyBatch, Explanation, Graph, Node, NodeId, NodeStats};
 pub use group_apply::{GroupApply, SubQuery};
 pub use join::Join;
 pub use release::ReleaseBuffer;
