@@ -648,7 +648,9 @@ impl Query {
     }
 
     /// Starts every adapter. Must be called within a tokio runtime with timers enabled (as
-    /// `#[tokio::main]` and `#[tokio::test]` build it); otherwise it returns an error.
+    /// `#[tokio::main]` and `#[tokio::test]` build it); otherwise it returns an error. The
+    /// operator graph moves to the query's task: compose every operator before starting
+    /// (operators added to this query's streams afterwards are not part of it).
     pub fn start(mut self) -> Result<RunningQuery, QueryError> {
         self.check_imports()?;
         check_runtime()?;
