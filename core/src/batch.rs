@@ -184,8 +184,42 @@ impl<P> Batch<P> {
         })
     }
 
+    /// The event columns, for bulk appends inside the crate; callers keep the invariants
+    /// (checked by [`Batch::debug_check`] in debug builds).
+    #[inline]
+    pub(crate) fn columns_mut(&mut self) -> (&mut Vec<Time>, &mut Vec<Time>, &mut Vec<P>) {
+        (&mut self.sync, &mut self.other, &mut self.payload)
+    }
+
+    /// Checks the invariants for the events from index `from` on, in debug builds (sorted
+    /// events, consistent CTI marks).
+    #[inline]
+    pub(crate) fn debug_check_from(&self, from: usize) {
+        debug_assert!(
+            self.sync[from.saturating_sub(1).min(self.sync.len())..]
+                .windows(2)
+                .all(|w| w[0] <= w[1]),
+            "batch events must be sorted by sync time"
+        );
+        debug_assert!(
+            self.sync.len() == self.other.len() && self.sync.len() == self.payload.len(),
+            "batch columns must have equal lengths"
+        );
+        debug_assert!(
+            self.ctis
+                .last()
+                .is_none_or(|m| self.sync[m.after.max(from)..].iter().all(|&s| s >= m.time)),
+            "events after a CTI must not precede it"
+        );
+    }
+
     /// Moves every event and CTI of `other` to the end of this batch, leaving `other` empty.
     pub fn append(&mut self, other: &mut Batch<P>) {
+        if self.is_empty() {
+            // Nothing to keep here: take the other's columns whole.
+            std::mem::swap(self, other);
+            return;
+        }
         let base = self.sync.len();
         debug_assert!(
             other

@@ -418,6 +418,72 @@ impl<P: Clone + PartialEq> Ingress<P> {
         }
     }
 
+    /// Enqueues point events in arrival order, with the same result as enqueuing
+    /// `StreamItem::point(t, p)` for each (CTIs generated between them included), in one call:
+    /// the way to feed a stream of points at full speed. Returns how many were rejected (each
+    /// is also counted and sent to the dead letters with its reason, as by [`Ingress::enqueue`]).
+    ///
+    /// ```
+    /// use punctual_core::Time;
+    /// use punctual_policies::{AdvanceTimeGenerationSettings, Ingress, IngressConfig, IngressOutput};
+    /// use punctual_policies::AdvanceTimePolicy;
+    /// let t = Time::from_ticks;
+    /// let mut ingress = Ingress::new(IngressConfig {
+    ///     generation: Some(AdvanceTimeGenerationSettings::every_events(2).build().unwrap()),
+    ///     policy: Some(AdvanceTimePolicy::Drop),
+    ///     ..IngressConfig::default()
+    /// });
+    /// let mut out = IngressOutput::new();
+    /// let rejected = ingress.enqueue_points([(t(1), 'a'), (t(3), 'b'), (t(2), 'c'), (t(4), 'd')], &mut out);
+    /// assert_eq!(rejected, 0);
+    /// // CTI(3) after 'b' releases 'a'; 'c' at 2 breaks it and is dropped; 'd' waits for a CTI.
+    /// assert_eq!(out.batch.payloads(), &['a']);
+    /// assert_eq!(out.batch.last_cti(), Some(t(3)));
+    /// assert_eq!(ingress.counters().dropped, 1);
+    /// ```
+    pub fn enqueue_points(
+        &mut self,
+        points: impl IntoIterator<Item = (Time, P)>,
+        out: &mut IngressOutput<P>,
+    ) -> usize {
+        let every = match self.config.generation.map(|g| g.frequency()) {
+            Some(GenerationFrequency::EveryEvents(n)) => Some(n.get()),
+            _ => None,
+        };
+        let fast = self.watermark.is_none();
+        let cap = self.config.max_buffered;
+        let mut rejected = 0;
+        for (t, payload) in points {
+            // The common case inline: a valid point at or after the CTI with room in the
+            // buffer (the general path below gives the same result for it).
+            if fast
+                && t >= self.app
+                && t > Time::NEG_INF
+                && t < Time::MAX_FINITE
+                && self.buffer.len() < cap
+            {
+                self.items_seen += 1;
+                self.counters.events_in += 1;
+                self.buffer.push(t, t.next_tick(), payload);
+                if t > self.high {
+                    self.high = t;
+                }
+                self.since_cti += 1;
+                match every {
+                    Some(n) => {
+                        if self.since_cti >= n {
+                            self.generate(out);
+                        }
+                    }
+                    None => self.generate(out),
+                }
+            } else if self.enqueue(StreamItem::point(t, payload), out).is_err() {
+                rejected += 1;
+            }
+        }
+        rejected
+    }
+
     /// Issues a CTI imported from another stream; returns whether it advanced application time
     /// (a stale import is counted as `stale_ctis`).
     pub fn import_cti(&mut self, t: Time, out: &mut IngressOutput<P>) -> bool {
@@ -794,10 +860,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             return false;
         }
         self.app = t;
-        let batch = &mut out.batch;
-        let n = self.buffer.release_events(t, |sync, other, payload| {
-            batch.push_event(sync, other, payload)
-        });
+        let n = self.buffer.release_into(t, &mut out.batch);
         out.batch.push_cti(t);
         if self.late_output {
             out.late.push_cti(t);

@@ -39,7 +39,7 @@ struct Group<P, O> {
     cti: Time,
 }
 
-impl<P: Send + 'static, O: Send + 'static> Group<P, O> {
+impl<P: Send + 'static, O: Clone + Send + 'static> Group<P, O> {
     fn new(q: SubQuery) -> Self {
         Group {
             q,
@@ -95,7 +95,7 @@ impl<P, K, O, KF, B> std::fmt::Debug for GroupApply<P, K, O, KF, B> {
 impl<P, K, O, KF, B> GroupApply<P, K, O, KF, B>
 where
     P: Send + 'static,
-    O: Send + 'static,
+    O: Clone + Send + 'static,
     K: Hash + Eq + Clone + Default,
     KF: Fn(&P) -> K,
     B: Fn(&K) -> SubQuery,
@@ -117,7 +117,7 @@ where
 impl<P, K, O, KF, B> UnaryOperator<P, O> for GroupApply<P, K, O, KF, B>
 where
     P: Clone + Send + 'static,
-    O: Send + 'static,
+    O: Clone + Send + 'static,
     K: Hash + Eq + Clone + Default + Send + 'static,
     KF: Fn(&P) -> K + Send + 'static,
     B: Fn(&K) -> SubQuery + Send + 'static,

@@ -11,7 +11,9 @@
 //!
 //! State: each side keeps its events until their end is known and below the output CTI (no future
 //! event of the other side can overlap them then); memory is bounded by the CTI lag and by the
-//! open edges, not by the stream.
+//! open edges, not by the stream. A point that arrives below the other side's CTI is joined at
+//! once and never stored: every partner it can have has arrived (the common case of a fast
+//! stream of points against a slower reference stream whose CTIs are imported).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -301,26 +303,25 @@ where
     }
 }
 
-/// Adds a batch's events to a side; returns the CTIs it carried, in order, via `on_cti`.
+/// Adds event `i` of a batch to a side.
+#[inline]
 fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone>(
     side: &mut Side<P, K>,
     key: &impl Fn(&P) -> K,
     batch: &Batch<P>,
-    range: std::ops::Range<usize>,
+    i: usize,
 ) {
-    for i in range {
-        let payload = &batch.payloads()[i];
-        match batch.kind(i) {
-            EventKind::EndEdge { start, end } => side.close(&key(payload), start, payload, end),
-            kind => {
-                let (start, other) = kind.encode();
-                side.insert(Entry {
-                    start,
-                    end: (other != Time::INF).then_some(other),
-                    key: key(payload),
-                    payload: payload.clone(),
-                });
-            }
+    let payload = &batch.payloads()[i];
+    match batch.kind(i) {
+        EventKind::EndEdge { start, end } => side.close(&key(payload), start, payload, end),
+        kind => {
+            let (start, other) = kind.encode();
+            side.insert(Entry {
+                start,
+                end: (other != Time::INF).then_some(other),
+                key: key(payload),
+                payload: payload.clone(),
+            });
         }
     }
 }
@@ -339,7 +340,30 @@ where
 
     fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
-            absorb(&mut self.left, &self.key_left, input, range);
+            let right_cti = self.frontier.input(1);
+            for i in range {
+                let (sync, other) = (input.sync()[i], input.other()[i]);
+                let payload = &input.payloads()[i];
+                if sync < right_cti && other == sync.next_tick() {
+                    // A point the right side can add no partner for any more (every right
+                    // event starting at or before it has arrived): join it now, never store it.
+                    let key = (self.key_left)(payload);
+                    let Some(ids) = self.right.by_key.get(&key) else {
+                        continue;
+                    };
+                    for &rid in ids {
+                        if let Some(r) = self.right.get(rid) {
+                            if r.start <= sync && r.end.is_none_or(|e| e > sync) {
+                                if let Some(o) = (self.combine)(payload, &r.payload) {
+                                    self.held.push(sync, other, o);
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    absorb(&mut self.left, &self.key_left, input, i);
+                }
+            }
             if let Some(t) = cti.and_then(|t| self.frontier.advance(0, t)) {
                 self.release(t, out);
             }
@@ -348,7 +372,29 @@ where
 
     fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
-            absorb(&mut self.right, &self.key_right, input, range);
+            let left_cti = self.frontier.input(0);
+            for i in range {
+                let (sync, other) = (input.sync()[i], input.other()[i]);
+                let payload = &input.payloads()[i];
+                if sync < left_cti && other == sync.next_tick() {
+                    // The mirror case: a right point no future left event can overlap.
+                    let key = (self.key_right)(payload);
+                    let Some(ids) = self.left.by_key.get(&key) else {
+                        continue;
+                    };
+                    for &lid in ids {
+                        if let Some(l) = self.left.get(lid) {
+                            if l.start <= sync && l.end.is_none_or(|e| e > sync) {
+                                if let Some(o) = (self.combine)(&l.payload, payload) {
+                                    self.held.push(sync, other, o);
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    absorb(&mut self.right, &self.key_right, input, i);
+                }
+            }
             if let Some(t) = cti.and_then(|t| self.frontier.advance(1, t)) {
                 self.release(t, out);
             }

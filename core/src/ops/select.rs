@@ -35,11 +35,38 @@ where
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         for (range, cti) in input.segments() {
-            for i in range {
-                let p = &input.payloads()[i];
-                if (self.predicate)(p) {
-                    out.push_event(input.sync()[i], input.other()[i], p.clone());
+            let (sync, other, payload) = (
+                &input.sync()[range.clone()],
+                &input.other()[range.clone()],
+                &input.payloads()[range],
+            );
+            let base = out.len();
+            let (osync, oother, opayload) = out.columns_mut();
+            if std::mem::needs_drop::<P>() {
+                for ((&s, &o), p) in sync.iter().zip(other).zip(payload) {
+                    if (self.predicate)(p) {
+                        osync.push(s);
+                        oother.push(o);
+                        opayload.push(p.clone());
+                    }
                 }
+            } else {
+                // Payloads without drop glue are cheap to copy: copy the segment, then compact
+                // it in place without a branch per event (the predicate is often a coin flip).
+                osync.extend_from_slice(sync);
+                oother.extend_from_slice(other);
+                opayload.extend_from_slice(payload);
+                let mut w = base;
+                for (i, p) in payload.iter().enumerate() {
+                    let keep = (self.predicate)(p);
+                    osync[w] = sync[i];
+                    oother[w] = other[i];
+                    opayload[w] = p.clone();
+                    w += usize::from(keep);
+                }
+                osync.truncate(w);
+                oother.truncate(w);
+                opayload.truncate(w);
             }
             if let Some(t) = cti {
                 out.push_cti(t);

@@ -52,6 +52,7 @@ where
     A: Aggregate<P>,
     KF: Fn(&P) -> K,
     MK: Fn(&K, A::Output) -> O,
+    O: Clone,
 {
     /// Snapshot windows grouped by `key`, aggregated by `agg`, results built by `make`.
     pub fn new(key: KF, agg: A, make: MK) -> Self {
@@ -108,7 +109,7 @@ where
     P: Clone + PartialEq + Send + 'static,
     K: Hash + Eq + Clone + Send + 'static,
     A: Aggregate<P>,
-    O: Send + 'static,
+    O: Clone + Send + 'static,
     KF: Fn(&P) -> K + Send + 'static,
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
@@ -174,6 +175,7 @@ where
     A: Aggregate<P>,
     KF: Fn(&P) -> K,
     MK: Fn(&K, A::Output) -> O,
+    O: Clone,
 {
     /// Windows of `n` (at least 1) distinct start times, grouped by `key`, aggregated by `agg`.
     pub fn new(n: usize, key: KF, agg: A, make: MK) -> Self {
@@ -214,7 +216,7 @@ where
     P: Clone + Send + 'static,
     K: Hash + Eq + Clone + Send + 'static,
     A: Aggregate<P>,
-    O: Send + 'static,
+    O: Clone + Send + 'static,
     KF: Fn(&P) -> K + Send + 'static,
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {

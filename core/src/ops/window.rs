@@ -82,24 +82,46 @@ impl WindowSpec {
     }
 
     /// The first window whose end is after `x`.
+    #[inline]
     fn first_ending_after(&self, x: Time) -> i64 {
         if x == Time::NEG_INF {
             return i64::MIN;
         }
-        let v = (i128::from(x.ticks()) - i128::from(self.alignment) - i128::from(self.size))
-            .div_euclid(i128::from(self.hop))
-            + 1;
-        v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+        // i64 arithmetic when it cannot overflow (always, for real times); i128 otherwise.
+        match x
+            .ticks()
+            .checked_sub(self.alignment)
+            .and_then(|v| v.checked_sub(self.size))
+        {
+            Some(v) => v.div_euclid(self.hop).saturating_add(1),
+            None => {
+                let v =
+                    (i128::from(x.ticks()) - i128::from(self.alignment) - i128::from(self.size))
+                        .div_euclid(i128::from(self.hop))
+                        + 1;
+                v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+            }
+        }
     }
 
     /// The last window starting before `x`.
+    #[inline]
     fn last_starting_before(&self, x: Time) -> i64 {
         if x == Time::INF {
             return i64::MAX;
         }
-        let v = (i128::from(x.ticks()) - i128::from(self.alignment) - 1)
-            .div_euclid(i128::from(self.hop));
-        v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+        match x
+            .ticks()
+            .checked_sub(self.alignment)
+            .and_then(|v| v.checked_sub(1))
+        {
+            Some(v) => v.div_euclid(self.hop),
+            None => {
+                let v = (i128::from(x.ticks()) - i128::from(self.alignment) - 1)
+                    .div_euclid(i128::from(self.hop));
+                v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+            }
+        }
     }
 }
 
@@ -110,6 +132,17 @@ fn clamp(t: i128) -> Time {
     ) as i64)
 }
 
+/// The cached window of [`HoppingWindow`].
+struct Current<K, S> {
+    n: i64,
+    start: Time,
+    end: Time,
+    groups: FxHashMap<K, S>,
+}
+
+/// Maps kept in the pool for reuse.
+const POOL: usize = 4;
+
 /// Hopping windows with an aggregate per group; see the module doc. `make(key, result)` builds
 /// each result's payload.
 pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
@@ -118,6 +151,11 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     agg: A,
     make: MK,
     windows: BTreeMap<i64, FxHashMap<K, A::State>>,
+    /// The window the last single-window member went to, kept out of `windows` so that a
+    /// run of members in one tumbling window costs one hash-map update each.
+    current: Option<Current<K, A::State>>,
+    /// Emptied group maps, reused for new windows.
+    pool: Vec<FxHashMap<K, A::State>>,
     open_edges: Vec<(Time, K, P)>,
     cti: Time,
     /// The first window not yet closed (derived from `cti`, cached).
@@ -142,6 +180,7 @@ where
     A: Aggregate<P>,
     KF: Fn(&P) -> K,
     MK: Fn(&K, A::Output) -> O,
+    O: Clone,
 {
     /// Windows per `spec`, grouped by `key`, aggregated by `agg`, results built by `make`.
     pub fn new(spec: WindowSpec, key: KF, agg: A, make: MK) -> Self {
@@ -151,6 +190,8 @@ where
             agg,
             make,
             windows: BTreeMap::new(),
+            current: None,
+            pool: Vec::new(),
             open_edges: Vec::new(),
             cti: Time::NEG_INF,
             first_open: i64::MIN,
@@ -159,16 +200,46 @@ where
     }
 
     /// Adds a member with lifetime `[start, end)` to every window not yet closed that it overlaps.
+    #[inline]
     fn add(&mut self, start: Time, end: Time, payload: &P) {
+        if let Some(c) = self.current.as_mut() {
+            // Tumbling: a member inside the current window's lifetime overlaps no other window.
+            if self.spec.size == self.spec.hop && c.start <= start && end <= c.end {
+                let state = c
+                    .groups
+                    .entry((self.key)(payload))
+                    .or_insert_with(|| self.agg.init());
+                self.agg.add(state, payload);
+                return;
+            }
+        }
+        self.add_slow(start, end, payload);
+    }
+
+    fn add_slow(&mut self, start: Time, end: Time, payload: &P) {
         let first = self.spec.first_ending_after(start).max(self.first_open);
         let last = self.spec.last_starting_before(end);
         if first > last {
             return;
         }
         let key = (self.key)(payload);
+        if first == last {
+            self.switch_current(first);
+            if let Some(c) = self.current.as_mut() {
+                let state = c.groups.entry(key).or_insert_with(|| self.agg.init());
+                self.agg.add(state, payload);
+            }
+            return;
+        }
+        self.flush_current();
         let mut n = first;
         loop {
-            let groups = self.windows.entry(n).or_default();
+            let groups = match self.windows.entry(n) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => {
+                    e.insert(self.pool.pop().unwrap_or_default())
+                }
+            };
             let state = groups.entry(key.clone()).or_insert_with(|| self.agg.init());
             self.agg.add(state, payload);
             if n == last {
@@ -178,19 +249,49 @@ where
         }
     }
 
-    fn emit(&mut self, n: i64, groups: FxHashMap<K, A::State>) {
+    /// Makes window `n` the current one.
+    fn switch_current(&mut self, n: i64) {
+        if self.current.as_ref().is_some_and(|c| c.n == n) {
+            return;
+        }
+        self.flush_current();
+        let groups = self
+            .windows
+            .remove(&n)
+            .or_else(|| self.pool.pop())
+            .unwrap_or_default();
+        self.current = Some(Current {
+            n,
+            start: self.spec.start(n),
+            end: self.spec.end(n),
+            groups,
+        });
+    }
+
+    /// Puts the current window back with the others.
+    fn flush_current(&mut self) {
+        if let Some(c) = self.current.take() {
+            self.windows.insert(c.n, c.groups);
+        }
+    }
+
+    fn emit(&mut self, n: i64, mut groups: FxHashMap<K, A::State>) {
         let (ws, we) = (self.spec.start(n), self.spec.end(n));
-        for (key, state) in groups {
+        for (key, state) in groups.drain() {
             let payload = (self.make)(&key, self.agg.result(&state));
             match self.spec.output {
                 WindowOutput::PointAtEnd => self.held.push(we, we.next_tick(), payload),
                 WindowOutput::Window => self.held.push(ws, we, payload),
             }
         }
+        if self.pool.len() < POOL {
+            self.pool.push(groups);
+        }
     }
 
     /// The input CTI advanced to `t`: close every window ending at or before it.
     fn close(&mut self, t: Time, out: &mut Batch<O>) {
+        self.flush_current();
         let first_open = self.spec.first_ending_after(self.cti);
         let mut last = self.spec.first_ending_after(t).saturating_sub(1);
         if t == Time::INF {
@@ -215,7 +316,11 @@ where
                 ns.dedup();
             }
             for n in ns {
-                let mut groups = self.windows.remove(&n).unwrap_or_default();
+                let mut groups = self
+                    .windows
+                    .remove(&n)
+                    .or_else(|| self.pool.pop())
+                    .unwrap_or_default();
                 let we = self.spec.end(n);
                 for (start, key, payload) in &self.open_edges {
                     if *start < we {
@@ -240,7 +345,7 @@ where
     P: Clone + PartialEq + Send + 'static,
     K: Hash + Eq + Clone + Send + 'static,
     A: Aggregate<P>,
-    O: Send + 'static,
+    O: Clone + Send + 'static,
     KF: Fn(&P) -> K + Send + 'static,
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
@@ -281,6 +386,7 @@ where
 
     fn state_size(&self) -> usize {
         self.windows.values().map(|g| g.len()).sum::<usize>()
+            + self.current.as_ref().map_or(0, |c| c.groups.len())
             + self.open_edges.len()
             + self.held.len()
     }

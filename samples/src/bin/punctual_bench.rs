@@ -109,10 +109,11 @@ fn replay<P: Payload, O: Payload>(
     let block = s.cti as usize;
     let mut ctis = Vec::new();
     for chunk in events.chunks(block) {
-        for e in chunk {
+        let points = chunk.iter().map(|e| {
             max_ts = max_ts.max(e.0);
-            let _ = ingress.enqueue(StreamItem::point(ms(e.0), payload(e)), &mut out);
-        }
+            (ms(e.0), payload(e))
+        });
+        ingress.enqueue_points(points, &mut out);
         ctis.clear();
         ctis.extend(out.batch.ctis().iter().map(|m| m.time));
         after_block(max_ts, &ctis);
