@@ -613,6 +613,27 @@ impl<P: Payload> InputContext<P> {
         r.map_err(|e| self.classify(e))
     }
 
+    /// Enqueues point events `(start, payload)` under one lock and at most one channel send,
+    /// through the ingress' batched path ([`Ingress::enqueue_points`]): the fastest way in for a
+    /// stream of points. Returns how many were rejected (counted and dead-lettered); a full
+    /// reorder buffer fails the query, as with [`InputContext::enqueue_batch`].
+    ///
+    /// [`Ingress::enqueue_points`]: punctual_policies::Ingress::enqueue_points
+    pub async fn enqueue_points(
+        &mut self,
+        points: impl IntoIterator<Item = (Time, P)>,
+    ) -> Result<usize, EnqueueError> {
+        self.check_stopping()?;
+        let core = Arc::clone(&self.core);
+        let r = core
+            .with_ingress(
+                |ing, out| ing.enqueue_points(points, out),
+                SendMode::StopAware(&mut self.stop),
+            )
+            .await?;
+        r.map_err(|e| self.classify(e))
+    }
+
     /// Reports an input record that could not be parsed: counted as `malformed` and sent to the
     /// dead letters with its location and text. The stream goes on.
     pub async fn report_malformed(&mut self, record: MalformedRecord) {

@@ -421,7 +421,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
     /// Enqueues point events in arrival order, with the same result as enqueuing
     /// `StreamItem::point(t, p)` for each (CTIs generated between them included), in one call:
     /// the way to feed a stream of points at full speed. Returns how many were rejected (each
-    /// is also counted and sent to the dead letters with its reason, as by [`Ingress::enqueue`]).
+    /// is also counted and sent to the dead letters with its reason, as by [`Ingress::enqueue`]),
+    /// or [`Error::BufferFull`] when the reorder buffer is full: that point was rejected and the
+    /// points after it were not taken from the iterator.
     ///
     /// ```
     /// use punctual_core::Time;
@@ -434,8 +436,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
     ///     ..IngressConfig::default()
     /// });
     /// let mut out = IngressOutput::new();
-    /// let rejected = ingress.enqueue_points([(t(1), 'a'), (t(3), 'b'), (t(2), 'c'), (t(4), 'd')], &mut out);
-    /// assert_eq!(rejected, 0);
+    /// let points = [(t(1), 'a'), (t(3), 'b'), (t(2), 'c'), (t(4), 'd')];
+    /// assert_eq!(ingress.enqueue_points(points, &mut out), Ok(0));
     /// // CTI(3) after 'b' releases 'a'; 'c' at 2 breaks it and is dropped; 'd' waits for a CTI.
     /// assert_eq!(out.batch.payloads(), &['a']);
     /// assert_eq!(out.batch.last_cti(), Some(t(3)));
@@ -445,7 +447,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
         &mut self,
         points: impl IntoIterator<Item = (Time, P)>,
         out: &mut IngressOutput<P>,
-    ) -> usize {
+    ) -> Result<usize, Error> {
         let every = match self.config.generation.map(|g| g.frequency()) {
             Some(GenerationFrequency::EveryEvents(n)) => Some(n.get()),
             _ => None,
@@ -477,11 +479,15 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     }
                     None => self.generate(out),
                 }
-            } else if self.enqueue(StreamItem::point(t, payload), out).is_err() {
-                rejected += 1;
+            } else {
+                match self.enqueue(StreamItem::point(t, payload), out) {
+                    Ok(_) => {}
+                    Err(e @ Error::BufferFull { .. }) => return Err(e),
+                    Err(_) => rejected += 1,
+                }
             }
         }
-        rejected
+        Ok(rejected)
     }
 
     /// Issues a CTI imported from another stream; returns whether it advanced application time

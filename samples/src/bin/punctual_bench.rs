@@ -113,7 +113,9 @@ fn replay<P: Payload, O: Payload>(
             max_ts = max_ts.max(e.0);
             (ms(e.0), payload(e))
         });
-        ingress.enqueue_points(points, &mut out);
+        ingress
+            .enqueue_points(points, &mut out)
+            .map_err(|e| e.to_string())?;
         ctis.clear();
         ctis.extend(out.batch.ctis().iter().map(|m| m.time));
         after_block(max_ts, &ctis);
