@@ -143,7 +143,10 @@ impl Time {
     /// The next tick (`t + 1`), or `t` itself for an infinity.
     #[inline]
     pub fn next_tick(self) -> Time {
-        self.saturating_offset(1)
+        // Branch-free (it runs per event when point columns are rebuilt): +1 unless infinite
+        // or already the last finite tick.
+        let x = self.0;
+        Time(x + i64::from(x != i64::MIN && x < Time::MAX_FINITE.0))
     }
 
     /// Parses RFC 3339 text (`2026-11-29T12:00:00Z`, `2026-11-29T13:00:00.1234567+01:00`); digits

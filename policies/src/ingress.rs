@@ -422,8 +422,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
     /// `StreamItem::point(t, p)` for each (CTIs generated between them included), in one call:
     /// the way to feed a stream of points at full speed. Returns how many were rejected (each
     /// is also counted and sent to the dead letters with its reason, as by [`Ingress::enqueue`]),
-    /// or [`Error::BufferFull`] when the reorder buffer is full: that point was rejected and the
-    /// points after it were not taken from the iterator.
+    /// or [`Error::BufferFull`] when the reorder buffer is full: that point was rejected, the
+    /// points after it were not taken from the iterator, and the rejections before it are in
+    /// the counters.
     ///
     /// ```
     /// use punctual_core::Time;
@@ -448,46 +449,71 @@ impl<P: Clone + PartialEq> Ingress<P> {
         points: impl IntoIterator<Item = (Time, P)>,
         out: &mut IngressOutput<P>,
     ) -> Result<usize, Error> {
+        // Points the tight loop may take before generation must look: up to the next CTI by
+        // count, one at a time by duration, any number without generation.
         let every = match self.config.generation.map(|g| g.frequency()) {
             Some(GenerationFrequency::EveryEvents(n)) => Some(n.get()),
-            _ => None,
+            Some(GenerationFrequency::EveryDuration(_)) => Some(1),
+            None => None,
         };
-        let fast = self.watermark.is_none();
-        let cap = self.config.max_buffered;
         let mut rejected = 0;
-        for (t, payload) in points {
-            // The common case inline: a valid point at or after the CTI with room in the
-            // buffer (the general path below gives the same result for it).
-            if fast
-                && t >= self.app
-                && t > Time::NEG_INF
-                && t < Time::MAX_FINITE
-                && self.buffer.len() < cap
-            {
-                self.items_seen += 1;
-                self.counters.events_in += 1;
-                self.buffer.push(t, t.next_tick(), payload);
-                if t > self.high {
-                    self.high = t;
-                }
-                self.since_cti += 1;
-                match every {
-                    Some(n) => {
-                        if self.since_cti >= n {
-                            self.generate(out);
-                        }
-                    }
-                    None => self.generate(out),
-                }
-            } else {
+        let mut points = points.into_iter();
+        if self.watermark.is_some() {
+            for (t, payload) in points {
                 match self.enqueue(StreamItem::point(t, payload), out) {
                     Ok(_) => {}
                     Err(e @ Error::BufferFull { .. }) => return Err(e),
                     Err(_) => rejected += 1,
                 }
             }
+            return Ok(rejected);
         }
-        Ok(rejected)
+        loop {
+            // The common case in a tight loop: valid points at or after the CTI, with room in
+            // the buffer, up to the next generated CTI. The first point that is not (or the
+            // CTI) leaves the loop and takes the general path.
+            let low = self.app.max(Time::MIN_FINITE);
+            let room = self.config.max_buffered.saturating_sub(self.buffer.len());
+            let budget = match every {
+                Some(1) => 1,
+                Some(n) => n.saturating_sub(self.since_cti),
+                None => u64::MAX,
+            };
+            let limit = room.min(usize::try_from(budget).unwrap_or(usize::MAX));
+            let mut high = self.high;
+            let mut taken = 0usize;
+            let mut stray = None;
+            for (t, payload) in points.by_ref() {
+                if t >= low && t < Time::MAX_FINITE && taken < limit {
+                    self.buffer.push_point(t, payload);
+                    high = high.max(t);
+                    taken += 1;
+                    if taken == limit && limit == budget as usize {
+                        break;
+                    }
+                } else {
+                    stray = Some((t, payload));
+                    break;
+                }
+            }
+            let n = taken as u64;
+            self.items_seen += n;
+            self.counters.events_in += n;
+            self.high = high;
+            self.since_cti += n;
+            if taken > 0 {
+                self.generate(out);
+            }
+            match stray {
+                Some((t, payload)) => match self.enqueue(StreamItem::point(t, payload), out) {
+                    Ok(_) => {}
+                    Err(e @ Error::BufferFull { .. }) => return Err(e),
+                    Err(_) => rejected += 1,
+                },
+                None if taken == 0 || (taken < limit) => return Ok(rejected),
+                None => {}
+            }
+        }
     }
 
     /// Issues a CTI imported from another stream; returns whether it advanced application time

@@ -4,9 +4,10 @@
 //!
 //! Layout: results pushed in sync order (the common case) go to a *main run* held in columns
 //! (sync, other, payload), so a release moves a prefix of it into the output batch column by
-//! column. Results pushed out of order go to a small *side heap* of `(sync, push order)` keys,
-//! from which a release pops exactly the ones it releases and merges them into the released
-//! prefix of the main run. Nothing is ever re-sorted wholesale.
+//! column. Results pushed out of order go to a small *side list*: at a release, the ones pushed
+//! since the last release are sorted into a run, the prefix of every run below the CTI is
+//! taken, sorted, and merged into the released prefix of the main run. Nothing is ever re-sorted
+//! wholesale, and a late result costs a small sort, not a heap operation.
 //!
 //! ```
 //! use punctual_core::ops::ReleaseBuffer;
@@ -22,15 +23,21 @@
 //! assert_eq!(buf.len(), 1);
 //! ```
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
+
+/// Sorted runs of out-of-order results kept before they are merged into one.
+const MAX_RUNS: usize = 64;
+const GROW: bool = false;
 
 use crate::batch::Batch;
 use crate::time::Time;
 
-/// A result pushed out of sync order, in the side slab.
+/// A result pushed out of sync order.
 #[derive(Clone, Debug)]
 struct SideEntry<P> {
+    sync: Time,
+    /// Push order among the side results (the tie-break between equal sync times).
+    seq: u64,
     /// How many results had gone to the main run when this one was pushed: main results with a
     /// lower position were pushed before it (the tie-break against the main run).
     main_pos: u64,
@@ -54,11 +61,20 @@ pub struct ReleaseBuffer<P> {
     main_base: u64,
     /// The last sync time in the main run (`-inf` when it is empty).
     last_sync: Time,
-    /// Out-of-order results: a heap of small keys `(sync, push order, slot)`, least first.
-    side: BinaryHeap<Reverse<(Time, u64, u32)>>,
-    slots: Vec<Option<SideEntry<P>>>,
-    free: Vec<u32>,
+    /// Out-of-order results pushed since the last release, unsorted.
+    side_new: Vec<SideEntry<P>>,
+    /// Earlier out-of-order results: sorted runs (one per release that had new ones), each
+    /// sorted by `(sync, seq)`; a release takes a prefix of each.
+    runs: VecDeque<Vec<SideEntry<P>>>,
+    /// Out-of-order results held, in `side_new` and `runs`.
+    side_len: usize,
     side_seq: u64,
+    /// Scratch: the out-of-order results a release emits.
+    ready: Vec<SideEntry<P>>,
+    /// Emptied runs, reused.
+    pool: Vec<Vec<SideEntry<P>>>,
+    /// Scratch: where the ready results go in the main run.
+    cuts: Vec<usize>,
     last_cti: Time,
 }
 
@@ -68,15 +84,18 @@ impl<P> Default for ReleaseBuffer<P> {
     }
 }
 
-/// Appends the first `n` items of `from` to `to` (without removing them).
+/// Appends items `lo..hi` of `from` to `to` (without removing them).
 #[inline]
-fn copy_front<T: Clone>(from: &VecDeque<T>, n: usize, to: &mut Vec<T>) {
+fn copy_range<T: Clone>(from: &VecDeque<T>, lo: usize, hi: usize, to: &mut Vec<T>) {
     let (a, b) = from.as_slices();
-    if n <= a.len() {
-        to.extend_from_slice(&a[..n]);
+    let n = a.len();
+    if hi <= n {
+        to.extend_from_slice(&a[lo..hi]);
+    } else if lo >= n {
+        to.extend_from_slice(&b[lo - n..hi - n]);
     } else {
-        to.extend_from_slice(a);
-        to.extend_from_slice(&b[..n - a.len()]);
+        to.extend_from_slice(&a[lo..]);
+        to.extend_from_slice(&b[..hi - n]);
     }
 }
 
@@ -90,10 +109,13 @@ impl<P> ReleaseBuffer<P> {
             payload: VecDeque::new(),
             main_base: 0,
             last_sync: Time::NEG_INF,
-            side: BinaryHeap::new(),
-            slots: Vec::new(),
-            free: Vec::new(),
+            side_new: Vec::new(),
+            runs: VecDeque::new(),
+            side_len: 0,
             side_seq: 0,
+            ready: Vec::new(),
+            pool: Vec::new(),
+            cuts: Vec::new(),
             last_cti: Time::NEG_INF,
         }
     }
@@ -103,6 +125,9 @@ impl<P> ReleaseBuffer<P> {
     pub fn push(&mut self, sync: Time, other: Time, payload: P) {
         if self.last_sync <= sync {
             self.last_sync = sync;
+            if GROW && self.sync.len() == self.sync.capacity() {
+                self.grow_main();
+            }
             if !self.points_only {
                 self.other.push_back(other);
             } else if other != sync.next_tick() {
@@ -113,6 +138,34 @@ impl<P> ReleaseBuffer<P> {
             self.payload.push_back(payload);
         } else {
             self.push_side(sync, other, payload);
+        }
+    }
+
+    /// Holds a point (`other = sync + 1`): [`ReleaseBuffer::push`] for the common case.
+    #[inline]
+    pub fn push_point(&mut self, sync: Time, payload: P) {
+        if self.last_sync <= sync {
+            self.last_sync = sync;
+            if !self.points_only {
+                self.other.push_back(sync.next_tick());
+            }
+            self.sync.push_back(sync);
+            self.payload.push_back(payload);
+        } else {
+            self.push_side(sync, sync.next_tick(), payload);
+        }
+    }
+
+    /// Grows the main run's columns by a quarter, not the double a `VecDeque` would take: the
+    /// run is a ring, and the tighter it is, the more often the slot a push writes is one a
+    /// release has just read (still in cache) rather than one untouched since long ago.
+    #[cold]
+    fn grow_main(&mut self) {
+        let more = self.sync.len() / 4 + 64;
+        self.sync.reserve_exact(more);
+        self.payload.reserve_exact(more);
+        if !self.points_only {
+            self.other.reserve_exact(more);
         }
     }
 
@@ -128,39 +181,83 @@ impl<P> ReleaseBuffer<P> {
     #[inline(never)]
     fn push_side(&mut self, sync: Time, other: Time, payload: P) {
         self.side_seq += 1;
-        let entry = Some(SideEntry {
+        self.side_len += 1;
+        self.side_new.push(SideEntry {
+            sync,
+            seq: self.side_seq,
             main_pos: self.main_base + self.sync.len() as u64,
             other,
             payload,
         });
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot as usize] = entry;
-                slot
-            }
-            None => {
-                self.slots.push(entry);
-                (self.slots.len() - 1) as u32
-            }
-        };
-        self.side.push(Reverse((sync, self.side_seq, slot)));
     }
 
-    fn take_slot(&mut self, slot: u32) -> Option<SideEntry<P>> {
-        let entry = self.slots.get_mut(slot as usize)?.take();
-        self.free.push(slot);
-        entry
+    /// Every out-of-order result held, in no particular order.
+    fn side_entries_mut(&mut self) -> impl Iterator<Item = &mut SideEntry<P>> {
+        self.side_new
+            .iter_mut()
+            .chain(self.runs.iter_mut().flat_map(|r| r.iter_mut()))
+    }
+
+    /// Moves every out-of-order result with sync `< t` to `self.ready`, sorted by `(sync, seq)`.
+    fn take_ready(&mut self, t: Time) {
+        self.ready.clear();
+        if self.side_len == 0 {
+            return;
+        }
+        if !self.side_new.is_empty() {
+            let mut run = self.pool.pop().unwrap_or_default();
+            std::mem::swap(&mut run, &mut self.side_new);
+            run.sort_unstable_by_key(|e| (e.sync, e.seq));
+            self.runs.push_back(run);
+            if self.runs.len() > MAX_RUNS {
+                // Many small runs (frequent CTIs, few late results each): merge them into one,
+                // so that a release never looks at more than MAX_RUNS runs.
+                let mut all = self.pool.pop().unwrap_or_default();
+                for mut r in self.runs.drain(..) {
+                    all.append(&mut r);
+                    self.pool.push(r);
+                }
+                all.sort_unstable_by_key(|e| (e.sync, e.seq));
+                self.runs.push_back(all);
+            }
+        }
+        let mut emptied = false;
+        let mut from_runs = 0;
+        for run in self.runs.iter_mut() {
+            let k = run.partition_point(|e| e.sync < t);
+            if k > 0 {
+                self.ready.extend(run.drain(..k));
+                emptied |= run.is_empty();
+                from_runs += 1;
+            }
+        }
+        if emptied {
+            let pool = &mut self.pool;
+            self.runs.retain_mut(|r| {
+                if r.is_empty() {
+                    pool.push(std::mem::take(r));
+                    false
+                } else {
+                    true
+                }
+            });
+            self.pool.truncate(MAX_RUNS);
+        }
+        self.side_len -= self.ready.len();
+        if from_runs > 1 {
+            self.ready.sort_unstable_by_key(|e| (e.sync, e.seq));
+        }
     }
 
     /// How many results are held.
     #[inline]
     pub fn len(&self) -> usize {
-        self.sync.len() + self.side.len()
+        self.sync.len() + self.side_len
     }
 
     /// Whether nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.sync.is_empty() && self.side.is_empty()
+        self.sync.is_empty() && self.side_len == 0
     }
 
     /// The last CTI released (`-inf` before the first).
@@ -193,7 +290,7 @@ impl<P> ReleaseBuffer<P> {
             };
             // Later main results moved down one position.
             let pos = self.main_base + i as u64;
-            for e in self.slots.iter_mut().flatten() {
+            for e in self.side_entries_mut() {
                 if e.main_pos > pos {
                     e.main_pos -= 1;
                 }
@@ -203,16 +300,23 @@ impl<P> ReleaseBuffer<P> {
             }
             return Some((s, o, p));
         }
-        let mut keys = std::mem::take(&mut self.side).into_vec();
-        let pos = keys.iter().position(|Reverse((sync, _, slot))| {
-            self.slots[*slot as usize]
-                .as_ref()
-                .is_some_and(|e| pred(*sync, e.other, &e.payload))
-        });
-        let removed = pos.map(|pos| keys.swap_remove(pos));
-        self.side = BinaryHeap::from(keys);
-        let Reverse((sync, _, slot)) = removed?;
-        self.take_slot(slot).map(|e| (sync, e.other, e.payload))
+        let pos = self
+            .side_new
+            .iter()
+            .position(|e| pred(e.sync, e.other, &e.payload));
+        let e = match pos {
+            Some(pos) => self.side_new.remove(pos),
+            None => {
+                let (r, pos) = self.runs.iter().enumerate().find_map(|(r, run)| {
+                    run.iter()
+                        .position(|e| pred(e.sync, e.other, &e.payload))
+                        .map(|pos| (r, pos))
+                })?;
+                self.runs[r].remove(pos)
+            }
+        };
+        self.side_len -= 1;
+        Some((e.sync, e.other, e.payload))
     }
 
     /// Takes every held result out (in no particular order).
@@ -233,17 +337,12 @@ impl<P> ReleaseBuffer<P> {
                 };
                 (s, o, p)
             });
-        let slots = &mut self.slots;
-        self.free.clear();
+        self.side_len = 0;
         let side = self
-            .side
-            .drain()
-            .filter_map(move |Reverse((sync, _, slot))| {
-                slots
-                    .get_mut(slot as usize)
-                    .and_then(Option::take)
-                    .map(|e| (sync, e.other, e.payload))
-            });
+            .side_new
+            .drain(..)
+            .chain(self.runs.drain(..).flatten())
+            .map(|e| (e.sync, e.other, e.payload));
         main.chain(side)
     }
 
@@ -277,70 +376,88 @@ impl<P: Clone> ReleaseBuffer<P> {
         sync.reserve(nm);
         other.reserve(nm);
         payload.reserve(nm);
-        let mut left = nm;
-        let mut ns = 0;
-        while let Some(&Reverse((side_sync, _, slot))) = self.side.peek() {
-            if side_sync >= t {
-                break;
-            }
-            self.side.pop();
-            let Some(h) = self.take_slot(slot) else {
-                continue;
-            };
-            ns += 1;
-            // The main results that come before this one: lower sync, or equal sync and pushed
-            // earlier.
-            let mut k = 0;
-            while k < left {
-                let s = self.sync[k];
-                if s < side_sync || (s == side_sync && self.main_base + (k as u64) < h.main_pos) {
-                    k += 1;
-                } else {
-                    break;
+        self.take_ready(t);
+        let mut ready = std::mem::take(&mut self.ready);
+        let ns = ready.len();
+        // Where each out-of-order result goes in the released prefix of the main run: after
+        // the main results with lower sync, or equal sync and pushed earlier.
+        let mut cuts = std::mem::take(&mut self.cuts);
+        cuts.clear();
+        {
+            let (a, b) = self.sync.as_slices();
+            let at = |i: usize| if i < a.len() { a[i] } else { b[i - a.len()] };
+            let mut lo = 0;
+            for h in &ready {
+                let pushed_before = h.main_pos.saturating_sub(self.main_base) as usize;
+                let (mut l, mut r) = (lo, nm);
+                while l < r {
+                    let mid = l + (r - l) / 2;
+                    let s = at(mid);
+                    if s < h.sync || (s == h.sync && mid < pushed_before) {
+                        l = mid + 1;
+                    } else {
+                        r = mid;
+                    }
                 }
+                cuts.push(l);
+                lo = l;
             }
-            self.move_main(k, sync, other, payload);
-            left -= k;
-            sync.push(side_sync);
+        }
+        // Copy the main run's released prefix in slices between the cuts, then drop it from
+        // the run in one go.
+        let mut moved = 0;
+        for (h, &cut) in ready.drain(..).zip(&cuts) {
+            self.copy_main(moved, cut, sync, other, payload);
+            moved = cut;
+            sync.push(h.sync);
             other.push(h.other);
             payload.push(h.payload);
         }
-        self.move_main(left, sync, other, payload);
+        self.copy_main(moved, nm, sync, other, payload);
+        self.cuts = cuts;
+        self.ready = ready;
+        self.sync.drain(..nm);
+        if !self.points_only {
+            self.other.drain(..nm);
+        }
+        if !std::mem::needs_drop::<P>() {
+            self.payload.drain(..nm);
+        }
+        self.main_base += nm as u64;
+        if self.sync.is_empty() {
+            self.reset_main();
+        }
         out.debug_check_from(before);
         nm + ns
     }
 
-    /// Moves the first `n` results of the main run to the columns.
+    /// Appends main-run results `from..to` to the columns: copies of the times, and of the
+    /// payloads when they have no drop glue (a clone is then a copy; the originals are
+    /// dropped from the run afterwards). Payloads with drop glue are moved out of the front
+    /// instead (earlier calls have taken `from` of them already).
     #[inline]
-    fn move_main(
+    fn copy_main(
         &mut self,
-        n: usize,
+        from: usize,
+        to: usize,
         sync: &mut Vec<Time>,
         other: &mut Vec<Time>,
         payload: &mut Vec<P>,
     ) {
-        if n == 0 {
+        if from >= to {
             return;
         }
-        copy_front(&self.sync, n, sync);
+        let start = sync.len();
+        copy_range(&self.sync, from, to, sync);
         if self.points_only {
-            let from = sync.len() - n;
-            other.extend(sync[from..].iter().map(|s| s.next_tick()));
+            other.extend(sync[start..].iter().map(|s| s.next_tick()));
         } else {
-            copy_front(&self.other, n, other);
-            self.other.drain(..n);
+            copy_range(&self.other, from, to, other);
         }
-        self.sync.drain(..n);
         if std::mem::needs_drop::<P>() {
-            payload.extend(self.payload.drain(..n));
+            payload.extend(self.payload.drain(..to - from));
         } else {
-            // No drop glue: cloning is a copy, and the originals need no dropping.
-            copy_front(&self.payload, n, payload);
-            self.payload.drain(..n);
-        }
-        self.main_base += n as u64;
-        if self.sync.is_empty() {
-            self.reset_main();
+            copy_range(&self.payload, from, to, payload);
         }
     }
 }

@@ -56,14 +56,20 @@ where
                 osync.extend_from_slice(sync);
                 oother.extend_from_slice(other);
                 opayload.extend_from_slice(payload);
-                let mut w = base;
-                for (i, p) in payload.iter().enumerate() {
+                let (os, oo, op) = (
+                    &mut osync[base..],
+                    &mut oother[base..],
+                    &mut opayload[base..],
+                );
+                let mut w = 0;
+                for ((&s, &o), p) in sync.iter().zip(other).zip(payload) {
                     let keep = (self.predicate)(p);
-                    osync[w] = sync[i];
-                    oother[w] = other[i];
-                    opayload[w] = p.clone();
+                    os[w] = s;
+                    oo[w] = o;
+                    op[w] = p.clone();
                     w += usize::from(keep);
                 }
+                let w = base + w;
                 osync.truncate(w);
                 oother.truncate(w);
                 opayload.truncate(w);
