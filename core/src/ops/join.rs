@@ -341,9 +341,11 @@ where
     fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
             let right_cti = self.frontier.input(1);
-            for i in range {
-                let (sync, other) = (input.sync()[i], input.other()[i]);
-                let payload = &input.payloads()[i];
+            let columns = input.sync()[range.clone()]
+                .iter()
+                .zip(&input.other()[range.clone()])
+                .zip(&input.payloads()[range.clone()]);
+            for (i, ((&sync, &other), payload)) in range.zip(columns) {
                 if sync < right_cti && other == sync.next_tick() {
                     // A point the right side can add no partner for any more (every right
                     // event starting at or before it has arrived): join it now, never store it.
@@ -355,7 +357,7 @@ where
                         if let Some(r) = self.right.get(rid) {
                             if r.start <= sync && r.end.is_none_or(|e| e > sync) {
                                 if let Some(o) = (self.combine)(payload, &r.payload) {
-                                    self.held.push(sync, other, o);
+                                    self.held.push_point(sync, o);
                                 }
                             }
                         }
@@ -373,9 +375,11 @@ where
     fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
             let left_cti = self.frontier.input(0);
-            for i in range {
-                let (sync, other) = (input.sync()[i], input.other()[i]);
-                let payload = &input.payloads()[i];
+            let columns = input.sync()[range.clone()]
+                .iter()
+                .zip(&input.other()[range.clone()])
+                .zip(&input.payloads()[range.clone()]);
+            for (i, ((&sync, &other), payload)) in range.zip(columns) {
                 if sync < left_cti && other == sync.next_tick() {
                     // The mirror case: a right point no future left event can overlap.
                     let key = (self.key_right)(payload);
@@ -386,7 +390,7 @@ where
                         if let Some(l) = self.left.get(lid) {
                             if l.start <= sync && l.end.is_none_or(|e| e > sync) {
                                 if let Some(o) = (self.combine)(&l.payload, payload) {
-                                    self.held.push(sync, other, o);
+                                    self.held.push_point(sync, o);
                                 }
                             }
                         }

@@ -84,6 +84,26 @@ impl<P> Default for ReleaseBuffer<P> {
     }
 }
 
+/// Appends `s + 1` for every `s` of `sync` to `other` (the `other` column of points), in a
+/// loop the compiler can vectorize.
+#[inline]
+fn fill_next_ticks(sync: &[Time], other: &mut Vec<Time>) {
+    let base = other.len();
+    other.resize(base + sync.len(), Time::NEG_INF);
+    let plain = sync.first().is_some_and(|&s| s > Time::NEG_INF)
+        && sync.last().is_some_and(|&s| s < Time::MAX_FINITE);
+    if plain {
+        // Sorted and all below the last finite tick: a plain `+ 1`.
+        for (o, s) in other[base..].iter_mut().zip(sync) {
+            *o = Time::from_ticks(s.ticks() + 1);
+        }
+    } else {
+        for (o, s) in other[base..].iter_mut().zip(sync) {
+            *o = s.next_tick();
+        }
+    }
+}
+
 /// Appends items `lo..hi` of `from` to `to` (without removing them).
 #[inline]
 fn copy_range<T: Clone>(from: &VecDeque<T>, lo: usize, hi: usize, to: &mut Vec<T>) {
@@ -450,7 +470,7 @@ impl<P: Clone> ReleaseBuffer<P> {
         let start = sync.len();
         copy_range(&self.sync, from, to, sync);
         if self.points_only {
-            other.extend(sync[start..].iter().map(|s| s.next_tick()));
+            fill_next_ticks(&sync[start..], other);
         } else {
             copy_range(&self.other, from, to, other);
         }

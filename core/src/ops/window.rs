@@ -200,22 +200,28 @@ where
     }
 
     /// Adds a member with lifetime `[start, end)` to every window not yet closed that it overlaps.
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, start: Time, end: Time, payload: &P) {
         if let Some(c) = self.current.as_mut() {
             // Tumbling: a member inside the current window's lifetime overlaps no other window.
             if self.spec.size == self.spec.hop && c.start <= start && end <= c.end {
-                let state = c
-                    .groups
-                    .entry((self.key)(payload))
-                    .or_insert_with(|| self.agg.init());
-                self.agg.add(state, payload);
+                let key = (self.key)(payload);
+                match c.groups.get_mut(&key) {
+                    Some(state) => self.agg.add(state, payload),
+                    None => {
+                        let mut state = self.agg.init();
+                        self.agg.add(&mut state, payload);
+                        c.groups.insert(key, state);
+                    }
+                }
                 return;
             }
         }
         self.add_slow(start, end, payload);
     }
 
+    #[cold]
+    #[inline(never)]
     fn add_slow(&mut self, start: Time, end: Time, payload: &P) {
         let first = self.spec.first_ending_after(start).max(self.first_open);
         let last = self.spec.last_starting_before(end);
@@ -353,9 +359,17 @@ where
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
-            for i in range {
-                let payload = &input.payloads()[i];
-                match input.kind(i) {
+            let columns = input.sync()[range.clone()]
+                .iter()
+                .zip(&input.other()[range.clone()])
+                .zip(&input.payloads()[range]);
+            for ((&sync, &other), payload) in columns {
+                if sync < other && other != Time::INF {
+                    // A point or an interval `[sync, other)`: the common case, no decoding.
+                    self.add(sync, other, payload);
+                    continue;
+                }
+                match EventKind::decode(sync, other) {
                     EventKind::StartEdge(s) => {
                         self.open_edges
                             .push((s, (self.key)(payload), payload.clone()))
