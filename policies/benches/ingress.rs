@@ -28,17 +28,38 @@ fn items(out_of_order: bool) -> Vec<StreamItem<u64>> {
         .collect()
 }
 
-fn run(items: &[StreamItem<u64>], delay: i64) -> u64 {
+fn ingress(delay: i64) -> Ingress<u64> {
     let generation = AdvanceTimeGenerationSettings::every_events(1000)
         .delay(TimeSpan::from_ticks(delay))
         .final_cti(true)
         .build()
         .expect("valid settings");
-    let mut ingress = Ingress::new(IngressConfig {
+    Ingress::new(IngressConfig {
         generation: Some(generation),
         policy: Some(AdvanceTimePolicy::Drop),
         ..IngressConfig::default()
-    });
+    })
+}
+
+/// The same through [`Ingress::enqueue_points`], 1,000 points a call.
+fn run_points(points: &[(Time, u64)], delay: i64) -> u64 {
+    let mut ingress = ingress(delay);
+    let mut out = IngressOutput::new();
+    let mut released = 0u64;
+    for chunk in points.chunks(1000) {
+        let _ = ingress.enqueue_points(chunk.iter().copied(), &mut out);
+        if out.batch.len() >= 4096 {
+            released += out.batch.payloads().iter().fold(0, |a, p| a ^ p);
+            out.batch.clear();
+            out.dead_letters.clear();
+        }
+    }
+    ingress.finish(&mut out);
+    released ^ out.batch.len() as u64
+}
+
+fn run(items: &[StreamItem<u64>], delay: i64) -> u64 {
+    let mut ingress = ingress(delay);
     let mut out = IngressOutput::new();
     let mut released = 0u64;
     for item in items {
@@ -65,6 +86,18 @@ fn bench(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::from_parameter(name), &data, |b, d| {
             b.iter(|| black_box(run(d, delay)))
         });
+        let points: Vec<(Time, u64)> = data
+            .iter()
+            .filter_map(|item| match item {
+                StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
+                StreamItem::Cti(_) => None,
+            })
+            .collect();
+        g.bench_with_input(
+            BenchmarkId::from_parameter(format!("{name}/enqueue_points")),
+            &points,
+            |b, p| b.iter(|| black_box(run_points(p, delay))),
+        );
     }
     g.finish();
 }

@@ -13,7 +13,10 @@
 //! event of the other side can overlap them then); memory is bounded by the CTI lag and by the
 //! open edges, not by the stream. A point that arrives below the other side's CTI is joined at
 //! once and never stored: every partner it can have has arrived (the common case of a fast
-//! stream of points against a slower reference stream whose CTIs are imported).
+//! stream of points against a slower reference stream whose CTIs are imported). Its results go
+//! straight to the output, without waiting for the CTI, when nothing else is held and its side
+//! stores nothing: every result that can still come is then at or after it, and it is final
+//! (every later CTI of the output is above it).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -357,7 +360,15 @@ where
                         if let Some(r) = self.right.get(rid) {
                             if r.start <= sync && r.end.is_none_or(|e| e > sync) {
                                 if let Some(o) = (self.combine)(payload, &r.payload) {
-                                    self.held.push_point(sync, o);
+                                    if self.held.is_empty()
+                                        && self.open.is_empty()
+                                        && self.left.live == 0
+                                    {
+                                        // Nothing can come out later below it: emit now.
+                                        out.push_event(sync, other, o);
+                                    } else {
+                                        self.held.push_point(sync, o);
+                                    }
                                 }
                             }
                         }
@@ -390,7 +401,14 @@ where
                         if let Some(l) = self.left.get(lid) {
                             if l.start <= sync && l.end.is_none_or(|e| e > sync) {
                                 if let Some(o) = (self.combine)(&l.payload, payload) {
-                                    self.held.push_point(sync, o);
+                                    if self.held.is_empty()
+                                        && self.open.is_empty()
+                                        && self.right.live == 0
+                                    {
+                                        out.push_event(sync, other, o);
+                                    } else {
+                                        self.held.push_point(sync, o);
+                                    }
                                 }
                             }
                         }
