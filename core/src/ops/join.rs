@@ -34,14 +34,21 @@ struct Entry<P, K> {
     end: Option<Time>,
     key: K,
     payload: P,
+    /// The next entry with the same key ([`NONE`] at the end): each key's entries form a list
+    /// through the slots, so a probe reads the key's bucket and then the entries themselves.
+    next: usize,
 }
+
+/// The end of a key's list.
+const NONE: usize = usize::MAX;
 
 /// One input's events, by key, with the ones not yet paired in start order.
 #[derive(Debug)]
 struct Side<P, K> {
     slots: Vec<Option<Entry<P, K>>>,
     free: Vec<usize>,
-    by_key: FxHashMap<K, Vec<usize>>,
+    /// The first entry of each key's list.
+    by_key: FxHashMap<K, usize>,
     pending: VecDeque<usize>,
     /// Known ends that arrived in order (points, mostly): expire from the front.
     expiry_fifo: VecDeque<(Time, usize)>,
@@ -67,9 +74,23 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
         self.slots.get(id).and_then(Option::as_ref)
     }
 
-    fn insert(&mut self, entry: Entry<P, K>) {
+    /// The entries with this key, newest first, with their ids.
+    #[inline]
+    fn with_key<'a>(&'a self, key: &K) -> impl Iterator<Item = (usize, &'a Entry<P, K>)> + 'a {
+        let mut id = self.by_key.get(key).copied().unwrap_or(NONE);
+        std::iter::from_fn(move || {
+            let e = self.get(id)?;
+            let this = id;
+            id = e.next;
+            Some((this, e))
+        })
+    }
+
+    fn insert(&mut self, mut entry: Entry<P, K>) {
         let end = entry.end;
         let key = entry.key.clone();
+        let id = self.free.last().copied().unwrap_or(self.slots.len());
+        entry.next = self.by_key.insert(key, id).unwrap_or(NONE);
         let id = match self.free.pop() {
             Some(id) => {
                 self.slots[id] = Some(entry);
@@ -81,7 +102,6 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
             }
         };
         self.live += 1;
-        self.by_key.entry(key).or_default().push(id);
         self.pending.push_back(id);
         if let Some(e) = end {
             self.expire_at(e, id);
@@ -98,18 +118,40 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
 
     /// Closes the open edge (same key, start and payload) at `end`.
     fn close(&mut self, key: &K, start: Time, payload: &P, end: Time) {
-        let Some(ids) = self.by_key.get(key) else {
-            return;
-        };
-        let found = ids.iter().copied().find(|&id| {
-            self.get(id)
-                .is_some_and(|e| e.start == start && e.end.is_none() && e.payload == *payload)
-        });
+        let found = self
+            .with_key(key)
+            .find(|(_, e)| e.start == start && e.end.is_none() && e.payload == *payload)
+            .map(|(id, _)| id);
         if let Some(id) = found {
             if let Some(e) = self.slots[id].as_mut() {
                 e.end = Some(end);
             }
             self.expire_at(end, id);
+        }
+    }
+
+    /// Takes the entry `id` (already out of its slot) off its key's list.
+    fn unlink(&mut self, entry: &Entry<P, K>, id: usize) {
+        let Some(head) = self.by_key.get_mut(&entry.key) else {
+            return;
+        };
+        if *head == id {
+            if entry.next == NONE {
+                self.by_key.remove(&entry.key);
+            } else {
+                *head = entry.next;
+            }
+            return;
+        }
+        let mut prev = *head;
+        while let Some(p) = self.slots.get(prev).and_then(Option::as_ref) {
+            if p.next == id {
+                if let Some(p) = self.slots[prev].as_mut() {
+                    p.next = entry.next;
+                }
+                return;
+            }
+            prev = p.next;
         }
     }
 
@@ -128,14 +170,7 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
                 _ => break,
             };
             if let Some(entry) = self.slots[id].take() {
-                if let Some(ids) = self.by_key.get_mut(&entry.key) {
-                    if let Some(pos) = ids.iter().position(|&x| x == id) {
-                        ids.swap_remove(pos);
-                    }
-                    if ids.is_empty() {
-                        self.by_key.remove(&entry.key);
-                    }
-                }
+                self.unlink(&entry, id);
                 self.free.push(id);
                 self.live -= 1;
             }
@@ -224,17 +259,9 @@ where
                 break;
             }
             self.left.pending.pop_front();
-            for &rid in self
-                .right
-                .by_key
-                .get(&l.key)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
-                if let Some(r) = self.right.get(rid) {
-                    if r.start <= l.start && r.end.is_none_or(|e| e > l.start) {
-                        self.pairs.push((id, rid));
-                    }
+            for (rid, r) in self.right.with_key(&l.key) {
+                if r.start <= l.start && r.end.is_none_or(|e| e > l.start) {
+                    self.pairs.push((id, rid));
                 }
             }
         }
@@ -247,17 +274,9 @@ where
                 break;
             }
             self.right.pending.pop_front();
-            for &id in self
-                .left
-                .by_key
-                .get(&r.key)
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
-            {
-                if let Some(l) = self.left.get(id) {
-                    if l.start < r.start && l.end.is_none_or(|e| e > r.start) {
-                        self.pairs.push((id, rid));
-                    }
+            for (id, l) in self.left.with_key(&r.key) {
+                if l.start < r.start && l.end.is_none_or(|e| e > r.start) {
+                    self.pairs.push((id, rid));
                 }
             }
         }
@@ -324,6 +343,7 @@ fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone>(
                 end: (other != Time::INF).then_some(other),
                 key: key(payload),
                 payload: payload.clone(),
+                next: NONE,
             });
         }
     }
@@ -344,37 +364,31 @@ where
     fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
             let right_cti = self.frontier.input(1);
-            let columns = input.sync()[range.clone()]
-                .iter()
-                .zip(&input.other()[range.clone()])
-                .zip(&input.payloads()[range.clone()]);
-            for (i, ((&sync, &other), payload)) in range.zip(columns) {
-                if sync < right_cti && other == sync.next_tick() {
+            // Results go straight out while nothing else is held and this side stores nothing.
+            let mut direct = self.held.is_empty() && self.open.is_empty() && self.left.live == 0;
+            let sync = &input.sync()[range.clone()];
+            let other = &input.other()[range.clone()];
+            let payloads = &input.payloads()[range.clone()];
+            for (k, ((&s, &o), payload)) in sync.iter().zip(other).zip(payloads).enumerate() {
+                if s < right_cti && o == s.next_tick() {
                     // A point the right side can add no partner for any more (every right
                     // event starting at or before it has arrived): join it now, never store it.
                     let key = (self.key_left)(payload);
-                    let Some(ids) = self.right.by_key.get(&key) else {
-                        continue;
-                    };
-                    for &rid in ids {
-                        if let Some(r) = self.right.get(rid) {
-                            if r.start <= sync && r.end.is_none_or(|e| e > sync) {
-                                if let Some(o) = (self.combine)(payload, &r.payload) {
-                                    if self.held.is_empty()
-                                        && self.open.is_empty()
-                                        && self.left.live == 0
-                                    {
-                                        // Nothing can come out later below it: emit now.
-                                        out.push_event(sync, other, o);
-                                    } else {
-                                        self.held.push_point(sync, o);
-                                    }
+                    for (_, r) in self.right.with_key(&key) {
+                        if r.start <= s && r.end.is_none_or(|e| e > s) {
+                            if let Some(result) = (self.combine)(payload, &r.payload) {
+                                if direct {
+                                    // Nothing can come out later below it: emit now.
+                                    out.push_event(s, o, result);
+                                } else {
+                                    self.held.push_point(s, result);
                                 }
                             }
                         }
                     }
                 } else {
-                    absorb(&mut self.left, &self.key_left, input, i);
+                    absorb(&mut self.left, &self.key_left, input, range.start + k);
+                    direct = false;
                 }
             }
             if let Some(t) = cti.and_then(|t| self.frontier.advance(0, t)) {
@@ -386,35 +400,28 @@ where
     fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
             let left_cti = self.frontier.input(0);
-            let columns = input.sync()[range.clone()]
-                .iter()
-                .zip(&input.other()[range.clone()])
-                .zip(&input.payloads()[range.clone()]);
-            for (i, ((&sync, &other), payload)) in range.zip(columns) {
-                if sync < left_cti && other == sync.next_tick() {
+            let mut direct = self.held.is_empty() && self.open.is_empty() && self.right.live == 0;
+            let sync = &input.sync()[range.clone()];
+            let other = &input.other()[range.clone()];
+            let payloads = &input.payloads()[range.clone()];
+            for (k, ((&s, &o), payload)) in sync.iter().zip(other).zip(payloads).enumerate() {
+                if s < left_cti && o == s.next_tick() {
                     // The mirror case: a right point no future left event can overlap.
                     let key = (self.key_right)(payload);
-                    let Some(ids) = self.left.by_key.get(&key) else {
-                        continue;
-                    };
-                    for &lid in ids {
-                        if let Some(l) = self.left.get(lid) {
-                            if l.start <= sync && l.end.is_none_or(|e| e > sync) {
-                                if let Some(o) = (self.combine)(&l.payload, payload) {
-                                    if self.held.is_empty()
-                                        && self.open.is_empty()
-                                        && self.right.live == 0
-                                    {
-                                        out.push_event(sync, other, o);
-                                    } else {
-                                        self.held.push_point(sync, o);
-                                    }
+                    for (_, l) in self.left.with_key(&key) {
+                        if l.start <= s && l.end.is_none_or(|e| e > s) {
+                            if let Some(result) = (self.combine)(&l.payload, payload) {
+                                if direct {
+                                    out.push_event(s, o, result);
+                                } else {
+                                    self.held.push_point(s, result);
                                 }
                             }
                         }
                     }
                 } else {
-                    absorb(&mut self.right, &self.key_right, input, i);
+                    absorb(&mut self.right, &self.key_right, input, range.start + k);
+                    direct = false;
                 }
             }
             if let Some(t) = cti.and_then(|t| self.frontier.advance(1, t)) {

@@ -295,6 +295,30 @@ where
         }
     }
 
+    /// One input event of any kind.
+    fn one(&mut self, sync: Time, other: Time, payload: &P) {
+        match EventKind::decode(sync, other) {
+            EventKind::StartEdge(s) => {
+                self.open_edges
+                    .push((s, (self.key)(payload), payload.clone()))
+            }
+            EventKind::EndEdge { start, end } => {
+                if let Some(pos) = self
+                    .open_edges
+                    .iter()
+                    .position(|(s, _, p)| *s == start && p == payload)
+                {
+                    self.open_edges.swap_remove(pos);
+                    self.add(start, end, payload);
+                }
+            }
+            kind => {
+                let (start, end) = kind.encode();
+                self.add(start, end, payload);
+            }
+        }
+    }
+
     /// The input CTI advanced to `t`: close every window ending at or before it.
     fn close(&mut self, t: Time, out: &mut Batch<O>) {
         self.flush_current();
@@ -358,37 +382,40 @@ where
     const NAME: &'static str = "hopping window";
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<O>) {
+        let tumbling = self.spec.size == self.spec.hop;
         for (range, cti) in input.segments() {
-            let columns = input.sync()[range.clone()]
-                .iter()
-                .zip(&input.other()[range.clone()])
-                .zip(&input.payloads()[range]);
-            for ((&sync, &other), payload) in columns {
-                if sync < other && other != Time::INF {
-                    // A point or an interval `[sync, other)`: the common case, no decoding.
-                    self.add(sync, other, payload);
-                    continue;
-                }
-                match EventKind::decode(sync, other) {
-                    EventKind::StartEdge(s) => {
-                        self.open_edges
-                            .push((s, (self.key)(payload), payload.clone()))
-                    }
-                    EventKind::EndEdge { start, end } => {
-                        if let Some(pos) = self
-                            .open_edges
-                            .iter()
-                            .position(|(s, _, p)| *s == start && p == payload)
-                        {
-                            self.open_edges.swap_remove(pos);
-                            self.add(start, end, payload);
+            let sync = &input.sync()[range.clone()];
+            let other = &input.other()[range.clone()];
+            let payloads = &input.payloads()[range];
+            let mut i = 0;
+            while i < sync.len() {
+                if let (true, Some(c)) = (tumbling, self.current.as_mut()) {
+                    // The common case in a tight loop: points and intervals inside the current
+                    // tumbling window, which overlap no other window.
+                    let (ws, we) = (c.start, c.end);
+                    while let (Some(&s), Some(&o), Some(p)) =
+                        (sync.get(i), other.get(i), payloads.get(i))
+                    {
+                        if !(ws <= s && s < o && o <= we) {
+                            break;
                         }
+                        let key = (self.key)(p);
+                        match c.groups.get_mut(&key) {
+                            Some(state) => self.agg.add(state, p),
+                            None => {
+                                let mut state = self.agg.init();
+                                self.agg.add(&mut state, p);
+                                c.groups.insert(key, state);
+                            }
+                        }
+                        i += 1;
                     }
-                    kind => {
-                        let (start, end) = kind.encode();
-                        self.add(start, end, payload);
+                    if i == sync.len() {
+                        break;
                     }
                 }
+                self.one(sync[i], other[i], &payloads[i]);
+                i += 1;
             }
             if let Some(t) = cti {
                 if t > self.cti {
