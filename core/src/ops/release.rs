@@ -88,19 +88,13 @@ impl<P> Default for ReleaseBuffer<P> {
 /// loop the compiler can vectorize.
 #[inline]
 fn fill_next_ticks(sync: &[Time], other: &mut Vec<Time>) {
-    let base = other.len();
-    other.resize(base + sync.len(), Time::NEG_INF);
     let plain = sync.first().is_some_and(|&s| s > Time::NEG_INF)
         && sync.last().is_some_and(|&s| s < Time::MAX_FINITE);
     if plain {
         // Sorted and all below the last finite tick: a plain `+ 1`.
-        for (o, s) in other[base..].iter_mut().zip(sync) {
-            *o = Time::from_ticks(s.ticks() + 1);
-        }
+        other.extend(sync.iter().map(|s| Time::from_ticks(s.ticks() + 1)));
     } else {
-        for (o, s) in other[base..].iter_mut().zip(sync) {
-            *o = s.next_tick();
-        }
+        other.extend(sync.iter().map(|s| s.next_tick()));
     }
 }
 
@@ -244,7 +238,9 @@ impl<P> ReleaseBuffer<P> {
         let mut emptied = false;
         let mut from_runs = 0;
         for run in self.runs.iter_mut() {
-            let k = run.partition_point(|e| e.sync < t);
+            // A scan, not a binary search: the prefix is short and a scan reads only its
+            // first cache lines.
+            let k = run.iter().take_while(|e| e.sync < t).count();
             if k > 0 {
                 self.ready.extend(run.drain(..k));
                 emptied |= run.is_empty();
@@ -409,7 +405,19 @@ impl<P: Clone> ReleaseBuffer<P> {
             let mut lo = 0;
             for h in &ready {
                 let pushed_before = h.main_pos.saturating_sub(self.main_base) as usize;
-                let (mut l, mut r) = (lo, nm);
+                let before = |i: usize| {
+                    let s = at(i);
+                    s < h.sync || (s == h.sync && i < pushed_before)
+                };
+                // Galloping from the last cut (cuts are close together and the run between
+                // them is copied next anyway), then a binary search in the last step.
+                let mut step = 1;
+                let mut l = lo;
+                while l + step <= nm && before(l + step - 1) {
+                    l += step;
+                    step *= 2;
+                }
+                let mut r = (l + step).min(nm);
                 while l < r {
                     let mid = l + (r - l) / 2;
                     let s = at(mid);
