@@ -53,6 +53,14 @@ pub enum Error {
     /// Settings that cannot work.
     #[error("invalid advance-time settings: {0}")]
     InvalidSettings(String),
+    /// Columns of one set of events with different lengths.
+    #[error("{times} start times for {payloads} payloads: the columns must have equal lengths")]
+    ColumnLengths {
+        /// Start times given.
+        times: usize,
+        /// Payloads given.
+        payloads: usize,
+    },
 }
 
 /// Result with this crate's [`Error`].

@@ -291,7 +291,8 @@ fn generation() -> impl Strategy<Value = Option<AdvanceTimeGenerationSettings>> 
 }
 
 proptest! {
-    /// `enqueue_points` gives exactly what enqueuing each point as an item gives: the same
+    /// `enqueue_points` and `enqueue_point_columns` give exactly what enqueuing each point as
+    /// an item gives: the same
     /// released events and CTIs, dead letters, counters and rejections (a full buffer
     /// included).
     #[test]
@@ -330,6 +331,32 @@ proptest! {
             }
         }
         batched.finish(&mut batched_out);
+
+        let mut columns = Ingress::new(config);
+        let mut columns_out = IngressOutput::new();
+        let mut columns_rejected = 0;
+        let mut columns_full = false;
+        for part in points.chunks(chunk) {
+            let times: Vec<Time> = part.iter().map(|p| p.0).collect();
+            let payloads: Vec<u32> = part.iter().map(|p| p.1).collect();
+            match columns.enqueue_point_columns(&times, &payloads, &mut columns_out) {
+                Ok(n) => columns_rejected += n,
+                Err(punctual_policies::Error::BufferFull { .. }) => { columns_full = true; break; }
+                Err(e) => prop_assert!(false, "unexpected error {e}"),
+            }
+        }
+        columns.finish(&mut columns_out);
+
+        prop_assert_eq!(one_full, columns_full);
+        if !one_full {
+            prop_assert_eq!(one_rejected, columns_rejected);
+        }
+        prop_assert_eq!(
+            one_out.batch.items().map(|i| i.map(|p| *p)).collect::<Vec<_>>(),
+            columns_out.batch.items().map(|i| i.map(|p| *p)).collect::<Vec<_>>()
+        );
+        prop_assert_eq!(&one_out.dead_letters, &columns_out.dead_letters);
+        prop_assert_eq!(one.counters(), columns.counters());
 
         prop_assert_eq!(one_full, batched_full);
         if !one_full {

@@ -170,6 +170,37 @@ impl<P> ReleaseBuffer<P> {
         }
     }
 
+    /// Holds a run of points already in sync order, none before the last point held in order
+    /// (checked in debug builds): [`ReleaseBuffer::push_point`] for each, in one copy per
+    /// column.
+    pub fn push_point_run(&mut self, sync: &[Time], payloads: &[P])
+    where
+        P: Clone,
+    {
+        let Some(&last) = sync.last() else {
+            return;
+        };
+        debug_assert!(sync.len() == payloads.len(), "one payload per time");
+        debug_assert!(
+            sync.first().is_some_and(|&f| f >= self.last_sync)
+                && sync.windows(2).all(|w| w[0] <= w[1]),
+            "a run of points must be in sync order, after the main run"
+        );
+        if !self.points_only {
+            self.other.extend(sync.iter().map(|s| s.next_tick()));
+        }
+        self.sync.extend(sync.iter().copied());
+        self.payload.extend(payloads.iter().cloned());
+        self.last_sync = last;
+    }
+
+    /// The last sync time pushed in order (`-inf` when the main run is empty): a point at or
+    /// after it extends the main run.
+    #[inline]
+    pub fn last_in_order(&self) -> Time {
+        self.last_sync
+    }
+
     /// Grows the main run's columns by a quarter, not the double a `VecDeque` would take: the
     /// run is a ring, and the tighter it is, the more often the slot a push writes is one a
     /// release has just read (still in cache) rather than one untouched since long ago.
