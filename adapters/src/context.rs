@@ -634,6 +634,30 @@ impl<P: Payload> InputContext<P> {
         r.map_err(|e| self.classify(e))
     }
 
+    /// Enqueues point events given as columns (start times and payloads, in arrival order)
+    /// under one lock and at most one channel send, through
+    /// [`Ingress::enqueue_point_columns`]: runs of in-order points go into the reorder buffer
+    /// with one copy per column. For adapters that parse their input into columns. Returns
+    /// how many were rejected; a full reorder buffer fails the query, and columns of different
+    /// lengths are refused (nothing enqueued).
+    ///
+    /// [`Ingress::enqueue_point_columns`]: punctual_policies::Ingress::enqueue_point_columns
+    pub async fn enqueue_point_columns(
+        &mut self,
+        times: &[Time],
+        payloads: &[P],
+    ) -> Result<usize, EnqueueError> {
+        self.check_stopping()?;
+        let core = Arc::clone(&self.core);
+        let r = core
+            .with_ingress(
+                |ing, out| ing.enqueue_point_columns(times, payloads, out),
+                SendMode::StopAware(&mut self.stop),
+            )
+            .await?;
+        r.map_err(|e| self.classify(e))
+    }
+
     /// Reports an input record that could not be parsed: counted as `malformed` and sent to the
     /// dead letters with its location and text. The stream goes on.
     pub async fn report_malformed(&mut self, record: MalformedRecord) {

@@ -565,10 +565,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             // Up to the next generated CTI, with room in the buffer: the longest run of valid
             // points in time order goes in with one copy; the point that ends it (if any)
             // takes the general path.
-            let room = self
-                .config
-                .max_buffered
-                .saturating_sub(self.buffer.len());
+            let room = self.config.max_buffered.saturating_sub(self.buffer.len());
             let budget = match every {
                 Some(n) => usize::try_from(n.saturating_sub(self.since_cti)).unwrap_or(usize::MAX),
                 None => usize::MAX,

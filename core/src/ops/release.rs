@@ -27,7 +27,6 @@ use std::collections::VecDeque;
 
 /// Sorted runs of out-of-order results kept before they are merged into one.
 const MAX_RUNS: usize = 64;
-const GROW: bool = false;
 
 use crate::batch::Batch;
 use crate::time::Time;
@@ -139,9 +138,6 @@ impl<P> ReleaseBuffer<P> {
     pub fn push(&mut self, sync: Time, other: Time, payload: P) {
         if self.last_sync <= sync {
             self.last_sync = sync;
-            if GROW && self.sync.len() == self.sync.capacity() {
-                self.grow_main();
-            }
             if !self.points_only {
                 self.other.push_back(other);
             } else if other != sync.next_tick() {
@@ -199,19 +195,6 @@ impl<P> ReleaseBuffer<P> {
     #[inline]
     pub fn last_in_order(&self) -> Time {
         self.last_sync
-    }
-
-    /// Grows the main run's columns by a quarter, not the double a `VecDeque` would take: the
-    /// run is a ring, and the tighter it is, the more often the slot a push writes is one a
-    /// release has just read (still in cache) rather than one untouched since long ago.
-    #[cold]
-    fn grow_main(&mut self) {
-        let more = self.sync.len() / 4 + 64;
-        self.sync.reserve_exact(more);
-        self.payload.reserve_exact(more);
-        if !self.points_only {
-            self.other.reserve_exact(more);
-        }
     }
 
     /// The main run stops being points only: write its `other` column out.

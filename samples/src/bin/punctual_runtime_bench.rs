@@ -8,8 +8,8 @@
 //! ```
 //!
 //! - `--source file` (default): an input adapter that reads `DIR/events.bin` in 64 KiB chunks
-//!   (24-byte records, as the peers read them) and enqueues each chunk's points with
-//!   [`InputContext::enqueue_points`].
+//!   (24-byte records, as the peers read them), parses each 1,000 records into columns and
+//!   enqueues them with [`InputContext::enqueue_point_columns`].
 //! - `--source synthetic`: the same adapter fed by the workload generator's algorithm
 //!   (SplitMix64, seed 42: 10,000 events per simulated second, 1,000 keys, 5% out of order by
 //!   up to 2 s) instead of a file, so that `--n 100000000` needs no 2.4 GB file and peak memory
@@ -154,10 +154,13 @@ impl BenchAdapter {
     async fn chunk(
         &self,
         ctx: &mut InputContext<Reading>,
-        points: &[(Time, Reading)],
+        columns: &mut Columns,
     ) -> Result<(), AdapterError> {
         let before = ctx.counters().ctis_out;
-        ctx.enqueue_points(points.iter().copied()).await?;
+        ctx.enqueue_point_columns(&columns.times, &columns.payloads)
+            .await?;
+        columns.times.clear();
+        columns.payloads.clear();
         let issued = ctx.counters().ctis_out - before;
         if issued > 0 {
             let now = Instant::now();
@@ -168,10 +171,28 @@ impl BenchAdapter {
     }
 }
 
+/// One chunk of parsed records, as columns.
+#[derive(Default)]
+struct Columns {
+    times: Vec<Time>,
+    payloads: Vec<Reading>,
+}
+
+impl Columns {
+    fn push(&mut self, t: Time, p: Reading) {
+        self.times.push(t);
+        self.payloads.push(p);
+    }
+
+    fn len(&self) -> usize {
+        self.times.len()
+    }
+}
+
 #[async_trait]
 impl InputAdapter<Reading> for BenchAdapter {
     async fn run(&mut self, ctx: &mut InputContext<Reading>) -> Result<(), AdapterError> {
-        let mut points: Vec<(Time, Reading)> = Vec::with_capacity(CHUNK_EVENTS);
+        let mut points = Columns::default();
         match self.source.clone() {
             Source::File(path) => {
                 use std::io::Read;
@@ -201,10 +222,9 @@ impl InputAdapter<Reading> for BenchAdapter {
                     };
                     let mut k = [0u8; 4];
                     k.copy_from_slice(&record[16..20]);
-                    points.push((ms(field(0)), (field(8), u32::from_le_bytes(k))));
+                    points.push(ms(field(0)), (field(8), u32::from_le_bytes(k)));
                     if points.len() == CHUNK_EVENTS {
-                        self.chunk(ctx, &points).await?;
-                        points.clear();
+                        self.chunk(ctx, &mut points).await?;
                     }
                 }
             }
@@ -219,15 +239,14 @@ impl InputAdapter<Reading> for BenchAdapter {
                     if rng.next() < ooo {
                         ts = (base - 1 - (rng.next() % 2000) as i64).max(0);
                     }
-                    points.push((ms(ts), (value, key)));
+                    points.push(ms(ts), (value, key));
                     if points.len() == CHUNK_EVENTS {
-                        self.chunk(ctx, &points).await?;
-                        points.clear();
+                        self.chunk(ctx, &mut points).await?;
                     }
                 }
             }
         }
-        self.chunk(ctx, &points).await
+        self.chunk(ctx, &mut points).await
     }
 }
 
