@@ -821,3 +821,62 @@ async fn explain_names_the_input_holding_a_join_back() {
     );
     running.stop().await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
+    let letters = DeadLetterCollector::new();
+    let settings = AdvanceTimeSettings::builder()
+        .generation(
+            AdvanceTimeGenerationSettings::every_events(2)
+                .final_cti(true)
+                .build()
+                .unwrap(),
+        )
+        .policy(AdvanceTimePolicy::Drop)
+        .build()
+        .unwrap();
+    let mut query = Query::new("bulk");
+    let s = query
+        .create_stream(
+            InputOptions::new("in", EventShape::Point).settings(settings),
+            &input(|ctx| {
+                async move {
+                    // Columns: CTI(3) after the second point; 2 then breaks it and is dropped.
+                    let rejected = ctx
+                        .enqueue_point_columns(&[t(1), t(3), t(2), t(4)], &[1, 3, 2, 4])
+                        .await?;
+                    assert_eq!(rejected, 0);
+                    let lengths = ctx.enqueue_point_columns(&[t(5)], &[]).await.unwrap_err();
+                    assert!(lengths.to_string().contains("equal lengths"), "{lengths}");
+                    // Pairs from an iterator: CTI(6) after 6 (4 and 6 since the last one).
+                    let rejected = ctx.enqueue_points([(t(6), 6), (t(7), 7)]).await?;
+                    assert_eq!(rejected, 0);
+                    Ok(())
+                }
+                .boxed()
+            }),
+            &(),
+        )
+        .unwrap();
+    let out = CollectOutput::new();
+    query.bind_output(&s, &out, &()).unwrap();
+    query.bind_dead_letters(&s, letters.clone()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    assert_eq!(
+        out.items(),
+        vec![
+            StreamItem::point(t(1), 1),
+            StreamItem::Cti(t(3)),
+            StreamItem::point(t(3), 3),
+            StreamItem::point(t(4), 4),
+            StreamItem::Cti(t(6)),
+            StreamItem::point(t(6), 6),
+            StreamItem::point(t(7), 7),
+            StreamItem::Cti(Time::INF),
+        ]
+    );
+    let c = report.counters("in").unwrap();
+    assert_eq!((c.events_in, c.released, c.dropped), (6, 5, 1));
+    let reasons: Vec<_> = letters.letters().into_iter().map(|d| d.reason).collect();
+    assert_eq!(reasons, vec![DeadLetterReason::Late]);
+}
