@@ -191,6 +191,19 @@ impl<P> Batch<P> {
         (&mut self.sync, &mut self.other, &mut self.payload)
     }
 
+    /// Appends events given as columns (sorted, after what the batch holds).
+    #[inline]
+    pub(crate) fn extend_from_columns(&mut self, sync: &[Time], other: &[Time], payload: &[P])
+    where
+        P: Clone,
+    {
+        let before = self.sync.len();
+        self.sync.extend_from_slice(sync);
+        self.other.extend_from_slice(other);
+        self.payload.extend_from_slice(payload);
+        self.debug_check_from(before);
+    }
+
     /// Checks the invariants for the events from index `from` on, in debug builds (sorted
     /// events, consistent CTI marks).
     #[inline]

@@ -3,10 +3,15 @@
 //! CTI rule: output CTI = the minimum of the inputs' CTIs ([`CtiFrontier`]). Every event passes
 //! unchanged, held until the output CTI passes its sync time, so the output is sorted and each
 //! segment is the same whatever the interleaving of the inputs.
+//!
+//! Each input arrives sorted (its batches are sorted and sealed by its CTIs), so each is held in
+//! its own release buffer, in order, and a release merges the inputs' released prefixes (ties in
+//! input order), copying whole runs where the inputs do not interleave.
 
 use std::any::Any;
 
 use crate::batch::Batch;
+use crate::time::Time;
 
 use super::graph::{input, output, Node};
 use super::{CtiFrontier, ReleaseBuffer};
@@ -15,7 +20,11 @@ use super::{CtiFrontier, ReleaseBuffer};
 #[derive(Debug)]
 pub struct Union<P> {
     frontier: CtiFrontier,
-    held: ReleaseBuffer<P>,
+    held: Vec<ReleaseBuffer<P>>,
+    /// Scratch: each input's released prefix, before the merge.
+    released: Vec<Batch<P>>,
+    /// Scratch: the merge position in each of `released`.
+    at: Vec<usize>,
 }
 
 impl<P: Clone + Send + 'static> Union<P> {
@@ -23,25 +32,138 @@ impl<P: Clone + Send + 'static> Union<P> {
     pub fn new(inputs: usize) -> Self {
         Union {
             frontier: CtiFrontier::new(inputs),
-            held: ReleaseBuffer::new(),
+            held: (0..inputs).map(|_| ReleaseBuffer::new()).collect(),
+            released: (0..inputs).map(|_| Batch::new()).collect(),
+            at: vec![0; inputs],
         }
     }
 
     /// Processes a batch of input `port`.
     pub fn on_batch(&mut self, port: usize, batch: &Batch<P>, out: &mut Batch<P>) {
         for (range, cti) in batch.segments() {
-            for i in range {
-                self.held.push(
-                    batch.sync()[i],
-                    batch.other()[i],
-                    batch.payloads()[i].clone(),
-                );
+            if let Some(held) = self.held.get_mut(port) {
+                let columns = batch.sync()[range.clone()]
+                    .iter()
+                    .zip(&batch.other()[range.clone()])
+                    .zip(&batch.payloads()[range]);
+                for ((&s, &o), p) in columns {
+                    held.push(s, o, p.clone());
+                }
             }
             if let Some(t) = cti.and_then(|t| self.frontier.advance(port, t)) {
-                self.held.release(t, out);
+                self.release(t, out);
             }
         }
     }
+
+    /// The output CTI advanced to `t`: merge what every input holds below it, then the CTI.
+    fn release(&mut self, t: Time, out: &mut Batch<P>) {
+        for ((held, released), at) in self
+            .held
+            .iter_mut()
+            .zip(&mut self.released)
+            .zip(&mut self.at)
+        {
+            released.clear();
+            held.release_into(t, released);
+            *at = 0;
+        }
+        if let [a, b] = &self.released[..] {
+            merge_two(a, b, out);
+            out.push_cti(t);
+            return;
+        }
+        loop {
+            // The input with the least next event (ties: the lower input), and the next event
+            // of any other input: its run up to there goes out in one copy.
+            let mut best: Option<(usize, Time)> = None;
+            let mut second = Time::INF;
+            for (k, (b, &i)) in self.released.iter().zip(&self.at).enumerate() {
+                let Some(&s) = b.sync().get(i) else {
+                    continue;
+                };
+                match best {
+                    Some((_, bs)) if s >= bs => second = second.min(s),
+                    Some((_, bs)) => {
+                        second = second.min(bs);
+                        best = Some((k, s));
+                    }
+                    None => best = Some((k, s)),
+                }
+            }
+            let Some((k, _)) = best else {
+                break;
+            };
+            let from = self.at[k];
+            let b = &self.released[k];
+            // Events of input k up to `second` (equal ones too when k is the lower input of
+            // the tie: inputs below k have nothing at `second`, or it would be `best`).
+            let tie = self.tie_after(k, second);
+            let run = b.sync()[from..].partition_point(|&s| s < second || (s == second && !tie));
+            let to = from + run.max(1);
+            out.extend_from_columns(
+                &b.sync()[from..to],
+                &b.other()[from..to],
+                &b.payloads()[from..to],
+            );
+            self.at[k] = to;
+        }
+        out.push_cti(t);
+    }
+
+    /// Whether an input below `k` has its next event at `s` (then it goes first on a tie).
+    fn tie_after(&self, k: usize, s: Time) -> bool {
+        self.released[..k]
+            .iter()
+            .zip(&self.at)
+            .any(|(b, &i)| b.sync().get(i) == Some(&s))
+    }
+}
+
+/// Appends events `range` of `from` to `out`: one by one when few, else one copy per column.
+#[inline]
+fn copy_events<P: Clone>(from: &Batch<P>, range: std::ops::Range<usize>, out: &mut Batch<P>) {
+    if range.len() < 8 {
+        for i in range {
+            out.push_event(from.sync()[i], from.other()[i], from.payloads()[i].clone());
+        }
+    } else {
+        out.extend_from_columns(
+            &from.sync()[range.clone()],
+            &from.other()[range.clone()],
+            &from.payloads()[range],
+        );
+    }
+}
+
+/// Appends the merge of two sorted batches' events to `out` (ties: `a` first).
+fn merge_two<P: Clone>(a: &Batch<P>, b: &Batch<P>, out: &mut Batch<P>) {
+    let (mut i, mut j) = (0, 0);
+    let (sa, sb) = (a.sync(), b.sync());
+    while let (Some(&x), Some(&y)) = (sa.get(i), sb.get(j)) {
+        if x <= y {
+            // A run of `a` up to `y`: short runs element by element, long ones in one copy.
+            let run = sa[i..].iter().take(8).take_while(|&&s| s <= y).count();
+            let end = if run == 8 {
+                i + sa[i..].partition_point(|&s| s <= y)
+            } else {
+                i + run
+            };
+            copy_events(a, i..end, out);
+            i = end;
+        } else {
+            let run = sb[j..].iter().take(8).take_while(|&&s| s < x).count();
+            let end = if run == 8 {
+                j + sb[j..].partition_point(|&s| s < x)
+            } else {
+                j + run
+            };
+            copy_events(b, j..end, out);
+            j = end;
+        }
+    }
+    out.extend_from_columns(&sa[i..], &a.other()[i..], &a.payloads()[i..]);
+    out.extend_from_columns(&sb[j..], &b.other()[j..], &b.payloads()[j..]);
 }
 
 impl<P: Clone + Send + 'static> Node for Union<P> {
@@ -77,5 +199,32 @@ mod tests {
         u.on_batch(1, &b, &mut out);
         assert_eq!(out.payloads(), &['a', 'b']);
         assert_eq!(out.last_cti(), Some(t(4)));
+    }
+
+    /// Three inputs (the general merge): interleaved and equal times come out sorted, ties in
+    /// input order, whatever order the inputs' batches arrive in.
+    #[test]
+    fn three_inputs_merge_sorted_with_ties_in_input_order() {
+        let t = Time::from_ticks;
+        let inputs: [&[(i64, char)]; 3] = [
+            &[(1, 'a'), (4, 'b'), (4, 'c'), (9, 'd')],
+            &[(2, 'e'), (4, 'f'), (5, 'g'), (6, 'h')],
+            &[(0, 'i'), (4, 'j'), (10, 'k')],
+        ];
+        for order in [[0, 1, 2], [2, 1, 0], [1, 2, 0]] {
+            let mut u = Union::new(3);
+            let mut out = Batch::new();
+            for &port in &order {
+                let mut b = Batch::new();
+                for &(s, p) in inputs[port] {
+                    b.push_event(t(s), t(s + 1), p);
+                }
+                b.push_cti(t(20));
+                u.on_batch(port, &b, &mut out);
+            }
+            let got: String = out.payloads().iter().collect();
+            assert_eq!(got, "iaebcfjghdk", "arrival order {order:?}");
+            assert_eq!(out.last_cti(), Some(t(20)));
+        }
     }
 }
