@@ -166,22 +166,28 @@ impl<P> ReleaseBuffer<P> {
         }
     }
 
-    /// Holds a run of points already in sync order, none before the last point held in order
-    /// (checked in debug builds): [`ReleaseBuffer::push_point`] for each, in one copy per
-    /// column.
+    /// Holds points given as columns: [`ReleaseBuffer::push_point`] for each. A run in sync
+    /// order that starts at or after [`ReleaseBuffer::last_in_order`] (what the ingress hands
+    /// over) is appended with one copy per column; anything else is pushed point by point.
+    ///
+    /// # Panics
+    /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
     pub fn push_point_run(&mut self, sync: &[Time], payloads: &[P])
     where
         P: Clone,
     {
+        assert_eq!(sync.len(), payloads.len(), "one payload per time");
         let Some(&last) = sync.last() else {
             return;
         };
-        debug_assert!(sync.len() == payloads.len(), "one payload per time");
-        debug_assert!(
-            sync.first().is_some_and(|&f| f >= self.last_sync)
-                && sync.windows(2).all(|w| w[0] <= w[1]),
-            "a run of points must be in sync order, after the main run"
-        );
+        let in_order = sync.first().is_some_and(|&f| f >= self.last_sync)
+            && sync.windows(2).all(|w| w[0] <= w[1]);
+        if !in_order {
+            for (&t, p) in sync.iter().zip(payloads) {
+                self.push_point(t, p.clone());
+            }
+            return;
+        }
         if !self.points_only {
             self.other.extend(sync.iter().map(|s| s.next_tick()));
         }
@@ -595,5 +601,22 @@ mod tests {
             proptest::prop_assert_eq!(rest, reference);
             proptest::prop_assert!(buf.is_empty());
         }
+    }
+
+    #[test]
+    fn a_run_out_of_order_is_pushed_point_by_point() {
+        let t = Time::from_ticks;
+        let mut buf = ReleaseBuffer::new();
+        buf.push_point_run(&[t(5), t(6)], &['a', 'b']);
+        buf.push_point_run(&[t(7), t(2), t(9)], &['c', 'd', 'e']); // not sorted
+        buf.push_point_run(&[t(1), t(3)], &['f', 'g']); // before the last in order
+        let mut out = Batch::new();
+        buf.release(Time::INF, &mut out);
+        assert_eq!(out.payloads(), &['f', 'd', 'g', 'a', 'b', 'c', 'e']);
+        assert!(out
+            .other()
+            .iter()
+            .zip(out.sync())
+            .all(|(o, s)| *o == s.next_tick()));
     }
 }
