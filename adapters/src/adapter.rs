@@ -1,7 +1,7 @@
 //! The adapter traits: what an input adapter, an output adapter and their factories promise.
 //!
 //! An input adapter runs once per query as its own task: [`InputAdapter::run`] enqueues items
-//! through the [`InputContext`](crate::InputContext) (awaiting when the query is behind) and
+//! through the [`InputContext`] (awaiting when the query is behind) and
 //! returns when its source is exhausted or the query is stopping. An output adapter receives the
 //! released events and CTIs of one stream, in order, batch by batch.
 //!
