@@ -349,6 +349,67 @@ fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone>(
     }
 }
 
+/// The side a segment arrives on, and the other one.
+struct Sides<'a, P, Q, K, KF> {
+    own: &'a mut Side<P, K>,
+    own_key: &'a KF,
+    other: &'a Side<Q, K>,
+    /// The other side's CTI.
+    other_cti: Time,
+}
+
+/// Takes one segment of one side. A point below the other side's CTI can gain no partner any
+/// more (every event of the other side starting at or before it has arrived): it is joined at
+/// once and never stored; its results go straight to `out` while `direct` (nothing else held)
+/// and this side stores nothing, else to `held`. Anything else is stored for the release.
+/// `combine` takes this side's payload first.
+#[inline]
+fn absorb_segment<P, Q, K, O, KF>(
+    input: &Batch<P>,
+    range: std::ops::Range<usize>,
+    sides: Sides<'_, P, Q, K, KF>,
+    combine: impl Fn(&P, &Q) -> Option<O>,
+    direct: bool,
+    held: &mut ReleaseBuffer<O>,
+    out: &mut Batch<O>,
+) where
+    P: Clone + PartialEq,
+    Q: PartialEq,
+    K: Hash + Eq + Clone,
+    O: Clone,
+    KF: Fn(&P) -> K,
+{
+    let Sides {
+        own,
+        own_key,
+        other,
+        other_cti,
+    } = sides;
+    let mut direct = direct && own.live == 0;
+    let sync = &input.sync()[range.clone()];
+    let ends = &input.other()[range.clone()];
+    let payloads = &input.payloads()[range.clone()];
+    for (k, ((&s, &o), payload)) in sync.iter().zip(ends).zip(payloads).enumerate() {
+        if s < other_cti && o == s.next_tick() {
+            for (_, e) in other.with_key(&own_key(payload)) {
+                if e.start <= s && e.end.is_none_or(|end| end > s) {
+                    if let Some(result) = combine(payload, &e.payload) {
+                        if direct {
+                            // Nothing can come out later below it: emit now.
+                            out.push_event(s, o, result);
+                        } else {
+                            held.push_point(s, result);
+                        }
+                    }
+                }
+            }
+        } else {
+            absorb(own, own_key, input, range.start + k);
+            direct = false;
+        }
+    }
+}
+
 impl<L, R, K, O, KL, KR, C> BinaryOperator<L, R, O> for Join<L, R, K, O, KL, KR, C>
 where
     L: Clone + PartialEq + Send + 'static,
@@ -363,34 +424,22 @@ where
 
     fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
-            let right_cti = self.frontier.input(1);
-            // Results go straight out while nothing else is held and this side stores nothing.
-            let mut direct = self.held.is_empty() && self.open.is_empty() && self.left.live == 0;
-            let sync = &input.sync()[range.clone()];
-            let other = &input.other()[range.clone()];
-            let payloads = &input.payloads()[range.clone()];
-            for (k, ((&s, &o), payload)) in sync.iter().zip(other).zip(payloads).enumerate() {
-                if s < right_cti && o == s.next_tick() {
-                    // A point the right side can add no partner for any more (every right
-                    // event starting at or before it has arrived): join it now, never store it.
-                    let key = (self.key_left)(payload);
-                    for (_, r) in self.right.with_key(&key) {
-                        if r.start <= s && r.end.is_none_or(|e| e > s) {
-                            if let Some(result) = (self.combine)(payload, &r.payload) {
-                                if direct {
-                                    // Nothing can come out later below it: emit now.
-                                    out.push_event(s, o, result);
-                                } else {
-                                    self.held.push_point(s, result);
-                                }
-                            }
-                        }
-                    }
-                } else {
-                    absorb(&mut self.left, &self.key_left, input, range.start + k);
-                    direct = false;
-                }
-            }
+            let combine = &self.combine;
+            let direct = self.held.is_empty() && self.open.is_empty();
+            absorb_segment(
+                input,
+                range,
+                Sides {
+                    own: &mut self.left,
+                    own_key: &self.key_left,
+                    other: &self.right,
+                    other_cti: self.frontier.input(1),
+                },
+                |l: &L, r: &R| combine(l, r),
+                direct,
+                &mut self.held,
+                out,
+            );
             if let Some(t) = cti.and_then(|t| self.frontier.advance(0, t)) {
                 self.release(t, out);
             }
@@ -399,31 +448,22 @@ where
 
     fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
-            let left_cti = self.frontier.input(0);
-            let mut direct = self.held.is_empty() && self.open.is_empty() && self.right.live == 0;
-            let sync = &input.sync()[range.clone()];
-            let other = &input.other()[range.clone()];
-            let payloads = &input.payloads()[range.clone()];
-            for (k, ((&s, &o), payload)) in sync.iter().zip(other).zip(payloads).enumerate() {
-                if s < left_cti && o == s.next_tick() {
-                    // The mirror case: a right point no future left event can overlap.
-                    let key = (self.key_right)(payload);
-                    for (_, l) in self.left.with_key(&key) {
-                        if l.start <= s && l.end.is_none_or(|e| e > s) {
-                            if let Some(result) = (self.combine)(&l.payload, payload) {
-                                if direct {
-                                    out.push_event(s, o, result);
-                                } else {
-                                    self.held.push_point(s, result);
-                                }
-                            }
-                        }
-                    }
-                } else {
-                    absorb(&mut self.right, &self.key_right, input, range.start + k);
-                    direct = false;
-                }
-            }
+            let combine = &self.combine;
+            let direct = self.held.is_empty() && self.open.is_empty();
+            absorb_segment(
+                input,
+                range,
+                Sides {
+                    own: &mut self.right,
+                    own_key: &self.key_right,
+                    other: &self.left,
+                    other_cti: self.frontier.input(0),
+                },
+                |r: &R, l: &L| combine(l, r),
+                direct,
+                &mut self.held,
+                out,
+            );
             if let Some(t) = cti.and_then(|t| self.frontier.advance(1, t)) {
                 self.release(t, out);
             }
