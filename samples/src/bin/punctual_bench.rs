@@ -16,6 +16,8 @@
 //! default 10 M events (`../shared/bench/README.md`) are verified: a mismatch exits with 1.
 
 use std::process::ExitCode;
+
+use punctual_samples::{arg, exit_code, ms};
 use std::time::Instant;
 
 use punctual::core::ops::{Count, QueryGraph, Stream, Sum};
@@ -46,20 +48,6 @@ fn load(path: &str) -> Result<Vec<Ev>, String> {
             (i64_at(0), i64_at(8), u32::from_le_bytes(k))
         })
         .collect())
-}
-
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("{name} needs a value")),
-    }
-}
-
-fn ms(ms: i64) -> Time {
-    Time::from_ticks(ms * 10_000)
 }
 
 struct Settings {
@@ -331,12 +319,5 @@ fn main_inner() -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
-    match main_inner() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    exit_code(main_inner())
 }

@@ -22,6 +22,8 @@
 //! rate, the latency p50/p99 (over all reps) and the process' peak resident memory.
 
 use std::process::ExitCode;
+
+use punctual_samples::{arg, exit_code, ms};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -143,10 +145,6 @@ impl InputAdapterFactory<(), Reading> for BenchInput {
 struct BenchAdapter {
     source: Source,
     issued: Issued,
-}
-
-fn ms(ms: i64) -> Time {
-    Time::from_ticks(ms * 10_000)
 }
 
 impl BenchAdapter {
@@ -353,16 +351,6 @@ fn peak_rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> Result<T, String> {
-    match args.iter().position(|a| a == name) {
-        None => Ok(default),
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| format!("{name} needs a value")),
-    }
-}
-
 fn main_inner() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
@@ -432,12 +420,5 @@ fn main_inner() -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
-    match main_inner() {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
+    exit_code(main_inner())
 }
