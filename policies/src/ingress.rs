@@ -562,47 +562,57 @@ impl<P: Clone + PartialEq> Ingress<P> {
         let mut rejected = 0;
         let mut i = 0;
         while i < times.len() {
-            // Up to the next generated CTI, with room in the buffer: the longest run of valid
-            // points in time order goes in with one copy; the point that ends it (if any)
-            // takes the general path.
+            // Up to the next generated CTI, with room in the buffer, one pass: runs of valid
+            // points in time order go in with one copy per column, valid points behind the
+            // run (out of order, at or after the CTI) go in one by one; the first point that
+            // is neither (invalid, breaking the CTI) ends the pass and takes the general path.
             let room = self.config.max_buffered.saturating_sub(self.buffer.len());
             let budget = match every {
                 Some(n) => usize::try_from(n.saturating_sub(self.since_cti)).unwrap_or(usize::MAX),
                 None => usize::MAX,
             };
             let end = times.len().min(i.saturating_add(budget.min(room)));
-            // The run: at or after the CTI (and finite), each at or after the one before.
-            let floor = self
-                .app
-                .max(Time::MIN_FINITE)
-                .max(self.buffer.last_in_order());
-            let window = &times[i..end];
-            let run = match window.first() {
-                Some(&first) if first >= floor => {
-                    // The sorted prefix, then only its finite part (it is sorted).
-                    let sorted = window
-                        .windows(2)
-                        .position(|w| w[1] < w[0])
-                        .map_or(window.len(), |k| k + 1);
-                    window[..sorted].partition_point(|&t| t < Time::MAX_FINITE)
+            let low = self.app.max(Time::MIN_FINITE);
+            let mut last = self.buffer.last_in_order().max(low);
+            let mut top = Time::NEG_INF;
+            let mut run = i;
+            let mut j = i;
+            while j < end {
+                let t = times[j];
+                if t >= last && t < Time::MAX_FINITE {
+                    last = t;
+                    top = t;
+                    j += 1;
+                    continue;
                 }
-                _ => 0,
-            };
-            let j = i + run;
-            let last = if run > 0 { times[j - 1] } else { Time::NEG_INF };
+                if t < low || t >= Time::MAX_FINITE {
+                    break;
+                }
+                // Out of order but valid: after the run before it, so that ties keep
+                // arrival order.
+                self.buffer
+                    .push_sorted_points(&times[run..j], &payloads[run..j]);
+                self.buffer.push_point(t, payloads[j].clone());
+                j += 1;
+                run = j;
+            }
+            self.buffer
+                .push_sorted_points(&times[run..j], &payloads[run..j]);
+            let n = (j - i) as u64;
+            self.items_seen += n;
+            self.counters.events_in += n;
+            self.since_cti += n;
+            if top > self.high {
+                self.high = top;
+            }
             if j > i {
-                self.buffer.push_point_run(&times[i..j], &payloads[i..j]);
-                let n = (j - i) as u64;
-                self.items_seen += n;
-                self.counters.events_in += n;
-                self.since_cti += n;
-                if last > self.high {
-                    self.high = last;
-                }
                 self.generate(out);
-                i = j;
-            } else {
-                // A point out of order, invalid, breaking the CTI or over the cap.
+            }
+            let progressed = j > i;
+            i = j;
+            if i < times.len() && (i < end || !progressed) {
+                // Invalid, breaking the CTI, over the cap, or generation must look at each
+                // point (by duration): the general path.
                 match self.enqueue(StreamItem::point(times[i], payloads[i].clone()), out) {
                     Ok(_) => {}
                     Err(e @ Error::BufferFull { .. }) => return Err(e),

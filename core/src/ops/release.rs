@@ -177,9 +177,9 @@ impl<P> ReleaseBuffer<P> {
         P: Clone,
     {
         assert_eq!(sync.len(), payloads.len(), "one payload per time");
-        let Some(&last) = sync.last() else {
+        if sync.is_empty() {
             return;
-        };
+        }
         let in_order = sync.first().is_some_and(|&f| f >= self.last_sync)
             && sync.windows(2).all(|w| w[0] <= w[1]);
         if !in_order {
@@ -188,10 +188,35 @@ impl<P> ReleaseBuffer<P> {
             }
             return;
         }
+        self.push_sorted_points(sync, payloads);
+    }
+
+    /// Holds points given as columns that are sorted by sync time and start at or after
+    /// [`ReleaseBuffer::last_in_order`]: one copy per column (what the ingress hands over after
+    /// checking exactly that). It is a logic error to pass a run that is not: results would
+    /// then be released out of order (debug builds assert it).
+    ///
+    /// # Panics
+    /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
+    #[inline]
+    pub fn push_sorted_points(&mut self, sync: &[Time], payloads: &[P])
+    where
+        P: Clone,
+    {
+        assert_eq!(sync.len(), payloads.len(), "one payload per time");
+        let Some(&last) = sync.last() else {
+            return;
+        };
+        debug_assert!(
+            sync.first().is_some_and(|&f| f >= self.last_sync)
+                && sync.windows(2).all(|w| w[0] <= w[1]),
+            "push_sorted_points: a run out of order"
+        );
         if !self.points_only {
             self.other.extend(sync.iter().map(|s| s.next_tick()));
         }
-        self.sync.extend(sync.iter().copied());
+        // `extend` from a slice of `Copy` items is one copy.
+        self.sync.extend(sync.iter());
         self.payload.extend(payloads.iter().cloned());
         self.last_sync = last;
     }
