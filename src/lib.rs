@@ -29,7 +29,7 @@ pub mod timeline;
 /// The names most programs need.
 pub mod prelude {
     pub use punctual_core::ops::{
-        Aggregate, Avg, Count, Max, Min, Payload, Stream, Sum, TopK, WindowOutput,
+        Aggregate, Avg, Count, Max, Min, Payload, Stream, Sum, TopK, Unordered, WindowOutput,
     };
     pub use punctual_core::{
         Batch, Event, EventKind, EventShape, Lifetime, Row, StreamItem, Time, TimeSpan, Value,

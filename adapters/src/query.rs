@@ -52,7 +52,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use async_trait::async_trait;
-use punctual_core::ops::{AnyBatch, Explanation, Graph, NodeId, QueryGraph, Stream};
+use punctual_core::ops::{AnyBatch, Explanation, Graph, NodeId, QueryGraph, Stream, Unordered};
 use punctual_core::{Batch, EventShape};
 use punctual_policies::{
     AdvanceTimeSettings, ClockReading, Ingress, IngressConfig, IngressCounters, LateEvent,
@@ -130,7 +130,7 @@ impl InputOptions {
 
 struct PendingStream<P: Payload> {
     name: String,
-    source: Stream<P>,
+    source: NodeId,
     late: Option<Stream<LateEvent<P>>>,
     watermark: Option<Watermark<P>>,
     config: IngressConfig,
@@ -165,7 +165,7 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
     }
 
     fn node(&self) -> NodeId {
-        self.source.node()
+        self.source
     }
 
     fn import_source(&self) -> Option<&str> {
@@ -185,7 +185,7 @@ impl<P: Payload> ErasedStream for PendingStream<P> {
         // Room for every batch in flight, so that handing one back never waits.
         let (recycle, recycled) = mpsc::channel(tx.max_capacity() + 2);
         let channel = SourceChannel {
-            node: self.source.node(),
+            node: self.source,
             late_node: self.late.as_ref().map(Stream::node),
             tx: tx.clone(),
             recycled,
@@ -464,6 +464,85 @@ impl Query {
         P: Payload,
         F: InputAdapterFactory<C, P>,
     {
+        let name = options.name.clone();
+        self.add_stream(options, factory, config, false, |graph| {
+            let source = graph.source::<P>().named(name);
+            (source.node(), source)
+        })
+    }
+
+    /// Like [`Query::create_stream`], for an *unordered* stream: its ingress releases each
+    /// point or interval on arrival (`IngressConfig::on_arrival`) instead of holding it sorted
+    /// until a CTI passes it, with the same CTIs and policies. Only order-insensitive operators
+    /// take the stream ([`Unordered`]: hopping and tumbling windows with an aggregate), and it
+    /// saves them the reorder buffer. Edges enqueued on it are rejected
+    /// (`Error::EdgeOnArrival`, counted and sent to the dead letters).
+    ///
+    /// ```
+    /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+    /// use punctual_core::ops::Count;
+    /// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+    /// use punctual_policies::AdvanceTimeSettings;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let t = Time::from_ticks;
+    /// let mut query = Query::new("counts");
+    /// let items: Vec<StreamItem<&str>> = [12, 3, 15, 7, 21]
+    ///     .into_iter()
+    ///     .map(|x| StreamItem::point(t(x), "reading"))
+    ///     .collect();
+    /// let input = query.create_unordered_stream(
+    ///     InputOptions::new("in", EventShape::Point)
+    ///         .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(10))),
+    ///     &MemoryInput,
+    ///     &items,
+    /// )?;
+    /// let counts = input.tumbling_window(TimeSpan::from_ticks(10)).aggregate(Count);
+    /// let out = CollectOutput::new();
+    /// query.bind_output(&counts, &out, &())?;
+    /// query.start()?.wait().await?;
+    /// // Windows [0, 10), [10, 20), [20, 30): results at their ends, as an ordered query gives.
+    /// let results: Vec<_> = out
+    ///     .items()
+    ///     .into_iter()
+    ///     .filter_map(|i| match i {
+    ///         StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
+    ///         StreamItem::Cti(_) => None,
+    ///     })
+    ///     .collect();
+    /// assert_eq!(results, vec![(t(10), 2), (t(20), 2), (t(30), 1)]);
+    /// # Ok::<(), punctual_adapters::QueryError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn create_unordered_stream<C, P, F>(
+        &mut self,
+        options: InputOptions,
+        factory: &F,
+        config: &C,
+    ) -> Result<Unordered<P>, QueryError>
+    where
+        P: Payload,
+        F: InputAdapterFactory<C, P>,
+    {
+        let name = options.name.clone();
+        self.add_stream(options, factory, config, true, |graph| {
+            let source = graph.unordered_source::<P>().named(name);
+            (source.node(), source)
+        })
+    }
+
+    fn add_stream<C, P, F, S>(
+        &mut self,
+        options: InputOptions,
+        factory: &F,
+        config: &C,
+        on_arrival: bool,
+        make_source: impl FnOnce(&QueryGraph) -> (NodeId, S),
+    ) -> Result<S, QueryError>
+    where
+        P: Payload,
+        F: InputAdapterFactory<C, P>,
+    {
         if self.streams.iter().any(|s| s.name() == options.name) {
             return Err(QueryError::Bind(format!(
                 "query `{}` already has a stream named `{}`",
@@ -480,6 +559,7 @@ impl Query {
             .map(IngressConfig::from)
             .unwrap_or_default();
         ingress.max_buffered = options.max_buffered;
+        ingress.on_arrival = on_arrival;
         let adapter =
             factory
                 .create(config, options.shape)
@@ -496,11 +576,11 @@ impl Query {
                 ))
             })?),
         };
-        let source = self.graph.source::<P>().named(options.name.clone());
-        self.shapes.insert(source.node(), options.shape);
+        let (node, source) = make_source(&self.graph);
+        self.shapes.insert(node, options.shape);
         self.streams.push(Box::new(PendingStream::<P> {
             name: options.name,
-            source: source.clone(),
+            source: node,
             late: None,
             watermark,
             config: ingress,

@@ -115,6 +115,58 @@ impl<P> Batch<P> {
         });
     }
 
+    /// Appends an event *released on arrival*, for a batch that feeds an unordered source
+    /// ([`crate::ops::QueryGraph::unordered_source`]): it may sort before events already in the
+    /// batch, and at or after the CTI that follows it; it must not precede the last CTI mark
+    /// (checked in debug builds). Ordered batches use [`Batch::push_event`].
+    #[inline]
+    pub fn push_on_arrival(&mut self, sync: Time, other: Time, payload: P) {
+        debug_assert!(
+            self.ctis.last().is_none_or(|m| m.time <= sync),
+            "an event after CTI({:?}) must not have sync time {sync:?}",
+            self.ctis.last().map(|m| m.time)
+        );
+        self.sync.push(sync);
+        self.other.push(other);
+        self.payload.push(payload);
+    }
+
+    /// Appends points released on arrival, given as columns (start times, in arrival order, and
+    /// payloads): [`Batch::push_on_arrival`] for each, with one copy per column.
+    ///
+    /// # Panics
+    /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
+    #[inline]
+    pub fn extend_points_on_arrival(&mut self, times: &[Time], payloads: &[P])
+    where
+        P: Clone,
+    {
+        assert_eq!(times.len(), payloads.len(), "one payload per time");
+        debug_assert!(
+            self.ctis
+                .last()
+                .is_none_or(|m| times.iter().all(|&s| s >= m.time)),
+            "events after a CTI must not precede it"
+        );
+        self.sync.extend_from_slice(times);
+        self.other.extend(times.iter().map(|t| t.next_tick()));
+        self.payload.extend_from_slice(payloads);
+    }
+
+    /// Appends a CTI after events released on arrival: as [`Batch::push_cti`], except that the
+    /// events before it may be at or after it (they were released before their CTI).
+    #[inline]
+    pub fn push_cti_on_arrival(&mut self, time: Time) {
+        debug_assert!(
+            self.ctis.last().is_none_or(|m| m.time < time),
+            "CTIs in a batch must strictly increase"
+        );
+        self.ctis.push(CtiMark {
+            after: self.sync.len(),
+            time,
+        });
+    }
+
     /// Number of events (CTIs not counted).
     #[inline]
     pub fn len(&self) -> usize {

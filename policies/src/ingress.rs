@@ -58,6 +58,14 @@ pub struct IngressConfig {
     /// Events the reorder buffer may hold; one more is rejected with [`Error::BufferFull`].
     /// A stream that never gets a CTI reaches it instead of growing without bound.
     pub max_buffered: usize,
+    /// Release each accepted point or interval at once, in arrival order, instead of holding it
+    /// in the reorder buffer until a CTI passes it: for a source made with
+    /// `QueryGraph::unordered_source`, whose consumers do not depend on order (windowed
+    /// aggregates). CTIs are generated, imported and enforced as usual: an event after `CTI(t)`
+    /// still has sync time `>= t`, and the policies drop or adjust the same events. Edges are
+    /// rejected with [`Error::EdgeOnArrival`] (an end edge can still change or remove its start
+    /// edge, which must therefore wait for its CTI). Default `false`.
+    pub on_arrival: bool,
 }
 
 impl Default for IngressConfig {
@@ -67,6 +75,7 @@ impl Default for IngressConfig {
             generation: None,
             policy: None,
             max_buffered: DEFAULT_MAX_BUFFERED,
+            on_arrival: false,
         }
     }
 }
@@ -77,6 +86,7 @@ impl From<&AdvanceTimeSettings> for IngressConfig {
             generation: s.generation().copied(),
             policy: s.policy(),
             max_buffered: DEFAULT_MAX_BUFFERED,
+            on_arrival: false,
         }
     }
 }
@@ -458,7 +468,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
         };
         let mut rejected = 0;
         let mut points = points.into_iter();
-        if self.watermark.is_some() {
+        if self.watermark.is_some() || self.config.on_arrival {
             for (t, payload) in points {
                 match self.enqueue(StreamItem::point(t, payload), out) {
                     Ok(_) => {}
@@ -559,6 +569,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
             Some(GenerationFrequency::EveryDuration(_)) => Some(1),
             None => None,
         };
+        if self.config.on_arrival {
+            return self.enqueue_point_columns_on_arrival(times, payloads, every, out);
+        }
         let mut rejected = 0;
         let mut i = 0;
         while i < times.len() {
@@ -613,6 +626,63 @@ impl<P: Clone + PartialEq> Ingress<P> {
             if i < times.len() && (i < end || !progressed) {
                 // Invalid, breaking the CTI, over the cap, or generation must look at each
                 // point (by duration): the general path.
+                match self.enqueue(StreamItem::point(times[i], payloads[i].clone()), out) {
+                    Ok(_) => {}
+                    Err(e @ Error::BufferFull { .. }) => return Err(e),
+                    Err(_) => rejected += 1,
+                }
+                i += 1;
+            }
+        }
+        Ok(rejected)
+    }
+
+    /// [`Ingress::enqueue_point_columns`] when events are released on arrival: runs of valid
+    /// points up to the next generated CTI go straight to the output, one copy per column.
+    fn enqueue_point_columns_on_arrival(
+        &mut self,
+        times: &[Time],
+        payloads: &[P],
+        every: Option<u64>,
+        out: &mut IngressOutput<P>,
+    ) -> Result<usize, Error> {
+        let mut rejected = 0;
+        let mut i = 0;
+        while i < times.len() {
+            let budget = match every {
+                Some(n) => usize::try_from(n.saturating_sub(self.since_cti)).unwrap_or(usize::MAX),
+                None => usize::MAX,
+            };
+            let end = times.len().min(i.saturating_add(budget));
+            let low = self.app.max(Time::MIN_FINITE);
+            let mut top = Time::NEG_INF;
+            let mut j = i;
+            while j < end {
+                let t = times[j];
+                if t < low || t >= Time::MAX_FINITE {
+                    break;
+                }
+                top = top.max(t);
+                j += 1;
+            }
+            let progressed = j > i;
+            if progressed {
+                out.batch
+                    .extend_points_on_arrival(&times[i..j], &payloads[i..j]);
+                let n = (j - i) as u64;
+                self.items_seen += n;
+                self.counters.events_in += n;
+                self.counters.released += n;
+                self.since_cti += n;
+                if top > self.high {
+                    self.high = top;
+                }
+                self.generate(out);
+            }
+            i = j;
+            if i < times.len() && (i < end || !progressed) {
+                // Invalid or breaking the CTI, or generation looks at each point: the general
+                // path.
                 match self.enqueue(StreamItem::point(times[i], payloads[i].clone()), out) {
                     Ok(_) => {}
                     Err(e @ Error::BufferFull { .. }) => return Err(e),
@@ -741,7 +811,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
                 && t > Time::NEG_INF
                 && self.buffer.len() < self.config.max_buffered
             {
-                self.buffer.push(t, t.next_tick(), event.payload);
+                if self.config.on_arrival {
+                    out.batch.push_on_arrival(t, t.next_tick(), event.payload);
+                    self.counters.released += 1;
+                } else {
+                    self.buffer.push(t, t.next_tick(), event.payload);
+                }
                 if t > self.high {
                     self.high = t;
                 }
@@ -752,6 +827,14 @@ impl<P: Clone + PartialEq> Ingress<P> {
         }
         if let Err(e) = event.kind.validate() {
             return Err(self.reject(StreamItem::Insert(event), Error::Invalid(e), out));
+        }
+        if self.config.on_arrival
+            && matches!(
+                event.kind,
+                EventKind::StartEdge(_) | EventKind::EndEdge { .. }
+            )
+        {
+            return Err(self.reject(StreamItem::Insert(event), Error::EdgeOnArrival, out));
         }
         let original_kind = event.kind;
         let mut event = event;
@@ -853,7 +936,13 @@ impl<P: Clone + PartialEq> Ingress<P> {
             .watermark
             .as_mut()
             .and_then(|w| w.observe(accepted_start, &event.payload, arrival));
-        self.push_buffer(kind, event.payload);
+        if self.config.on_arrival {
+            let (sync, other) = kind.encode();
+            out.batch.push_on_arrival(sync, other, event.payload);
+            self.counters.released += 1;
+        } else {
+            self.push_buffer(kind, event.payload);
+        }
         self.high = self.high.max(accepted_start);
         self.since_cti += 1;
         match candidate {
@@ -1001,7 +1090,11 @@ impl<P: Clone + PartialEq> Ingress<P> {
         }
         self.app = t;
         let n = self.buffer.release_into(t, &mut out.batch);
-        out.batch.push_cti(t);
+        if self.config.on_arrival {
+            out.batch.push_cti_on_arrival(t);
+        } else {
+            out.batch.push_cti(t);
+        }
         if self.late_output {
             out.late.push_cti(t);
         }

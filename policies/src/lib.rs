@@ -53,6 +53,10 @@ pub enum Error {
     /// Settings that cannot work.
     #[error("invalid advance-time settings: {0}")]
     InvalidSettings(String),
+    /// An edge enqueued on a stream whose events are released on arrival
+    /// (`IngressConfig::on_arrival`), which takes points and intervals only.
+    #[error("edges cannot be released on arrival (the stream is unordered): enqueue points or intervals, or use an ordered stream")]
+    EdgeOnArrival,
     /// Columns of one set of events with different lengths.
     #[error("{times} start times for {payloads} payloads: the columns must have equal lengths")]
     ColumnLengths {

@@ -303,7 +303,7 @@ proptest! {
         max_buffered in prop_oneof![Just(1_000_000usize), 1usize..20],
         chunk in 1usize..40,
     ) {
-        let config = IngressConfig { generation, policy, max_buffered };
+        let config = IngressConfig { generation, policy, max_buffered, on_arrival: false };
         let points: Vec<(Time, u32)> = times.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
 
         let mut one = Ingress::new(config);
@@ -370,4 +370,119 @@ proptest! {
         prop_assert_eq!(one_out.dead_letters, batched_out.dead_letters);
         prop_assert_eq!(one.counters(), batched.counters());
     }
+
+    /// Released on arrival, a stream of points carries the same events between the same CTIs
+    /// as released in order (as multisets per CTI segment), with the same dead letters; the
+    /// events after its last CTI are the ones the ordered ingress still holds. Enqueued one by
+    /// one or as columns alike.
+    #[test]
+    fn on_arrival_release_has_the_ordered_segments(
+        times in proptest::collection::vec(point_time(), 0..120),
+        generation in generation(),
+        policy in prop_oneof![Just(None), Just(Some(AdvanceTimePolicy::Drop)), Just(Some(AdvanceTimePolicy::Adjust))],
+        chunk in 1usize..40,
+        final_cti in proptest::bool::ANY,
+    ) {
+        let ordered_config = IngressConfig { generation, policy, ..IngressConfig::default() };
+        let arrival_config = IngressConfig { on_arrival: true, ..ordered_config };
+        let points: Vec<(Time, u32)> = times.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
+
+        let mut ordered = Ingress::new(ordered_config);
+        let mut ordered_out = IngressOutput::new();
+        let mut each = Ingress::new(arrival_config);
+        let mut each_out = IngressOutput::new();
+        for &(s, p) in &points {
+            let a = ordered.enqueue(StreamItem::point(s, p), &mut ordered_out).is_ok();
+            let b = each.enqueue(StreamItem::point(s, p), &mut each_out).is_ok();
+            prop_assert_eq!(a, b);
+        }
+        let mut columns = Ingress::new(arrival_config);
+        let mut columns_out = IngressOutput::new();
+        for part in points.chunks(chunk) {
+            let times: Vec<Time> = part.iter().map(|p| p.0).collect();
+            let payloads: Vec<u32> = part.iter().map(|p| p.1).collect();
+            prop_assert!(columns.enqueue_point_columns(&times, &payloads, &mut columns_out).is_ok());
+        }
+        if final_cti {
+            ordered.finish(&mut ordered_out);
+            each.finish(&mut each_out);
+            columns.finish(&mut columns_out);
+        }
+        // Segments as (sorted events, closing CTI).
+        type Segment = (Vec<(Time, Time, u32)>, Option<Time>);
+        let segments = |out: &IngressOutput<u32>| -> Vec<Segment> {
+            out.batch
+                .segments()
+                .map(|(range, cti)| {
+                    let mut events: Vec<_> = range
+                        .map(|i| (out.batch.sync()[i], out.batch.other()[i], out.batch.payloads()[i]))
+                        .collect();
+                    events.sort();
+                    (events, cti)
+                })
+                .collect()
+        };
+        let held = ordered.counters().buffered as usize;
+        let want = segments(&ordered_out);
+        for out in [&each_out, &columns_out] {
+            // Released on arrival, an event may come before the CTI it will be under, but
+            // never after a CTI above it.
+            let mut cti = Time::NEG_INF;
+            for item in out.batch.items() {
+                match item {
+                    StreamItem::Cti(t) => cti = t,
+                    StreamItem::Insert(e) => prop_assert!(e.kind.encode().0 >= cti),
+                }
+            }
+            // Put each event under the first CTI above it: the ordered segments, plus the
+            // events the ordered ingress still holds after its last CTI.
+            let marks: Vec<Time> = out.batch.segments().filter_map(|(_, c)| c).collect();
+            let mut got: Vec<Segment> = marks.iter().map(|&c| (Vec::new(), Some(c))).collect();
+            got.push((Vec::new(), None));
+            for i in 0..out.batch.len() {
+                let s = out.batch.sync()[i];
+                let k = marks.partition_point(|&c| c <= s);
+                got[k].0.push((s, out.batch.other()[i], out.batch.payloads()[i]));
+            }
+            for g in &mut got {
+                g.0.sort();
+            }
+            let (tail, _) = got.pop().unwrap_or_default();
+            prop_assert_eq!(tail.len(), held);
+            // (The ordered ingress releases only at CTIs: nothing after its last one.)
+            prop_assert!(want.last().is_none_or(|w| w.1.is_some()));
+            prop_assert_eq!(&got, &want);
+            prop_assert_eq!(&out.dead_letters, &ordered_out.dead_letters);
+        }
+        let (o, e, c) = (ordered.counters(), each.counters(), columns.counters());
+        prop_assert_eq!(e, c);
+        prop_assert_eq!((e.events_in, e.dropped, e.adjusted, e.rejected, e.ctis_out), (o.events_in, o.dropped, o.adjusted, o.rejected, o.ctis_out));
+        prop_assert_eq!(e.released, o.released + held as u64);
+    }
+}
+
+#[test]
+fn edges_are_rejected_when_released_on_arrival() {
+    let t = Time::from_ticks;
+    let mut ingress: Ingress<u32> = Ingress::new(IngressConfig {
+        on_arrival: true,
+        policy: Some(AdvanceTimePolicy::Drop),
+        ..IngressConfig::default()
+    });
+    let mut out = IngressOutput::new();
+    assert_eq!(
+        ingress.enqueue(StreamItem::start_edge(t(1), 7), &mut out),
+        Err(punctual_policies::Error::EdgeOnArrival)
+    );
+    assert_eq!(
+        ingress.enqueue(StreamItem::interval(t(2), t(5), 8), &mut out),
+        Ok(punctual_policies::Enqueued::Accepted)
+    );
+    assert_eq!(
+        out.batch.payloads(),
+        &[8],
+        "released at once, before any CTI"
+    );
+    assert_eq!(ingress.counters().rejected, 1);
+    assert_eq!(out.dead_letters.len(), 1);
 }

@@ -34,7 +34,7 @@ pub use release::ReleaseBuffer;
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
 pub use select::{AlterDuration, Filter, Map, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
-pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
+pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Unordered, Windowed};
 pub use union::Union;
 pub use window::{HoppingWindow, WindowOutput, WindowSpec};
 

@@ -72,6 +72,45 @@ impl QueryGraph {
         self.stream(node)
     }
 
+    /// Adds an *unordered* source: its batches come from an ingress that releases each point
+    /// or interval on arrival (`IngressConfig::on_arrival` in `punctual-policies`), so between
+    /// two CTIs its events are in arrival order and may lie at or after the next CTI; every
+    /// event after `CTI(t)` still has sync time `>= t`. Only order-insensitive operators take
+    /// it (see [`Unordered`]); their results are an ordinary ordered [`Stream`]. Feed it with
+    /// [`QueryGraph::feed_unordered`].
+    ///
+    /// ```
+    /// use punctual_core::ops::{Count, QueryGraph};
+    /// use punctual_core::{Batch, Time, TimeSpan};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let input = graph.unordered_source::<u32>();
+    /// let counts = input.tumbling_window(TimeSpan::from_ticks(10)).aggregate(Count);
+    /// graph.keep_output(&counts);
+    /// let mut batch = Batch::new();
+    /// batch.push_on_arrival(t(12), t(13), 1); // at or after the CTI below: released on arrival
+    /// batch.push_on_arrival(t(3), t(4), 2);
+    /// batch.push_cti_on_arrival(t(10));
+    /// batch.push_on_arrival(t(15), t(16), 3);
+    /// batch.push_cti_on_arrival(t(21)); // a result at 20 waits for a CTI above it
+    /// graph.feed_unordered(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&counts, &mut out);
+    /// assert_eq!(out.payloads(), &[1, 2]); // window [0, 10): 1 member; [10, 20): 2
+    /// assert_eq!(out.sync(), &[t(10), t(20)]);
+    /// ```
+    pub fn unordered_source<P: Payload>(&self) -> Unordered<P> {
+        Unordered {
+            stream: self.source::<P>(),
+        }
+    }
+
+    /// Feeds a batch released on arrival (see [`QueryGraph::unordered_source`]) into an
+    /// unordered source and runs everything downstream. The batch is left empty.
+    pub fn feed_unordered<P: Payload>(&self, source: &Unordered<P>, batch: &mut Batch<P>) {
+        self.lock().feed(source.stream.node, batch);
+    }
+
     fn stream<P>(&self, node: NodeId) -> Stream<P> {
         Stream {
             graph: self.clone(),
@@ -129,6 +168,56 @@ pub struct Stream<P> {
     graph: QueryGraph,
     node: NodeId,
     _payload: PhantomData<fn() -> P>,
+}
+
+/// An unordered source stream ([`QueryGraph::unordered_source`]): its events are released on
+/// arrival, not sorted and not held until a CTI passes them. That saves the reorder buffer's
+/// traffic (each event written and read back one CTI lag later) for queries that aggregate.
+/// Only operators whose results do not depend on the order of their input between CTIs take
+/// it: hopping and tumbling windows with an aggregate, whose results form an ordinary ordered
+/// [`Stream`], released at the same CTIs and equal to the ordered path's as multisets per CTI.
+/// An aggregate adds members in arrival order: counts, integer sums, minima and maxima are
+/// exactly the ordered path's; a floating-point sum may differ in its last bits.
+#[derive(Debug)]
+pub struct Unordered<P> {
+    stream: Stream<P>,
+}
+
+impl<P> Clone for Unordered<P> {
+    fn clone(&self) -> Self {
+        Unordered {
+            stream: self.stream.clone(),
+        }
+    }
+}
+
+impl<P: Payload> Unordered<P> {
+    /// The node in the graph.
+    pub fn node(&self) -> NodeId {
+        self.stream.node
+    }
+
+    /// The graph it belongs to.
+    pub fn graph(&self) -> &QueryGraph {
+        &self.stream.graph
+    }
+
+    /// Names this stream's node for diagnostics (`explain`), and returns it.
+    pub fn named(self, label: impl Into<String>) -> Self {
+        self.stream.graph.set_label(&self.stream, label);
+        self
+    }
+
+    /// Hopping windows of `size` every `hop` over the unordered events, as
+    /// [`Stream::hopping_window`]: members are added as they arrive.
+    pub fn hopping_window(&self, size: TimeSpan, hop: TimeSpan) -> Windowed<P, Ungrouped> {
+        self.stream.hopping_window(size, hop)
+    }
+
+    /// Tumbling windows of `size` over the unordered events, as [`Stream::tumbling_window`].
+    pub fn tumbling_window(&self, size: TimeSpan) -> Windowed<P, Ungrouped> {
+        self.stream.tumbling_window(size)
+    }
 }
 
 impl<P> Clone for Stream<P> {

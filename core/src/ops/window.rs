@@ -230,6 +230,19 @@ where
         }
         let key = (self.key)(payload);
         if first == last {
+            if self.current.as_ref().is_some_and(|c| first < c.n) {
+                // A late member of an earlier window (input out of order): the current window
+                // stays, so that the members after it do not move it back and forth.
+                let groups = match self.windows.entry(first) {
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(self.pool.pop().unwrap_or_default())
+                    }
+                };
+                let state = groups.entry(key).or_insert_with(|| self.agg.init());
+                self.agg.add(state, payload);
+                return;
+            }
             self.switch_current(first);
             if let Some(c) = self.current.as_mut() {
                 let state = c.groups.entry(key).or_insert_with(|| self.agg.init());

@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Each query runs through Punctual's real path on one core: the fast stream's ingress with the
-//! real settings (a CTI every `--cti` events, `--delay-ms` behind the highest timestamp, `Drop`),
+//! real settings (a CTI every `--cti` events, `--delay-ms` behind the highest timestamp, `Drop`;
+//! the window's input is an unordered stream, released on arrival, the others are ordered),
 //! the real operators on a query graph, and an output that checksums. Timestamps are the
 //! files' milliseconds converted to ticks. The join's reference stream enters through its own
 //! ingress, importing the fast stream's CTIs: each version is a start edge, closed by an end
@@ -20,7 +21,7 @@ use std::process::ExitCode;
 use punctual_samples::{arg, exit_code, ms};
 use std::time::Instant;
 
-use punctual::core::ops::{Count, QueryGraph, Stream, Sum};
+use punctual::core::ops::{Count, QueryGraph, Stream, Sum, Unordered};
 use punctual::policies::{Ingress, IngressConfig, IngressOutput};
 use punctual::prelude::*;
 
@@ -55,7 +56,10 @@ struct Settings {
     delay: TimeSpan,
 }
 
-fn fast_ingress<P: Clone + PartialEq>(s: &Settings) -> Result<Ingress<P>, String> {
+fn fast_ingress<P: Clone + PartialEq>(
+    s: &Settings,
+    on_arrival: bool,
+) -> Result<Ingress<P>, String> {
     let generation = AdvanceTimeGenerationSettings::every_events(s.cti)
         .delay(s.delay)
         .final_cti(true)
@@ -64,6 +68,7 @@ fn fast_ingress<P: Clone + PartialEq>(s: &Settings) -> Result<Ingress<P>, String
     Ok(Ingress::new(IngressConfig {
         generation: Some(generation),
         policy: Some(AdvanceTimePolicy::Drop),
+        on_arrival,
         ..IngressConfig::default()
     }))
 }
@@ -71,11 +76,27 @@ fn fast_ingress<P: Clone + PartialEq>(s: &Settings) -> Result<Ingress<P>, String
 /// Out count and checksum.
 type Totals = (u64, u64);
 
+/// The fast stream's source: ordered (the ingress releases events sorted at CTIs) or
+/// unordered (released on arrival, for the window's aggregate).
+enum Source<P> {
+    Ordered(Stream<P>),
+    Unordered(Unordered<P>),
+}
+
 /// A query's graph, its fast source and its output.
 struct Wiring<P, O> {
     graph: QueryGraph,
-    source: Stream<P>,
+    source: Source<P>,
     output: Stream<O>,
+}
+
+impl<P: Payload, O> Wiring<P, O> {
+    fn feed(&self, batch: &mut Batch<P>) {
+        match &self.source {
+            Source::Ordered(s) => self.graph.feed(s, batch),
+            Source::Unordered(s) => self.graph.feed_unordered(s, batch),
+        }
+    }
 }
 
 /// Replays the fast stream through its ingress into the source, calling `after_block` after
@@ -89,8 +110,8 @@ fn replay<P: Payload, O: Payload>(
     mut after_block: impl FnMut(i64, &[Time]),
     mut drain: impl FnMut(&Batch<O>),
 ) -> Result<(), String> {
-    let (graph, source, out_stream) = (&w.graph, &w.source, &w.output);
-    let mut ingress = fast_ingress::<P>(s)?;
+    let (graph, out_stream) = (&w.graph, &w.output);
+    let mut ingress = fast_ingress::<P>(s, matches!(w.source, Source::Unordered(_)))?;
     let mut out = IngressOutput::new();
     let mut results = Batch::new();
     let mut max_ts = i64::MIN;
@@ -111,7 +132,7 @@ fn replay<P: Payload, O: Payload>(
         ctis.clear();
         ctis.extend(out.batch.ctis().iter().map(|m| m.time));
         after_block(max_ts, &ctis);
-        graph.feed(source, &mut out.batch);
+        w.feed(&mut out.batch);
         out.dead_letters.clear();
         graph.take_output(out_stream, &mut results);
         drain(&results);
@@ -121,7 +142,7 @@ fn replay<P: Payload, O: Payload>(
     ctis.clear();
     ctis.extend(out.batch.ctis().iter().map(|m| m.time));
     after_block(i64::MAX, &ctis);
-    graph.feed(source, &mut out.batch);
+    w.feed(&mut out.batch);
     graph.take_output(out_stream, &mut results);
     drain(&results);
     Ok(())
@@ -135,7 +156,7 @@ fn filter(events: &[Ev], s: &Settings) -> Result<Totals, String> {
     let (mut n, mut sum) = (0u64, 0u64);
     let w = Wiring {
         graph,
-        source: fast,
+        source: Source::Ordered(fast),
         output: out,
     };
     replay(
@@ -156,7 +177,9 @@ fn filter(events: &[Ev], s: &Settings) -> Result<Totals, String> {
 
 fn window(events: &[Ev], s: &Settings) -> Result<Totals, String> {
     let graph = QueryGraph::new();
-    let fast = graph.source::<(i64, u32)>();
+    // An aggregate does not depend on the order of its input between CTIs: the fast stream is
+    // unordered (released on arrival), which spares it the reorder buffer.
+    let fast = graph.unordered_source::<(i64, u32)>();
     let out = fast
         .tumbling_window(TimeSpan::from_secs(1))
         .group_by(|p: &(i64, u32)| p.1)
@@ -165,7 +188,7 @@ fn window(events: &[Ev], s: &Settings) -> Result<Totals, String> {
     let (mut n, mut sum) = (0u64, 0u64);
     let w = Wiring {
         graph,
-        source: fast,
+        source: Source::Unordered(fast),
         output: out,
     };
     replay(
@@ -201,7 +224,7 @@ fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String>
     let graph2 = graph.clone();
     let w = Wiring {
         graph,
-        source: fast,
+        source: Source::Ordered(fast),
         output: out,
     };
     replay(

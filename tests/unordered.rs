@@ -1,0 +1,120 @@
+//! Unordered sources (`QueryGraph::unordered_source`, `IngressConfig::on_arrival`): windowed
+//! aggregates over events released on arrival give the ordered path's results, segment by
+//! segment, on random inputs in random arrival order with generated CTIs and either policy.
+
+use proptest::prelude::*;
+
+use punctual::core::ops::{Count, QueryGraph, Stream, Sum, WindowOutput};
+use punctual::core::{Batch, StreamItem, Time, TimeSpan};
+use punctual::policies::{
+    AdvanceTimeGenerationSettings, AdvanceTimePolicy, Ingress, IngressConfig, IngressOutput,
+};
+
+/// (start, length: 0 for a point, key, value)
+type In = (i64, i64, u8, i64);
+
+/// A window result: the group key, the count and the sum.
+type Res = (u8, (u64, f64));
+
+/// (result sync, other, payload) of one output segment, sorted, and the CTI closing it.
+type Segment = (Vec<(Time, Time, Res)>, Option<Time>);
+
+/// Feeds a batch into the query's source.
+type Feed = Box<dyn Fn(&mut Batch<(u8, i64)>)>;
+
+fn segments(out: &Batch<Res>) -> Vec<Segment> {
+    out.segments()
+        .map(|(range, cti)| {
+            let mut events: Vec<_> = range
+                .map(|i| (out.sync()[i], out.other()[i], out.payloads()[i]))
+                .collect();
+            events.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+            (events, cti)
+        })
+        .collect()
+}
+
+/// Runs `events` (in arrival order) through an ingress and a grouped window over `size`/`hop`,
+/// released in order or on arrival, and returns the window's output.
+fn run(
+    events: &[In],
+    every: u64,
+    delay: i64,
+    policy: AdvanceTimePolicy,
+    (size, hop): (i64, i64),
+    output: WindowOutput,
+    on_arrival: bool,
+) -> (Batch<Res>, u64) {
+    let config = IngressConfig {
+        generation: Some(
+            AdvanceTimeGenerationSettings::every_events(every)
+                .delay(TimeSpan::from_ticks(delay))
+                .final_cti(true)
+                .build()
+                .expect("valid settings"),
+        ),
+        policy: Some(policy),
+        on_arrival,
+        ..IngressConfig::default()
+    };
+    let mut ingress = Ingress::new(config);
+    let mut out = IngressOutput::new();
+    let graph = QueryGraph::new();
+    let window = |s: &Stream<(u8, i64)>| {
+        s.hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
+    };
+    let (results, feed): (Stream<Res>, Feed) = if on_arrival {
+        let source = graph.unordered_source::<(u8, i64)>();
+        let r = source
+            .hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
+            .output(output)
+            .group_by(|p: &(u8, i64)| p.0)
+            .aggregate((Count, Sum::of(|p: &(u8, i64)| p.1 as f64)));
+        let g = graph.clone();
+        (r, Box::new(move |b| g.feed_unordered(&source, b)))
+    } else {
+        let source = graph.source::<(u8, i64)>();
+        let r = window(&source)
+            .output(output)
+            .group_by(|p: &(u8, i64)| p.0)
+            .aggregate((Count, Sum::of(|p: &(u8, i64)| p.1 as f64)));
+        let g = graph.clone();
+        (r, Box::new(move |b| g.feed(&source, b)))
+    };
+    graph.keep_output(&results);
+    let mut all = Batch::new();
+    for &(s, len, key, v) in events {
+        let item = if len == 0 {
+            StreamItem::point(Time::from_ticks(s), (key, v))
+        } else {
+            StreamItem::interval(Time::from_ticks(s), Time::from_ticks(s + len), (key, v))
+        };
+        let _ = ingress.enqueue(item, &mut out);
+        feed(&mut out.batch);
+        graph.take_output(&results, &mut all);
+    }
+    ingress.finish(&mut out);
+    feed(&mut out.batch);
+    graph.take_output(&results, &mut all);
+    (all, ingress.counters().dropped)
+}
+
+proptest! {
+    #[test]
+    fn windows_over_an_unordered_source_equal_the_ordered_ones(
+        events in proptest::collection::vec((0i64..200, prop_oneof![Just(0i64), 1i64..30], 0u8..4, -50i64..50), 0..150),
+        every in 1u64..20,
+        delay in -1i64..40,
+        adjust in proptest::bool::ANY,
+        (size, hop) in (1i64..40, 1i64..40).prop_map(|(a, b)| (a.max(b), a.min(b))),
+        as_window in proptest::bool::ANY,
+    ) {
+        let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
+        let output = if as_window { WindowOutput::Window } else { WindowOutput::PointAtEnd };
+        let (ordered, dropped_o) = run(&events, every, delay, policy, (size, hop), output, false);
+        let (unordered, dropped_u) = run(&events, every, delay, policy, (size, hop), output, true);
+        prop_assert_eq!(dropped_o, dropped_u);
+        prop_assert_eq!(segments(&ordered), segments(&unordered));
+        prop_assert_eq!(ordered.last_cti(), Some(Time::INF));
+    }
+}
