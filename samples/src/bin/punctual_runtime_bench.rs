@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! punctual-runtime-bench [--source file|synthetic] [--data DIR] [--n N] [--workers W] [--reps R]
+//!                        [--unordered]
 //! ```
 //!
 //! - `--source file` (default): an input adapter that reads `DIR/events.bin` in 64 KiB chunks
@@ -14,6 +15,9 @@
 //!   (SplitMix64, seed 42: 10,000 events per simulated second, 1,000 keys, 5% out of order by
 //!   up to 2 s) instead of a file, so that `--n 100000000` needs no 2.4 GB file and peak memory
 //!   shows the query's state alone.
+//!
+//! - `--unordered`: the input is an unordered stream ([`Query::create_unordered_stream`]):
+//!   its events go to the window on arrival instead of through the reorder buffer.
 //!
 //! The stream's settings are the benchmark's: a CTI every 1,000 events, 2 s behind the highest
 //! timestamp, `Drop`, a final CTI. The query is the 1 s tumbling count and sum per key. The
@@ -292,7 +296,7 @@ impl OutputAdapter<Total> for BenchOutput {
     }
 }
 
-async fn run_once(source: Source) -> Result<Observed, String> {
+async fn run_once(source: Source, unordered: bool) -> Result<Observed, String> {
     let settings = AdvanceTimeSettings::builder()
         .generation(
             AdvanceTimeGenerationSettings::every_events(CHUNK_EVENTS as u64)
@@ -310,15 +314,19 @@ async fn run_once(source: Source) -> Result<Observed, String> {
         issued: Arc::clone(&issued),
     };
     let mut query = Query::new("runtime-bench");
-    let fast = query
-        .create_stream(
-            InputOptions::new("fast", EventShape::Point).settings(settings),
-            &input,
-            &(),
-        )
-        .map_err(|e| e.to_string())?;
-    let totals = fast
-        .tumbling_window(TimeSpan::from_secs(1))
+    let options = InputOptions::new("fast", EventShape::Point).settings(settings);
+    let windows = if unordered {
+        query
+            .create_unordered_stream(options, &input, &())
+            .map_err(|e| e.to_string())?
+            .tumbling_window(TimeSpan::from_secs(1))
+    } else {
+        query
+            .create_stream(options, &input, &())
+            .map_err(|e| e.to_string())?
+            .tumbling_window(TimeSpan::from_secs(1))
+    };
+    let totals = windows
         .group_by(|p: &Reading| p.1)
         .aggregate((Count, Sum::of(|p: &Reading| p.0 as f64)));
     let output = BenchOutput {
@@ -355,7 +363,7 @@ fn main_inner() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "punctual-runtime-bench [--source file|synthetic] [--data DIR] [--n N] [--workers W] [--reps R]"
+            "punctual-runtime-bench [--source file|synthetic] [--data DIR] [--n N] [--workers W] [--reps R] [--unordered]"
         );
         return Ok(true);
     }
@@ -364,6 +372,7 @@ fn main_inner() -> Result<bool, String> {
     let n: u64 = arg(&args, "--n", 10_000_000)?;
     let workers: usize = arg(&args, "--workers", 1)?;
     let reps: usize = arg(&args, "--reps", 3)?;
+    let unordered = args.iter().any(|a| a == "--unordered");
     let source = match kind.as_str() {
         "file" => Source::File(format!("{dir}/events.bin")),
         "synthetic" => Source::Synthetic(n),
@@ -388,7 +397,7 @@ fn main_inner() -> Result<bool, String> {
     let mut ok = true;
     for rep in 0..reps.max(1) {
         let start = Instant::now();
-        let observed = rt.block_on(run_once(source.clone()))?;
+        let observed = rt.block_on(run_once(source.clone(), unordered))?;
         let secs = start.elapsed().as_secs_f64();
         let rate = events as f64 / secs;
         rates.push(rate);
@@ -410,7 +419,7 @@ fn main_inner() -> Result<bool, String> {
     }
     rates.sort_by(f64::total_cmp);
     println!(
-        "SUMMARY peer=punctual-runtime query=window source={kind} events={events} workers={workers} median_events_per_s={:.0} cti_latency_p50_us={} cti_latency_p99_us={} peak_rss_mib={:.1}",
+        "SUMMARY peer=punctual-runtime query=window source={kind} unordered={unordered} events={events} workers={workers} median_events_per_s={:.0} cti_latency_p50_us={} cti_latency_p99_us={} peak_rss_mib={:.1}",
         rates[rates.len() / 2],
         latencies.quantile_us(0.5),
         latencies.quantile_us(0.99),
