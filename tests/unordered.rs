@@ -1,6 +1,7 @@
 //! Unordered sources (`QueryGraph::unordered_source`, `IngressConfig::on_arrival`): windowed
 //! aggregates over events released on arrival give the ordered path's results, segment by
-//! segment, on random inputs in random arrival order with generated CTIs and either policy.
+//! segment, and filter, map and `ordered()` give exactly the ordered path's stream, on random
+//! inputs in random arrival order with generated CTIs and either policy.
 
 use proptest::prelude::*;
 
@@ -34,6 +35,73 @@ fn segments(out: &Batch<Res>) -> Vec<Segment> {
         .collect()
 }
 
+/// An ingress with CTIs every `every` events, `delay` behind, a final CTI.
+fn ingress(
+    every: u64,
+    delay: i64,
+    policy: AdvanceTimePolicy,
+    on_arrival: bool,
+) -> Ingress<(u8, i64)> {
+    Ingress::new(IngressConfig {
+        generation: Some(
+            AdvanceTimeGenerationSettings::every_events(every)
+                .delay(TimeSpan::from_ticks(delay))
+                .final_cti(true)
+                .build()
+                .expect("valid settings"),
+        ),
+        policy: Some(policy),
+        on_arrival,
+        ..IngressConfig::default()
+    })
+}
+
+fn item((s, len, key, v): In) -> StreamItem<(u8, i64)> {
+    if len == 0 {
+        StreamItem::point(Time::from_ticks(s), (key, v))
+    } else {
+        StreamItem::interval(Time::from_ticks(s), Time::from_ticks(s + len), (key, v))
+    }
+}
+
+/// `filter` and `map` on a stream, ordered or unordered (then made ordinary by `ordered()`):
+/// every item of the result, in order.
+fn run_select(
+    events: &[In],
+    every: u64,
+    delay: i64,
+    policy: AdvanceTimePolicy,
+    on_arrival: bool,
+) -> Vec<StreamItem<i64>> {
+    let mut ingress = ingress(every, delay, policy, on_arrival);
+    let mut out = IngressOutput::new();
+    let graph = QueryGraph::new();
+    let keep = |p: &(u8, i64)| p.0 != 1;
+    let project = |p: &(u8, i64)| p.1 * 10 + i64::from(p.0);
+    let (results, feed): (Stream<i64>, Feed) = if on_arrival {
+        let source = graph.unordered_source::<(u8, i64)>();
+        let r = source.filter(keep).map(project).ordered();
+        let g = graph.clone();
+        (r, Box::new(move |b| g.feed_unordered(&source, b)))
+    } else {
+        let source = graph.source::<(u8, i64)>();
+        let r = source.filter(keep).map(project);
+        let g = graph.clone();
+        (r, Box::new(move |b| g.feed(&source, b)))
+    };
+    graph.keep_output(&results);
+    let mut all = Batch::new();
+    for &e in events {
+        let _ = ingress.enqueue(item(e), &mut out);
+        feed(&mut out.batch);
+        graph.take_output(&results, &mut all);
+    }
+    ingress.finish(&mut out);
+    feed(&mut out.batch);
+    graph.take_output(&results, &mut all);
+    all.items().map(|i| i.map(|p| *p)).collect()
+}
+
 /// Runs `events` (in arrival order) through an ingress and a grouped window over `size`/`hop`,
 /// released in order or on arrival, and returns the window's output.
 fn run(
@@ -45,19 +113,7 @@ fn run(
     output: WindowOutput,
     on_arrival: bool,
 ) -> (Batch<Res>, u64) {
-    let config = IngressConfig {
-        generation: Some(
-            AdvanceTimeGenerationSettings::every_events(every)
-                .delay(TimeSpan::from_ticks(delay))
-                .final_cti(true)
-                .build()
-                .expect("valid settings"),
-        ),
-        policy: Some(policy),
-        on_arrival,
-        ..IngressConfig::default()
-    };
-    let mut ingress = Ingress::new(config);
+    let mut ingress = ingress(every, delay, policy, on_arrival);
     let mut out = IngressOutput::new();
     let graph = QueryGraph::new();
     let window = |s: &Stream<(u8, i64)>| {
@@ -83,13 +139,8 @@ fn run(
     };
     graph.keep_output(&results);
     let mut all = Batch::new();
-    for &(s, len, key, v) in events {
-        let item = if len == 0 {
-            StreamItem::point(Time::from_ticks(s), (key, v))
-        } else {
-            StreamItem::interval(Time::from_ticks(s), Time::from_ticks(s + len), (key, v))
-        };
-        let _ = ingress.enqueue(item, &mut out);
+    for &e in events {
+        let _ = ingress.enqueue(item(e), &mut out);
         feed(&mut out.batch);
         graph.take_output(&results, &mut all);
     }
@@ -116,5 +167,19 @@ proptest! {
         prop_assert_eq!(dropped_o, dropped_u);
         prop_assert_eq!(segments(&ordered), segments(&unordered));
         prop_assert_eq!(ordered.last_cti(), Some(Time::INF));
+    }
+
+    #[test]
+    fn filter_map_and_ordered_over_an_unordered_source_equal_the_ordered_stream(
+        events in proptest::collection::vec((0i64..200, prop_oneof![Just(0i64), 1i64..30], 0u8..4, -50i64..50), 0..150),
+        every in 1u64..20,
+        delay in -1i64..40,
+        adjust in proptest::bool::ANY,
+    ) {
+        let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
+        let ordered = run_select(&events, every, delay, policy, false);
+        let unordered = run_select(&events, every, delay, policy, true);
+        prop_assert_eq!(ordered.last(), Some(&StreamItem::Cti(Time::INF)));
+        prop_assert_eq!(ordered, unordered);
     }
 }

@@ -1,5 +1,7 @@
 //! Ingress throughput: in-order points, and points 5% out of order with a grace period,
-//! CTIs generated every 1,000 events (the workload of `../shared/bench`, scaled down).
+//! CTIs generated every 1,000 events (the workload of `../shared/bench`, scaled down): one item
+//! at a time, from an iterator, as columns, and as columns released on arrival (an unordered
+//! source).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
@@ -28,7 +30,7 @@ fn items(out_of_order: bool) -> Vec<StreamItem<u64>> {
         .collect()
 }
 
-fn ingress(delay: i64) -> Ingress<u64> {
+fn ingress(delay: i64, on_arrival: bool) -> Ingress<u64> {
     let generation = AdvanceTimeGenerationSettings::every_events(1000)
         .delay(TimeSpan::from_ticks(delay))
         .final_cti(true)
@@ -37,13 +39,31 @@ fn ingress(delay: i64) -> Ingress<u64> {
     Ingress::new(IngressConfig {
         generation: Some(generation),
         policy: Some(AdvanceTimePolicy::Drop),
+        on_arrival,
         ..IngressConfig::default()
     })
 }
 
+/// The same through [`Ingress::enqueue_point_columns`], 1,000 points a call.
+fn run_columns(times: &[Time], payloads: &[u64], delay: i64, on_arrival: bool) -> u64 {
+    let mut ingress = ingress(delay, on_arrival);
+    let mut out = IngressOutput::new();
+    let mut released = 0u64;
+    for (t, p) in times.chunks(1000).zip(payloads.chunks(1000)) {
+        let _ = ingress.enqueue_point_columns(t, p, &mut out);
+        if out.batch.len() >= 4096 {
+            released += out.batch.payloads().iter().fold(0, |a, p| a ^ p);
+            out.batch.clear();
+            out.dead_letters.clear();
+        }
+    }
+    ingress.finish(&mut out);
+    released ^ out.batch.len() as u64
+}
+
 /// The same through [`Ingress::enqueue_points`], 1,000 points a call.
 fn run_points(points: &[(Time, u64)], delay: i64) -> u64 {
-    let mut ingress = ingress(delay);
+    let mut ingress = ingress(delay, false);
     let mut out = IngressOutput::new();
     let mut released = 0u64;
     for chunk in points.chunks(1000) {
@@ -59,7 +79,7 @@ fn run_points(points: &[(Time, u64)], delay: i64) -> u64 {
 }
 
 fn run(items: &[StreamItem<u64>], delay: i64) -> u64 {
-    let mut ingress = ingress(delay);
+    let mut ingress = ingress(delay, false);
     let mut out = IngressOutput::new();
     let mut released = 0u64;
     for item in items {
@@ -98,6 +118,13 @@ fn bench(c: &mut Criterion) {
             &points,
             |b, p| b.iter(|| black_box(run_points(p, delay))),
         );
+        let (times, payloads): (Vec<Time>, Vec<u64>) = points.iter().copied().unzip();
+        for (variant, on_arrival) in [("columns", false), ("columns_on_arrival", true)] {
+            g.bench_function(
+                BenchmarkId::from_parameter(format!("{name}/{variant}")),
+                |b| b.iter(|| black_box(run_columns(&times, &payloads, delay, on_arrival))),
+            );
+        }
     }
     g.finish();
 }

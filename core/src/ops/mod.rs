@@ -32,7 +32,7 @@ pub use group_apply::{GroupApply, SubQuery};
 pub use join::Join;
 pub use release::ReleaseBuffer;
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
-pub use select::{AlterDuration, Filter, Map, Shift};
+pub use select::{AlterDuration, Filter, Map, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Unordered, Windowed};
 pub use union::Union;

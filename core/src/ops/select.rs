@@ -6,23 +6,51 @@
 //! - [`Shift`]: moves every event and every CTI by the same span.
 //! - [`AlterDuration`]: gives every event the lifetime `[start, start + d)`; a start edge becomes
 //!   that interval and its end edge is dropped. CTIs pass unchanged.
+//! - [`Reorder`]: holds the events of an unordered stream until a CTI passes them and releases
+//!   them sorted: an unordered stream made ordinary.
+//!
+//! Filter and map also run on unordered streams (events released on arrival, see
+//! [`crate::ops::Unordered`]): they keep each event where it is, so their output is unordered
+//! in the same way.
 
 use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::TimeSpan;
 
-use super::UnaryOperator;
+use super::{ReleaseBuffer, UnaryOperator};
+
+/// Appends a CTI after events that are sorted (an ordinary stream) or released on arrival.
+#[inline]
+fn push_cti<P>(out: &mut Batch<P>, t: crate::time::Time, on_arrival: bool) {
+    if on_arrival {
+        out.push_cti_on_arrival(t);
+    } else {
+        out.push_cti(t);
+    }
+}
 
 /// Keeps events whose payload satisfies the predicate; CTIs pass unchanged.
 #[derive(Debug)]
 pub struct Filter<F> {
     predicate: F,
+    on_arrival: bool,
 }
 
 impl<F> Filter<F> {
     /// A filter with this predicate.
     pub fn new(predicate: F) -> Self {
-        Filter { predicate }
+        Filter {
+            predicate,
+            on_arrival: false,
+        }
+    }
+
+    /// A filter over an unordered stream (events released on arrival).
+    pub fn on_arrival(predicate: F) -> Self {
+        Filter {
+            predicate,
+            on_arrival: true,
+        }
     }
 }
 
@@ -75,7 +103,7 @@ where
                 opayload.truncate(w);
             }
             if let Some(t) = cti {
-                out.push_cti(t);
+                push_cti(out, t, self.on_arrival);
             }
         }
     }
@@ -85,12 +113,24 @@ where
 #[derive(Debug)]
 pub struct Map<F> {
     f: F,
+    on_arrival: bool,
 }
 
 impl<F> Map<F> {
     /// A projection with this function.
     pub fn new(f: F) -> Self {
-        Map { f }
+        Map {
+            f,
+            on_arrival: false,
+        }
+    }
+
+    /// A projection over an unordered stream (events released on arrival).
+    pub fn on_arrival(f: F) -> Self {
+        Map {
+            f,
+            on_arrival: true,
+        }
     }
 }
 
@@ -105,16 +145,76 @@ where
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
             for i in range {
-                out.push_event(
+                let (s, o, q) = (
                     input.sync()[i],
                     input.other()[i],
                     (self.f)(&input.payloads()[i]),
                 );
+                if self.on_arrival {
+                    out.push_on_arrival(s, o, q);
+                } else {
+                    out.push_event(s, o, q);
+                }
             }
             if let Some(t) = cti {
-                out.push_cti(t);
+                push_cti(out, t, self.on_arrival);
             }
         }
+    }
+}
+
+/// Holds the events of an unordered stream (released on arrival, see [`crate::ops::Unordered`])
+/// until a CTI passes them, then releases them sorted by sync time (ties in arrival order),
+/// followed by the CTI: the stream an ordered source would have given. CTIs pass unchanged.
+/// State: the events at or after the last CTI.
+#[derive(Debug)]
+pub struct Reorder<P> {
+    held: ReleaseBuffer<P>,
+}
+
+impl<P> Default for Reorder<P> {
+    fn default() -> Self {
+        Reorder {
+            held: ReleaseBuffer::new(),
+        }
+    }
+}
+
+impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Reorder<P> {
+    const NAME: &'static str = "reorder";
+
+    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
+        for (range, cti) in input.segments() {
+            let (sync, other, payload) = (
+                &input.sync()[range.clone()],
+                &input.other()[range.clone()],
+                &input.payloads()[range],
+            );
+            let mut i = 0;
+            while i < sync.len() {
+                // The longest run of points in order after what is held goes in with one copy
+                // per column; the event that ends it is pushed alone.
+                let mut last = self.held.last_in_order();
+                let mut j = i;
+                while j < sync.len() && sync[j] >= last && other[j] == sync[j].next_tick() {
+                    last = sync[j];
+                    j += 1;
+                }
+                self.held.push_sorted_points(&sync[i..j], &payload[i..j]);
+                if j < sync.len() {
+                    self.held.push(sync[j], other[j], payload[j].clone());
+                    j += 1;
+                }
+                i = j;
+            }
+            if let Some(t) = cti {
+                self.held.release(t, out);
+            }
+        }
+    }
+
+    fn state_size(&self) -> usize {
+        self.held.len()
     }
 }
 

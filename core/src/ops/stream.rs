@@ -44,7 +44,7 @@ use super::anti_join::{AntiSemiJoin, ClipDuration};
 use super::graph::{Graph, NodeId};
 use super::group_apply::{GroupApply, SubQuery};
 use super::join::Join;
-use super::select::{AlterDuration, Filter, Map, Shift};
+use super::select::{AlterDuration, Filter, Map, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
 use super::union::Union;
 use super::window::{HoppingWindow, WindowOutput, WindowSpec};
@@ -174,8 +174,10 @@ pub struct Stream<P> {
 /// arrival, not sorted and not held until a CTI passes them. That saves the reorder buffer's
 /// traffic (each event written and read back one CTI lag later) for queries that aggregate.
 /// Only operators whose results do not depend on the order of their input between CTIs take
-/// it: hopping and tumbling windows with an aggregate, whose results form an ordinary ordered
-/// [`Stream`], released at the same CTIs and equal to the ordered path's as multisets per CTI.
+/// it: filter and map (their output is unordered too), hopping and tumbling windows with an
+/// aggregate, whose results form an ordinary ordered [`Stream`], released at the same CTIs and
+/// equal to the ordered path's as multisets per CTI, and [`Unordered::ordered`], which holds
+/// the events until their CTI and sorts them: the ordinary stream.
 /// An aggregate adds members in arrival order: counts, integer sums, minima and maxima are
 /// exactly the ordered path's; a floating-point sum may differ in its last bits.
 #[derive(Debug)]
@@ -206,6 +208,50 @@ impl<P: Payload> Unordered<P> {
     pub fn named(self, label: impl Into<String>) -> Self {
         self.stream.graph.set_label(&self.stream, label);
         self
+    }
+
+    /// Keeps the events whose payload satisfies `predicate`, where they are (the result is
+    /// unordered too). CTIs unchanged. Filtering before [`Unordered::ordered`] means only the
+    /// events kept wait for their CTI.
+    pub fn filter(&self, predicate: impl Fn(&P) -> bool + Send + 'static) -> Unordered<P> {
+        Unordered {
+            stream: self.stream.apply(Filter::on_arrival(predicate)),
+        }
+    }
+
+    /// Projects each payload, keeping each event where it is (the result is unordered too).
+    /// CTIs unchanged.
+    pub fn map<Q: Payload>(&self, f: impl Fn(&P) -> Q + Send + 'static) -> Unordered<Q> {
+        Unordered {
+            stream: self.stream.apply(Map::on_arrival(f)),
+        }
+    }
+
+    /// The ordinary stream: each event held until a CTI passes it, then released sorted by
+    /// sync time (ties in arrival order) before the CTI ([`Reorder`]). What an ordered source
+    /// with the same settings gives, segment by segment; every operator and output takes it.
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Time};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let input = graph.unordered_source::<i64>();
+    /// let big = input.filter(|v| *v >= 10).ordered();
+    /// graph.keep_output(&big);
+    /// let mut batch = Batch::new();
+    /// batch.push_on_arrival(t(7), t(8), 30); // released on arrival, before its CTI
+    /// batch.push_on_arrival(t(2), t(3), 5);
+    /// batch.push_on_arrival(t(4), t(5), 20);
+    /// batch.push_cti_on_arrival(t(5));
+    /// graph.feed_unordered(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&big, &mut out);
+    /// assert_eq!(out.payloads(), &[20]); // 30 at 7 waits for a CTI above 7
+    /// assert_eq!(out.last_cti(), Some(t(5)));
+    /// ```
+    pub fn ordered(&self) -> Stream<P> {
+        self.stream.apply(Reorder::default())
     }
 
     /// Hopping windows of `size` every `hop` over the unordered events, as

@@ -7,7 +7,8 @@
 //!
 //! Each query runs through Punctual's real path on one core: the fast stream's ingress with the
 //! real settings (a CTI every `--cti` events, `--delay-ms` behind the highest timestamp, `Drop`;
-//! the window's input is an unordered stream, released on arrival, the others are ordered),
+//! the filter's and the window's input is an unordered stream, released on arrival, with the
+//! filter's output made ordinary again by `Unordered::ordered`; the join's input is ordered),
 //! the real operators on a query graph, and an output that checksums. Timestamps are the
 //! files' milliseconds converted to ticks. The join's reference stream enters through its own
 //! ingress, importing the fast stream's CTIs: each version is a start edge, closed by an end
@@ -150,13 +151,15 @@ fn replay<P: Payload, O: Payload>(
 
 fn filter(events: &[Ev], s: &Settings) -> Result<Totals, String> {
     let graph = QueryGraph::new();
-    let fast = graph.source::<(i64, u32)>();
-    let out = fast.filter(|p| p.0 >= 500_000);
+    // The filter keeps each event where it is: on an unordered stream it runs on arrival, and
+    // only the events it keeps wait, sorted, for their CTI.
+    let fast = graph.unordered_source::<(i64, u32)>();
+    let out = fast.filter(|p| p.0 >= 500_000).ordered();
     graph.keep_output(&out);
     let (mut n, mut sum) = (0u64, 0u64);
     let w = Wiring {
         graph,
-        source: Source::Ordered(fast),
+        source: Source::Unordered(fast),
         output: out,
     };
     replay(
