@@ -376,3 +376,48 @@ fn the_arrival_strategy_needs_arrival_times() {
     r.event(10, 1, None);
     assert_eq!(r.ingress.counters().rejected, 1);
 }
+
+#[test]
+fn a_watermark_strategy_releases_on_arrival_with_the_same_ctis_and_drops() {
+    let items = [(10, 1), (4, 2), (12, 3), (7, 4), (30, 5), (25, 6), (9, 7)];
+    let run = |on_arrival: bool| {
+        let mut ingress = Ingress::with_watermark(
+            IngressConfig {
+                on_arrival,
+                ..IngressConfig::default()
+            },
+            Watermark::bounded(span(5)),
+        );
+        let mut out = IngressOutput::new();
+        for (time, device) in items {
+            let _ = ingress.enqueue(StreamItem::point(t(time), (device, time)), &mut out);
+        }
+        ingress.finish(&mut out);
+        (out, ingress.counters())
+    };
+    let (ordered, ordered_counters) = run(false);
+    let (arrival, arrival_counters) = run(true);
+    // The same CTIs and the same dead letters (4 breaks CTI(5), 9 breaks CTI(25), in both).
+    let ctis = |o: &IngressOutput<P>| {
+        o.batch
+            .items()
+            .filter(|i| matches!(i, StreamItem::Cti(_)))
+            .count()
+    };
+    assert_eq!(ctis(&ordered), ctis(&arrival));
+    assert_eq!(ordered.dead_letters, arrival.dead_letters);
+    assert_eq!(ordered_counters, arrival_counters);
+    // Released on arrival: in arrival order, before the CTIs that cover them.
+    assert_eq!(
+        arrival
+            .batch
+            .payloads()
+            .iter()
+            .map(|p| p.0)
+            .collect::<Vec<_>>(),
+        vec![1, 3, 4, 5, 6]
+    );
+    let mut sorted = ordered.batch.payloads().to_vec();
+    sorted.sort_by_key(|p| p.1);
+    assert_eq!(ordered.batch.payloads(), &sorted[..]);
+}
