@@ -1,0 +1,98 @@
+//! Concept: unordered streams. A windowed aggregate needs its members complete when a CTI closes
+//! a window, not sorted; an input made with `create_unordered_stream` hands its events over as
+//! they arrive instead of holding them sorted until their CTI. The same readings, arriving out
+//! of order, through an ordered and an unordered input: the same per-key counts and sums, and,
+//! through `filter(..).ordered()`, the same filtered stream item for item.
+//!
+//! Run: `cargo run --example unordered`
+
+use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::prelude::*;
+
+/// (key, value)
+type Reading = (char, i64);
+
+/// Tumbling windows over readings, waiting for an aggregate.
+type Windowed = punctual::core::ops::Windowed<Reading, punctual::core::ops::Ungrouped>;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let t = Time::from_ticks;
+    // Arrival order; up to 4 ticks late. Generated CTIs: 5 behind the highest start.
+    let readings: Vec<StreamItem<Reading>> = [
+        (1, 'a', 10),
+        (6, 'b', 20),
+        (3, 'a', 30),
+        (12, 'a', 40),
+        (9, 'b', 50),
+        (15, 'b', 60),
+        (11, 'a', 70),
+        (24, 'a', 80),
+        (2, 'b', 90), // too late: breaks the CTI, dropped (in both)
+    ]
+    .into_iter()
+    .map(|(at, k, v)| StreamItem::point(t(at), (k, v)))
+    .collect();
+    let settings = || AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5));
+
+    let mut query = Query::new("unordered");
+    let ordered = query.create_stream(
+        InputOptions::new("ordered", EventShape::Point).settings(settings()),
+        &MemoryInput,
+        &readings,
+    )?;
+    let unordered = query.create_unordered_stream(
+        InputOptions::new("unordered", EventShape::Point).settings(settings()),
+        &MemoryInput,
+        &readings,
+    )?;
+    let per_key = |w: Windowed| {
+        w.group_by(|r: &Reading| r.0)
+            .aggregate((Count, Sum::of(|r: &Reading| r.1 as f64)))
+    };
+    let sums_ordered = per_key(ordered.tumbling_window(TimeSpan::from_ticks(10)));
+    let sums_unordered = per_key(unordered.tumbling_window(TimeSpan::from_ticks(10)));
+    let big_ordered = ordered.filter(|r| r.1 >= 40);
+    let big_unordered = unordered.filter(|r| r.1 >= 40).ordered();
+
+    let outs: [CollectOutput<(char, (u64, f64))>; 2] = [CollectOutput::new(), CollectOutput::new()];
+    let bigs: [CollectOutput<Reading>; 2] = [CollectOutput::new(), CollectOutput::new()];
+    query.bind_output(&sums_ordered, &outs[0], &())?;
+    query.bind_output(&sums_unordered, &outs[1], &())?;
+    query.bind_output(&big_ordered, &bigs[0], &())?;
+    query.bind_output(&big_unordered, &bigs[1], &())?;
+    let report = query.start()?.wait().await?;
+
+    // Window results per CTI segment, sorted (the order within a segment is free).
+    let segments = |items: Vec<StreamItem<(char, (u64, f64))>>| {
+        let mut segments = vec![Vec::new()];
+        for item in items {
+            match item {
+                StreamItem::Insert(e) => {
+                    if let Some(last) = segments.last_mut() {
+                        last.push((e.kind.start(), e.payload.0, e.payload.1 .0, e.payload.1 .1));
+                    }
+                }
+                StreamItem::Cti(_) => segments.push(Vec::new()),
+            }
+        }
+        for s in &mut segments {
+            s.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+        }
+        segments
+    };
+    let ordered_sums = segments(outs[0].items());
+    println!("per key and window (end, key, count, sum), by CTI segment: {ordered_sums:?}");
+    assert_eq!(ordered_sums, segments(outs[1].items()));
+    println!("readings >= 40, in order: {:?}", bigs[1].items());
+    assert_eq!(bigs[0].items(), bigs[1].items());
+    for name in ["ordered", "unordered"] {
+        let c = report.counters(name).ok_or("no counters")?;
+        println!(
+            "{name}: {} in, {} released, {} dropped",
+            c.events_in, c.released, c.dropped
+        );
+        assert_eq!((c.events_in, c.dropped), (9, 1));
+    }
+    Ok(())
+}
