@@ -64,6 +64,29 @@ fn item((s, len, key, v): In) -> StreamItem<(u8, i64)> {
     }
 }
 
+/// Enqueues `events` one by one (then finishes the input), feeding what the ingress releases
+/// to the query; returns everything `results` produced.
+fn drive<O: punctual::core::ops::Payload>(
+    events: &[In],
+    ingress: &mut Ingress<(u8, i64)>,
+    graph: &QueryGraph,
+    results: &Stream<O>,
+    feed: Feed,
+) -> Batch<O> {
+    graph.keep_output(results);
+    let mut out = IngressOutput::new();
+    let mut all = Batch::new();
+    for &e in events {
+        let _ = ingress.enqueue(item(e), &mut out);
+        feed(&mut out.batch);
+        graph.take_output(results, &mut all);
+    }
+    ingress.finish(&mut out);
+    feed(&mut out.batch);
+    graph.take_output(results, &mut all);
+    all
+}
+
 /// `filter` and `map` on a stream, ordered or unordered (then made ordinary by `ordered()`):
 /// every item of the result, in order.
 fn run_select(
@@ -74,7 +97,6 @@ fn run_select(
     on_arrival: bool,
 ) -> Vec<StreamItem<i64>> {
     let mut ingress = ingress(every, delay, policy, on_arrival);
-    let mut out = IngressOutput::new();
     let graph = QueryGraph::new();
     let keep = |p: &(u8, i64)| p.0 != 1;
     let project = |p: &(u8, i64)| p.1 * 10 + i64::from(p.0);
@@ -89,16 +111,7 @@ fn run_select(
         let g = graph.clone();
         (r, Box::new(move |b| g.feed(&source, b)))
     };
-    graph.keep_output(&results);
-    let mut all = Batch::new();
-    for &e in events {
-        let _ = ingress.enqueue(item(e), &mut out);
-        feed(&mut out.batch);
-        graph.take_output(&results, &mut all);
-    }
-    ingress.finish(&mut out);
-    feed(&mut out.batch);
-    graph.take_output(&results, &mut all);
+    let all = drive(events, &mut ingress, &graph, &results, feed);
     all.items().map(|i| i.map(|p| *p)).collect()
 }
 
@@ -114,7 +127,6 @@ fn run(
     on_arrival: bool,
 ) -> (Batch<Res>, u64) {
     let mut ingress = ingress(every, delay, policy, on_arrival);
-    let mut out = IngressOutput::new();
     let graph = QueryGraph::new();
     let window = |s: &Stream<(u8, i64)>| {
         s.hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
@@ -137,16 +149,7 @@ fn run(
         let g = graph.clone();
         (r, Box::new(move |b| g.feed(&source, b)))
     };
-    graph.keep_output(&results);
-    let mut all = Batch::new();
-    for &e in events {
-        let _ = ingress.enqueue(item(e), &mut out);
-        feed(&mut out.batch);
-        graph.take_output(&results, &mut all);
-    }
-    ingress.finish(&mut out);
-    feed(&mut out.batch);
-    graph.take_output(&results, &mut all);
+    let all = drive(events, &mut ingress, &graph, &results, feed);
     (all, ingress.counters().dropped)
 }
 

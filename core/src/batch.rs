@@ -81,14 +81,8 @@ impl<P> Batch<P> {
             self.sync.last().is_none_or(|&last| last <= sync),
             "batch events must be sorted by sync time"
         );
-        debug_assert!(
-            self.ctis.last().is_none_or(|m| m.time <= sync),
-            "an event after CTI({:?}) must not have sync time {sync:?}",
-            self.ctis.last().map(|m| m.time)
-        );
-        self.sync.push(sync);
-        self.other.push(other);
-        self.payload.push(payload);
+        // Sorted, it is also at or after the last CTI: what `push_on_arrival` checks.
+        self.push_on_arrival(sync, other, payload);
     }
 
     /// Appends an event given by kind.

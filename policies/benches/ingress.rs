@@ -51,14 +51,19 @@ fn run_columns(times: &[Time], payloads: &[u64], delay: i64, on_arrival: bool) -
     let mut released = 0u64;
     for (t, p) in times.chunks(1000).zip(payloads.chunks(1000)) {
         let _ = ingress.enqueue_point_columns(t, p, &mut out);
-        if out.batch.len() >= 4096 {
-            released += out.batch.payloads().iter().fold(0, |a, p| a ^ p);
-            out.batch.clear();
-            out.dead_letters.clear();
-        }
+        drain(&mut out, &mut released);
     }
     ingress.finish(&mut out);
     released ^ out.batch.len() as u64
+}
+
+/// Consumes what the ingress released once it is 4,096 events or more.
+fn drain(out: &mut IngressOutput<u64>, released: &mut u64) {
+    if out.batch.len() >= 4096 {
+        *released += out.batch.payloads().iter().fold(0, |a, p| a ^ p);
+        out.batch.clear();
+        out.dead_letters.clear();
+    }
 }
 
 /// The same through [`Ingress::enqueue_points`], 1,000 points a call.
@@ -68,11 +73,7 @@ fn run_points(points: &[(Time, u64)], delay: i64) -> u64 {
     let mut released = 0u64;
     for chunk in points.chunks(1000) {
         let _ = ingress.enqueue_points(chunk.iter().copied(), &mut out);
-        if out.batch.len() >= 4096 {
-            released += out.batch.payloads().iter().fold(0, |a, p| a ^ p);
-            out.batch.clear();
-            out.dead_letters.clear();
-        }
+        drain(&mut out, &mut released);
     }
     ingress.finish(&mut out);
     released ^ out.batch.len() as u64
@@ -84,11 +85,7 @@ fn run(items: &[StreamItem<u64>], delay: i64) -> u64 {
     let mut released = 0u64;
     for item in items {
         let _ = ingress.enqueue(item.clone(), &mut out);
-        if out.batch.len() >= 4096 {
-            released += out.batch.payloads().iter().fold(0, |a, p| a ^ p);
-            out.batch.clear();
-            out.dead_letters.clear();
-        }
+        drain(&mut out, &mut released);
     }
     ingress.finish(&mut out);
     released ^ out.batch.len() as u64

@@ -569,16 +569,14 @@ impl<P: Clone + PartialEq> Ingress<P> {
             Some(GenerationFrequency::EveryDuration(_)) => Some(1),
             None => None,
         };
-        if self.config.on_arrival {
-            return self.enqueue_point_columns_on_arrival(times, payloads, every, out);
-        }
         let mut rejected = 0;
         let mut i = 0;
         while i < times.len() {
             // Up to the next generated CTI, with room in the buffer, one pass: runs of valid
             // points in time order go in with one copy per column, valid points behind the
-            // run (out of order, at or after the CTI) go in one by one; the first point that
-            // is neither (invalid, breaking the CTI) ends the pass and takes the general path.
+            // run (out of order, at or after the CTI) go in one by one (released on arrival:
+            // every valid point goes straight to the output); the first point that is not
+            // valid (or breaks the CTI) ends the pass and takes the general path.
             let room = self.config.max_buffered.saturating_sub(self.buffer.len());
             let budget = match every {
                 Some(n) => usize::try_from(n.saturating_sub(self.since_cti)).unwrap_or(usize::MAX),
@@ -586,31 +584,46 @@ impl<P: Clone + PartialEq> Ingress<P> {
             };
             let end = times.len().min(i.saturating_add(budget.min(room)));
             let low = self.app.max(Time::MIN_FINITE);
-            let mut last = self.buffer.last_in_order().max(low);
             let mut top = Time::NEG_INF;
-            let mut run = i;
             let mut j = i;
-            while j < end {
-                let t = times[j];
-                if t >= last && t < Time::MAX_FINITE {
-                    last = t;
-                    top = t;
+            if self.config.on_arrival {
+                // Released on arrival: the run of valid points goes straight to the output.
+                while j < end {
+                    let t = times[j];
+                    if t < low || t >= Time::MAX_FINITE {
+                        break;
+                    }
+                    top = top.max(t);
                     j += 1;
-                    continue;
                 }
-                if t < low || t >= Time::MAX_FINITE {
-                    break;
+                out.batch
+                    .extend_points_on_arrival(&times[i..j], &payloads[i..j]);
+                self.counters.released += (j - i) as u64;
+            } else {
+                let mut last = self.buffer.last_in_order().max(low);
+                let mut run = i;
+                while j < end {
+                    let t = times[j];
+                    if t >= last && t < Time::MAX_FINITE {
+                        last = t;
+                        top = t;
+                        j += 1;
+                        continue;
+                    }
+                    if t < low || t >= Time::MAX_FINITE {
+                        break;
+                    }
+                    // Out of order but valid: after the run before it, so that ties keep
+                    // arrival order.
+                    self.buffer
+                        .push_sorted_points(&times[run..j], &payloads[run..j]);
+                    self.buffer.push_point(t, payloads[j].clone());
+                    j += 1;
+                    run = j;
                 }
-                // Out of order but valid: after the run before it, so that ties keep
-                // arrival order.
                 self.buffer
                     .push_sorted_points(&times[run..j], &payloads[run..j]);
-                self.buffer.push_point(t, payloads[j].clone());
-                j += 1;
-                run = j;
             }
-            self.buffer
-                .push_sorted_points(&times[run..j], &payloads[run..j]);
             let n = (j - i) as u64;
             self.items_seen += n;
             self.counters.events_in += n;
@@ -626,63 +639,6 @@ impl<P: Clone + PartialEq> Ingress<P> {
             if i < times.len() && (i < end || !progressed) {
                 // Invalid, breaking the CTI, over the cap, or generation must look at each
                 // point (by duration): the general path.
-                match self.enqueue(StreamItem::point(times[i], payloads[i].clone()), out) {
-                    Ok(_) => {}
-                    Err(e @ Error::BufferFull { .. }) => return Err(e),
-                    Err(_) => rejected += 1,
-                }
-                i += 1;
-            }
-        }
-        Ok(rejected)
-    }
-
-    /// [`Ingress::enqueue_point_columns`] when events are released on arrival: runs of valid
-    /// points up to the next generated CTI go straight to the output, one copy per column.
-    fn enqueue_point_columns_on_arrival(
-        &mut self,
-        times: &[Time],
-        payloads: &[P],
-        every: Option<u64>,
-        out: &mut IngressOutput<P>,
-    ) -> Result<usize, Error> {
-        let mut rejected = 0;
-        let mut i = 0;
-        while i < times.len() {
-            let budget = match every {
-                Some(n) => usize::try_from(n.saturating_sub(self.since_cti)).unwrap_or(usize::MAX),
-                None => usize::MAX,
-            };
-            let end = times.len().min(i.saturating_add(budget));
-            let low = self.app.max(Time::MIN_FINITE);
-            let mut top = Time::NEG_INF;
-            let mut j = i;
-            while j < end {
-                let t = times[j];
-                if t < low || t >= Time::MAX_FINITE {
-                    break;
-                }
-                top = top.max(t);
-                j += 1;
-            }
-            let progressed = j > i;
-            if progressed {
-                out.batch
-                    .extend_points_on_arrival(&times[i..j], &payloads[i..j]);
-                let n = (j - i) as u64;
-                self.items_seen += n;
-                self.counters.events_in += n;
-                self.counters.released += n;
-                self.since_cti += n;
-                if top > self.high {
-                    self.high = top;
-                }
-                self.generate(out);
-            }
-            i = j;
-            if i < times.len() && (i < end || !progressed) {
-                // Invalid or breaking the CTI, or generation looks at each point: the general
-                // path.
                 match self.enqueue(StreamItem::point(times[i], payloads[i].clone()), out) {
                     Ok(_) => {}
                     Err(e @ Error::BufferFull { .. }) => return Err(e),
