@@ -132,6 +132,17 @@ fn clamp(t: i128) -> Time {
     ) as i64)
 }
 
+/// The group map of stored window `n`, a pooled (or new) one if it has none yet.
+fn stored_window<'a, K, S>(
+    windows: &'a mut BTreeMap<i64, FxHashMap<K, S>>,
+    pool: &mut Vec<FxHashMap<K, S>>,
+    n: i64,
+) -> &'a mut FxHashMap<K, S> {
+    windows
+        .entry(n)
+        .or_insert_with(|| pool.pop().unwrap_or_default())
+}
+
 /// The cached window of [`HoppingWindow`].
 struct Current<K, S> {
     n: i64,
@@ -233,12 +244,7 @@ where
             if self.current.as_ref().is_some_and(|c| first < c.n) {
                 // A late member of an earlier window (input out of order): the current window
                 // stays, so that the members after it do not move it back and forth.
-                let groups = match self.windows.entry(first) {
-                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::btree_map::Entry::Vacant(e) => {
-                        e.insert(self.pool.pop().unwrap_or_default())
-                    }
-                };
+                let groups = stored_window(&mut self.windows, &mut self.pool, first);
                 let state = groups.entry(key).or_insert_with(|| self.agg.init());
                 self.agg.add(state, payload);
                 return;
@@ -253,12 +259,7 @@ where
         self.flush_current();
         let mut n = first;
         loop {
-            let groups = match self.windows.entry(n) {
-                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::btree_map::Entry::Vacant(e) => {
-                    e.insert(self.pool.pop().unwrap_or_default())
-                }
-            };
+            let groups = stored_window(&mut self.windows, &mut self.pool, n);
             let state = groups.entry(key.clone()).or_insert_with(|| self.agg.init());
             self.agg.add(state, payload);
             if n == last {
