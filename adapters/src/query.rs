@@ -474,9 +474,11 @@ impl Query {
     /// Like [`Query::create_stream`], for an *unordered* stream: its ingress releases each
     /// point or interval on arrival (`IngressConfig::on_arrival`) instead of holding it sorted
     /// until a CTI passes it, with the same CTIs and policies. Only order-insensitive operators
-    /// take the stream ([`Unordered`]: hopping and tumbling windows with an aggregate), and it
-    /// saves them the reorder buffer. Edges enqueued on it are rejected
-    /// (`Error::EdgeOnArrival`, counted and sent to the dead letters).
+    /// take the stream ([`Unordered`]: filter, map, hopping and tumbling windows with an
+    /// aggregate, and `ordered()`, which sorts it back into an ordinary stream), and it
+    /// saves them the reorder buffer. A stream of the edge shape is refused
+    /// ([`QueryError::Bind`]); edges enqueued anyway are rejected (`Error::EdgeOnArrival`,
+    /// counted and sent to the dead letters).
     ///
     /// ```
     /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
@@ -524,6 +526,13 @@ impl Query {
         P: Payload,
         F: InputAdapterFactory<C, P>,
     {
+        if options.shape == EventShape::Edge {
+            return Err(QueryError::Bind(format!(
+                "stream `{}` has the edge shape: an unordered stream takes points or intervals \
+                 (an end edge can still change its start edge, which must wait for its CTI)",
+                options.name
+            )));
+        }
         let name = options.name.clone();
         self.add_stream(options, factory, config, true, |graph| {
             let source = graph.unordered_source::<P>().named(name);

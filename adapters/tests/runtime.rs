@@ -880,3 +880,47 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
     let reasons: Vec<_> = letters.letters().into_iter().map(|d| d.reason).collect();
     assert_eq!(reasons, vec![DeadLetterReason::Late]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_unordered_stream_refuses_the_edge_shape_and_rejects_edges() {
+    let mut query = Query::new("unordered");
+    let items: Vec<StreamItem<i64>> = vec![];
+    let refused = query.create_unordered_stream(
+        InputOptions::new("edges", EventShape::Edge),
+        &MemoryInput,
+        &items,
+    );
+    assert!(
+        matches!(refused, Err(QueryError::Bind(ref why)) if why.contains("edge")),
+        "{refused:?}"
+    );
+
+    let items: Vec<StreamItem<i64>> = vec![
+        StreamItem::point(t(1), 10),
+        StreamItem::start_edge(t(2), 20), // cannot be released on arrival: rejected
+        StreamItem::point(t(3), 30),
+    ];
+    let input = query
+        .create_unordered_stream(
+            InputOptions::new("in", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &MemoryInput,
+            &items,
+        )
+        .unwrap();
+    let big = input.filter(|v| *v >= 20).ordered();
+    let out = CollectOutput::new();
+    query.bind_output(&big, &out, &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    let counters = report.counters("in").unwrap();
+    assert_eq!((counters.events_in, counters.rejected), (3, 1));
+    let kept: Vec<i64> = out
+        .items()
+        .into_iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some(e.payload),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    assert_eq!(kept, vec![30]);
+}
