@@ -115,6 +115,77 @@ fn run_select(
     all.items().map(|i| i.map(|p| *p)).collect()
 }
 
+/// `filter` and `map` on an unordered source, kept unordered (`keep_unordered_output`): the
+/// output as released.
+fn run_select_unordered(
+    events: &[In],
+    every: u64,
+    delay: i64,
+    policy: AdvanceTimePolicy,
+) -> Batch<i64> {
+    let mut ingress = ingress(every, delay, policy, true);
+    let graph = QueryGraph::new();
+    let source = graph.unordered_source::<(u8, i64)>();
+    let results = source
+        .filter(|p: &(u8, i64)| p.0 != 1)
+        .map(|p: &(u8, i64)| p.1 * 10 + i64::from(p.0));
+    graph.keep_unordered_output(&results);
+    let mut out = IngressOutput::new();
+    let mut all = Batch::new();
+    for &e in events {
+        let _ = ingress.enqueue(item(e), &mut out);
+        graph.feed_unordered(&source, &mut out.batch);
+        graph.take_unordered_output(&results, &mut all);
+    }
+    ingress.finish(&mut out);
+    graph.feed_unordered(&source, &mut out.batch);
+    graph.take_unordered_output(&results, &mut all);
+    all
+}
+
+/// (sync, other, payload) of events.
+type Events = Vec<(Time, Time, i64)>;
+
+/// An unordered stream's events, each moved to the segment of the first CTI above it (and
+/// checked to come after every earlier CTI), sorted within each segment; and the CTIs.
+fn normalize_unordered(out: &Batch<i64>) -> Result<Vec<Events>, String> {
+    let ctis: Vec<Time> = out.ctis().iter().map(|m| m.time).collect();
+    let mut segments = vec![Vec::new(); ctis.len() + 1];
+    for (k, (range, _)) in out.segments().enumerate() {
+        for i in range {
+            let s = out.sync()[i];
+            if k > 0 && s < ctis[k - 1] {
+                return Err(format!("event at {s:?} after CTI {:?}", ctis[k - 1]));
+            }
+            let seg = ctis.partition_point(|&c| c <= s);
+            segments[seg].push((s, out.other()[i], out.payloads()[i]));
+        }
+    }
+    for seg in &mut segments {
+        seg.sort();
+    }
+    Ok(segments)
+}
+
+/// An ordered stream's segments, each sorted (ties of equal sync time in any order).
+fn normalize_ordered(out: &Batch<i64>) -> Vec<Events> {
+    let mut segments: Vec<Events> = out
+        .segments()
+        .map(|(range, _)| {
+            range
+                .map(|i| (out.sync()[i], out.other()[i], out.payloads()[i]))
+                .collect()
+        })
+        .collect();
+    if out.segments().last().is_none_or(|(_, cti)| cti.is_some()) {
+        segments.push(Vec::new());
+    }
+    for seg in &mut segments {
+        seg.sort();
+    }
+    segments
+}
+
 /// Runs `events` (in arrival order) through an ingress and a grouped window over `size`/`hop`,
 /// released in order or on arrival, and returns the window's output.
 fn run(
@@ -184,5 +255,28 @@ proptest! {
         let unordered = run_select(&events, every, delay, policy, true);
         prop_assert_eq!(ordered.last(), Some(&StreamItem::Cti(Time::INF)));
         prop_assert_eq!(ordered, unordered);
+    }
+
+    #[test]
+    fn an_unordered_output_holds_the_ordered_segments_in_arrival_order(
+        events in proptest::collection::vec((0i64..200, prop_oneof![Just(0i64), 1i64..30], 0u8..4, -50i64..50), 0..150),
+        every in 1u64..20,
+        delay in -1i64..40,
+        adjust in proptest::bool::ANY,
+    ) {
+        let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
+        let mut ingress = ingress(every, delay, policy, false);
+        let graph = QueryGraph::new();
+        let source = graph.source::<(u8, i64)>();
+        let results = source
+            .filter(|p: &(u8, i64)| p.0 != 1)
+            .map(|p: &(u8, i64)| p.1 * 10 + i64::from(p.0));
+        let g = graph.clone();
+        let ordered = drive(&events, &mut ingress, &graph, &results, Box::new(move |b| g.feed(&source, b)));
+        let unordered = run_select_unordered(&events, every, delay, policy);
+        let times = |b: &Batch<i64>| b.ctis().iter().map(|m| m.time).collect::<Vec<_>>();
+        prop_assert_eq!(times(&ordered), times(&unordered));
+        prop_assert_eq!(ordered.last_cti(), Some(Time::INF));
+        prop_assert_eq!(normalize_unordered(&unordered), Ok(normalize_ordered(&ordered)));
     }
 }

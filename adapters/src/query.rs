@@ -630,7 +630,96 @@ impl Query {
         F: OutputAdapterFactory<C, P>,
     {
         self.check_stream(stream)?;
-        let node = stream.node();
+        self.bind_output_at(stream.node(), factory, config)?;
+        self.graph.keep_output(stream);
+        Ok(())
+    }
+
+    /// Binds an output adapter to an unordered stream ([`Query::create_unordered_stream`] and
+    /// the filters and maps on it): the adapter receives each event as it is released, in
+    /// arrival order, and the CTIs; every event after `CTI(t)` has sync time `>= t`, but
+    /// events between two CTIs are not sorted and may lie at or after the next CTI. For
+    /// outputs that count, sum or store, which do not need the order: it spares the hold until
+    /// the CTI and the sort ([`Unordered::ordered`] gives the ordinary stream instead).
+    ///
+    /// ```
+    /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+    /// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+    /// use punctual_policies::AdvanceTimeSettings;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let t = Time::from_ticks;
+    /// let mut query = Query::new("big");
+    /// let items: Vec<StreamItem<i64>> = [(7, 70), (3, 30), (9, 5), (8, 80)]
+    ///     .into_iter()
+    ///     .map(|(at, v)| StreamItem::point(t(at), v))
+    ///     .collect();
+    /// // A CTI after every event, 5 behind the highest start.
+    /// let input = query.create_unordered_stream(
+    ///     InputOptions::new("in", EventShape::Point)
+    ///         .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5))),
+    ///     &MemoryInput,
+    ///     &items,
+    /// )?;
+    /// let out = CollectOutput::new();
+    /// query.bind_unordered_output(&input.filter(|v| *v >= 10), &out, &())?;
+    /// query.start()?.wait().await?;
+    /// // Each kept event as soon as it is enqueued, 3 after 7 (and after CTI(2)).
+    /// let items: Vec<_> = out
+    ///     .items()
+    ///     .into_iter()
+    ///     .map(|i| match i {
+    ///         StreamItem::Insert(e) => (e.kind.start(), Some(e.payload)),
+    ///         StreamItem::Cti(c) => (c, None),
+    ///     })
+    ///     .collect();
+    /// assert_eq!(
+    ///     items,
+    ///     vec![
+    ///         (t(7), Some(70)),
+    ///         (t(2), None),
+    ///         (t(3), Some(30)),
+    ///         (t(4), None),
+    ///         (t(8), Some(80)),
+    ///         (Time::INF, None),
+    ///     ]
+    /// );
+    /// # Ok::<(), punctual_adapters::QueryError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn bind_unordered_output<C, P, F>(
+        &mut self,
+        stream: &Unordered<P>,
+        factory: &F,
+        config: &C,
+    ) -> Result<(), QueryError>
+    where
+        P: Payload,
+        F: OutputAdapterFactory<C, P>,
+    {
+        if !stream.graph().same(&self.graph) {
+            return Err(QueryError::Bind(format!(
+                "the stream is not of query `{}`",
+                self.name
+            )));
+        }
+        self.bind_output_at(stream.node(), factory, config)?;
+        self.graph.keep_unordered_output(stream);
+        Ok(())
+    }
+
+    /// Creates the output adapter for `node` and records it (the caller keeps the node's
+    /// output in the graph).
+    fn bind_output_at<C, P, F>(
+        &mut self,
+        node: NodeId,
+        factory: &F,
+        config: &C,
+    ) -> Result<(), QueryError>
+    where
+        P: Payload,
+        F: OutputAdapterFactory<C, P>,
+    {
         let input = self.streams.iter().find(|s| s.node() == node);
         let name = input.map_or_else(|| format!("node {node}"), |s| s.name().to_owned());
         if self.outputs.iter().any(|o| o.node() == node) {
@@ -649,7 +738,6 @@ impl Query {
                 stream: name.clone(),
                 source,
             })?;
-        self.graph.keep_output(stream);
         self.outputs.push(Box::new(PendingOutput {
             name,
             node,

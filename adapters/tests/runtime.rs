@@ -924,3 +924,55 @@ async fn an_unordered_stream_refuses_the_edge_shape_and_rejects_edges() {
         .collect();
     assert_eq!(kept, vec![30]);
 }
+
+/// An unordered output gets the events as released, in arrival order, with the input's CTIs;
+/// binding it twice, or to another query's stream, is refused.
+#[tokio::test]
+async fn an_unordered_output_receives_events_in_arrival_order() {
+    let mut query = Query::new("unordered output");
+    let items: Vec<StreamItem<i64>> = [(5, 50), (2, 20), (9, 90), (4, 40), (12, 7)]
+        .into_iter()
+        .map(|(at, v)| StreamItem::point(t(at), v))
+        .collect();
+    let input = query
+        .create_unordered_stream(
+            InputOptions::new("in", EventShape::Point).settings(
+                AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(4)),
+            ),
+            &MemoryInput,
+            &items,
+        )
+        .unwrap();
+    let big = input.filter(|v| *v >= 10);
+    let out = CollectOutput::new();
+    query.bind_unordered_output(&big, &out, &()).unwrap();
+    let again = query.bind_unordered_output(&big, &CollectOutput::<i64>::new(), &());
+    assert!(matches!(again, Err(QueryError::Bind(_))), "{again:?}");
+    let mut other = Query::new("other");
+    let foreign = punctual_core::ops::QueryGraph::new().unordered_source::<i64>();
+    let refused = other.bind_unordered_output(&foreign, &CollectOutput::<i64>::new(), &());
+    assert!(matches!(refused, Err(QueryError::Bind(_))), "{refused:?}");
+
+    let report = query.start().unwrap().wait().await.unwrap();
+    assert_eq!(report.counters("in").unwrap().dropped, 1); // 4 after CTI(5)
+    let seen: Vec<(Time, Option<i64>)> = out
+        .items()
+        .into_iter()
+        .map(|i| match i {
+            StreamItem::Insert(e) => (e.kind.start(), Some(e.payload)),
+            StreamItem::Cti(c) => (c, None),
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (t(5), Some(50)),
+            (t(1), None),
+            (t(2), Some(20)),
+            (t(9), Some(90)),
+            (t(5), None),
+            (t(8), None),
+            (Time::INF, None),
+        ]
+    );
+}

@@ -280,12 +280,13 @@ impl<P> Batch<P> {
             return;
         }
         let base = self.sync.len();
+        // What both kinds of stream keep: no event after a CTI precedes it (an ordered stream
+        // is also sorted; an unordered one, released on arrival, need not be).
         debug_assert!(
-            other
-                .sync
-                .first()
-                .is_none_or(|&s| self.sync.last().is_none_or(|&l| l <= s)),
-            "appending must keep the batch sorted"
+            self.ctis
+                .last()
+                .is_none_or(|m| other.sync.iter().all(|&s| s >= m.time)),
+            "appending must keep every event at or after the CTIs before it"
         );
         self.ctis.extend(other.ctis.drain(..).map(|m| CtiMark {
             after: m.after + base,

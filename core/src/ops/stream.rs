@@ -135,6 +135,40 @@ impl QueryGraph {
         self.lock().take_output(stream.node, into);
     }
 
+    /// Keeps what an unordered stream produces for [`QueryGraph::take_unordered_output`]: its
+    /// events as they are released, in arrival order, and its CTIs. Every event after `CTI(t)`
+    /// has sync time `>= t`; between two CTIs the events are not sorted and may lie at or
+    /// after the next CTI. For consumers that count, sum or store (the order does not matter
+    /// to them), this spares the hold until the CTI and the sort of [`Unordered::ordered`].
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Time};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let input = graph.unordered_source::<i64>();
+    /// let big = input.filter(|v| *v >= 10);
+    /// graph.keep_unordered_output(&big);
+    /// let mut batch = Batch::new();
+    /// batch.push_on_arrival(t(7), t(8), 30);
+    /// batch.push_on_arrival(t(2), t(3), 5);
+    /// batch.push_on_arrival(t(4), t(5), 20);
+    /// batch.push_cti_on_arrival(t(5));
+    /// graph.feed_unordered(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_unordered_output(&big, &mut out);
+    /// assert_eq!(out.payloads(), &[30, 20]); // in arrival order, 30 at 7 before the CTI at 5
+    /// assert_eq!(out.last_cti(), Some(t(5)));
+    /// ```
+    pub fn keep_unordered_output<P: Payload>(&self, stream: &Unordered<P>) {
+        self.lock().keep_output::<P>(stream.stream.node);
+    }
+
+    /// Appends what a kept unordered output produced since the last call to `into`.
+    pub fn take_unordered_output<P: Payload>(&self, stream: &Unordered<P>, into: &mut Batch<P>) {
+        self.lock().take_output(stream.stream.node, into);
+    }
+
     /// Takes the graph out (to run it on the query task), leaving an empty one.
     pub fn take_graph(&self) -> Graph {
         std::mem::take(&mut *self.lock())

@@ -7,8 +7,8 @@
 //!
 //! Each query runs through Punctual's real path on one core: the fast stream's ingress with the
 //! real settings (a CTI every `--cti` events, `--delay-ms` behind the highest timestamp, `Drop`;
-//! the filter's and the window's input is an unordered stream, released on arrival, with the
-//! filter's output made ordinary again by `Unordered::ordered`; the join's input is ordered),
+//! the filter's and the window's input is an unordered stream, released on arrival, and the
+//! filter's output, which only counts, is kept unordered; the join's input is ordered),
 //! the real operators on a query graph, and an output that checksums. Timestamps are the
 //! files' milliseconds converted to ticks. The join's reference stream enters through its own
 //! ingress, importing the fast stream's CTIs: each version is a start edge, closed by an end
@@ -84,18 +84,31 @@ enum Source<P> {
     Unordered(Unordered<P>),
 }
 
+/// The query's output: ordered, or unordered (released on arrival).
+enum Output<O> {
+    Ordered(Stream<O>),
+    Unordered(Unordered<O>),
+}
+
 /// A query's graph, its fast source and its output.
 struct Wiring<P, O> {
     graph: QueryGraph,
     source: Source<P>,
-    output: Stream<O>,
+    output: Output<O>,
 }
 
-impl<P: Payload, O> Wiring<P, O> {
+impl<P: Payload, O: Payload> Wiring<P, O> {
     fn feed(&self, batch: &mut Batch<P>) {
         match &self.source {
             Source::Ordered(s) => self.graph.feed(s, batch),
             Source::Unordered(s) => self.graph.feed_unordered(s, batch),
+        }
+    }
+
+    fn take(&self, into: &mut Batch<O>) {
+        match &self.output {
+            Output::Ordered(s) => self.graph.take_output(s, into),
+            Output::Unordered(s) => self.graph.take_unordered_output(s, into),
         }
     }
 }
@@ -111,7 +124,6 @@ fn replay<P: Payload, O: Payload>(
     mut after_block: impl FnMut(i64, &[Time]),
     mut drain: impl FnMut(&Batch<O>),
 ) -> Result<(), String> {
-    let (graph, out_stream) = (&w.graph, &w.output);
     let mut ingress = fast_ingress::<P>(s, matches!(w.source, Source::Unordered(_)))?;
     let mut out = IngressOutput::new();
     let mut results = Batch::new();
@@ -135,7 +147,7 @@ fn replay<P: Payload, O: Payload>(
         after_block(max_ts, &ctis);
         w.feed(&mut out.batch);
         out.dead_letters.clear();
-        graph.take_output(out_stream, &mut results);
+        w.take(&mut results);
         drain(&results);
         results.clear();
     }
@@ -144,7 +156,7 @@ fn replay<P: Payload, O: Payload>(
     ctis.extend(out.batch.ctis().iter().map(|m| m.time));
     after_block(i64::MAX, &ctis);
     w.feed(&mut out.batch);
-    graph.take_output(out_stream, &mut results);
+    w.take(&mut results);
     drain(&results);
     Ok(())
 }
@@ -152,15 +164,15 @@ fn replay<P: Payload, O: Payload>(
 fn filter(events: &[Ev], s: &Settings) -> Result<Totals, String> {
     let graph = QueryGraph::new();
     // The filter keeps each event where it is: on an unordered stream it runs on arrival, and
-    // only the events it keeps wait, sorted, for their CTI.
+    // its output, which is only counted and summed, is taken as released (no hold, no sort).
     let fast = graph.unordered_source::<(i64, u32)>();
-    let out = fast.filter(|p| p.0 >= 500_000).ordered();
-    graph.keep_output(&out);
+    let out = fast.filter(|p| p.0 >= 500_000);
+    graph.keep_unordered_output(&out);
     let (mut n, mut sum) = (0u64, 0u64);
     let w = Wiring {
         graph,
         source: Source::Unordered(fast),
-        output: out,
+        output: Output::Unordered(out),
     };
     replay(
         events,
@@ -192,7 +204,7 @@ fn window(events: &[Ev], s: &Settings) -> Result<Totals, String> {
     let w = Wiring {
         graph,
         source: Source::Unordered(fast),
-        output: out,
+        output: Output::Ordered(out),
     };
     replay(
         events,
@@ -228,7 +240,7 @@ fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String>
     let w = Wiring {
         graph,
         source: Source::Ordered(fast),
-        output: out,
+        output: Output::Ordered(out),
     };
     replay(
         events,
