@@ -385,27 +385,63 @@ fn absorb_segment<P, Q, K, O, KF>(
         other,
         other_cti,
     } = sides;
-    let mut direct = direct && own.live == 0;
     let sync = &input.sync()[range.clone()];
     let ends = &input.other()[range.clone()];
     let payloads = &input.payloads()[range.clone()];
-    for (k, ((&s, &o), payload)) in sync.iter().zip(ends).zip(payloads).enumerate() {
+    let mut first = 0;
+    if direct && own.live == 0 {
+        // The common case, in its own loop: points below the other side's CTI, joined at once
+        // and appended to the output's columns.
+        // A point with exactly one result (the usual case against a reference stream) adds
+        // only its payload at once: its time columns are copied in runs afterwards.
+        let before = out.len();
+        let (osync, oother, opayload) = out.columns_mut();
+        let mut copied = 0;
+        for (k, ((&s, &o), payload)) in sync.iter().zip(ends).zip(payloads).enumerate() {
+            if s >= other_cti || o != s.next_tick() {
+                break;
+            }
+            let n = opayload.len();
+            for (_, e) in other.with_key(&own_key(payload)) {
+                if e.start <= s && e.end.is_none_or(|end| end > s) {
+                    if let Some(result) = combine(payload, &e.payload) {
+                        opayload.push(result);
+                    }
+                }
+            }
+            let results = opayload.len() - n;
+            if results != 1 {
+                osync.extend_from_slice(&sync[copied..k]);
+                oother.extend_from_slice(&ends[copied..k]);
+                osync.extend(std::iter::repeat_n(s, results));
+                oother.extend(std::iter::repeat_n(o, results));
+                copied = k + 1;
+            }
+            first = k + 1;
+        }
+        osync.extend_from_slice(&sync[copied..first]);
+        oother.extend_from_slice(&ends[copied..first]);
+        out.debug_check_from(before);
+    }
+    // The rest, after an event that is stored (or with results held already): results wait
+    // for the CTI.
+    for (k, ((&s, &o), payload)) in sync
+        .iter()
+        .zip(ends)
+        .zip(payloads)
+        .enumerate()
+        .skip(first)
+    {
         if s < other_cti && o == s.next_tick() {
             for (_, e) in other.with_key(&own_key(payload)) {
                 if e.start <= s && e.end.is_none_or(|end| end > s) {
                     if let Some(result) = combine(payload, &e.payload) {
-                        if direct {
-                            // Nothing can come out later below it: emit now.
-                            out.push_event(s, o, result);
-                        } else {
-                            held.push_point(s, result);
-                        }
+                        held.push_point(s, result);
                     }
                 }
             }
         } else {
             absorb(own, own_key, input, range.start + k);
-            direct = false;
         }
     }
 }
@@ -472,5 +508,48 @@ where
 
     fn state_size(&self) -> usize {
         self.left.live + self.right.live + self.open.len() + self.held.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Points below the right side's CTI are joined at once: a point with no partner adds
+    /// nothing, one with two partners adds two results, each with the point's lifetime, in
+    /// input order.
+    #[test]
+    fn points_joined_on_arrival_keep_their_times_whatever_their_number_of_results() {
+        let t = Time::from_ticks;
+        let mut join = Join::new(|l: &(u8, i64)| l.0, |r: &(u8, i64)| r.0, |l, r| Some(l.1 * r.1));
+        let mut out = Batch::new();
+        let mut right = Batch::new();
+        right.push_event(t(0), t(100), (1, 10));
+        right.push_event(t(2), t(50), (1, 100));
+        right.push_event(t(3), t(4), (2, 1000)); // over before any point
+        right.push_cti(t(20));
+        join.on_right(&right, &mut out);
+        let mut left = Batch::new();
+        for (at, key, v) in [(5, 1, 1), (6, 2, 2), (7, 1, 3), (8, 3, 4), (9, 1, 5)] {
+            left.push_event(t(at), t(at + 1), (key, v));
+        }
+        left.push_cti(t(10));
+        join.on_left(&left, &mut out);
+        let got: Vec<(Time, Time, i64)> = (0..out.len())
+            .map(|i| (out.sync()[i], out.other()[i], out.payloads()[i]))
+            .collect();
+        // Newest partner first for each point (the right side's list order).
+        assert_eq!(
+            got,
+            vec![
+                (t(5), t(6), 100),
+                (t(5), t(6), 10),
+                (t(7), t(8), 300),
+                (t(7), t(8), 30),
+                (t(9), t(10), 500),
+                (t(9), t(10), 50),
+            ]
+        );
+        assert_eq!(out.last_cti(), Some(t(10)));
     }
 }
