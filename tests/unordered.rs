@@ -144,11 +144,11 @@ fn run_select_unordered(
 }
 
 /// (sync, other, payload) of events.
-type Events = Vec<(Time, Time, i64)>;
+type Events<T = i64> = Vec<(Time, Time, T)>;
 
 /// An unordered stream's events, each moved to the segment of the first CTI above it (and
 /// checked to come after every earlier CTI), sorted within each segment; and the CTIs.
-fn normalize_unordered(out: &Batch<i64>) -> Result<Vec<Events>, String> {
+fn normalize_unordered<T: Ord + Clone>(out: &Batch<T>) -> Result<Vec<Events<T>>, String> {
     let ctis: Vec<Time> = out.ctis().iter().map(|m| m.time).collect();
     let mut segments = vec![Vec::new(); ctis.len() + 1];
     for (k, (range, _)) in out.segments().enumerate() {
@@ -158,7 +158,7 @@ fn normalize_unordered(out: &Batch<i64>) -> Result<Vec<Events>, String> {
                 return Err(format!("event at {s:?} after CTI {:?}", ctis[k - 1]));
             }
             let seg = ctis.partition_point(|&c| c <= s);
-            segments[seg].push((s, out.other()[i], out.payloads()[i]));
+            segments[seg].push((s, out.other()[i], out.payloads()[i].clone()));
         }
     }
     for seg in &mut segments {
@@ -168,12 +168,12 @@ fn normalize_unordered(out: &Batch<i64>) -> Result<Vec<Events>, String> {
 }
 
 /// An ordered stream's segments, each sorted (ties of equal sync time in any order).
-fn normalize_ordered(out: &Batch<i64>) -> Vec<Events> {
-    let mut segments: Vec<Events> = out
+fn normalize_ordered<T: Ord + Clone>(out: &Batch<T>) -> Vec<Events<T>> {
+    let mut segments: Vec<Events<T>> = out
         .segments()
         .map(|(range, _)| {
             range
-                .map(|i| (out.sync()[i], out.other()[i], out.payloads()[i]))
+                .map(|i| (out.sync()[i], out.other()[i], out.payloads()[i].clone()))
                 .collect()
         })
         .collect();
@@ -184,6 +184,77 @@ fn normalize_ordered(out: &Batch<i64>) -> Vec<Events> {
         seg.sort();
     }
     segments
+}
+
+/// The join of `left` (ordered, or unordered with an unordered output) with `right`, each
+/// through its ingress, the arrivals interleaved by `schedule` (true: the next left item).
+fn run_join(
+    left: &[In],
+    right: &[In],
+    schedule: &[bool],
+    (every, delay): (u64, i64),
+    on_arrival: bool,
+) -> Batch<(i64, i64)> {
+    let mut li = ingress(every, delay, AdvanceTimePolicy::Drop, on_arrival);
+    let mut ri = ingress(every + 2, delay + 3, AdvanceTimePolicy::Adjust, false);
+    let graph = QueryGraph::new();
+    let reference = graph.source::<(u8, i64)>();
+    let combine = |l: &(u8, i64), r: &(u8, i64)| (l.1, r.1);
+    let (unordered, ordered) = if on_arrival {
+        let fast = graph.unordered_source::<(u8, i64)>();
+        let out = fast.join_on(&reference, |l| l.0, |r| r.0, combine);
+        graph.keep_unordered_output(&out);
+        (Some((fast, out)), None)
+    } else {
+        let fast = graph.source::<(u8, i64)>();
+        let out = fast.join_on(&reference, |l| l.0, |r| r.0, combine);
+        graph.keep_output(&out);
+        (None, Some((fast, out)))
+    };
+    let mut all = Batch::new();
+    let mut out = IngressOutput::new();
+    let feed_left = |b: &mut Batch<(u8, i64)>, all: &mut Batch<(i64, i64)>| {
+        if let Some((fast, o)) = &unordered {
+            graph.feed_unordered(fast, b);
+            graph.take_unordered_output(o, all);
+        } else if let Some((fast, o)) = &ordered {
+            graph.feed(fast, b);
+            graph.take_output(o, all);
+        }
+    };
+    let feed_right = |b: &mut Batch<(u8, i64)>, all: &mut Batch<(i64, i64)>| {
+        graph.feed(&reference, b);
+        if let Some((_, o)) = &unordered {
+            graph.take_unordered_output(o, all);
+        } else if let Some((_, o)) = &ordered {
+            graph.take_output(o, all);
+        }
+    };
+    let (mut l, mut r) = (left.iter(), right.iter());
+    for &take_left in schedule {
+        if take_left {
+            if let Some(&e) = l.next() {
+                let _ = li.enqueue(item(e), &mut out);
+                feed_left(&mut out.batch, &mut all);
+            }
+        } else if let Some(&e) = r.next() {
+            let _ = ri.enqueue(item(e), &mut out);
+            feed_right(&mut out.batch, &mut all);
+        }
+    }
+    for &e in l {
+        let _ = li.enqueue(item(e), &mut out);
+        feed_left(&mut out.batch, &mut all);
+    }
+    for &e in r {
+        let _ = ri.enqueue(item(e), &mut out);
+        feed_right(&mut out.batch, &mut all);
+    }
+    li.finish(&mut out);
+    feed_left(&mut out.batch, &mut all);
+    ri.finish(&mut out);
+    feed_right(&mut out.batch, &mut all);
+    all
 }
 
 /// Runs `events` (in arrival order) through an ingress and a grouped window over `size`/`hop`,
@@ -255,6 +326,22 @@ proptest! {
         let unordered = run_select(&events, every, delay, policy, true);
         prop_assert_eq!(ordered.last(), Some(&StreamItem::Cti(Time::INF)));
         prop_assert_eq!(ordered, unordered);
+    }
+
+    #[test]
+    fn an_unordered_join_gives_the_ordered_join_segments(
+        left in proptest::collection::vec((0i64..200, prop_oneof![3 => Just(0i64), 1 => 1i64..30], 0u8..4, -50i64..50), 0..120),
+        right in proptest::collection::vec((0i64..200, prop_oneof![Just(0i64), 1i64..60], 0u8..4, -50i64..50), 0..40),
+        schedule in proptest::collection::vec(proptest::bool::ANY, 0..160),
+        every in 1u64..20,
+        delay in -1i64..40,
+    ) {
+        let ordered = run_join(&left, &right, &schedule, (every, delay), false);
+        let unordered = run_join(&left, &right, &schedule, (every, delay), true);
+        let times = |b: &Batch<(i64, i64)>| b.ctis().iter().map(|m| m.time).collect::<Vec<_>>();
+        prop_assert_eq!(times(&ordered), times(&unordered));
+        prop_assert_eq!(ordered.last_cti(), Some(Time::INF));
+        prop_assert_eq!(normalize_unordered(&unordered), Ok(normalize_ordered(&ordered)));
     }
 
     #[test]

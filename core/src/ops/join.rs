@@ -425,13 +425,7 @@ fn absorb_segment<P, Q, K, O, KF>(
     }
     // The rest, after an event that is stored (or with results held already): results wait
     // for the CTI.
-    for (k, ((&s, &o), payload)) in sync
-        .iter()
-        .zip(ends)
-        .zip(payloads)
-        .enumerate()
-        .skip(first)
-    {
+    for (k, ((&s, &o), payload)) in sync.iter().zip(ends).zip(payloads).enumerate().skip(first) {
         if s < other_cti && o == s.next_tick() {
             for (_, e) in other.with_key(&own_key(payload)) {
                 if e.start <= s && e.end.is_none_or(|end| end > s) {
@@ -511,6 +505,321 @@ where
     }
 }
 
+/// Points of an unordered input waiting for the other side's CTI to pass them, in no
+/// particular order: the ones that came in time order in a run held as columns (released in
+/// slices), the others in `late` (whose minimum is kept, so that a release scans them only
+/// when one of them is due).
+#[derive(Debug)]
+struct Waiting<P> {
+    sync: VecDeque<Time>,
+    payload: VecDeque<P>,
+    late: Vec<(Time, P)>,
+    late_min: Time,
+}
+
+/// What [`Waiting::release`] hands out: a slice of the run, or one out-of-order point.
+enum Released<'a, P> {
+    Run(&'a [Time], &'a [P]),
+    One(Time, &'a P),
+}
+
+impl<P> Waiting<P> {
+    fn len(&self) -> usize {
+        self.sync.len() + self.late.len()
+    }
+}
+
+impl<P: Clone> Waiting<P> {
+    fn new() -> Self {
+        Waiting {
+            sync: VecDeque::new(),
+            payload: VecDeque::new(),
+            late: Vec::new(),
+            late_min: Time::INF,
+        }
+    }
+
+    /// The last time of the run (`-inf` when it is empty).
+    #[inline]
+    fn last(&self) -> Time {
+        self.sync.back().copied().unwrap_or(Time::NEG_INF)
+    }
+
+    /// The earliest time held (`+inf` when empty).
+    fn min(&self) -> Time {
+        self.sync
+            .front()
+            .copied()
+            .unwrap_or(Time::INF)
+            .min(self.late_min)
+    }
+
+    /// Adds points sorted by time, at or after [`Waiting::last`].
+    #[inline]
+    fn push_run(&mut self, sync: &[Time], payloads: &[P]) {
+        self.sync.extend(sync.iter());
+        self.payload.extend(payloads.iter().cloned());
+    }
+
+    #[inline]
+    fn push(&mut self, s: Time, payload: P) {
+        if self.last() <= s {
+            self.sync.push_back(s);
+            self.payload.push_back(payload);
+        } else {
+            self.late_min = self.late_min.min(s);
+            self.late.push((s, payload));
+        }
+    }
+
+    /// Takes out every point with time `< t`, in no particular order: slices of the run,
+    /// then the out-of-order ones one by one.
+    fn release(&mut self, t: Time, mut f: impl FnMut(Released<'_, P>)) {
+        let k = self.sync.partition_point(|&s| s < t);
+        if k > 0 {
+            let (s1, s2) = self.sync.as_slices();
+            let (p1, p2) = self.payload.as_slices();
+            // The two columns wrap at the same place (pushed and drained together).
+            let a = k.min(s1.len()).min(p1.len());
+            f(Released::Run(&s1[..a], &p1[..a]));
+            if k > a {
+                f(Released::Run(&s2[..k - a], &p2[..k - a]));
+            }
+            self.sync.drain(..k);
+            self.payload.drain(..k);
+        }
+        if self.late_min < t {
+            let mut min = Time::INF;
+            let mut i = 0;
+            while i < self.late.len() {
+                if self.late[i].0 < t {
+                    let (s, p) = self.late.swap_remove(i);
+                    f(Released::One(s, &p));
+                } else {
+                    min = min.min(self.late[i].0);
+                    i += 1;
+                }
+            }
+            self.late_min = min;
+        }
+    }
+}
+
+/// The temporal join of an *unordered* left stream (released on arrival, see
+/// [`crate::ops::Unordered`]) with an ordinary right stream; its output is unordered too: each
+/// result is emitted as soon as it is final, not sorted. The pairs, lifetimes and CTIs are
+/// [`Join`]'s (output CTI = min of both sides' CTIs); per CTI the results are the same multiset.
+///
+/// A left point is joined once the right side's CTI passes it (every right event that can
+/// overlap it has arrived then): at once if it already has, else when it does, from an
+/// unsorted hold. Nothing sorts the points, which is the point: with CTIs imported from the
+/// left stream, every point waits one CTI lag, and an ordered input would hold and sort it in
+/// the ingress instead. Left intervals are held until the left CTI passes them and joined by
+/// an ordinary [`Join`] inside, which also keeps the right side's events; that join's left CTI
+/// is held at the earliest waiting point, so that it keeps every right event such a point
+/// can still meet.
+pub struct UnorderedJoin<L, R, K, O, KL, KR, C> {
+    inner: Join<L, R, K, O, KL, KR, C>,
+    waiting: Waiting<L>,
+    /// Left events that are not points, until the left CTI passes them.
+    intervals: ReleaseBuffer<L>,
+    left_cti: Time,
+    left: Batch<L>,
+    right: Batch<R>,
+    results: Batch<O>,
+}
+
+impl<L, R, K, O, KL, KR, C> std::fmt::Debug for UnorderedJoin<L, R, K, O, KL, KR, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UnorderedJoin")
+            .field("inner", &self.inner)
+            .field("waiting", &self.waiting.len())
+            .field("intervals", &self.intervals.len())
+            .finish()
+    }
+}
+
+impl<L, R, K, O, KL, KR, C> UnorderedJoin<L, R, K, O, KL, KR, C>
+where
+    L: Clone + PartialEq + Send + 'static,
+    R: Clone + PartialEq + Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    O: Clone + Send + 'static,
+    KL: Fn(&L) -> K + Send + 'static,
+    KR: Fn(&R) -> K + Send + 'static,
+    C: Fn(&L, &R) -> Option<O> + Send + 'static,
+{
+    /// A join matching `key_left(l) == key_right(r)`, emitting `combine(l, r)` where it is `Some`.
+    pub fn new(key_left: KL, key_right: KR, combine: C) -> Self {
+        UnorderedJoin {
+            inner: Join::new(key_left, key_right, combine),
+            waiting: Waiting::new(),
+            intervals: ReleaseBuffer::new(),
+            left_cti: Time::NEG_INF,
+            left: Batch::new(),
+            right: Batch::new(),
+            results: Batch::new(),
+        }
+    }
+
+    /// Joins the left point at `s` with the right events now known (all of them that can
+    /// overlap it: the right CTI is above `s`), emitting the results.
+    #[inline]
+    fn probe(inner: &Join<L, R, K, O, KL, KR, C>, s: Time, payload: &L, out: &mut Batch<O>) {
+        for (_, e) in inner.right.with_key(&(inner.key_left)(payload)) {
+            if e.start <= s && e.end.is_none_or(|end| end > s) {
+                if let Some(result) = (inner.combine)(payload, &e.payload) {
+                    out.push_on_arrival(s, s.next_tick(), result);
+                }
+            }
+        }
+    }
+
+    /// [`UnorderedJoin::probe`] for points given as columns; a point with exactly one result
+    /// (the usual case against a reference stream) adds only its payload at once, its times
+    /// are copied in runs afterwards.
+    fn probe_run(
+        inner: &Join<L, R, K, O, KL, KR, C>,
+        times: &[Time],
+        payloads: &[L],
+        out: &mut Batch<O>,
+    ) {
+        let before = out.len();
+        let (osync, oother, opayload) = out.columns_mut();
+        let mut copied = 0;
+        for (k, (&s, payload)) in times.iter().zip(payloads).enumerate() {
+            let n = opayload.len();
+            for (_, e) in inner.right.with_key(&(inner.key_left)(payload)) {
+                if e.start <= s && e.end.is_none_or(|end| end > s) {
+                    if let Some(result) = (inner.combine)(payload, &e.payload) {
+                        opayload.push(result);
+                    }
+                }
+            }
+            let results = opayload.len() - n;
+            if results != 1 {
+                osync.extend_from_slice(&times[copied..k]);
+                oother.extend(times[copied..k].iter().map(|s| s.next_tick()));
+                osync.extend(std::iter::repeat_n(s, results));
+                oother.extend(std::iter::repeat_n(s.next_tick(), results));
+                copied = k + 1;
+            }
+        }
+        osync.extend_from_slice(&times[copied..]);
+        oother.extend(times[copied..].iter().map(|s| s.next_tick()));
+        out.debug_check_from(before);
+    }
+
+    /// Moves what the inner join emitted to the output.
+    fn forward(&mut self, out: &mut Batch<O>) {
+        out.append(&mut self.results);
+        self.results.clear();
+    }
+
+    /// Advances the inner join's left CTI to the left CTI, held at the earliest waiting
+    /// point, with the intervals it passes.
+    fn sync_left(&mut self, out: &mut Batch<O>) {
+        let t = self.left_cti.min(self.waiting.min());
+        if t <= self.inner.frontier.input(0) {
+            return;
+        }
+        self.left.clear();
+        self.intervals.release(t, &mut self.left);
+        self.inner.on_left(&self.left, &mut self.results);
+        self.forward(out);
+    }
+}
+
+impl<L, R, K, O, KL, KR, C> BinaryOperator<L, R, O> for UnorderedJoin<L, R, K, O, KL, KR, C>
+where
+    L: Clone + PartialEq + Send + 'static,
+    R: Clone + PartialEq + Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    O: Clone + Send + 'static,
+    KL: Fn(&L) -> K + Send + 'static,
+    KR: Fn(&R) -> K + Send + 'static,
+    C: Fn(&L, &R) -> Option<O> + Send + 'static,
+{
+    const NAME: &'static str = "join (unordered)";
+
+    fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>) {
+        for (range, cti) in input.segments() {
+            let right_cti = self.inner.frontier.input(1);
+            let sync = &input.sync()[range.clone()];
+            let ends = &input.other()[range.clone()];
+            let payloads = &input.payloads()[range];
+            let mut i = 0;
+            while i < sync.len() {
+                // A run of points in time order that must wait (the usual case), in one go.
+                let (start, mut last) = (i, self.waiting.last());
+                while i < sync.len()
+                    && sync[i] >= right_cti
+                    && sync[i] >= last
+                    && ends[i] == sync[i].next_tick()
+                {
+                    last = sync[i];
+                    i += 1;
+                }
+                if i > start {
+                    self.waiting.push_run(&sync[start..i], &payloads[start..i]);
+                    continue;
+                }
+                let (s, o, payload) = (sync[i], ends[i], &payloads[i]);
+                if o != s.next_tick() {
+                    self.intervals.push(s, o, payload.clone());
+                } else if s < right_cti {
+                    Self::probe(&self.inner, s, payload, out);
+                } else {
+                    self.waiting.push(s, payload.clone());
+                }
+                i += 1;
+            }
+            if let Some(t) = cti {
+                self.left_cti = self.left_cti.max(t);
+                self.sync_left(out);
+            }
+        }
+    }
+
+    fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {
+        for (range, cti) in input.segments() {
+            if !range.is_empty() {
+                self.right.clear();
+                for i in range {
+                    self.right.push_event(
+                        input.sync()[i],
+                        input.other()[i],
+                        input.payloads()[i].clone(),
+                    );
+                }
+                self.inner.on_right(&self.right, &mut self.results);
+                self.forward(out);
+            }
+            let Some(t) = cti else { continue };
+            if t <= self.inner.frontier.input(1) {
+                continue;
+            }
+            // Every right event below `t` is in: the points waiting below it are final.
+            let inner = &self.inner;
+            self.waiting.release(t, |points| match points {
+                Released::Run(times, payloads) => Self::probe_run(inner, times, payloads, out),
+                Released::One(s, payload) => Self::probe(inner, s, payload, out),
+            });
+            // Their results are out: the inner join's left CTI may pass them now (before the
+            // right CTI, so that the output CTIs are the ordered join's).
+            self.sync_left(out);
+            self.right.clear();
+            self.right.push_cti(t);
+            self.inner.on_right(&self.right, &mut self.results);
+            self.forward(out);
+        }
+    }
+
+    fn state_size(&self) -> usize {
+        self.inner.state_size() + self.waiting.len() + self.intervals.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,7 +830,11 @@ mod tests {
     #[test]
     fn points_joined_on_arrival_keep_their_times_whatever_their_number_of_results() {
         let t = Time::from_ticks;
-        let mut join = Join::new(|l: &(u8, i64)| l.0, |r: &(u8, i64)| r.0, |l, r| Some(l.1 * r.1));
+        let mut join = Join::new(
+            |l: &(u8, i64)| l.0,
+            |r: &(u8, i64)| r.0,
+            |l, r| Some(l.1 * r.1),
+        );
         let mut out = Batch::new();
         let mut right = Batch::new();
         right.push_event(t(0), t(100), (1, 10));

@@ -29,7 +29,7 @@ pub use frontier::CtiFrontier;
 pub use fxhash::{FxHashMap, FxHasher};
 pub use graph::{AnyBatch, Explanation, Graph, Node, NodeId, NodeStats};
 pub use group_apply::{GroupApply, SubQuery};
-pub use join::Join;
+pub use join::{Join, UnorderedJoin};
 pub use release::ReleaseBuffer;
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
 pub use select::{AlterDuration, Filter, Map, Reorder, Shift};

@@ -43,7 +43,7 @@ use super::aggregate::{Aggregate, Count};
 use super::anti_join::{AntiSemiJoin, ClipDuration};
 use super::graph::{Graph, NodeId};
 use super::group_apply::{GroupApply, SubQuery};
-use super::join::Join;
+use super::join::{Join, UnorderedJoin};
 use super::select::{AlterDuration, Filter, Map, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
 use super::union::Union;
@@ -286,6 +286,58 @@ impl<P: Payload> Unordered<P> {
     /// ```
     pub fn ordered(&self) -> Stream<P> {
         self.stream.apply(Reorder::default())
+    }
+
+    /// Temporal equi-join with an ordinary stream, as [`Stream::join_on`], keeping the result
+    /// unordered ([`UnorderedJoin`]): each result is emitted once it is final (for a point,
+    /// when `right`'s CTI passes it), in no particular order between CTIs. The CTIs and, per
+    /// CTI, the results are those of the ordered join; points are never sorted. Suited to a
+    /// fast stream joined with a slow reference stream that imports its CTIs, when what
+    /// follows counts, aggregates or stores; [`Unordered::ordered`] sorts it back.
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Time};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let fast = graph.unordered_source::<(u32, i64)>();
+    /// let reference = graph.source::<(u32, &str)>();
+    /// let named = fast.join_on(&reference, |f| f.0, |r| r.0, |f, r| (r.1, f.1));
+    /// graph.keep_unordered_output(&named);
+    /// let mut versions = Batch::new();
+    /// versions.push_event(t(0), t(100), (1, "one"));
+    /// versions.push_event(t(0), t(100), (2, "two"));
+    /// versions.push_cti(t(5));
+    /// graph.feed(&reference, &mut versions);
+    /// let mut readings = Batch::new();
+    /// readings.push_on_arrival(t(8), t(9), (2, 80)); // waits for the reference's CTI
+    /// readings.push_on_arrival(t(3), t(4), (1, 30)); // below it: joined at once
+    /// readings.push_cti_on_arrival(t(3));
+    /// graph.feed_unordered(&fast, &mut readings);
+    /// let mut out = Batch::new();
+    /// graph.take_unordered_output(&named, &mut out);
+    /// assert_eq!(out.payloads(), &[("one", 30)]);
+    /// let mut cti = Batch::new();
+    /// cti.push_cti(t(10));
+    /// graph.feed(&reference, &mut cti);
+    /// graph.take_unordered_output(&named, &mut out);
+    /// assert_eq!(out.payloads(), &[("one", 30), ("two", 80)]);
+    /// assert_eq!(out.last_cti(), Some(t(3))); // min of both sides' CTIs
+    /// ```
+    pub fn join_on<R: Payload, K, O: Payload>(
+        &self,
+        right: &Stream<R>,
+        key_left: impl Fn(&P) -> K + Send + 'static,
+        key_right: impl Fn(&R) -> K + Send + 'static,
+        combine: impl Fn(&P, &R) -> O + Send + 'static,
+    ) -> Unordered<O>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
+        let op = UnorderedJoin::new(key_left, key_right, move |l: &P, r: &R| Some(combine(l, r)));
+        Unordered {
+            stream: self.stream.apply_binary(right, op),
+        }
     }
 
     /// Hopping windows of `size` every `hop` over the unordered events, as

@@ -7,9 +7,10 @@
 //!
 //! Each query runs through Punctual's real path on one core: the fast stream's ingress with the
 //! real settings (a CTI every `--cti` events, `--delay-ms` behind the highest timestamp, `Drop`;
-//! the filter's and the window's input is an unordered stream, released on arrival, and the
-//! filter's output, which only counts, is kept unordered; the join's input is ordered),
-//! the real operators on a query graph, and an output that checksums. Timestamps are the
+//! the input is an unordered stream, released on arrival, since no query needs it sorted: the
+//! window aggregates it, and the filter's and the join's outputs, which are only counted and
+//! summed, are kept unordered), the real operators on a query graph, and an output that
+//! checksums. Timestamps are the
 //! files' milliseconds converted to ticks. The join's reference stream enters through its own
 //! ingress, importing the fast stream's CTIs: each version is a start edge, closed by an end
 //! edge when the key's next version starts; versions are enqueued when the fast stream's
@@ -57,10 +58,7 @@ struct Settings {
     delay: TimeSpan,
 }
 
-fn fast_ingress<P: Clone + PartialEq>(
-    s: &Settings,
-    on_arrival: bool,
-) -> Result<Ingress<P>, String> {
+fn fast_ingress<P: Clone + PartialEq>(s: &Settings) -> Result<Ingress<P>, String> {
     let generation = AdvanceTimeGenerationSettings::every_events(s.cti)
         .delay(s.delay)
         .final_cti(true)
@@ -69,20 +67,13 @@ fn fast_ingress<P: Clone + PartialEq>(
     Ok(Ingress::new(IngressConfig {
         generation: Some(generation),
         policy: Some(AdvanceTimePolicy::Drop),
-        on_arrival,
+        on_arrival: true,
         ..IngressConfig::default()
     }))
 }
 
 /// Out count and checksum.
 type Totals = (u64, u64);
-
-/// The fast stream's source: ordered (the ingress releases events sorted at CTIs) or
-/// unordered (released on arrival, for the window's aggregate).
-enum Source<P> {
-    Ordered(Stream<P>),
-    Unordered(Unordered<P>),
-}
 
 /// The query's output: ordered, or unordered (released on arrival).
 enum Output<O> {
@@ -93,16 +84,14 @@ enum Output<O> {
 /// A query's graph, its fast source and its output.
 struct Wiring<P, O> {
     graph: QueryGraph,
-    source: Source<P>,
+    /// The fast stream's source: unordered (released on arrival) for all three queries.
+    source: Unordered<P>,
     output: Output<O>,
 }
 
 impl<P: Payload, O: Payload> Wiring<P, O> {
     fn feed(&self, batch: &mut Batch<P>) {
-        match &self.source {
-            Source::Ordered(s) => self.graph.feed(s, batch),
-            Source::Unordered(s) => self.graph.feed_unordered(s, batch),
-        }
+        self.graph.feed_unordered(&self.source, batch);
     }
 
     fn take(&self, into: &mut Batch<O>) {
@@ -124,7 +113,7 @@ fn replay<P: Payload, O: Payload>(
     mut after_block: impl FnMut(i64, &[Time]),
     mut drain: impl FnMut(&Batch<O>),
 ) -> Result<(), String> {
-    let mut ingress = fast_ingress::<P>(s, matches!(w.source, Source::Unordered(_)))?;
+    let mut ingress = fast_ingress::<P>(s)?;
     let mut out = IngressOutput::new();
     let mut results = Batch::new();
     let mut max_ts = i64::MIN;
@@ -171,7 +160,7 @@ fn filter(events: &[Ev], s: &Settings) -> Result<Totals, String> {
     let (mut n, mut sum) = (0u64, 0u64);
     let w = Wiring {
         graph,
-        source: Source::Unordered(fast),
+        source: fast,
         output: Output::Unordered(out),
     };
     replay(
@@ -203,7 +192,7 @@ fn window(events: &[Ev], s: &Settings) -> Result<Totals, String> {
     let (mut n, mut sum) = (0u64, 0u64);
     let w = Wiring {
         graph,
-        source: Source::Unordered(fast),
+        source: fast,
         output: Output::Ordered(out),
     };
     replay(
@@ -224,10 +213,12 @@ fn window(events: &[Ev], s: &Settings) -> Result<Totals, String> {
 
 fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String> {
     let graph = QueryGraph::new();
-    let fast = graph.source::<(i64, u32)>();
+    // The fast stream is unordered: each event waits (unsorted) in the join for the
+    // reference's CTI, imported from the fast stream, and its result is counted as released.
+    let fast = graph.unordered_source::<(i64, u32)>();
     let slow = graph.source::<(i64, u32)>();
     let out = fast.join_on(&slow, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
-    graph.keep_output(&out);
+    graph.keep_unordered_output(&out);
     let mut ref_ingress = Ingress::<(i64, u32)>::new(IngressConfig {
         policy: Some(AdvanceTimePolicy::Adjust),
         ..IngressConfig::default()
@@ -239,8 +230,8 @@ fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String>
     let graph2 = graph.clone();
     let w = Wiring {
         graph,
-        source: Source::Ordered(fast),
-        output: Output::Ordered(out),
+        source: fast,
+        output: Output::Unordered(out),
     };
     replay(
         events,
