@@ -658,6 +658,31 @@ impl<P: Payload> InputContext<P> {
         r.map_err(|e| self.classify(e))
     }
 
+    /// Enqueues point events given as records (in arrival order) with the functions that read
+    /// a record's start time and payload, under one lock and at most one channel send, through
+    /// [`Ingress::enqueue_point_records`]: each record is read straight into the reorder buffer
+    /// (or, for an unordered stream, the released batch), without columns built first. For
+    /// adapters whose decoded records are already in memory. Returns how many were rejected; a
+    /// full reorder buffer fails the query.
+    ///
+    /// [`Ingress::enqueue_point_records`]: punctual_policies::Ingress::enqueue_point_records
+    pub async fn enqueue_point_records<R>(
+        &mut self,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+    ) -> Result<usize, EnqueueError> {
+        self.check_stopping()?;
+        let core = Arc::clone(&self.core);
+        let r = core
+            .with_ingress(
+                |ing, out| ing.enqueue_point_records(records, time, payload, out),
+                SendMode::StopAware(&mut self.stop),
+            )
+            .await?;
+        r.map_err(|e| self.classify(e))
+    }
+
     /// Reports an input record that could not be parsed: counted as `malformed` and sent to the
     /// dead letters with its location and text. The stream goes on.
     pub async fn report_malformed(&mut self, record: MalformedRecord) {

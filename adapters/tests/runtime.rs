@@ -851,6 +851,12 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
                     // Pairs from an iterator: CTI(6) after 6 (4 and 6 since the last one).
                     let rejected = ctx.enqueue_points([(t(6), 6), (t(7), 7)]).await?;
                     assert_eq!(rejected, 0);
+                    // Records read in place: CTI(8) after 8; 5 then breaks it and is dropped.
+                    let records: [(i64, i64); 3] = [(8, 8), (5, 5), (9, 9)];
+                    let rejected = ctx
+                        .enqueue_point_records(&records, |r| t(r.0), |r| r.1)
+                        .await?;
+                    assert_eq!(rejected, 0);
                     Ok(())
                 }
                 .boxed()
@@ -872,13 +878,19 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
             StreamItem::Cti(t(6)),
             StreamItem::point(t(6), 6),
             StreamItem::point(t(7), 7),
+            StreamItem::Cti(t(8)),
+            StreamItem::point(t(8), 8),
+            StreamItem::point(t(9), 9),
             StreamItem::Cti(Time::INF),
         ]
     );
     let c = report.counters("in").unwrap();
-    assert_eq!((c.events_in, c.released, c.dropped), (6, 5, 1));
+    assert_eq!((c.events_in, c.released, c.dropped), (9, 7, 2));
     let reasons: Vec<_> = letters.letters().into_iter().map(|d| d.reason).collect();
-    assert_eq!(reasons, vec![DeadLetterReason::Late]);
+    assert_eq!(
+        reasons,
+        vec![DeadLetterReason::Late, DeadLetterReason::Late]
+    );
 }
 
 #[tokio::test(start_paused = true)]

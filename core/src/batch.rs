@@ -147,6 +147,38 @@ impl<P> Batch<P> {
         self.payload.extend_from_slice(payloads);
     }
 
+    /// Appends points released on arrival, given as records with the functions that read a
+    /// record's start time and payload: [`Batch::push_on_arrival`] for each, one column at a
+    /// time (an adapter's decoded records go in without being copied into columns first).
+    ///
+    /// ```
+    /// use punctual_core::{Batch, Time};
+    /// let mut batch = Batch::new();
+    /// let records = [(30_i64, "b"), (10, "a")]; // (milliseconds, payload)
+    /// batch.extend_points_on_arrival_with(&records, |r| Time::from_ticks(r.0 * 10_000), |r| r.1);
+    /// assert_eq!(batch.payloads(), &["b", "a"]);
+    /// assert_eq!(batch.other()[1], Time::from_ticks(100_001));
+    /// ```
+    #[inline]
+    pub fn extend_points_on_arrival_with<R>(
+        &mut self,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+    ) {
+        let before = self.sync.len();
+        self.sync.extend(records.iter().map(time));
+        let new = &self.sync[before..];
+        debug_assert!(
+            self.ctis
+                .last()
+                .is_none_or(|m| new.iter().all(|&s| s >= m.time)),
+            "events after a CTI must not precede it"
+        );
+        self.other.extend(new.iter().map(|t| t.next_tick()));
+        self.payload.extend(records.iter().map(payload));
+    }
+
     /// Appends a CTI after events released on arrival: as [`Batch::push_cti`], except that the
     /// events before it may be at or after it (they were released before their CTI).
     #[inline]

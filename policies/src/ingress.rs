@@ -561,8 +561,63 @@ impl<P: Clone + PartialEq> Ingress<P> {
                 payloads: payloads.len(),
             });
         }
+        self.enqueue_point_run(&Columns { times, payloads }, out)
+    }
+
+    /// Enqueues point events given as records (in arrival order) with the functions that read
+    /// a record's start time and payload: the same result as [`Ingress::enqueue_points`] on
+    /// `records.iter().map(|r| (time(r), payload(r)))`, and the same speed path as
+    /// [`Ingress::enqueue_point_columns`] without building the columns first: for an adapter
+    /// whose decoded records are already in memory (a slice of structs), each record is read
+    /// straight into the reorder buffer or, on arrival, into the output batch. `time` and
+    /// `payload` may be called more than once for a record. Errors as
+    /// [`Ingress::enqueue_points`].
+    ///
+    /// ```
+    /// use punctual_core::Time;
+    /// use punctual_policies::{AdvanceTimeGenerationSettings, Ingress, IngressConfig, IngressOutput};
+    /// use punctual_policies::AdvanceTimePolicy;
+    /// // (milliseconds, value, sensor): a decoded record.
+    /// let records = [(1_i64, 10_i64, 7_u32), (3, 30, 7), (2, 20, 8), (4, 40, 8)];
+    /// let mut ingress = Ingress::new(IngressConfig {
+    ///     generation: Some(AdvanceTimeGenerationSettings::every_events(2).build().unwrap()),
+    ///     policy: Some(AdvanceTimePolicy::Drop),
+    ///     ..IngressConfig::default()
+    /// });
+    /// let mut out = IngressOutput::new();
+    /// let ms = |r: &(i64, i64, u32)| Time::from_ticks(r.0 * 10_000);
+    /// let rejected = ingress.enqueue_point_records(&records, ms, |r| (r.1, r.2), &mut out);
+    /// assert_eq!(rejected, Ok(0));
+    /// assert_eq!(out.batch.payloads(), &[(10, 7)]); // CTI(3 ms); the record at 2 ms is dropped
+    /// assert_eq!(ingress.counters().dropped, 1);
+    /// ```
+    pub fn enqueue_point_records<R>(
+        &mut self,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+        out: &mut IngressOutput<P>,
+    ) -> Result<usize, Error> {
+        self.enqueue_point_run(
+            &Records {
+                records,
+                time,
+                payload,
+            },
+            out,
+        )
+    }
+
+    /// The bulk path behind [`Ingress::enqueue_point_columns`] and
+    /// [`Ingress::enqueue_point_records`].
+    fn enqueue_point_run(
+        &mut self,
+        points: &impl PointRun<P>,
+        out: &mut IngressOutput<P>,
+    ) -> Result<usize, Error> {
+        let len = points.len();
         if self.watermark.is_some() {
-            return self.enqueue_points(times.iter().copied().zip(payloads.iter().cloned()), out);
+            return self.enqueue_points((0..len).map(|i| (points.time(i), points.payload(i))), out);
         }
         let every = match self.config.generation.map(|g| g.frequency()) {
             Some(GenerationFrequency::EveryEvents(n)) => Some(n.get()),
@@ -571,7 +626,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
         };
         let mut rejected = 0;
         let mut i = 0;
-        while i < times.len() {
+        while i < len {
             // Up to the next generated CTI, with room in the buffer, one pass: runs of valid
             // points in time order go in with one copy per column, valid points behind the
             // run (out of order, at or after the CTI) go in one by one (released on arrival:
@@ -582,28 +637,27 @@ impl<P: Clone + PartialEq> Ingress<P> {
                 Some(n) => usize::try_from(n.saturating_sub(self.since_cti)).unwrap_or(usize::MAX),
                 None => usize::MAX,
             };
-            let end = times.len().min(i.saturating_add(budget.min(room)));
+            let end = len.min(i.saturating_add(budget.min(room)));
             let low = self.app.max(Time::MIN_FINITE);
             let mut top = Time::NEG_INF;
             let mut j = i;
             if self.config.on_arrival {
                 // Released on arrival: the run of valid points goes straight to the output.
                 while j < end {
-                    let t = times[j];
+                    let t = points.time(j);
                     if t < low || t >= Time::MAX_FINITE {
                         break;
                     }
                     top = top.max(t);
                     j += 1;
                 }
-                out.batch
-                    .extend_points_on_arrival(&times[i..j], &payloads[i..j]);
+                points.release_on_arrival(i..j, &mut out.batch);
                 self.counters.released += (j - i) as u64;
             } else {
                 let mut last = self.buffer.last_in_order().max(low);
                 let mut run = i;
                 while j < end {
-                    let t = times[j];
+                    let t = points.time(j);
                     if t >= last && t < Time::MAX_FINITE {
                         last = t;
                         top = t;
@@ -615,14 +669,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     }
                     // Out of order but valid: after the run before it, so that ties keep
                     // arrival order.
-                    self.buffer
-                        .push_sorted_points(&times[run..j], &payloads[run..j]);
-                    self.buffer.push_point(t, payloads[j].clone());
+                    points.hold_sorted(run..j, &mut self.buffer);
+                    self.buffer.push_point(t, points.payload(j));
                     j += 1;
                     run = j;
                 }
-                self.buffer
-                    .push_sorted_points(&times[run..j], &payloads[run..j]);
+                points.hold_sorted(run..j, &mut self.buffer);
             }
             let n = (j - i) as u64;
             self.items_seen += n;
@@ -636,10 +688,10 @@ impl<P: Clone + PartialEq> Ingress<P> {
             }
             let progressed = j > i;
             i = j;
-            if i < times.len() && (i < end || !progressed) {
+            if i < len && (i < end || !progressed) {
                 // Invalid, breaking the CTI, over the cap, or generation must look at each
                 // point (by duration): the general path.
-                match self.enqueue(StreamItem::point(times[i], payloads[i].clone()), out) {
+                match self.enqueue(StreamItem::point(points.time(i), points.payload(i)), out) {
                     Ok(_) => {}
                     Err(e @ Error::BufferFull { .. }) => return Err(e),
                     Err(_) => rejected += 1,
@@ -1071,5 +1123,78 @@ fn shift_start(kind: EventKind, start: Time) -> EventKind {
         },
         EventKind::StartEdge(_) => EventKind::StartEdge(start),
         other => other,
+    }
+}
+
+/// Points handed to the ingress in bulk, read by index and moved in runs: the common core of
+/// [`Ingress::enqueue_point_columns`] and [`Ingress::enqueue_point_records`].
+trait PointRun<P> {
+    fn len(&self) -> usize;
+    fn time(&self, i: usize) -> Time;
+    fn payload(&self, i: usize) -> P;
+    /// Appends points `range`, released on arrival, to `batch`.
+    fn release_on_arrival(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>);
+    /// Holds points `range` (sorted, at or after the buffer's last in-order time).
+    fn hold_sorted(&self, range: std::ops::Range<usize>, buffer: &mut ReleaseBuffer<P>);
+}
+
+/// Columns of equal length: runs move with one copy per column.
+struct Columns<'a, P> {
+    times: &'a [Time],
+    payloads: &'a [P],
+}
+
+impl<P: Clone> PointRun<P> for Columns<'_, P> {
+    fn len(&self) -> usize {
+        self.times.len()
+    }
+    #[inline]
+    fn time(&self, i: usize) -> Time {
+        self.times[i]
+    }
+    #[inline]
+    fn payload(&self, i: usize) -> P {
+        self.payloads[i].clone()
+    }
+    #[inline]
+    fn release_on_arrival(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>) {
+        batch.extend_points_on_arrival(&self.times[range.clone()], &self.payloads[range]);
+    }
+    #[inline]
+    fn hold_sorted(&self, range: std::ops::Range<usize>, buffer: &mut ReleaseBuffer<P>) {
+        buffer.push_sorted_points(&self.times[range.clone()], &self.payloads[range]);
+    }
+}
+
+/// Records with the functions that read them: runs are read straight into their destination.
+struct Records<'a, R, T, F> {
+    records: &'a [R],
+    time: T,
+    payload: F,
+}
+
+impl<P, R, T, F> PointRun<P> for Records<'_, R, T, F>
+where
+    T: Fn(&R) -> Time,
+    F: Fn(&R) -> P,
+{
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+    #[inline]
+    fn time(&self, i: usize) -> Time {
+        (self.time)(&self.records[i])
+    }
+    #[inline]
+    fn payload(&self, i: usize) -> P {
+        (self.payload)(&self.records[i])
+    }
+    #[inline]
+    fn release_on_arrival(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>) {
+        batch.extend_points_on_arrival_with(&self.records[range], &self.time, &self.payload);
+    }
+    #[inline]
+    fn hold_sorted(&self, range: std::ops::Range<usize>, buffer: &mut ReleaseBuffer<P>) {
+        buffer.push_sorted_points_with(&self.records[range], &self.time, &self.payload);
     }
 }

@@ -347,6 +347,25 @@ proptest! {
         }
         columns.finish(&mut columns_out);
 
+        let mut records = Ingress::new(config);
+        let mut records_out = IngressOutput::new();
+        let mut records_full = false;
+        for part in points.chunks(chunk) {
+            match records.enqueue_point_records(part, |p| p.0, |p| p.1, &mut records_out) {
+                Ok(_) => {}
+                Err(punctual_policies::Error::BufferFull { .. }) => { records_full = true; break; }
+                Err(e) => prop_assert!(false, "unexpected error {e}"),
+            }
+        }
+        records.finish(&mut records_out);
+        prop_assert_eq!(one_full, records_full);
+        prop_assert_eq!(
+            columns_out.batch.items().map(|i| i.map(|p| *p)).collect::<Vec<_>>(),
+            records_out.batch.items().map(|i| i.map(|p| *p)).collect::<Vec<_>>()
+        );
+        prop_assert_eq!(&columns_out.dead_letters, &records_out.dead_letters);
+        prop_assert_eq!(columns.counters(), records.counters());
+
         prop_assert_eq!(one_full, columns_full);
         if !one_full {
             prop_assert_eq!(one_rejected, columns_rejected);
@@ -403,10 +422,16 @@ proptest! {
             let payloads: Vec<u32> = part.iter().map(|p| p.1).collect();
             prop_assert!(columns.enqueue_point_columns(&times, &payloads, &mut columns_out).is_ok());
         }
+        let mut records = Ingress::new(arrival_config);
+        let mut records_out = IngressOutput::new();
+        for part in points.chunks(chunk) {
+            prop_assert!(records.enqueue_point_records(part, |p| p.0, |p| p.1, &mut records_out).is_ok());
+        }
         if final_cti {
             ordered.finish(&mut ordered_out);
             each.finish(&mut each_out);
             columns.finish(&mut columns_out);
+            records.finish(&mut records_out);
         }
         // Segments as (sorted events, closing CTI).
         type Segment = (Vec<(Time, Time, u32)>, Option<Time>);
@@ -424,7 +449,7 @@ proptest! {
         };
         let held = ordered.counters().buffered as usize;
         let want = segments(&ordered_out);
-        for out in [&each_out, &columns_out] {
+        for out in [&each_out, &columns_out, &records_out] {
             // Released on arrival, an event may come before the CTI it will be under, but
             // never after a CTI above it.
             let mut cti = Time::NEG_INF;

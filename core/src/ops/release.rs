@@ -221,6 +221,38 @@ impl<P> ReleaseBuffer<P> {
         self.last_sync = last;
     }
 
+    /// [`ReleaseBuffer::push_sorted_points`] for points given as records, with the functions
+    /// that read a record's start time and payload: the same contract (sorted by sync time,
+    /// starting at or after [`ReleaseBuffer::last_in_order`]; a logic error otherwise), one
+    /// column at a time.
+    #[inline]
+    pub fn push_sorted_points_with<R>(
+        &mut self,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+    ) {
+        if records.is_empty() {
+            return;
+        }
+        let before = self.sync.len();
+        self.sync.extend(records.iter().map(time));
+        debug_assert!(
+            self.sync
+                .range(before..)
+                .zip(self.sync.range(before..).skip(1))
+                .all(|(a, b)| a <= b)
+                && self.sync.get(before).is_some_and(|&f| f >= self.last_sync),
+            "push_sorted_points_with: a run out of order"
+        );
+        if !self.points_only {
+            let (sync, other) = (&self.sync, &mut self.other);
+            other.extend(sync.range(before..).map(|s| s.next_tick()));
+        }
+        self.payload.extend(records.iter().map(payload));
+        self.last_sync = self.sync.back().copied().unwrap_or(Time::NEG_INF);
+    }
+
     /// The last sync time pushed in order (`-inf` when the main run is empty): a point at or
     /// after it extends the main run.
     #[inline]

@@ -119,17 +119,12 @@ fn replay<P: Payload, O: Payload>(
     let mut max_ts = i64::MIN;
     let block = s.cti as usize;
     let mut ctis = Vec::new();
-    let mut times: Vec<Time> = Vec::with_capacity(block);
-    let mut payloads: Vec<P> = Vec::with_capacity(block);
     for chunk in events.chunks(block) {
-        // Parse the block into columns, as an adapter would, and enqueue them in one call.
-        times.clear();
-        payloads.clear();
-        times.extend(chunk.iter().map(|e| ms(e.0)));
-        payloads.extend(chunk.iter().map(&payload));
+        // The block's decoded records, enqueued in one call: each read straight into the
+        // released batch.
         max_ts = chunk.iter().fold(max_ts, |m, e| m.max(e.0));
         ingress
-            .enqueue_point_columns(&times, &payloads, &mut out)
+            .enqueue_point_records(chunk, |e| ms(e.0), &payload, &mut out)
             .map_err(|e| e.to_string())?;
         ctis.clear();
         ctis.extend(out.batch.ctis().iter().map(|m| m.time));
