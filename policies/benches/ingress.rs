@@ -57,6 +57,20 @@ fn run_columns(times: &[Time], payloads: &[u64], delay: i64, on_arrival: bool) -
     released ^ out.batch.len() as u64
 }
 
+/// The same through [`Ingress::enqueue_point_records`] on `(time, payload)` records, 1,000 a
+/// call.
+fn run_records(points: &[(Time, u64)], delay: i64, on_arrival: bool) -> u64 {
+    let mut ingress = ingress(delay, on_arrival);
+    let mut out = IngressOutput::new();
+    let mut released = 0u64;
+    for chunk in points.chunks(1000) {
+        let _ = ingress.enqueue_point_records(chunk, |r| r.0, |r| r.1, &mut out);
+        drain(&mut out, &mut released);
+    }
+    ingress.finish(&mut out);
+    released ^ out.batch.len() as u64
+}
+
 /// Consumes what the ingress released once it is 4,096 events or more.
 fn drain(out: &mut IngressOutput<u64>, released: &mut u64) {
     if out.batch.len() >= 4096 {
@@ -120,6 +134,12 @@ fn bench(c: &mut Criterion) {
             g.bench_function(
                 BenchmarkId::from_parameter(format!("{name}/{variant}")),
                 |b| b.iter(|| black_box(run_columns(&times, &payloads, delay, on_arrival))),
+            );
+        }
+        for (variant, on_arrival) in [("records", false), ("records_on_arrival", true)] {
+            g.bench_function(
+                BenchmarkId::from_parameter(format!("{name}/{variant}")),
+                |b| b.iter(|| black_box(run_records(&points, delay, on_arrival))),
             );
         }
     }
