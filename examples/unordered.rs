@@ -1,8 +1,10 @@
 //! Concept: unordered streams. A windowed aggregate needs its members complete when a CTI closes
 //! a window, not sorted; an input made with `create_unordered_stream` hands its events over as
 //! they arrive instead of holding them sorted until their CTI. The same readings, arriving out
-//! of order, through an ordered and an unordered input: the same per-key counts and sums, and,
-//! through `filter(..).ordered()`, the same filtered stream item for item.
+//! of order, through an ordered and an unordered input: the same per-key counts and sums;
+//! through `filter(..).ordered()`, the same filtered stream item for item; and joined with a
+//! reference stream of names (`join_on`, taken unordered by `bind_unordered_output`), the same
+//! results, each emitted once final instead of sorted.
 //!
 //! Run: `cargo run --example unordered`
 
@@ -54,6 +56,20 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sums_unordered = per_key(unordered.tumbling_window(TimeSpan::from_ticks(10)));
     let big_ordered = ordered.filter(|r| r.1 >= 40);
     let big_unordered = unordered.filter(|r| r.1 >= 40).ordered();
+    // A reference stream: each key's name.
+    let names: Vec<StreamItem<(char, &str)>> = vec![
+        StreamItem::interval(t(0), t(100), ('a', "alpha")),
+        StreamItem::interval(t(0), t(100), ('b', "beta")),
+    ];
+    let reference = query.create_stream(
+        InputOptions::new("names", EventShape::Interval)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &MemoryInput,
+        &names,
+    )?;
+    let named = |r: &Reading, n: &(char, &'static str)| (n.1, r.1);
+    let named_ordered = ordered.join_on(&reference, |r| r.0, |n| n.0, named);
+    let named_unordered = unordered.join_on(&reference, |r| r.0, |n| n.0, named);
 
     let outs: [CollectOutput<(char, (u64, f64))>; 2] = [CollectOutput::new(), CollectOutput::new()];
     let bigs: [CollectOutput<Reading>; 2] = [CollectOutput::new(), CollectOutput::new()];
@@ -61,6 +77,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     query.bind_output(&sums_unordered, &outs[1], &())?;
     query.bind_output(&big_ordered, &bigs[0], &())?;
     query.bind_output(&big_unordered, &bigs[1], &())?;
+    let joined: [CollectOutput<(&'static str, i64)>; 2] =
+        [CollectOutput::new(), CollectOutput::new()];
+    query.bind_output(&named_ordered, &joined[0], &())?;
+    query.bind_unordered_output(&named_unordered, &joined[1], &())?;
     let report = query.start()?.wait().await?;
 
     // Window results per CTI segment, sorted (the order within a segment is free).
@@ -86,6 +106,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(ordered_sums, segments(outs[1].items()));
     println!("readings >= 40, in order: {:?}", bigs[1].items());
     assert_eq!(bigs[0].items(), bigs[1].items());
+    // The joins: the same results (each final once the names' CTI passes it), any order.
+    let results = |out: &CollectOutput<(&'static str, i64)>| -> Vec<(Time, (&'static str, i64))> {
+        let mut r: Vec<_> = out
+            .items()
+            .into_iter()
+            .filter_map(|i| match i {
+                StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
+                StreamItem::Cti(_) => None,
+            })
+            .collect();
+        r.sort();
+        r
+    };
+    println!(
+        "named readings (time, (name, value)): {:?}",
+        results(&joined[1])
+    );
+    assert_eq!(results(&joined[0]), results(&joined[1]));
     for name in ["ordered", "unordered"] {
         let c = report.counters(name).ok_or("no counters")?;
         println!(
