@@ -67,3 +67,64 @@ fn join_and_window_state_stays_bounded_over_millions_of_events() {
         "operators hold {last_state} items at the end"
     );
 }
+
+/// The unordered join holds each point only until the reference's CTI passes it: over two
+/// million points, its state stays one CTI lag of points plus the reference's open edges, and
+/// every point meets exactly one version.
+#[test]
+fn unordered_join_state_stays_bounded_over_millions_of_events() {
+    let t = Time::from_ticks;
+    let graph = QueryGraph::new();
+    let fast = graph.unordered_source::<(i64, i64)>(); // (key, value), a point per tick
+    let reference = graph.source::<(i64, i64)>(); // (key, version), edges
+    let joined = fast.join_on(&reference, |r| r.0, |c| c.0, |r, c| (r.0, r.1 * c.1));
+    graph.keep_unordered_output(&joined);
+
+    let (mut f, mut r, mut out) = (Batch::new(), Batch::new(), Batch::new());
+    let (mut results, mut max_state) = (0usize, 0usize);
+    for chunk in 0..EVENTS / CTI_EVERY {
+        let base = chunk * CTI_EVERY;
+        // The reference's CTI is the fast stream's (as if imported), before its new edges.
+        r.push_cti(t(base));
+        if base % VERSION_EVERY == 0 {
+            let version = base / VERSION_EVERY;
+            for k in 0..KEYS {
+                if version > 0 {
+                    r.push_event(t(base), t(base - VERSION_EVERY), (k, version));
+                }
+            }
+            for k in 0..KEYS {
+                r.push_event(t(base), Time::INF, (k, version + 1));
+            }
+        }
+        // This chunk's points arrive (in reverse, to exercise the out-of-order hold) while
+        // the CTI is one chunk behind: they wait for the next CTIs.
+        for i in (base..base + CTI_EVERY).rev() {
+            f.push_on_arrival(t(i), t(i + 1), (i % KEYS, i));
+        }
+        f.push_cti_on_arrival(t(base));
+        graph.feed(&reference, &mut r);
+        graph.feed_unordered(&fast, &mut f);
+        graph.take_unordered_output(&joined, &mut out);
+        results += out.len();
+        out.clear();
+        let state: usize = graph.state_sizes().iter().map(|s| s.2).sum();
+        max_state = max_state.max(state);
+    }
+    f.push_cti_on_arrival(Time::INF);
+    r.push_cti(Time::INF);
+    graph.feed(&reference, &mut r);
+    graph.feed_unordered(&fast, &mut f);
+    graph.take_unordered_output(&joined, &mut out);
+    results += out.len();
+    assert_eq!(results, EVENTS as usize, "each point meets one version");
+    assert_eq!(out.last_cti(), Some(Time::INF));
+    // Two chunks of points at most (the one arriving and the one behind the CTI), and the
+    // reference's open edges (plus the closed ones not yet passed).
+    assert!(
+        max_state <= 2 * CTI_EVERY as usize + 3 * KEYS as usize,
+        "held {max_state}"
+    );
+    let end: usize = graph.state_sizes().iter().map(|s| s.2).sum();
+    assert!(end <= 2 * KEYS as usize, "holds {end} at the end");
+}
