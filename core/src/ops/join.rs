@@ -505,17 +505,24 @@ where
     }
 }
 
-/// Points of an unordered input waiting for the other side's CTI to pass them, in no
-/// particular order: the ones that came in time order in a run held as columns (released in
-/// slices), the others in `late` (whose minimum is kept, so that a release scans them only
-/// when one of them is due).
+/// Points of an unordered input waiting for the other side's CTI to pass them: the ones that
+/// came in time order in a run held as columns (released in slices); the others, as they come,
+/// in `late`, which a release sorts (by time, descending) into one of a few `runs` it then
+/// pops from the back. Each out-of-order point is sorted once and released in constant time;
+/// a release looks at the back of each run, and the runs are merged when they grow many.
 #[derive(Debug)]
 struct Waiting<P> {
     sync: VecDeque<Time>,
     payload: VecDeque<P>,
     late: Vec<(Time, P)>,
     late_min: Time,
+    runs: Vec<Vec<(Time, P)>>,
+    /// Emptied runs, reused.
+    pool: Vec<Vec<(Time, P)>>,
 }
+
+/// Sorted runs of out-of-order points kept before they are merged into one.
+const MAX_LATE_RUNS: usize = 32;
 
 /// What [`Waiting::release`] hands out: a slice of the run, or one out-of-order point.
 enum Released<'a, P> {
@@ -525,7 +532,7 @@ enum Released<'a, P> {
 
 impl<P> Waiting<P> {
     fn len(&self) -> usize {
-        self.sync.len() + self.late.len()
+        self.sync.len() + self.late.len() + self.runs.iter().map(Vec::len).sum::<usize>()
     }
 }
 
@@ -536,6 +543,8 @@ impl<P: Clone> Waiting<P> {
             payload: VecDeque::new(),
             late: Vec::new(),
             late_min: Time::INF,
+            runs: Vec::new(),
+            pool: Vec::new(),
         }
     }
 
@@ -547,11 +556,18 @@ impl<P: Clone> Waiting<P> {
 
     /// The earliest time held (`+inf` when empty).
     fn min(&self) -> Time {
+        let runs = self
+            .runs
+            .iter()
+            .filter_map(|r| r.last().map(|e| e.0))
+            .min()
+            .unwrap_or(Time::INF);
         self.sync
             .front()
             .copied()
             .unwrap_or(Time::INF)
             .min(self.late_min)
+            .min(runs)
     }
 
     /// Adds points sorted by time, at or after [`Waiting::last`].
@@ -588,19 +604,43 @@ impl<P: Clone> Waiting<P> {
             self.sync.drain(..k);
             self.payload.drain(..k);
         }
-        if self.late_min < t {
-            let mut min = Time::INF;
-            let mut i = 0;
-            while i < self.late.len() {
-                if self.late[i].0 < t {
-                    let (s, p) = self.late.swap_remove(i);
+        if !self.late.is_empty() && self.late_min < t {
+            // Sort the new ones into a run (descending: the earliest at the back).
+            let mut run = self.pool.pop().unwrap_or_default();
+            std::mem::swap(&mut run, &mut self.late);
+            run.sort_unstable_by(|x, y| y.0.cmp(&x.0));
+            self.runs.push(run);
+            self.late_min = Time::INF;
+            if self.runs.len() > MAX_LATE_RUNS {
+                let mut all = self.pool.pop().unwrap_or_default();
+                for mut r in self.runs.drain(..) {
+                    all.append(&mut r);
+                    self.pool.push(r);
+                }
+                all.sort_unstable_by(|x, y| y.0.cmp(&x.0));
+                self.runs.push(all);
+            }
+        }
+        let mut emptied = false;
+        for run in &mut self.runs {
+            while run.last().is_some_and(|e| e.0 < t) {
+                if let Some((s, p)) = run.pop() {
                     f(Released::One(s, &p));
-                } else {
-                    min = min.min(self.late[i].0);
-                    i += 1;
                 }
             }
-            self.late_min = min;
+            emptied |= run.is_empty();
+        }
+        if emptied {
+            let pool = &mut self.pool;
+            self.runs.retain_mut(|r| {
+                if r.is_empty() {
+                    pool.push(std::mem::take(r));
+                    false
+                } else {
+                    true
+                }
+            });
+            self.pool.truncate(MAX_LATE_RUNS);
         }
     }
 }
