@@ -608,7 +608,7 @@ impl<P: Clone> Waiting<P> {
             // Sort the new ones into a run (descending: the earliest at the back).
             let mut run = self.pool.pop().unwrap_or_default();
             std::mem::swap(&mut run, &mut self.late);
-            run.sort_unstable_by(|x, y| y.0.cmp(&x.0));
+            run.sort_unstable_by_key(|x| Reverse(x.0));
             self.runs.push(run);
             self.late_min = Time::INF;
             if self.runs.len() > MAX_LATE_RUNS {
@@ -617,7 +617,7 @@ impl<P: Clone> Waiting<P> {
                     all.append(&mut r);
                     self.pool.push(r);
                 }
-                all.sort_unstable_by(|x, y| y.0.cmp(&x.0));
+                all.sort_unstable_by_key(|x| Reverse(x.0));
                 self.runs.push(all);
             }
         }
