@@ -77,7 +77,18 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
     /// The entries with this key, newest first, with their ids.
     #[inline]
     fn with_key<'a>(&'a self, key: &K) -> impl Iterator<Item = (usize, &'a Entry<P, K>)> + 'a {
-        let mut id = self.by_key.get(key).copied().unwrap_or(NONE);
+        self.chain(self.head(key))
+    }
+
+    /// The first entry of this key's list ([`NONE`] if there is none).
+    #[inline]
+    fn head(&self, key: &K) -> usize {
+        self.by_key.get(key).copied().unwrap_or(NONE)
+    }
+
+    /// The entries of a key's list from `id` on, with their ids.
+    #[inline]
+    fn chain(&self, mut id: usize) -> impl Iterator<Item = (usize, &Entry<P, K>)> + '_ {
         std::iter::from_fn(move || {
             let e = self.get(id)?;
             let this = id;
@@ -667,6 +678,8 @@ pub struct UnorderedJoin<L, R, K, O, KL, KR, C> {
     left: Batch<L>,
     right: Batch<R>,
     results: Batch<O>,
+    /// Scratch: the heads of the key lists of a block of points being joined.
+    heads: Vec<usize>,
 }
 
 impl<L, R, K, O, KL, KR, C> std::fmt::Debug for UnorderedJoin<L, R, K, O, KL, KR, C> {
@@ -699,6 +712,7 @@ where
             left: Batch::new(),
             right: Batch::new(),
             results: Batch::new(),
+            heads: Vec::new(),
         }
     }
 
@@ -718,18 +732,44 @@ where
     /// [`UnorderedJoin::probe`] for points given as columns; a point with exactly one result
     /// (the usual case against a reference stream) adds only its payload at once, its times
     /// are copied in runs afterwards.
+    ///
+    /// The key lookups of a block of points are done first, in a loop of their own, then the
+    /// entries are read: each loop is short, so the processor has many independent loads in
+    /// flight (the right side's table and entries are seldom in L1).
     fn probe_run(
         inner: &Join<L, R, K, O, KL, KR, C>,
         times: &[Time],
         payloads: &[L],
+        heads: &mut Vec<usize>,
+        out: &mut Batch<O>,
+    ) {
+        const BLOCK: usize = 256;
+        for (times, payloads) in times.chunks(BLOCK).zip(payloads.chunks(BLOCK)) {
+            heads.clear();
+            heads.extend(
+                payloads
+                    .iter()
+                    .map(|p| inner.right.head(&(inner.key_left)(p))),
+            );
+            Self::probe_block(inner, times, payloads, heads, out);
+        }
+    }
+
+    /// [`UnorderedJoin::probe_run`] for one block, its lists' heads found.
+    #[inline]
+    fn probe_block(
+        inner: &Join<L, R, K, O, KL, KR, C>,
+        times: &[Time],
+        payloads: &[L],
+        heads: &[usize],
         out: &mut Batch<O>,
     ) {
         let before = out.len();
         let (osync, oother, opayload) = out.columns_mut();
         let mut copied = 0;
-        for (k, (&s, payload)) in times.iter().zip(payloads).enumerate() {
+        for (k, ((&s, payload), &head)) in times.iter().zip(payloads).zip(heads).enumerate() {
             let n = opayload.len();
-            for (_, e) in inner.right.with_key(&(inner.key_left)(payload)) {
+            for (_, e) in inner.right.chain(head) {
                 if e.start <= s && e.end.is_none_or(|end| end > s) {
                     if let Some(result) = (inner.combine)(payload, &e.payload) {
                         opayload.push(result);
@@ -840,9 +880,11 @@ where
                 continue;
             }
             // Every right event below `t` is in: the points waiting below it are final.
-            let inner = &self.inner;
+            let (inner, heads) = (&self.inner, &mut self.heads);
             self.waiting.release(t, |points| match points {
-                Released::Run(times, payloads) => Self::probe_run(inner, times, payloads, out),
+                Released::Run(times, payloads) => {
+                    Self::probe_run(inner, times, payloads, heads, out)
+                }
                 Released::One(s, payload) => Self::probe(inner, s, payload, out),
             });
             // Their results are out: the inner join's left CTI may pass them now (before the
