@@ -988,3 +988,60 @@ async fn an_unordered_output_receives_events_in_arrival_order() {
         ]
     );
 }
+
+/// An unordered input joined with a reference stream through the runtime: every reading meets
+/// its key's name, the late one is dropped, and the output (unordered) ends with CTI(+inf).
+#[tokio::test]
+async fn an_unordered_join_runs_through_the_runtime() {
+    let mut query = Query::new("unordered join");
+    let readings: Vec<StreamItem<(u8, i64)>> =
+        [(5, 1, 50), (2, 2, 20), (9, 1, 90), (1, 2, 10), (12, 3, 7)]
+            .into_iter()
+            .map(|(at, k, v)| StreamItem::point(t(at), (k, v)))
+            .collect();
+    let fast = query
+        .create_unordered_stream(
+            InputOptions::new("readings", EventShape::Point).settings(
+                AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(3)),
+            ),
+            &MemoryInput,
+            &readings,
+        )
+        .unwrap();
+    let names: Vec<StreamItem<(u8, &str)>> = vec![
+        StreamItem::interval(t(0), t(100), (1, "one")),
+        StreamItem::interval(t(0), t(100), (2, "two")),
+    ];
+    let reference = query
+        .create_stream(
+            InputOptions::new("names", EventShape::Interval)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &MemoryInput,
+            &names,
+        )
+        .unwrap();
+    let named = fast.join_on(&reference, |r| r.0, |n| n.0, |r, n| (n.1, r.1));
+    let out = CollectOutput::new();
+    query.bind_unordered_output(&named, &out, &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    assert_eq!(report.counters("readings").unwrap().dropped, 1); // 1 after CTI(2)
+    let items = out.items();
+    assert_eq!(items.last(), Some(&StreamItem::Cti(Time::INF)));
+    let mut results: Vec<(Time, (&str, i64))> = items
+        .into_iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    results.sort();
+    // Key 3 has no name: no result.
+    assert_eq!(
+        results,
+        vec![
+            (t(2), ("two", 20)),
+            (t(5), ("one", 50)),
+            (t(9), ("one", 90))
+        ]
+    );
+}
