@@ -186,13 +186,15 @@ fn normalize_ordered<T: Ord + Clone>(out: &Batch<T>) -> Vec<Events<T>> {
     segments
 }
 
-/// The join of `left` (ordered, or unordered with an unordered output) with `right`, each
+/// The join (on the key, or a cross join) of `left` (ordered, or unordered with an unordered
+/// output) with `right`, each
 /// through its ingress, the arrivals interleaved by `schedule` (true: the next left item).
 fn run_join(
     left: &[In],
     right: &[In],
     schedule: &[bool],
     (every, delay): (u64, i64),
+    keyed: bool,
     on_arrival: bool,
 ) -> Batch<(i64, i64)> {
     let mut li = ingress(every, delay, AdvanceTimePolicy::Drop, on_arrival);
@@ -202,12 +204,20 @@ fn run_join(
     let combine = |l: &(u8, i64), r: &(u8, i64)| (l.1, r.1);
     let (unordered, ordered) = if on_arrival {
         let fast = graph.unordered_source::<(u8, i64)>();
-        let out = fast.join_on(&reference, |l| l.0, |r| r.0, combine);
+        let out = if keyed {
+            fast.join_on(&reference, |l| l.0, |r| r.0, combine)
+        } else {
+            fast.join(&reference, combine)
+        };
         graph.keep_unordered_output(&out);
         (Some((fast, out)), None)
     } else {
         let fast = graph.source::<(u8, i64)>();
-        let out = fast.join_on(&reference, |l| l.0, |r| r.0, combine);
+        let out = if keyed {
+            fast.join_on(&reference, |l| l.0, |r| r.0, combine)
+        } else {
+            fast.join(&reference, combine)
+        };
         graph.keep_output(&out);
         (None, Some((fast, out)))
     };
@@ -335,9 +345,10 @@ proptest! {
         schedule in proptest::collection::vec(proptest::bool::ANY, 0..160),
         every in 1u64..20,
         delay in -1i64..40,
+        keyed in proptest::bool::ANY,
     ) {
-        let ordered = run_join(&left, &right, &schedule, (every, delay), false);
-        let unordered = run_join(&left, &right, &schedule, (every, delay), true);
+        let ordered = run_join(&left, &right, &schedule, (every, delay), keyed, false);
+        let unordered = run_join(&left, &right, &schedule, (every, delay), keyed, true);
         let times = |b: &Batch<(i64, i64)>| b.ctis().iter().map(|m| m.time).collect::<Vec<_>>();
         prop_assert_eq!(times(&ordered), times(&unordered));
         prop_assert_eq!(ordered.last_cti(), Some(Time::INF));

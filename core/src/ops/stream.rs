@@ -340,6 +340,16 @@ impl<P: Payload> Unordered<P> {
         }
     }
 
+    /// Temporal cross join with an ordinary stream: [`Unordered::join_on`] with every pair's
+    /// keys equal (every overlapping pair yields `combine(left, right)`), unordered.
+    pub fn join<R: Payload, O: Payload>(
+        &self,
+        right: &Stream<R>,
+        combine: impl Fn(&P, &R) -> O + Send + 'static,
+    ) -> Unordered<O> {
+        self.join_on(right, |_: &P| (), |_: &R| (), combine)
+    }
+
     /// Hopping windows of `size` every `hop` over the unordered events, as
     /// [`Stream::hopping_window`]: members are added as they arrive.
     pub fn hopping_window(&self, size: TimeSpan, hop: TimeSpan) -> Windowed<P, Ungrouped> {
