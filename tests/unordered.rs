@@ -187,8 +187,8 @@ fn normalize_ordered<T: Ord + Clone>(out: &Batch<T>) -> Vec<Events<T>> {
 }
 
 /// The join (on the key, or a cross join) of `left` (ordered, or unordered with an unordered
-/// output) with `right`, each
-/// through its ingress, the arrivals interleaved by `schedule` (true: the next left item).
+/// output) with `right`, each through its ingress, the arrivals interleaved by `schedule`
+/// (true: the next left item).
 fn run_join(
     left: &[In],
     right: &[In],
