@@ -605,7 +605,12 @@ impl Query {
     }
 
     fn check_stream<P: Payload>(&self, stream: &Stream<P>) -> Result<(), QueryError> {
-        if stream.graph().same(&self.graph) {
+        self.check_graph(stream.graph())
+    }
+
+    /// Refuses a stream of another query's graph.
+    fn check_graph(&self, graph: &QueryGraph) -> Result<(), QueryError> {
+        if graph.same(&self.graph) {
             Ok(())
         } else {
             Err(QueryError::Bind(format!(
@@ -697,12 +702,7 @@ impl Query {
         P: Payload,
         F: OutputAdapterFactory<C, P>,
     {
-        if !stream.graph().same(&self.graph) {
-            return Err(QueryError::Bind(format!(
-                "the stream is not of query `{}`",
-                self.name
-            )));
-        }
+        self.check_graph(stream.graph())?;
         self.bind_output_at(stream.node(), factory, config)?;
         self.graph.keep_unordered_output(stream);
         Ok(())

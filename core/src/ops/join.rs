@@ -26,6 +26,7 @@ use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::Time;
 
+use super::release::recycle_empty_runs;
 use super::{BinaryOperator, CtiFrontier, FxHashMap, ReleaseBuffer};
 
 #[derive(Debug)]
@@ -527,7 +528,7 @@ struct Waiting<P> {
     payload: VecDeque<P>,
     late: Vec<(Time, P)>,
     late_min: Time,
-    runs: Vec<Vec<(Time, P)>>,
+    runs: VecDeque<Vec<(Time, P)>>,
     /// Emptied runs, reused.
     pool: Vec<Vec<(Time, P)>>,
 }
@@ -554,7 +555,7 @@ impl<P: Clone> Waiting<P> {
             payload: VecDeque::new(),
             late: Vec::new(),
             late_min: Time::INF,
-            runs: Vec::new(),
+            runs: VecDeque::new(),
             pool: Vec::new(),
         }
     }
@@ -620,7 +621,7 @@ impl<P: Clone> Waiting<P> {
             let mut run = self.pool.pop().unwrap_or_default();
             std::mem::swap(&mut run, &mut self.late);
             run.sort_unstable_by_key(|x| Reverse(x.0));
-            self.runs.push(run);
+            self.runs.push_back(run);
             self.late_min = Time::INF;
             if self.runs.len() > MAX_LATE_RUNS {
                 let mut all = self.pool.pop().unwrap_or_default();
@@ -629,7 +630,7 @@ impl<P: Clone> Waiting<P> {
                     self.pool.push(r);
                 }
                 all.sort_unstable_by_key(|x| Reverse(x.0));
-                self.runs.push(all);
+                self.runs.push_back(all);
             }
         }
         let mut emptied = false;
@@ -642,16 +643,7 @@ impl<P: Clone> Waiting<P> {
             emptied |= run.is_empty();
         }
         if emptied {
-            let pool = &mut self.pool;
-            self.runs.retain_mut(|r| {
-                if r.is_empty() {
-                    pool.push(std::mem::take(r));
-                    false
-                } else {
-                    true
-                }
-            });
-            self.pool.truncate(MAX_LATE_RUNS);
+            recycle_empty_runs(&mut self.runs, &mut self.pool, MAX_LATE_RUNS);
         }
     }
 }

@@ -112,6 +112,24 @@ fn copy_range<T: Clone>(from: &VecDeque<T>, lo: usize, hi: usize, to: &mut Vec<T
     }
 }
 
+/// Moves the empty runs to `pool` (at most `keep` of them stay there), keeping the others in
+/// order: sorted runs of late items, emptied from the front by releases, reused.
+pub(crate) fn recycle_empty_runs<T>(
+    runs: &mut VecDeque<Vec<T>>,
+    pool: &mut Vec<Vec<T>>,
+    keep: usize,
+) {
+    runs.retain_mut(|r| {
+        if r.is_empty() {
+            pool.push(std::mem::take(r));
+            false
+        } else {
+            true
+        }
+    });
+    pool.truncate(keep);
+}
+
 impl<P> ReleaseBuffer<P> {
     /// An empty buffer.
     pub fn new() -> Self {
@@ -325,16 +343,7 @@ impl<P> ReleaseBuffer<P> {
             }
         }
         if emptied {
-            let pool = &mut self.pool;
-            self.runs.retain_mut(|r| {
-                if r.is_empty() {
-                    pool.push(std::mem::take(r));
-                    false
-                } else {
-                    true
-                }
-            });
-            self.pool.truncate(MAX_RUNS);
+            recycle_empty_runs(&mut self.runs, &mut self.pool, MAX_RUNS);
         }
         self.side_len -= self.ready.len();
         if from_runs > 1 {
