@@ -605,13 +605,20 @@ impl<P: Clone> Waiting<P> {
     fn release(&mut self, t: Time, mut f: impl FnMut(Released<'_, P>)) {
         let k = self.sync.partition_point(|&s| s < t);
         if k > 0 {
+            // The prefix in pieces that are contiguous in both columns (each wraps around
+            // its ring buffer at its own place).
             let (s1, s2) = self.sync.as_slices();
             let (p1, p2) = self.payload.as_slices();
-            // The two columns wrap at the same place (pushed and drained together).
-            let a = k.min(s1.len()).min(p1.len());
-            f(Released::Run(&s1[..a], &p1[..a]));
-            if k > a {
-                f(Released::Run(&s2[..k - a], &p2[..k - a]));
+            let (a, b) = (s1.len().min(p1.len()), s1.len().max(p1.len()));
+            let mut lo = 0;
+            for hi in [a.min(k), b.min(k), k] {
+                if hi > lo {
+                    f(Released::Run(
+                        contiguous(s1, s2, lo, hi),
+                        contiguous(p1, p2, lo, hi),
+                    ));
+                    lo = hi;
+                }
             }
             self.sync.drain(..k);
             self.payload.drain(..k);
@@ -645,6 +652,16 @@ impl<P: Clone> Waiting<P> {
         if emptied {
             recycle_empty_runs(&mut self.runs, &mut self.pool, MAX_LATE_RUNS);
         }
+    }
+}
+
+/// Items `lo..hi` of a ring buffer given as its two slices, a range that does not cross from
+/// the first slice into the second.
+fn contiguous<'a, T>(first: &'a [T], second: &'a [T], lo: usize, hi: usize) -> &'a [T] {
+    if hi <= first.len() {
+        &first[lo..hi]
+    } else {
+        &second[lo - first.len()..hi - first.len()]
     }
 }
 
@@ -897,6 +914,43 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Waiting points come out with their own payloads, however the time column and a payload
+    /// column of another element size wrap around their ring buffers, and late ones in time
+    /// order.
+    #[test]
+    fn waiting_points_keep_time_and_payload_together_whatever_the_wrap() {
+        // Over 1 KiB: its ring buffer grows from another minimum capacity than the times'.
+        type Big = ([u64; 130], i64);
+        let mut w = Waiting::<Big>::new();
+        let (mut next, mut pushed) = (0i64, 0usize);
+        let mut released = Vec::new();
+        for round in 0..60i64 {
+            for _ in 0..round % 7 + 1 {
+                w.push(Time::from_ticks(next), ([0; 130], next));
+                next += 1;
+                pushed += 1;
+            }
+            if round % 4 == 0 && next > 3 {
+                w.push(Time::from_ticks(next - 3), ([0; 130], next - 3)); // out of order
+                pushed += 1;
+            }
+            let t = Time::from_ticks(next - round % 3);
+            w.release(t, |r| match r {
+                Released::Run(ts, ps) => {
+                    released.extend(ts.iter().zip(ps).map(|(t, p)| (t.ticks(), p.1)));
+                }
+                Released::One(t, p) => released.push((t.ticks(), p.1)),
+            });
+            assert!(
+                w.min() >= t,
+                "round {round}: {:?} left below {t:?}",
+                w.min()
+            );
+        }
+        assert!(released.iter().all(|(t, v)| t == v), "{released:?}");
+        assert_eq!(released.len() + w.len(), pushed);
+    }
 
     /// Points below the right side's CTI are joined at once: a point with no partner adds
     /// nothing, one with two partners adds two results, each with the point's lifetime, in
