@@ -84,17 +84,18 @@ where
                 osync.extend_from_slice(sync);
                 oother.extend_from_slice(other);
                 opayload.extend_from_slice(payload);
-                let (os, oo, op) = (
-                    &mut osync[base..],
-                    &mut oother[base..],
-                    &mut opayload[base..],
-                );
+                let os = &mut osync[base..];
+                let n = os.len();
+                let (oo, op) = (&mut oother[base..base + n], &mut opayload[base..base + n]);
                 let mut w = 0;
-                for ((&s, &o), p) in sync.iter().zip(other).zip(payload) {
-                    let keep = (self.predicate)(p);
-                    os[w] = s;
-                    oo[w] = o;
-                    op[w] = p.clone();
+                let (sync, other, payload) = (&sync[..n], &other[..n], &payload[..n]);
+                for k in 0..n {
+                    let keep = (self.predicate)(&payload[k]);
+                    // `w <= k` always; saying so lets the compiler drop the bounds checks.
+                    let d = w.min(k);
+                    os[d] = sync[k];
+                    oo[d] = other[k];
+                    op[d] = payload[k].clone();
                     w += usize::from(keep);
                 }
                 let w = base + w;
