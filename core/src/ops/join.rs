@@ -210,6 +210,10 @@ pub struct Join<L, R, K, O, KL, KR, C> {
     open: Vec<OpenResult<O>>,
     held: ReleaseBuffer<O>,
     pairs: Vec<(usize, usize)>,
+    /// Left points at or above the right side's CTI: they wait here (in time order, as the
+    /// left input comes) instead of in the left side's table, and are joined when the right
+    /// CTI passes them.
+    waiting: Waiting<L>,
 }
 
 impl<L, R, K, O, KL, KR, C> std::fmt::Debug for Join<L, R, K, O, KL, KR, C> {
@@ -224,7 +228,7 @@ impl<L, R, K, O, KL, KR, C> std::fmt::Debug for Join<L, R, K, O, KL, KR, C> {
 
 impl<L, R, K, O, KL, KR, C> Join<L, R, K, O, KL, KR, C>
 where
-    L: PartialEq,
+    L: Clone + PartialEq,
     R: PartialEq,
     K: Hash + Eq + Clone,
     O: Clone,
@@ -244,6 +248,7 @@ where
             open: Vec::new(),
             held: ReleaseBuffer::new(),
             pairs: Vec::new(),
+            waiting: Waiting::new(),
         }
     }
 
@@ -382,6 +387,7 @@ fn absorb_segment<P, Q, K, O, KF>(
     sides: Sides<'_, P, Q, K, KF>,
     combine: impl Fn(&P, &Q) -> Option<O>,
     direct: bool,
+    mut waiting: Option<&mut Waiting<P>>,
     held: &mut ReleaseBuffer<O>,
     out: &mut Batch<O>,
 ) where
@@ -446,6 +452,8 @@ fn absorb_segment<P, Q, K, O, KF>(
                     }
                 }
             }
+        } else if let (Some(w), true) = (waiting.as_deref_mut(), o == s.next_tick()) {
+            w.push(s, payload.clone());
         } else {
             absorb(own, own_key, input, range.start + k);
         }
@@ -479,6 +487,7 @@ where
                 },
                 |l: &L, r: &R| combine(l, r),
                 direct,
+                Some(&mut self.waiting),
                 &mut self.held,
                 out,
             );
@@ -499,13 +508,39 @@ where
                     own: &mut self.right,
                     own_key: &self.key_right,
                     other: &self.left,
-                    other_cti: self.frontier.input(0),
+                    // Below the earliest waiting left point too: a right point at or above it
+                    // may still meet one, so it is stored.
+                    other_cti: self.frontier.input(0).min(self.waiting.min()),
                 },
                 |r: &R, l: &L| combine(l, r),
                 direct,
+                None,
                 &mut self.held,
                 out,
             );
+            if let Some(t) = cti.filter(|&t| t > self.frontier.input(1)) {
+                // Every right event below `t` is in: the left points waiting below it are
+                // final. Their results wait (sorted) for the output CTI.
+                let (right, key_left, combine, held) =
+                    (&self.right, &self.key_left, &self.combine, &mut self.held);
+                let mut probe = |s: Time, payload: &L| {
+                    for (_, e) in right.with_key(&key_left(payload)) {
+                        if e.start <= s && e.end.is_none_or(|end| end > s) {
+                            if let Some(result) = combine(payload, &e.payload) {
+                                held.push_point(s, result);
+                            }
+                        }
+                    }
+                };
+                self.waiting.release(t, |points| match points {
+                    Released::Run(times, payloads) => {
+                        for (&s, p) in times.iter().zip(payloads) {
+                            probe(s, p);
+                        }
+                    }
+                    Released::One(s, p) => probe(s, p),
+                });
+            }
             if let Some(t) = cti.and_then(|t| self.frontier.advance(1, t)) {
                 self.release(t, out);
             }
@@ -513,7 +548,7 @@ where
     }
 
     fn state_size(&self) -> usize {
-        self.left.live + self.right.live + self.open.len() + self.held.len()
+        self.left.live + self.right.live + self.open.len() + self.held.len() + self.waiting.len()
     }
 }
 
