@@ -16,7 +16,10 @@
 //! stream of points against a slower reference stream whose CTIs are imported). Its results go
 //! straight to the output, without waiting for the CTI, when nothing else is held and its side
 //! stores nothing: every result that can still come is then at or after it, and it is final
-//! (every later CTI of the output is above it).
+//! (every later CTI of the output is above it). A left point at or above the right side's CTI
+//! (the imported CTI comes after the release that issued it) waits in a columnar run, not in
+//! the left side's table, and is joined the same way when the right CTI passes it; a right
+//! point is joined at once only below the earliest waiting left point, so that it meets them.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -370,6 +373,8 @@ fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone>(
 struct Sides<'a, P, Q, K, KF> {
     own: &'a mut Side<P, K>,
     own_key: &'a KF,
+    /// Where this side's points above the other side's CTI wait, if not in `own`.
+    waiting: Option<&'a mut Waiting<P>>,
     other: &'a Side<Q, K>,
     /// The other side's CTI.
     other_cti: Time,
@@ -387,7 +392,6 @@ fn absorb_segment<P, Q, K, O, KF>(
     sides: Sides<'_, P, Q, K, KF>,
     combine: impl Fn(&P, &Q) -> Option<O>,
     direct: bool,
-    mut waiting: Option<&mut Waiting<P>>,
     held: &mut ReleaseBuffer<O>,
     out: &mut Batch<O>,
 ) where
@@ -400,6 +404,7 @@ fn absorb_segment<P, Q, K, O, KF>(
     let Sides {
         own,
         own_key,
+        mut waiting,
         other,
         other_cti,
     } = sides;
@@ -482,12 +487,12 @@ where
                 Sides {
                     own: &mut self.left,
                     own_key: &self.key_left,
+                    waiting: Some(&mut self.waiting),
                     other: &self.right,
                     other_cti: self.frontier.input(1),
                 },
                 |l: &L, r: &R| combine(l, r),
                 direct,
-                Some(&mut self.waiting),
                 &mut self.held,
                 out,
             );
@@ -507,6 +512,7 @@ where
                 Sides {
                     own: &mut self.right,
                     own_key: &self.key_right,
+                    waiting: None,
                     other: &self.left,
                     // Below the earliest waiting left point too: a right point at or above it
                     // may still meet one, so it is stored.
@@ -514,7 +520,6 @@ where
                 },
                 |r: &R, l: &L| combine(l, r),
                 direct,
-                None,
                 &mut self.held,
                 out,
             );
