@@ -413,15 +413,9 @@ where
                         if !(ws <= s && s < o && o <= we) {
                             break;
                         }
-                        let key = (self.key)(p);
-                        match c.groups.get_mut(&key) {
-                            Some(state) => self.agg.add(state, p),
-                            None => {
-                                let mut state = self.agg.init();
-                                self.agg.add(&mut state, p);
-                                c.groups.insert(key, state);
-                            }
-                        }
+                        let agg = &self.agg;
+                        let state = c.groups.entry((self.key)(p)).or_insert_with(|| agg.init());
+                        agg.add(state, p);
                         i += 1;
                     }
                     if i == sync.len() {
