@@ -90,15 +90,6 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
         self.by_key.get(key).copied().unwrap_or(NONE)
     }
 
-    /// The entries of a key's list from `id` on whose lifetime contains `s`: the partners of a
-    /// point at `s`.
-    #[inline]
-    fn containing(&self, id: usize, s: Time) -> impl Iterator<Item = &Entry<P, K>> + '_ {
-        self.chain(id)
-            .map(|(_, e)| e)
-            .filter(move |e| e.start <= s && e.end.is_none_or(|end| end > s))
-    }
-
     /// The entries of a key's list from `id` on, with their ids.
     #[inline]
     fn chain(&self, mut id: usize) -> impl Iterator<Item = (usize, &Entry<P, K>)> + '_ {
@@ -434,9 +425,11 @@ fn absorb_segment<P, Q, K, O, KF>(
                 break;
             }
             let n = opayload.len();
-            for e in other.containing(other.head(&own_key(payload)), s) {
-                if let Some(result) = combine(payload, &e.payload) {
-                    opayload.push(result);
+            for (_, e) in other.with_key(&own_key(payload)) {
+                if e.start <= s && e.end.is_none_or(|end| end > s) {
+                    if let Some(result) = combine(payload, &e.payload) {
+                        opayload.push(result);
+                    }
                 }
             }
             let results = opayload.len() - n;
@@ -457,9 +450,11 @@ fn absorb_segment<P, Q, K, O, KF>(
     // for the CTI.
     for (k, ((&s, &o), payload)) in sync.iter().zip(ends).zip(payloads).enumerate().skip(first) {
         if s < other_cti && o == s.next_tick() {
-            for e in other.containing(other.head(&own_key(payload)), s) {
-                if let Some(result) = combine(payload, &e.payload) {
-                    held.push_point(s, result);
+            for (_, e) in other.with_key(&own_key(payload)) {
+                if e.start <= s && e.end.is_none_or(|end| end > s) {
+                    if let Some(result) = combine(payload, &e.payload) {
+                        held.push_point(s, result);
+                    }
                 }
             }
         } else if let (Some(w), true) = (waiting.as_deref_mut(), o == s.next_tick()) {
@@ -534,9 +529,11 @@ where
                 let (right, key_left, combine, held) =
                     (&self.right, &self.key_left, &self.combine, &mut self.held);
                 let mut probe = |s: Time, payload: &L| {
-                    for e in right.containing(right.head(&key_left(payload)), s) {
-                        if let Some(result) = combine(payload, &e.payload) {
-                            held.push_point(s, result);
+                    for (_, e) in right.with_key(&key_left(payload)) {
+                        if e.start <= s && e.end.is_none_or(|end| end > s) {
+                            if let Some(result) = combine(payload, &e.payload) {
+                                held.push_point(s, result);
+                            }
                         }
                     }
                 };
@@ -772,12 +769,11 @@ where
     /// overlap it: the right CTI is above `s`), emitting the results.
     #[inline]
     fn probe(inner: &Join<L, R, K, O, KL, KR, C>, s: Time, payload: &L, out: &mut Batch<O>) {
-        for e in inner
-            .right
-            .containing(inner.right.head(&(inner.key_left)(payload)), s)
-        {
-            if let Some(result) = (inner.combine)(payload, &e.payload) {
-                out.push_on_arrival(s, s.next_tick(), result);
+        for (_, e) in inner.right.with_key(&(inner.key_left)(payload)) {
+            if e.start <= s && e.end.is_none_or(|end| end > s) {
+                if let Some(result) = (inner.combine)(payload, &e.payload) {
+                    out.push_on_arrival(s, s.next_tick(), result);
+                }
             }
         }
     }
@@ -822,9 +818,11 @@ where
         let mut copied = 0;
         for (k, ((&s, payload), &head)) in times.iter().zip(payloads).zip(heads).enumerate() {
             let n = opayload.len();
-            for e in inner.right.containing(head, s) {
-                if let Some(result) = (inner.combine)(payload, &e.payload) {
-                    opayload.push(result);
+            for (_, e) in inner.right.chain(head) {
+                if e.start <= s && e.end.is_none_or(|end| end > s) {
+                    if let Some(result) = (inner.combine)(payload, &e.payload) {
+                        opayload.push(result);
+                    }
                 }
             }
             let results = opayload.len() - n;
