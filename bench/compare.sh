@@ -6,7 +6,8 @@
 # Flink runs too when its venv exists ($BENCH_WORK/flink-venv; `peers.sh setup-flink` makes it).
 #
 # Each round runs every peer once (one process each, REPS repetitions, its median), one after
-# the other; a peer's figure is the median over the rounds. This machine's speed drifts from
+# the other, and prints that round's ratios too; a peer's figure is the median over the rounds,
+# and the summary's ratios are those medians' ratios. This machine's speed drifts from
 # minute to minute and from process to process, so only figures from one invocation are
 # compared, and several rounds keep one unlucky process from deciding a ratio.
 set -euo pipefail
@@ -43,7 +44,7 @@ for q in $QUERIES; do
     t="$("$SHARED/peers.sh" timely "$q" | rate)"
     f="-"
     if [ "$FLINK" = 1 ]; then f="$("$SHARED/peers.sh" flink "$q" | rate || true)"; f="${f:--}"; fi
-    echo "round $round $q: punctual=$p timely=$t flink=$f"
+    echo "round $round $q: punctual=$p timely=$t flink=$f (this round: p/timely $(ratio "$p" "$t"), p/flink $(ratio "$p" "$f"))"
     p_all="$p_all $p"; t_all="$t_all $t"
     if [ "$f" != "-" ]; then f_all="$f_all $f"; fi
   done
