@@ -305,10 +305,23 @@ fn run(
     (all, ingress.counters().dropped)
 }
 
+/// Up to 150 points and intervals (starts 0..200, lengths up to 30, 4 keys), in arrival order.
+fn inputs() -> impl Strategy<Value = Vec<In>> {
+    proptest::collection::vec(
+        (
+            0i64..200,
+            prop_oneof![Just(0i64), 1i64..30],
+            0u8..4,
+            -50i64..50,
+        ),
+        0..150,
+    )
+}
+
 proptest! {
     #[test]
     fn windows_over_an_unordered_source_equal_the_ordered_ones(
-        events in proptest::collection::vec((0i64..200, prop_oneof![Just(0i64), 1i64..30], 0u8..4, -50i64..50), 0..150),
+        events in inputs(),
         every in 1u64..20,
         delay in -1i64..40,
         adjust in proptest::bool::ANY,
@@ -326,7 +339,7 @@ proptest! {
 
     #[test]
     fn filter_map_and_ordered_over_an_unordered_source_equal_the_ordered_stream(
-        events in proptest::collection::vec((0i64..200, prop_oneof![Just(0i64), 1i64..30], 0u8..4, -50i64..50), 0..150),
+        events in inputs(),
         every in 1u64..20,
         delay in -1i64..40,
         adjust in proptest::bool::ANY,
@@ -357,7 +370,7 @@ proptest! {
 
     #[test]
     fn an_unordered_output_holds_the_ordered_segments_in_arrival_order(
-        events in proptest::collection::vec((0i64..200, prop_oneof![Just(0i64), 1i64..30], 0u8..4, -50i64..50), 0..150),
+        events in inputs(),
         every in 1u64..20,
         delay in -1i64..40,
         adjust in proptest::bool::ANY,
