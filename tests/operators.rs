@@ -332,6 +332,18 @@ proptest! {
         let reference = evs.iter().filter(|e| e.p.v % 2 == 0).map(|e| (life(e).0, life(e).1, e.p)).collect();
         check(&out, reference, Some(input_ctis(&input)), |l| l.0)?;
 
+        // Two filters on one source: the first reads the batch, the last owns (compacts) it.
+        let out = run(std::slice::from_ref(&a), |s| {
+            s[0].filter(|p| p.v % 2 == 0).union(&[&s[0].filter(|p| p.v % 3 == 0)])
+        });
+        let reference = evs
+            .iter()
+            .filter(|e| e.p.v % 2 == 0)
+            .chain(evs.iter().filter(|e| e.p.v % 3 == 0))
+            .map(|e| (life(e).0, life(e).1, e.p))
+            .collect();
+        check(&out, reference, Some(input_ctis(&input)), |l| l.0)?;
+
         let out = run(std::slice::from_ref(&a), |s| s[0].map(|p| p.v * 3));
         let reference = evs.iter().map(|e| (life(e).0, life(e).1, e.p.v * 3)).collect();
         check(&out, reference, Some(input_ctis(&input)), |l| l.0)?;

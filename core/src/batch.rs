@@ -249,6 +249,64 @@ impl<P> Batch<P> {
         self.ctis.clear();
     }
 
+    /// Keeps only the events whose payload satisfies `keep`, in place and in order; every CTI
+    /// stays, after the kept events that preceded it. A filter that owns its input uses this
+    /// instead of copying the kept events out.
+    ///
+    /// ```
+    /// use punctual_core::{Batch, Time};
+    /// let t = Time::from_ticks;
+    /// let mut batch = Batch::new();
+    /// batch.push_event(t(1), t(2), 10);
+    /// batch.push_event(t(2), t(3), 25);
+    /// batch.push_cti(t(3));
+    /// batch.push_event(t(4), t(5), 30);
+    /// batch.retain(|v| *v >= 20);
+    /// assert_eq!(batch.payloads(), &[25, 30]);
+    /// assert_eq!(batch.ctis()[0].after, 1); // CTI(3) now follows the one event kept before it
+    /// ```
+    pub fn retain(&mut self, mut keep: impl FnMut(&P) -> bool)
+    where
+        P: Clone,
+    {
+        let n = self.sync.len();
+        let (sync, other, payload) = (
+            &mut self.sync[..n],
+            &mut self.other[..n],
+            &mut self.payload[..n],
+        );
+        let (mut w, mut start, mut tail) = (0, 0, n);
+        for end in self
+            .ctis
+            .iter_mut()
+            .map(|m| &mut m.after)
+            .chain(std::iter::once(&mut tail))
+        {
+            for k in start..(*end).min(n) {
+                let kept = keep(&payload[k]);
+                // Without a branch on `kept` (a filter's predicate is often a coin flip): every
+                // event moves to the write position, which advances only past kept ones. The
+                // events between `w` and `k` are all rejected, so a swap keeps the order of the
+                // kept ones and leaves the rejected ones after them, dropped by the truncation.
+                let d = w.min(k);
+                sync[d] = sync[k];
+                other[d] = other[k];
+                if std::mem::needs_drop::<P>() {
+                    payload.swap(d, k);
+                } else {
+                    // Nothing to drop: the rejected payload may simply be overwritten.
+                    payload[d] = payload[k].clone();
+                }
+                w += usize::from(kept);
+            }
+            start = *end;
+            *end = w;
+        }
+        self.sync.truncate(w);
+        self.other.truncate(w);
+        self.payload.truncate(w);
+    }
+
     /// The batch as segments: each is a range of event indices followed by the CTI that closes
     /// it (`None` for the events after the last CTI). Operators walk a batch this way.
     pub fn segments(&self) -> impl Iterator<Item = (std::ops::Range<usize>, Option<Time>)> + '_ {
@@ -429,5 +487,49 @@ mod tests {
             ]
         );
         assert!(b.is_empty());
+    }
+
+    /// `retain` against the obvious copy: same events in order, every CTI after the kept
+    /// events that preceded it, for payloads with and without drop glue.
+    #[test]
+    fn retain_keeps_order_and_moves_marks() {
+        let t = Time::from_ticks;
+        for ctis_at in [vec![], vec![0], vec![3], vec![0, 5, 5, 12], vec![12]] {
+            let mut b = Batch::new();
+            let mut strings = Batch::new();
+            let mut marks = ctis_at.iter().peekable();
+            for i in 0..12i64 {
+                while marks.next_if(|&&m| m == i as usize).is_some() {
+                    let c = b.ctis.len() as i64;
+                    b.push_cti(t(i * 10 - 5 + c));
+                    strings.push_cti(t(i * 10 - 5 + c));
+                }
+                b.push_event(t(i * 10), t(i * 10 + 1), i * 7 % 5);
+                strings.push_event(t(i * 10), t(i * 10 + 1), format!("{}", i * 7 % 5));
+            }
+            for c in marks {
+                assert_eq!(*c, 12);
+                let time = t(200 + b.ctis.len() as i64);
+                b.push_cti(time);
+                strings.push_cti(time);
+            }
+            let expected: Vec<StreamItem<i64>> = b
+                .items()
+                .filter(|i| match i {
+                    StreamItem::Insert(e) => *e.payload >= 2,
+                    StreamItem::Cti(_) => true,
+                })
+                .map(|i| i.map(|p| *p))
+                .collect();
+            b.retain(|v| *v >= 2);
+            strings.retain(|v| v.as_str() >= "2");
+            let got: Vec<StreamItem<i64>> = b.items().map(|i| i.map(|p| *p)).collect();
+            assert_eq!(got, expected, "marks at {ctis_at:?}");
+            let got_strings: Vec<StreamItem<i64>> = strings
+                .items()
+                .map(|i| i.map(|p| p.parse::<i64>().unwrap()))
+                .collect();
+            assert_eq!(got_strings, expected, "strings, marks at {ctis_at:?}");
+        }
     }
 }

@@ -148,6 +148,11 @@ pub trait Node: Send {
     /// Processes `input` (a `Batch` of the port's payload type) arriving on `port`, appending
     /// results and CTIs to `out` (a `Batch` of the node's output type).
     fn push(&mut self, port: usize, input: &dyn Any, out: &mut dyn Any);
+    /// Like [`Node::push`], for an input batch no one reads after this node: the node may
+    /// take or change its contents (the graph clears it afterwards). The default reads it.
+    fn push_owned(&mut self, port: usize, input: &mut dyn Any, out: &mut dyn Any) {
+        self.push(port, input, out);
+    }
     /// Events (or groups) the operator holds right now; bounded by the CTI lag, not the stream.
     fn state_size(&self) -> usize {
         0
@@ -302,16 +307,24 @@ impl Graph {
                 self.slots[i].cti = t;
             }
             self.slots[i].events_out += self.slots[i].out.events() as u64;
-            for c in 0..self.slots[i].consumers.len() {
+            let consumers = self.slots[i].consumers.len();
+            // The last consumer of a batch that is not kept owns it: a filter, say, then
+            // compacts it in place instead of copying what it keeps.
+            let owned_by_last = self.slots[i].kept.is_none();
+            for c in 0..consumers {
                 let (j, port) = self.slots[i].consumers[c];
                 let (before, after) = self.slots.split_at_mut(j);
-                let src = &before[i];
+                let src = &mut before[i];
                 let dst = &mut after[0];
                 if let (Some(t), Some(slot)) = (cti, dst.input_ctis.get_mut(port)) {
                     *slot = t;
                 }
                 if let Some(node) = dst.node.as_mut() {
-                    node.push(port, src.out.as_any(), dst.out.as_any_mut());
+                    if owned_by_last && c + 1 == consumers {
+                        node.push_owned(port, src.out.as_any_mut(), dst.out.as_any_mut());
+                    } else {
+                        node.push(port, src.out.as_any(), dst.out.as_any_mut());
+                    }
                 }
             }
             let slot = &mut self.slots[i];

@@ -56,6 +56,12 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     const NAME: &'static str;
     /// Processes one input batch, appending results and CTIs to `out`.
     fn on_batch(&mut self, input: &Batch<I>, out: &mut Batch<O>);
+    /// Like [`UnaryOperator::on_batch`], for an input that no one else reads after this
+    /// operator (the graph gives its last consumer the batch this way): the operator may take
+    /// or change its contents. The default reads it as [`UnaryOperator::on_batch`] does.
+    fn on_owned_batch(&mut self, input: &mut Batch<I>, out: &mut Batch<O>) {
+        self.on_batch(input, out);
+    }
     /// Events or groups held now.
     fn state_size(&self) -> usize {
         0
@@ -100,6 +106,10 @@ impl<Op: UnaryOperator<I, O>, I: Send + 'static, O: Send + 'static> Node for Una
     fn push(&mut self, _port: usize, input: &dyn Any, out: &mut dyn Any) {
         self.op
             .on_batch(graph::input::<I>(input), graph::output::<O>(out));
+    }
+    fn push_owned(&mut self, _port: usize, input: &mut dyn Any, out: &mut dyn Any) {
+        self.op
+            .on_owned_batch(graph::output::<I>(input), graph::output::<O>(out));
     }
     fn state_size(&self) -> usize {
         self.op.state_size()

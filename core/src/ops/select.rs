@@ -108,6 +108,13 @@ where
             }
         }
     }
+
+    fn on_owned_batch(&mut self, input: &mut Batch<P>, out: &mut Batch<P>) {
+        // Compacted where it is, then moved (the columns swapped when `out` is empty, as it
+        // is after every run of the graph): no copy of what is kept.
+        input.retain(&self.predicate);
+        out.append(input);
+    }
 }
 
 /// Transforms each payload; CTIs pass unchanged.
