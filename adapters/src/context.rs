@@ -683,6 +683,35 @@ impl<P: Payload> InputContext<P> {
         r.map_err(|e| self.classify(e))
     }
 
+    /// [`InputContext::enqueue_point_records`] with a filter pushed down into the stream's
+    /// ingress, through [`Ingress::enqueue_point_records_where`]: of the points accepted, only
+    /// those whose payload satisfies `keep` enter the query; the others still count for CTI
+    /// generation and the CTI checks, and are counted as `filtered` in the stream's counters.
+    /// The query sees exactly what a `filter(keep)` on the stream would pass, and on an
+    /// unordered stream ([`Query::create_unordered_stream`]) the refused points are never
+    /// written out. For an adapter that knows (from its configuration, say) that the query
+    /// wants only some records.
+    ///
+    /// [`Ingress::enqueue_point_records_where`]: punctual_policies::Ingress::enqueue_point_records_where
+    /// [`Query::create_unordered_stream`]: crate::Query::create_unordered_stream
+    pub async fn enqueue_point_records_where<R>(
+        &mut self,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+        keep: impl Fn(&P) -> bool,
+    ) -> Result<usize, EnqueueError> {
+        self.check_stopping()?;
+        let core = Arc::clone(&self.core);
+        let r = core
+            .with_ingress(
+                |ing, out| ing.enqueue_point_records_where(records, time, payload, keep, out),
+                SendMode::StopAware(&mut self.stop),
+            )
+            .await?;
+        r.map_err(|e| self.classify(e))
+    }
+
     /// Reports an input record that could not be parsed: counted as `malformed` and sent to the
     /// dead letters with its location and text. The stream goes on.
     pub async fn report_malformed(&mut self, record: MalformedRecord) {

@@ -894,6 +894,65 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_filter_pushed_into_the_ingress_counts_what_it_keeps_out() {
+    let settings = AdvanceTimeSettings::builder()
+        .generation(
+            AdvanceTimeGenerationSettings::every_events(2)
+                .final_cti(true)
+                .build()
+                .unwrap(),
+        )
+        .policy(AdvanceTimePolicy::Drop)
+        .build()
+        .unwrap();
+    for unordered in [false, true] {
+        let mut query = Query::new("pushdown");
+        let options = InputOptions::new("in", EventShape::Point).settings(settings.clone());
+        let adapter = input(|ctx| {
+            async move {
+                // Odd values stay out, but every accepted record counts for generation:
+                // CTI(3) after the second; the record at 2 breaks it and is dropped; CTI(8)
+                // after the last two (9 is odd: filtered, yet it moves the CTI).
+                let records: [(i64, i64); 5] = [(1, 1), (3, 2), (2, 4), (7, 6), (8, 9)];
+                let rejected = ctx
+                    .enqueue_point_records_where(&records, |r| t(r.0), |r| r.1, |v| v % 2 == 0)
+                    .await?;
+                assert_eq!(rejected, 0);
+                Ok(())
+            }
+            .boxed()
+        });
+        let out = CollectOutput::new();
+        if unordered {
+            let s = query
+                .create_unordered_stream(options, &adapter, &())
+                .unwrap();
+            query.bind_unordered_output(&s, &out, &()).unwrap();
+        } else {
+            let s = query.create_stream(options, &adapter, &()).unwrap();
+            query.bind_output(&s, &out, &()).unwrap();
+        }
+        let report = query.start().unwrap().wait().await.unwrap();
+        let (p3, p7) = (StreamItem::point(t(3), 2), StreamItem::point(t(7), 6));
+        let expected = if unordered {
+            // Released on arrival: 3 goes out before the CTI its record generated.
+            vec![p3, StreamItem::Cti(t(3)), p7, StreamItem::Cti(t(8))]
+        } else {
+            vec![StreamItem::Cti(t(3)), p3, p7, StreamItem::Cti(t(8))]
+        };
+        let mut expected = expected;
+        expected.push(StreamItem::Cti(Time::INF));
+        assert_eq!(out.items(), expected, "unordered: {unordered}");
+        let c = report.counters("in").unwrap();
+        assert_eq!(
+            (c.events_in, c.released, c.dropped, c.filtered),
+            (5, 2, 1, 2),
+            "unordered: {unordered}"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_unordered_stream_refuses_the_edge_shape_and_rejects_edges() {
     let mut query = Query::new("unordered");
     let items: Vec<StreamItem<i64>> = vec![];

@@ -449,6 +449,178 @@ impl<'a, P> Iterator for Items<'a, P> {
     }
 }
 
+/// Points read from records and filtered on the way, in reusable columns: a filter fused into
+/// the read of an adapter's records (what [`Batch::extend_points_on_arrival_with`] followed by
+/// a filter gives, without writing out the points the filter refuses). The columns keep their
+/// room from one selection to the next, so that each record is written without a branch on
+/// the predicate (often a coin flip): it goes to the write position, which advances only past
+/// kept ones. The selection is then appended to a batch with [`PointSelection::append_to`]
+/// (one copy per column, of the kept points only).
+///
+/// ```
+/// use punctual_core::{Batch, PointSelection, Time};
+/// let records = [(30_i64, 5_i64), (10, 50), (20, 500), (-1, 5000), (40, 50_000)];
+/// let mut selection = PointSelection::new();
+/// let (read, top) = selection.select(
+///     records.iter(),
+///     |r| Time::from_ticks(r.0),
+///     |r| r.1,
+///     |v| *v >= 50,
+///     Time::from_ticks(0), // stops at the record at -1
+/// );
+/// assert_eq!((read, top), (3, Time::from_ticks(30)));
+/// assert_eq!(selection.payloads(), &[50, 500]);
+/// assert_eq!(selection.times(), &[Time::from_ticks(10), Time::from_ticks(20)]);
+/// let mut batch = Batch::new();
+/// selection.append_to(&mut batch);
+/// assert_eq!(batch.payloads(), &[50, 500]);
+/// assert_eq!(batch.other()[0], Time::from_ticks(11));
+/// ```
+#[derive(Debug, Clone)]
+pub struct PointSelection<P> {
+    /// Start times; valid up to `kept`, room (stale values) after it.
+    times: Vec<Time>,
+    /// Payloads; as `times`.
+    payloads: Vec<P>,
+    kept: usize,
+}
+
+impl<P> Default for PointSelection<P> {
+    fn default() -> Self {
+        PointSelection::new()
+    }
+}
+
+impl<P> PointSelection<P> {
+    /// An empty selection, without room yet (it grows to the longest run selected).
+    pub fn new() -> Self {
+        PointSelection {
+            times: Vec::new(),
+            payloads: Vec::new(),
+            kept: 0,
+        }
+    }
+
+    /// The start times of the points the last [`PointSelection::select`] kept, in order.
+    pub fn times(&self) -> &[Time] {
+        &self.times[..self.kept]
+    }
+
+    /// Their payloads.
+    pub fn payloads(&self) -> &[P] {
+        &self.payloads[..self.kept]
+    }
+
+    /// Number of points kept.
+    pub fn len(&self) -> usize {
+        self.kept
+    }
+
+    /// Whether the last selection kept nothing.
+    pub fn is_empty(&self) -> bool {
+        self.kept == 0
+    }
+
+    /// Appends the kept points, released on arrival, to `batch`
+    /// ([`Batch::extend_points_on_arrival`]). Every event after the batch's last CTI must be
+    /// at or after it (checked in debug builds): select with that CTI as `low`.
+    pub fn append_to(&self, batch: &mut Batch<P>)
+    where
+        P: Clone,
+    {
+        let times = self.times();
+        debug_assert!(
+            batch
+                .ctis
+                .last()
+                .is_none_or(|m| times.iter().all(|&s| s >= m.time)),
+            "events after a CTI must not precede it"
+        );
+        batch.sync.extend_from_slice(times);
+        // Selected times are finite (and below `Time::MAX_FINITE`): a point's end is one tick
+        // on, without the saturation `Time::next_tick` needs at the ends of time.
+        batch.other.extend(
+            times
+                .iter()
+                .map(|t| Time::from_ticks(t.ticks().wrapping_add(1))),
+        );
+        batch.payload.extend_from_slice(self.payloads());
+    }
+
+    /// Reads `records` (start time and payload through `time` and `payload`) in order, and
+    /// stops before the first whose time is below `low` or infinite (`Time::MAX_FINITE` counts
+    /// as infinite here); of the records before it, keeps those whose payload satisfies
+    /// `keep`, replacing the previous selection. Returns how many records it read (all of
+    /// them, or up to the refused one) and the highest time it read (`-inf` if none).
+    /// `payload` may be called more than once for a record.
+    pub fn select<I>(
+        &mut self,
+        records: I,
+        time: impl Fn(&I::Item) -> Time,
+        payload: impl Fn(&I::Item) -> P,
+        keep: impl Fn(&P) -> bool,
+        low: Time,
+    ) -> (usize, Time)
+    where
+        I: ExactSizeIterator + Clone,
+        P: Clone,
+    {
+        let low = low.max(Time::MIN_FINITE);
+        let admit = |t: Time| t >= low && t < Time::MAX_FINITE;
+        let (mut read, mut top) = (records.len(), Time::NEG_INF);
+        if std::mem::needs_drop::<P>() {
+            // A payload that owns something is built once, and moved in or dropped; no stale
+            // payloads are kept alive as room.
+            self.times.clear();
+            self.payloads.clear();
+            for (k, r) in records.enumerate() {
+                let t = time(&r);
+                if !admit(t) {
+                    read = k;
+                    break;
+                }
+                top = top.max(t);
+                let p = payload(&r);
+                if keep(&p) {
+                    self.times.push(t);
+                    self.payloads.push(p);
+                }
+            }
+            self.kept = self.times.len();
+            return (read, top);
+        }
+        let Some(first) = records.clone().next() else {
+            self.kept = 0;
+            return (0, top);
+        };
+        let n = records.len();
+        if self.times.len() < n {
+            self.times.resize(n, Time::NEG_INF);
+            self.payloads.resize(n, payload(&first));
+        }
+        let times = &mut self.times[..n];
+        let payloads = &mut self.payloads[..n];
+        let mut w = 0;
+        for (k, r) in records.take(n).enumerate() {
+            let t = time(&r);
+            if !admit(t) {
+                read = k;
+                break;
+            }
+            top = top.max(t);
+            let p = payload(&r);
+            let kept = keep(&p);
+            // `w <= k < n`: saying so drops the bounds checks.
+            let d = w.min(k);
+            times[d] = t;
+            payloads[d] = p;
+            w += usize::from(kept);
+        }
+        self.kept = w;
+        (read, top)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,6 +702,65 @@ mod tests {
                 .map(|i| i.map(|p| p.parse::<i64>().unwrap()))
                 .collect();
             assert_eq!(got_strings, expected, "strings, marks at {ctis_at:?}");
+        }
+    }
+
+    /// A selection against the obvious filter, for payloads with and without drop glue, with
+    /// room left over from a longer selection before it.
+    #[test]
+    fn selection_is_the_filtered_prefix() {
+        let t = Time::from_ticks;
+        let mut copies = PointSelection::new();
+        let mut strings = PointSelection::new();
+        let runs: [&[(i64, i64)]; 4] = [
+            &[(5, 1), (3, 2), (9, 3), (4, 4), (8, 5), (6, 6)],
+            &[(7, 2), (2, 4), (9, 6)],
+            &[(1, 3), (i64::MAX, 6), (5, 9)],
+            &[],
+        ];
+        for (run, low) in runs.iter().zip([3, 3, 0, 0]) {
+            let admitted = run
+                .iter()
+                .take_while(|r| r.0 >= low && t(r.0) < Time::MAX_FINITE)
+                .count();
+            let want: Vec<(Time, i64)> = run[..admitted]
+                .iter()
+                .filter(|r| r.1 % 2 == 0)
+                .map(|r| (t(r.0), r.1))
+                .collect();
+            let top = run[..admitted].iter().map(|r| t(r.0)).max();
+            let got = copies.select(run.iter(), |r| t(r.0), |r| r.1, |v| v % 2 == 0, t(low));
+            assert_eq!(got, (admitted, top.unwrap_or(Time::NEG_INF)));
+            let pairs: Vec<(Time, i64)> = copies
+                .times()
+                .iter()
+                .copied()
+                .zip(copies.payloads().iter().copied())
+                .collect();
+            assert_eq!(pairs, want);
+            let got = strings.select(
+                run.iter(),
+                |r| t(r.0),
+                |r| r.1.to_string(),
+                |v| v.parse::<i64>().is_ok_and(|v| v % 2 == 0),
+                t(low),
+            );
+            assert_eq!(got.0, admitted);
+            let pairs: Vec<(Time, i64)> = strings
+                .times()
+                .iter()
+                .copied()
+                .zip(strings.payloads().iter().map(|v| v.parse().unwrap_or(-1)))
+                .collect();
+            assert_eq!(pairs, want);
+            let mut batch = Batch::new();
+            copies.append_to(&mut batch);
+            assert_eq!(batch.len(), want.len());
+            assert!(batch
+                .other()
+                .iter()
+                .zip(batch.sync())
+                .all(|(o, s)| o.ticks() == s.ticks() + 1));
         }
     }
 }

@@ -16,7 +16,7 @@ mod rfc3339;
 pub mod row;
 pub mod time;
 
-pub use batch::{Batch, CtiMark};
+pub use batch::{Batch, CtiMark, PointSelection};
 pub use event::{Event, EventKind, EventShape, InvalidEvent, StreamItem};
 pub use row::{NotAnObject, Row, Value};
 pub use time::{EmptyLifetime, Lifetime, Time, TimeError, TimeSpan, TICKS_PER_SECOND};

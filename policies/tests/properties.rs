@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 
-use punctual_core::{EventKind, StreamItem, Time, TimeSpan};
+use punctual_core::{Batch, EventKind, StreamItem, Time, TimeSpan};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimePolicy, DeadLetterReason, Ingress, IngressConfig,
     IngressOutput,
@@ -483,6 +483,59 @@ proptest! {
         prop_assert_eq!(e, c);
         prop_assert_eq!((e.events_in, e.dropped, e.adjusted, e.rejected, e.ctis_out), (o.events_in, o.dropped, o.adjusted, o.rejected, o.ctis_out));
         prop_assert_eq!(e.released, o.released + held as u64);
+    }
+
+    /// A filter pushed down into the ingress gives what filtering its output gives: the same
+    /// CTIs, the kept events in the same places, the same dead letters and the same counts,
+    /// the refused events counted as `filtered`; in order or released on arrival.
+    #[test]
+    fn pushed_down_filter_is_the_filtered_output(
+        times in proptest::collection::vec(point_time(), 0..120),
+        generation in generation(),
+        policy in prop_oneof![Just(None), Just(Some(AdvanceTimePolicy::Drop)), Just(Some(AdvanceTimePolicy::Adjust))],
+        on_arrival in proptest::bool::ANY,
+        chunk in 1usize..40,
+        modulus in 1u32..4,
+        final_cti in proptest::bool::ANY,
+    ) {
+        let config = IngressConfig { generation, policy, on_arrival, ..IngressConfig::default() };
+        let points: Vec<(Time, u32)> = times.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
+        let keep = |p: &u32| p.is_multiple_of(modulus);
+
+        let mut all = Ingress::new(config);
+        let mut all_out = IngressOutput::new();
+        let mut all_rejected = 0;
+        let mut pushed = Ingress::new(config);
+        let mut pushed_out = IngressOutput::new();
+        let mut pushed_rejected = 0;
+        for part in points.chunks(chunk) {
+            match all.enqueue_point_records(part, |p| p.0, |p| p.1, &mut all_out) {
+                Ok(n) => all_rejected += n,
+                Err(e) => prop_assert!(false, "unexpected error {e}"),
+            }
+            match pushed.enqueue_point_records_where(part, |p| p.0, |p| p.1, keep, &mut pushed_out) {
+                Ok(n) => pushed_rejected += n,
+                Err(e) => prop_assert!(false, "unexpected error {e}"),
+            }
+        }
+        if final_cti {
+            all.finish(&mut all_out);
+            pushed.finish(&mut pushed_out);
+        }
+        let mut filtered = all_out.batch.clone();
+        filtered.retain(keep);
+        let items = |b: &Batch<u32>| -> Vec<StreamItem<u32>> { b.items().map(|i| i.map(|p| *p)).collect() };
+        prop_assert_eq!(items(&pushed_out.batch), items(&filtered));
+        prop_assert_eq!(&pushed_out.dead_letters, &all_out.dead_letters);
+        prop_assert_eq!(pushed_rejected, all_rejected);
+        let (a, p) = (all.counters(), pushed.counters());
+        prop_assert_eq!(
+            (a.events_in, a.dropped, a.adjusted, a.rejected, a.ctis_out, a.cti, a.max_start),
+            (p.events_in, p.dropped, p.adjusted, p.rejected, p.ctis_out, p.cti, p.max_start)
+        );
+        prop_assert_eq!(p.events_in, p.released + p.dropped + p.rejected + p.buffered + p.unreleased + p.filtered);
+        prop_assert_eq!(p.filtered, a.released + a.buffered - p.released - p.buffered);
+        prop_assert_eq!(p.released, filtered.len() as u64);
     }
 }
 

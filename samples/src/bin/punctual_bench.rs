@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! punctual-bench --query filter|window|join --data DIR [--reps N] [--cti N] [--delay-ms N]
+//!                [--filter-in-graph]
 //! ```
 //!
 //! Each query runs through Punctual's real path on one core: the fast stream's ingress with the
@@ -26,7 +27,7 @@ use punctual_samples::{arg, exit_code, ms};
 use std::time::Instant;
 
 use punctual::core::ops::{Count, QueryGraph, Stream, Sum, Unordered};
-use punctual::policies::{Ingress, IngressConfig, IngressOutput};
+use punctual::policies::{Error as IngressError, Ingress, IngressConfig, IngressOutput};
 use punctual::prelude::*;
 
 /// (ts ms, value, key)
@@ -105,35 +106,35 @@ impl<P: Payload, O: Payload> Wiring<P, O> {
 }
 
 /// Replays the fast stream through its ingress into the source, calling `after_block` after
-/// every block with the highest timestamp and the CTIs issued (for the join's reference
-/// stream), and `drain` with the output.
+/// every block with the block (`None` after the end) and the CTIs issued (for the join's
+/// reference stream), and `drain` with the output. `enqueue` puts a block into the ingress.
 fn replay<P: Payload, O: Payload>(
     events: &[Ev],
     s: &Settings,
     w: &Wiring<P, O>,
-    payload: impl Fn(&Ev) -> P,
-    mut after_block: impl FnMut(i64, &[Time]),
+    mut enqueue: impl FnMut(
+        &mut Ingress<P>,
+        &[Ev],
+        &mut IngressOutput<P>,
+    ) -> Result<usize, IngressError>,
+    mut after_block: impl FnMut(Option<&[Ev]>, &[Time]),
     mut drain: impl FnMut(&Batch<O>),
 ) -> Result<(), String> {
     let mut ingress = fast_ingress::<P>(s)?;
     let mut out = IngressOutput::new();
     let mut results = Batch::new();
-    let mut max_ts = i64::MIN;
     let block = s.cti as usize;
     let mut ctis = Vec::new();
     for chunk in events.chunks(block) {
         // The block's decoded records, enqueued in one call: each read straight into the
         // released batch.
-        max_ts = chunk.iter().fold(max_ts, |m, e| m.max(e.0));
-        ingress
-            .enqueue_point_records(chunk, |e| ms(e.0), &payload, &mut out)
-            .map_err(|e| e.to_string())?;
+        enqueue(&mut ingress, chunk, &mut out).map_err(|e| e.to_string())?;
         ctis.clear();
         ctis.extend(out.batch.ctis().iter().map(|m| m.time));
         // The fast stream's release first, then what follows from it (the reference stream's
         // imported CTIs come after the release that issued them, as import does).
         w.feed(&mut out.batch);
-        after_block(max_ts, &ctis);
+        after_block(Some(chunk), &ctis);
         out.dead_letters.clear();
         w.take(&mut results);
         drain(&results);
@@ -143,18 +144,30 @@ fn replay<P: Payload, O: Payload>(
     ctis.clear();
     ctis.extend(out.batch.ctis().iter().map(|m| m.time));
     w.feed(&mut out.batch);
-    after_block(i64::MAX, &ctis);
+    after_block(None, &ctis);
     w.take(&mut results);
     drain(&results);
     Ok(())
 }
 
-fn filter(events: &[Ev], s: &Settings) -> Result<Totals, String> {
+/// The filter's predicate.
+fn big(p: &(i64, u32)) -> bool {
+    p.0 >= 500_000
+}
+
+fn filter(events: &[Ev], s: &Settings, in_graph: bool) -> Result<Totals, String> {
     let graph = QueryGraph::new();
     // The filter keeps each event where it is: on an unordered stream it runs on arrival, and
     // its output, which is only counted and summed, is taken as released (no hold, no sort).
+    // By default it is pushed down into the ingress, which writes out only the events kept
+    // (`Ingress::enqueue_point_records_where`); `--filter-in-graph` runs it as the graph's
+    // filter operator instead (the same output).
     let fast = graph.unordered_source::<(i64, u32)>();
-    let out = fast.filter(|p| p.0 >= 500_000);
+    let out = if in_graph {
+        fast.filter(big)
+    } else {
+        fast.clone()
+    };
     graph.keep_unordered_output(&out);
     let (mut n, mut sum) = (0u64, 0u64);
     let w = Wiring {
@@ -166,7 +179,13 @@ fn filter(events: &[Ev], s: &Settings) -> Result<Totals, String> {
         events,
         s,
         &w,
-        |e| (e.1, e.2),
+        |ingress, chunk, out| {
+            if in_graph {
+                ingress.enqueue_point_records(chunk, |e| ms(e.0), |e| (e.1, e.2), out)
+            } else {
+                ingress.enqueue_point_records_where(chunk, |e| ms(e.0), |e| (e.1, e.2), big, out)
+            }
+        },
         |_, _| {},
         |b: &Batch<(i64, u32)>| {
             n += b.len() as u64;
@@ -198,7 +217,9 @@ fn window(events: &[Ev], s: &Settings) -> Result<Totals, String> {
         events,
         s,
         &w,
-        |e| (e.1, e.2),
+        |ingress, chunk, out| {
+            ingress.enqueue_point_records(chunk, |e| ms(e.0), |e| (e.1, e.2), out)
+        },
         |_, _| {},
         |b: &Batch<(u32, (u64, f64))>| {
             n += b.len() as u64;
@@ -226,6 +247,7 @@ fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String>
     let mut next = 0usize;
     let mut current: Vec<Option<(i64, i64)>> = Vec::new();
     let (mut n, mut sum) = (0u64, 0u64);
+    let mut max_ts = i64::MIN;
     let graph2 = graph.clone();
     let w = Wiring {
         graph,
@@ -236,8 +258,11 @@ fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String>
         events,
         s,
         &w,
-        |e| (e.1, e.2),
-        |max_ts, ctis| {
+        |ingress, chunk, out| {
+            ingress.enqueue_point_records(chunk, |e| ms(e.0), |e| (e.1, e.2), out)
+        },
+        |block, ctis| {
+            max_ts = block.map_or(i64::MAX, |b| b.iter().fold(max_ts, |m, e| m.max(e.0)));
             // Versions whose start the fast stream has reached: close the key's previous
             // version, open the new one.
             while next < reference.len() && reference[next].0 <= max_ts {
@@ -288,12 +313,15 @@ fn expected(query: &str, n: usize) -> Option<Totals> {
 fn main_inner() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("punctual-bench --query filter|window|join --data DIR [--reps N] [--cti N] [--delay-ms N]");
+        println!(
+            "punctual-bench --query filter|window|join --data DIR [--reps N] [--cti N] [--delay-ms N] [--filter-in-graph]"
+        );
         return Ok(true);
     }
     let query: String = arg(&args, "--query", "window".to_string())?;
     let dir: String = arg(&args, "--data", "data".to_string())?;
     let reps: usize = arg(&args, "--reps", 5)?;
+    let in_graph = args.iter().any(|a| a == "--filter-in-graph");
     let settings = Settings {
         cti: arg(&args, "--cti", 1000)?,
         delay: TimeSpan::from_millis(arg(&args, "--delay-ms", 2000)?),
@@ -312,7 +340,7 @@ fn main_inner() -> Result<bool, String> {
     for rep in 0..reps.max(1) {
         let start = Instant::now();
         let (out, checksum) = match query.as_str() {
-            "filter" => filter(&events, &settings)?,
+            "filter" => filter(&events, &settings, in_graph)?,
             "window" => window(&events, &settings)?,
             "join" => join(&events, &reference, &settings)?,
             other => return Err(format!("unknown query `{other}` (filter, window or join)")),
