@@ -566,7 +566,11 @@ impl<P> PointSelection<P> {
         P: Clone,
     {
         let low = low.max(Time::MIN_FINITE);
-        let admit = |t: Time| t >= low && t < Time::MAX_FINITE;
+        // `low <= t < Time::MAX_FINITE` as one unsigned comparison: the distance from `low`,
+        // wrapped, below the width of the range (empty when `low` is not below the end).
+        let width = Time::MAX_FINITE.ticks().wrapping_sub(low.ticks()) as u64;
+        let width = if low < Time::MAX_FINITE { width } else { 0 };
+        let admit = |t: Time| (t.ticks().wrapping_sub(low.ticks()) as u64) < width;
         let (mut read, mut top) = (records.len(), Time::NEG_INF);
         if std::mem::needs_drop::<P>() {
             // A payload that owns something is built once, and moved in or dropped; no stale
@@ -601,7 +605,7 @@ impl<P> PointSelection<P> {
         let times = &mut self.times[..n];
         let payloads = &mut self.payloads[..n];
         let mut w = 0;
-        for (k, r) in records.take(n).enumerate() {
+        for (k, r) in records.enumerate() {
             let t = time(&r);
             if !admit(t) {
                 read = k;
@@ -610,13 +614,13 @@ impl<P> PointSelection<P> {
             top = top.max(t);
             let p = payload(&r);
             let kept = keep(&p);
-            // `w <= k < n`: saying so drops the bounds checks.
-            let d = w.min(k);
+            // `w <= k < n` (the iterator's length): saying so drops the bounds checks.
+            let d = w.min(n - 1);
             times[d] = t;
             payloads[d] = p;
             w += usize::from(kept);
         }
-        self.kept = w;
+        self.kept = w.min(n);
         (read, top)
     }
 }
