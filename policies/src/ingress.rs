@@ -777,7 +777,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     }
                     // Out of order but valid: after the run before it, so that ties keep
                     // arrival order.
-                    self.counters.filtered += points.hold_sorted(run..j, &mut self.buffer) as u64;
+                    let held = points.hold_sorted(run..j, &mut self.buffer, &mut self.selection);
+                    self.counters.filtered += held as u64;
                     let p = points.payload(j);
                     if points.keep(&p) {
                         self.buffer.push_point(t, p);
@@ -787,7 +788,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     j += 1;
                     run = j;
                 }
-                self.counters.filtered += points.hold_sorted(run..j, &mut self.buffer) as u64;
+                let held = points.hold_sorted(run..j, &mut self.buffer, &mut self.selection);
+                self.counters.filtered += held as u64;
             }
             let n = (j - i) as u64;
             self.items_seen += n;
@@ -1274,9 +1276,15 @@ trait PointRun<P> {
         selection: &mut PointSelection<P>,
         low: Time,
     ) -> (usize, Time);
-    /// Holds the kept points of `range` (sorted, at or after the buffer's last in-order
-    /// time); returns how many it filtered out.
-    fn hold_sorted(&self, range: std::ops::Range<usize>, buffer: &mut ReleaseBuffer<P>) -> usize;
+    /// Holds the kept points of `range` (valid, sorted, at or after the buffer's last in-order
+    /// time), through `selection` if a predicate was pushed down; returns how many it
+    /// filtered out.
+    fn hold_sorted(
+        &self,
+        range: std::ops::Range<usize>,
+        buffer: &mut ReleaseBuffer<P>,
+        selection: &mut PointSelection<P>,
+    ) -> usize;
 }
 
 /// Columns of equal length: runs move with one copy per column.
@@ -1311,7 +1319,12 @@ impl<P: Clone> PointRun<P> for Columns<'_, P> {
         selection.select(points, |p| *p.0, |p| p.1.clone(), |_| true, low)
     }
     #[inline]
-    fn hold_sorted(&self, range: std::ops::Range<usize>, buffer: &mut ReleaseBuffer<P>) -> usize {
+    fn hold_sorted(
+        &self,
+        range: std::ops::Range<usize>,
+        buffer: &mut ReleaseBuffer<P>,
+        _: &mut PointSelection<P>,
+    ) -> usize {
         buffer.push_sorted_points(&self.times[range.clone()], &self.payloads[range]);
         0
     }
@@ -1399,22 +1412,24 @@ where
         )
     }
     #[inline]
-    fn hold_sorted(&self, range: std::ops::Range<usize>, buffer: &mut ReleaseBuffer<P>) -> usize {
+    fn hold_sorted(
+        &self,
+        range: std::ops::Range<usize>,
+        buffer: &mut ReleaseBuffer<P>,
+        selection: &mut PointSelection<P>,
+    ) -> usize {
         let records = &self.records[range];
         if K::ALL {
             buffer.push_sorted_points_with(records, &self.time, &self.payload);
             return 0;
         }
-        // Held in order (the run is sorted), the kept ones only.
-        let mut filtered = 0;
-        for r in records {
-            let p = (self.payload)(r);
-            if self.keep.keep(&p) {
-                buffer.push_point((self.time)(r), p);
-            } else {
-                filtered += 1;
-            }
-        }
-        filtered
+        // The run is valid and sorted: every record is admitted, the kept ones held in one
+        // copy per column.
+        let keep = |p: &P| self.keep.keep(p);
+        let (time, payload) = (|r: &&R| (self.time)(r), |r: &&R| (self.payload)(r));
+        let (read, _) = selection.select(records.iter(), time, payload, keep, Time::NEG_INF);
+        debug_assert_eq!(read, records.len(), "a valid run is read whole");
+        buffer.push_sorted_points(selection.times(), selection.payloads());
+        records.len() - selection.len()
     }
 }
