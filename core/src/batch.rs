@@ -462,7 +462,7 @@ impl<'a, P> Iterator for Items<'a, P> {
 /// let records = [(30_i64, 5_i64), (10, 50), (20, 500), (-1, 5000), (40, 50_000)];
 /// let mut selection = PointSelection::new();
 /// let (read, top) = selection.select(
-///     records.iter(),
+///     &records,
 ///     |r| Time::from_ticks(r.0),
 ///     |r| r.1,
 ///     |v| *v >= 50,
@@ -553,16 +553,15 @@ impl<P> PointSelection<P> {
     /// `keep`, replacing the previous selection. Returns how many records it read (all of
     /// them, or up to the refused one) and the highest time it read (`-inf` if none).
     /// `payload` may be called more than once for a record.
-    pub fn select<I>(
+    pub fn select<R>(
         &mut self,
-        records: I,
-        time: impl Fn(&I::Item) -> Time,
-        payload: impl Fn(&I::Item) -> P,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
         keep: impl Fn(&P) -> bool,
         low: Time,
     ) -> (usize, Time)
     where
-        I: ExactSizeIterator + Clone,
         P: Clone,
     {
         let low = low.max(Time::MIN_FINITE);
@@ -577,14 +576,14 @@ impl<P> PointSelection<P> {
             // payloads are kept alive as room.
             self.times.clear();
             self.payloads.clear();
-            for (k, r) in records.enumerate() {
-                let t = time(&r);
+            for (k, r) in records.iter().enumerate() {
+                let t = time(r);
                 if !admit(t) {
                     read = k;
                     break;
                 }
                 top = top.max(t);
-                let p = payload(&r);
+                let p = payload(r);
                 if keep(&p) {
                     self.times.push(t);
                     self.payloads.push(p);
@@ -593,34 +592,34 @@ impl<P> PointSelection<P> {
             self.kept = self.times.len();
             return (read, top);
         }
-        let Some(first) = records.clone().next() else {
+        let Some(first) = records.first() else {
             self.kept = 0;
             return (0, top);
         };
         let n = records.len();
         if self.times.len() < n {
             self.times.resize(n, Time::NEG_INF);
-            self.payloads.resize(n, payload(&first));
+            self.payloads.resize(n, payload(first));
         }
         let times = &mut self.times[..n];
         let payloads = &mut self.payloads[..n];
         let mut w = 0;
-        for (k, r) in records.enumerate() {
-            let t = time(&r);
+        for (k, r) in records.iter().enumerate() {
+            let t = time(r);
             if !admit(t) {
                 read = k;
                 break;
             }
             top = top.max(t);
-            let p = payload(&r);
+            let p = payload(r);
             let kept = keep(&p);
-            // `w <= k < n` (the iterator's length): saying so drops the bounds checks.
-            let d = w.min(n - 1);
+            // `w <= k < n`: saying so drops the bounds checks.
+            let d = w.min(k);
             times[d] = t;
             payloads[d] = p;
             w += usize::from(kept);
         }
-        self.kept = w.min(n);
+        self.kept = w;
         (read, top)
     }
 }
@@ -733,7 +732,7 @@ mod tests {
                 .map(|r| (t(r.0), r.1))
                 .collect();
             let top = run[..admitted].iter().map(|r| t(r.0)).max();
-            let got = copies.select(run.iter(), |r| t(r.0), |r| r.1, |v| v % 2 == 0, t(low));
+            let got = copies.select(run, |r| t(r.0), |r| r.1, |v| v % 2 == 0, t(low));
             assert_eq!(got, (admitted, top.unwrap_or(Time::NEG_INF)));
             let pairs: Vec<(Time, i64)> = copies
                 .times()
@@ -743,7 +742,7 @@ mod tests {
                 .collect();
             assert_eq!(pairs, want);
             let got = strings.select(
-                run.iter(),
+                run,
                 |r| t(r.0),
                 |r| r.1.to_string(),
                 |v| v.parse::<i64>().is_ok_and(|v| v % 2 == 0),

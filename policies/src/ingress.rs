@@ -739,10 +739,13 @@ impl<P: Clone + PartialEq> Ingress<P> {
             let low = self.app.max(Time::MIN_FINITE);
             let mut top = Time::NEG_INF;
             let mut j = i;
-            if self.config.on_arrival && !points.keeps_all() {
+            let selected = match self.config.on_arrival {
                 // Released on arrival through a pushed-down filter: one pass reads, checks and
                 // writes out the kept points.
-                let (read, high) = points.select(i..end, &mut self.selection, low);
+                true => points.select(i..end, &mut self.selection, low),
+                false => None,
+            };
+            if let Some((read, high)) = selected {
                 self.selection.append_to(&mut out.batch);
                 let kept = self.selection.len();
                 top = high;
@@ -1268,14 +1271,15 @@ trait PointRun<P> {
     }
     /// Appends points `range`, released on arrival, to `batch`.
     fn release_on_arrival(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>);
-    /// Reads points from the start of `range` while their time is finite and at or after
-    /// `low` into `selection`, the kept ones only; returns (points read, highest time read).
+    /// With a predicate pushed down: reads points from the start of `range` while their time
+    /// is finite and at or after `low` into `selection`, the kept ones only, and returns
+    /// (points read, highest time read). Without one: `None`, nothing read.
     fn select(
         &self,
         range: std::ops::Range<usize>,
         selection: &mut PointSelection<P>,
         low: Time,
-    ) -> (usize, Time);
+    ) -> Option<(usize, Time)>;
     /// Holds the kept points of `range` (valid, sorted, at or after the buffer's last in-order
     /// time), through `selection` if a predicate was pushed down; returns how many it
     /// filtered out.
@@ -1311,12 +1315,11 @@ impl<P: Clone> PointRun<P> for Columns<'_, P> {
     }
     fn select(
         &self,
-        range: std::ops::Range<usize>,
-        selection: &mut PointSelection<P>,
-        low: Time,
-    ) -> (usize, Time) {
-        let points = self.times[range.clone()].iter().zip(&self.payloads[range]);
-        selection.select(points, |p| *p.0, |p| p.1.clone(), |_| true, low)
+        _: std::ops::Range<usize>,
+        _: &mut PointSelection<P>,
+        _: Time,
+    ) -> Option<(usize, Time)> {
+        None
     }
     #[inline]
     fn hold_sorted(
@@ -1402,14 +1405,13 @@ where
         range: std::ops::Range<usize>,
         selection: &mut PointSelection<P>,
         low: Time,
-    ) -> (usize, Time) {
-        selection.select(
-            self.records[range].iter(),
-            |r| (self.time)(r),
-            |r| (self.payload)(r),
-            |p| self.keep.keep(p),
-            low,
-        )
+    ) -> Option<(usize, Time)> {
+        if K::ALL {
+            return None;
+        }
+        let records = &self.records[range];
+        let keep = |p: &P| self.keep.keep(p);
+        Some(selection.select(records, &self.time, &self.payload, keep, low))
     }
     #[inline]
     fn hold_sorted(
@@ -1426,8 +1428,7 @@ where
         // The run is valid and sorted: every record is admitted, the kept ones held in one
         // copy per column.
         let keep = |p: &P| self.keep.keep(p);
-        let (time, payload) = (|r: &&R| (self.time)(r), |r: &&R| (self.payload)(r));
-        let (read, _) = selection.select(records.iter(), time, payload, keep, Time::NEG_INF);
+        let (read, _) = selection.select(records, &self.time, &self.payload, keep, Time::NEG_INF);
         debug_assert_eq!(read, records.len(), "a valid run is read whole");
         buffer.push_sorted_points(selection.times(), selection.payloads());
         records.len() - selection.len()
