@@ -604,7 +604,33 @@ impl<P> PointSelection<P> {
         let times = &mut self.times[..n];
         let payloads = &mut self.payloads[..n];
         let mut w = 0;
-        for (k, r) in records.iter().enumerate() {
+        // Four records at a time while all four are admitted (the usual case): one branch for
+        // the four, then each written as in the loop below (which takes the rest one at a
+        // time; a closure shared by the two cost 2.5 instructions a record more).
+        let mut k = 0;
+        for four in records.chunks_exact(4) {
+            let ts = [
+                time(&four[0]),
+                time(&four[1]),
+                time(&four[2]),
+                time(&four[3]),
+            ];
+            if !(admit(ts[0]) & admit(ts[1]) & admit(ts[2]) & admit(ts[3])) {
+                break;
+            }
+            for (r, t) in four.iter().zip(ts) {
+                top = top.max(t);
+                let p = payload(r);
+                let kept = keep(&p);
+                // `w` is at most the record's index, below `n`: as below.
+                let d = w.min(n - 1);
+                times[d] = t;
+                payloads[d] = p;
+                w += usize::from(kept);
+            }
+            k += 4;
+        }
+        for (k, r) in records.iter().enumerate().skip(k) {
             let t = time(r);
             if !admit(t) {
                 read = k;
