@@ -366,6 +366,18 @@ mod tests {
         assert!(Time::NEG_INF < Time::MIN_FINITE && Time::MAX_FINITE < Time::INF);
     }
 
+    /// `next_tick` at the ends of time and around them.
+    #[test]
+    fn next_tick_is_one_on_except_at_the_ends() {
+        for x in [i64::MIN + 1, i64::MIN + 2, -1, 0, 1, i64::MAX - 2] {
+            assert_eq!(Time(x).next_tick().0, x + 1, "at {x}");
+        }
+        assert_eq!(Time::NEG_INF.next_tick(), Time::NEG_INF);
+        assert_eq!(Time::MAX_FINITE.next_tick(), Time::MAX_FINITE);
+        assert_eq!(Time::INF.next_tick(), Time::INF);
+        assert_eq!(Time::MIN_FINITE.next_tick().0, i64::MIN + 2);
+    }
+
     #[test]
     fn duration_round_trips() {
         let d = Duration::from_millis(1500);
