@@ -822,10 +822,9 @@ async fn explain_names_the_input_holding_a_join_back() {
     running.stop().await.unwrap();
 }
 
-#[tokio::test(start_paused = true)]
-async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
-    let letters = DeadLetterCollector::new();
-    let settings = AdvanceTimeSettings::builder()
+/// A CTI after every second event at the highest start so far, a final CTI, `Drop`.
+fn every_two_events_then_drop() -> AdvanceTimeSettings {
+    AdvanceTimeSettings::builder()
         .generation(
             AdvanceTimeGenerationSettings::every_events(2)
                 .final_cti(true)
@@ -834,7 +833,13 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
         )
         .policy(AdvanceTimePolicy::Drop)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
+    let letters = DeadLetterCollector::new();
+    let settings = every_two_events_then_drop();
     let mut query = Query::new("bulk");
     let s = query
         .create_stream(
@@ -895,16 +900,7 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
 
 #[tokio::test(start_paused = true)]
 async fn a_filter_pushed_into_the_ingress_counts_what_it_keeps_out() {
-    let settings = AdvanceTimeSettings::builder()
-        .generation(
-            AdvanceTimeGenerationSettings::every_events(2)
-                .final_cti(true)
-                .build()
-                .unwrap(),
-        )
-        .policy(AdvanceTimePolicy::Drop)
-        .build()
-        .unwrap();
+    let settings = every_two_events_then_drop();
     for unordered in [false, true] {
         let mut query = Query::new("pushdown");
         let options = InputOptions::new("in", EventShape::Point).settings(settings.clone());

@@ -628,7 +628,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
     /// the same predicate would give downstream. On an unordered stream
     /// ([`IngressConfig::on_arrival`]) the predicate runs inside the read loop: a point it
     /// refuses is never written out, which spares the query the released batch's copy of it
-    /// (the filter query of the benchmark runs about 1.5 times as fast this way). Errors as
+    /// (the filter query of the benchmark runs about 1.35 times as fast this way). Errors as
     /// [`Ingress::enqueue_points`].
     ///
     /// ```
