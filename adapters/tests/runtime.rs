@@ -829,11 +829,11 @@ fn every_two_events_then_drop() -> AdvanceTimeSettings {
             AdvanceTimeGenerationSettings::every_events(2)
                 .final_cti(true)
                 .build()
-                .unwrap(),
+                .expect("valid generation settings"),
         )
         .policy(AdvanceTimePolicy::Drop)
         .build()
-        .unwrap()
+        .expect("valid settings")
 }
 
 #[tokio::test(start_paused = true)]
