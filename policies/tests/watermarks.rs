@@ -421,3 +421,51 @@ fn a_watermark_strategy_releases_on_arrival_with_the_same_ctis_and_drops() {
     sorted.sort_by_key(|p| p.1);
     assert_eq!(ordered.batch.payloads(), &sorted[..]);
 }
+
+/// A filter pushed down into an ingress with a watermark strategy: the watermark still sees
+/// every point (the CTIs and the drops are the same), only the kept points are released, and
+/// the refused ones are counted as `filtered`.
+#[test]
+fn a_pushed_down_filter_leaves_the_watermark_its_view_of_every_point() {
+    let records: [(i64, u64); 7] = [(10, 1), (4, 2), (12, 3), (7, 4), (30, 5), (25, 6), (9, 7)];
+    for on_arrival in [false, true] {
+        let ingress = || {
+            Ingress::with_watermark(
+                IngressConfig {
+                    on_arrival,
+                    ..IngressConfig::default()
+                },
+                Watermark::bounded(span(5)),
+            )
+        };
+        let (mut all, mut pushed) = (ingress(), ingress());
+        let (mut all_out, mut pushed_out) = (IngressOutput::new(), IngressOutput::new());
+        let time = |r: &(i64, u64)| t(r.0);
+        let payload = |r: &(i64, u64)| (r.1, r.0);
+        let keep = |p: &P| p.0 % 2 == 1;
+        let rejected = all.enqueue_point_records(&records, time, payload, &mut all_out);
+        assert_eq!(rejected, Ok(0));
+        let rejected =
+            pushed.enqueue_point_records_where(&records, time, payload, keep, &mut pushed_out);
+        assert_eq!(rejected, Ok(0));
+        all.finish(&mut all_out);
+        pushed.finish(&mut pushed_out);
+        let mut filtered = all_out.batch.clone();
+        filtered.retain(keep);
+        let items =
+            |b: &punctual_core::Batch<P>| b.items().map(|i| i.map(|p| *p)).collect::<Vec<_>>();
+        assert_eq!(
+            items(&pushed_out.batch),
+            items(&filtered),
+            "on arrival: {on_arrival}"
+        );
+        assert_eq!(pushed_out.dead_letters, all_out.dead_letters);
+        let (a, p) = (all.counters(), pushed.counters());
+        assert_eq!(
+            (p.events_in, p.dropped, p.ctis_out),
+            (a.events_in, a.dropped, a.ctis_out)
+        );
+        // 4 and 9 break the CTI in both; of the other five, devices 4 and 6 are even.
+        assert_eq!((p.dropped, p.filtered, p.released), (2, 2, 3));
+    }
+}
