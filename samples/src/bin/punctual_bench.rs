@@ -106,8 +106,9 @@ impl<P: Payload, O: Payload> Wiring<P, O> {
 }
 
 /// Replays the fast stream through its ingress into the source, calling `after_block` after
-/// every block with the block (`None` after the end) and the CTIs issued (for the join's
-/// reference stream), and `drain` with the output. `enqueue` puts a block into the ingress.
+/// every block with the highest start time the ingress has taken (`None` after the end) and the
+/// CTIs issued (for the join's reference stream), and `drain` with the output. `enqueue` puts a
+/// block into the ingress.
 fn replay<P: Payload, O: Payload>(
     events: &[Ev],
     s: &Settings,
@@ -117,7 +118,7 @@ fn replay<P: Payload, O: Payload>(
         &[Ev],
         &mut IngressOutput<P>,
     ) -> Result<usize, IngressError>,
-    mut after_block: impl FnMut(Option<&[Ev]>, &[Time]),
+    mut after_block: impl FnMut(Option<Time>, &[Time]),
     mut drain: impl FnMut(&Batch<O>),
 ) -> Result<(), String> {
     let mut ingress = fast_ingress::<P>(s)?;
@@ -134,7 +135,7 @@ fn replay<P: Payload, O: Payload>(
         // The fast stream's release first, then what follows from it (the reference stream's
         // imported CTIs come after the release that issued them, as import does).
         w.feed(&mut out.batch);
-        after_block(Some(chunk), &ctis);
+        after_block(Some(ingress.counters().max_start), &ctis);
         out.dead_letters.clear();
         w.take(&mut results);
         drain(&results);
@@ -247,7 +248,6 @@ fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String>
     let mut next = 0usize;
     let mut current: Vec<Option<(i64, i64)>> = Vec::new();
     let (mut n, mut sum) = (0u64, 0u64);
-    let mut max_ts = i64::MIN;
     let graph2 = graph.clone();
     let w = Wiring {
         graph,
@@ -261,8 +261,9 @@ fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String>
         |ingress, chunk, out| {
             ingress.enqueue_point_records(chunk, |e| ms(e.0), |e| (e.1, e.2), out)
         },
-        |block, ctis| {
-            max_ts = block.map_or(i64::MAX, |b| b.iter().fold(max_ts, |m, e| m.max(e.0)));
+        |high, ctis| {
+            // (The fast stream's highest start, in milliseconds, from its ingress.)
+            let max_ts = high.map_or(i64::MAX, |t| t.ticks() / 10_000);
             // Versions whose start the fast stream has reached: close the key's previous
             // version, open the new one.
             while next < reference.len() && reference[next].0 <= max_ts {
