@@ -11,6 +11,7 @@
 //! | `punctual_events_dropped` | counter | dropped by a policy or watermark strategy |
 //! | `punctual_events_adjusted` | counter | adjusted |
 //! | `punctual_events_rejected` | counter | rejected |
+//! | `punctual_events_filtered` | counter | kept out by a filter pushed down into the ingress (`InputContext::enqueue_point_records_where`) |
 //! | `punctual_events_buffered` | gauge | waiting in the reorder buffer for a CTI |
 //! | `punctual_cti_ticks` | gauge | the stream's CTI (ticks since the epoch) |
 //! | `punctual_cti_lag_ticks` | gauge | highest start minus the CTI: how far the CTI lags the events |
@@ -41,6 +42,7 @@ pub(crate) struct StreamMetrics {
     dropped: Counter,
     adjusted: Counter,
     rejected: Counter,
+    filtered: Counter,
     buffered: Gauge,
     cti: Gauge,
     lag: Gauge,
@@ -66,6 +68,7 @@ impl StreamMetrics {
             dropped: metrics::counter!("punctual_events_dropped", &label),
             adjusted: metrics::counter!("punctual_events_adjusted", &label),
             rejected: metrics::counter!("punctual_events_rejected", &label),
+            filtered: metrics::counter!("punctual_events_filtered", &label),
             buffered: metrics::gauge!("punctual_events_buffered", &label),
             cti: metrics::gauge!("punctual_cti_ticks", &label),
             lag: metrics::gauge!("punctual_cti_lag_ticks", &label),
@@ -88,6 +91,7 @@ impl StreamMetrics {
         self.dropped.absolute(c.dropped);
         self.adjusted.absolute(c.adjusted);
         self.rejected.absolute(c.rejected);
+        self.filtered.absolute(c.filtered);
         self.buffered.set(c.buffered as f64);
         if c.cti.is_finite() {
             self.cti.set(c.cti.ticks() as f64);
