@@ -624,15 +624,19 @@ impl<P> PointSelection<P> {
             for (lane, t) in tops.iter_mut().zip(ts) {
                 *lane = (*lane).max(t);
             }
+            // The four land in a window of four from the write position (`w <= k`, and
+            // `k + 4 <= n`, so the window fits): one bounds check for the four, and within it
+            // an index below four by construction.
+            let (tw, pw) = (&mut times[w..w + 4], &mut payloads[w..w + 4]);
+            let mut c = 0;
             for (r, t) in four.iter().zip(ts) {
                 let p = payload(r);
                 let kept = keep(&p);
-                // `w` is at most the record's index, below `n`: as below.
-                let d = w.min(n - 1);
-                times[d] = t;
-                payloads[d] = p;
-                w += usize::from(kept);
+                tw[c & 3] = t;
+                pw[c & 3] = p;
+                c += usize::from(kept);
             }
+            w += c;
             k += 4;
         }
         top = tops.into_iter().fold(top, Time::max);
