@@ -739,11 +739,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
             let low = self.app.max(Time::MIN_FINITE);
             let mut top = Time::NEG_INF;
             let mut j = i;
-            let selected = match self.config.on_arrival {
-                // Released on arrival through a pushed-down filter: one pass reads, checks and
-                // writes out the kept points.
-                true => points.select(i..end, &mut self.selection, low),
-                false => None,
+            // Released on arrival through a pushed-down filter: one pass reads, checks and
+            // writes out the kept points.
+            let selected = if self.config.on_arrival {
+                points.select(i..end, &mut self.selection, low)
+            } else {
+                None
             };
             if let Some((read, high)) = selected {
                 self.selection.append_to(&mut out.batch);
@@ -780,8 +781,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     }
                     // Out of order but valid: after the run before it, so that ties keep
                     // arrival order.
-                    let held = points.hold_sorted(run..j, &mut self.buffer, &mut self.selection);
-                    self.counters.filtered += held as u64;
+                    let refused = points.hold_sorted(run..j, &mut self.buffer, &mut self.selection);
+                    self.counters.filtered += refused as u64;
                     let p = points.payload(j);
                     if points.keep(&p) {
                         self.buffer.push_point(t, p);
@@ -791,8 +792,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     j += 1;
                     run = j;
                 }
-                let held = points.hold_sorted(run..j, &mut self.buffer, &mut self.selection);
-                self.counters.filtered += held as u64;
+                let refused = points.hold_sorted(run..j, &mut self.buffer, &mut self.selection);
+                self.counters.filtered += refused as u64;
             }
             let n = (j - i) as u64;
             self.items_seen += n;
