@@ -11,8 +11,10 @@
 //! the input is an unordered stream, released on arrival, since no query needs it sorted: the
 //! window aggregates it, and the filter's and the join's outputs, which are only counted and
 //! summed, are kept unordered), the real operators on a query graph, and an output that
-//! checksums. Timestamps are the
-//! files' milliseconds converted to ticks. The join's reference stream enters through its own
+//! checksums. The filter is pushed down into the ingress
+//! (`Ingress::enqueue_point_records_where`: the refused events are never written out, and still
+//! count for the CTIs); `--filter-in-graph` runs the graph's filter operator instead, with the
+//! same output. Timestamps are the files' milliseconds converted to ticks. The join's reference stream enters through its own
 //! ingress, importing the fast stream's CTIs: each version is a start edge, closed by an end
 //! edge when the key's next version starts; versions are enqueued when the fast stream's
 //! highest timestamp reaches them (as the timely peer releases them), and each block's
