@@ -11,6 +11,7 @@
 
 pub mod batch;
 pub mod event;
+pub mod hint;
 pub mod ops;
 mod rfc3339;
 pub mod row;
