@@ -29,8 +29,9 @@ use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::Time;
 
+use super::key_index::{KeyIndex, ABSENT};
 use super::release::recycle_empty_runs;
-use super::{BinaryOperator, CtiFrontier, FxHashMap, ReleaseBuffer};
+use super::{BinaryOperator, CtiFrontier, ReleaseBuffer};
 
 #[derive(Debug)]
 struct Entry<P, K> {
@@ -43,8 +44,8 @@ struct Entry<P, K> {
     next: usize,
 }
 
-/// The end of a key's list.
-const NONE: usize = usize::MAX;
+/// The end of a key's list (and the head of a key without one).
+const NONE: usize = ABSENT;
 
 /// One input's events, by key, with the ones not yet paired in start order.
 #[derive(Debug)]
@@ -52,7 +53,7 @@ struct Side<P, K> {
     slots: Vec<Option<Entry<P, K>>>,
     free: Vec<usize>,
     /// The first entry of each key's list.
-    by_key: FxHashMap<K, usize>,
+    by_key: KeyIndex<K>,
     pending: VecDeque<usize>,
     /// Known ends that arrived in order (points, mostly): expire from the front.
     expiry_fifo: VecDeque<(Time, usize)>,
@@ -61,12 +62,12 @@ struct Side<P, K> {
     live: usize,
 }
 
-impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
+impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
     fn new() -> Self {
         Side {
             slots: Vec::new(),
             free: Vec::new(),
-            by_key: FxHashMap::default(),
+            by_key: KeyIndex::new(),
             pending: VecDeque::new(),
             expiry_fifo: VecDeque::new(),
             expiry: BinaryHeap::new(),
@@ -87,7 +88,7 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
     /// The first entry of this key's list ([`NONE`] if there is none).
     #[inline]
     fn head(&self, key: &K) -> usize {
-        self.by_key.get(key).copied().unwrap_or(NONE)
+        self.by_key.get(key)
     }
 
     /// The entries of a key's list from `id` on, with their ids.
@@ -147,18 +148,19 @@ impl<P: PartialEq, K: Hash + Eq + Clone> Side<P, K> {
 
     /// Takes the entry `id` (already out of its slot) off its key's list.
     fn unlink(&mut self, entry: &Entry<P, K>, id: usize) {
-        let Some(head) = self.by_key.get_mut(&entry.key) else {
+        let head = self.by_key.get(&entry.key);
+        if head == NONE {
             return;
-        };
-        if *head == id {
+        }
+        if head == id {
             if entry.next == NONE {
                 self.by_key.remove(&entry.key);
             } else {
-                *head = entry.next;
+                self.by_key.insert(entry.key.clone(), entry.next);
             }
             return;
         }
-        let mut prev = *head;
+        let mut prev = head;
         while let Some(p) = self.slots.get(prev).and_then(Option::as_ref) {
             if p.next == id {
                 if let Some(p) = self.slots[prev].as_mut() {
@@ -233,7 +235,7 @@ impl<L, R, K, O, KL, KR, C> Join<L, R, K, O, KL, KR, C>
 where
     L: Clone + PartialEq,
     R: PartialEq,
-    K: Hash + Eq + Clone,
+    K: Hash + Eq + Clone + 'static,
     O: Clone,
     KL: Fn(&L) -> K,
     KR: Fn(&R) -> K,
@@ -347,7 +349,7 @@ where
 
 /// Adds event `i` of a batch to a side.
 #[inline]
-fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone>(
+fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone + 'static>(
     side: &mut Side<P, K>,
     key: &impl Fn(&P) -> K,
     batch: &Batch<P>,
@@ -397,7 +399,7 @@ fn absorb_segment<P, Q, K, O, KF>(
 ) where
     P: Clone + PartialEq,
     Q: PartialEq,
-    K: Hash + Eq + Clone,
+    K: Hash + Eq + Clone + 'static,
     O: Clone,
     KF: Fn(&P) -> K,
 {

@@ -15,6 +15,7 @@ mod fxhash;
 mod graph;
 mod group_apply;
 mod join;
+mod key_index;
 mod release;
 mod rows;
 mod select;
