@@ -566,8 +566,12 @@ where
 /// a release looks at the back of each run, and the runs are merged when they grow many.
 #[derive(Debug)]
 struct Waiting<P> {
-    sync: VecDeque<Time>,
-    payload: VecDeque<P>,
+    /// The run, in time order through the chunks (each from its `front` on): plain vectors,
+    /// so that a run goes in with one `extend_from_slice` per column (a `memcpy` for `Copy`
+    /// payloads; `VecDeque::extend` wrote item by item) and comes out as one slice per column.
+    chunks: VecDeque<Chunk<P>>,
+    /// Emptied chunks, their vectors reused.
+    spare: Vec<Chunk<P>>,
     late: Vec<(Time, P)>,
     late_min: Time,
     runs: VecDeque<Vec<(Time, P)>>,
@@ -578,6 +582,34 @@ struct Waiting<P> {
 /// Sorted runs of out-of-order points kept before they are merged into one.
 const MAX_LATE_RUNS: usize = 32;
 
+/// A piece of the waiting run: points from `front` on (those before it are released, and
+/// dropped when the chunk is emptied).
+#[derive(Debug)]
+struct Chunk<P> {
+    sync: Vec<Time>,
+    payload: Vec<P>,
+    front: usize,
+}
+
+impl<P> Default for Chunk<P> {
+    fn default() -> Self {
+        Chunk {
+            sync: Vec::new(),
+            payload: Vec::new(),
+            front: 0,
+        }
+    }
+}
+
+impl<P> Chunk<P> {
+    fn len(&self) -> usize {
+        self.sync.len() - self.front
+    }
+}
+
+/// Points go onto the last chunk while it holds fewer than this.
+const CHUNK_POINTS: usize = 4096;
+
 /// What [`Waiting::release`] hands out: a slice of the run, or one out-of-order point.
 enum Released<'a, P> {
     Run(&'a [Time], &'a [P]),
@@ -586,15 +618,17 @@ enum Released<'a, P> {
 
 impl<P> Waiting<P> {
     fn len(&self) -> usize {
-        self.sync.len() + self.late.len() + self.runs.iter().map(Vec::len).sum::<usize>()
+        self.chunks.iter().map(Chunk::len).sum::<usize>()
+            + self.late.len()
+            + self.runs.iter().map(Vec::len).sum::<usize>()
     }
 }
 
 impl<P: Clone> Waiting<P> {
     fn new() -> Self {
         Waiting {
-            sync: VecDeque::new(),
-            payload: VecDeque::new(),
+            chunks: VecDeque::new(),
+            spare: Vec::new(),
             late: Vec::new(),
             late_min: Time::INF,
             runs: VecDeque::new(),
@@ -605,7 +639,11 @@ impl<P: Clone> Waiting<P> {
     /// The last time of the run (`-inf` when it is empty).
     #[inline]
     fn last(&self) -> Time {
-        self.sync.back().copied().unwrap_or(Time::NEG_INF)
+        self.chunks
+            .back()
+            .and_then(|c| c.sync.last())
+            .copied()
+            .unwrap_or(Time::NEG_INF)
     }
 
     /// The earliest time held (`+inf` when empty).
@@ -616,10 +654,9 @@ impl<P: Clone> Waiting<P> {
             .filter_map(|r| r.last().map(|e| e.0))
             .min()
             .unwrap_or(Time::INF);
-        self.sync
+        self.chunks
             .front()
-            .copied()
-            .unwrap_or(Time::INF)
+            .map_or(Time::INF, |c| c.sync[c.front])
             .min(self.late_min)
             .min(runs)
     }
@@ -627,15 +664,31 @@ impl<P: Clone> Waiting<P> {
     /// Adds points sorted by time, at or after [`Waiting::last`].
     #[inline]
     fn push_run(&mut self, sync: &[Time], payloads: &[P]) {
-        self.sync.extend(sync.iter());
-        self.payload.extend(payloads.iter().cloned());
+        let chunk = self.last_chunk();
+        chunk.sync.extend_from_slice(sync);
+        chunk.payload.extend_from_slice(payloads);
+    }
+
+    /// The chunk to append to: the last one, or a new one when it is full (or there is none).
+    fn last_chunk(&mut self) -> &mut Chunk<P> {
+        if self
+            .chunks
+            .back()
+            .is_none_or(|c| c.sync.len() >= CHUNK_POINTS)
+        {
+            let chunk = self.spare.pop().unwrap_or_default();
+            self.chunks.push_back(chunk);
+        }
+        let last = self.chunks.len() - 1;
+        &mut self.chunks[last]
     }
 
     #[inline]
     fn push(&mut self, s: Time, payload: P) {
         if self.last() <= s {
-            self.sync.push_back(s);
-            self.payload.push_back(payload);
+            let chunk = self.last_chunk();
+            chunk.sync.push(s);
+            chunk.payload.push(payload);
         } else {
             self.late_min = self.late_min.min(s);
             self.late.push((s, payload));
@@ -645,25 +698,24 @@ impl<P: Clone> Waiting<P> {
     /// Takes out every point with time `< t`, in no particular order: slices of the run,
     /// then the out-of-order ones one by one.
     fn release(&mut self, t: Time, mut f: impl FnMut(Released<'_, P>)) {
-        let k = self.sync.partition_point(|&s| s < t);
-        if k > 0 {
-            // The prefix in pieces that are contiguous in both columns (each wraps around
-            // its ring buffer at its own place).
-            let (s1, s2) = self.sync.as_slices();
-            let (p1, p2) = self.payload.as_slices();
-            let (a, b) = (s1.len().min(p1.len()), s1.len().max(p1.len()));
-            let mut lo = 0;
-            for hi in [a.min(k), b.min(k), k] {
-                if hi > lo {
-                    f(Released::Run(
-                        contiguous(s1, s2, lo, hi),
-                        contiguous(p1, p2, lo, hi),
-                    ));
-                    lo = hi;
-                }
+        while let Some(chunk) = self.chunks.front_mut() {
+            let k = chunk.front + chunk.sync[chunk.front..].partition_point(|&s| s < t);
+            if k > chunk.front {
+                f(Released::Run(
+                    &chunk.sync[chunk.front..k],
+                    &chunk.payload[chunk.front..k],
+                ));
+                chunk.front = k;
             }
-            self.sync.drain(..k);
-            self.payload.drain(..k);
+            if k < chunk.sync.len() {
+                break;
+            }
+            if let Some(mut emptied) = self.chunks.pop_front() {
+                emptied.sync.clear();
+                emptied.payload.clear();
+                emptied.front = 0;
+                self.spare.push(emptied);
+            }
         }
         if !self.late.is_empty() && self.late_min < t {
             // Sort the new ones into a run (descending: the earliest at the back).
@@ -694,16 +746,6 @@ impl<P: Clone> Waiting<P> {
         if emptied {
             recycle_empty_runs(&mut self.runs, &mut self.pool, MAX_LATE_RUNS);
         }
-    }
-}
-
-/// Items `lo..hi` of a ring buffer given as its two slices, a range that does not cross from
-/// the first slice into the second.
-fn contiguous<'a, T>(first: &'a [T], second: &'a [T], lo: usize, hi: usize) -> &'a [T] {
-    if hi <= first.len() {
-        &first[lo..hi]
-    } else {
-        &second[lo - first.len()..hi - first.len()]
     }
 }
 
@@ -957,27 +999,34 @@ where
 mod tests {
     use super::*;
 
-    /// Waiting points come out with their own payloads, however the time column and a payload
-    /// column of another element size wrap around their ring buffers, and late ones in time
-    /// order.
+    /// Waiting points come out with their own payloads, exactly once, runs and late ones,
+    /// whether they went in one by one or in runs, across many chunks, and released in steps
+    /// that cut chunks anywhere.
     #[test]
-    fn waiting_points_keep_time_and_payload_together_whatever_the_wrap() {
-        // Over 1 KiB: its ring buffer grows from another minimum capacity than the times'.
-        type Big = ([u64; 130], i64);
-        let mut w = Waiting::<Big>::new();
-        let (mut next, mut pushed) = (0i64, 0usize);
+    fn waiting_points_come_out_once_with_their_payloads_across_chunks() {
+        let mut w = Waiting::<(u8, i64)>::new();
+        let (mut next, mut pushed, mut late) = (0i64, 0usize, 0usize);
         let mut released = Vec::new();
-        for round in 0..60i64 {
-            for _ in 0..round % 7 + 1 {
-                w.push(Time::from_ticks(next), ([0; 130], next));
-                next += 1;
-                pushed += 1;
+        for round in 0..400i64 {
+            // Runs of up to 297 points in time order, some of them one by one.
+            let n = round * 37 % 297 + 1;
+            let times: Vec<Time> = (next..next + n).map(Time::from_ticks).collect();
+            let payloads: Vec<(u8, i64)> = (next..next + n).map(|v| (7, v)).collect();
+            if round % 2 == 0 {
+                w.push_run(&times, &payloads);
+            } else {
+                for (t, p) in times.iter().zip(payloads) {
+                    w.push(*t, p);
+                }
             }
+            next += n;
+            pushed += n as usize;
             if round % 4 == 0 && next > 3 {
-                w.push(Time::from_ticks(next - 3), ([0; 130], next - 3)); // out of order
+                w.push(Time::from_ticks(next - 3), (7, next - 3)); // out of order
                 pushed += 1;
+                late += 1;
             }
-            let t = Time::from_ticks(next - round % 3);
+            let t = Time::from_ticks(next - round % 50 * 150);
             w.release(t, |r| match r {
                 Released::Run(ts, ps) => {
                     released.extend(ts.iter().zip(ps).map(|(t, p)| (t.ticks(), p.1)));
@@ -990,8 +1039,29 @@ mod tests {
                 w.min()
             );
         }
-        assert!(released.iter().all(|(t, v)| t == v), "{released:?}");
-        assert_eq!(released.len() + w.len(), pushed);
+        assert!(
+            w.chunks.len() + w.spare.len() >= 2,
+            "the run went through several chunks"
+        );
+        w.release(Time::INF, |r| match r {
+            Released::Run(ts, ps) => {
+                released.extend(ts.iter().zip(ps).map(|(t, p)| (t.ticks(), p.1)));
+            }
+            Released::One(t, p) => released.push((t.ticks(), p.1)),
+        });
+        assert!(
+            released.iter().all(|(t, v)| t == v),
+            "a payload left its time"
+        );
+        assert_eq!((released.len(), w.len()), (pushed, 0));
+        let mut sorted = released.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            sorted.len() + late,
+            pushed,
+            "each point once (the late ones repeat a time)"
+        );
     }
 
     /// Points below the right side's CTI are joined at once: a point with no partner adds
