@@ -61,10 +61,8 @@ pub fn prefetch_run<T>(slice: &[T], from: usize, count: usize) {
     let size = std::mem::size_of::<T>();
     let base = slice.as_ptr().cast::<u8>();
     let start = from.wrapping_mul(size);
-    let mut offset = 0;
-    while offset < count * size {
+    for offset in (0..count.saturating_mul(size)).step_by(LINE) {
         prefetch_byte(base, start.wrapping_add(offset));
-        offset += LINE;
     }
 }
 
