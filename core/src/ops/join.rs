@@ -156,7 +156,7 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
             if entry.next == NONE {
                 self.by_key.remove(&entry.key);
             } else {
-                self.by_key.insert(entry.key.clone(), entry.next);
+                self.by_key.set(&entry.key, entry.next);
             }
             return;
         }

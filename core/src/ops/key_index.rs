@@ -100,6 +100,28 @@ impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
         self.map.insert(key, value)
     }
 
+    /// Sets the value of a key the index holds (`value` must not be [`ABSENT`]), without
+    /// taking a copy of the key; returns false, changing nothing, if it does not hold it.
+    pub(crate) fn set(&mut self, key: &K, value: usize) -> bool {
+        debug_assert_ne!(value, ABSENT, "ABSENT marks an empty slot");
+        if let Some(i) = as_index(key) {
+            if let Some(slot) = self.dense.get_mut(i) {
+                if *slot == ABSENT {
+                    return false;
+                }
+                *slot = value;
+                return true;
+            }
+        }
+        match self.map.get_mut(key) {
+            Some(v) => {
+                *v = value;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Removes the key; returns its value.
     pub(crate) fn remove(&mut self, key: &K) -> Option<usize> {
         if let Some(i) = as_index(key) {
@@ -149,6 +171,7 @@ mod tests {
     #[derive(Clone, Debug)]
     enum Op {
         Insert(i64, usize),
+        Set(i64, usize),
         Remove(i64),
     }
 
@@ -165,6 +188,7 @@ mod tests {
         proptest::collection::vec(
             prop_oneof![
                 3 => (key(), 0usize..1_000_000).prop_map(|(k, v)| Op::Insert(k, v)),
+                1 => (key(), 0usize..1_000_000).prop_map(|(k, v)| Op::Set(k, v)),
                 1 => key().prop_map(Op::Remove),
             ],
             0..500,
@@ -183,12 +207,16 @@ mod tests {
                 Op::Insert(k, v) => {
                     assert_eq!(index.insert(key(k), v), model.insert(k, v), "insert {k}");
                 }
+                Op::Set(k, v) => {
+                    let held = model.get_mut(&k).map(|m| *m = v).is_some();
+                    assert_eq!(index.set(&key(k), v), held, "set {k}");
+                }
                 Op::Remove(k) => assert_eq!(index.remove(&key(k)), model.remove(&k), "remove {k}"),
             }
             assert_eq!(index.len(), model.len());
         }
         for op in ops {
-            let (Op::Insert(k, _) | Op::Remove(k)) = *op;
+            let (Op::Insert(k, _) | Op::Set(k, _) | Op::Remove(k)) = *op;
             let expected = model.get(&k).copied().unwrap_or(ABSENT);
             assert_eq!(index.get(&key(k)), expected, "get {k}");
         }
