@@ -1,21 +1,19 @@
 //! Concept: unordered streams. A windowed aggregate needs its members complete when a CTI closes
-//! a window, not sorted; an input made with `create_unordered_stream` hands its events over as
-//! they arrive instead of holding them sorted until their CTI. The same readings, arriving out
-//! of order, through an ordered and an unordered input: the same per-key counts and sums;
+//! a window, not sorted; an input created with `InputOptions::unordered()` hands its events over
+//! as they arrive instead of holding them sorted until their CTI. The same readings, arriving
+//! out of order, through an ordered and an unordered input: the same per-key counts and sums;
 //! through `filter(..).ordered()`, the same filtered stream item for item; and joined with a
-//! reference stream of names (`join_on`, taken unordered by `bind_unordered_output`), the same
+//! reference stream of names (`join_on`, its results bound as they are, unordered), the same
 //! results, each emitted once final instead of sorted.
 //!
 //! Run: `cargo run --example unordered`
 
 use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::core::Order;
 use punctual::prelude::*;
 
 /// (key, value)
 type Reading = (char, i64);
-
-/// Tumbling windows over readings, waiting for an aggregate.
-type Windowed = punctual::core::ops::Windowed<Reading, punctual::core::ops::Ungrouped>;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -43,17 +41,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &MemoryInput,
         &readings,
     )?;
-    let unordered = query.create_unordered_stream(
-        InputOptions::new("unordered", EventShape::Point).settings(settings()),
+    let unordered = query.create_stream(
+        InputOptions::new("unordered", EventShape::Point)
+            .settings(settings())
+            .unordered(),
         &MemoryInput,
         &readings,
     )?;
-    let per_key = |w: Windowed| {
-        w.group_by(|r: &Reading| r.0)
+    fn per_key<O: Order>(readings: &Stream<Reading, O>) -> Stream<(char, (u64, f64))> {
+        readings
+            .tumbling_window(TimeSpan::from_ticks(10))
+            .group_by(|r: &Reading| r.0)
             .aggregate((Count, Sum::of(|r: &Reading| r.1 as f64)))
-    };
-    let sums_ordered = per_key(ordered.tumbling_window(TimeSpan::from_ticks(10)));
-    let sums_unordered = per_key(unordered.tumbling_window(TimeSpan::from_ticks(10)));
+    }
+    let sums_ordered = per_key(&ordered);
+    let sums_unordered = per_key(&unordered);
     let big_ordered = ordered.filter(|r| r.1 >= 40);
     let big_unordered = unordered.filter(|r| r.1 >= 40).ordered();
     // A reference stream: each key's name.
@@ -80,7 +82,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let joined: [CollectOutput<(&'static str, i64)>; 2] =
         [CollectOutput::new(), CollectOutput::new()];
     query.bind_output(&named_ordered, &joined[0], &())?;
-    query.bind_unordered_output(&named_unordered, &joined[1], &())?;
+    query.bind_output(&named_unordered, &joined[1], &())?;
     let report = query.start()?.wait().await?;
 
     // Window results per CTI segment, sorted (the order within a segment is free).

@@ -195,12 +195,12 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     let run = async {
         let mut query = Query::new("pipe");
         let stream = match &p.csv_time {
-            Some(col) => query.create_stream::<_, Row, _>(
+            Some(col) => query.create_stream::<_, Row, _, _>(
                 options,
                 &CsvInput,
                 &CsvInputConfig::new(&input, col.clone()),
             )?,
-            None => query.create_stream::<_, Row, _>(
+            None => query.create_stream::<_, Row, _, _>(
                 options,
                 &JsonLinesInput,
                 &JsonLinesInputConfig::new(&input)

@@ -9,6 +9,8 @@
 //! This crate re-exports the workspace's crates and offers a [`prelude`]:
 //! - [`core`]: time, events, stream items, batches, rows;
 //! - [`policies`]: advance-time settings, policies, the ingress state machine;
+//! - [`engine`]: the query driver every runtime drives (a plan of inputs, operators and
+//!   outputs, run synchronously);
 //! - [`adapters`]: async adapter traits and factories, query binding, built-in adapters;
 //! - [`conformance`]: the runner for the data-driven conformance cases (also `punctual check`);
 //! - [`testing`]: a harness for testing queries (scripted source, manual clock, segment
@@ -19,6 +21,7 @@
 
 pub use punctual_adapters as adapters;
 pub use punctual_core as core;
+pub use punctual_engine as engine;
 pub use punctual_policies as policies;
 
 pub mod cli;
@@ -29,11 +32,11 @@ pub mod timeline;
 /// The names most programs need.
 pub mod prelude {
     pub use punctual_core::ops::{
-        Aggregate, Avg, Count, Max, Min, Payload, Stream, Sum, TopK, Unordered, WindowOutput,
+        Aggregate, Avg, Count, Max, Min, Payload, Stream, Sum, TopK, WindowOutput,
     };
     pub use punctual_core::{
-        Batch, Event, EventKind, EventShape, Lifetime, Row, StreamItem, Time, TimeSpan, Value,
-        TICKS_PER_SECOND,
+        Batch, Event, EventKind, EventShape, Lifetime, Ordered, Row, StreamItem, Time, TimeSpan,
+        Unordered, Value, TICKS_PER_SECOND,
     };
     pub use punctual_policies::{
         AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 
 use punctual::core::ops::{Count, QueryGraph, Stream, Sum, WindowOutput};
-use punctual::core::{Batch, EventKind, StreamItem, Time, TimeSpan};
+use punctual::core::{Batch, EventKind, Ordered, StreamItem, Time, TimeSpan};
 use punctual::policies::{Ingress, IngressConfig, IngressOutput};
 
 /// A payload: a unique id, a group key and a value.
@@ -127,7 +127,10 @@ fn run<O: punctual::core::ops::Payload>(
     build: impl FnOnce(&[Stream<Pl>]) -> Stream<O>,
 ) -> Vec<StreamItem<O>> {
     let graph = QueryGraph::new();
-    let sources: Vec<Stream<Pl>> = inputs.iter().map(|_| graph.source::<Pl>()).collect();
+    let sources: Vec<Stream<Pl>> = inputs
+        .iter()
+        .map(|_| graph.source::<Pl, Ordered>())
+        .collect();
     let output = build(&sources);
     graph.keep_output(&output);
     let mut ingresses: Vec<Ingress<Pl>> = inputs

@@ -3,7 +3,7 @@
 //! the number of keys, not by the length of the stream.
 
 use punctual::core::ops::{Count, QueryGraph};
-use punctual::core::{Batch, Time, TimeSpan};
+use punctual::core::{Batch, Ordered, Time, TimeSpan, Unordered};
 
 const EVENTS: i64 = 2_000_000;
 const KEYS: i64 = 100;
@@ -14,8 +14,8 @@ const VERSION_EVERY: i64 = 100_000;
 fn join_and_window_state_stays_bounded_over_millions_of_events() {
     let t = Time::from_ticks;
     let graph = QueryGraph::new();
-    let fast = graph.source::<(i64, i64)>(); // (key, value), a point per tick
-    let reference = graph.source::<(i64, i64)>(); // (key, version), edges
+    let fast = graph.source::<(i64, i64), Ordered>(); // (key, value), a point per tick
+    let reference = graph.source::<(i64, i64), Ordered>(); // (key, version), edges
     let counts = fast
         .join_on(&reference, |r| r.0, |c| c.0, |r, c| (r.0, r.1 * c.1))
         .hopping_window(TimeSpan::from_ticks(10_000), TimeSpan::from_ticks(5_000))
@@ -75,10 +75,10 @@ fn join_and_window_state_stays_bounded_over_millions_of_events() {
 fn unordered_join_state_stays_bounded_over_millions_of_events() {
     let t = Time::from_ticks;
     let graph = QueryGraph::new();
-    let fast = graph.unordered_source::<(i64, i64)>(); // (key, value), a point per tick
-    let reference = graph.source::<(i64, i64)>(); // (key, version), edges
+    let fast = graph.source::<(i64, i64), Unordered>(); // (key, value), a point per tick
+    let reference = graph.source::<(i64, i64), Ordered>(); // (key, version), edges
     let joined = fast.join_on(&reference, |r| r.0, |c| c.0, |r, c| (r.0, r.1 * c.1));
-    graph.keep_unordered_output(&joined);
+    graph.keep_output(&joined);
 
     let (mut f, mut r, mut out) = (Batch::new(), Batch::new(), Batch::new());
     let (mut results, mut max_state) = (0usize, 0usize);
@@ -100,22 +100,22 @@ fn unordered_join_state_stays_bounded_over_millions_of_events() {
         // This chunk's points arrive (in reverse, to exercise the out-of-order hold) while
         // the CTI is one chunk behind: they wait for the next CTIs.
         for i in (base..base + CTI_EVERY).rev() {
-            f.push_on_arrival(t(i), t(i + 1), (i % KEYS, i));
+            f.push_event(t(i), t(i + 1), (i % KEYS, i));
         }
-        f.push_cti_on_arrival(t(base));
+        f.push_cti(t(base));
         graph.feed(&reference, &mut r);
-        graph.feed_unordered(&fast, &mut f);
-        graph.take_unordered_output(&joined, &mut out);
+        graph.feed(&fast, &mut f);
+        graph.take_output(&joined, &mut out);
         results += out.len();
         out.clear();
         let state: usize = graph.state_sizes().iter().map(|s| s.2).sum();
         max_state = max_state.max(state);
     }
-    f.push_cti_on_arrival(Time::INF);
+    f.push_cti(Time::INF);
     r.push_cti(Time::INF);
     graph.feed(&reference, &mut r);
-    graph.feed_unordered(&fast, &mut f);
-    graph.take_unordered_output(&joined, &mut out);
+    graph.feed(&fast, &mut f);
+    graph.take_output(&joined, &mut out);
     results += out.len();
     assert_eq!(results, EVENTS as usize, "each point meets one version");
     assert_eq!(out.last_cti(), Some(Time::INF));

@@ -1,15 +1,15 @@
-//! Unordered sources (`QueryGraph::unordered_source`, `IngressConfig::on_arrival`): windowed
-//! aggregates over events released on arrival give the ordered path's results, segment by
-//! segment, and filter, map and `ordered()` give exactly the ordered path's stream, on random
-//! inputs in random arrival order with generated CTIs and either policy.
+//! Unordered inputs (`InputOptions::unordered`): windowed aggregates over events released on
+//! arrival give the ordered path's results, segment by segment; filter, map and `ordered()`
+//! give exactly the ordered path's stream; the join of an unordered stream gives the ordered
+//! join's segments. Random inputs in random arrival order, with generated CTIs and either
+//! policy, all through the query driver.
 
 use proptest::prelude::*;
 
-use punctual::core::ops::{Count, QueryGraph, Stream, Sum, WindowOutput};
-use punctual::core::{Batch, StreamItem, Time, TimeSpan};
-use punctual::policies::{
-    AdvanceTimeGenerationSettings, AdvanceTimePolicy, Ingress, IngressConfig, IngressOutput,
-};
+use punctual::core::ops::{Count, Payload, Stream, Sum, WindowOutput};
+use punctual::core::{Batch, EventShape, Order, StreamItem, Time, TimeSpan};
+use punctual::engine::{InputOptions, Plan};
+use punctual::policies::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
 
 /// (start, length: 0 for a point, key, value)
 type In = (i64, i64, u8, i64);
@@ -19,9 +19,6 @@ type Res = (u8, (u64, f64));
 
 /// (result sync, other, payload) of one output segment, sorted, and the CTI closing it.
 type Segment = (Vec<(Time, Time, Res)>, Option<Time>);
-
-/// Feeds a batch into the query's source.
-type Feed = Box<dyn Fn(&mut Batch<(u8, i64)>)>;
 
 fn segments(out: &Batch<Res>) -> Vec<Segment> {
     out.segments()
@@ -35,25 +32,19 @@ fn segments(out: &Batch<Res>) -> Vec<Segment> {
         .collect()
 }
 
-/// An ingress with CTIs every `every` events, `delay` behind, a final CTI.
-fn ingress(
-    every: u64,
-    delay: i64,
-    policy: AdvanceTimePolicy,
-    on_arrival: bool,
-) -> Ingress<(u8, i64)> {
-    Ingress::new(IngressConfig {
-        generation: Some(
-            AdvanceTimeGenerationSettings::every_events(every)
-                .delay(TimeSpan::from_ticks(delay))
-                .final_cti(true)
-                .build()
-                .expect("valid settings"),
-        ),
-        policy: Some(policy),
-        on_arrival,
-        ..IngressConfig::default()
-    })
+/// An ordered input named `name`: CTIs every `every` events, `delay` behind, a final CTI.
+fn input(name: &str, every: u64, delay: i64, policy: AdvanceTimePolicy) -> InputOptions {
+    let generation = AdvanceTimeGenerationSettings::every_events(every)
+        .delay(TimeSpan::from_ticks(delay))
+        .final_cti(true)
+        .build()
+        .expect("valid settings");
+    let settings = AdvanceTimeSettings::builder()
+        .generation(generation)
+        .policy(policy)
+        .build()
+        .expect("valid settings");
+    InputOptions::new(name, EventShape::Interval).settings(settings)
 }
 
 fn item((s, len, key, v): In) -> StreamItem<(u8, i64)> {
@@ -64,83 +55,39 @@ fn item((s, len, key, v): In) -> StreamItem<(u8, i64)> {
     }
 }
 
-/// Enqueues `events` one by one (then finishes the input), feeding what the ingress releases
-/// to the query; returns everything `results` produced.
-fn drive<O: punctual::core::ops::Payload>(
+/// Runs `events` one by one through an input with these options and the query `query` builds
+/// on it, then the end of the input; returns everything the query produced and how many
+/// events the input dropped.
+fn run_query<I: Order, R: Payload, RO: Order>(
     events: &[In],
-    ingress: &mut Ingress<(u8, i64)>,
-    graph: &QueryGraph,
-    results: &Stream<O>,
-    feed: Feed,
-) -> Batch<O> {
-    graph.keep_output(results);
-    let mut out = IngressOutput::new();
+    options: InputOptions<I>,
+    query: impl FnOnce(&Stream<(u8, i64), I>) -> Stream<R, RO>,
+) -> (Batch<R>, u64) {
+    let mut plan = Plan::new("test");
+    let (input, stream) = plan.input(options).expect("a valid input");
+    let results = plan.output(&query(&stream)).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
     let mut all = Batch::new();
     for &e in events {
-        let _ = ingress.enqueue(item(e), &mut out);
-        feed(&mut out.batch);
-        graph.take_output(results, &mut all);
+        let _ = driver.enqueue(input, item(e));
+        driver.take_output(&results, &mut all);
     }
-    ingress.finish(&mut out);
-    feed(&mut out.batch);
-    graph.take_output(results, &mut all);
-    all
+    driver.finish(input.index());
+    driver.take_output(&results, &mut all);
+    (
+        all,
+        driver.counters(input.index()).unwrap_or_default().dropped,
+    )
 }
 
-/// `filter` and `map` on a stream, ordered or unordered (then made ordinary by `ordered()`):
-/// every item of the result, in order.
-fn run_select(
-    events: &[In],
-    every: u64,
-    delay: i64,
-    policy: AdvanceTimePolicy,
-    on_arrival: bool,
-) -> Vec<StreamItem<i64>> {
-    let mut ingress = ingress(every, delay, policy, on_arrival);
-    let graph = QueryGraph::new();
-    let keep = |p: &(u8, i64)| p.0 != 1;
-    let project = |p: &(u8, i64)| p.1 * 10 + i64::from(p.0);
-    let (results, feed): (Stream<i64>, Feed) = if on_arrival {
-        let source = graph.unordered_source::<(u8, i64)>();
-        let r = source.filter(keep).map(project).ordered();
-        let g = graph.clone();
-        (r, Box::new(move |b| g.feed_unordered(&source, b)))
-    } else {
-        let source = graph.source::<(u8, i64)>();
-        let r = source.filter(keep).map(project);
-        let g = graph.clone();
-        (r, Box::new(move |b| g.feed(&source, b)))
-    };
-    let all = drive(events, &mut ingress, &graph, &results, feed);
-    all.items().map(|i| i.map(|p| *p)).collect()
+/// `filter` and `map` on a stream: what the query keeps and computes.
+fn select<O: Order>(s: &Stream<(u8, i64), O>) -> Stream<i64, O> {
+    s.filter(|p: &(u8, i64)| p.0 != 1)
+        .map(|p: &(u8, i64)| p.1 * 10 + i64::from(p.0))
 }
 
-/// `filter` and `map` on an unordered source, kept unordered (`keep_unordered_output`): the
-/// output as released.
-fn run_select_unordered(
-    events: &[In],
-    every: u64,
-    delay: i64,
-    policy: AdvanceTimePolicy,
-) -> Batch<i64> {
-    let mut ingress = ingress(every, delay, policy, true);
-    let graph = QueryGraph::new();
-    let source = graph.unordered_source::<(u8, i64)>();
-    let results = source
-        .filter(|p: &(u8, i64)| p.0 != 1)
-        .map(|p: &(u8, i64)| p.1 * 10 + i64::from(p.0));
-    graph.keep_unordered_output(&results);
-    let mut out = IngressOutput::new();
-    let mut all = Batch::new();
-    for &e in events {
-        let _ = ingress.enqueue(item(e), &mut out);
-        graph.feed_unordered(&source, &mut out.batch);
-        graph.take_unordered_output(&results, &mut all);
-    }
-    ingress.finish(&mut out);
-    graph.feed_unordered(&source, &mut out.batch);
-    graph.take_unordered_output(&results, &mut all);
-    all
+fn items(b: &Batch<i64>) -> Vec<StreamItem<i64>> {
+    b.items().map(|i| i.map(|p| *p)).collect()
 }
 
 /// (sync, other, payload) of events.
@@ -187,122 +134,64 @@ fn normalize_ordered<T: Ord + Clone>(out: &Batch<T>) -> Vec<Events<T>> {
 }
 
 /// The join (on the key, or a cross join) of `left` (ordered, or unordered with an unordered
-/// output) with `right`, each through its ingress, the arrivals interleaved by `schedule`
-/// (true: the next left item).
-fn run_join(
-    left: &[In],
-    right: &[In],
-    schedule: &[bool],
+/// output) with `right`, through the driver, the arrivals interleaved by `schedule` (true: the
+/// next left item).
+fn run_join<O: Order>(
+    (left, right, schedule): (&[In], &[In], &[bool]),
+    left_options: InputOptions<O>,
     (every, delay): (u64, i64),
     keyed: bool,
-    on_arrival: bool,
 ) -> Batch<(i64, i64)> {
-    let mut li = ingress(every, delay, AdvanceTimePolicy::Drop, on_arrival);
-    let mut ri = ingress(every + 2, delay + 3, AdvanceTimePolicy::Adjust, false);
-    let graph = QueryGraph::new();
-    let reference = graph.source::<(u8, i64)>();
+    let mut plan = Plan::new("join");
+    let (li, fast) = plan.input::<(u8, i64), O>(left_options).expect("an input");
+    let right_options = input("right", every + 2, delay + 3, AdvanceTimePolicy::Adjust);
+    let (ri, reference) = plan.input::<(u8, i64), _>(right_options).expect("an input");
     let combine = |l: &(u8, i64), r: &(u8, i64)| (l.1, r.1);
-    let (unordered, ordered) = if on_arrival {
-        let fast = graph.unordered_source::<(u8, i64)>();
-        let out = if keyed {
-            fast.join_on(&reference, |l| l.0, |r| r.0, combine)
-        } else {
-            fast.join(&reference, combine)
-        };
-        graph.keep_unordered_output(&out);
-        (Some((fast, out)), None)
+    let joined = if keyed {
+        fast.join_on(&reference, |l| l.0, |r| r.0, combine)
     } else {
-        let fast = graph.source::<(u8, i64)>();
-        let out = if keyed {
-            fast.join_on(&reference, |l| l.0, |r| r.0, combine)
-        } else {
-            fast.join(&reference, combine)
-        };
-        graph.keep_output(&out);
-        (None, Some((fast, out)))
+        fast.join(&reference, combine)
     };
+    let out = plan.output(&joined).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
     let mut all = Batch::new();
-    let mut out = IngressOutput::new();
-    let feed_left = |b: &mut Batch<(u8, i64)>, all: &mut Batch<(i64, i64)>| {
-        if let Some((fast, o)) = &unordered {
-            graph.feed_unordered(fast, b);
-            graph.take_unordered_output(o, all);
-        } else if let Some((fast, o)) = &ordered {
-            graph.feed(fast, b);
-            graph.take_output(o, all);
-        }
-    };
-    let feed_right = |b: &mut Batch<(u8, i64)>, all: &mut Batch<(i64, i64)>| {
-        graph.feed(&reference, b);
-        if let Some((_, o)) = &unordered {
-            graph.take_unordered_output(o, all);
-        } else if let Some((_, o)) = &ordered {
-            graph.take_output(o, all);
-        }
-    };
     let (mut l, mut r) = (left.iter(), right.iter());
     for &take_left in schedule {
         if take_left {
             if let Some(&e) = l.next() {
-                let _ = li.enqueue(item(e), &mut out);
-                feed_left(&mut out.batch, &mut all);
+                let _ = driver.enqueue(li, item(e));
             }
         } else if let Some(&e) = r.next() {
-            let _ = ri.enqueue(item(e), &mut out);
-            feed_right(&mut out.batch, &mut all);
+            let _ = driver.enqueue(ri, item(e));
         }
+        driver.take_output(&out, &mut all);
     }
     for &e in l {
-        let _ = li.enqueue(item(e), &mut out);
-        feed_left(&mut out.batch, &mut all);
+        let _ = driver.enqueue(li, item(e));
     }
     for &e in r {
-        let _ = ri.enqueue(item(e), &mut out);
-        feed_right(&mut out.batch, &mut all);
+        let _ = driver.enqueue(ri, item(e));
     }
-    li.finish(&mut out);
-    feed_left(&mut out.batch, &mut all);
-    ri.finish(&mut out);
-    feed_right(&mut out.batch, &mut all);
+    driver.finish(li.index());
+    driver.finish(ri.index());
+    driver.take_output(&out, &mut all);
     all
 }
 
-/// Runs `events` (in arrival order) through an ingress and a grouped window over `size`/`hop`,
-/// released in order or on arrival, and returns the window's output.
-fn run(
+/// Runs `events` (in arrival order) through an input and a grouped window over `size`/`hop`,
+/// and returns the window's output and how many events the input dropped.
+fn run_window<O: Order>(
     events: &[In],
-    every: u64,
-    delay: i64,
-    policy: AdvanceTimePolicy,
+    options: InputOptions<O>,
     (size, hop): (i64, i64),
     output: WindowOutput,
-    on_arrival: bool,
 ) -> (Batch<Res>, u64) {
-    let mut ingress = ingress(every, delay, policy, on_arrival);
-    let graph = QueryGraph::new();
-    let window = |s: &Stream<(u8, i64)>| {
+    run_query(events, options, |s| {
         s.hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
-    };
-    let (results, feed): (Stream<Res>, Feed) = if on_arrival {
-        let source = graph.unordered_source::<(u8, i64)>();
-        let r = source
-            .hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
             .output(output)
             .group_by(|p: &(u8, i64)| p.0)
-            .aggregate((Count, Sum::of(|p: &(u8, i64)| p.1 as f64)));
-        let g = graph.clone();
-        (r, Box::new(move |b| g.feed_unordered(&source, b)))
-    } else {
-        let source = graph.source::<(u8, i64)>();
-        let r = window(&source)
-            .output(output)
-            .group_by(|p: &(u8, i64)| p.0)
-            .aggregate((Count, Sum::of(|p: &(u8, i64)| p.1 as f64)));
-        let g = graph.clone();
-        (r, Box::new(move |b| g.feed(&source, b)))
-    };
-    let all = drive(events, &mut ingress, &graph, &results, feed);
-    (all, ingress.counters().dropped)
+            .aggregate((Count, Sum::of(|p: &(u8, i64)| p.1 as f64)))
+    })
 }
 
 /// Up to 150 points and intervals (starts 0..200, lengths up to 30, 4 keys), in arrival order.
@@ -330,8 +219,9 @@ proptest! {
     ) {
         let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
         let output = if as_window { WindowOutput::Window } else { WindowOutput::PointAtEnd };
-        let (ordered, dropped_o) = run(&events, every, delay, policy, (size, hop), output, false);
-        let (unordered, dropped_u) = run(&events, every, delay, policy, (size, hop), output, true);
+        let options = input("in", every, delay, policy);
+        let (ordered, dropped_o) = run_window(&events, options.clone(), (size, hop), output);
+        let (unordered, dropped_u) = run_window(&events, options.unordered(), (size, hop), output);
         prop_assert_eq!(dropped_o, dropped_u);
         prop_assert_eq!(segments(&ordered), segments(&unordered));
         prop_assert_eq!(ordered.last_cti(), Some(Time::INF));
@@ -345,10 +235,11 @@ proptest! {
         adjust in proptest::bool::ANY,
     ) {
         let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
-        let ordered = run_select(&events, every, delay, policy, false);
-        let unordered = run_select(&events, every, delay, policy, true);
-        prop_assert_eq!(ordered.last(), Some(&StreamItem::Cti(Time::INF)));
-        prop_assert_eq!(ordered, unordered);
+        let options = input("in", every, delay, policy);
+        let (ordered, _) = run_query(&events, options.clone(), select);
+        let (unordered, _) = run_query(&events, options.unordered(), |s| select(s).ordered());
+        prop_assert_eq!(ordered.last_cti(), Some(Time::INF));
+        prop_assert_eq!(items(&ordered), items(&unordered));
     }
 
     #[test]
@@ -360,8 +251,10 @@ proptest! {
         delay in -1i64..40,
         keyed in proptest::bool::ANY,
     ) {
-        let ordered = run_join(&left, &right, &schedule, (every, delay), keyed, false);
-        let unordered = run_join(&left, &right, &schedule, (every, delay), keyed, true);
+        let arrivals = (&left[..], &right[..], &schedule[..]);
+        let options = input("left", every, delay, AdvanceTimePolicy::Drop);
+        let ordered = run_join(arrivals, options.clone(), (every, delay), keyed);
+        let unordered = run_join(arrivals, options.unordered(), (every, delay), keyed);
         let times = |b: &Batch<(i64, i64)>| b.ctis().iter().map(|m| m.time).collect::<Vec<_>>();
         prop_assert_eq!(times(&ordered), times(&unordered));
         prop_assert_eq!(ordered.last_cti(), Some(Time::INF));
@@ -376,15 +269,9 @@ proptest! {
         adjust in proptest::bool::ANY,
     ) {
         let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
-        let mut ingress = ingress(every, delay, policy, false);
-        let graph = QueryGraph::new();
-        let source = graph.source::<(u8, i64)>();
-        let results = source
-            .filter(|p: &(u8, i64)| p.0 != 1)
-            .map(|p: &(u8, i64)| p.1 * 10 + i64::from(p.0));
-        let g = graph.clone();
-        let ordered = drive(&events, &mut ingress, &graph, &results, Box::new(move |b| g.feed(&source, b)));
-        let unordered = run_select_unordered(&events, every, delay, policy);
+        let options = input("in", every, delay, policy);
+        let (ordered, _) = run_query(&events, options.clone(), select);
+        let (unordered, _) = run_query(&events, options.unordered(), select);
         let times = |b: &Batch<i64>| b.ctis().iter().map(|m| m.time).collect::<Vec<_>>();
         prop_assert_eq!(times(&ordered), times(&unordered));
         prop_assert_eq!(ordered.last_cti(), Some(Time::INF));

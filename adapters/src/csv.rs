@@ -16,7 +16,7 @@
 //! use punctual_core::{EventShape, Row};
 //! # async fn demo() -> Result<(), punctual_adapters::QueryError> {
 //! let mut query = Query::new("csv");
-//! let readings = query.create_stream::<_, Row, _>(
+//! let readings = query.create_stream::<_, Row, _, _>(
 //!     InputOptions::new("readings", EventShape::Point),
 //!     &CsvInput,
 //!     &CsvInputConfig::new("readings.csv", "time"),

@@ -21,7 +21,7 @@
 //! use punctual_policies::AdvanceTimeSettings;
 //! # async fn demo() -> Result<(), punctual_adapters::QueryError> {
 //! let mut query = Query::new("copy");
-//! let input = query.create_stream::<_, Row, _>(
+//! let input = query.create_stream::<_, Row, _, _>(
 //!     InputOptions::new("in", EventShape::Point).settings(AdvanceTimeSettings::increasing_start_time()),
 //!     &JsonLinesInput,
 //!     &JsonLinesInputConfig::new("readings.jsonl"),

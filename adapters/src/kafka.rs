@@ -17,7 +17,7 @@
 //! use punctual_policies::Watermark;
 //! # fn demo() -> Result<(), punctual_adapters::QueryError> {
 //! let mut query = Query::new("kafka");
-//! let s = query.create_stream::<_, Row, _>(
+//! let s = query.create_stream::<_, Row, _, _>(
 //!     InputOptions::new("clicks", EventShape::Point)
 //!         .watermark(Watermark::<Row>::partitioned(8, TimeSpan::from_secs(2)).idle_timeout(TimeSpan::from_secs(30))),
 //!     &KafkaInput,

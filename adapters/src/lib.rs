@@ -33,7 +33,7 @@ pub use adapter::{
     OutputAdapterFactory, Payload,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use context::{DeadLetterCollector, DeadLetterSink, EnqueueSummary, InputContext};
+pub use context::InputContext;
 pub use csv::{CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig};
 pub use error::{AdapterError, EnqueueError, QueryError};
 pub use jsonl::{
@@ -42,12 +42,14 @@ pub use jsonl::{
 #[cfg(feature = "kafka")]
 pub use kafka::{KafkaConfig, KafkaInput, KafkaOutput};
 pub use memory::{
-    channel_input, stream_output, ChannelInput, CollectOutput, IterInput, MemoryInput, StreamInput,
-    StreamOutput,
+    channel_input, stream_output, ChannelInput, CollectOutput, IterInput, MemoryInput,
+    RecordsInput, StreamInput, StreamOutput,
 };
 #[cfg(feature = "mqtt")]
 pub use mqtt::{MqttConfig, MqttInput, MqttOutput};
 pub use punctual_core::ops::Stream;
-pub use query::{InputOptions, Monitor, Query, QueryReport, RunningQuery, StopHandle};
+pub use punctual_engine::{DeadLetterCollector, DeadLetterSink, InputOptions};
+pub use punctual_policies::EnqueueSummary;
+pub use query::{Monitor, Query, QueryReport, RunningQuery, StopHandle};
 pub use replay::ReplayOptions;
 pub use tcp::{TcpClientConfig, TcpClientInput, TcpOutput, TcpOutputConfig, TcpServerInput};

@@ -4,6 +4,7 @@
 //! | adapter | factory | config |
 //! |---|---|---|
 //! | items from a vector (cloned per query) | [`MemoryInput`] | `Vec<StreamItem<P>>` |
+//! | decoded records in memory, as points, in blocks | [`RecordsInput`] | `()` |
 //! | items from an iterator (used once) | [`IterInput`] | `()` |
 //! | items from a `futures::Stream` (used once) | [`StreamInput`] | `()` |
 //! | items sent on a channel by the application | [`ChannelInput`] from [`channel_input`] | `()` |
@@ -78,6 +79,114 @@ impl<P: Payload> InputAdapterFactory<Vec<StreamItem<P>>, P> for MemoryInput {
         _shape: EventShape,
     ) -> Result<Self::Adapter, AdapterError> {
         Ok(IterAdapter::new(items.clone().into_iter()))
+    }
+}
+
+/// Factory for decoded records held in memory (a slice of structs, shared), replayed as point
+/// events in blocks through [`InputContext::enqueue_point_records`]: each record's start time
+/// and payload are read by the functions given, straight into the stream's ingress, without
+/// building items or columns first. The fastest way to feed a stream from memory; the records
+/// are shared, not copied, by every adapter the factory makes.
+///
+/// ```
+/// use punctual_adapters::{CollectOutput, InputOptions, Query, RecordsInput};
+/// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+/// use punctual_policies::AdvanceTimeSettings;
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// // (milliseconds, reading): decoded records.
+/// let records = vec![(1_i64, 20.5_f64), (2, 21.0), (3, 21.5)];
+/// let ms = |r: &(i64, f64)| Time::EPOCH + TimeSpan::from_millis(r.0);
+/// let replay = RecordsInput::new(records, ms, |r: &(i64, f64)| r.1);
+/// let mut query = Query::new("replay");
+/// let options = InputOptions::new("readings", EventShape::Point)
+///     .settings(AdvanceTimeSettings::increasing_start_time());
+/// let readings = query.create_stream(options, &replay.block(2), &())?;
+/// let out = CollectOutput::new();
+/// query.bind_output(&readings, &out, &())?;
+/// query.start()?.wait().await?;
+/// // A CTI after each reading releases the one before it.
+/// assert_eq!(out.items()[1], StreamItem::point(Time::EPOCH + TimeSpan::from_millis(1), 20.5));
+/// # Ok::<(), punctual_adapters::QueryError>(())
+/// # }).unwrap();
+/// ```
+pub struct RecordsInput<R, T, F> {
+    records: Arc<[R]>,
+    time: T,
+    payload: F,
+    block: usize,
+}
+
+impl<R, T, F> std::fmt::Debug for RecordsInput<R, T, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecordsInput")
+            .field("records", &self.records.len())
+            .field("block", &self.block)
+            .finish()
+    }
+}
+
+impl<R, T, F> RecordsInput<R, T, F> {
+    /// Replays `records` (in arrival order) with `time` and `payload` reading each record's
+    /// start time and payload, [`BATCH`] records per call.
+    pub fn new(records: impl Into<Arc<[R]>>, time: T, payload: F) -> Self {
+        RecordsInput {
+            records: records.into(),
+            time,
+            payload,
+            block: BATCH,
+        }
+    }
+
+    /// How many records each call enqueues (at least one).
+    pub fn block(mut self, records: usize) -> Self {
+        self.block = records.max(1);
+        self
+    }
+}
+
+impl<R, T, F> DeclareAdvanceTimeProperties<()> for RecordsInput<R, T, F> {}
+
+impl<R, P, T, F> InputAdapterFactory<(), P> for RecordsInput<R, T, F>
+where
+    R: Send + Sync + 'static,
+    P: Payload,
+    T: Fn(&R) -> punctual_core::Time + Clone + Send + Sync + 'static,
+    F: Fn(&R) -> P + Clone + Send + Sync + 'static,
+{
+    type Adapter = RecordsAdapter<R, T, F>;
+
+    fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        Ok(RecordsAdapter {
+            records: Arc::clone(&self.records),
+            time: self.time.clone(),
+            payload: self.payload.clone(),
+            block: self.block,
+        })
+    }
+}
+
+/// The adapter a [`RecordsInput`] makes.
+pub struct RecordsAdapter<R, T, F> {
+    records: Arc<[R]>,
+    time: T,
+    payload: F,
+    block: usize,
+}
+
+#[async_trait]
+impl<R, P, T, F> InputAdapter<P> for RecordsAdapter<R, T, F>
+where
+    R: Send + Sync + 'static,
+    P: Payload,
+    T: Fn(&R) -> punctual_core::Time + Send + Sync + 'static,
+    F: Fn(&R) -> P + Send + Sync + 'static,
+{
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        for block in self.records.chunks(self.block) {
+            ctx.enqueue_point_records(block, &self.time, &self.payload)
+                .await?;
+        }
+        Ok(())
     }
 }
 

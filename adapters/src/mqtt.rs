@@ -11,7 +11,7 @@
 //! use punctual_core::{EventShape, Row};
 //! # fn demo() -> Result<(), punctual_adapters::QueryError> {
 //! let mut query = Query::new("mqtt");
-//! let s = query.create_stream::<_, Row, _>(
+//! let s = query.create_stream::<_, Row, _, _>(
 //!     InputOptions::new("sensors", EventShape::Point),
 //!     &MqttInput,
 //!     &MqttConfig::new("127.0.0.1", 1883, "sensors/readings"),

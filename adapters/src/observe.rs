@@ -126,8 +126,8 @@ pub(crate) struct OperatorMetrics {
 }
 
 impl OperatorMetrics {
-    pub(crate) fn record(&mut self, query: &str, graph: &punctual_core::ops::Graph) {
-        graph.for_each_operator(|n| {
+    pub(crate) fn record(&mut self, query: &str, driver: &punctual_engine::Driver) {
+        driver.for_each_operator(|n| {
             if self.nodes.len() <= n.node {
                 self.nodes.resize_with(n.node + 1, || None);
             }

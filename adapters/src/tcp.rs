@@ -18,7 +18,7 @@
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = TcpServerInput::bind("127.0.0.1:7000").await?;
 //! let mut query = Query::new("tcp");
-//! let lines = query.create_stream::<_, Row, _>(InputOptions::new("in", EventShape::Point), &server, &())?;
+//! let lines = query.create_stream::<_, Row, _, _>(InputOptions::new("in", EventShape::Point), &server, &())?;
 //! # let _ = lines; Ok(()) }
 //! ```
 

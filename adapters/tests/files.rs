@@ -39,14 +39,14 @@ async fn csv_typed_and_untyped_with_a_malformed_record() {
     let letters = DeadLetterCollector::new();
     let mut query = Query::new("csv");
     let typed = query
-        .create_stream::<_, Reading, _>(
+        .create_stream::<_, Reading, _, _>(
             InputOptions::new("typed", EventShape::Point),
             &CsvInput,
             &CsvInputConfig::new(&path, "time"),
         )
         .expect("binds");
     let rows = query
-        .create_stream::<_, Row, _>(
+        .create_stream::<_, Row, _, _>(
             InputOptions::new("rows", EventShape::Point),
             &CsvInput,
             &CsvInputConfig::new(&path, "time"),
@@ -125,7 +125,7 @@ async fn csv_intervals_and_output() {
     let out_path = path.with_file_name("spans-out.csv");
     let mut query = Query::new("csv-out");
     let s = query
-        .create_stream::<_, Row, _>(
+        .create_stream::<_, Row, _, _>(
             InputOptions::new("spans", EventShape::Interval),
             &CsvInput,
             &CsvInputConfig::new(&path, "from").end("to"),
@@ -159,7 +159,7 @@ async fn a_speed_factor_paces_events_by_their_timestamps() {
     let path = temp("paced.jsonl", &text);
     let mut query = Query::new("paced");
     let s = query
-        .create_stream::<_, i64, _>(
+        .create_stream::<_, i64, _, _>(
             InputOptions::new("in", EventShape::Point),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path).replay(ReplayOptions {
@@ -189,7 +189,7 @@ async fn follow_mode_picks_up_appended_lines_until_stopped() {
     );
     let mut query = Query::new("follow");
     let s = query
-        .create_stream::<_, i64, _>(
+        .create_stream::<_, i64, _, _>(
             InputOptions::new("in", EventShape::Point),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path).replay(ReplayOptions {

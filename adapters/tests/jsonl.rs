@@ -37,7 +37,7 @@ async fn typed_payloads_are_read_with_serde_and_sorted_by_the_settings() {
     let path = temp_file("typed.jsonl", READINGS);
     let mut query = Query::new("typed");
     let s = query
-        .create_stream::<_, Reading, _>(
+        .create_stream::<_, Reading, _, _>(
             InputOptions::new("readings", EventShape::Point).settings(
                 AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5)),
             ),
@@ -72,7 +72,7 @@ async fn untyped_rows_round_trip_through_a_file() {
     let output = input.with_file_name("untyped-out.jsonl");
     let mut query = Query::new("untyped");
     let s = query
-        .create_stream::<_, Row, _>(
+        .create_stream::<_, Row, _, _>(
             InputOptions::new("readings", EventShape::Point).settings(
                 AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5)),
             ),
@@ -108,7 +108,7 @@ async fn a_malformed_line_fails_the_query_with_file_and_line_when_asked() {
     let path = temp_file("bad.jsonl", WITH_BAD_LINES);
     let mut query = Query::new("strict");
     query
-        .create_stream::<_, Reading, _>(
+        .create_stream::<_, Reading, _, _>(
             InputOptions::new("readings", EventShape::Point),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Fail),
@@ -140,7 +140,7 @@ async fn skipped_malformed_lines_are_counted_and_dead_lettered() {
     let letters = DeadLetterCollector::new();
     let mut query = Query::new("lenient");
     let s = query
-        .create_stream::<_, Reading, _>(
+        .create_stream::<_, Reading, _, _>(
             InputOptions::new("readings", EventShape::Point)
                 .settings(AdvanceTimeSettings::increasing_start_time()),
             &JsonLinesInput,
@@ -174,7 +174,7 @@ async fn skipped_malformed_lines_are_counted_and_dead_lettered() {
 async fn a_missing_file_is_an_io_error_naming_it() {
     let mut query = Query::new("missing");
     query
-        .create_stream::<_, Row, _>(
+        .create_stream::<_, Row, _, _>(
             InputOptions::new("x", EventShape::Point),
             &JsonLinesInput,
             &JsonLinesInputConfig::new("/nonexistent/punctual.jsonl"),

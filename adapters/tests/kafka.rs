@@ -52,7 +52,7 @@ async fn partitions_have_their_own_watermarks_and_the_cti_is_their_minimum() {
     tokio::time::timeout(Duration::from_secs(60), async {
         let mut query = Query::new("kafka");
         let s = query
-            .create_stream::<_, i64, _>(
+            .create_stream::<_, i64, _, _>(
                 InputOptions::new("readings", EventShape::Point)
                     .watermark(Watermark::<i64>::partitioned(2, TimeSpan::ZERO)),
                 &KafkaInput,

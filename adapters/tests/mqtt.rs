@@ -78,7 +78,7 @@ async fn publish_through_a_query_and_subscribe_to_the_results() {
         // The query: readings above 10 from topic `in` to topic `out`.
         let mut query = Query::new("mqtt");
         let s = query
-            .create_stream::<_, i64, _>(
+            .create_stream::<_, i64, _, _>(
                 InputOptions::new("in", EventShape::Point)
                     .settings(AdvanceTimeSettings::strictly_increasing_start_time()),
                 &MqttInput,

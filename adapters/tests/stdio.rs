@@ -21,7 +21,7 @@ async fn child_pipes_stdin_to_stdout() {
     }
     let mut query = Query::new("pipe");
     let s = query
-        .create_stream::<_, Row, _>(
+        .create_stream::<_, Row, _, _>(
             InputOptions::new("in", EventShape::Point).settings(
                 AdvanceTimeSettings::unordered_start_time(punctual_core::TimeSpan::from_ticks(10)),
             ),

@@ -25,7 +25,7 @@ async fn a_server_input_takes_lines_from_several_clients() {
         let addr = server.local_addr();
         let mut query = Query::new("tcp-in").stop_grace(Duration::from_secs(2));
         let s = query
-            .create_stream::<_, i64, _>(InputOptions::new("in", EventShape::Point), &server, &())
+            .create_stream::<_, i64, _, _>(InputOptions::new("in", EventShape::Point), &server, &())
             .expect("binds");
         let out = CollectOutput::new();
         query.bind_output(&s, &out, &()).expect("binds");
@@ -79,7 +79,7 @@ async fn a_client_input_reads_until_the_server_closes() {
         });
         let mut query = Query::new("tcp-client");
         let s = query
-            .create_stream::<_, i64, _>(
+            .create_stream::<_, i64, _, _>(
                 InputOptions::new("in", EventShape::Point)
                     .settings(AdvanceTimeSettings::increasing_start_time()),
                 &TcpClientInput,

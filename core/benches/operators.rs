@@ -7,7 +7,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 
 use punctual_core::ops::{Count, QueryGraph, Stream, Sum};
-use punctual_core::{Batch, Time, TimeSpan};
+use punctual_core::{Batch, Ordered, Time, TimeSpan, Unordered};
 
 const N: i64 = 1_000_000;
 const PER_BATCH: i64 = 1_000;
@@ -51,7 +51,7 @@ fn drive<O: punctual_core::ops::Payload>(
     let graph = QueryGraph::new();
     let sources: Vec<_> = inputs
         .iter()
-        .map(|_| graph.source::<(i64, i64)>())
+        .map(|_| graph.source::<(i64, i64), Ordered>())
         .collect();
     let out = build(&sources);
     graph.keep_output(&out);
@@ -87,17 +87,17 @@ fn bench(c: &mut Criterion) {
     g.bench_function("unordered_equi_join_with_reference_edges", |bench| {
         bench.iter(|| {
             let graph = QueryGraph::new();
-            let fast = graph.unordered_source::<(i64, i64)>();
-            let reference = graph.source::<(i64, i64)>();
+            let fast = graph.source::<(i64, i64), Unordered>();
+            let reference = graph.source::<(i64, i64), Ordered>();
             let out = fast.join_on(&reference, |x| x.0, |y| y.0, |x, y| x.1 * y.1);
-            graph.keep_unordered_output(&out);
+            graph.keep_output(&out);
             let mut sink = Batch::new();
             let mut n = 0;
             for (f, rb) in a.iter().zip(&r) {
                 // The reference's CTI first (as an imported CTI comes), then the fast points.
                 graph.feed(&reference, &mut rb.clone());
-                graph.feed_unordered(&fast, &mut f.clone());
-                graph.take_unordered_output(&out, &mut sink);
+                graph.feed(&fast, &mut f.clone());
+                graph.take_output(&out, &mut sink);
                 n += sink.len();
                 sink.clear();
             }

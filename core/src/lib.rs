@@ -13,11 +13,13 @@ pub mod batch;
 pub mod event;
 pub mod hint;
 pub mod ops;
+pub mod order;
 mod rfc3339;
 pub mod row;
 pub mod time;
 
-pub use batch::{Batch, CtiMark, PointSelection};
+pub use batch::{Batch, CtiMark};
 pub use event::{Event, EventKind, EventShape, InvalidEvent, StreamItem};
+pub use order::{EventOrder, Order, Ordered, Unordered};
 pub use row::{NotAnObject, Row, Value};
 pub use time::{EmptyLifetime, Lifetime, Time, TimeError, TimeSpan, TICKS_PER_SECOND};

@@ -6,7 +6,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
 
-use punctual_core::{StreamItem, Time, TimeSpan};
+use punctual_core::{EventOrder, StreamItem, Time, TimeSpan};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimePolicy, Ingress, IngressConfig, IngressOutput,
 };
@@ -39,7 +39,11 @@ fn ingress(delay: i64, on_arrival: bool) -> Ingress<u64> {
     Ingress::new(IngressConfig {
         generation: Some(generation),
         policy: Some(AdvanceTimePolicy::Drop),
-        on_arrival,
+        order: if on_arrival {
+            EventOrder::Arrival
+        } else {
+            EventOrder::Sorted
+        },
         ..IngressConfig::default()
     })
 }

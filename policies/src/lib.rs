@@ -14,8 +14,8 @@ pub mod settings;
 pub mod watermark;
 
 pub use ingress::{
-    DeadLetter, DeadLetterReason, Enqueued, Ingress, IngressConfig, IngressCounters, IngressOutput,
-    LateEvent, MalformedRecord, DEFAULT_MAX_BUFFERED,
+    DeadLetter, DeadLetterReason, EnqueueSummary, Enqueued, Ingress, IngressConfig,
+    IngressCounters, IngressOutput, LateEvent, MalformedRecord, DEFAULT_MAX_BUFFERED,
 };
 pub use settings::{
     AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,
@@ -53,8 +53,8 @@ pub enum Error {
     /// Settings that cannot work.
     #[error("invalid advance-time settings: {0}")]
     InvalidSettings(String),
-    /// An edge enqueued on a stream whose events are released on arrival
-    /// (`IngressConfig::on_arrival`), which takes points and intervals only.
+    /// An edge enqueued on an unordered stream, whose events are released on arrival
+    /// ([`IngressConfig::order`]), which takes points and intervals only.
     #[error("edges cannot be released on arrival (the stream is unordered): enqueue points or intervals, or use an ordered stream")]
     EdgeOnArrival,
     /// Columns of one set of events with different lengths.

@@ -2,7 +2,7 @@
 //! dangling edges, duplicate edges, the buffer cap, generation by duration with a delay,
 //! imports, unreleased events, and the dead-letter reasons.
 
-use punctual_core::{StreamItem, Time, TimeSpan};
+use punctual_core::{EventKind, StreamItem, Time, TimeSpan};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimePolicy, DeadLetterReason, Enqueued, Error, Ingress,
     IngressConfig, IngressOutput,
@@ -31,7 +31,7 @@ fn adjust_removes_an_edge_left_empty_by_clamping() {
     // S(3) is late: becomes S(10). Its end at 8 is late too: clamped to 10, nothing is left.
     assert_eq!(
         ing.enqueue(StreamItem::start_edge(t(3), 1), &mut out),
-        Ok(Enqueued::Adjusted)
+        Ok(Enqueued::Adjusted(EventKind::StartEdge(t(10))))
     );
     assert_eq!(
         ing.enqueue(StreamItem::end_edge(t(3), t(8), 1), &mut out),
@@ -63,7 +63,10 @@ fn adjust_clamps_an_end_edge_of_a_released_start() {
     ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
     assert_eq!(
         ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out),
-        Ok(Enqueued::Adjusted)
+        Ok(Enqueued::Adjusted(EventKind::EndEdge {
+            start: t(2),
+            end: t(10)
+        }))
     );
     ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
     assert_eq!(

@@ -6,7 +6,7 @@
 
 use proptest::prelude::*;
 
-use punctual_core::{Batch, EventKind, StreamItem, Time, TimeSpan};
+use punctual_core::{Batch, EventKind, EventOrder, StreamItem, Time, TimeSpan};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimePolicy, DeadLetterReason, Ingress, IngressConfig,
     IngressOutput,
@@ -303,7 +303,7 @@ proptest! {
         max_buffered in prop_oneof![Just(1_000_000usize), 1usize..20],
         chunk in 1usize..40,
     ) {
-        let config = IngressConfig { generation, policy, max_buffered, on_arrival: false };
+        let config = IngressConfig { generation, policy, max_buffered, order: EventOrder::Sorted };
         let points: Vec<(Time, u32)> = times.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
 
         let mut one = Ingress::new(config);
@@ -325,7 +325,7 @@ proptest! {
         let mut batched_full = false;
         for part in points.chunks(chunk) {
             match batched.enqueue_points(part.iter().copied(), &mut batched_out) {
-                Ok(n) => batched_rejected += n,
+                Ok(summary) => batched_rejected += summary.rejected,
                 Err(punctual_policies::Error::BufferFull { .. }) => { batched_full = true; break; }
                 Err(e) => prop_assert!(false, "unexpected error {e}"),
             }
@@ -340,7 +340,7 @@ proptest! {
             let times: Vec<Time> = part.iter().map(|p| p.0).collect();
             let payloads: Vec<u32> = part.iter().map(|p| p.1).collect();
             match columns.enqueue_point_columns(&times, &payloads, &mut columns_out) {
-                Ok(n) => columns_rejected += n,
+                Ok(summary) => columns_rejected += summary.rejected,
                 Err(punctual_policies::Error::BufferFull { .. }) => { columns_full = true; break; }
                 Err(e) => prop_assert!(false, "unexpected error {e}"),
             }
@@ -403,7 +403,7 @@ proptest! {
         final_cti in proptest::bool::ANY,
     ) {
         let ordered_config = IngressConfig { generation, policy, ..IngressConfig::default() };
-        let arrival_config = IngressConfig { on_arrival: true, ..ordered_config };
+        let arrival_config = IngressConfig { order: EventOrder::Arrival, ..ordered_config };
         let points: Vec<(Time, u32)> = times.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
 
         let mut ordered = Ingress::new(ordered_config);
@@ -498,7 +498,7 @@ proptest! {
         modulus in 1u32..4,
         final_cti in proptest::bool::ANY,
     ) {
-        let config = IngressConfig { generation, policy, on_arrival, ..IngressConfig::default() };
+        let config = IngressConfig { generation, policy, order: if on_arrival { EventOrder::Arrival } else { EventOrder::Sorted }, ..IngressConfig::default() };
         let points: Vec<(Time, u32)> = times.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
         let keep = |p: &u32| p.is_multiple_of(modulus);
 
@@ -510,11 +510,11 @@ proptest! {
         let mut pushed_rejected = 0;
         for part in points.chunks(chunk) {
             match all.enqueue_point_records(part, |p| p.0, |p| p.1, &mut all_out) {
-                Ok(n) => all_rejected += n,
+                Ok(summary) => all_rejected += summary.rejected,
                 Err(e) => prop_assert!(false, "unexpected error {e}"),
             }
             match pushed.enqueue_point_records_where(part, |p| p.0, |p| p.1, keep, &mut pushed_out) {
-                Ok(n) => pushed_rejected += n,
+                Ok(summary) => pushed_rejected += summary.rejected,
                 Err(e) => prop_assert!(false, "unexpected error {e}"),
             }
         }
@@ -543,7 +543,7 @@ proptest! {
 fn edges_are_rejected_when_released_on_arrival() {
     let t = Time::from_ticks;
     let mut ingress: Ingress<u32> = Ingress::new(IngressConfig {
-        on_arrival: true,
+        order: EventOrder::Arrival,
         policy: Some(AdvanceTimePolicy::Drop),
         ..IngressConfig::default()
     });

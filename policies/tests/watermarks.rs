@@ -1,7 +1,7 @@
 //! Every watermark strategy's CTI sequence and counters, with a manual clock: the tests hand the
 //! ingress each clock reading themselves.
 
-use punctual_core::{StreamItem, Time, TimeSpan};
+use punctual_core::{EventOrder, StreamItem, Time, TimeSpan};
 use punctual_policies::{
     AdvanceTimePolicy, Arrival, DeadLetterReason, DropCause, Emission, Ingress, IngressConfig,
     IngressOutput, Watermark,
@@ -383,7 +383,11 @@ fn a_watermark_strategy_releases_on_arrival_with_the_same_ctis_and_drops() {
     let run = |on_arrival: bool| {
         let mut ingress = Ingress::with_watermark(
             IngressConfig {
-                on_arrival,
+                order: if on_arrival {
+                    EventOrder::Arrival
+                } else {
+                    EventOrder::Sorted
+                },
                 ..IngressConfig::default()
             },
             Watermark::bounded(span(5)),
@@ -432,7 +436,11 @@ fn a_pushed_down_filter_leaves_the_watermark_its_view_of_every_point() {
         let ingress = || {
             Ingress::with_watermark(
                 IngressConfig {
-                    on_arrival,
+                    order: if on_arrival {
+                        EventOrder::Arrival
+                    } else {
+                        EventOrder::Sorted
+                    },
                     ..IngressConfig::default()
                 },
                 Watermark::bounded(span(5)),
@@ -443,11 +451,11 @@ fn a_pushed_down_filter_leaves_the_watermark_its_view_of_every_point() {
         let time = |r: &(i64, u64)| t(r.0);
         let payload = |r: &(i64, u64)| (r.1, r.0);
         let keep = |p: &P| p.0 % 2 == 1;
-        let rejected = all.enqueue_point_records(&records, time, payload, &mut all_out);
-        assert_eq!(rejected, Ok(0));
-        let rejected =
+        let summary = all.enqueue_point_records(&records, time, payload, &mut all_out);
+        assert_eq!(summary.map(|s| s.rejected), Ok(0));
+        let summary =
             pushed.enqueue_point_records_where(&records, time, payload, keep, &mut pushed_out);
-        assert_eq!(rejected, Ok(0));
+        assert_eq!(summary.map(|s| s.rejected), Ok(0));
         all.finish(&mut all_out);
         pushed.finish(&mut pushed_out);
         let mut filtered = all_out.batch.clone();

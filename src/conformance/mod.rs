@@ -1,10 +1,11 @@
 //! The conformance runner: runs a case folder (`case.toml`, `arrivals.jsonl`, `expected.jsonl`;
-//! format in `tests/conformance/README.md`) through the real ingress and compares the output.
+//! format in `tests/conformance/README.md`) through the query driver (`punctual_engine::Driver`,
+//! the one every runtime drives) and compares the output.
 //!
-//! The arrivals are driven deterministically in their global order. After every item, each CTI
-//! that a stream's ingress emitted is imported, at that moment, by the streams that import it
-//! (and from them onward). When the arrivals end, every stream that has not seen `eof` finishes,
-//! in declaration order; then every stream is closed and its unreleased events are counted.
+//! The arrivals are fed deterministically in their global order; the driver imports each CTI a
+//! stream emits, at that moment, into the streams that import it. When the arrivals end, every
+//! stream that has not seen `eof` finishes, in declaration order; then the query ends and every
+//! stream's unreleased events are counted.
 //!
 //! ```no_run
 //! let run = punctual::conformance::run_case(std::path::Path::new("tests/conformance/ingress/increasing-start-time")).unwrap();
@@ -22,14 +23,15 @@ pub use case::{
 };
 pub use compare::Mismatch;
 
-use punctual_adapters::line::item_to_json;
-use punctual_core::{Batch, Row, StreamItem};
 use std::hash::{Hash, Hasher};
 
-use punctual_core::TimeSpan;
+use punctual_adapters::line::item_to_json;
+use punctual_core::ops::Stream;
+use punctual_core::{Batch, Ordered, Row, StreamItem, TimeSpan};
+use punctual_engine::{DeadLetterCollector, InputOptions, Plan};
 use punctual_policies::{
-    AdvanceTimePolicy, Arrival, DeadLetter, Enqueued, Ingress, IngressConfig, IngressCounters,
-    IngressOutput, Watermark,
+    AdvanceTimeImportSettings, AdvanceTimePolicy, AdvanceTimeSettings, Arrival, DeadLetter,
+    Enqueued, IngressCounters, Watermark,
 };
 
 /// Why a case could not be run.
@@ -111,44 +113,110 @@ pub struct StreamTrace {
     pub ctis: Vec<punctual_core::Time>,
 }
 
-struct StreamRun {
-    ingress: Ingress<Row>,
-    out: IngressOutput<Row>,
-    importers: Vec<usize>,
-}
-
 /// Loads and runs the case in `dir`.
 pub fn run_case(dir: &Path) -> Result<CaseRun, CaseError> {
     run(Case::load(dir)?)
 }
 
-/// Runs a loaded case.
-pub fn run(case: Case) -> Result<CaseRun, CaseError> {
-    let index = |name: &str| case.streams.iter().position(|s| s.name == name);
-    let names: Vec<String> = case.streams.iter().map(|s| s.name.clone()).collect();
-    let plan = plan::build(&names, &case.steps, &case.output)?;
-    let mut streams: Vec<StreamRun> = case
-        .streams
-        .iter()
-        .map(|s| StreamRun {
-            ingress: ingress_for(s),
-            out: IngressOutput::new(),
-            importers: Vec::new(),
-        })
-        .collect();
-    for (i, s) in case.streams.iter().enumerate() {
-        if let Some(source) = &s.import {
-            let j = index(source).ok_or_else(|| {
-                CaseError::Config(format!(
-                    "stream `{}` imports unknown stream `{source}`",
-                    s.name
-                ))
-            })?;
-            streams[j].importers.push(i);
+impl StreamSpec {
+    /// The options of this input stream: its shape, and its advance-time settings or its
+    /// watermark strategy.
+    pub fn options(&self) -> InputOptions {
+        let settings = match (self.generation, &self.import, self.policy) {
+            (None, None, Some(policy)) => AdvanceTimeSettings::policy_only(policy),
+            (None, None, None) => AdvanceTimeSettings::none(),
+            (generation, import, policy) => {
+                let mut settings = AdvanceTimeSettings::builder();
+                if let Some(g) = generation {
+                    settings = settings.generation(g);
+                }
+                if let Some(source) = import {
+                    settings = settings.import(AdvanceTimeImportSettings::new(source.clone()));
+                }
+                settings = match policy {
+                    Some(p) => settings.policy(p),
+                    None => settings.reject_violations(),
+                };
+                // With generation or import given, the builder refuses nothing.
+                settings
+                    .build()
+                    .unwrap_or_else(|_| AdvanceTimeSettings::none())
+            }
+        };
+        let options = InputOptions::new(self.name.clone(), self.shape).settings(settings);
+        match self.watermark_strategy() {
+            Some(w) => options.watermark(w),
+            None => options,
         }
     }
-    check_import_cycles(&case)?;
-    let mut ended = vec![false; streams.len()];
+
+    /// The stream's watermark strategy, if it has one.
+    fn watermark_strategy(&self) -> Option<Watermark<Row>> {
+        let w = self.watermark.as_ref()?;
+        let mut strategy = Watermark::<Row>::arrival(TimeSpan::from_ticks(w.out_of_order))
+            .policy(w.policy.unwrap_or(AdvanceTimePolicy::Adjust))
+            .final_cti(w.final_cti.unwrap_or(true));
+        if let Some(late) = w.late {
+            strategy = strategy.late(TimeSpan::from_ticks(late));
+        }
+        if let Some(early) = w.early {
+            strategy = strategy.early(TimeSpan::from_ticks(early));
+        }
+        if let Some(field) = w.substream.clone() {
+            strategy = strategy.substream(move |r: &Row| {
+                let mut h = std::collections::hash_map::DefaultHasher::new();
+                r.get(&field).hash(&mut h);
+                h.finish()
+            });
+        }
+        Some(strategy)
+    }
+}
+
+impl Case {
+    /// Builds the case's query steps on its input streams (given in declaration order) and
+    /// returns the stream its output adapter reads.
+    pub fn query(&self, inputs: &[Stream<Row>]) -> Result<Stream<Row>, CaseError> {
+        let names: Vec<String> = self.streams.iter().map(|s| s.name.clone()).collect();
+        plan::build(&names, inputs, &self.steps, &self.output)
+    }
+}
+
+/// A plan that does not fit together, as a case error.
+fn bind(e: punctual_engine::Error) -> CaseError {
+    match e {
+        punctual_engine::Error::Bind(message) => CaseError::Config(message),
+        other => CaseError::Config(other.to_string()),
+    }
+}
+
+/// Runs a loaded case through the query driver: the arrivals in their global order, each
+/// stream's `eof` as the end of its input, then the end of every other stream in declaration
+/// order, then the end of the query.
+pub fn run(case: Case) -> Result<CaseRun, CaseError> {
+    let mut plan = Plan::new(case.dir.display().to_string());
+    let mut inputs = Vec::new();
+    let mut streams = Vec::new();
+    let mut released = Vec::new();
+    let mut letters = Vec::new();
+    for spec in &case.streams {
+        let (id, stream) = plan.input::<Row, Ordered>(spec.options()).map_err(bind)?;
+        let collector = DeadLetterCollector::new();
+        plan.dead_letters(&stream, collector.clone())
+            .map_err(bind)?;
+        // Each input's released stream, for its CTIs (and for the output, when the case reads
+        // an input stream directly).
+        released.push((plan.output(&stream).map_err(bind)?, Batch::new()));
+        inputs.push(id);
+        streams.push(stream);
+        letters.push(collector);
+    }
+    let output_stream = case.query(&streams)?;
+    let from_input = streams
+        .iter()
+        .position(|s| s.node() == output_stream.node());
+    let output = plan.output(&output_stream).map_err(bind)?;
+    let mut driver = plan.build().map_err(bind)?;
     let mut traces: Vec<StreamTrace> = case
         .streams
         .iter()
@@ -158,69 +226,70 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
             ctis: Vec::new(),
         })
         .collect();
+    let mut ended = vec![false; case.streams.len()];
     for arrival in &case.arrivals {
         let i = arrival.stream;
-        let before = streams[i].out.batch.ctis().len();
-        match &arrival.item {
+        let outcome = match &arrival.item {
             // A rejected item is counted and dead-lettered by the ingress; the run goes on.
             Some(item) => {
-                let s = &mut streams[i];
                 let from = Arrival {
                     time: arrival.arrival,
                     partition: None,
                 };
-                let outcome = match s.ingress.enqueue_with(item.clone(), from, &mut s.out) {
+                match driver.enqueue_with(inputs[i], item.clone(), from) {
                     Ok(Enqueued::Accepted) => Outcome::Accepted,
-                    Ok(Enqueued::Adjusted) => match s.ingress.last_adjustment() {
-                        Some((_, to)) => Outcome::Adjusted(to),
-                        None => Outcome::Accepted,
-                    },
+                    Ok(Enqueued::Adjusted(to)) => Outcome::Adjusted(to),
                     Ok(Enqueued::Dropped) => Outcome::Dropped,
                     Ok(Enqueued::Cti) => Outcome::Cti { advanced: true },
                     Ok(Enqueued::StaleCti) => Outcome::Cti { advanced: false },
                     Err(_) => Outcome::Rejected,
-                };
-                traces[i].arrivals.push((Some(item.clone()), outcome));
+                }
             }
             None => {
                 ended[i] = true;
-                let s = &mut streams[i];
-                s.ingress.finish(&mut s.out);
-                traces[i].arrivals.push((None, Outcome::Eof));
+                driver.finish(inputs[i].index());
+                Outcome::Eof
             }
-        }
-        propagate(&mut streams, i, before);
-        record_ctis(&streams, &mut traces);
-        feed(&plan, &mut streams);
+        };
+        traces[i].arrivals.push((arrival.item.clone(), outcome));
     }
-    for i in 0..streams.len() {
+    for (i, id) in inputs.iter().enumerate() {
         if !ended[i] {
-            let s = &mut streams[i];
-            let before = s.out.batch.ctis().len();
-            s.ingress.finish(&mut s.out);
-            propagate(&mut streams, i, before);
-            record_ctis(&streams, &mut traces);
-            feed(&plan, &mut streams);
+            driver.finish(id.index());
         }
     }
-    for s in &mut streams {
-        s.ingress.close(&mut s.out);
+    driver.close();
+    let explanations = driver.explain();
+    for ((id, batch), trace) in released.iter_mut().zip(&mut traces) {
+        driver.take_output(id, batch);
+        trace.ctis = batch.ctis().iter().map(|m| m.time).collect();
     }
-    let explanations = plan.graph.explain();
-    let mut released = Batch::new();
-    plan.graph.take_output(&plan.output, &mut released);
+    let mut out = match from_input {
+        Some(i) => std::mem::take(&mut released[i].1),
+        None => {
+            let mut batch = Batch::new();
+            driver.take_output(&output, &mut batch);
+            batch
+        }
+    };
     let mut out_items = Vec::new();
-    released.drain_items(|item| out_items.push(item));
-    let counters = names
+    out.drain_items(|item| out_items.push(item));
+    let counters = case
+        .streams
         .iter()
-        .cloned()
-        .zip(&streams)
-        .map(|(n, s)| (n, s.ingress.counters()))
+        .zip(&inputs)
+        .map(|(s, id)| {
+            (
+                s.name.clone(),
+                driver.counters(id.index()).unwrap_or_default(),
+            )
+        })
         .collect();
-    let dead_letters = names
-        .into_iter()
-        .zip(&mut streams)
-        .map(|(n, s)| (n, std::mem::take(&mut s.out.dead_letters)))
+    let dead_letters = case
+        .streams
+        .iter()
+        .zip(&letters)
+        .map(|(s, c)| (s.name.clone(), c.letters()))
         .collect();
     Ok(CaseRun {
         case,
@@ -230,90 +299,6 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         explanations,
         traces,
     })
-}
-
-/// The ingress a stream's settings describe.
-fn ingress_for(s: &StreamSpec) -> Ingress<Row> {
-    let config = IngressConfig {
-        generation: s.generation,
-        policy: s.policy,
-        ..IngressConfig::default()
-    };
-    let Some(w) = &s.watermark else {
-        return Ingress::new(config);
-    };
-    let mut strategy = Watermark::<Row>::arrival(TimeSpan::from_ticks(w.out_of_order))
-        .policy(w.policy.unwrap_or(AdvanceTimePolicy::Adjust))
-        .final_cti(w.final_cti.unwrap_or(true));
-    if let Some(late) = w.late {
-        strategy = strategy.late(TimeSpan::from_ticks(late));
-    }
-    if let Some(early) = w.early {
-        strategy = strategy.early(TimeSpan::from_ticks(early));
-    }
-    if let Some(field) = w.substream.clone() {
-        strategy = strategy.substream(move |r: &Row| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            r.get(&field).hash(&mut h);
-            h.finish()
-        });
-    }
-    Ingress::with_watermark(config, strategy)
-}
-
-/// Notes the CTIs every stream's ingress emitted since the last feed.
-fn record_ctis(streams: &[StreamRun], traces: &mut [StreamTrace]) {
-    for (s, trace) in streams.iter().zip(traces) {
-        trace.ctis.extend(s.out.batch.ctis().iter().map(|m| m.time));
-    }
-}
-
-/// Feeds what every stream's ingress released into the graph.
-fn feed(plan: &plan::Plan, streams: &mut [StreamRun]) {
-    for (s, source) in streams.iter_mut().zip(&plan.sources) {
-        if !s.out.batch.is_empty() {
-            plan.graph.feed(source, &mut s.out.batch);
-        }
-    }
-}
-
-/// Imports every CTI that stream `i` emitted since it had `before` CTIs into its importers, and
-/// onward from them.
-fn propagate(streams: &mut [StreamRun], i: usize, before: usize) {
-    let new: Vec<_> = streams[i].out.batch.ctis()[before..]
-        .iter()
-        .map(|m| m.time)
-        .collect();
-    for t in new {
-        for j in streams[i].importers.clone() {
-            let before_j = streams[j].out.batch.ctis().len();
-            let s = &mut streams[j];
-            s.ingress.import_cti(t, &mut s.out);
-            propagate(streams, j, before_j);
-        }
-    }
-}
-
-fn check_import_cycles(case: &Case) -> Result<(), CaseError> {
-    for start in &case.streams {
-        let mut seen = vec![start.name.as_str()];
-        let mut cur = start;
-        while let Some(src) = &cur.import {
-            if seen.contains(&src.as_str()) {
-                seen.push(src);
-                return Err(CaseError::Config(format!(
-                    "import cycle: {}",
-                    seen.join(" imports ")
-                )));
-            }
-            seen.push(src);
-            match case.streams.iter().find(|s| &s.name == src) {
-                Some(s) => cur = s,
-                None => break,
-            }
-        }
-    }
-    Ok(())
 }
 
 impl CaseRun {

@@ -5,10 +5,8 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use punctual_core::ops::{
-    Cmp, Join, QueryGraph, RowAggFn, RowAggregates, RowPredicate, Stream, WindowOutput,
-};
-use punctual_core::{Row, Time, TimeSpan, Value};
+use punctual_core::ops::{Cmp, Join, RowAggFn, RowAggregates, RowPredicate, Stream, WindowOutput};
+use punctual_core::{Ordered, Row, Time, TimeSpan, Value};
 
 use super::case::StepSpec;
 use super::CaseError;
@@ -93,27 +91,18 @@ struct Window {
     aggregates: Vec<AggFile>,
 }
 
-/// The graph of a case: one source per input stream, then the steps in order.
-pub(super) struct Plan {
-    pub(super) graph: QueryGraph,
-    pub(super) sources: Vec<Stream<Row>>,
-    pub(super) output: Stream<Row>,
-}
-
+/// Builds the steps of a case, in order, on its input streams (`stream_names` and `inputs` in
+/// declaration order); returns the stream named `output`.
 pub(super) fn build(
     stream_names: &[String],
+    inputs: &[Stream<Row>],
     steps: &[StepSpec],
     output: &str,
-) -> Result<Plan, CaseError> {
-    let graph = QueryGraph::new();
-    let sources: Vec<Stream<Row>> = stream_names
-        .iter()
-        .map(|name| graph.source::<Row>().named(name.clone()))
-        .collect();
+) -> Result<Stream<Row>, CaseError> {
     let mut named: HashMap<String, Stream<Row>> = stream_names
         .iter()
         .cloned()
-        .zip(sources.iter().cloned())
+        .zip(inputs.iter().cloned())
         .collect();
     for spec in steps {
         let step: Step = toml::Value::Table(spec.table.clone())
@@ -167,7 +156,7 @@ pub(super) fn build(
                         let (f1, f2) = (field.clone(), field.clone());
                         l.apply_binary(
                             &r,
-                            Join::new(
+                            Join::<_, _, _, _, _, _, _, Ordered>::new(
                                 move |a: &Row| a.get(&f1).cloned(),
                                 move |b: &Row| b.get(&f2).cloned(),
                                 move |a: &Row, b: &Row| {
@@ -232,15 +221,10 @@ pub(super) fn build(
         let stream = stream.named(name.clone());
         named.insert(name, stream);
     }
-    let output = named.get(output).cloned().ok_or_else(|| {
-        CaseError::Config(format!("query output `{output}` is no stream or step"))
-    })?;
-    graph.keep_output(&output);
-    Ok(Plan {
-        graph,
-        sources,
-        output,
-    })
+    named
+        .get(output)
+        .cloned()
+        .ok_or_else(|| CaseError::Config(format!("query output `{output}` is no stream or step")))
 }
 
 fn window(input: &Stream<Row>, w: Window) -> Result<(String, Stream<Row>), CaseError> {

@@ -11,6 +11,7 @@
 use std::any::Any;
 
 use crate::batch::Batch;
+use crate::order::EventOrder;
 use crate::time::Time;
 
 /// One operator's numbers, as [`Graph::for_each_operator`] visits them.
@@ -114,6 +115,9 @@ pub trait AnyBatch: Any + Send {
     fn events(&self) -> usize;
     /// Swaps contents with `other`, a batch of the same type.
     fn swap_with(&mut self, other: &mut dyn Any);
+    /// Whether it keeps the invariants of a stream of this `order` ([`Batch::check`]) and
+    /// comes after `cti`, the stream's last CTI (no event below it).
+    fn check(&self, order: EventOrder, cti: Time) -> Result<(), String>;
 }
 
 impl<P: Send + 'static> AnyBatch for Batch<P> {
@@ -140,6 +144,13 @@ impl<P: Send + 'static> AnyBatch for Batch<P> {
     }
     fn swap_with(&mut self, other: &mut dyn Any) {
         std::mem::swap(self, output::<P>(other));
+    }
+    fn check(&self, order: EventOrder, cti: Time) -> Result<(), String> {
+        Batch::check(self, order)?;
+        match self.sync().iter().find(|&&s| s < cti) {
+            Some(s) => Err(format!("an event at {s:?} after CTI({cti:?})")),
+            None => Ok(()),
+        }
     }
 }
 
@@ -175,6 +186,8 @@ pub(crate) fn output<P: 'static>(any: &mut dyn Any) -> &mut Batch<P> {
 
 struct Slot {
     node: Option<Box<dyn Node>>,
+    /// The order of the node's output stream, which its batches must keep.
+    order: EventOrder,
     out: Box<dyn AnyBatch>,
     consumers: Vec<(NodeId, usize)>,
     /// The nodes feeding each input port.
@@ -215,10 +228,12 @@ impl Graph {
         Graph { slots: Vec::new() }
     }
 
-    /// Adds a source: a node with no operator whose output is whatever is fed to it.
-    pub fn add_source<P: Send + 'static>(&mut self) -> NodeId {
+    /// Adds a source of a stream of this order: a node with no operator whose output is
+    /// whatever is fed to it.
+    pub fn add_source<P: Send + 'static>(&mut self, order: EventOrder) -> NodeId {
         self.slots.push(Slot {
             node: None,
+            order,
             out: Box::new(Batch::<P>::new()),
             consumers: Vec::new(),
             inputs: Vec::new(),
@@ -231,11 +246,13 @@ impl Graph {
         self.slots.len() - 1
     }
 
-    /// Adds an operator node producing `Batch<O>`, consuming `inputs` (node, in port order).
+    /// Adds an operator node producing `Batch<O>` of a stream of this order, consuming
+    /// `inputs` (node, in port order).
     pub fn add_node<O: Send + 'static>(
         &mut self,
         node: Box<dyn Node>,
         inputs: &[NodeId],
+        order: EventOrder,
     ) -> NodeId {
         let id = self.slots.len();
         for (port, &from) in inputs.iter().enumerate() {
@@ -246,6 +263,7 @@ impl Graph {
         }
         self.slots.push(Slot {
             node: Some(node),
+            order,
             out: Box::new(Batch::<O>::new()),
             consumers: Vec::new(),
             inputs: inputs.to_vec(),
@@ -301,6 +319,14 @@ impl Graph {
         for i in from..self.slots.len() {
             if self.slots[i].out.is_empty() {
                 continue;
+            }
+            #[cfg(debug_assertions)]
+            {
+                let slot = &self.slots[i];
+                if let Err(e) = slot.out.check(slot.order, slot.cti) {
+                    let name = slot.node.as_ref().map_or("input", |n| n.name());
+                    panic!("node {i} ({name}) broke its stream's invariants: {e}");
+                }
             }
             let cti = self.slots[i].out.last_cti();
             if let Some(t) = cti {

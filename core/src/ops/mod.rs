@@ -30,12 +30,12 @@ pub use frontier::CtiFrontier;
 pub use fxhash::{FxHashMap, FxHasher};
 pub use graph::{AnyBatch, Explanation, Graph, Node, NodeId, NodeStats};
 pub use group_apply::{GroupApply, SubQuery};
-pub use join::{Join, UnorderedJoin};
-pub use release::ReleaseBuffer;
+pub use join::Join;
+pub use release::{ReleaseBuffer, Released};
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
 pub use select::{AlterDuration, Filter, Map, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
-pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Unordered, Windowed};
+pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
 pub use union::Union;
 pub use window::{HoppingWindow, WindowOutput, WindowSpec};
 

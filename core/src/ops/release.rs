@@ -28,8 +28,17 @@ use std::collections::VecDeque;
 /// Sorted runs of out-of-order results kept before they are merged into one.
 const MAX_RUNS: usize = 64;
 
-use crate::batch::Batch;
+use crate::batch::{push_point_ends, Batch};
 use crate::time::Time;
+
+/// What [`ReleaseBuffer::release_unsorted`] hands out.
+#[derive(Debug)]
+pub enum Released<'a, P> {
+    /// Points (each ends one tick after its start): start times and payloads.
+    Points(&'a [Time], &'a [P]),
+    /// One result: sync time, other time (see [`crate::event`]) and payload.
+    One(Time, Time, &'a P),
+}
 
 /// A result pushed out of sync order.
 #[derive(Clone, Debug)]
@@ -62,6 +71,8 @@ pub struct ReleaseBuffer<P> {
     last_sync: Time,
     /// Out-of-order results pushed since the last release, unsorted.
     side_new: Vec<SideEntry<P>>,
+    /// The least sync time in `side_new` (`+inf` when it is empty).
+    side_new_min: Time,
     /// Earlier out-of-order results: sorted runs (one per release that had new ones), each
     /// sorted by `(sync, seq)`; a release takes a prefix of each.
     runs: VecDeque<Vec<SideEntry<P>>>,
@@ -80,20 +91,6 @@ pub struct ReleaseBuffer<P> {
 impl<P> Default for ReleaseBuffer<P> {
     fn default() -> Self {
         ReleaseBuffer::new()
-    }
-}
-
-/// Appends `s + 1` for every `s` of `sync` to `other` (the `other` column of points), in a
-/// loop the compiler can vectorize.
-#[inline]
-fn fill_next_ticks(sync: &[Time], other: &mut Vec<Time>) {
-    let plain = sync.first().is_some_and(|&s| s > Time::NEG_INF)
-        && sync.last().is_some_and(|&s| s < Time::MAX_FINITE);
-    if plain {
-        // Sorted and all below the last finite tick: a plain `+ 1`.
-        other.extend(sync.iter().map(|s| Time::from_ticks(s.ticks() + 1)));
-    } else {
-        other.extend(sync.iter().map(|s| s.next_tick()));
     }
 }
 
@@ -141,6 +138,7 @@ impl<P> ReleaseBuffer<P> {
             main_base: 0,
             last_sync: Time::NEG_INF,
             side_new: Vec::new(),
+            side_new_min: Time::INF,
             runs: VecDeque::new(),
             side_len: 0,
             side_seq: 0,
@@ -291,6 +289,7 @@ impl<P> ReleaseBuffer<P> {
     fn push_side(&mut self, sync: Time, other: Time, payload: P) {
         self.side_seq += 1;
         self.side_len += 1;
+        self.side_new_min = self.side_new_min.min(sync);
         self.side_new.push(SideEntry {
             sync,
             seq: self.side_seq,
@@ -316,6 +315,7 @@ impl<P> ReleaseBuffer<P> {
         if !self.side_new.is_empty() {
             let mut run = self.pool.pop().unwrap_or_default();
             std::mem::swap(&mut run, &mut self.side_new);
+            self.side_new_min = Time::INF;
             run.sort_unstable_by_key(|e| (e.sync, e.seq));
             self.runs.push_back(run);
             if self.runs.len() > MAX_RUNS {
@@ -367,6 +367,83 @@ impl<P> ReleaseBuffer<P> {
         self.last_cti
     }
 
+    /// The least sync time held (`+inf` when nothing is).
+    pub fn earliest(&self) -> Time {
+        let runs = self.runs.iter().filter_map(|r| r.first().map(|e| e.sync));
+        runs.fold(self.side_new_min, Time::min)
+            .min(self.sync.front().copied().unwrap_or(Time::INF))
+    }
+
+    /// Hands every held result with sync `< t` to `f` and forgets it, in no particular order
+    /// and without a CTI: for a consumer that does not need them sorted (the join probing
+    /// its waiting points). Runs of points come out as slices of start times and payloads
+    /// ([`Released::Points`]), the rest one by one. Returns how many it released.
+    ///
+    /// ```
+    /// use punctual_core::ops::{ReleaseBuffer, Released};
+    /// use punctual_core::Time;
+    /// let t = Time::from_ticks;
+    /// let mut buf = ReleaseBuffer::new();
+    /// for (at, p) in [(1, 'a'), (2, 'b'), (9, 'c'), (0, 'd')] {
+    ///     buf.push_point(t(at), p);
+    /// }
+    /// let mut got = Vec::new();
+    /// buf.release_unsorted(t(5), |r| match r {
+    ///     Released::Points(_, payloads) => got.extend_from_slice(payloads),
+    ///     Released::One(_, _, p) => got.push(*p),
+    /// });
+    /// got.sort();
+    /// assert_eq!(got, ['a', 'b', 'd']);
+    /// assert_eq!(buf.earliest(), t(9));
+    /// ```
+    pub fn release_unsorted(&mut self, t: Time, mut f: impl FnMut(Released<'_, P>)) -> usize {
+        let nm = self.sync.partition_point(|&s| s < t);
+        if nm > 0 {
+            if self.points_only {
+                let (sa, sb) = self.sync.as_slices();
+                let (pa, pb) = self.payload.as_slices();
+                // The two columns' ring buffers may wrap at different places: hand out the
+                // pieces where both are contiguous.
+                let mut at = 0;
+                while at < nm {
+                    let (ss, so) = if at < sa.len() {
+                        (sa, 0)
+                    } else {
+                        (sb, sa.len())
+                    };
+                    let (ps, po) = if at < pa.len() {
+                        (pa, 0)
+                    } else {
+                        (pb, pa.len())
+                    };
+                    let end = nm.min(so + ss.len()).min(po + ps.len());
+                    f(Released::Points(
+                        &ss[at - so..end - so],
+                        &ps[at - po..end - po],
+                    ));
+                    at = end;
+                }
+            } else {
+                for i in 0..nm {
+                    f(Released::One(self.sync[i], self.other[i], &self.payload[i]));
+                }
+                self.other.drain(..nm);
+            }
+            self.sync.drain(..nm);
+            self.payload.drain(..nm);
+            self.main_base += nm as u64;
+            if self.sync.is_empty() {
+                self.reset_main();
+            }
+        }
+        self.take_ready(t);
+        let ns = self.ready.len();
+        for e in self.ready.drain(..) {
+            f(Released::One(e.sync, e.other, &e.payload));
+        }
+        nm + ns
+    }
+
     /// Removes the first held result matching `pred` (used to take back an item that turned out
     /// not to exist, such as a start edge whose end edge leaves nothing of it).
     pub fn remove_first(
@@ -407,7 +484,16 @@ impl<P> ReleaseBuffer<P> {
             .iter()
             .position(|e| pred(e.sync, e.other, &e.payload));
         let e = match pos {
-            Some(pos) => self.side_new.remove(pos),
+            Some(pos) => {
+                let e = self.side_new.remove(pos);
+                self.side_new_min = self
+                    .side_new
+                    .iter()
+                    .map(|e| e.sync)
+                    .min()
+                    .unwrap_or(Time::INF);
+                e
+            }
             None => {
                 let (r, pos) = self.runs.iter().enumerate().find_map(|(r, run)| {
                     run.iter()
@@ -440,6 +526,7 @@ impl<P> ReleaseBuffer<P> {
                 (s, o, p)
             });
         self.side_len = 0;
+        self.side_new_min = Time::INF;
         let side = self
             .side_new
             .drain(..)
@@ -473,7 +560,6 @@ impl<P: Clone> ReleaseBuffer<P> {
     /// without a CTI; returns how many. The results must sort after what `out` holds.
     pub fn release_into(&mut self, t: Time, out: &mut Batch<P>) -> usize {
         let nm = self.sync.partition_point(|&s| s < t);
-        let before = out.len();
         let (sync, other, payload) = out.columns_mut();
         sync.reserve(nm);
         other.reserve(nm);
@@ -541,7 +627,6 @@ impl<P: Clone> ReleaseBuffer<P> {
         if self.sync.is_empty() {
             self.reset_main();
         }
-        out.debug_check_from(before);
         nm + ns
     }
 
@@ -564,7 +649,7 @@ impl<P: Clone> ReleaseBuffer<P> {
         let start = sync.len();
         copy_range(&self.sync, from, to, sync);
         if self.points_only {
-            fill_next_ticks(&sync[start..], other);
+            push_point_ends(&sync[start..], other);
         } else {
             copy_range(&self.other, from, to, other);
         }
@@ -667,6 +752,66 @@ mod tests {
             proptest::prop_assert_eq!(rest, reference);
             proptest::prop_assert!(buf.is_empty());
         }
+    }
+
+    /// Held points come out of an unsorted release with their own payloads, exactly once,
+    /// runs and out-of-order ones, whether they went in one by one or in runs, released in
+    /// steps that cut the run anywhere.
+    #[test]
+    fn unsorted_releases_hand_out_each_point_once_with_its_payload() {
+        let mut buf = ReleaseBuffer::<(u8, i64)>::new();
+        let (mut next, mut pushed, mut late) = (0i64, 0usize, 0usize);
+        let mut released = Vec::new();
+        let mut take = |r: Released<'_, (u8, i64)>| match r {
+            Released::Points(ts, ps) => {
+                released.extend(ts.iter().zip(ps).map(|(t, p)| (t.ticks(), p.1)));
+            }
+            Released::One(t, o, p) => {
+                assert_eq!(o, t.next_tick());
+                released.push((t.ticks(), p.1));
+            }
+        };
+        for round in 0..400i64 {
+            // Runs of up to 297 points in time order, some of them one by one.
+            let n = round * 37 % 297 + 1;
+            let times: Vec<Time> = (next..next + n).map(Time::from_ticks).collect();
+            let payloads: Vec<(u8, i64)> = (next..next + n).map(|v| (7, v)).collect();
+            if round % 2 == 0 {
+                buf.push_sorted_points(&times, &payloads);
+            } else {
+                for (t, p) in times.iter().zip(payloads) {
+                    buf.push_point(*t, p);
+                }
+            }
+            next += n;
+            pushed += n as usize;
+            if round % 4 == 0 && next > 3 {
+                buf.push_point(Time::from_ticks(next - 3), (7, next - 3)); // out of order
+                pushed += 1;
+                late += 1;
+            }
+            let t = Time::from_ticks(next - round % 50 * 150);
+            buf.release_unsorted(t, &mut take);
+            assert!(
+                buf.earliest() >= t,
+                "round {round}: {:?} left below {t:?}",
+                buf.earliest()
+            );
+        }
+        buf.release_unsorted(Time::INF, &mut take);
+        assert!(
+            released.iter().all(|(t, v)| t == v),
+            "a payload left its time"
+        );
+        assert_eq!((released.len(), buf.len()), (pushed, 0));
+        let mut sorted = released.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(
+            sorted.len() + late,
+            pushed,
+            "each point once (the late ones repeat a time)"
+        );
     }
 
     #[test]

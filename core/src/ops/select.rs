@@ -9,9 +9,9 @@
 //! - [`Reorder`]: holds the events of an unordered stream until a CTI passes them and releases
 //!   them sorted: an unordered stream made ordinary.
 //!
-//! Filter and map also run on unordered streams (events released on arrival, see
-//! [`crate::ops::Unordered`]): they keep each event where it is, so their output is unordered
-//! in the same way.
+//! Filter and map also run on unordered streams (events in arrival order, see
+//! [`crate::order`]): they keep each event where it is, so their output has the order of their
+//! input.
 
 use crate::batch::Batch;
 use crate::event::EventKind;
@@ -19,38 +19,16 @@ use crate::time::TimeSpan;
 
 use super::{ReleaseBuffer, UnaryOperator};
 
-/// Appends a CTI after events that are sorted (an ordinary stream) or released on arrival.
-#[inline]
-fn push_cti<P>(out: &mut Batch<P>, t: crate::time::Time, on_arrival: bool) {
-    if on_arrival {
-        out.push_cti_on_arrival(t);
-    } else {
-        out.push_cti(t);
-    }
-}
-
 /// Keeps events whose payload satisfies the predicate; CTIs pass unchanged.
 #[derive(Debug)]
 pub struct Filter<F> {
     predicate: F,
-    on_arrival: bool,
 }
 
 impl<F> Filter<F> {
     /// A filter with this predicate.
     pub fn new(predicate: F) -> Self {
-        Filter {
-            predicate,
-            on_arrival: false,
-        }
-    }
-
-    /// A filter over an unordered stream (events released on arrival).
-    pub fn on_arrival(predicate: F) -> Self {
-        Filter {
-            predicate,
-            on_arrival: true,
-        }
+        Filter { predicate }
     }
 }
 
@@ -104,7 +82,7 @@ where
                 opayload.truncate(w);
             }
             if let Some(t) = cti {
-                push_cti(out, t, self.on_arrival);
+                out.push_cti(t);
             }
         }
     }
@@ -121,24 +99,12 @@ where
 #[derive(Debug)]
 pub struct Map<F> {
     f: F,
-    on_arrival: bool,
 }
 
 impl<F> Map<F> {
     /// A projection with this function.
     pub fn new(f: F) -> Self {
-        Map {
-            f,
-            on_arrival: false,
-        }
-    }
-
-    /// A projection over an unordered stream (events released on arrival).
-    pub fn on_arrival(f: F) -> Self {
-        Map {
-            f,
-            on_arrival: true,
-        }
+        Map { f }
     }
 }
 
@@ -158,20 +124,16 @@ where
                     input.other()[i],
                     (self.f)(&input.payloads()[i]),
                 );
-                if self.on_arrival {
-                    out.push_on_arrival(s, o, q);
-                } else {
-                    out.push_event(s, o, q);
-                }
+                out.push_event(s, o, q);
             }
             if let Some(t) = cti {
-                push_cti(out, t, self.on_arrival);
+                out.push_cti(t);
             }
         }
     }
 }
 
-/// Holds the events of an unordered stream (released on arrival, see [`crate::ops::Unordered`])
+/// Holds the events of an unordered stream (see [`crate::order`])
 /// until a CTI passes them, then releases them sorted by sync time (ties in arrival order),
 /// followed by the CTI: the stream an ordered source would have given. CTIs pass unchanged.
 /// State: the events at or after the last CTI.

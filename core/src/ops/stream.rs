@@ -2,14 +2,14 @@
 //!
 //! ```
 //! use punctual_core::ops::{Avg, QueryGraph};
-//! use punctual_core::{Batch, Time, TimeSpan};
+//! use punctual_core::{Batch, Ordered, Time, TimeSpan};
 //!
 //! #[derive(Clone, PartialEq, Debug)]
 //! struct Reading { device: u32, value: f64 }
 //!
 //! let graph = QueryGraph::new();
-//! let readings = graph.source::<Reading>();
-//! let calibration = graph.source::<(u32, f64)>();
+//! let readings = graph.source::<Reading, Ordered>();
+//! let calibration = graph.source::<(u32, f64), Ordered>();
 //! let averages = readings
 //!     .filter(|r| r.value >= 0.0)
 //!     .join_on(&calibration, |r| r.device, |c| c.0, |r, c| Reading { device: r.device, value: r.value * c.1 })
@@ -37,13 +37,14 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::batch::Batch;
+use crate::order::{EventOrder, Order, Ordered};
 use crate::time::{Time, TimeSpan};
 
 use super::aggregate::{Aggregate, Count};
 use super::anti_join::{AntiSemiJoin, ClipDuration};
 use super::graph::{Graph, NodeId};
 use super::group_apply::{GroupApply, SubQuery};
-use super::join::{Join, UnorderedJoin};
+use super::join::Join;
 use super::select::{AlterDuration, Filter, Map, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
 use super::union::Union;
@@ -66,52 +67,37 @@ impl QueryGraph {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Adds a source stream: batches fed to it (by ingress) flow to its consumers.
-    pub fn source<P: Payload>(&self) -> Stream<P> {
-        let node = self.lock().add_source::<P>();
-        self.stream(node)
-    }
-
-    /// Adds an *unordered* source: its batches come from an ingress that releases each point
-    /// or interval on arrival (`IngressConfig::on_arrival` in `punctual-policies`), so between
-    /// two CTIs its events are in arrival order and may lie at or after the next CTI; every
-    /// event after `CTI(t)` still has sync time `>= t`. Only order-insensitive operators take
-    /// it (see [`Unordered`]); their results are an ordinary ordered [`Stream`]. Feed it with
-    /// [`QueryGraph::feed_unordered`].
+    /// Adds a source stream of order `O`: batches fed to it (by an ingress) flow to its
+    /// consumers. An unordered source ([`Unordered`](crate::Unordered)) takes batches whose events are in
+    /// arrival order between CTIs; only order-insensitive operators take it (see
+    /// [`crate::order`]), and their results are ordinary streams where the order matters.
     ///
     /// ```
     /// use punctual_core::ops::{Count, QueryGraph};
-    /// use punctual_core::{Batch, Time, TimeSpan};
+    /// use punctual_core::{Batch, Time, TimeSpan, Unordered};
     /// let t = Time::from_ticks;
     /// let graph = QueryGraph::new();
-    /// let input = graph.unordered_source::<u32>();
+    /// let input = graph.source::<u32, Unordered>();
     /// let counts = input.tumbling_window(TimeSpan::from_ticks(10)).aggregate(Count);
     /// graph.keep_output(&counts);
     /// let mut batch = Batch::new();
-    /// batch.push_on_arrival(t(12), t(13), 1); // at or after the CTI below: released on arrival
-    /// batch.push_on_arrival(t(3), t(4), 2);
-    /// batch.push_cti_on_arrival(t(10));
-    /// batch.push_on_arrival(t(15), t(16), 3);
-    /// batch.push_cti_on_arrival(t(21)); // a result at 20 waits for a CTI above it
-    /// graph.feed_unordered(&input, &mut batch);
+    /// batch.push_point(t(12), 1); // at or after the CTI below: released on arrival
+    /// batch.push_point(t(3), 2);
+    /// batch.push_cti(t(10));
+    /// batch.push_point(t(15), 3);
+    /// batch.push_cti(t(21)); // a result at 20 waits for a CTI above it
+    /// graph.feed(&input, &mut batch);
     /// let mut out = Batch::new();
     /// graph.take_output(&counts, &mut out);
     /// assert_eq!(out.payloads(), &[1, 2]); // window [0, 10): 1 member; [10, 20): 2
     /// assert_eq!(out.sync(), &[t(10), t(20)]);
     /// ```
-    pub fn unordered_source<P: Payload>(&self) -> Unordered<P> {
-        Unordered {
-            stream: self.source::<P>(),
-        }
+    pub fn source<P: Payload, O: Order>(&self) -> Stream<P, O> {
+        let node = self.lock().add_source::<P>(O::ORDER);
+        self.stream(node)
     }
 
-    /// Feeds a batch released on arrival (see [`QueryGraph::unordered_source`]) into an
-    /// unordered source and runs everything downstream. The batch is left empty.
-    pub fn feed_unordered<P: Payload>(&self, source: &Unordered<P>, batch: &mut Batch<P>) {
-        self.lock().feed(source.stream.node, batch);
-    }
-
-    fn stream<P>(&self, node: NodeId) -> Stream<P> {
+    fn stream<P, O>(&self, node: NodeId) -> Stream<P, O> {
         Stream {
             graph: self.clone(),
             node,
@@ -119,57 +105,45 @@ impl QueryGraph {
         }
     }
 
-    /// Keeps what `stream` produces for [`QueryGraph::take_output`].
-    pub fn keep_output<P: Payload>(&self, stream: &Stream<P>) {
+    /// Keeps what `stream` produces for [`QueryGraph::take_output`]: an unordered stream's
+    /// events as they are released, in arrival order, with its CTIs (for consumers that count,
+    /// sum or store, this spares the hold until the CTI and the sort of [`Stream::ordered`]).
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Time, Unordered};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<i64, Unordered>();
+    /// let big = input.filter(|v| *v >= 10);
+    /// graph.keep_output(&big);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(t(7), 30);
+    /// batch.push_point(t(2), 5);
+    /// batch.push_point(t(4), 20);
+    /// batch.push_cti(t(5));
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&big, &mut out);
+    /// assert_eq!(out.payloads(), &[30, 20]); // in arrival order, 30 at 7 before the CTI at 5
+    /// assert_eq!(out.last_cti(), Some(t(5)));
+    /// ```
+    pub fn keep_output<P: Payload, O: Order>(&self, stream: &Stream<P, O>) {
         self.lock().keep_output::<P>(stream.node);
     }
 
-    /// Feeds a batch (sorted, with CTI marks, as ingress releases it) into a source stream and
-    /// runs everything downstream. The batch is left empty.
-    pub fn feed<P: Payload>(&self, source: &Stream<P>, batch: &mut Batch<P>) {
+    /// Feeds a batch (as an ingress of the source's order releases it, with CTI marks) into a
+    /// source stream and runs everything downstream. The batch is left empty.
+    pub fn feed<P: Payload, O: Order>(&self, source: &Stream<P, O>, batch: &mut Batch<P>) {
         self.lock().feed(source.node, batch);
     }
 
     /// Appends what a kept output produced since the last call to `into`.
-    pub fn take_output<P: Payload>(&self, stream: &Stream<P>, into: &mut Batch<P>) {
+    pub fn take_output<P: Payload, O: Order>(&self, stream: &Stream<P, O>, into: &mut Batch<P>) {
         self.lock().take_output(stream.node, into);
     }
 
-    /// Keeps what an unordered stream produces for [`QueryGraph::take_unordered_output`]: its
-    /// events as they are released, in arrival order, and its CTIs. Every event after `CTI(t)`
-    /// has sync time `>= t`; between two CTIs the events are not sorted and may lie at or
-    /// after the next CTI. For consumers that count, sum or store (the order does not matter
-    /// to them), this spares the hold until the CTI and the sort of [`Unordered::ordered`].
-    ///
-    /// ```
-    /// use punctual_core::ops::QueryGraph;
-    /// use punctual_core::{Batch, Time};
-    /// let t = Time::from_ticks;
-    /// let graph = QueryGraph::new();
-    /// let input = graph.unordered_source::<i64>();
-    /// let big = input.filter(|v| *v >= 10);
-    /// graph.keep_unordered_output(&big);
-    /// let mut batch = Batch::new();
-    /// batch.push_on_arrival(t(7), t(8), 30);
-    /// batch.push_on_arrival(t(2), t(3), 5);
-    /// batch.push_on_arrival(t(4), t(5), 20);
-    /// batch.push_cti_on_arrival(t(5));
-    /// graph.feed_unordered(&input, &mut batch);
-    /// let mut out = Batch::new();
-    /// graph.take_unordered_output(&big, &mut out);
-    /// assert_eq!(out.payloads(), &[30, 20]); // in arrival order, 30 at 7 before the CTI at 5
-    /// assert_eq!(out.last_cti(), Some(t(5)));
-    /// ```
-    pub fn keep_unordered_output<P: Payload>(&self, stream: &Unordered<P>) {
-        self.lock().keep_output::<P>(stream.stream.node);
-    }
-
-    /// Appends what a kept unordered output produced since the last call to `into`.
-    pub fn take_unordered_output<P: Payload>(&self, stream: &Unordered<P>, into: &mut Batch<P>) {
-        self.lock().take_output(stream.stream.node, into);
-    }
-
-    /// Takes the graph out (to run it on the query task), leaving an empty one.
+    /// Takes the graph out (to run it), leaving an empty one.
     pub fn take_graph(&self) -> Graph {
         std::mem::take(&mut *self.lock())
     }
@@ -185,7 +159,7 @@ impl QueryGraph {
     }
 
     /// Names a stream's node for diagnostics.
-    pub fn set_label<P>(&self, stream: &Stream<P>, label: impl Into<String>) {
+    pub fn set_label<P, O>(&self, stream: &Stream<P, O>, label: impl Into<String>) {
         self.lock().set_label(stream.node, label);
     }
 
@@ -195,174 +169,26 @@ impl QueryGraph {
     }
 }
 
-/// A typed stream of a query: a source or an operator's output. Cheap to clone; using one
-/// stream as the input of several operators multicasts it without reading it twice.
+/// A typed stream of a query: a source or an operator's output, ordered (`O =` [`Ordered`],
+/// the default) or unordered ([`Unordered`](crate::Unordered): events in arrival order between CTIs, see
+/// [`crate::order`]). Cheap to clone; using one stream as the input of several operators
+/// multicasts it without reading it twice.
+///
+/// Every operator takes an ordered stream. An unordered one is taken by those whose results
+/// do not depend on the order of their input between CTIs: [`Stream::filter`] and
+/// [`Stream::map`] (their output is unordered too), [`Stream::join_on`] and its siblings as
+/// the left side (output unordered), hopping and tumbling windows (output ordered), and
+/// [`Stream::ordered`], which holds the events until their CTI and sorts them. An aggregate
+/// adds members in arrival order: counts, integer sums, minima and maxima are exactly the
+/// ordered path's; a floating-point sum may differ in its last bits.
 #[derive(Debug)]
-pub struct Stream<P> {
+pub struct Stream<P, O = Ordered> {
     graph: QueryGraph,
     node: NodeId,
-    _payload: PhantomData<fn() -> P>,
+    _payload: PhantomData<fn() -> (P, O)>,
 }
 
-/// An unordered source stream ([`QueryGraph::unordered_source`]): its events are released on
-/// arrival, not sorted and not held until a CTI passes them. That saves the reorder buffer's
-/// traffic (each event written and read back one CTI lag later) for queries that aggregate.
-/// Only operators whose results do not depend on the order of their input between CTIs take
-/// it: filter and map (their output is unordered too), hopping and tumbling windows with an
-/// aggregate, whose results form an ordinary ordered [`Stream`], released at the same CTIs and
-/// equal to the ordered path's as multisets per CTI, and [`Unordered::ordered`], which holds
-/// the events until their CTI and sorts them: the ordinary stream.
-/// An aggregate adds members in arrival order: counts, integer sums, minima and maxima are
-/// exactly the ordered path's; a floating-point sum may differ in its last bits.
-#[derive(Debug)]
-pub struct Unordered<P> {
-    stream: Stream<P>,
-}
-
-impl<P> Clone for Unordered<P> {
-    fn clone(&self) -> Self {
-        Unordered {
-            stream: self.stream.clone(),
-        }
-    }
-}
-
-impl<P: Payload> Unordered<P> {
-    /// The node in the graph.
-    pub fn node(&self) -> NodeId {
-        self.stream.node
-    }
-
-    /// The graph it belongs to.
-    pub fn graph(&self) -> &QueryGraph {
-        &self.stream.graph
-    }
-
-    /// Names this stream's node for diagnostics (`explain`), and returns it.
-    pub fn named(self, label: impl Into<String>) -> Self {
-        self.stream.graph.set_label(&self.stream, label);
-        self
-    }
-
-    /// Keeps the events whose payload satisfies `predicate`, where they are (the result is
-    /// unordered too). CTIs unchanged. Filtering before [`Unordered::ordered`] means only the
-    /// events kept wait for their CTI.
-    pub fn filter(&self, predicate: impl Fn(&P) -> bool + Send + 'static) -> Unordered<P> {
-        Unordered {
-            stream: self.stream.apply(Filter::on_arrival(predicate)),
-        }
-    }
-
-    /// Projects each payload, keeping each event where it is (the result is unordered too).
-    /// CTIs unchanged.
-    pub fn map<Q: Payload>(&self, f: impl Fn(&P) -> Q + Send + 'static) -> Unordered<Q> {
-        Unordered {
-            stream: self.stream.apply(Map::on_arrival(f)),
-        }
-    }
-
-    /// The ordinary stream: each event held until a CTI passes it, then released sorted by
-    /// sync time (ties in arrival order) before the CTI ([`Reorder`]). What an ordered source
-    /// with the same settings gives, segment by segment; every operator and output takes it.
-    ///
-    /// ```
-    /// use punctual_core::ops::QueryGraph;
-    /// use punctual_core::{Batch, Time};
-    /// let t = Time::from_ticks;
-    /// let graph = QueryGraph::new();
-    /// let input = graph.unordered_source::<i64>();
-    /// let big = input.filter(|v| *v >= 10).ordered();
-    /// graph.keep_output(&big);
-    /// let mut batch = Batch::new();
-    /// batch.push_on_arrival(t(7), t(8), 30); // released on arrival, before its CTI
-    /// batch.push_on_arrival(t(2), t(3), 5);
-    /// batch.push_on_arrival(t(4), t(5), 20);
-    /// batch.push_cti_on_arrival(t(5));
-    /// graph.feed_unordered(&input, &mut batch);
-    /// let mut out = Batch::new();
-    /// graph.take_output(&big, &mut out);
-    /// assert_eq!(out.payloads(), &[20]); // 30 at 7 waits for a CTI above 7
-    /// assert_eq!(out.last_cti(), Some(t(5)));
-    /// ```
-    pub fn ordered(&self) -> Stream<P> {
-        self.stream.apply(Reorder::default())
-    }
-
-    /// Temporal equi-join with an ordinary stream, as [`Stream::join_on`], keeping the result
-    /// unordered ([`UnorderedJoin`]): each result is emitted once it is final (for a point,
-    /// when `right`'s CTI passes it), in no particular order between CTIs. The CTIs and, per
-    /// CTI, the results are those of the ordered join; points are never sorted. Suited to a
-    /// fast stream joined with a slow reference stream that imports its CTIs, when what
-    /// follows counts, aggregates or stores; [`Unordered::ordered`] sorts it back.
-    ///
-    /// ```
-    /// use punctual_core::ops::QueryGraph;
-    /// use punctual_core::{Batch, Time};
-    /// let t = Time::from_ticks;
-    /// let graph = QueryGraph::new();
-    /// let fast = graph.unordered_source::<(u32, i64)>();
-    /// let reference = graph.source::<(u32, &str)>();
-    /// let named = fast.join_on(&reference, |f| f.0, |r| r.0, |f, r| (r.1, f.1));
-    /// graph.keep_unordered_output(&named);
-    /// let mut versions = Batch::new();
-    /// versions.push_event(t(0), t(100), (1, "one"));
-    /// versions.push_event(t(0), t(100), (2, "two"));
-    /// versions.push_cti(t(5));
-    /// graph.feed(&reference, &mut versions);
-    /// let mut readings = Batch::new();
-    /// readings.push_on_arrival(t(8), t(9), (2, 80)); // waits for the reference's CTI
-    /// readings.push_on_arrival(t(3), t(4), (1, 30)); // below it: joined at once
-    /// readings.push_cti_on_arrival(t(3));
-    /// graph.feed_unordered(&fast, &mut readings);
-    /// let mut out = Batch::new();
-    /// graph.take_unordered_output(&named, &mut out);
-    /// assert_eq!(out.payloads(), &[("one", 30)]);
-    /// let mut cti = Batch::new();
-    /// cti.push_cti(t(10));
-    /// graph.feed(&reference, &mut cti);
-    /// graph.take_unordered_output(&named, &mut out);
-    /// assert_eq!(out.payloads(), &[("one", 30), ("two", 80)]);
-    /// assert_eq!(out.last_cti(), Some(t(3))); // min of both sides' CTIs
-    /// ```
-    pub fn join_on<R: Payload, K, O: Payload>(
-        &self,
-        right: &Stream<R>,
-        key_left: impl Fn(&P) -> K + Send + 'static,
-        key_right: impl Fn(&R) -> K + Send + 'static,
-        combine: impl Fn(&P, &R) -> O + Send + 'static,
-    ) -> Unordered<O>
-    where
-        K: Hash + Eq + Clone + Send + 'static,
-    {
-        let op = UnorderedJoin::new(key_left, key_right, move |l: &P, r: &R| Some(combine(l, r)));
-        Unordered {
-            stream: self.stream.apply_binary(right, op),
-        }
-    }
-
-    /// Temporal cross join with an ordinary stream: [`Unordered::join_on`] with every pair's
-    /// keys equal (every overlapping pair yields `combine(left, right)`), unordered.
-    pub fn join<R: Payload, O: Payload>(
-        &self,
-        right: &Stream<R>,
-        combine: impl Fn(&P, &R) -> O + Send + 'static,
-    ) -> Unordered<O> {
-        self.join_on(right, |_: &P| (), |_: &R| (), combine)
-    }
-
-    /// Hopping windows of `size` every `hop` over the unordered events, as
-    /// [`Stream::hopping_window`]: members are added as they arrive.
-    pub fn hopping_window(&self, size: TimeSpan, hop: TimeSpan) -> Windowed<P, Ungrouped> {
-        self.stream.hopping_window(size, hop)
-    }
-
-    /// Tumbling windows of `size` over the unordered events, as [`Stream::tumbling_window`].
-    pub fn tumbling_window(&self, size: TimeSpan) -> Windowed<P, Ungrouped> {
-        self.stream.tumbling_window(size)
-    }
-}
-
-impl<P> Clone for Stream<P> {
+impl<P, O> Clone for Stream<P, O> {
     fn clone(&self) -> Self {
         Stream {
             graph: self.graph.clone(),
@@ -372,7 +198,7 @@ impl<P> Clone for Stream<P> {
     }
 }
 
-impl<P: Payload> Stream<P> {
+impl<P: Payload, O: Order> Stream<P, O> {
     /// The node in the graph.
     pub fn node(&self) -> NodeId {
         self.node
@@ -389,41 +215,184 @@ impl<P: Payload> Stream<P> {
         self
     }
 
-    /// Adds any unary operator.
-    pub fn apply<O: Payload, Op: UnaryOperator<P, O>>(&self, op: Op) -> Stream<O> {
-        let node = self
-            .graph
-            .lock()
-            .add_node::<O>(UnaryNode::<Op, P, O>::boxed(op), &[self.node]);
+    /// Adds a unary operator whose output has order `Q`.
+    fn unary<Out: Payload, Q: Order, Op: UnaryOperator<P, Out>>(&self, op: Op) -> Stream<Out, Q> {
+        let node = self.graph.lock().add_node::<Out>(
+            UnaryNode::<Op, P, Out>::boxed(op),
+            &[self.node],
+            Q::ORDER,
+        );
         self.graph.stream(node)
     }
 
-    /// Adds any binary operator with `right` as its second input. Both streams must belong to
-    /// the same query.
-    pub fn apply_binary<R: Payload, O: Payload, Op: BinaryOperator<P, R, O>>(
+    /// Adds a binary operator with `right` as its second input, its output of order `Q`.
+    fn binary<R: Payload, RO: Order, Out: Payload, Q: Order, Op: BinaryOperator<P, R, Out>>(
         &self,
-        right: &Stream<R>,
+        right: &Stream<R, RO>,
         op: Op,
-    ) -> Stream<O> {
+    ) -> Stream<Out, Q> {
         assert!(
             self.graph.same(&right.graph),
             "both streams of a binary operator must belong to one query"
         );
-        let node = self.graph.lock().add_node::<O>(
-            BinaryNode::<Op, P, R, O>::boxed(op),
+        let node = self.graph.lock().add_node::<Out>(
+            BinaryNode::<Op, P, R, Out>::boxed(op),
             &[self.node, right.node],
+            Q::ORDER,
         );
         self.graph.stream(node)
     }
 
-    /// Keeps events whose payload satisfies `predicate`. CTIs unchanged.
-    pub fn filter(&self, predicate: impl Fn(&P) -> bool + Send + 'static) -> Stream<P> {
-        self.apply(Filter::new(predicate))
+    /// Keeps events whose payload satisfies `predicate`, where they are. CTIs unchanged.
+    /// Filtering an unordered stream before [`Stream::ordered`] means only the events kept
+    /// wait for their CTI.
+    pub fn filter(&self, predicate: impl Fn(&P) -> bool + Send + 'static) -> Stream<P, O> {
+        self.unary(Filter::new(predicate))
     }
 
-    /// Projects each payload. CTIs unchanged.
-    pub fn map<Q: Payload>(&self, f: impl Fn(&P) -> Q + Send + 'static) -> Stream<Q> {
-        self.apply(Map::new(f))
+    /// Projects each payload, keeping each event where it is. CTIs unchanged.
+    pub fn map<Q: Payload>(&self, f: impl Fn(&P) -> Q + Send + 'static) -> Stream<Q, O> {
+        self.unary(Map::new(f))
+    }
+
+    /// The ordinary stream: an unordered stream's events held until a CTI passes them, then
+    /// released sorted by sync time (ties in arrival order) before the CTI ([`Reorder`]);
+    /// what an ordered source with the same settings gives, segment by segment. An ordered
+    /// stream is returned as it is.
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Time, Unordered};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<i64, Unordered>();
+    /// let big = input.filter(|v| *v >= 10).ordered();
+    /// graph.keep_output(&big);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(t(7), 30); // released on arrival, before its CTI
+    /// batch.push_point(t(2), 5);
+    /// batch.push_point(t(4), 20);
+    /// batch.push_cti(t(5));
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&big, &mut out);
+    /// assert_eq!(out.payloads(), &[20]); // 30 at 7 waits for a CTI above 7
+    /// assert_eq!(out.last_cti(), Some(t(5)));
+    /// ```
+    pub fn ordered(&self) -> Stream<P, Ordered> {
+        match O::ORDER {
+            EventOrder::Sorted => self.graph.stream(self.node),
+            EventOrder::Arrival => self.unary(Reorder::default()),
+        }
+    }
+
+    /// Temporal equi-join ([`Join`]) with an ordered stream: each pair with
+    /// `key_left(l) == key_right(r)` whose lifetimes overlap yields `combine(l, r)` with the
+    /// intersection lifetime. Output CTI = min of both sides' CTIs. The output has this
+    /// stream's order: from an unordered stream, each result is emitted once it is final (for
+    /// a point, when `right`'s CTI passes it), in no particular order between CTIs; per CTI
+    /// the results are the ordered join's. Suited to a fast stream joined with a slow
+    /// reference stream that imports its CTIs.
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time, Unordered};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let fast = graph.source::<(u32, i64), Unordered>();
+    /// let reference = graph.source::<(u32, &str), Ordered>();
+    /// let named = fast.join_on(&reference, |f| f.0, |r| r.0, |f, r| (r.1, f.1));
+    /// graph.keep_output(&named);
+    /// let mut versions = Batch::new();
+    /// versions.push_event(t(0), t(100), (1, "one"));
+    /// versions.push_event(t(0), t(100), (2, "two"));
+    /// versions.push_cti(t(5));
+    /// graph.feed(&reference, &mut versions);
+    /// let mut readings = Batch::new();
+    /// readings.push_point(t(8), (2, 80)); // waits for the reference's CTI
+    /// readings.push_point(t(3), (1, 30)); // below it: joined at once
+    /// readings.push_cti(t(3));
+    /// graph.feed(&fast, &mut readings);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&named, &mut out);
+    /// assert_eq!(out.payloads(), &[("one", 30)]);
+    /// let mut cti = Batch::new();
+    /// cti.push_cti(t(10));
+    /// graph.feed(&reference, &mut cti);
+    /// graph.take_output(&named, &mut out);
+    /// assert_eq!(out.payloads(), &[("one", 30), ("two", 80)]);
+    /// assert_eq!(out.last_cti(), Some(t(3))); // min of both sides' CTIs
+    /// ```
+    pub fn join_on<R: Payload, K, Out: Payload>(
+        &self,
+        right: &Stream<R>,
+        key_left: impl Fn(&P) -> K + Send + 'static,
+        key_right: impl Fn(&R) -> K + Send + 'static,
+        combine: impl Fn(&P, &R) -> Out + Send + 'static,
+    ) -> Stream<Out, O>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
+        let combine = move |l: &P, r: &R| Some(combine(l, r));
+        self.binary(
+            right,
+            Join::<_, _, _, _, _, _, _, O>::new(key_left, key_right, combine),
+        )
+    }
+
+    /// Temporal cross join: every overlapping pair yields `combine(left, right)` with the
+    /// intersection lifetime (see [`Stream::join_on`]).
+    pub fn join<R: Payload, Out: Payload>(
+        &self,
+        right: &Stream<R>,
+        combine: impl Fn(&P, &R) -> Out + Send + 'static,
+    ) -> Stream<Out, O> {
+        self.join_where(right, |_, _| true, combine)
+    }
+
+    /// Temporal cross join with a predicate on each pair (see [`Stream::join_on`]).
+    pub fn join_where<R: Payload, Out: Payload>(
+        &self,
+        right: &Stream<R>,
+        predicate: impl Fn(&P, &R) -> bool + Send + 'static,
+        combine: impl Fn(&P, &R) -> Out + Send + 'static,
+    ) -> Stream<Out, O> {
+        let combine = move |l: &P, r: &R| predicate(l, r).then(|| combine(l, r));
+        let op = Join::<_, _, _, _, _, _, _, O>::new(|_: &P| (), |_: &R| (), combine);
+        self.binary(right, op)
+    }
+
+    /// Hopping windows of `size` every `hop`; pick an aggregate on the result. On an
+    /// unordered stream, members are added as they arrive; the results are an ordinary
+    /// stream either way.
+    pub fn hopping_window(&self, size: TimeSpan, hop: TimeSpan) -> Windowed<P, Ungrouped, O> {
+        Windowed {
+            stream: self.clone(),
+            kind: WindowKind::Hopping(WindowSpec::hopping(size, hop)),
+            group: Ungrouped,
+        }
+    }
+
+    /// Tumbling windows of `size`; pick an aggregate on the result.
+    pub fn tumbling_window(&self, size: TimeSpan) -> Windowed<P, Ungrouped, O> {
+        self.hopping_window(size, size)
+    }
+}
+
+impl<P: Payload> Stream<P, Ordered> {
+    /// Adds any unary operator (its input and output ordered streams).
+    pub fn apply<Out: Payload, Op: UnaryOperator<P, Out>>(&self, op: Op) -> Stream<Out> {
+        self.unary(op)
+    }
+
+    /// Adds any binary operator with `right` as its second input (inputs and output ordered
+    /// streams). Both streams must belong to the same query.
+    pub fn apply_binary<R: Payload, Out: Payload, Op: BinaryOperator<P, R, Out>>(
+        &self,
+        right: &Stream<R>,
+        op: Op,
+    ) -> Stream<Out> {
+        self.binary(right, op)
     }
 
     /// Moves events and CTIs by `by`.
@@ -452,51 +421,12 @@ impl<P: Payload> Stream<P> {
             );
             inputs.push(o.node);
         }
-        let node = self
-            .graph
-            .lock()
-            .add_node::<P>(Box::new(Union::<P>::new(inputs.len())), &inputs);
-        self.graph.stream(node)
-    }
-
-    /// Temporal cross join: every overlapping pair yields `combine(left, right)` with the
-    /// intersection lifetime.
-    pub fn join<R: Payload, O: Payload>(
-        &self,
-        right: &Stream<R>,
-        combine: impl Fn(&P, &R) -> O + Send + 'static,
-    ) -> Stream<O> {
-        self.join_where(right, |_, _| true, combine)
-    }
-
-    /// Temporal cross join with a predicate on each pair.
-    pub fn join_where<R: Payload, O: Payload>(
-        &self,
-        right: &Stream<R>,
-        predicate: impl Fn(&P, &R) -> bool + Send + 'static,
-        combine: impl Fn(&P, &R) -> O + Send + 'static,
-    ) -> Stream<O> {
-        let op = Join::new(
-            |_: &P| (),
-            |_: &R| (),
-            move |l: &P, r: &R| predicate(l, r).then(|| combine(l, r)),
+        let node = self.graph.lock().add_node::<P>(
+            Box::new(Union::<P>::new(inputs.len())),
+            &inputs,
+            EventOrder::Sorted,
         );
-        self.apply_binary(right, op)
-    }
-
-    /// Temporal equi-join: pairs with `key_left(l) == key_right(r)` whose lifetimes overlap.
-    pub fn join_on<R: Payload, K, O: Payload>(
-        &self,
-        right: &Stream<R>,
-        key_left: impl Fn(&P) -> K + Send + 'static,
-        key_right: impl Fn(&R) -> K + Send + 'static,
-        combine: impl Fn(&P, &R) -> O + Send + 'static,
-    ) -> Stream<O>
-    where
-        K: Hash + Eq + Clone + Send + 'static,
-    {
-        let op = Join::new(key_left, key_right, move |l: &P, r: &R| Some(combine(l, r)));
-        self.apply_binary(right, op)
+        self.graph.stream(node)
     }
 
     /// Left anti-semi-join on a key: the parts of each event's lifetime where no event of
@@ -536,17 +466,17 @@ impl<P: Payload> Stream<P> {
     /// Runs a sub-query per key: `f(key, stream_of_that_key)`. Every CTI reaches every group;
     /// output CTI = min over the groups (see [`GroupApply`]). The sub-query is also built once
     /// for `K::default()`, to see only CTIs.
-    pub fn group_apply<K, O: Payload>(
+    pub fn group_apply<K, Out: Payload>(
         &self,
         key: impl Fn(&P) -> K + Send + 'static,
-        f: impl Fn(&K, Stream<P>) -> Stream<O> + Send + 'static,
-    ) -> Stream<O>
+        f: impl Fn(&K, Stream<P>) -> Stream<Out> + Send + 'static,
+    ) -> Stream<Out>
     where
         K: Hash + Eq + Clone + Default + Send + 'static,
     {
         let build = move |k: &K| {
             let g = QueryGraph::new();
-            let source = g.source::<P>();
+            let source = g.source::<P, Ordered>();
             let output = f(k, source.clone());
             g.keep_output(&output);
             SubQuery {
@@ -556,15 +486,6 @@ impl<P: Payload> Stream<P> {
             }
         };
         self.apply(GroupApply::new(key, build))
-    }
-
-    /// Hopping windows of `size` every `hop`; pick an aggregate on the result.
-    pub fn hopping_window(&self, size: TimeSpan, hop: TimeSpan) -> Windowed<P, Ungrouped> {
-        Windowed {
-            stream: self.clone(),
-            kind: WindowKind::Hopping(WindowSpec::hopping(size, hop)),
-            group: Ungrouped,
-        }
     }
 
     /// Snapshot windows: one between every two consecutive event endpoints.
@@ -585,11 +506,6 @@ impl<P: Payload> Stream<P> {
             group: Ungrouped,
         }
     }
-
-    /// Tumbling windows of `size`; pick an aggregate on the result.
-    pub fn tumbling_window(&self, size: TimeSpan) -> Windowed<P, Ungrouped> {
-        self.hopping_window(size, size)
-    }
 }
 
 /// No grouping: one result per window.
@@ -607,16 +523,16 @@ enum WindowKind {
     Count(usize),
 }
 
-/// Windows over a stream, waiting for an aggregate. See [`Stream::hopping_window`],
-/// [`Stream::snapshot_window`], [`Stream::count_window`].
+/// Windows over a stream (of order `O`), waiting for an aggregate. See
+/// [`Stream::hopping_window`], [`Stream::snapshot_window`], [`Stream::count_window`].
 #[derive(Debug)]
-pub struct Windowed<P, G> {
-    stream: Stream<P>,
+pub struct Windowed<P, G, O = Ordered> {
+    stream: Stream<P, O>,
     kind: WindowKind,
     group: G,
 }
 
-impl<P: Payload, G> Windowed<P, G> {
+impl<P: Payload, G, O: Order> Windowed<P, G, O> {
     /// Hopping windows start at `alignment + n * hop` (default: time 0); other kinds ignore it.
     pub fn alignment(mut self, alignment: Time) -> Self {
         if let WindowKind::Hopping(spec) = &mut self.kind {
@@ -634,27 +550,28 @@ impl<P: Payload, G> Windowed<P, G> {
         self
     }
 
-    fn build<K, A, O, KF, MK>(self, key: KF, agg: A, make: MK) -> Stream<O>
+    fn build<K, A, Out, KF, MK>(self, key: KF, agg: A, make: MK) -> Stream<Out>
     where
         K: Hash + Eq + Clone + Send + 'static,
         A: Aggregate<P>,
-        O: Payload,
+        Out: Payload,
         KF: Fn(&P) -> K + Send + 'static,
-        MK: Fn(&K, A::Output) -> O + Send + 'static,
+        MK: Fn(&K, A::Output) -> Out + Send + 'static,
     {
+        // Snapshot and count windows are made from ordered streams only.
         match self.kind {
             WindowKind::Hopping(spec) => {
-                self.stream.apply(HoppingWindow::new(spec, key, agg, make))
+                self.stream.unary(HoppingWindow::new(spec, key, agg, make))
             }
-            WindowKind::Snapshot => self.stream.apply(SnapshotWindow::new(key, agg, make)),
-            WindowKind::Count(n) => self.stream.apply(CountWindow::new(n, key, agg, make)),
+            WindowKind::Snapshot => self.stream.unary(SnapshotWindow::new(key, agg, make)),
+            WindowKind::Count(n) => self.stream.unary(CountWindow::new(n, key, agg, make)),
         }
     }
 }
 
-impl<P: Payload> Windowed<P, Ungrouped> {
+impl<P: Payload, O: Order> Windowed<P, Ungrouped, O> {
     /// One result per window and distinct `key`.
-    pub fn group_by<K, F>(self, key: F) -> Windowed<P, GroupedBy<F>>
+    pub fn group_by<K, F>(self, key: F) -> Windowed<P, GroupedBy<F>, O>
     where
         K: Hash + Eq + Clone + Send + 'static,
         F: Fn(&P) -> K + Send + 'static,
@@ -681,7 +598,7 @@ impl<P: Payload> Windowed<P, Ungrouped> {
     }
 }
 
-impl<P: Payload, K, F> Windowed<P, GroupedBy<F>>
+impl<P: Payload, K, F, O: Order> Windowed<P, GroupedBy<F>, O>
 where
     K: Payload + Hash + Eq,
     F: Fn(&P) -> K + Send + 'static,
@@ -696,14 +613,14 @@ where
     }
 
     /// Aggregates per group, building each result with `make(key, value)`.
-    pub fn aggregate_into<A, O>(
+    pub fn aggregate_into<A, Out>(
         self,
         agg: A,
-        make: impl Fn(&K, A::Output) -> O + Send + 'static,
-    ) -> Stream<O>
+        make: impl Fn(&K, A::Output) -> Out + Send + 'static,
+    ) -> Stream<Out>
     where
         A: Aggregate<P>,
-        O: Payload,
+        Out: Payload,
     {
         let key = self.group.0;
         Windowed {

@@ -1,41 +1,49 @@
-//! `punctual-bench`: Punctual on the shared benchmark workload (`../shared/bench`), with the
-//! timely peer's command line and output format, so that `bench/compare.sh` can pair them.
+//! `punctual-bench`: Punctual on the shared benchmark workload, written as a user writes a
+//! query, with the timely peer's command line and output format, so that `bench/compare.sh`
+//! can pair them.
 //!
 //! ```text
-//! punctual-bench --query filter|window|join --data DIR [--reps N] [--cti N] [--delay-ms N]
-//!                [--filter-in-graph]
+//! punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N]
+//!                [--cti N] [--delay-ms N]
 //! ```
 //!
-//! Each query runs through Punctual's real path on one core: the fast stream's ingress with the
-//! real settings (a CTI every `--cti` events, `--delay-ms` behind the highest timestamp, `Drop`;
-//! the input is an unordered stream, released on arrival, since no query needs it sorted: the
-//! window aggregates it, and the filter's and the join's outputs, which are only counted and
-//! summed, are kept unordered), the real operators on a query graph, and an output that
-//! checksums. The filter is pushed down into the ingress
-//! (`Ingress::enqueue_point_records_where`: the refused events are never written out, and still
-//! count for the CTIs); `--filter-in-graph` runs the graph's filter operator instead, with the
-//! same output. Timestamps are the files' milliseconds converted to ticks. The join's reference stream enters through its own
-//! ingress, importing the fast stream's CTIs: each version is a start edge, closed by an end
-//! edge when the key's next version starts; versions are enqueued when the fast stream's
-//! highest timestamp reaches them (as the timely peer releases them), and each block's
-//! imported CTIs reach the reference stream after the fast stream's release of that block, in
-//! the order the runtime's import gives. Loading the files is not
-//! timed; the timing covers building the query, replaying and draining. The checksums for the
-//! default 10 M events (`../shared/bench/README.md`) are verified: a mismatch exits with 1.
+//! Each query is built with the public API only: a [`Query`], the fast stream created from the
+//! library's [`RecordsInput`] (the decoded records, replayed from memory in blocks of `--cti`
+//! records) with advance-time settings (a CTI every `--cti` events, `--delay-ms` behind the
+//! highest timestamp, `Drop`, a final CTI), the typed operators (`.filter`, the tumbling window
+//! with group-by and aggregate, the join), and an output adapter that counts and checksums.
+//! `--order arrival` (the default) makes the fast stream unordered (its events go on in
+//! arrival order, since none of the three queries needs them sorted); `--order ordered` holds
+//! and sorts them in the reorder buffer (StreamInsight's model). For the join, the reference
+//! stream is every version as a start edge, closed by an end edge when the key's next version
+//! starts, from the library's [`MemoryInput`]; it imports the fast stream's CTIs (`Adjust`).
+//! It is created first, and the query runs on a current-thread runtime, so that every version
+//! is in before the fast stream's first CTI.
+//!
+//! Timestamps are the files' milliseconds converted to ticks. Loading the files is not timed;
+//! the timing covers building the query, replaying and draining. The checksums for the default
+//! 10 M events are verified: a mismatch exits with 1.
 
 use std::process::ExitCode;
-
-use punctual_samples::{arg, exit_code, ms};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use punctual::core::ops::{Count, QueryGraph, Stream, Sum, Unordered};
-use punctual::policies::{Error as IngressError, Ingress, IngressConfig, IngressOutput};
+use async_trait::async_trait;
+use punctual::adapters::{
+    AdapterError, InputOptions, MemoryInput, OutputAdapter, OutputAdapterFactory, Query,
+    RecordsInput,
+};
+use punctual::core::ops::{Count, Sum};
+use punctual::core::Order;
 use punctual::prelude::*;
+use punctual_samples::{arg, exit_code, ms};
 
-/// (ts ms, value, key)
-type Ev = (i64, i64, u32);
+/// (ts ms, value, key): a decoded record of the workload's files.
+type Record = (i64, i64, u32);
+/// (value, key): the fast stream's payload.
+type Reading = (i64, u32);
 
-fn load(path: &str) -> Result<Vec<Ev>, String> {
+fn load(path: &str) -> Result<Vec<Record>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
     if bytes.len() % 24 != 0 {
         return Err(format!(
@@ -58,246 +66,166 @@ fn load(path: &str) -> Result<Vec<Ev>, String> {
         .collect())
 }
 
-struct Settings {
-    cti: u64,
-    delay: TimeSpan,
-}
-
-fn fast_ingress<P: Clone + PartialEq>(s: &Settings) -> Result<Ingress<P>, String> {
-    let generation = AdvanceTimeGenerationSettings::every_events(s.cti)
-        .delay(s.delay)
-        .final_cti(true)
-        .build()
-        .map_err(|e| e.to_string())?;
-    Ok(Ingress::new(IngressConfig {
-        generation: Some(generation),
-        policy: Some(AdvanceTimePolicy::Drop),
-        on_arrival: true,
-        ..IngressConfig::default()
-    }))
-}
-
 /// Out count and checksum.
 type Totals = (u64, u64);
 
-/// The query's output: ordered, or unordered (released on arrival).
-enum Output<O> {
-    Ordered(Stream<O>),
-    Unordered(Unordered<O>),
+/// An output adapter that counts what it receives and folds each payload into a checksum.
+struct Checksum<P> {
+    fold: fn(u64, &P) -> u64,
+    totals: Arc<Mutex<Totals>>,
 }
 
-/// A query's graph, its fast source and its output.
-struct Wiring<P, O> {
-    graph: QueryGraph,
-    /// The fast stream's source: unordered (released on arrival) for all three queries.
-    source: Unordered<P>,
-    output: Output<O>,
-}
-
-impl<P: Payload, O: Payload> Wiring<P, O> {
-    fn feed(&self, batch: &mut Batch<P>) {
-        self.graph.feed_unordered(&self.source, batch);
-    }
-
-    fn take(&self, into: &mut Batch<O>) {
-        match &self.output {
-            Output::Ordered(s) => self.graph.take_output(s, into),
-            Output::Unordered(s) => self.graph.take_unordered_output(s, into),
+impl<P> Clone for Checksum<P> {
+    fn clone(&self) -> Self {
+        Checksum {
+            fold: self.fold,
+            totals: Arc::clone(&self.totals),
         }
     }
 }
 
-/// Replays the fast stream through its ingress into the source, calling `after_block` after
-/// every block with the highest start time the ingress has taken (`None` after the end) and the
-/// CTIs issued (for the join's reference stream), and `drain` with the output. `enqueue` puts a
-/// block into the ingress.
-fn replay<P: Payload, O: Payload>(
-    events: &[Ev],
-    s: &Settings,
-    w: &Wiring<P, O>,
-    mut enqueue: impl FnMut(
-        &mut Ingress<P>,
-        &[Ev],
-        &mut IngressOutput<P>,
-    ) -> Result<usize, IngressError>,
-    mut after_block: impl FnMut(Option<Time>, &[Time]),
-    mut drain: impl FnMut(&Batch<O>),
-) -> Result<(), String> {
-    let mut ingress = fast_ingress::<P>(s)?;
-    let mut out = IngressOutput::new();
-    let mut results = Batch::new();
-    let block = s.cti as usize;
-    let mut ctis = Vec::new();
-    for chunk in events.chunks(block) {
-        // The block's decoded records, enqueued in one call: each read straight into the
-        // released batch.
-        enqueue(&mut ingress, chunk, &mut out).map_err(|e| e.to_string())?;
-        ctis.clear();
-        ctis.extend(out.batch.ctis().iter().map(|m| m.time));
-        // The fast stream's release first, then what follows from it (the reference stream's
-        // imported CTIs come after the release that issued them, as import does).
-        w.feed(&mut out.batch);
-        after_block(Some(ingress.counters().max_start), &ctis);
-        out.dead_letters.clear();
-        w.take(&mut results);
-        drain(&results);
-        results.clear();
+impl<P> Checksum<P> {
+    fn new(fold: fn(u64, &P) -> u64) -> Self {
+        Checksum {
+            fold,
+            totals: Arc::default(),
+        }
     }
-    ingress.finish(&mut out);
-    ctis.clear();
-    ctis.extend(out.batch.ctis().iter().map(|m| m.time));
-    w.feed(&mut out.batch);
-    after_block(None, &ctis);
-    w.take(&mut results);
-    drain(&results);
+
+    fn totals(&self) -> Totals {
+        *self.totals.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[async_trait]
+impl<P: Payload> OutputAdapter<P> for Checksum<P> {
+    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
+        let sum = batch.payloads().iter().fold(0u64, self.fold);
+        let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
+        totals.0 += batch.len() as u64;
+        totals.1 = totals.1.wrapping_add(sum);
+        Ok(())
+    }
+}
+
+impl<P: Payload> OutputAdapterFactory<(), P> for Checksum<P> {
+    type Adapter = Checksum<P>;
+    fn create(&self, _: &(), _: EventShape) -> Result<Checksum<P>, AdapterError> {
+        Ok(self.clone())
+    }
+}
+
+/// The fast stream's settings: a CTI every `cti` events, `delay` behind, `Drop`, a final CTI.
+fn settings(cti: u64, delay: TimeSpan) -> Result<AdvanceTimeSettings, String> {
+    let generation = AdvanceTimeGenerationSettings::every_events(cti)
+        .delay(delay)
+        .final_cti(true)
+        .build()
+        .map_err(|e| e.to_string())?;
+    AdvanceTimeSettings::builder()
+        .generation(generation)
+        .policy(AdvanceTimePolicy::Drop)
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The query's parts: the data, its settings, and which query.
+struct Run<'a> {
+    events: &'a Arc<[Record]>,
+    reference: &'a [Record],
+    cti: u64,
+    delay: TimeSpan,
+}
+
+impl Run<'_> {
+    /// Builds and runs one query with the fast stream of order `O`; returns its totals.
+    async fn query<O: Order>(&self, name: &str, fast: InputOptions<O>) -> Result<Totals, String> {
+        let e = |e: punctual::adapters::QueryError| e.to_string();
+        let mut query = Query::new(name);
+        // The reference stream first: every version is in before the fast stream's first CTI.
+        let reference = if name == "join" {
+            let import = AdvanceTimeSettings::builder()
+                .import(AdvanceTimeImportSettings::new("fast"))
+                .policy(AdvanceTimePolicy::Adjust)
+                .build()
+                .map_err(|e| e.to_string())?;
+            let options = InputOptions::new("reference", EventShape::Edge).settings(import);
+            Some(
+                query
+                    .create_stream(options, &MemoryInput, &versions(self.reference))
+                    .map_err(e)?,
+            )
+        } else {
+            None
+        };
+        let replay = RecordsInput::new(
+            Arc::clone(self.events),
+            |r: &Record| ms(r.0),
+            |r: &Record| (r.1, r.2),
+        )
+        .block(self.cti as usize);
+        let fast = fast.settings(settings(self.cti, self.delay)?);
+        let readings = query.create_stream(fast, &replay, &()).map_err(e)?;
+        let totals = match (name, reference) {
+            ("filter", _) => {
+                let out = Checksum::new(|sum, p: &Reading| sum.wrapping_add(p.0 as u64));
+                let big = readings.filter(|p: &Reading| p.0 >= 500_000);
+                query.bind_output(&big, &out, &()).map_err(e)?;
+                run(query).await?;
+                out.totals()
+            }
+            ("window", _) => {
+                let out = Checksum::new(|sum, p: &(u32, (u64, f64))| {
+                    sum.wrapping_add(p.1 .0).wrapping_add(p.1 .1 as u64)
+                });
+                let per_key = readings
+                    .tumbling_window(TimeSpan::from_secs(1))
+                    .group_by(|p: &Reading| p.1)
+                    .aggregate((Count, Sum::of(|p: &Reading| p.0 as f64)));
+                query.bind_output(&per_key, &out, &()).map_err(e)?;
+                run(query).await?;
+                out.totals()
+            }
+            ("join", Some(reference)) => {
+                let out = Checksum::new(|sum, p: &(i64, i64)| sum.wrapping_add((p.0 * p.1) as u64));
+                let joined = readings.join_on(&reference, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
+                query.bind_output(&joined, &out, &()).map_err(e)?;
+                run(query).await?;
+                out.totals()
+            }
+            (other, _) => return Err(format!("unknown query `{other}` (filter, window or join)")),
+        };
+        Ok(totals)
+    }
+}
+
+async fn run(query: Query) -> Result<(), String> {
+    let running = query.start().map_err(|e| e.to_string())?;
+    running.wait().await.map_err(|e| e.to_string())?;
     Ok(())
 }
 
-/// The filter's predicate.
-fn big(p: &(i64, u32)) -> bool {
-    p.0 >= 500_000
-}
-
-fn filter(events: &[Ev], s: &Settings, in_graph: bool) -> Result<Totals, String> {
-    let graph = QueryGraph::new();
-    // The filter keeps each event where it is: on an unordered stream it runs on arrival, and
-    // its output, which is only counted and summed, is taken as released (no hold, no sort).
-    // By default it is pushed down into the ingress, which writes out only the events kept
-    // (`Ingress::enqueue_point_records_where`); `--filter-in-graph` runs it as the graph's
-    // filter operator instead (the same output).
-    let fast = graph.unordered_source::<(i64, u32)>();
-    let out = if in_graph {
-        fast.filter(big)
-    } else {
-        fast.clone()
-    };
-    graph.keep_unordered_output(&out);
-    let (mut n, mut sum) = (0u64, 0u64);
-    let w = Wiring {
-        graph,
-        source: fast,
-        output: Output::Unordered(out),
-    };
-    replay(
-        events,
-        s,
-        &w,
-        |ingress, chunk, out| {
-            if in_graph {
-                ingress.enqueue_point_records(chunk, |e| ms(e.0), |e| (e.1, e.2), out)
-            } else {
-                ingress.enqueue_point_records_where(chunk, |e| ms(e.0), |e| (e.1, e.2), big, out)
-            }
-        },
-        |_, _| {},
-        |b: &Batch<(i64, u32)>| {
-            n += b.len() as u64;
-            for p in b.payloads() {
-                sum = sum.wrapping_add(p.0 as u64);
-            }
-        },
-    )?;
-    Ok((n, sum))
-}
-
-fn window(events: &[Ev], s: &Settings) -> Result<Totals, String> {
-    let graph = QueryGraph::new();
-    // An aggregate does not depend on the order of its input between CTIs: the fast stream is
-    // unordered (released on arrival), which spares it the reorder buffer.
-    let fast = graph.unordered_source::<(i64, u32)>();
-    let out = fast
-        .tumbling_window(TimeSpan::from_secs(1))
-        .group_by(|p: &(i64, u32)| p.1)
-        .aggregate((Count, Sum::of(|p: &(i64, u32)| p.0 as f64)));
-    graph.keep_output(&out);
-    let (mut n, mut sum) = (0u64, 0u64);
-    let w = Wiring {
-        graph,
-        source: fast,
-        output: Output::Ordered(out),
-    };
-    replay(
-        events,
-        s,
-        &w,
-        |ingress, chunk, out| {
-            ingress.enqueue_point_records(chunk, |e| ms(e.0), |e| (e.1, e.2), out)
-        },
-        |_, _| {},
-        |b: &Batch<(u32, (u64, f64))>| {
-            n += b.len() as u64;
-            for (_, (c, s)) in b.payloads() {
-                sum = sum.wrapping_add(*c).wrapping_add(*s as u64);
-            }
-        },
-    )?;
-    Ok((n, sum))
-}
-
-fn join(events: &[Ev], reference: &[Ev], s: &Settings) -> Result<Totals, String> {
-    let graph = QueryGraph::new();
-    // The fast stream is unordered: each event waits (unsorted) in the join for the
-    // reference's CTI, imported from the fast stream, and its result is counted as released.
-    let fast = graph.unordered_source::<(i64, u32)>();
-    let slow = graph.source::<(i64, u32)>();
-    let out = fast.join_on(&slow, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
-    graph.keep_unordered_output(&out);
-    let mut ref_ingress = Ingress::<(i64, u32)>::new(IngressConfig {
-        policy: Some(AdvanceTimePolicy::Adjust),
-        ..IngressConfig::default()
-    });
-    let mut ref_out = IngressOutput::new();
-    let mut next = 0usize;
+/// The reference versions as edges: each version's start edge, and its end edge when the
+/// key's next version starts; sorted by time, then a final CTI.
+fn versions(reference: &[Record]) -> Vec<StreamItem<Reading>> {
     let mut current: Vec<Option<(i64, i64)>> = Vec::new();
-    let (mut n, mut sum) = (0u64, 0u64);
-    let graph2 = graph.clone();
-    let w = Wiring {
-        graph,
-        source: fast,
-        output: Output::Unordered(out),
-    };
-    replay(
-        events,
-        s,
-        &w,
-        |ingress, chunk, out| {
-            ingress.enqueue_point_records(chunk, |e| ms(e.0), |e| (e.1, e.2), out)
-        },
-        |high, ctis| {
-            // (The fast stream's highest start, in milliseconds, from its ingress.)
-            let max_ts = high.map_or(i64::MAX, |t| t.ticks() / 10_000);
-            // Versions whose start the fast stream has reached: close the key's previous
-            // version, open the new one.
-            while next < reference.len() && reference[next].0 <= max_ts {
-                let (start, value, key) = reference[next];
-                let k = key as usize;
-                if current.len() <= k {
-                    current.resize(k + 1, None);
-                }
-                if let Some((prev_start, prev_value)) = current[k] {
-                    let item = StreamItem::end_edge(ms(prev_start), ms(start), (prev_value, key));
-                    let _ = ref_ingress.enqueue(item, &mut ref_out);
-                }
-                let _ = ref_ingress.enqueue(
-                    StreamItem::start_edge(ms(start), (value, key)),
-                    &mut ref_out,
-                );
-                current[k] = Some((start, value));
-                next += 1;
-            }
-            for &t in ctis {
-                ref_ingress.import_cti(t, &mut ref_out);
-            }
-            graph2.feed(&slow, &mut ref_out.batch);
-        },
-        |b: &Batch<(i64, i64)>| {
-            n += b.len() as u64;
-            for (v, r) in b.payloads() {
-                sum = sum.wrapping_add((v * r) as u64);
-            }
-        },
-    )?;
-    Ok((n, sum))
+    let mut items = Vec::new();
+    for &(start, value, key) in reference {
+        let k = key as usize;
+        if current.len() <= k {
+            current.resize(k + 1, None);
+        }
+        if let Some((prev_start, prev_value)) = current[k] {
+            items.push(StreamItem::end_edge(
+                ms(prev_start),
+                ms(start),
+                (prev_value, key),
+            ));
+        }
+        items.push(StreamItem::start_edge(ms(start), (value, key)));
+        current[k] = Some((start, value));
+    }
+    items
 }
 
 /// The published checksums for the default 10 M events: (out, checksum).
@@ -317,20 +245,16 @@ fn main_inner() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "punctual-bench --query filter|window|join --data DIR [--reps N] [--cti N] [--delay-ms N] [--filter-in-graph]"
+            "punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N] [--cti N] [--delay-ms N]"
         );
         return Ok(true);
     }
     let query: String = arg(&args, "--query", "window".to_string())?;
+    let order: String = arg(&args, "--order", "arrival".to_string())?;
     let dir: String = arg(&args, "--data", "data".to_string())?;
     let reps: usize = arg(&args, "--reps", 5)?;
-    let in_graph = args.iter().any(|a| a == "--filter-in-graph");
-    let settings = Settings {
-        cti: arg(&args, "--cti", 1000)?,
-        delay: TimeSpan::from_millis(arg(&args, "--delay-ms", 2000)?),
-    };
     let t = Instant::now();
-    let events = load(&format!("{dir}/events.bin"))?;
+    let events: Arc<[Record]> = load(&format!("{dir}/events.bin"))?.into();
     let reference = load(&format!("{dir}/reference.bin"))?;
     eprintln!(
         "loaded {} events, {} reference records in {:.2?}",
@@ -338,15 +262,25 @@ fn main_inner() -> Result<bool, String> {
         reference.len(),
         t.elapsed()
     );
+    let run = Run {
+        events: &events,
+        reference: &reference,
+        cti: arg(&args, "--cti", 1000)?,
+        delay: TimeSpan::from_millis(arg(&args, "--delay-ms", 2000)?),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| e.to_string())?;
     let mut rates = Vec::new();
     let mut ok = true;
     for rep in 0..reps.max(1) {
         let start = Instant::now();
-        let (out, checksum) = match query.as_str() {
-            "filter" => filter(&events, &settings, in_graph)?,
-            "window" => window(&events, &settings)?,
-            "join" => join(&events, &reference, &settings)?,
-            other => return Err(format!("unknown query `{other}` (filter, window or join)")),
+        let fast = InputOptions::new("fast", EventShape::Point);
+        let (out, checksum) = match order.as_str() {
+            "arrival" => runtime.block_on(run.query(&query, fast.unordered()))?,
+            "ordered" => runtime.block_on(run.query(&query, fast))?,
+            other => return Err(format!("unknown order `{other}` (arrival or ordered)")),
         };
         let secs = start.elapsed().as_secs_f64();
         let rate = events.len() as f64 / secs;
@@ -360,7 +294,7 @@ fn main_inner() -> Result<bool, String> {
             None => "checksum=unverified",
         };
         println!(
-            "query={query} rep={rep} secs={secs:.3} events_per_s={rate:.0} out={out} checksum={checksum} {verdict}"
+            "query={query} order={order} rep={rep} secs={secs:.3} events_per_s={rate:.0} out={out} checksum={checksum} {verdict}"
         );
         if let (false, Some(e)) = (ok, expected(&query, events.len())) {
             eprintln!("expected out={} checksum={}", e.0, e.1);
@@ -368,8 +302,8 @@ fn main_inner() -> Result<bool, String> {
     }
     rates.sort_by(f64::total_cmp);
     println!(
-        "SUMMARY peer=punctual query={query} workers=1 cti={} median_events_per_s={:.0} min={:.0} max={:.0}",
-        settings.cti,
+        "SUMMARY peer=punctual query={query} order={order} workers=1 cti={} median_events_per_s={:.0} min={:.0} max={:.0}",
+        run.cti,
         rates[rates.len() / 2],
         rates[0],
         rates[rates.len() - 1]

@@ -16,7 +16,7 @@
 //!   up to 2 s) instead of a file, so that `--n 100000000` needs no 2.4 GB file and peak memory
 //!   shows the query's state alone.
 //!
-//! - `--unordered`: the input is an unordered stream ([`Query::create_unordered_stream`]):
+//! - `--unordered`: the input is an unordered stream ([`InputOptions::unordered`]):
 //!   its events go to the window on arrival instead of through the reorder buffer.
 //!
 //! The stream's settings are the benchmark's: a CTI every 1,000 events, 2 s behind the highest
@@ -37,6 +37,7 @@ use punctual::adapters::{
     InputOptions, OutputAdapter, OutputAdapterFactory, Query,
 };
 use punctual::core::ops::{Count, Sum};
+use punctual::core::Order;
 use punctual::prelude::*;
 
 /// (value, key): the payload of the fast stream.
@@ -315,20 +316,26 @@ async fn run_once(source: Source, unordered: bool) -> Result<Observed, String> {
     };
     let mut query = Query::new("runtime-bench");
     let options = InputOptions::new("fast", EventShape::Point).settings(settings);
-    let windows = if unordered {
-        query
-            .create_unordered_stream(options, &input, &())
-            .map_err(|e| e.to_string())?
+    fn per_key<O: Order>(readings: Stream<Reading, O>) -> Stream<(u32, (u64, f64))> {
+        readings
             .tumbling_window(TimeSpan::from_secs(1))
+            .group_by(|p: &Reading| p.1)
+            .aggregate((Count, Sum::of(|p: &Reading| p.0 as f64)))
+    }
+    let totals = if unordered {
+        let options = options.unordered();
+        per_key(
+            query
+                .create_stream(options, &input, &())
+                .map_err(|e| e.to_string())?,
+        )
     } else {
-        query
-            .create_stream(options, &input, &())
-            .map_err(|e| e.to_string())?
-            .tumbling_window(TimeSpan::from_secs(1))
+        per_key(
+            query
+                .create_stream(options, &input, &())
+                .map_err(|e| e.to_string())?,
+        )
     };
-    let totals = windows
-        .group_by(|p: &Reading| p.1)
-        .aggregate((Count, Sum::of(|p: &Reading| p.0 as f64)));
     let output = BenchOutput {
         issued,
         observed: Arc::default(),

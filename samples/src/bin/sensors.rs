@@ -307,12 +307,12 @@ async fn run(
     } else {
         AdvanceTimeSettings::policy_only(AdvanceTimePolicy::Adjust)
     };
-    let readings = query.create_stream::<_, Reading, _>(
+    let readings = query.create_stream::<_, Reading, _, _>(
         InputOptions::new("readings", EventShape::Point).settings(readings_settings),
         &replay,
         &"readings".to_owned(),
     )?;
-    let calibration = query.create_stream::<_, Calibration, _>(
+    let calibration = query.create_stream::<_, Calibration, _, _>(
         InputOptions::new("calibration", EventShape::Edge).settings(calibration_settings),
         &replay,
         &"calibration".to_owned(),

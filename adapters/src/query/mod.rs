@@ -1,0 +1,347 @@
+//! Query binding and the tokio runtime: create named input streams from adapter factories,
+//! compose operators on them (the typed [`Stream`] API), bind outputs to any stream, start,
+//! stop, wait.
+//!
+//! A query is a [`Plan`] (the inputs, the operators, the outputs) plus the adapters that feed
+//! and read it. [`Query::start`] builds the plan's [`Driver`](punctual_engine::Driver) and runs
+//! it in a thin shell: every input adapter runs as a task whose enqueue calls run the driver
+//! (ingress, CTI imports, operators) under one lock; every output adapter runs as a task fed
+//! over a bounded channel, so an adapter awaits in `enqueue` when an output is behind; a clock
+//! task hands readings to the watermark strategies. An input ends when its adapter returns
+//! (then its final CTI, if configured, is issued); when every input has ended, the query ends:
+//! what no CTI released is counted as `unreleased`, and each output adapter gets
+//! [`OutputAdapter::finish`]. Any task's error or panic stops the query and comes back from
+//! [`RunningQuery::wait`]; tasks that do not end within the grace period after a stop are
+//! aborted and named in [`QueryError::StopTimeout`].
+//!
+//! ```
+//! use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+//! use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+//! use punctual_policies::AdvanceTimeSettings;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+//! let t = Time::from_ticks;
+//! let mut query = Query::new("demo");
+//! let items = vec![StreamItem::point(t(3), "b"), StreamItem::point(t(1), "a")];
+//! let input = query.create_stream(
+//!     InputOptions::new("in", EventShape::Point)
+//!         .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5))),
+//!     &MemoryInput,
+//!     &items,
+//! )?;
+//! let out = CollectOutput::new();
+//! query.bind_output(&input, &out, &())?;
+//! let report = query.start()?.wait().await?;
+//! // The first event (at 3, delay 5) generates CTI(-2); the second (at 1) is within the grace
+//! // period; the final CTI releases both, sorted.
+//! assert_eq!(out.items(), vec![
+//!     StreamItem::Cti(t(-2)),
+//!     StreamItem::point(t(1), "a"), StreamItem::point(t(3), "b"), StreamItem::Cti(Time::INF),
+//! ]);
+//! assert_eq!(report.counters("in").unwrap().released, 2);
+//! # Ok::<(), punctual_adapters::QueryError>(())
+//! # }).unwrap();
+//! ```
+
+mod ports;
+mod running;
+pub(crate) mod shell;
+mod tasks;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use punctual_core::ops::Stream;
+use punctual_core::Order;
+use punctual_engine::{DeadLetterSink, InputOptions, Plan};
+use punctual_policies::{AdvanceTimeSettings, LateEvent};
+
+pub use running::{Monitor, QueryReport, RunningQuery, StopHandle};
+
+use crate::adapter::{InputAdapterFactory, OutputAdapterFactory, Payload};
+use crate::clock::{Clock, SystemClock};
+use crate::error::QueryError;
+use ports::{ErasedOutput, PendingOutput};
+use shell::{Shell, Signals};
+use tasks::{ErasedInput, PendingInput, Tasks};
+
+#[cfg(doc)]
+use crate::adapter::OutputAdapter;
+
+/// A query being bound: input streams with their adapters, the operators composed on them,
+/// outputs, dead-letter sinks. [`Query::start`] runs it.
+pub struct Query {
+    plan: Plan,
+    inputs: Vec<Box<dyn ErasedInput>>,
+    outputs: Vec<Box<dyn ErasedOutput>>,
+    grace: Duration,
+    channel_capacity: usize,
+    clock: Arc<dyn Clock>,
+    clock_interval: Duration,
+}
+
+impl std::fmt::Debug for Query {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Query")
+            .field("plan", &self.plan)
+            .field("outputs", &self.outputs.len())
+            .finish()
+    }
+}
+
+impl Query {
+    /// A new, empty query. Defaults: a stop grace period of 5 s, 16 batches in flight on each
+    /// output's channel, the system clock read every second.
+    pub fn new(name: impl Into<String>) -> Self {
+        Query {
+            plan: Plan::new(name),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            grace: Duration::from_secs(5),
+            channel_capacity: 16,
+            clock: Arc::new(SystemClock),
+            clock_interval: Duration::from_secs(1),
+        }
+    }
+
+    /// The clock whose readings drive the watermark strategies when no events come (default:
+    /// the system clock); tests pass a [`ManualClock`](crate::ManualClock).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// How often the clock is read (default 1 s of tokio time; pausing tokio's clock pauses
+    /// it).
+    pub fn clock_interval(mut self, every: Duration) -> Self {
+        self.clock_interval = every.max(Duration::from_millis(1));
+        self
+    }
+
+    /// How long tasks get to finish after a stop before they are aborted.
+    pub fn stop_grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// How many released batches may wait on each output's channel before the query awaits
+    /// (at least 1).
+    pub fn channel_capacity(mut self, batches: usize) -> Self {
+        self.channel_capacity = batches.max(1);
+        self
+    }
+
+    /// Creates a named input stream fed by an adapter from `factory` and `config`, and returns
+    /// it for composing operators and binding outputs. Settings in `options` replace the
+    /// factory's declared settings; with neither, only the adapter's own CTIs exist and
+    /// violating events are rejected. The stream is ordered, or unordered after
+    /// [`InputOptions::unordered`]: its events then go on in arrival order, which spares the
+    /// reorder buffer for operators that do not need the order (windows, filters, the join's
+    /// left side); see [`punctual_core::order`].
+    ///
+    /// ```
+    /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+    /// use punctual_core::ops::Count;
+    /// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+    /// use punctual_policies::AdvanceTimeSettings;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let t = Time::from_ticks;
+    /// let mut query = Query::new("counts");
+    /// let items: Vec<StreamItem<&str>> = [12, 3, 15, 7, 21]
+    ///     .into_iter()
+    ///     .map(|x| StreamItem::point(t(x), "reading"))
+    ///     .collect();
+    /// let input = query.create_stream(
+    ///     InputOptions::new("in", EventShape::Point)
+    ///         .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(10)))
+    ///         .unordered(),
+    ///     &MemoryInput,
+    ///     &items,
+    /// )?;
+    /// let counts = input.tumbling_window(TimeSpan::from_ticks(10)).aggregate(Count);
+    /// let out = CollectOutput::new();
+    /// query.bind_output(&counts, &out, &())?;
+    /// query.start()?.wait().await?;
+    /// // Windows [0, 10), [10, 20), [20, 30): results at their ends, as an ordered input gives.
+    /// let results: Vec<_> = out
+    ///     .items()
+    ///     .into_iter()
+    ///     .filter_map(|i| match i {
+    ///         StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
+    ///         StreamItem::Cti(_) => None,
+    ///     })
+    ///     .collect();
+    /// assert_eq!(results, vec![(t(10), 2), (t(20), 2), (t(30), 1)]);
+    /// # Ok::<(), punctual_adapters::QueryError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn create_stream<C, P, F, O>(
+        &mut self,
+        options: InputOptions<O>,
+        factory: &F,
+        config: &C,
+    ) -> Result<Stream<P, O>, QueryError>
+    where
+        P: Payload,
+        F: InputAdapterFactory<C, P>,
+        O: Order,
+    {
+        let name = options.name().to_owned();
+        if self.plan.has_input(&name) {
+            return Err(QueryError::Bind(format!(
+                "query `{}` already has a stream named `{name}`",
+                self.plan.name()
+            )));
+        }
+        let options = match options.given_settings() {
+            Some(_) => options,
+            None => match factory.declare_advance_time_properties(config, options.shape()) {
+                Some(declared) => options.settings(AdvanceTimeSettings::from(declared)),
+                None => options,
+            },
+        };
+        let adapter =
+            factory
+                .create(config, options.shape())
+                .map_err(|source| QueryError::Create {
+                    stream: name.clone(),
+                    source,
+                })?;
+        let (id, stream) = self.plan.input::<P, O>(options)?;
+        self.inputs.push(Box::new(PendingInput {
+            id,
+            name,
+            adapter: Box::new(adapter),
+        }));
+        Ok(stream)
+    }
+
+    /// Binds an output adapter to a stream (an input stream or an operator's output, ordered
+    /// or unordered): it receives the stream's events and CTIs in release order (on an
+    /// unordered stream, each event as soon as it is final, in arrival order between CTIs).
+    /// One output per stream; the factory is asked for an adapter of the input's shape, or
+    /// `Interval` for an operator's output (which may hold points, intervals and edges).
+    pub fn bind_output<C, P, F, O>(
+        &mut self,
+        stream: &Stream<P, O>,
+        factory: &F,
+        config: &C,
+    ) -> Result<(), QueryError>
+    where
+        P: Payload,
+        F: OutputAdapterFactory<C, P>,
+        O: Order,
+    {
+        let name = match self.plan.input_of(stream) {
+            Some(input) => self.plan.input_name(input).unwrap_or_default().to_owned(),
+            None => format!("node {}", stream.node()),
+        };
+        if self.outputs.iter().any(|o| o.node() == stream.node()) {
+            return Err(QueryError::Bind(format!(
+                "stream `{name}` already has an output adapter"
+            )));
+        }
+        let shape = self.plan.shape_of(stream);
+        let id = self.plan.output(stream)?;
+        let adapter = factory
+            .create(config, shape)
+            .map_err(|source| QueryError::Create {
+                stream: name.clone(),
+                source,
+            })?;
+        self.outputs.push(Box::new(PendingOutput {
+            name,
+            id,
+            adapter: Box::new(adapter),
+        }));
+        Ok(())
+    }
+
+    /// The late-data side output of an input stream: every event its policy or watermark
+    /// strategy drops, with the reason and the CTI it broke, as an ordinary stream (each a point
+    /// at that CTI, sealed by the input's CTIs). Bind an output adapter to it, or compose on it.
+    pub fn late_events<P: Payload, O: Order>(
+        &mut self,
+        stream: &Stream<P, O>,
+    ) -> Result<Stream<LateEvent<P>>, QueryError> {
+        Ok(self.plan.late_events(stream)?)
+    }
+
+    /// Sends an input stream's dead letters (dropped, rejected, malformed and unreleased items,
+    /// with reasons) to `sink`. Without a sink they are only counted.
+    pub fn bind_dead_letters<P: Payload, O: Order>(
+        &mut self,
+        stream: &Stream<P, O>,
+        sink: impl DeadLetterSink<P> + 'static,
+    ) -> Result<(), QueryError> {
+        Ok(self.plan.dead_letters(stream, sink)?)
+    }
+
+    /// Starts every adapter. Must be called within a tokio runtime with timers enabled (as
+    /// `#[tokio::main]` and `#[tokio::test]` build it); otherwise it returns an error. The
+    /// operators move into the query's driver: compose every operator before starting
+    /// (operators added to this query's streams afterwards are not part of it).
+    pub fn start(self) -> Result<RunningQuery, QueryError> {
+        check_runtime()?;
+        let driver = self.plan.build()?;
+        let clocked = (0..driver.input_count()).any(|i| driver.has_watermark(i));
+        let signals = Arc::new(Signals::new());
+        let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
+        let ports = self
+            .outputs
+            .into_iter()
+            .map(|o| o.spawn(&mut tasks, self.channel_capacity))
+            .collect();
+        let shell = Arc::new(Shell::new(driver, ports, signals));
+        if clocked {
+            tasks::spawn_clock(&mut tasks, &shell, (self.clock, self.clock_interval));
+        }
+        if tracing::enabled!(target: "punctual::explain", tracing::Level::DEBUG) {
+            tasks::spawn_explain_log(&mut tasks, &shell);
+        }
+        let no_inputs = self.inputs.is_empty();
+        for input in self.inputs {
+            input.spawn(&mut tasks, &shell);
+        }
+        if no_inputs {
+            // Nothing will end an input: the query is over at once.
+            let ended = Arc::clone(&shell);
+            tasks.spawn("end of an empty query".into(), async move {
+                ended.start().await;
+                Ok(())
+            });
+        }
+        Ok(RunningQuery { tasks, shell })
+    }
+}
+
+/// The query needs a current tokio runtime whose timer is enabled (for the stop grace period).
+fn check_runtime() -> Result<(), QueryError> {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return Err(QueryError::Bind(
+            "Query::start must be called within a tokio runtime".into(),
+        ));
+    }
+    // Creating a timer on a runtime without one panics; ask once, here, rather than later.
+    let has_timer = std::panic::catch_unwind(|| {
+        drop(tokio::time::sleep(Duration::ZERO));
+    })
+    .is_ok();
+    if has_timer {
+        Ok(())
+    } else {
+        Err(QueryError::Bind(
+            "the tokio runtime has no timer: build it with enable_time() or enable_all()".into(),
+        ))
+    }
+}
+
+impl From<punctual_engine::Error> for QueryError {
+    fn from(e: punctual_engine::Error) -> Self {
+        match e {
+            punctual_engine::Error::Bind(message) => QueryError::Bind(message),
+            other => QueryError::Bind(other.to_string()),
+        }
+    }
+}

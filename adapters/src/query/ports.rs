@@ -1,0 +1,107 @@
+//! Outputs: each output adapter runs as a task, fed over a bounded channel by the [`Shell`]
+//! through its [`OutputPort`]; emptied batches come back to be reused, so that the steady
+//! state does not allocate.
+//!
+//! [`Shell`]: super::shell::Shell
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+
+use punctual_core::Batch;
+use punctual_engine::{Driver, OutputId};
+
+use super::shell::{OutputPort, SendMode};
+use super::tasks::Tasks;
+use crate::adapter::{OutputAdapter, Payload};
+use crate::error::{EnqueueError, QueryError};
+
+/// An output binding before start: which stream, and the adapter.
+pub(crate) struct PendingOutput<P: Payload> {
+    pub(crate) name: String,
+    pub(crate) id: OutputId<P>,
+    pub(crate) adapter: Box<dyn OutputAdapter<P>>,
+}
+
+/// An output binding with its payload type erased.
+pub(crate) trait ErasedOutput: Send {
+    /// The stream's node.
+    fn node(&self) -> punctual_core::ops::NodeId;
+    /// Spawns the output task; returns the shell's port to it.
+    fn spawn(self: Box<Self>, tasks: &mut Tasks, capacity: usize) -> Box<dyn OutputPort>;
+}
+
+impl<P: Payload> ErasedOutput for PendingOutput<P> {
+    fn node(&self) -> punctual_core::ops::NodeId {
+        self.id.node()
+    }
+
+    fn spawn(self: Box<Self>, tasks: &mut Tasks, capacity: usize) -> Box<dyn OutputPort> {
+        let PendingOutput {
+            name,
+            id,
+            mut adapter,
+        } = *self;
+        let (tx, mut rx) = mpsc::channel::<Batch<P>>(capacity);
+        let (recycle, recycled) = mpsc::channel::<Batch<P>>(capacity + 2);
+        let stream = name.clone();
+        tasks.spawn(format!("output `{name}`"), async move {
+            let fail = |source| QueryError::Adapter {
+                role: "output",
+                stream: stream.clone(),
+                source,
+            };
+            while let Some(mut batch) = rx.recv().await {
+                adapter.write(&batch).await.map_err(fail)?;
+                batch.clear();
+                let _ = recycle.try_send(batch);
+            }
+            adapter.finish().await.map_err(fail)
+        });
+        Box::new(Port {
+            id,
+            pending: Batch::new(),
+            tx,
+            recycled,
+        })
+    }
+}
+
+struct Port<P> {
+    id: OutputId<P>,
+    /// What the output produced and has not been sent yet.
+    pending: Batch<P>,
+    tx: mpsc::Sender<Batch<P>>,
+    recycled: mpsc::Receiver<Batch<P>>,
+}
+
+#[async_trait]
+impl<P: Payload> OutputPort for Port<P> {
+    async fn flush(
+        &mut self,
+        driver: &mut Driver,
+        mode: &mut SendMode<'_>,
+    ) -> Result<(), EnqueueError> {
+        driver.take_output(&self.id, &mut self.pending);
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let permit = match mode {
+            SendMode::Always => self.tx.reserve().await,
+            SendMode::StopAware(stop) => tokio::select! {
+                biased;
+                p = self.tx.reserve() => p,
+                _ = stop.wait_for(|s| *s) => return Err(EnqueueError::Stopping),
+            },
+        };
+        match permit {
+            Ok(permit) => {
+                let mut batch = self.recycled.try_recv().unwrap_or_default();
+                std::mem::swap(&mut batch, &mut self.pending);
+                permit.send(batch);
+            }
+            // The output task is gone: it failed and reported it.
+            Err(_) => self.pending.clear(),
+        }
+        Ok(())
+    }
+}

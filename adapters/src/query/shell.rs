@@ -1,0 +1,320 @@
+//! The tokio shell around a query's [`Driver`]: every task that touches the query (input
+//! adapters enqueueing, the clock ticking, `explain`) runs the driver under one async lock and
+//! then hands what the outputs produced to their tasks, in order, awaiting when an output is
+//! behind (backpressure). The driver runs the whole query synchronously inside that call:
+//! ingress, imports, operators; there is no channel between an input and the operators.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use tokio::sync::{watch, Mutex as AsyncMutex};
+use tokio::time::Instant;
+
+use punctual_core::Time;
+use punctual_engine::Driver;
+use punctual_policies::{ClockReading, IngressCounters};
+
+use crate::error::EnqueueError;
+use crate::observe::{OperatorMetrics, StreamMetrics};
+
+/// Whether a blocked send to an output gives way to the stop signal.
+pub(crate) enum SendMode<'a> {
+    /// An adapter's enqueue: it returns [`EnqueueError::Stopping`] when the query stops while
+    /// it waits (what it released stays queued for the next send).
+    StopAware(&'a mut watch::Receiver<bool>),
+    /// The end of an input, the clock: waits for the outputs whatever happens.
+    Always,
+}
+
+/// The query task's end of an output: takes what the driver produced for the output and sends
+/// it to the output task.
+#[async_trait]
+pub(crate) trait OutputPort: Send {
+    /// Sends what the output produced since the last call, if anything.
+    async fn flush(
+        &mut self,
+        driver: &mut Driver,
+        mode: &mut SendMode<'_>,
+    ) -> Result<(), EnqueueError>;
+}
+
+/// What runs under the lock.
+pub(crate) struct Engine {
+    pub(crate) driver: Driver,
+    /// The outputs' ports; dropped (closing the outputs) when the last input has ended.
+    pub(crate) ports: Vec<Box<dyn OutputPort>>,
+    /// Inputs whose adapter has not ended.
+    pub(crate) live: usize,
+    operator_metrics: OperatorMetrics,
+}
+
+/// What the query handle keeps of one input stream between calls: its counters as of the last
+/// call, its metric handles, the partitions to pause, and when its CTI last advanced.
+#[derive(Debug)]
+pub(crate) struct StreamView {
+    pub(crate) name: String,
+    state: Mutex<ViewState>,
+}
+
+#[derive(Debug)]
+struct ViewState {
+    counters: IngressCounters,
+    metrics: StreamMetrics,
+    paused: Vec<usize>,
+    clock_record: Vec<ClockReading>,
+    /// The CTI, and when it last advanced.
+    cti_since: (Time, Instant),
+}
+
+impl StreamView {
+    fn new(name: String) -> Self {
+        StreamView {
+            state: Mutex::new(ViewState {
+                counters: IngressCounters::default(),
+                metrics: StreamMetrics::new(&name),
+                paused: Vec::new(),
+                clock_record: Vec::new(),
+                cti_since: (Time::NEG_INF, Instant::now()),
+            }),
+            name,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ViewState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The counters as of the last call.
+    pub(crate) fn counters(&self) -> IngressCounters {
+        self.lock().counters
+    }
+
+    /// The partitions its watermark alignment asks to pause, as of the last call.
+    pub(crate) fn paused(&self) -> Vec<usize> {
+        self.lock().paused.clone()
+    }
+
+    /// The clock readings that issued CTIs (filled in when the query ends).
+    pub(crate) fn clock_record(&self) -> Vec<ClockReading> {
+        self.lock().clock_record.clone()
+    }
+
+    /// How long since its CTI last advanced.
+    pub(crate) fn quiet_for(&self, now: Instant) -> std::time::Duration {
+        now - self.lock().cti_since.1
+    }
+}
+
+/// The query's signals, shared by every task: stop, the first stream failure, and whether
+/// every input has ended.
+#[derive(Debug)]
+pub(crate) struct Signals {
+    stop: watch::Sender<bool>,
+    done: watch::Sender<bool>,
+    failure: Mutex<Option<EnqueueError>>,
+    failed: AtomicBool,
+}
+
+impl Signals {
+    pub(crate) fn new() -> Self {
+        Signals {
+            stop: watch::channel(false).0,
+            done: watch::channel(false).0,
+            failure: Mutex::new(None),
+            failed: AtomicBool::new(false),
+        }
+    }
+}
+
+impl Signals {
+    pub(crate) fn request_stop(&self) {
+        self.stop.send_replace(true);
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// Resolves once every input has ended (and the outputs are closing).
+    pub(crate) async fn done(&self) {
+        let mut done = self.done.subscribe();
+        let _ = done.wait_for(|d| *d).await;
+    }
+
+    /// Marks the query failed (a task returned an error): streams issue no final CTIs, so that
+    /// no output looks complete when it is not.
+    pub(crate) fn mark_failed(&self) {
+        self.failed.store(true, Ordering::SeqCst);
+        self.request_stop();
+    }
+
+    pub(crate) fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    /// A stream failed the query (its reorder buffer reached the cap).
+    pub(crate) fn fail(&self, e: EnqueueError) {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert(e);
+        self.mark_failed();
+    }
+
+    pub(crate) fn failure(&self) -> Option<EnqueueError> {
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// Query-wide state shared by every task: the engine, the inputs' views, the signals.
+pub(crate) struct Shell {
+    pub(crate) name: String,
+    engine: AsyncMutex<Engine>,
+    pub(crate) streams: Vec<StreamView>,
+    pub(crate) signals: Arc<Signals>,
+}
+
+impl Shell {
+    pub(crate) fn new(
+        driver: Driver,
+        ports: Vec<Box<dyn OutputPort>>,
+        signals: Arc<Signals>,
+    ) -> Self {
+        let streams = (0..driver.input_count())
+            .map(|i| StreamView::new(driver.input_name(i).unwrap_or_default().to_owned()))
+            .collect();
+        let live = driver.input_count();
+        Shell {
+            name: driver.name().to_owned(),
+            engine: AsyncMutex::new(Engine {
+                driver,
+                ports,
+                live,
+                operator_metrics: OperatorMetrics::default(),
+            }),
+            streams,
+            signals,
+        }
+    }
+
+    /// Runs `f` on the driver, publishes every input's counters, and sends what the outputs
+    /// produced.
+    pub(crate) async fn drive<R>(
+        &self,
+        mut mode: SendMode<'_>,
+        f: impl FnOnce(&mut Driver) -> R,
+    ) -> Result<R, EnqueueError> {
+        let mut engine = self.engine.lock().await;
+        let r = f(&mut engine.driver);
+        self.publish(&mut engine);
+        let Engine { driver, ports, .. } = &mut *engine;
+        for port in ports.iter_mut() {
+            port.flush(driver, &mut mode).await?;
+        }
+        Ok(r)
+    }
+
+    /// Publishes what the handle shows of each input, and the operators' metrics.
+    fn publish(&self, engine: &mut Engine) {
+        let now = Instant::now();
+        for (i, view) in self.streams.iter().enumerate() {
+            let Some(c) = engine.driver.counters(i) else {
+                continue;
+            };
+            let mut state = view.lock();
+            state.counters = c;
+            state.metrics.record(&c);
+            if engine.driver.has_watermark(i) {
+                state.paused = engine.driver.paused_partitions(i);
+            }
+            if c.cti > state.cti_since.0 {
+                state.cti_since = (c.cti, now);
+            }
+        }
+        let Engine {
+            driver,
+            operator_metrics,
+            ..
+        } = engine;
+        operator_metrics.record(&self.name, driver);
+    }
+
+    /// The adapter of input `index` has ended: its final CTI if `final_cti` (not after a
+    /// failure, so that no output looks complete when it is not). When it was the last, the
+    /// query ends: every input's unreleased events are counted and the outputs close.
+    pub(crate) async fn end_input(&self, index: usize, final_cti: bool) {
+        let mut engine = self.engine.lock().await;
+        if final_cti {
+            engine.driver.finish(index);
+        }
+        engine.live = engine.live.saturating_sub(1);
+        self.end_if_done(&mut engine).await;
+    }
+
+    /// Publishes and flushes; if no input is live any more (at once for a query without
+    /// inputs), ends the query: unreleased events are counted, the outputs close.
+    async fn end_if_done(&self, engine: &mut Engine) {
+        if engine.live == 0 && !engine.driver.is_closed() {
+            engine.driver.close();
+            for (i, view) in self.streams.iter().enumerate() {
+                view.lock().clock_record = engine.driver.clock_record(i).to_vec();
+            }
+        }
+        self.publish(engine);
+        let Engine { driver, ports, .. } = &mut *engine;
+        for port in ports.iter_mut() {
+            // An output that is gone has failed and reported it.
+            let _ = port.flush(driver, &mut SendMode::Always).await;
+        }
+        if engine.live == 0 {
+            engine.ports.clear();
+            self.signals.done.send_replace(true);
+        }
+    }
+
+    /// Ends the query at once if it has no inputs at all.
+    pub(crate) async fn start(&self) {
+        let mut engine = self.engine.lock().await;
+        if engine.live == 0 {
+            self.end_if_done(&mut engine).await;
+        }
+    }
+
+    /// A clock reading for every stream with a watermark strategy.
+    pub(crate) async fn tick(&self, now: Time) {
+        let _ = self
+            .drive(SendMode::Always, |driver| {
+                driver.tick(now);
+                for (i, view) in self.streams.iter().enumerate() {
+                    if driver.has_watermark(i) {
+                        let cti = driver.counters(i).map_or(Time::NEG_INF, |c| c.cti);
+                        view.lock().metrics.record_clock(now, cti);
+                    }
+                }
+            })
+            .await;
+    }
+
+    /// Where every node stands, with how long each input's CTI has been quiet.
+    pub(crate) async fn explain(&self) -> Vec<punctual_core::ops::Explanation> {
+        let mut lines = self.engine.lock().await.driver.explain();
+        let now = Instant::now();
+        let quiet = |label: &str| {
+            self.streams
+                .iter()
+                .find(|v| v.name == label)
+                .map(|v| v.quiet_for(now))
+        };
+        for e in &mut lines {
+            if e.operator == "input" && e.cti < Time::INF {
+                e.quiet_for = quiet(&e.label);
+            }
+            e.held_quiet_for = e.held_by.as_ref().and_then(|(l, _)| quiet(l));
+        }
+        lines
+    }
+}

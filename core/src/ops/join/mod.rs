@@ -1,0 +1,248 @@
+//! [`Join`]: the temporal inner join, optionally on an equality key, of a left stream (ordered
+//! or unordered) with an ordered right stream.
+//!
+//! Each pair of a left and a right event whose lifetimes overlap (and whose keys are equal, and
+//! for which the combine function returns a payload) yields one event with the intersection
+//! lifetime. CTI rule: output CTI = min of both sides' CTIs ([`CtiFrontier`](super::CtiFrontier)).
+//!
+//! A result is released once its start is below the output CTI: as a point or an interval if its
+//! end is already final, otherwise as a start edge, followed by its end edge once the end is final
+//! and below the output CTI. An open start edge ends at or after its side's CTI, so a result's end
+//! is final when the known end is no later than the CTI of every side whose end is unknown.
+//!
+//! State: each side keeps its events until their end is known and below the output CTI (no future
+//! event of the other side can overlap them then); memory is bounded by the CTI lag and by the
+//! open edges, not by the stream. A point that arrives below the other side's CTI is joined at
+//! once and never stored: every partner it can have has arrived (the common case of a fast
+//! stream of points against a slower reference stream whose CTIs are imported). Its results go
+//! straight to the output, without waiting for the CTI, when nothing else is held and its side
+//! stores nothing: every result that can still come is at or after it. A left point at or
+//! above the right side's CTI waits in a [`ReleaseBuffer`] (not in the left side's table) and
+//! is joined when the right CTI passes it; a right point is joined at once only below the
+//! earliest waiting left point, so that it meets them.
+//!
+//! With an unordered left input (`M =` [`Unordered`]) the output is unordered too: each result
+//! is emitted as soon as it is final, not sorted; per CTI the results are the ordered join's.
+//! A left point is final once the right CTI passes it: it is joined at once if it already has,
+//! else it waits (unsorted) and is joined when it does. Left events that are not points wait
+//! for the left CTI, then go, sorted, through the sweep, whose left CTI is held at the earliest
+//! waiting point so that it keeps every right event such a point can still meet.
+
+mod probe;
+mod side;
+mod sweep;
+
+use std::hash::Hash;
+use std::marker::PhantomData;
+
+use crate::batch::Batch;
+use crate::order::{EventOrder, Order, Ordered};
+use crate::time::Time;
+
+use super::{BinaryOperator, ReleaseBuffer};
+use probe::probe_points;
+use sweep::Sweep;
+
+/// The temporal join; see the module doc. `combine` returns `None` to reject a pair (a join
+/// predicate), `Some(payload)` to emit it. `M` is the order of the left input, and of the
+/// output.
+pub struct Join<L, R, K, O, KL, KR, C, M = Ordered> {
+    sweep: Sweep<L, R, K, O, KL, KR, C>,
+    /// An unordered left input's events that are not points, until the left CTI passes them.
+    intervals: ReleaseBuffer<L>,
+    /// An unordered left input's CTI.
+    left_cti: Time,
+    /// Scratch: intervals on their way into the sweep.
+    released: Batch<L>,
+    /// Scratch: results of the sweep, and of points probed on their way to it.
+    results: Batch<O>,
+    scratch: Batch<O>,
+    _order: PhantomData<fn() -> M>,
+}
+
+impl<L, R, K, O, KL, KR, C, M> std::fmt::Debug for Join<L, R, K, O, KL, KR, C, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Join")
+            .field("left", &self.sweep.left.live)
+            .field("right", &self.sweep.right.live)
+            .field("waiting", &self.sweep.waiting.len())
+            .field("intervals", &self.intervals.len())
+            .finish()
+    }
+}
+
+impl<L, R, K, O, KL, KR, C, M> Join<L, R, K, O, KL, KR, C, M>
+where
+    L: Clone + PartialEq,
+    R: Clone + PartialEq,
+    K: Hash + Eq + Clone + 'static,
+    O: Clone,
+    KL: Fn(&L) -> K,
+    KR: Fn(&R) -> K,
+    C: Fn(&L, &R) -> Option<O>,
+    M: Order,
+{
+    /// A join matching `key_left(l) == key_right(r)`, emitting `combine(l, r)` where it is `Some`.
+    pub fn new(key_left: KL, key_right: KR, combine: C) -> Self {
+        Join {
+            sweep: Sweep::new(key_left, key_right, combine),
+            intervals: ReleaseBuffer::new(),
+            left_cti: Time::NEG_INF,
+            released: Batch::new(),
+            results: Batch::new(),
+            scratch: Batch::new(),
+            _order: PhantomData,
+        }
+    }
+
+    /// Moves what the sweep emitted to the output.
+    fn forward(&mut self, out: &mut Batch<O>) {
+        out.append(&mut self.results);
+        self.results.clear();
+    }
+
+    /// An unordered left input: advances the sweep's left CTI to the left CTI, held at the
+    /// earliest waiting point, with the intervals it passes.
+    fn sync_left(&mut self, out: &mut Batch<O>) {
+        let t = self.left_cti.min(self.sweep.waiting.earliest());
+        if t <= self.sweep.frontier.input(0) {
+            return;
+        }
+        self.released.clear();
+        self.intervals.release(t, &mut self.released);
+        for (range, cti) in self.released.segments() {
+            self.sweep
+                .left_segment(&self.released, range, &mut self.results);
+            if let Some(t) = cti {
+                self.sweep.left_cti(t, &mut self.results);
+            }
+        }
+        self.forward(out);
+    }
+
+    /// One segment of an unordered left input: points below the right CTI are joined at once
+    /// (results to `out`), other points wait, intervals wait for the left CTI.
+    fn unordered_left_segment(&mut self, input: &Batch<L>, range: std::ops::Range<usize>) {
+        let right_cti = self.sweep.frontier.input(1);
+        let sync = &input.sync()[range.clone()];
+        let ends = &input.other()[range.clone()];
+        let payloads = &input.payloads()[range];
+        let is_point = |k: usize| ends[k] == sync[k].next_tick();
+        let mut i = 0;
+        while i < sync.len() {
+            // A run of points in time order that must wait (the usual case), in one go.
+            let (start, mut last) = (i, self.sweep.waiting.last_in_order());
+            while i < sync.len() && sync[i] >= right_cti && sync[i] >= last && is_point(i) {
+                last = sync[i];
+                i += 1;
+            }
+            if i > start {
+                let run = (&sync[start..i], &payloads[start..i]);
+                self.sweep.waiting.push_sorted_points(run.0, run.1);
+                continue;
+            }
+            // A run of points the right side has every partner of: joined at once.
+            while i < sync.len() && sync[i] < right_cti && is_point(i) {
+                i += 1;
+            }
+            if i > start {
+                let sweep = &mut self.sweep;
+                let run = (&sync[start..i], &payloads[start..i]);
+                let (right, key, combine) = (&sweep.right, &sweep.key_left, &sweep.combine);
+                probe_points(
+                    right,
+                    key,
+                    combine,
+                    run,
+                    &mut sweep.heads,
+                    &mut self.results,
+                );
+                continue;
+            }
+            let (s, o, payload) = (sync[i], ends[i], &payloads[i]);
+            if is_point(i) {
+                self.sweep.waiting.push_point(s, payload.clone());
+            } else {
+                self.intervals.push(s, o, payload.clone());
+            }
+            i += 1;
+        }
+    }
+}
+
+impl<L, R, K, O, KL, KR, C, M> BinaryOperator<L, R, O> for Join<L, R, K, O, KL, KR, C, M>
+where
+    L: Clone + PartialEq + Send + 'static,
+    R: Clone + PartialEq + Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    O: Clone + Send + 'static,
+    KL: Fn(&L) -> K + Send + 'static,
+    KR: Fn(&R) -> K + Send + 'static,
+    C: Fn(&L, &R) -> Option<O> + Send + 'static,
+    M: Order,
+{
+    const NAME: &'static str = match M::ORDER {
+        EventOrder::Sorted => "join",
+        EventOrder::Arrival => "join (unordered)",
+    };
+
+    fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>) {
+        for (range, cti) in input.segments() {
+            match M::ORDER {
+                EventOrder::Sorted => {
+                    self.sweep.left_segment(input, range, out);
+                    if let Some(t) = cti {
+                        self.sweep.left_cti(t, out);
+                    }
+                }
+                EventOrder::Arrival => {
+                    self.unordered_left_segment(input, range);
+                    self.forward(out);
+                    if let Some(t) = cti {
+                        self.left_cti = self.left_cti.max(t);
+                        self.sync_left(out);
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {
+        for (range, cti) in input.segments() {
+            match M::ORDER {
+                EventOrder::Sorted => {
+                    self.sweep.right_segment(input, range, out);
+                    if let Some(t) = cti {
+                        self.sweep.right_cti(t, &mut self.scratch, out);
+                    }
+                }
+                EventOrder::Arrival => {
+                    if !range.is_empty() {
+                        self.sweep.right_segment(input, range, &mut self.results);
+                        self.forward(out);
+                    }
+                    let Some(t) = cti else { continue };
+                    if t <= self.sweep.frontier.input(1) {
+                        continue;
+                    }
+                    // Every right event below `t` is in: the points waiting below it are
+                    // final, their results go out now. Then the sweep's left CTI may pass
+                    // them (before the right CTI, so that the output CTIs are the ordered
+                    // join's).
+                    self.sweep.probe_waiting(t, out);
+                    self.sync_left(out);
+                    self.sweep
+                        .right_cti(t, &mut self.scratch, &mut self.results);
+                    self.forward(out);
+                }
+            }
+        }
+    }
+
+    fn state_size(&self) -> usize {
+        self.sweep.state_size() + self.intervals.len()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,317 @@
+//! [`Driver`]: a built query, run by whoever feeds it.
+//!
+//! After every call that feeds an input, the driver feeds what that input's ingress released
+//! into the operator graph (the source's release first), then issues each CTI it emitted on
+//! every stream that imports it, at once, and so on down the import graph (each importer's
+//! release fed in turn). Outputs keep what they produce until [`Driver::take_output`]; dead
+//! letters go to the input's sink as they happen.
+
+use punctual_core::ops::{Explanation, Graph, NodeStats};
+use punctual_core::{Batch, StreamItem, Time};
+use punctual_policies::{
+    Arrival, ClockReading, EnqueueSummary, Enqueued, Error, Ingress, IngressCounters,
+    IngressOutput, MalformedRecord,
+};
+
+use crate::input::{Input, Slot};
+use crate::plan::{InputId, OutputId};
+
+/// A built query: every input's ingress, the import graph, the operator graph and the outputs,
+/// fed and read synchronously. See the crate doc for an example.
+pub struct Driver {
+    name: String,
+    plan: u64,
+    graph: Graph,
+    inputs: Vec<Box<dyn Input>>,
+    /// For each input, the inputs that import its CTIs.
+    importers: Vec<Vec<usize>>,
+    /// Scratch: the CTIs an input released in one call.
+    ctis: Vec<Time>,
+    closed: bool,
+}
+
+impl std::fmt::Debug for Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("name", &self.name)
+            .field(
+                "inputs",
+                &self.inputs.iter().map(|i| i.name()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Driver {
+    pub(crate) fn new(
+        name: String,
+        plan: u64,
+        graph: Graph,
+        inputs: Vec<Box<dyn Input>>,
+        importers: Vec<Vec<usize>>,
+    ) -> Self {
+        Driver {
+            name,
+            plan,
+            graph,
+            inputs,
+            importers,
+            ctis: Vec::new(),
+            closed: false,
+        }
+    }
+
+    /// The query's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How many inputs the query has.
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// The name of input `index` (creation order).
+    pub fn input_name(&self, index: usize) -> Option<&str> {
+        self.inputs.get(index).map(|i| i.name())
+    }
+
+    /// Runs `f` on an input's ingress and its output, then feeds what it released into the
+    /// graph and imports its CTIs: the one way anything reaches an ingress.
+    ///
+    /// # Panics
+    /// If `input` is a handle of another plan (a programming error, like an index out of
+    /// bounds).
+    fn with_input<P: Clone + PartialEq + Send + Sync + 'static, R>(
+        &mut self,
+        input: InputId<P>,
+        f: impl FnOnce(&mut Ingress<P>, &mut IngressOutput<P>) -> R,
+    ) -> R {
+        assert_eq!(
+            input.plan, self.plan,
+            "an InputId of another plan used with the driver of query `{}`",
+            self.name
+        );
+        let slot = self.inputs[input.index]
+            .as_any()
+            .downcast_mut::<Slot<P>>()
+            .expect("an InputId's payload type is its input's");
+        let r = f(&mut slot.ingress, &mut slot.out);
+        self.propagate(input.index);
+        r
+    }
+
+    /// Feeds input `i`'s release into the graph, then issues the CTIs it emitted on its
+    /// importers (and theirs on their importers, and so on).
+    fn propagate(&mut self, i: usize) {
+        let mut ctis = std::mem::take(&mut self.ctis);
+        ctis.clear();
+        if !self.importers[i].is_empty() {
+            self.inputs[i].released_ctis(&mut ctis);
+        }
+        self.inputs[i].feed(&mut self.graph);
+        for &t in &ctis {
+            self.import(i, t);
+        }
+        self.ctis = ctis;
+    }
+
+    /// Issues `CTI(t)`, just emitted by input `from`, on every input that imports it.
+    fn import(&mut self, from: usize, t: Time) {
+        for k in 0..self.importers[from].len() {
+            let j = self.importers[from][k];
+            if self.inputs[j].import_cti(t) {
+                self.inputs[j].feed(&mut self.graph);
+                self.import(j, t);
+            }
+        }
+    }
+
+    /// Enqueues one item on an input (see [`Ingress::enqueue`]). An error means the item was
+    /// rejected (counted and dead-lettered too); the input goes on.
+    pub fn enqueue<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        item: StreamItem<P>,
+    ) -> Result<Enqueued, Error> {
+        self.with_input(input, |ingress, out| ingress.enqueue(item, out))
+    }
+
+    /// Enqueues one item with its arrival time and partition, for the watermark strategies
+    /// (see [`Ingress::enqueue_with`]).
+    pub fn enqueue_with<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        item: StreamItem<P>,
+        arrival: Arrival,
+    ) -> Result<Enqueued, Error> {
+        self.with_input(input, |ingress, out| {
+            ingress.enqueue_with(item, arrival, out)
+        })
+    }
+
+    /// Enqueues items one by one (see [`Ingress::enqueue_items`]); the graph runs once, after
+    /// the last.
+    pub fn enqueue_items<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        items: impl IntoIterator<Item = StreamItem<P>>,
+    ) -> Result<EnqueueSummary, Error> {
+        self.with_input(input, |ingress, out| ingress.enqueue_items(items, out))
+    }
+
+    /// Enqueues points (see [`Ingress::enqueue_points`]).
+    pub fn enqueue_points<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        points: impl IntoIterator<Item = (Time, P)>,
+    ) -> Result<EnqueueSummary, Error> {
+        self.with_input(input, |ingress, out| ingress.enqueue_points(points, out))
+    }
+
+    /// Enqueues points given as columns (see [`Ingress::enqueue_point_columns`]).
+    pub fn enqueue_point_columns<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        times: &[Time],
+        payloads: &[P],
+    ) -> Result<EnqueueSummary, Error> {
+        self.with_input(input, |ingress, out| {
+            ingress.enqueue_point_columns(times, payloads, out)
+        })
+    }
+
+    /// Enqueues points given as records (see [`Ingress::enqueue_point_records`]).
+    pub fn enqueue_point_records<P: Clone + PartialEq + Send + Sync + 'static, R>(
+        &mut self,
+        input: InputId<P>,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+    ) -> Result<EnqueueSummary, Error> {
+        self.with_input(input, |ingress, out| {
+            ingress.enqueue_point_records(records, time, payload, out)
+        })
+    }
+
+    /// Enqueues points given as records, with a filter pushed down into the ingress (see
+    /// [`Ingress::enqueue_point_records_where`]).
+    pub fn enqueue_point_records_where<P: Clone + PartialEq + Send + Sync + 'static, R>(
+        &mut self,
+        input: InputId<P>,
+        records: &[R],
+        (time, payload): (impl Fn(&R) -> Time, impl Fn(&R) -> P),
+        keep: impl Fn(&P) -> bool,
+    ) -> Result<EnqueueSummary, Error> {
+        self.with_input(input, |ingress, out| {
+            ingress.enqueue_point_records_where(records, time, payload, keep, out)
+        })
+    }
+
+    /// Records an input record the adapter could not parse (see
+    /// [`Ingress::report_malformed`]).
+    pub fn report_malformed<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        record: MalformedRecord,
+    ) {
+        self.with_input(input, |ingress, out| ingress.report_malformed(record, out));
+    }
+
+    /// End of input `index`: its final CTI, if its settings ask for one (see
+    /// [`Ingress::finish`]). Returns whether it issued one. Its held events may still be
+    /// released by imported CTIs.
+    pub fn finish(&mut self, index: usize) -> bool {
+        let Some(input) = self.inputs.get_mut(index) else {
+            return false;
+        };
+        let issued = input.finish();
+        self.propagate(index);
+        issued
+    }
+
+    /// A clock reading, on the application-time scale, for every input whose watermark
+    /// strategy takes one and that has not finished (idle inputs, idle partitions, periodic
+    /// emission). Returns whether any issued a CTI.
+    pub fn tick(&mut self, now: Time) -> bool {
+        let mut issued = false;
+        for i in 0..self.inputs.len() {
+            let input = &mut self.inputs[i];
+            if input.has_watermark() && !input.is_finished() && input.on_clock(now) {
+                issued = true;
+                self.propagate(i);
+            }
+        }
+        issued
+    }
+
+    /// Ends the query: every input is closed; what its ingress still holds is counted as
+    /// `unreleased` and sent to its dead letters. Further calls do nothing.
+    pub fn close(&mut self) {
+        if std::mem::replace(&mut self.closed, true) {
+            return;
+        }
+        for input in &mut self.inputs {
+            input.close();
+            input.feed(&mut self.graph);
+        }
+    }
+
+    /// Whether [`Driver::close`] has run.
+    pub fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Moves what an output produced since the last call to the end of `into`.
+    ///
+    /// # Panics
+    /// If `output` is a handle of another plan.
+    pub fn take_output<P: Send + 'static>(&mut self, output: &OutputId<P>, into: &mut Batch<P>) {
+        assert_eq!(
+            output.plan, self.plan,
+            "an OutputId of another plan used with the driver of query `{}`",
+            self.name
+        );
+        self.graph.take_output(output.node, into);
+    }
+
+    /// The counters of input `index`.
+    pub fn counters(&self, index: usize) -> Option<IngressCounters> {
+        self.inputs.get(index).map(|i| i.ingress_counters())
+    }
+
+    /// Whether input `index` has finished (end of input, or the query closed).
+    pub fn is_finished(&self, index: usize) -> bool {
+        self.inputs.get(index).is_some_and(|i| i.is_finished())
+    }
+
+    /// Whether input `index` takes its CTIs from a watermark strategy (and clock readings).
+    pub fn has_watermark(&self, index: usize) -> bool {
+        self.inputs.get(index).is_some_and(|i| i.has_watermark())
+    }
+
+    /// The partitions input `index`'s watermark alignment asks to pause.
+    pub fn paused_partitions(&self, index: usize) -> Vec<usize> {
+        self.inputs
+            .get(index)
+            .map(|i| i.paused_partitions())
+            .unwrap_or_default()
+    }
+
+    /// The clock readings that issued CTIs on input `index`.
+    pub fn clock_record(&self, index: usize) -> &[ClockReading] {
+        self.inputs.get(index).map_or(&[], |i| i.clock_record())
+    }
+
+    /// Where every input and operator stands: its CTI, each input's CTI, the input holding it
+    /// back, the state it holds (see [`Explanation`]).
+    pub fn explain(&self) -> Vec<Explanation> {
+        self.graph.explain()
+    }
+
+    /// Visits every operator without allocating (for metrics): see
+    /// [`Graph::for_each_operator`].
+    pub fn for_each_operator(&self, f: impl FnMut(NodeStats<'_>)) {
+        self.graph.for_each_operator(f);
+    }
+}

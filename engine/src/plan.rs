@@ -1,0 +1,367 @@
+//! [`Plan`]: a query being declared. Inputs, the operators composed on them, the streams read
+//! from outside; [`Plan::build`] checks it and gives the [`Driver`] that runs it.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use punctual_core::ops::{NodeId, Payload, QueryGraph, Stream};
+use punctual_core::{EventOrder, EventShape, Order, Ordered};
+use punctual_policies::{Ingress, IngressConfig, IngressOutput, LateEvent, Watermark};
+
+use crate::driver::Driver;
+use crate::input::{Input, Slot};
+use crate::options::InputOptions;
+use crate::sink::DeadLetterSink;
+use crate::{Error, Result};
+
+/// Tells plans apart, so that a handle of one is never taken for a handle of another.
+static PLANS: AtomicU64 = AtomicU64::new(0);
+
+/// A handle on an input of a plan, for feeding it through the [`Driver`] built from that plan.
+#[derive(Debug)]
+pub struct InputId<P> {
+    pub(crate) plan: u64,
+    pub(crate) index: usize,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl<P> Clone for InputId<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for InputId<P> {}
+
+impl<P> InputId<P> {
+    /// The input's position among the plan's inputs (creation order).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+}
+
+/// A handle on a stream read from outside, for taking what it produced from the [`Driver`].
+#[derive(Debug)]
+pub struct OutputId<P> {
+    pub(crate) plan: u64,
+    pub(crate) node: NodeId,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl<P> Clone for OutputId<P> {
+    fn clone(&self) -> Self {
+        OutputId {
+            plan: self.plan,
+            node: self.node,
+            _payload: PhantomData,
+        }
+    }
+}
+
+impl<P> OutputId<P> {
+    /// The stream's node in the operator graph.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+}
+
+/// An input before the plan is built.
+struct Pending<P> {
+    name: String,
+    node: NodeId,
+    late: Option<Stream<LateEvent<P>>>,
+    watermark: Option<Watermark<P>>,
+    config: IngressConfig,
+    import: Option<String>,
+    sink: Option<Box<dyn DeadLetterSink<P>>>,
+}
+
+/// A pending input with its payload type erased.
+trait PendingInput: Send {
+    fn name(&self) -> &str;
+    fn node(&self) -> NodeId;
+    fn import(&self) -> Option<&str>;
+    fn as_any(&mut self) -> &mut dyn Any;
+    fn build(self: Box<Self>) -> Box<dyn Input>;
+}
+
+impl<P: Payload> PendingInput for Pending<P> {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn import(&self) -> Option<&str> {
+        self.import.as_deref()
+    }
+
+    fn as_any(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn build(self: Box<Self>) -> Box<dyn Input> {
+        let mut ingress = match self.watermark {
+            Some(w) => Ingress::with_watermark(self.config, w),
+            None => Ingress::new(self.config),
+        };
+        if self.late.is_some() {
+            ingress.enable_late_output();
+        }
+        Box::new(Slot {
+            name: self.name,
+            ingress,
+            out: IngressOutput::new(),
+            node: self.node,
+            late: self.late.map(|s| s.node()),
+            sink: self.sink,
+        })
+    }
+}
+
+/// A query being declared: named inputs, the operators composed on their streams, the streams
+/// read from outside. See the crate doc for an example.
+pub struct Plan {
+    name: String,
+    id: u64,
+    graph: QueryGraph,
+    inputs: Vec<Box<dyn PendingInput>>,
+    outputs: Vec<NodeId>,
+    shapes: HashMap<NodeId, EventShape>,
+}
+
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plan")
+            .field("name", &self.name)
+            .field(
+                "inputs",
+                &self.inputs.iter().map(|i| i.name()).collect::<Vec<_>>(),
+            )
+            .field("outputs", &self.outputs.len())
+            .finish()
+    }
+}
+
+impl Plan {
+    /// An empty plan for a query of this name.
+    pub fn new(name: impl Into<String>) -> Self {
+        Plan {
+            name: name.into(),
+            id: PLANS.fetch_add(1, Ordering::Relaxed),
+            graph: QueryGraph::new(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            shapes: HashMap::new(),
+        }
+    }
+
+    /// The query's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Adds a named input stream; returns the handle to feed it with and its stream, to
+    /// compose operators on. Its ingress takes the settings of `options` (without any, only
+    /// the CTIs enqueued on it exist and violating events are rejected), or its watermark
+    /// strategy.
+    pub fn input<P: Payload, O: Order>(
+        &mut self,
+        options: InputOptions<O>,
+    ) -> Result<(InputId<P>, Stream<P, O>)> {
+        if self.inputs.iter().any(|s| s.name() == options.name) {
+            return Err(Error::Bind(format!(
+                "query `{}` already has a stream named `{}`",
+                self.name, options.name
+            )));
+        }
+        if O::ORDER == EventOrder::Arrival && options.shape == EventShape::Edge {
+            return Err(Error::Bind(format!(
+                "stream `{}` has the edge shape: an unordered stream takes points or intervals \
+                 (an end edge can still change its start edge, which must wait for its CTI)",
+                options.name
+            )));
+        }
+        let watermark = match &options.watermark {
+            None => None,
+            Some(w) => Some(w.downcast_ref::<Watermark<P>>().cloned().ok_or_else(|| {
+                Error::Bind(format!(
+                    "the watermark strategy of `{}` is for another payload type than the stream's",
+                    options.name
+                ))
+            })?),
+        };
+        let mut config = options
+            .settings
+            .as_ref()
+            .map(IngressConfig::from)
+            .unwrap_or_default();
+        config.max_buffered = options.max_buffered;
+        config.order = O::ORDER;
+        let stream = self.graph.source::<P, O>().named(options.name.clone());
+        self.shapes.insert(stream.node(), options.shape);
+        let import = options
+            .settings
+            .as_ref()
+            .and_then(|s| s.import())
+            .map(|i| i.stream().to_owned());
+        self.inputs.push(Box::new(Pending::<P> {
+            name: options.name,
+            node: stream.node(),
+            late: None,
+            watermark,
+            config,
+            import,
+            sink: None,
+        }));
+        let id = InputId {
+            plan: self.id,
+            index: self.inputs.len() - 1,
+            _payload: PhantomData,
+        };
+        Ok((id, stream))
+    }
+
+    /// Marks a stream (an input or an operator's output, of either order) as read from
+    /// outside: what it produces is kept for [`Driver::take_output`].
+    pub fn output<P: Payload, O: Order>(&mut self, stream: &Stream<P, O>) -> Result<OutputId<P>> {
+        self.check(stream)?;
+        self.graph.keep_output(stream);
+        self.outputs.push(stream.node());
+        Ok(OutputId {
+            plan: self.id,
+            node: stream.node(),
+            _payload: PhantomData,
+        })
+    }
+
+    /// The shape of the events on a stream: an input's declared shape, or `Interval` for an
+    /// operator's output (which may hold points, intervals and edges).
+    pub fn shape_of<P: Payload, O: Order>(&self, stream: &Stream<P, O>) -> EventShape {
+        self.shapes
+            .get(&stream.node())
+            .copied()
+            .unwrap_or(EventShape::Interval)
+    }
+
+    /// The input whose stream this is, if it is one.
+    pub fn input_of<P: Payload, O: Order>(&self, stream: &Stream<P, O>) -> Option<InputId<P>> {
+        let index = self.inputs.iter().position(|s| s.node() == stream.node())?;
+        Some(InputId {
+            plan: self.id,
+            index,
+            _payload: PhantomData,
+        })
+    }
+
+    /// Whether the plan has an input of this name.
+    pub fn has_input(&self, name: &str) -> bool {
+        self.inputs.iter().any(|s| s.name() == name)
+    }
+
+    /// The name of an input.
+    pub fn input_name<P>(&self, input: InputId<P>) -> Option<&str> {
+        self.inputs.get(input.index).map(|i| i.name())
+    }
+
+    /// The late-data side output of an input stream: every event its policy or watermark
+    /// strategy drops, with the reason and the CTI it broke, as an ordered stream (each a point
+    /// at that CTI, sealed by the input's CTIs). Compose on it, or read it as an output.
+    pub fn late_events<P: Payload, O: Order>(
+        &mut self,
+        stream: &Stream<P, O>,
+    ) -> Result<Stream<LateEvent<P>>> {
+        let graph = self.graph.clone();
+        let pending = self.pending::<P, O>(stream, "late events")?;
+        let name = format!("late events of `{}`", pending.name);
+        let late = pending
+            .late
+            .get_or_insert_with(|| graph.source::<LateEvent<P>, Ordered>().named(name));
+        Ok(late.clone())
+    }
+
+    /// Sends an input stream's dead letters (dropped, rejected, malformed and unreleased items,
+    /// with reasons) to `sink`. Without a sink they are only counted.
+    pub fn dead_letters<P: Payload, O: Order>(
+        &mut self,
+        stream: &Stream<P, O>,
+        sink: impl DeadLetterSink<P> + 'static,
+    ) -> Result<()> {
+        self.pending::<P, O>(stream, "dead letters")?.sink = Some(Box::new(sink));
+        Ok(())
+    }
+
+    /// Checks the plan and gives the driver that runs it: every import names an input of the
+    /// plan and no import cycle exists. The operator graph moves into the driver: operators
+    /// composed on the plan's streams afterwards are not part of it.
+    pub fn build(self) -> Result<Driver> {
+        let index = |name: &str| self.inputs.iter().position(|s| s.name() == name);
+        let mut importers = vec![Vec::new(); self.inputs.len()];
+        for (i, s) in self.inputs.iter().enumerate() {
+            if let Some(source) = s.import() {
+                let Some(j) = index(source) else {
+                    return Err(Error::Bind(format!(
+                        "stream `{}` imports CTIs from `{source}`, which is not a stream of query `{}`",
+                        s.name(),
+                        self.name
+                    )));
+                };
+                importers[j].push(i);
+            }
+        }
+        for start in 0..self.inputs.len() {
+            let mut chain = vec![start];
+            let mut cur = start;
+            while let Some(j) = self.inputs[cur].import().and_then(index) {
+                chain.push(j);
+                if j == start {
+                    let names: Vec<&str> = chain.iter().map(|&k| self.inputs[k].name()).collect();
+                    return Err(Error::Bind(format!(
+                        "import cycle: {}",
+                        names.join(" imports ")
+                    )));
+                }
+                if chain.len() > self.inputs.len() {
+                    break; // a cycle not through `start`: found when starting from a stream on it
+                }
+                cur = j;
+            }
+        }
+        let graph = self.graph.take_graph();
+        let inputs = self.inputs.into_iter().map(|p| p.build()).collect();
+        Ok(Driver::new(self.name, self.id, graph, inputs, importers))
+    }
+
+    fn check<P: Payload, O: Order>(&self, stream: &Stream<P, O>) -> Result<()> {
+        if stream.graph().same(&self.graph) {
+            Ok(())
+        } else {
+            Err(Error::Bind(format!(
+                "the stream is not of query `{}`",
+                self.name
+            )))
+        }
+    }
+
+    /// The pending input whose stream this is.
+    fn pending<P: Payload, O: Order>(
+        &mut self,
+        stream: &Stream<P, O>,
+        what: &str,
+    ) -> Result<&mut Pending<P>> {
+        self.check(stream)?;
+        self.inputs
+            .iter_mut()
+            .find(|s| s.node() == stream.node())
+            .and_then(|s| s.as_any().downcast_mut::<Pending<P>>())
+            .ok_or_else(|| {
+                Error::Bind(format!(
+                    "{what} belong to input streams, not operator outputs"
+                ))
+            })
+    }
+}

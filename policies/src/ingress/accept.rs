@@ -1,0 +1,254 @@
+//! The general path of one event (SEMANTICS.md section 2, steps 1–4): validate, let a watermark
+//! strategy judge it, check the buffer's cap, apply the violation policy ([`policy::rule`]),
+//! and accept it into the hold, then generate.
+
+use punctual_core::{Event, EventKind, InvalidEvent, StreamItem, Time};
+
+use super::output::{DeadLetterReason, Enqueued, IngressOutput};
+use super::policy::{self, Ruling, StartEdge};
+use super::Ingress;
+use crate::watermark::{Arrival, DropCause, Verdict};
+use crate::Error;
+
+impl<P: Clone + PartialEq> Ingress<P> {
+    /// Validates, polices and accepts one event. `keep` is a pushed-down predicate's verdict
+    /// (always true for edges): an accepted event it refuses is counted as filtered instead of
+    /// released or held.
+    pub(super) fn insert(
+        &mut self,
+        event: Event<P>,
+        arrival: Arrival,
+        keep: bool,
+        out: &mut IngressOutput<P>,
+    ) -> Result<Enqueued, Error> {
+        if let Err(e) = event.kind.validate() {
+            return Err(self.reject(StreamItem::Insert(event), Error::Invalid(e), out));
+        }
+        let is_edge = matches!(
+            event.kind,
+            EventKind::StartEdge(_) | EventKind::EndEdge { .. }
+        );
+        if is_edge && self.hold.on_arrival() {
+            return Err(self.reject(StreamItem::Insert(event), Error::EdgeOnArrival, out));
+        }
+        let mut event = event;
+        let mut watermark_adjusted = false;
+        if let (Some(w), false) = (
+            self.watermark.as_ref(),
+            matches!(event.kind, EventKind::EndEdge { .. }),
+        ) {
+            let start = event.kind.start();
+            match w.judge(start, &event.payload, arrival) {
+                Err(why) => {
+                    let error = Error::InvalidSettings(why.into());
+                    return Err(self.reject(StreamItem::Insert(event), error, out));
+                }
+                Ok(Verdict::Drop(cause)) => {
+                    match cause {
+                        DropCause::Early => self.counters.early += 1,
+                        DropCause::LateArrival => self.counters.late += 1,
+                        DropCause::OutOfOrder => self.counters.out_of_order += 1,
+                    }
+                    let reason = DeadLetterReason::Watermark(cause);
+                    return Ok(self.drop_for(StreamItem::Insert(event), reason, out));
+                }
+                Ok(Verdict::Keep {
+                    start: moved,
+                    late,
+                    out_of_order,
+                }) => {
+                    self.counters.late += u64::from(late);
+                    self.counters.out_of_order += u64::from(out_of_order);
+                    if moved != start {
+                        watermark_adjusted = true;
+                        self.counters.adjusted += 1;
+                        event.kind = shift_start(event.kind, moved);
+                    }
+                }
+            }
+        }
+        if self.hold.len() >= self.config.max_buffered {
+            let error = Error::BufferFull {
+                cap: self.config.max_buffered,
+                app: self.app,
+            };
+            return Err(self.reject(StreamItem::Insert(event), error, out));
+        }
+        // The start edge an end edge closes, by the start it came with and its payload.
+        let found = match event.kind {
+            EventKind::EndEdge { start, end } => match self.edges.find(start, &event.payload) {
+                Some(found) => Some(found),
+                None => {
+                    let error = Error::Invalid(InvalidEvent::UnmatchedEndEdge { start, end });
+                    return Err(self.reject(StreamItem::Insert(event), error, out));
+                }
+            },
+            _ => None,
+        };
+        let state = found.map(|(_, state)| state);
+        match policy::rule(event.kind, state, self.app, self.config.policy) {
+            Ruling::Reject => {
+                let error = Error::Violation {
+                    sync: event.kind.sync_time(),
+                    app: self.app,
+                };
+                Err(self.reject(StreamItem::Insert(event), error, out))
+            }
+            Ruling::Drop => {
+                match (event.kind, found) {
+                    (EventKind::StartEdge(s), _) => {
+                        self.edges.add(s, event.payload.clone(), StartEdge::Dropped);
+                    }
+                    (EventKind::EndEdge { start, .. }, Some((idx, StartEdge::Dropped))) => {
+                        self.edges.remove(start, idx);
+                    }
+                    (EventKind::EndEdge { start, .. }, Some((idx, StartEdge::Open(s)))) => {
+                        // Its start edge stays open: it dangles, until a valid end edge.
+                        self.counters.dangling_edges += 1;
+                        self.edges.set_state(start, idx, StartEdge::Dangling(s));
+                    }
+                    _ => {}
+                }
+                Ok(self.drop_late(StreamItem::Insert(event), out))
+            }
+            Ruling::RemoveBoth => {
+                let (EventKind::EndEdge { start, .. }, Some((idx, state))) = (event.kind, found)
+                else {
+                    return Ok(self.drop_late(StreamItem::Insert(event), out));
+                };
+                self.edges.remove(start, idx);
+                if let StartEdge::Open(s) | StartEdge::Dangling(s) = state {
+                    // Nothing is left of the edge. Its start is still held (had a CTI
+                    // released it, that CTI would be at most the end, which is not below
+                    // the CTI), so both go.
+                    if let Some(p) = self.hold.take_back_start_edge(s, &event.payload) {
+                        self.drop_late(StreamItem::start_edge(s, p), out);
+                    }
+                }
+                Ok(self.drop_late(StreamItem::Insert(event), out))
+            }
+            Ruling::Accept { kind, adjusted } => {
+                if adjusted {
+                    self.counters.adjusted += 1;
+                }
+                self.accept(event, kind, (found, arrival, keep), out);
+                Ok(if adjusted || watermark_adjusted {
+                    Enqueued::Adjusted(kind)
+                } else {
+                    Enqueued::Accepted
+                })
+            }
+        }
+    }
+
+    /// Accepts `event` as `kind` (the policy's ruling): keeps the open edges up to date, holds
+    /// it (or counts it filtered), then issues what a watermark strategy or generation asks.
+    fn accept(
+        &mut self,
+        event: Event<P>,
+        kind: EventKind,
+        (found, arrival, keep): (Option<(usize, StartEdge)>, Arrival, bool),
+        out: &mut IngressOutput<P>,
+    ) {
+        let Event {
+            kind: came,
+            payload,
+        } = event;
+        match (came, kind, found) {
+            (EventKind::EndEdge { start, .. }, _, Some((idx, state))) => {
+                if let StartEdge::Dangling(_) = state {
+                    self.counters.dangling_edges -= 1;
+                }
+                self.edges.remove(start, idx);
+                self.hold.accept(kind, payload, &mut out.batch);
+                return;
+            }
+            (_, EventKind::StartEdge(s), _) => {
+                let came_at = came.start();
+                self.edges.add(came_at, payload.clone(), StartEdge::Open(s));
+            }
+            _ => {}
+        }
+        let start = kind.start();
+        let candidate = self
+            .watermark
+            .as_mut()
+            .and_then(|w| w.observe(start, &payload, arrival));
+        if keep {
+            self.counters.released += self.hold.accept(kind, payload, &mut out.batch);
+        } else {
+            self.counters.filtered += 1;
+        }
+        self.high = self.high.max(start);
+        self.since_cti += 1;
+        match candidate {
+            Some(c) => {
+                self.issue(c, out);
+            }
+            None => self.generate(out),
+        }
+    }
+
+    pub(super) fn reject(
+        &mut self,
+        item: StreamItem<P>,
+        error: Error,
+        out: &mut IngressOutput<P>,
+    ) -> Error {
+        self.counters.rejected += 1;
+        out.dead_letters.push(super::DeadLetter {
+            item: Some(item),
+            reason: DeadLetterReason::Rejected(error.clone()),
+            cti: self.app,
+        });
+        error
+    }
+
+    fn drop_late(&mut self, item: StreamItem<P>, out: &mut IngressOutput<P>) -> Enqueued {
+        self.drop_for(item, DeadLetterReason::Late, out)
+    }
+
+    /// Drops an item: counted, sent to the dead letters and, for an event with the late-data
+    /// side output on, to that output as a point at the CTI it broke.
+    fn drop_for(
+        &mut self,
+        item: StreamItem<P>,
+        reason: DeadLetterReason,
+        out: &mut IngressOutput<P>,
+    ) -> Enqueued {
+        self.counters.dropped += 1;
+        if self.late_output {
+            if let StreamItem::Insert(event) = &item {
+                let at = self.app.max(Time::MIN_FINITE);
+                out.late.push_point(
+                    at,
+                    super::LateEvent {
+                        event: event.clone(),
+                        reason: reason.clone(),
+                        cti: self.app,
+                    },
+                );
+            }
+        }
+        out.dead_letters.push(super::DeadLetter {
+            item: Some(item),
+            reason,
+            cti: self.app,
+        });
+        Enqueued::Dropped
+    }
+}
+
+/// The event with its start moved to `start`, keeping its duration.
+fn shift_start(kind: EventKind, start: Time) -> EventKind {
+    let delta = start - kind.start();
+    match kind {
+        EventKind::Point(_) => EventKind::Point(start),
+        EventKind::Interval { end, .. } => EventKind::Interval {
+            start,
+            end: end + delta,
+        },
+        EventKind::StartEdge(_) => EventKind::StartEdge(start),
+        other => other,
+    }
+}

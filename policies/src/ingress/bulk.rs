@@ -1,0 +1,286 @@
+//! The bulk entry points: points in arrival order, from an iterator, as columns, or as records
+//! read through functions (with or without a filter pushed down), all through one loop. Each
+//! gives exactly what enqueuing the points one by one gives (CTIs, drops, dead letters,
+//! counters); only the speed differs. The loop takes runs of valid points up to the next
+//! generated CTI (or the buffer's cap) in one pass of the stream's [`Hold`]; whatever breaks a
+//! run (a late or invalid point, a full buffer, the CTI boundary) takes the general path of
+//! [`Ingress::enqueue`] for that one point.
+
+use punctual_core::{Event, EventKind, Time};
+
+use super::output::{EnqueueSummary, IngressOutput};
+use super::run::{Columns, KeepAll, KeepWhere, PointRun, Records};
+use super::Ingress;
+use crate::settings::GenerationFrequency;
+use crate::watermark::Arrival;
+use crate::Error;
+
+#[cfg(doc)]
+use super::hold::Hold;
+
+/// Points taken from an iterator per pass of the loop.
+const CHUNK: usize = 1024;
+
+impl<P: Clone + PartialEq> Ingress<P> {
+    /// Enqueues point events in arrival order, with the same result as enqueuing
+    /// `StreamItem::point(t, p)` for each (CTIs generated between them included), in one call:
+    /// the way to feed a stream of points at full speed. Returns what became of them (each
+    /// rejected point is also counted and sent to the dead letters with its reason, as by
+    /// [`Ingress::enqueue`]), or [`Error::BufferFull`] when the reorder buffer is full: that
+    /// point was rejected, the points after it were not enqueued, and what happened before
+    /// it is in the counters.
+    ///
+    /// ```
+    /// use punctual_core::Time;
+    /// use punctual_policies::{AdvanceTimeGenerationSettings, Ingress, IngressConfig, IngressOutput};
+    /// use punctual_policies::AdvanceTimePolicy;
+    /// let t = Time::from_ticks;
+    /// let mut ingress = Ingress::new(IngressConfig {
+    ///     generation: Some(AdvanceTimeGenerationSettings::every_events(2).build().unwrap()),
+    ///     policy: Some(AdvanceTimePolicy::Drop),
+    ///     ..IngressConfig::default()
+    /// });
+    /// let mut out = IngressOutput::new();
+    /// let points = [(t(1), 'a'), (t(3), 'b'), (t(2), 'c'), (t(4), 'd')];
+    /// let summary = ingress.enqueue_points(points, &mut out).unwrap();
+    /// assert_eq!((summary.accepted, summary.dropped), (3, 1));
+    /// // CTI(3) after 'b' releases 'a'; 'c' at 2 breaks it and is dropped; 'd' waits for a CTI.
+    /// assert_eq!(out.batch.payloads(), &['a']);
+    /// assert_eq!(out.batch.last_cti(), Some(t(3)));
+    /// assert_eq!(ingress.counters().dropped, 1);
+    /// ```
+    pub fn enqueue_points(
+        &mut self,
+        points: impl IntoIterator<Item = (Time, P)>,
+        out: &mut IngressOutput<P>,
+    ) -> Result<EnqueueSummary, Error> {
+        let mut points = points.into_iter();
+        let mut chunk = std::mem::take(&mut self.scratch);
+        let mut summary = EnqueueSummary::default();
+        let result = loop {
+            chunk.clear();
+            chunk.extend(points.by_ref().take(CHUNK));
+            if chunk.is_empty() {
+                break Ok(summary);
+            }
+            let run = Records {
+                records: &chunk,
+                time: |r: &(Time, P)| r.0,
+                payload: |r: &(Time, P)| r.1.clone(),
+                keep: KeepAll,
+            };
+            match self.enqueue_point_run(&run, out) {
+                Ok(s) => summary.add(s),
+                Err(e) => break Err(e),
+            }
+        };
+        chunk.clear();
+        self.scratch = chunk;
+        result
+    }
+
+    /// Enqueues point events given as columns (start times and payloads, in arrival order),
+    /// with the same result as [`Ingress::enqueue_points`] on the pairs: for an adapter that
+    /// parses its input into columns. Runs of valid points in time order go into the reorder
+    /// buffer with one copy per column. Errors as [`Ingress::enqueue_points`], and
+    /// [`Error::ColumnLengths`] (nothing enqueued) when the columns differ in length.
+    ///
+    /// ```
+    /// use punctual_core::Time;
+    /// use punctual_policies::{AdvanceTimeGenerationSettings, Ingress, IngressConfig, IngressOutput};
+    /// use punctual_policies::AdvanceTimePolicy;
+    /// let t = Time::from_ticks;
+    /// let mut ingress = Ingress::new(IngressConfig {
+    ///     generation: Some(AdvanceTimeGenerationSettings::every_events(2).build().unwrap()),
+    ///     policy: Some(AdvanceTimePolicy::Drop),
+    ///     ..IngressConfig::default()
+    /// });
+    /// let mut out = IngressOutput::new();
+    /// let times = [t(1), t(3), t(2), t(4)];
+    /// let summary = ingress.enqueue_point_columns(&times, &['a', 'b', 'c', 'd'], &mut out);
+    /// assert_eq!(summary.unwrap().dropped, 1);
+    /// assert_eq!(out.batch.payloads(), &['a']); // CTI(3); 'c' at 2 is dropped
+    /// ```
+    pub fn enqueue_point_columns(
+        &mut self,
+        times: &[Time],
+        payloads: &[P],
+        out: &mut IngressOutput<P>,
+    ) -> Result<EnqueueSummary, Error> {
+        if times.len() != payloads.len() {
+            return Err(Error::ColumnLengths {
+                times: times.len(),
+                payloads: payloads.len(),
+            });
+        }
+        self.enqueue_point_run(&Columns { times, payloads }, out)
+    }
+
+    /// Enqueues point events given as records (in arrival order) with the functions that read
+    /// a record's start time and payload: the same result as [`Ingress::enqueue_points`] on
+    /// `records.iter().map(|r| (time(r), payload(r)))`, without building columns first: for
+    /// an adapter whose decoded records are already in memory (a slice of structs), each
+    /// record is read straight into the reorder buffer or, on an unordered stream, the
+    /// released batch. `time` and `payload` may be called more than once for a record. Errors
+    /// as [`Ingress::enqueue_points`].
+    ///
+    /// ```
+    /// use punctual_core::Time;
+    /// use punctual_policies::{AdvanceTimeGenerationSettings, Ingress, IngressConfig, IngressOutput};
+    /// use punctual_policies::AdvanceTimePolicy;
+    /// // (milliseconds, value, sensor): a decoded record.
+    /// let records = [(1_i64, 10_i64, 7_u32), (3, 30, 7), (2, 20, 8), (4, 40, 8)];
+    /// let mut ingress = Ingress::new(IngressConfig {
+    ///     generation: Some(AdvanceTimeGenerationSettings::every_events(2).build().unwrap()),
+    ///     policy: Some(AdvanceTimePolicy::Drop),
+    ///     ..IngressConfig::default()
+    /// });
+    /// let mut out = IngressOutput::new();
+    /// let ms = |r: &(i64, i64, u32)| Time::from_ticks(r.0 * 10_000);
+    /// let summary = ingress.enqueue_point_records(&records, ms, |r| (r.1, r.2), &mut out);
+    /// assert_eq!(summary.unwrap().dropped, 1);
+    /// assert_eq!(out.batch.payloads(), &[(10, 7)]); // CTI(3 ms); the record at 2 ms is dropped
+    /// ```
+    pub fn enqueue_point_records<R>(
+        &mut self,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+        out: &mut IngressOutput<P>,
+    ) -> Result<EnqueueSummary, Error> {
+        let run = Records {
+            records,
+            time,
+            payload,
+            keep: KeepAll,
+        };
+        self.enqueue_point_run(&run, out)
+    }
+
+    /// [`Ingress::enqueue_point_records`] with a filter pushed down into the ingress: of the
+    /// points accepted, only those whose payload satisfies `keep` are released (or buffered);
+    /// the others are counted as `filtered` and go nowhere. Everything else is as if every
+    /// point entered: they count for CTI generation (every N events, the highest start
+    /// time), and a point that breaks the CTI is dropped or rejected as usual whatever `keep`
+    /// says, so the stream's output is exactly what a `filter` with the same predicate would
+    /// pass downstream. On an unordered stream the predicate runs inside the read loop: a
+    /// point it refuses is never written out. Errors as [`Ingress::enqueue_points`].
+    ///
+    /// ```
+    /// use punctual_core::{EventOrder, Time};
+    /// use punctual_policies::{AdvanceTimeGenerationSettings, Ingress, IngressConfig, IngressOutput};
+    /// use punctual_policies::AdvanceTimePolicy;
+    /// // (milliseconds, value): decoded records.
+    /// let records = [(1_i64, 10_i64), (3, 30), (2, 20), (4, 40), (5, 50)];
+    /// let mut ingress = Ingress::new(IngressConfig {
+    ///     generation: Some(AdvanceTimeGenerationSettings::every_events(2).build().unwrap()),
+    ///     policy: Some(AdvanceTimePolicy::Drop),
+    ///     order: EventOrder::Arrival,
+    ///     ..IngressConfig::default()
+    /// });
+    /// let mut out = IngressOutput::new();
+    /// let ms = |r: &(i64, i64)| Time::from_ticks(r.0 * 10_000);
+    /// let big = |v: &i64| *v >= 30;
+    /// ingress.enqueue_point_records_where(&records, ms, |r| r.1, big, &mut out).unwrap();
+    /// // 10 was filtered; the point at 2 ms broke CTI(3 ms) after 1 and 3 and was dropped; the
+    /// // points at 4 and 5 ms generated CTI(5 ms).
+    /// assert_eq!(out.batch.payloads(), &[30, 40, 50]);
+    /// assert_eq!(out.batch.last_cti(), Some(Time::from_ticks(50_000)));
+    /// let c = ingress.counters();
+    /// assert_eq!((c.events_in, c.released, c.filtered, c.dropped), (5, 3, 1, 1));
+    /// ```
+    pub fn enqueue_point_records_where<R>(
+        &mut self,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+        keep: impl Fn(&P) -> bool,
+        out: &mut IngressOutput<P>,
+    ) -> Result<EnqueueSummary, Error> {
+        let run = Records {
+            records,
+            time,
+            payload,
+            keep: KeepWhere(keep),
+        };
+        self.enqueue_point_run(&run, out)
+    }
+
+    /// How many points the loop may take before generation must look (up to the next CTI by
+    /// count, one at a time by duration, any number without generation) and the buffer is
+    /// full.
+    fn budget(&self) -> usize {
+        let room = self.config.max_buffered.saturating_sub(self.hold.len());
+        let generation = match self.config.generation.map(|g| g.frequency()) {
+            Some(GenerationFrequency::EveryEvents(n)) => {
+                usize::try_from(n.get().saturating_sub(self.since_cti)).unwrap_or(usize::MAX)
+            }
+            Some(GenerationFrequency::EveryDuration(_)) => 1,
+            None => usize::MAX,
+        };
+        room.min(generation)
+    }
+
+    /// One point through the general path ([`Ingress::enqueue`]), with a pushed-down
+    /// predicate's verdict.
+    fn enqueue_point(
+        &mut self,
+        t: Time,
+        payload: P,
+        keep: bool,
+        out: &mut IngressOutput<P>,
+    ) -> Result<super::Enqueued, Error> {
+        self.items_seen += 1;
+        self.counters.events_in += 1;
+        let event = Event {
+            kind: EventKind::Point(t),
+            payload,
+        };
+        self.insert(event, Arrival::default(), keep, out)
+    }
+
+    /// The one loop behind every bulk entry point.
+    fn enqueue_point_run(
+        &mut self,
+        points: &impl PointRun<P>,
+        out: &mut IngressOutput<P>,
+    ) -> Result<EnqueueSummary, Error> {
+        let len = points.len();
+        let mut summary = EnqueueSummary::default();
+        let mut i = 0;
+        while i < len {
+            // A watermark strategy looks at each point: none go in a run.
+            let budget = if self.watermark.is_some() {
+                0
+            } else {
+                self.budget()
+            };
+            let end = len.min(i.saturating_add(budget));
+            let low = self.app.max(Time::MIN_FINITE);
+            let taken =
+                self.hold
+                    .take_points(points, i..end, low, &mut self.selection, &mut out.batch);
+            let n = taken.read;
+            self.items_seen += n as u64;
+            self.counters.events_in += n as u64;
+            self.counters.released += taken.released as u64;
+            self.counters.filtered += taken.filtered as u64;
+            self.since_cti += n as u64;
+            summary.accepted += n;
+            self.high = self.high.max(taken.top);
+            if n > 0 {
+                self.generate(out);
+            }
+            i += n;
+            if i < len && (i < end || n == 0) {
+                // Invalid, breaking the CTI, over the cap, or generation (or a watermark
+                // strategy) must look at this point: the general path.
+                let p = points.payload(i);
+                let keep = points.keep(&p);
+                summary.record(self.enqueue_point(points.time(i), p, keep, out))?;
+                i += 1;
+            }
+        }
+        Ok(summary)
+    }
+}

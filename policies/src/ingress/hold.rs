@@ -1,0 +1,181 @@
+//! [`Hold`]: where an input's accepted events wait for their CTI. An ordered stream holds them
+//! sorted in a [`ReleaseBuffer`] until a CTI passes them; an unordered one releases each at
+//! once, in arrival order. Everything in the ingress that depends on the order asks the hold.
+
+use punctual_core::ops::ReleaseBuffer;
+use punctual_core::{Batch, EventKind, EventOrder, Time};
+
+use super::run::PointRun;
+use super::select::PointSelection;
+
+/// Where accepted events wait; see the module doc. (One per input: the unordered variant's
+/// unused room costs nothing worth a box, and the sorted one is on the hot path.)
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Hold<P> {
+    /// Held sorted until a CTI passes them (an ordered stream).
+    Sorted(ReleaseBuffer<P>),
+    /// Released at once, in arrival order (an unordered stream).
+    Arrival,
+}
+
+/// What one pass of the bulk path read from a run of points.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Taken {
+    /// Points read from the start of the range (valid, at or after the CTI).
+    pub(crate) read: usize,
+    /// The highest start time read (`-inf` if none).
+    pub(crate) top: Time,
+    /// Points a pushed-down predicate kept out.
+    pub(crate) filtered: usize,
+    /// Points released at once.
+    pub(crate) released: usize,
+}
+
+impl<P: Clone> Hold<P> {
+    pub(crate) fn new(order: EventOrder) -> Self {
+        match order {
+            EventOrder::Sorted => Hold::Sorted(ReleaseBuffer::new()),
+            EventOrder::Arrival => Hold::Arrival,
+        }
+    }
+
+    /// Events waiting for a CTI.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Hold::Sorted(buffer) => buffer.len(),
+            Hold::Arrival => 0,
+        }
+    }
+
+    /// Whether the hold releases events on arrival (and so cannot take edges: an end edge can
+    /// still change or remove its start edge, which must wait for its CTI).
+    pub(crate) fn on_arrival(&self) -> bool {
+        matches!(self, Hold::Arrival)
+    }
+
+    /// Takes an accepted event; returns how many events it released at once (0 or 1).
+    pub(crate) fn accept(&mut self, kind: EventKind, payload: P, out: &mut Batch<P>) -> u64 {
+        let (sync, other) = kind.encode();
+        match self {
+            Hold::Sorted(buffer) => {
+                buffer.push(sync, other, payload);
+                0
+            }
+            Hold::Arrival => {
+                out.push_event(sync, other, payload);
+                1
+            }
+        }
+    }
+
+    /// The CTI `t` was issued: appends what it releases (sorted by sync time, ties in arrival
+    /// order), then the CTI, to `out`; returns how many events it released.
+    pub(crate) fn release(&mut self, t: Time, out: &mut Batch<P>) -> usize {
+        let n = match self {
+            Hold::Sorted(buffer) => buffer.release_into(t, out),
+            Hold::Arrival => 0,
+        };
+        out.push_cti(t);
+        n
+    }
+
+    /// Takes back a held start edge (one whose end edge leaves nothing of it).
+    pub(crate) fn take_back_start_edge(&mut self, start: Time, payload: &P) -> Option<P>
+    where
+        P: PartialEq,
+    {
+        let Hold::Sorted(buffer) = self else {
+            return None;
+        };
+        let removed = buffer
+            .remove_first(|sync, other, p| sync == start && other == Time::INF && *p == *payload);
+        removed.map(|(_, _, p)| p)
+    }
+
+    /// Takes every held event out (the stream is closed): `(sync, other, payload)`.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = (Time, Time, P)> + '_ {
+        let held = match self {
+            Hold::Sorted(buffer) => Some(buffer.drain_all()),
+            Hold::Arrival => None,
+        };
+        held.into_iter().flatten()
+    }
+
+    /// The bulk path's pass over `range` of a run of points: reads them from its start while
+    /// they are valid (finite, at or after `low`), holds (or releases) the ones the run's
+    /// predicate keeps, and stops before the first that is not valid. On an ordered stream,
+    /// runs in time order go in with one copy per column and the others one by one; on an
+    /// unordered one, the run goes straight out, through `selection` when a predicate is
+    /// pushed down (a refused point is never written out).
+    pub(crate) fn take_points(
+        &mut self,
+        points: &impl PointRun<P>,
+        range: std::ops::Range<usize>,
+        low: Time,
+        selection: &mut PointSelection<P>,
+        out: &mut Batch<P>,
+    ) -> Taken {
+        let (i, end) = (range.start, range.end);
+        let mut taken = Taken {
+            read: 0,
+            top: Time::NEG_INF,
+            filtered: 0,
+            released: 0,
+        };
+        let valid = |t: Time| t >= low && t < Time::MAX_FINITE;
+        match self {
+            Hold::Arrival => {
+                if let Some((read, top)) = points.select(i..end, selection, low) {
+                    selection.append_to(out);
+                    let kept = selection.len();
+                    taken = Taken {
+                        read,
+                        top,
+                        filtered: read - kept,
+                        released: kept,
+                    };
+                } else {
+                    let mut j = i;
+                    while j < end && valid(points.time(j)) {
+                        taken.top = taken.top.max(points.time(j));
+                        j += 1;
+                    }
+                    points.release(i..j, out);
+                    taken.read = j - i;
+                    taken.released = j - i;
+                }
+            }
+            Hold::Sorted(buffer) => {
+                let mut last = buffer.last_in_order().max(low);
+                let (mut run, mut j) = (i, i);
+                while j < end {
+                    let t = points.time(j);
+                    if t >= last && t < Time::MAX_FINITE {
+                        last = t;
+                        taken.top = t;
+                        j += 1;
+                        continue;
+                    }
+                    if !valid(t) {
+                        break;
+                    }
+                    // Out of order but valid: after the run before it, so that ties keep
+                    // arrival order.
+                    taken.filtered += points.hold_sorted(run..j, buffer, selection);
+                    let p = points.payload(j);
+                    if points.keep(&p) {
+                        buffer.push_point(t, p);
+                    } else {
+                        taken.filtered += 1;
+                    }
+                    j += 1;
+                    run = j;
+                }
+                taken.filtered += points.hold_sorted(run..j, buffer, selection);
+                taken.read = j - i;
+            }
+        }
+        taken
+    }
+}

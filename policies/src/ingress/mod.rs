@@ -1,0 +1,381 @@
+//! The ingress state machine of one input stream (SEMANTICS.md sections 1–3).
+//!
+//! CTI rule: the ingress emits `CTI(t)` when an adapter CTI, a generated candidate, a watermark
+//! strategy or an imported CTI advances application time to `t`; just before it, it releases
+//! every held event with sync time `< t`, sorted by sync time (ties in arrival order). Events
+//! with sync `>= t` stay held. A CTI that would not advance time is a no-op (counted as
+//! `stale_ctis` when it came from the adapter or an import). An unordered stream
+//! ([`EventOrder::Arrival`]) releases each accepted event at once instead, in arrival order,
+//! with the same CTIs, drops and adjustments.
+//!
+//! Per item, in arrival order: validate (invalid → rejected), compare with the current CTI
+//! (violation → the policy's table, see [`AdvanceTimePolicy`], or rejected without one), accept
+//! (held until a CTI passes it, or released at once on an unordered stream), generate. Every item ends up exactly once as released, dropped, rejected,
+//! unreleased or filtered (by a predicate pushed down into the ingress); dropped and rejected
+//! items go to the dead-letter output with their reason.
+//!
+//! ```
+//! use punctual_core::{StreamItem, Time};
+//! use punctual_policies::{AdvanceTimeSettings, Enqueued, Ingress, IngressConfig, IngressOutput};
+//! let t = Time::from_ticks;
+//! let mut ingress = Ingress::new(IngressConfig::from(&AdvanceTimeSettings::increasing_start_time()));
+//! let mut out = IngressOutput::new();
+//! for x in [1, 3, 2, 4] {
+//!     ingress.enqueue(StreamItem::point(t(x), x), &mut out).unwrap();
+//! }
+//! ingress.finish(&mut out);
+//! let released: Vec<_> = out.batch.items().map(|i| i.map(|p| *p)).collect();
+//! assert_eq!(released, vec![
+//!     StreamItem::Cti(t(1)), StreamItem::point(t(1), 1),
+//!     StreamItem::Cti(t(3)), StreamItem::point(t(3), 3),      // 2 came after CTI(3): dropped
+//!     StreamItem::Cti(t(4)), StreamItem::point(t(4), 4),
+//!     StreamItem::Cti(Time::INF),
+//! ]);
+//! assert_eq!(ingress.counters().dropped, 1);
+//! assert_eq!(out.dead_letters.len(), 1);
+//! ```
+
+mod accept;
+mod bulk;
+mod edges;
+mod hold;
+mod output;
+pub(crate) mod policy;
+mod run;
+mod select;
+
+pub use output::{
+    DeadLetter, DeadLetterReason, EnqueueSummary, Enqueued, IngressCounters, IngressOutput,
+    LateEvent, MalformedRecord,
+};
+
+use punctual_core::{Event, EventKind, EventOrder, InvalidEvent, StreamItem, Time};
+
+use crate::settings::GenerationFrequency;
+use crate::settings::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
+use crate::watermark::{Arrival, ClockReading, State, Watermark};
+use crate::Error;
+use edges::OpenEdges;
+use hold::Hold;
+use select::PointSelection;
+
+/// The default cap on events held in one stream's reorder buffer.
+pub const DEFAULT_MAX_BUFFERED: usize = 1_000_000;
+
+/// The ingress' resolved configuration. Import is wired by whoever owns several ingresses (the
+/// query driver), which calls [`Ingress::import_cti`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct IngressConfig {
+    /// CTI generation, if any.
+    pub generation: Option<AdvanceTimeGenerationSettings>,
+    /// The violation policy; `None` rejects violating events.
+    pub policy: Option<AdvanceTimePolicy>,
+    /// Events the reorder buffer may hold; one more is rejected with [`Error::BufferFull`].
+    /// A stream that never gets a CTI reaches it instead of growing without bound.
+    pub max_buffered: usize,
+    /// The order of the stream the ingress releases: [`EventOrder::Sorted`] (the default)
+    /// holds each event until a CTI passes it and releases it sorted;
+    /// [`EventOrder::Arrival`] releases each accepted point or interval at once, in arrival
+    /// order, for an unordered stream whose consumers do not depend on order (windowed
+    /// aggregates, the join's left side). CTIs are generated, imported and enforced the same:
+    /// an event after `CTI(t)` still has sync time `>= t`, and the policies drop or adjust the
+    /// same events. On arrival, edges are rejected with [`Error::EdgeOnArrival`] (an end edge
+    /// can still change or remove its start edge, which must therefore wait for its CTI).
+    pub order: EventOrder,
+}
+
+impl Default for IngressConfig {
+    /// No generation, no policy (violations are rejected), [`DEFAULT_MAX_BUFFERED`], sorted.
+    fn default() -> Self {
+        IngressConfig {
+            generation: None,
+            policy: None,
+            max_buffered: DEFAULT_MAX_BUFFERED,
+            order: EventOrder::Sorted,
+        }
+    }
+}
+
+impl From<&AdvanceTimeSettings> for IngressConfig {
+    fn from(s: &AdvanceTimeSettings) -> Self {
+        IngressConfig {
+            generation: s.generation().copied(),
+            policy: s.policy(),
+            ..IngressConfig::default()
+        }
+    }
+}
+
+/// The ingress of one input stream; see the module doc.
+#[derive(Debug)]
+pub struct Ingress<P> {
+    config: IngressConfig,
+    app: Time,
+    high: Time,
+    since_cti: u64,
+    hold: Hold<P>,
+    edges: OpenEdges<P>,
+    counters: IngressCounters,
+    finished: bool,
+    watermark: Option<State<P>>,
+    clock_record: Vec<ClockReading>,
+    items_seen: u64,
+    late_output: bool,
+    /// Room for the points a pushed-down filter keeps (on an unordered stream).
+    selection: PointSelection<P>,
+    /// Room for the points [`Ingress::enqueue_points`] takes from its iterator.
+    scratch: Vec<(Time, P)>,
+}
+
+impl<P: Clone + PartialEq> Ingress<P> {
+    /// A new ingress at application time `-inf`.
+    pub fn new(config: IngressConfig) -> Self {
+        Ingress {
+            config,
+            app: Time::NEG_INF,
+            high: Time::NEG_INF,
+            since_cti: 0,
+            hold: Hold::new(config.order),
+            edges: OpenEdges::new(),
+            counters: IngressCounters::default(),
+            finished: false,
+            watermark: None,
+            clock_record: Vec::new(),
+            items_seen: 0,
+            late_output: false,
+            selection: PointSelection::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A new ingress whose CTIs come from a watermark strategy (which takes the place of any
+    /// generation settings in `config`). Events that still break a CTI (behind a bounded
+    /// watermark, say) are handled by `config`'s policy, `Drop` if it has none: late data is
+    /// dropped, counted and sent to the dead letters and the late output, as Flink does.
+    pub fn with_watermark(config: IngressConfig, watermark: Watermark<P>) -> Self {
+        let mut ingress = Ingress::new(IngressConfig {
+            generation: None,
+            policy: config.policy.or(Some(AdvanceTimePolicy::Drop)),
+            ..config
+        });
+        ingress.watermark = Some(State::new(watermark));
+        ingress
+    }
+
+    /// Starts the late-data side output in [`IngressOutput::late`].
+    pub fn enable_late_output(&mut self) {
+        self.late_output = true;
+    }
+
+    /// Whether a watermark strategy makes this stream's CTIs (and takes clock readings).
+    pub fn has_watermark(&self) -> bool {
+        self.watermark.is_some()
+    }
+
+    /// The clock readings that issued CTIs so far; feeding the same readings after the same
+    /// numbers of items (see [`ClockReading`]) replays the same output.
+    pub fn clock_record(&self) -> &[ClockReading] {
+        &self.clock_record
+    }
+
+    /// Partitions whose watermark runs more than the strategy's maximum drift ahead of the
+    /// stream's CTI: the adapter should pause reading them (watermark alignment).
+    pub fn paused_partitions(&self) -> Vec<usize> {
+        self.watermark
+            .as_ref()
+            .map(|w| w.paused(self.app))
+            .unwrap_or_default()
+    }
+
+    /// A clock reading (application-time scale): lets a watermark strategy advance the CTI with
+    /// no events (idle input, idle partitions, periodic emission). Returns whether it issued a
+    /// CTI; such readings are recorded in [`Ingress::clock_record`].
+    pub fn on_clock(&mut self, now: Time, out: &mut IngressOutput<P>) -> bool {
+        let Some(w) = self.watermark.as_mut() else {
+            return false;
+        };
+        let issued = match w.on_clock(now) {
+            Some(c) => self.issue(c, out),
+            None => false,
+        };
+        if issued {
+            self.clock_record.push(ClockReading {
+                after_items: self.items_seen,
+                now,
+            });
+        }
+        issued
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &IngressConfig {
+        &self.config
+    }
+
+    /// Application time: the last CTI issued (`-inf` before the first).
+    pub fn app_time(&self) -> Time {
+        self.app
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> IngressCounters {
+        let mut c = self.counters;
+        c.buffered = self.hold.len() as u64;
+        c.cti = self.app;
+        c.max_start = self.high;
+        c
+    }
+
+    /// Whether [`Ingress::finish`] has run.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Processes one item from the adapter. Releases and CTIs go to `out.batch`; dropped and
+    /// rejected items to `out.dead_letters`. An error means the item was rejected (it is counted
+    /// and dead-lettered too); the stream goes on.
+    pub fn enqueue(
+        &mut self,
+        item: StreamItem<P>,
+        out: &mut IngressOutput<P>,
+    ) -> Result<Enqueued, Error> {
+        self.enqueue_with(item, Arrival::default(), out)
+    }
+
+    /// Like [`Ingress::enqueue`], with the item's arrival time and partition, which the watermark
+    /// strategies use.
+    pub fn enqueue_with(
+        &mut self,
+        item: StreamItem<P>,
+        arrival: Arrival,
+        out: &mut IngressOutput<P>,
+    ) -> Result<Enqueued, Error> {
+        self.items_seen += 1;
+        match item {
+            StreamItem::Cti(t) => {
+                self.counters.ctis_in += 1;
+                if t == Time::NEG_INF {
+                    let error = Error::Invalid(InvalidEvent::CtiAtNegInf);
+                    return Err(self.reject(StreamItem::Cti(t), error, out));
+                }
+                Ok(self.external_cti(t, out))
+            }
+            StreamItem::Insert(event) => {
+                self.counters.events_in += 1;
+                self.insert(event, arrival, true, out)
+            }
+        }
+    }
+
+    /// Enqueues items one by one ([`Ingress::enqueue`]) and counts what became of them.
+    /// Rejected items do not stop it (they are counted and dead-lettered); a full reorder
+    /// buffer does, with its error (the items after it were not enqueued).
+    pub fn enqueue_items(
+        &mut self,
+        items: impl IntoIterator<Item = StreamItem<P>>,
+        out: &mut IngressOutput<P>,
+    ) -> Result<EnqueueSummary, Error> {
+        let mut summary = EnqueueSummary::default();
+        for item in items {
+            summary.record(self.enqueue(item, out))?;
+        }
+        Ok(summary)
+    }
+
+    /// Issues a CTI imported from another stream; returns whether it advanced application time
+    /// (a stale import is counted as `stale_ctis`).
+    pub fn import_cti(&mut self, t: Time, out: &mut IngressOutput<P>) -> bool {
+        self.external_cti(t, out) == Enqueued::Cti
+    }
+
+    /// End of input: issues `CTI(+inf)` if the generation settings (or the watermark strategy)
+    /// ask for a final CTI. Returns whether it did. Held events may still be released by
+    /// imported CTIs afterwards.
+    pub fn finish(&mut self, out: &mut IngressOutput<P>) -> bool {
+        if self.finished {
+            return false;
+        }
+        self.finished = true;
+        let final_cti = match (&self.watermark, self.config.generation) {
+            (Some(w), _) => w.final_cti(),
+            (None, Some(g)) => g.final_cti(),
+            (None, None) => false,
+        };
+        final_cti && self.issue(Time::INF, out)
+    }
+
+    /// Closes the stream for good (the query has ended): every event still held is counted
+    /// as `unreleased` and sent to the dead letters with that reason.
+    pub fn close(&mut self, out: &mut IngressOutput<P>) {
+        self.finished = true;
+        self.counters.unreleased += self.hold.len() as u64;
+        let app = self.app;
+        for (sync, other, payload) in self.hold.drain() {
+            out.dead_letters.push(DeadLetter {
+                item: Some(StreamItem::Insert(Event {
+                    kind: EventKind::decode(sync, other),
+                    payload,
+                })),
+                reason: DeadLetterReason::Unreleased,
+                cti: app,
+            });
+        }
+    }
+
+    /// Records an input record the adapter could not parse: counted as `malformed` and sent to
+    /// the dead letters with its location, text and what was wrong.
+    pub fn report_malformed(&mut self, record: MalformedRecord, out: &mut IngressOutput<P>) {
+        self.counters.malformed += 1;
+        out.dead_letters.push(DeadLetter {
+            item: None,
+            reason: DeadLetterReason::Malformed(record),
+            cti: self.app,
+        });
+    }
+
+    fn external_cti(&mut self, t: Time, out: &mut IngressOutput<P>) -> Enqueued {
+        if self.issue(t, out) {
+            Enqueued::Cti
+        } else {
+            self.counters.stale_ctis += 1;
+            Enqueued::StaleCti
+        }
+    }
+
+    /// Step 4: a generated CTI, if the settings ask for one now.
+    fn generate(&mut self, out: &mut IngressOutput<P>) {
+        let Some(g) = self.config.generation else {
+            return;
+        };
+        let candidate = self.high - g.delay();
+        match g.frequency() {
+            GenerationFrequency::EveryEvents(n) => {
+                if self.since_cti >= n.get() {
+                    self.since_cti = 0;
+                    self.issue(candidate, out);
+                }
+            }
+            GenerationFrequency::EveryDuration(t) => {
+                if self.app == Time::NEG_INF || candidate >= self.app + t {
+                    self.issue(candidate, out);
+                }
+            }
+        }
+    }
+
+    /// Step 5: issues `CTI(t)` if it advances application time: releases held events with
+    /// sync `< t` in sync order (ties in arrival order), then emits the CTI.
+    fn issue(&mut self, t: Time, out: &mut IngressOutput<P>) -> bool {
+        if t <= self.app {
+            return false;
+        }
+        self.app = t;
+        let n = self.hold.release(t, &mut out.batch);
+        if self.late_output {
+            out.late.push_cti(t);
+        }
+        self.counters.released += n as u64;
+        self.counters.ctis_out += 1;
+        true
+    }
+}
