@@ -186,7 +186,9 @@ pub(crate) fn output<P: 'static>(any: &mut dyn Any) -> &mut Batch<P> {
 
 struct Slot {
     node: Option<Box<dyn Node>>,
-    /// The order of the node's output stream, which its batches must keep.
+    /// The order of the node's output stream, which its batches must keep (checked in debug
+    /// builds).
+    #[cfg_attr(not(debug_assertions), allow(dead_code))]
     order: EventOrder,
     out: Box<dyn AnyBatch>,
     consumers: Vec<(NodeId, usize)>,

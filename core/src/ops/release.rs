@@ -74,7 +74,7 @@ pub struct ReleaseBuffer<P> {
     /// The least sync time in `side_new` (`+inf` when it is empty).
     side_new_min: Time,
     /// Earlier out-of-order results: sorted runs (one per release that had new ones), each
-    /// sorted by `(sync, seq)`; a release takes a prefix of each.
+    /// sorted by `(sync, seq)` descending; a release pops its results from the back of each.
     runs: VecDeque<Vec<SideEntry<P>>>,
     /// Out-of-order results held, in `side_new` and `runs`.
     side_len: usize,
@@ -110,7 +110,7 @@ fn copy_range<T: Clone>(from: &VecDeque<T>, lo: usize, hi: usize, to: &mut Vec<T
 }
 
 /// Moves the empty runs to `pool` (at most `keep` of them stay there), keeping the others in
-/// order: sorted runs of late items, emptied from the front by releases, reused.
+/// order: sorted runs of late items, emptied from the back by releases, reused.
 pub(crate) fn recycle_empty_runs<T>(
     runs: &mut VecDeque<Vec<T>>,
     pool: &mut Vec<Vec<T>>,
@@ -307,16 +307,19 @@ impl<P> ReleaseBuffer<P> {
     }
 
     /// Moves every out-of-order result with sync `< t` to `self.ready`, sorted by `(sync, seq)`.
-    fn take_ready(&mut self, t: Time) {
+    fn take_ready(&mut self, t: Time, sorted: bool) {
         self.ready.clear();
         if self.side_len == 0 {
             return;
         }
-        if !self.side_new.is_empty() {
+        // Runs are sorted descending, so that a release pops their earliest results from the
+        // back (no shifting of what stays).
+        let descending = |a: &SideEntry<P>, b: &SideEntry<P>| (b.sync, b.seq).cmp(&(a.sync, a.seq));
+        if !self.side_new.is_empty() && self.side_new_min < t {
             let mut run = self.pool.pop().unwrap_or_default();
             std::mem::swap(&mut run, &mut self.side_new);
             self.side_new_min = Time::INF;
-            run.sort_unstable_by_key(|e| (e.sync, e.seq));
+            run.sort_unstable_by(descending);
             self.runs.push_back(run);
             if self.runs.len() > MAX_RUNS {
                 // Many small runs (frequent CTIs, few late results each): merge them into one,
@@ -326,18 +329,20 @@ impl<P> ReleaseBuffer<P> {
                     all.append(&mut r);
                     self.pool.push(r);
                 }
-                all.sort_unstable_by_key(|e| (e.sync, e.seq));
+                all.sort_unstable_by(descending);
                 self.runs.push_back(all);
             }
         }
         let mut emptied = false;
         let mut from_runs = 0;
         for run in self.runs.iter_mut() {
-            // A scan, not a binary search: the prefix is short and a scan reads only its
-            // first cache lines.
-            let k = run.iter().take_while(|e| e.sync < t).count();
-            if k > 0 {
-                self.ready.extend(run.drain(..k));
+            let before = self.ready.len();
+            while run.last().is_some_and(|e| e.sync < t) {
+                if let Some(e) = run.pop() {
+                    self.ready.push(e);
+                }
+            }
+            if self.ready.len() > before {
                 emptied |= run.is_empty();
                 from_runs += 1;
             }
@@ -346,7 +351,7 @@ impl<P> ReleaseBuffer<P> {
             recycle_empty_runs(&mut self.runs, &mut self.pool, MAX_RUNS);
         }
         self.side_len -= self.ready.len();
-        if from_runs > 1 {
+        if sorted && from_runs > 1 {
             self.ready.sort_unstable_by_key(|e| (e.sync, e.seq));
         }
     }
@@ -369,7 +374,7 @@ impl<P> ReleaseBuffer<P> {
 
     /// The least sync time held (`+inf` when nothing is).
     pub fn earliest(&self) -> Time {
-        let runs = self.runs.iter().filter_map(|r| r.first().map(|e| e.sync));
+        let runs = self.runs.iter().filter_map(|r| r.last().map(|e| e.sync));
         runs.fold(self.side_new_min, Time::min)
             .min(self.sync.front().copied().unwrap_or(Time::INF))
     }
@@ -436,7 +441,7 @@ impl<P> ReleaseBuffer<P> {
                 self.reset_main();
             }
         }
-        self.take_ready(t);
+        self.take_ready(t, false);
         let ns = self.ready.len();
         for e in self.ready.drain(..) {
             f(Released::One(e.sync, e.other, &e.payload));
@@ -564,7 +569,7 @@ impl<P: Clone> ReleaseBuffer<P> {
         sync.reserve(nm);
         other.reserve(nm);
         payload.reserve(nm);
-        self.take_ready(t);
+        self.take_ready(t, true);
         let mut ready = std::mem::take(&mut self.ready);
         let ns = ready.len();
         // Where each out-of-order result goes in the released prefix of the main run: after

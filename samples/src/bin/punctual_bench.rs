@@ -70,22 +70,22 @@ fn load(path: &str) -> Result<Vec<Record>, String> {
 type Totals = (u64, u64);
 
 /// An output adapter that counts what it receives and folds each payload into a checksum.
-struct Checksum<P> {
-    fold: fn(u64, &P) -> u64,
+struct Checksum<F> {
+    fold: F,
     totals: Arc<Mutex<Totals>>,
 }
 
-impl<P> Clone for Checksum<P> {
+impl<F: Clone> Clone for Checksum<F> {
     fn clone(&self) -> Self {
         Checksum {
-            fold: self.fold,
+            fold: self.fold.clone(),
             totals: Arc::clone(&self.totals),
         }
     }
 }
 
-impl<P> Checksum<P> {
-    fn new(fold: fn(u64, &P) -> u64) -> Self {
+impl<F> Checksum<F> {
+    fn new(fold: F) -> Self {
         Checksum {
             fold,
             totals: Arc::default(),
@@ -98,9 +98,13 @@ impl<P> Checksum<P> {
 }
 
 #[async_trait]
-impl<P: Payload> OutputAdapter<P> for Checksum<P> {
+impl<P, F> OutputAdapter<P> for Checksum<F>
+where
+    P: Payload,
+    F: Fn(u64, &P) -> u64 + Send + Sync + 'static,
+{
     async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
-        let sum = batch.payloads().iter().fold(0u64, self.fold);
+        let sum = batch.payloads().iter().fold(0u64, &self.fold);
         let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
         totals.0 += batch.len() as u64;
         totals.1 = totals.1.wrapping_add(sum);
@@ -108,9 +112,13 @@ impl<P: Payload> OutputAdapter<P> for Checksum<P> {
     }
 }
 
-impl<P: Payload> OutputAdapterFactory<(), P> for Checksum<P> {
-    type Adapter = Checksum<P>;
-    fn create(&self, _: &(), _: EventShape) -> Result<Checksum<P>, AdapterError> {
+impl<P, F> OutputAdapterFactory<(), P> for Checksum<F>
+where
+    P: Payload,
+    F: Fn(u64, &P) -> u64 + Clone + Send + Sync + 'static,
+{
+    type Adapter = Checksum<F>;
+    fn create(&self, _: &(), _: EventShape) -> Result<Checksum<F>, AdapterError> {
         Ok(self.clone())
     }
 }
@@ -168,14 +176,14 @@ impl Run<'_> {
         let readings = query.create_stream(fast, &replay, &()).map_err(e)?;
         let totals = match (name, reference) {
             ("filter", _) => {
-                let out = Checksum::new(|sum, p: &Reading| sum.wrapping_add(p.0 as u64));
+                let out = Checksum::new(|sum: u64, p: &Reading| sum.wrapping_add(p.0 as u64));
                 let big = readings.filter(|p: &Reading| p.0 >= 500_000);
                 query.bind_output(&big, &out, &()).map_err(e)?;
                 run(query).await?;
                 out.totals()
             }
             ("window", _) => {
-                let out = Checksum::new(|sum, p: &(u32, (u64, f64))| {
+                let out = Checksum::new(|sum: u64, p: &(u32, (u64, f64))| {
                     sum.wrapping_add(p.1 .0).wrapping_add(p.1 .1 as u64)
                 });
                 let per_key = readings
@@ -187,7 +195,7 @@ impl Run<'_> {
                 out.totals()
             }
             ("join", Some(reference)) => {
-                let out = Checksum::new(|sum, p: &(i64, i64)| sum.wrapping_add((p.0 * p.1) as u64));
+                let out = Checksum::new(|sum: u64, p: &(i64, i64)| sum.wrapping_add((p.0 * p.1) as u64));
                 let joined = readings.join_on(&reference, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
                 query.bind_output(&joined, &out, &()).map_err(e)?;
                 run(query).await?;
