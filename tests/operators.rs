@@ -11,9 +11,9 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 
-use punctual::core::ops::{Count, QueryGraph, Stream, Sum, WindowOutput};
-use punctual::core::{Batch, EventKind, Ordered, StreamItem, Time, TimeSpan};
-use punctual::policies::{Ingress, IngressConfig, IngressOutput};
+use punctual::core::ops::{Count, Stream, Sum, WindowOutput};
+use punctual::core::{Batch, EventKind, EventShape, Ordered, StreamItem, Time, TimeSpan};
+use punctual::engine::{InputOptions, Plan};
 
 /// A payload: a unique id, a group key and a value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -120,37 +120,33 @@ fn arrivals(input: &Input, seed: u64) -> Vec<StreamItem<Pl>> {
     out
 }
 
-/// Runs arrivals of one or two inputs through ingresses into a graph; the second input's items
-/// are interleaved after every first-input item (a fixed interleaving).
+/// Runs arrivals of one or two inputs through the query driver; the second input's items are
+/// interleaved after every first-input item (a fixed interleaving).
 fn run<O: punctual::core::ops::Payload>(
     inputs: &[Vec<StreamItem<Pl>>],
     build: impl FnOnce(&[Stream<Pl>]) -> Stream<O>,
 ) -> Vec<StreamItem<O>> {
-    let graph = QueryGraph::new();
-    let sources: Vec<Stream<Pl>> = inputs
-        .iter()
-        .map(|_| graph.source::<Pl, Ordered>())
-        .collect();
-    let output = build(&sources);
-    graph.keep_output(&output);
-    let mut ingresses: Vec<Ingress<Pl>> = inputs
-        .iter()
-        .map(|_| Ingress::new(IngressConfig::default()))
-        .collect();
-    let mut outs: Vec<IngressOutput<Pl>> = inputs.iter().map(|_| IngressOutput::new()).collect();
+    let mut plan = Plan::new("operators");
+    let (ids, sources): (Vec<_>, Vec<Stream<Pl>>) = (0..inputs.len())
+        .map(|k| {
+            plan.input::<Pl, Ordered>(InputOptions::new(format!("in{k}"), EventShape::Interval))
+                .expect("a valid input")
+        })
+        .unzip();
+    let output = plan.output(&build(&sources)).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
     let longest = inputs.iter().map(Vec::len).max().unwrap_or(0);
     for step in 0..longest {
         for (k, items) in inputs.iter().enumerate() {
             if let Some(item) = items.get(step) {
-                ingresses[k]
-                    .enqueue(item.clone(), &mut outs[k])
+                driver
+                    .enqueue(ids[k], item.clone())
                     .expect("generated inputs are valid");
-                graph.feed(&sources[k], &mut outs[k].batch);
             }
         }
     }
     let mut batch = Batch::new();
-    graph.take_output(&output, &mut batch);
+    driver.take_output(&output, &mut batch);
     let mut items = Vec::new();
     batch.drain_items(|i| items.push(i));
     items

@@ -195,7 +195,8 @@ impl Run<'_> {
                 out.totals()
             }
             ("join", Some(reference)) => {
-                let out = Checksum::new(|sum: u64, p: &(i64, i64)| sum.wrapping_add((p.0 * p.1) as u64));
+                let out =
+                    Checksum::new(|sum: u64, p: &(i64, i64)| sum.wrapping_add((p.0 * p.1) as u64));
                 let joined = readings.join_on(&reference, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
                 query.bind_output(&joined, &out, &()).map_err(e)?;
                 run(query).await?;
