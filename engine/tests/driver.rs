@@ -1,0 +1,169 @@
+//! The query driver: what a plan refuses, how CTIs cascade down the import graph, clock
+//! readings, the end of a query, handles of another plan.
+
+use punctual_core::ops::Stream;
+use punctual_core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
+use punctual_engine::{DeadLetterCollector, Error, InputId, InputOptions, Plan};
+use punctual_policies::{
+    AdvanceTimeImportSettings, AdvanceTimePolicy, AdvanceTimeSettings, DeadLetterReason, Watermark,
+};
+
+fn t(x: i64) -> Time {
+    Time::from_ticks(x)
+}
+
+/// Settings that import the CTIs of `source` (Drop).
+fn importing(source: &str) -> AdvanceTimeSettings {
+    AdvanceTimeSettings::builder()
+        .import(AdvanceTimeImportSettings::new(source))
+        .build()
+        .expect("valid settings")
+}
+
+fn input(
+    plan: &mut Plan,
+    name: &str,
+    settings: AdvanceTimeSettings,
+) -> (InputId<i64>, Stream<i64>) {
+    plan.input::<i64, Ordered>(InputOptions::new(name, EventShape::Point).settings(settings))
+        .expect("a valid input")
+}
+
+fn bind_error(result: Result<punctual_engine::Driver, Error>) -> String {
+    match result {
+        Err(Error::Bind(why)) => why,
+        Err(other) => panic!("not a binding error: {other}"),
+        Ok(_) => panic!("the plan was accepted"),
+    }
+}
+
+#[test]
+fn a_plan_refuses_unknown_import_sources_cycles_and_duplicate_names() {
+    let mut plan = Plan::new("q");
+    input(&mut plan, "a", importing("nowhere"));
+    let why = bind_error(plan.build());
+    assert!(why.contains("`a` imports CTIs from `nowhere`"), "{why}");
+
+    let mut plan = Plan::new("q");
+    input(&mut plan, "a", importing("b"));
+    input(&mut plan, "b", importing("c"));
+    input(&mut plan, "c", importing("a"));
+    let why = bind_error(plan.build());
+    assert!(
+        why.contains("import cycle: a imports b imports c imports a"),
+        "{why}"
+    );
+
+    let mut plan = Plan::new("q");
+    input(&mut plan, "a", AdvanceTimeSettings::none());
+    let again = plan.input::<i64, Ordered>(InputOptions::new("a", EventShape::Point));
+    assert!(matches!(again, Err(Error::Bind(ref why)) if why.contains("already has")));
+    let edges = plan.input::<i64, _>(InputOptions::new("e", EventShape::Edge).unordered());
+    assert!(matches!(edges, Err(Error::Bind(ref why)) if why.contains("edge shape")));
+    let foreign =
+        Plan::new("other").input::<i64, Ordered>(InputOptions::new("x", EventShape::Point));
+    let (_, foreign) = foreign.expect("a valid input");
+    assert!(matches!(plan.output(&foreign), Err(Error::Bind(_))));
+    let wrong = InputOptions::new("w", EventShape::Point)
+        .watermark(Watermark::<String>::bounded(TimeSpan::from_ticks(1)));
+    assert!(matches!(
+        plan.input::<i64, Ordered>(wrong),
+        Err(Error::Bind(_))
+    ));
+}
+
+/// `c` imports `b`, which imports `a`: a CTI of `a` reaches both at once, after `a`'s own
+/// release, and releases what they hold.
+#[test]
+fn a_cti_cascades_down_the_import_graph_at_once() {
+    let mut plan = Plan::new("q");
+    let (a, sa) = input(
+        &mut plan,
+        "a",
+        AdvanceTimeSettings::policy_only(AdvanceTimePolicy::Drop),
+    );
+    let (b, sb) = input(&mut plan, "b", importing("a"));
+    let (c, sc) = input(&mut plan, "c", importing("b"));
+    let all = sa.union(&[&sb, &sc]);
+    let out = plan.output(&all).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
+    driver
+        .enqueue(c, StreamItem::point(t(3), 30))
+        .expect("valid");
+    driver
+        .enqueue(b, StreamItem::point(t(2), 20))
+        .expect("valid");
+    driver
+        .enqueue(a, StreamItem::point(t(1), 10))
+        .expect("valid");
+    let mut batch = Batch::new();
+    driver.take_output(&out, &mut batch);
+    assert!(batch.is_empty(), "nothing is released before a CTI");
+    driver.enqueue(a, StreamItem::Cti(t(5))).expect("valid");
+    driver.take_output(&out, &mut batch);
+    assert_eq!(batch.payloads(), &[10, 20, 30]);
+    assert_eq!(batch.last_cti(), Some(t(5)));
+    for i in [b, c] {
+        let counters = driver.counters(i.index()).expect("an input");
+        assert_eq!((counters.cti, counters.released), (t(5), 1));
+    }
+    // A stale import is counted; the end of `a` (no final CTI) releases nothing more.
+    driver.enqueue(b, StreamItem::Cti(t(7))).expect("valid");
+    driver.enqueue(a, StreamItem::Cti(t(6))).expect("valid");
+    assert_eq!(driver.counters(b.index()).map(|c| c.stale_ctis), Some(1));
+    assert!(!driver.finish(a.index()));
+}
+
+/// Clock readings reach the inputs whose watermark strategy takes them, and only while they
+/// have not finished; the end of the query counts what no CTI released.
+#[test]
+fn clock_readings_and_the_end_of_the_query() {
+    let mut plan = Plan::new("q");
+    let idle = Watermark::<i64>::bounded(TimeSpan::from_ticks(10))
+        .idle_timeout(TimeSpan::from_ticks(100))
+        .final_cti(false);
+    let (w, sw) = plan
+        .input::<i64, Ordered>(InputOptions::new("w", EventShape::Point).watermark(idle))
+        .expect("a valid input");
+    let (p, sp) = input(&mut plan, "p", AdvanceTimeSettings::none());
+    let letters = DeadLetterCollector::new();
+    plan.dead_letters(&sp, letters.clone()).expect("an input");
+    let out = plan.output(&sw).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
+    assert!(driver.has_watermark(w.index()) && !driver.has_watermark(p.index()));
+    driver
+        .enqueue(w, StreamItem::point(t(990), 1))
+        .expect("valid");
+    driver
+        .enqueue(p, StreamItem::point(t(5), 2))
+        .expect("valid");
+    // The event gave CTI(980); a reading within the idle timeout changes nothing, one 500
+    // ticks later gives CTI(1500 - 100).
+    assert!(!driver.tick(t(1_000)));
+    assert!(driver.tick(t(1_500)));
+    assert_eq!(driver.counters(w.index()).map(|c| c.cti), Some(t(1_400)));
+    assert_eq!(driver.clock_record(w.index()).len(), 1);
+    let mut batch = Batch::new();
+    driver.take_output(&out, &mut batch);
+    assert_eq!(batch.payloads(), &[1]);
+    driver.finish(w.index());
+    assert!(!driver.tick(t(5_000)), "a finished input takes no readings");
+    driver.close();
+    driver.close();
+    let counters = driver.counters(p.index()).expect("an input");
+    assert_eq!((counters.unreleased, counters.buffered), (1, 0));
+    let letters = letters.letters();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].reason, DeadLetterReason::Unreleased);
+}
+
+#[test]
+#[should_panic(expected = "an InputId of another plan")]
+fn a_handle_of_another_plan_is_refused() {
+    let mut other = Plan::new("other");
+    let (foreign, _) = input(&mut other, "x", AdvanceTimeSettings::none());
+    let mut plan = Plan::new("q");
+    input(&mut plan, "x", AdvanceTimeSettings::none());
+    let mut driver = plan.build().expect("a valid plan");
+    let _ = driver.enqueue(foreign, StreamItem::point(t(1), 1));
+}
