@@ -3,8 +3,7 @@
 //! The one hint here is a software prefetch: a streaming loop over records in memory that does
 //! a few dozen instructions per record (the ingress reading a block of decoded records) keeps
 //! too few cache misses in flight for the hardware prefetcher to hide the memory's latency; a
-//! prefetch a few kilobytes ahead does (the benchmark's filter: 333 → 462 M events/s, see
-//! `BENCHMARKS.md`).
+//! prefetch a few kilobytes ahead does.
 //!
 //! This module holds the workspace's only `unsafe` code (the workspace denies `unsafe_code`,
 //! and this module alone allows it): the call of the `_mm_prefetch` intrinsic, which Rust
@@ -14,9 +13,9 @@
 //! computed with wrapping pointer arithmetic (safe, never dereferenced). On other
 //! architectures the hints do nothing.
 
-/// How far ahead a streaming loop over `T`s prefetches, in elements: about 4 KiB (measured:
-/// 3–6 KiB ahead was best on the benchmark's 24-byte records, 12 KiB and more were slower),
-/// and at least one element.
+/// How far ahead a streaming loop over `T`s prefetches, in elements: about 4 KiB (far enough
+/// to cover the memory's latency, near enough to stay in the caches), and at least one
+/// element.
 pub const fn prefetch_distance<T>() -> usize {
     const BYTES: usize = 4096;
     let size = std::mem::size_of::<T>();

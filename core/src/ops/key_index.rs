@@ -3,9 +3,8 @@
 //!
 //! Join keys are very often small integers (sensor, device, account ids). For those, a table
 //! indexed by the key itself answers with one load, where a hash map hashes, matches a group of
-//! control bytes, scans its bits and compares the key: on the benchmark's join (keys 0..1000)
-//! the lookup went from about 37 instructions to 6, 179 -> 148 instructions per event (see
-//! `BENCHMARKS.md`). It is the "perfect hash" join of analytical databases, chosen per key at
+//! control bytes, scans its bits and compares the key. It is the "perfect hash" join of
+//! analytical databases, chosen per key at
 //! run time: an integer key goes to the table when its value is below the table's reach, which
 //! grows with the number of keys (at most [`DENSE_PER_KEY`] slots per key held, or
 //! [`DENSE_MIN`]); larger or negative integers, and keys of other types, go to the hash map.

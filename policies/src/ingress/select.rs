@@ -127,7 +127,7 @@ impl<P> PointSelection<P> {
         let mut tops = [Time::NEG_INF; 4];
         // The records a few kilobytes on are prefetched: this loop does too much work per
         // record for the processor to keep enough of the input's cache misses in flight by
-        // itself (333 -> 462 M events/s on the benchmark's filter, see `crate::hint`).
+        // itself (see `punctual_core::hint`).
         let ahead = punctual_core::hint::prefetch_distance::<R>();
         for four in records.chunks_exact(4) {
             let ts = [
