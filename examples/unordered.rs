@@ -9,7 +9,6 @@
 //! Run: `cargo run --example unordered`
 
 use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
-use punctual::core::Order;
 use punctual::prelude::*;
 
 /// (key, value)

@@ -35,8 +35,8 @@ pub mod prelude {
         Aggregate, Avg, Count, Max, Min, Payload, Stream, Sum, TopK, WindowOutput,
     };
     pub use punctual_core::{
-        Batch, Event, EventKind, EventShape, Lifetime, Ordered, Row, StreamItem, Time, TimeSpan,
-        Unordered, Value, TICKS_PER_SECOND,
+        Batch, Event, EventKind, EventShape, Lifetime, Order, Ordered, Row, StreamItem, Time,
+        TimeSpan, Unordered, Value, TICKS_PER_SECOND,
     };
     pub use punctual_policies::{
         AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,

@@ -34,7 +34,6 @@ use punctual::adapters::{
     RecordsInput,
 };
 use punctual::core::ops::{Count, Sum};
-use punctual::core::Order;
 use punctual::prelude::*;
 use punctual_samples::{arg, exit_code, ms};
 

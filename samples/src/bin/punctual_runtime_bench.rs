@@ -37,7 +37,6 @@ use punctual::adapters::{
     InputOptions, OutputAdapter, OutputAdapterFactory, Query,
 };
 use punctual::core::ops::{Count, Sum};
-use punctual::core::Order;
 use punctual::prelude::*;
 
 /// (value, key): the payload of the fast stream.
