@@ -2,7 +2,7 @@
 //! never installs a recorder or a subscriber; the application picks them (a Prometheus exporter,
 //! `tracing-subscriber`, ...).
 //!
-//! Metrics, per input stream (label `stream`), updated after every enqueue call:
+//! Metrics, per input stream (label `stream`), updated after every call into the query (an enqueue, a clock reading, the end of an input):
 //!
 //! | name | kind | what |
 //! |---|---|---|
@@ -18,7 +18,7 @@
 //! | `punctual_cti_clock_lag_ticks` | gauge | the clock minus the CTI, at each clock reading (streams with a watermark strategy) |
 //!
 //! Per operator (labels `query` and `node`, the operator's name or `Stream::named` label),
-//! updated by the query task after every delivered batch:
+//! updated after every call into the query:
 //!
 //! | name | kind | what |
 //! |---|---|---|

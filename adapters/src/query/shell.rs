@@ -27,7 +27,7 @@ pub(crate) enum SendMode<'a> {
     Always,
 }
 
-/// The query task's end of an output: takes what the driver produced for the output and sends
+/// The shell's end of an output: takes what the driver produced for the output and sends
 /// it to the output task.
 #[async_trait]
 pub(crate) trait OutputPort: Send {
