@@ -2,7 +2,8 @@
 //! never installs a recorder or a subscriber; the application picks them (a Prometheus exporter,
 //! `tracing-subscriber`, ...).
 //!
-//! Metrics, per input stream (label `stream`), updated after every call into the query (an enqueue, a clock reading, the end of an input):
+//! Metrics, per input stream (label `stream`), updated after every call into the query (an
+//! enqueue, a clock reading, the end of an input):
 //!
 //! | name | kind | what |
 //! |---|---|---|
