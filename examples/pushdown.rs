@@ -1,68 +1,18 @@
-//! Concept: a filter pushed down into the ingress. An adapter that knows the query wants only
-//! some records (here from its configuration: a minimum value) hands its decoded records over
-//! with `InputContext::enqueue_point_records_where`: the records the predicate refuses never
-//! enter the query, yet they count for CTI generation and the CTI checks exactly as if they
-//! had, so the query sees what a `filter` on the whole stream would pass. The refused records
-//! are counted as `filtered` in the stream's counters (nothing disappears unaccounted). On an
-//! unordered stream this is the fastest way to filter: a refused record is never written out.
+//! Concept: a filter fused into the ingress. A `.filter(..)` right after an input, and that
+//! input's only consumer, runs inside the input's ingress when the query starts: the events it
+//! refuses are never written out, yet they count for CTI generation and the CTI checks exactly
+//! as if they had gone through, so the query sees what the filter operator would pass. The
+//! refused events are counted as `filtered` in the stream's counters (nothing disappears
+//! unaccounted). When the input is read elsewhere too (here: bound to an output), the filter
+//! stays an operator after the ingress; the filtered stream is the same either way.
 //!
 //! Run: `cargo run --example pushdown`
 
-use async_trait::async_trait;
-use punctual::adapters::{
-    AdapterError, CollectOutput, DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory,
-    InputContext, InputOptions, Query,
-};
+use punctual::adapters::{CollectOutput, InputOptions, Query, RecordsInput};
 use punctual::prelude::*;
 
 /// A decoded record: (milliseconds, sensor, value).
 type Record = (i64, char, i64);
-
-/// Replays decoded records; `min_value`, if any, is pushed down into the ingress.
-struct Decoded {
-    records: Vec<Record>,
-}
-
-struct DecodedAdapter {
-    records: Vec<Record>,
-    min_value: Option<i64>,
-}
-
-impl InputAdapterFactory<Option<i64>, (char, i64)> for Decoded {
-    type Adapter = DecodedAdapter;
-    fn create(
-        &self,
-        min_value: &Option<i64>,
-        _: EventShape,
-    ) -> Result<DecodedAdapter, AdapterError> {
-        Ok(DecodedAdapter {
-            records: self.records.clone(),
-            min_value: *min_value,
-        })
-    }
-}
-
-impl DeclareAdvanceTimeProperties<Option<i64>> for Decoded {}
-
-#[async_trait]
-impl InputAdapter<(char, i64)> for DecodedAdapter {
-    async fn run(&mut self, ctx: &mut InputContext<(char, i64)>) -> Result<(), AdapterError> {
-        let time = |r: &Record| Time::from_ticks(r.0 * 10_000);
-        let payload = |r: &Record| (r.1, r.2);
-        match self.min_value {
-            Some(min) => {
-                let keep = |p: &(char, i64)| p.1 >= min;
-                ctx.enqueue_point_records_where(&self.records, time, payload, keep)
-                    .await?;
-            }
-            None => {
-                ctx.enqueue_point_records(&self.records, time, payload)
-                    .await?;
-            }
-        }
-        Ok(())
-    }
-}
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -77,7 +27,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (8, 'b', 20),
         (12, 'a', 80),
     ];
-    let factory = Decoded { records };
+    let replay = RecordsInput::new(
+        records,
+        |r: &Record| Time::EPOCH + TimeSpan::from_millis(r.0),
+        |r: &Record| (r.1, r.2),
+    );
     // A CTI every 2 events, at the highest start so far.
     let settings = AdvanceTimeSettings::builder()
         .generation(
@@ -88,41 +42,43 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .policy(AdvanceTimePolicy::Drop)
         .build()?;
     let mut query = Query::new("pushdown");
-    let pushed = query.create_stream(
-        InputOptions::new("pushed", EventShape::Point).settings(settings.clone()),
-        &factory,
-        &Some(40),
+    let fused = query.create_stream(
+        InputOptions::new("fused", EventShape::Point).settings(settings.clone()),
+        &replay,
+        &(),
     )?;
-    let whole = query.create_stream(
-        InputOptions::new("whole", EventShape::Point).settings(settings),
-        &factory,
-        &None,
+    let operator = query.create_stream(
+        InputOptions::new("operator", EventShape::Point).settings(settings),
+        &replay,
+        &(),
     )?;
-    let filtered = whole.filter(|p| p.1 >= 40);
+    let big = |p: &(char, i64)| p.1 >= 40;
     let outs = [CollectOutput::new(), CollectOutput::new()];
-    query.bind_output(&pushed, &outs[0], &())?;
-    query.bind_output(&filtered, &outs[1], &())?;
+    query.bind_output(&fused.filter(big), &outs[0], &())?;
+    query.bind_output(&operator.filter(big), &outs[1], &())?;
+    // `operator` is also read as it is: its filter cannot go into its ingress.
+    let whole = CollectOutput::new();
+    query.bind_output(&operator, &whole, &())?;
     let report = query.start()?.wait().await?;
 
-    println!("pushed down: {:?}", outs[0].items());
+    println!("filtered: {:?}", outs[0].items());
     assert_eq!(
         outs[0].items(),
         outs[1].items(),
         "the same stream either way"
     );
-    for name in ["pushed", "whole"] {
+    for name in ["fused", "operator"] {
         let c = report.counters(name).ok_or("no counters")?;
         println!(
             "{name}: {} in, {} released, {} dropped, {} filtered",
             c.events_in, c.released, c.dropped, c.filtered
         );
     }
-    let pushed = report.counters("pushed").ok_or("no counters")?;
+    let fused = report.counters("fused").ok_or("no counters")?;
     // 10, 30 and 20 stayed out; 90 at 2 ms broke CTI(3 ms) first and was dropped.
-    assert_eq!(
-        (pushed.events_in, pushed.dropped, pushed.filtered),
-        (8, 1, 3)
-    );
-    assert_eq!(pushed.released, 4);
+    assert_eq!((fused.events_in, fused.dropped, fused.filtered), (8, 1, 3));
+    assert_eq!(fused.released, 4);
+    let operator = report.counters("operator").ok_or("no counters")?;
+    assert_eq!((operator.released, operator.filtered), (7, 0));
     Ok(())
 }

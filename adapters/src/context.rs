@@ -201,25 +201,6 @@ impl<P: Payload> InputContext<P> {
             .await
     }
 
-    /// [`InputContext::enqueue_point_records`] with a filter pushed down into the stream's
-    /// ingress ([`Ingress::enqueue_point_records_where`]): of the points accepted, only those
-    /// whose payload satisfies `keep` enter the query; the others still count for CTI
-    /// generation and the CTI checks, and are counted as `filtered` in the stream's counters.
-    /// The query sees exactly what a `filter(keep)` on the stream would pass, and on an
-    /// unordered stream the refused points are never written out.
-    ///
-    /// [`Ingress::enqueue_point_records_where`]: punctual_policies::Ingress::enqueue_point_records_where
-    pub async fn enqueue_point_records_where<R>(
-        &mut self,
-        records: &[R],
-        time: impl Fn(&R) -> Time,
-        payload: impl Fn(&R) -> P,
-        keep: impl Fn(&P) -> bool,
-    ) -> Result<EnqueueSummary, EnqueueError> {
-        self.drive(|d, i| d.enqueue_point_records_where(i, records, (time, payload), keep))
-            .await
-    }
-
     /// Reports an input record that could not be parsed: counted as `malformed` and sent to the
     /// dead letters with its location and text. The stream goes on.
     pub async fn report_malformed(&mut self, record: MalformedRecord) {

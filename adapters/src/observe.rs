@@ -12,7 +12,7 @@
 //! | `punctual_events_dropped` | counter | dropped by a policy or watermark strategy |
 //! | `punctual_events_adjusted` | counter | adjusted |
 //! | `punctual_events_rejected` | counter | rejected |
-//! | `punctual_events_filtered` | counter | kept out by a filter pushed down into the ingress (`InputContext::enqueue_point_records_where`) |
+//! | `punctual_events_filtered` | counter | kept out by a filter that runs inside the ingress (a `filter` right after the input) |
 //! | `punctual_events_buffered` | gauge | waiting in the reorder buffer for a CTI |
 //! | `punctual_cti_ticks` | gauge | the stream's CTI (ticks since the epoch) |
 //! | `punctual_cti_lag_ticks` | gauge | highest start minus the CTI: how far the CTI lags the events |

@@ -9,10 +9,7 @@ use metrics::{
     Unit,
 };
 
-use punctual_adapters::{
-    AdapterError, CollectOutput, DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory,
-    InputContext, InputOptions, MemoryInput, Query,
-};
+use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query, RecordsInput};
 use punctual_core::{EventShape, StreamItem, Time};
 use punctual_policies::AdvanceTimeSettings;
 
@@ -120,9 +117,14 @@ fn per_stream_metrics_reach_the_installed_recorder() {
         recording.get("punctual_events_dropped{stream=readings}"),
         Some(1)
     );
+    // The filter right after the input runs in its ingress: 1 is kept out there.
     assert_eq!(
         recording.get("punctual_events_released{stream=readings}"),
-        Some(2)
+        Some(1)
+    );
+    assert_eq!(
+        recording.get("punctual_events_filtered{stream=readings}"),
+        Some(1)
     );
     assert_eq!(
         recording.get("punctual_cti_ticks{stream=readings}"),
@@ -130,48 +132,29 @@ fn per_stream_metrics_reach_the_installed_recorder() {
     );
 }
 
-/// Enqueues `(time, value)` records, keeping the values above 1 (a filter pushed down into the
-/// ingress).
-struct Above1(Vec<(i64, i64)>);
-
-#[async_trait::async_trait]
-impl InputAdapter<i64> for Above1 {
-    async fn run(&mut self, ctx: &mut InputContext<i64>) -> Result<(), AdapterError> {
-        ctx.enqueue_point_records_where(&self.0, |r| t(r.0), |r| r.1, |v| *v > 1)
-            .await?;
-        Ok(())
-    }
-}
-
-struct Above1Factory;
-
-impl InputAdapterFactory<Vec<(i64, i64)>, i64> for Above1Factory {
-    type Adapter = Above1;
-    fn create(&self, records: &Vec<(i64, i64)>, _: EventShape) -> Result<Above1, AdapterError> {
-        Ok(Above1(records.clone()))
-    }
-}
-
-impl DeclareAdvanceTimeProperties<Vec<(i64, i64)>> for Above1Factory {}
-
+/// A filter fused into the ingress: the events it keeps out are counted as `filtered`.
 #[test]
-fn events_a_pushed_down_filter_keeps_out_are_counted() {
+fn events_a_fused_filter_keeps_out_are_counted() {
     let recording = Recording::default();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
         .unwrap();
     let records = vec![(5, 1), (3, 2), (9, 3), (11, 0)]; // 3 is late: dropped
+    let replay = RecordsInput::new(records, |r: &(i64, i64)| t(r.0), |r: &(i64, i64)| r.1);
     let mut query = Query::new("metrics");
     let s = query
         .create_stream(
             InputOptions::new("readings", EventShape::Point)
                 .settings(AdvanceTimeSettings::increasing_start_time()),
-            &Above1Factory,
-            &records,
+            &replay,
+            &(),
         )
         .unwrap();
-    query.bind_output(&s, &CollectOutput::new(), &()).unwrap();
+    let above1 = s.filter(|v| *v > 1);
+    query
+        .bind_output(&above1, &CollectOutput::new(), &())
+        .unwrap();
     let running = metrics::with_local_recorder(&recording, || {
         let _guard = rt.enter();
         query.start().unwrap()

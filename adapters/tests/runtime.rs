@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use punctual_adapters::{
     channel_input, AdapterError, CollectOutput, DeadLetterCollector, DeclareAdvanceTimeProperties,
     EnqueueError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, MemoryInput,
-    OutputAdapter, OutputAdapterFactory, Query, QueryError,
+    OutputAdapter, OutputAdapterFactory, Query, QueryError, RecordsInput,
 };
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan, Unordered};
 use punctual_policies::{
@@ -894,53 +894,55 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
     );
 }
 
+/// A user's `.filter` right after an input runs fused into the input's ingress: the events it
+/// refuses are counted as `filtered` there (an operator after the ingress would leave them
+/// `released`), and still count for CTI generation. With the input read elsewhere too, the
+/// filter stays an operator: the same filtered stream, nothing `filtered` in the counters.
 #[tokio::test(start_paused = true)]
-async fn a_filter_pushed_into_the_ingress_counts_what_it_keeps_out() {
+async fn a_filter_after_an_input_runs_fused_into_its_ingress() {
     let settings = every_two_events_then_drop();
-    for unordered in [false, true] {
-        let mut query = Query::new("pushdown");
+    for (unordered, also_raw) in [(false, false), (true, false), (false, true)] {
+        let mut query = Query::new("fused");
         let options = InputOptions::new("in", EventShape::Point).settings(settings.clone());
-        let adapter = input(|ctx| {
-            async move {
-                // Odd values stay out, but every accepted record counts for generation:
-                // CTI(3) after the second; the record at 2 breaks it and is dropped; CTI(8)
-                // after the last two (9 is odd: filtered, yet it moves the CTI).
-                let records: [(i64, i64); 5] = [(1, 1), (3, 2), (2, 4), (7, 6), (8, 9)];
-                let rejected = ctx
-                    .enqueue_point_records_where(&records, |r| t(r.0), |r| r.1, |v| v % 2 == 0)
-                    .await?;
-                assert_eq!(rejected.rejected, 0);
-                Ok(())
-            }
-            .boxed()
-        });
+        // Odd values stay out, but every accepted record counts for generation: CTI(3) after
+        // the second; the record at 2 breaks it and is dropped; CTI(8) after the last two (9
+        // is odd: filtered, yet it moves the CTI).
+        let records: Vec<(i64, i64)> = vec![(1, 1), (3, 2), (2, 4), (7, 6), (8, 9)];
+        let replay = RecordsInput::new(records, |r: &(i64, i64)| t(r.0), |r: &(i64, i64)| r.1);
         let out = CollectOutput::new();
+        let raw = CollectOutput::new();
+        let even = |v: &i64| v % 2 == 0;
         if unordered {
             let s = query
-                .create_stream(options.unordered(), &adapter, &())
+                .create_stream(options.unordered(), &replay, &())
                 .unwrap();
-            query.bind_output(&s, &out, &()).unwrap();
+            query.bind_output(&s.filter(even), &out, &()).unwrap();
         } else {
-            let s = query.create_stream(options, &adapter, &()).unwrap();
-            query.bind_output(&s, &out, &()).unwrap();
+            let s = query.create_stream(options, &replay, &()).unwrap();
+            query.bind_output(&s.filter(even), &out, &()).unwrap();
+            if also_raw {
+                query.bind_output(&s, &raw, &()).unwrap();
+            }
         }
         let report = query.start().unwrap().wait().await.unwrap();
         let (p3, p7) = (StreamItem::point(t(3), 2), StreamItem::point(t(7), 6));
-        let expected = if unordered {
+        let mut expected = if unordered {
             // Released on arrival: 3 goes out before the CTI its record generated.
             vec![p3, StreamItem::Cti(t(3)), p7, StreamItem::Cti(t(8))]
         } else {
             vec![StreamItem::Cti(t(3)), p3, p7, StreamItem::Cti(t(8))]
         };
-        let mut expected = expected;
         expected.push(StreamItem::Cti(Time::INF));
-        assert_eq!(out.items(), expected, "unordered: {unordered}");
+        let case = format!("unordered: {unordered}, raw stream read: {also_raw}");
+        assert_eq!(out.items(), expected, "{case}");
         let c = report.counters("in").unwrap();
+        let want = if also_raw { (5, 4, 1, 0) } else { (5, 2, 1, 2) };
         assert_eq!(
             (c.events_in, c.released, c.dropped, c.filtered),
-            (5, 2, 1, 2),
-            "unordered: {unordered}"
+            want,
+            "{case}"
         );
+        assert_eq!(raw.items().len(), if also_raw { 7 } else { 0 }, "{case}");
     }
 }
 

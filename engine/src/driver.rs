@@ -194,20 +194,6 @@ impl Driver {
         })
     }
 
-    /// Enqueues points given as records, with a filter pushed down into the ingress (see
-    /// [`Ingress::enqueue_point_records_where`]).
-    pub fn enqueue_point_records_where<P: Clone + PartialEq + Send + Sync + 'static, R>(
-        &mut self,
-        input: InputId<P>,
-        records: &[R],
-        (time, payload): (impl Fn(&R) -> Time, impl Fn(&R) -> P),
-        keep: impl Fn(&P) -> bool,
-    ) -> Result<EnqueueSummary, Error> {
-        self.with_input(input, |ingress, out| {
-            ingress.enqueue_point_records_where(records, time, payload, keep, out)
-        })
-    }
-
     /// Records an input record the adapter could not parse (see
     /// [`Ingress::report_malformed`]).
     pub fn report_malformed<P: Clone + PartialEq + Send + Sync + 'static>(

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use punctual_core::ops::{NodeId, Payload, QueryGraph, Stream};
+use punctual_core::ops::{Graph, NodeId, Payload, QueryGraph, Stream};
 use punctual_core::{EventOrder, EventShape, Order, Ordered};
 use punctual_policies::{Ingress, IngressConfig, IngressOutput, LateEvent, Watermark};
 
@@ -84,7 +84,8 @@ trait PendingInput: Send {
     fn node(&self) -> NodeId;
     fn import(&self) -> Option<&str>;
     fn as_any(&mut self) -> &mut dyn Any;
-    fn build(self: Box<Self>) -> Box<dyn Input>;
+    /// The input, with the filters that directly follow it in `graph` fused into its ingress.
+    fn build(self: Box<Self>, graph: &mut Graph) -> Box<dyn Input>;
 }
 
 impl<P: Payload> PendingInput for Pending<P> {
@@ -104,11 +105,14 @@ impl<P: Payload> PendingInput for Pending<P> {
         self
     }
 
-    fn build(self: Box<Self>) -> Box<dyn Input> {
+    fn build(self: Box<Self>, graph: &mut Graph) -> Box<dyn Input> {
         let mut ingress = match self.watermark {
             Some(w) => Ingress::with_watermark(self.config, w),
             None => Ingress::new(self.config),
         };
+        if let Some(keep) = graph.fuse_filters::<P>(self.node) {
+            ingress.fuse_filter(keep);
+        }
         if self.late.is_some() {
             ingress.enable_late_output();
         }
@@ -296,8 +300,10 @@ impl Plan {
     }
 
     /// Checks the plan and gives the driver that runs it: every import names an input of the
-    /// plan and no import cycle exists. The operator graph moves into the driver: operators
-    /// composed on the plan's streams afterwards are not part of it.
+    /// plan and no import cycle exists. The filters that directly follow an input (as its only
+    /// consumer, the input not read from outside) are fused into its ingress
+    /// ([`Filter`](punctual_core::ops::Filter)). The operator graph moves into the driver:
+    /// operators composed on the plan's streams afterwards are not part of it.
     pub fn build(self) -> Result<Driver> {
         let index = |name: &str| self.inputs.iter().position(|s| s.name() == name);
         let mut importers = vec![Vec::new(); self.inputs.len()];
@@ -331,8 +337,12 @@ impl Plan {
                 cur = j;
             }
         }
-        let graph = self.graph.take_graph();
-        let inputs = self.inputs.into_iter().map(|p| p.build()).collect();
+        let mut graph = self.graph.take_graph();
+        let inputs = self
+            .inputs
+            .into_iter()
+            .map(|p| p.build(&mut graph))
+            .collect();
         Ok(Driver::new(self.name, self.id, graph, inputs, importers))
     }
 

@@ -75,15 +75,17 @@ fn run_records(points: &[(Time, u64)], delay: i64, on_arrival: bool) -> u64 {
     released ^ out.batch.len() as u64
 }
 
-/// The same with a filter pushed down into the ingress (half the payloads pass), through
-/// [`Ingress::enqueue_point_records_where`].
-fn run_records_where(points: &[(Time, u64)], delay: i64, on_arrival: bool) -> u64 {
+/// The same with a filter fused into the ingress (half the payloads pass,
+/// [`Ingress::fuse_filter`]).
+fn run_records_filtered(points: &[(Time, u64)], delay: i64, on_arrival: bool) -> u64 {
     let mut ingress = ingress(delay, on_arrival);
+    ingress.fuse_filter(Box::new(|p: &u64| {
+        p.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 63 == 0
+    }));
     let mut out = IngressOutput::new();
     let mut released = 0u64;
-    let keep = |p: &u64| p.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 63 == 0;
     for chunk in points.chunks(1000) {
-        let _ = ingress.enqueue_point_records_where(chunk, |r| r.0, |r| r.1, keep, &mut out);
+        let _ = ingress.enqueue_point_records(chunk, |r| r.0, |r| r.1, &mut out);
         drain(&mut out, &mut released);
     }
     ingress.finish(&mut out);
@@ -161,11 +163,13 @@ fn bench(c: &mut Criterion) {
                 |b| b.iter(|| black_box(run_records(&points, delay, on_arrival))),
             );
         }
-        for (variant, on_arrival) in [("records_where", false), ("records_where_on_arrival", true)]
-        {
+        for (variant, on_arrival) in [
+            ("records_filtered", false),
+            ("records_filtered_on_arrival", true),
+        ] {
             g.bench_function(
                 BenchmarkId::from_parameter(format!("{name}/{variant}")),
-                |b| b.iter(|| black_box(run_records_where(&points, delay, on_arrival))),
+                |b| b.iter(|| black_box(run_records_filtered(&points, delay, on_arrival))),
             );
         }
     }

@@ -485,27 +485,36 @@ proptest! {
         prop_assert_eq!(e.released, o.released + held as u64);
     }
 
-    /// A filter pushed down into the ingress gives what filtering its output gives: the same
-    /// CTIs, the kept events in the same places, the same dead letters and the same counts,
-    /// the refused events counted as `filtered`; in order or released on arrival.
+    /// A filter fused into the ingress (one, or a chain of two) gives what filtering its
+    /// output gives: the same CTIs, the kept events in the same places, the same dead letters
+    /// and the same counts, the refused events counted as `filtered`; in order or released on
+    /// arrival, through every entry point (items, points, columns, records).
     #[test]
-    fn pushed_down_filter_is_the_filtered_output(
+    fn a_fused_filter_is_the_filtered_output(
         times in proptest::collection::vec(point_time(), 0..120),
         generation in generation(),
         policy in prop_oneof![Just(None), Just(Some(AdvanceTimePolicy::Drop)), Just(Some(AdvanceTimePolicy::Adjust))],
         on_arrival in proptest::bool::ANY,
-        chunk in 1usize..40,
+        chunk in 1usize..90,
         modulus in 1u32..4,
+        chain in proptest::bool::ANY,
+        entry in 0u8..4,
         final_cti in proptest::bool::ANY,
     ) {
         let config = IngressConfig { generation, policy, order: if on_arrival { EventOrder::Arrival } else { EventOrder::Sorted }, ..IngressConfig::default() };
         let points: Vec<(Time, u32)> = times.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
-        let keep = |p: &u32| p.is_multiple_of(modulus);
+        let first = move |p: &u32| p.is_multiple_of(modulus);
+        let second = move |p: &u32| !chain || p % 5 != 2;
+        let keep = |p: &u32| first(p) && second(p);
 
         let mut all = Ingress::new(config);
         let mut all_out = IngressOutput::new();
         let mut all_rejected = 0;
         let mut pushed = Ingress::new(config);
+        pushed.fuse_filter(Box::new(first));
+        if chain {
+            pushed.fuse_filter(Box::new(second));
+        }
         let mut pushed_out = IngressOutput::new();
         let mut pushed_rejected = 0;
         for part in points.chunks(chunk) {
@@ -513,7 +522,16 @@ proptest! {
                 Ok(summary) => all_rejected += summary.rejected,
                 Err(e) => prop_assert!(false, "unexpected error {e}"),
             }
-            match pushed.enqueue_point_records_where(part, |p| p.0, |p| p.1, keep, &mut pushed_out) {
+            let summary = match entry {
+                0 => pushed.enqueue_point_records(part, |p| p.0, |p| p.1, &mut pushed_out),
+                1 => {
+                    let (times, payloads): (Vec<Time>, Vec<u32>) = part.iter().copied().unzip();
+                    pushed.enqueue_point_columns(&times, &payloads, &mut pushed_out)
+                }
+                2 => pushed.enqueue_points(part.iter().copied(), &mut pushed_out),
+                _ => pushed.enqueue_items(part.iter().map(|&(t, p)| StreamItem::point(t, p)), &mut pushed_out),
+            };
+            match summary {
                 Ok(summary) => pushed_rejected += summary.rejected,
                 Err(e) => prop_assert!(false, "unexpected error {e}"),
             }

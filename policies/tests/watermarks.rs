@@ -426,11 +426,11 @@ fn a_watermark_strategy_releases_on_arrival_with_the_same_ctis_and_drops() {
     assert_eq!(ordered.batch.payloads(), &sorted[..]);
 }
 
-/// A filter pushed down into an ingress with a watermark strategy: the watermark still sees
-/// every point (the CTIs and the drops are the same), only the kept points are released, and
-/// the refused ones are counted as `filtered`.
+/// A filter fused into an ingress with a watermark strategy: the watermark still sees every
+/// point (the CTIs and the drops are the same), only the kept points are released, and the
+/// refused ones are counted as `filtered`.
 #[test]
-fn a_pushed_down_filter_leaves_the_watermark_its_view_of_every_point() {
+fn a_fused_filter_leaves_the_watermark_its_view_of_every_point() {
     let records: [(i64, u64); 7] = [(10, 1), (4, 2), (12, 3), (7, 4), (30, 5), (25, 6), (9, 7)];
     for on_arrival in [false, true] {
         let ingress = || {
@@ -447,14 +447,14 @@ fn a_pushed_down_filter_leaves_the_watermark_its_view_of_every_point() {
             )
         };
         let (mut all, mut pushed) = (ingress(), ingress());
+        pushed.fuse_filter(Box::new(|p: &P| p.0 % 2 == 1));
         let (mut all_out, mut pushed_out) = (IngressOutput::new(), IngressOutput::new());
         let time = |r: &(i64, u64)| t(r.0);
         let payload = |r: &(i64, u64)| (r.1, r.0);
         let keep = |p: &P| p.0 % 2 == 1;
         let summary = all.enqueue_point_records(&records, time, payload, &mut all_out);
         assert_eq!(summary.map(|s| s.rejected), Ok(0));
-        let summary =
-            pushed.enqueue_point_records_where(&records, time, payload, keep, &mut pushed_out);
+        let summary = pushed.enqueue_point_records(&records, time, payload, &mut pushed_out);
         assert_eq!(summary.map(|s| s.rejected), Ok(0));
         all.finish(&mut all_out);
         pushed.finish(&mut pushed_out);

@@ -27,8 +27,8 @@ use std::hash::{Hash, Hasher};
 
 use punctual_adapters::line::item_to_json;
 use punctual_core::ops::Stream;
-use punctual_core::{Batch, Ordered, Row, StreamItem, TimeSpan};
-use punctual_engine::{DeadLetterCollector, InputOptions, Plan};
+use punctual_core::{Batch, Ordered, Row, StreamItem, Time, TimeSpan};
+use punctual_engine::{DeadLetterCollector, Driver, InputOptions, Plan};
 use punctual_policies::{
     AdvanceTimeImportSettings, AdvanceTimePolicy, AdvanceTimeSettings, Arrival, DeadLetter,
     Enqueued, IngressCounters, Watermark,
@@ -197,25 +197,17 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
     let mut plan = Plan::new(case.dir.display().to_string());
     let mut inputs = Vec::new();
     let mut streams = Vec::new();
-    let mut released = Vec::new();
     let mut letters = Vec::new();
     for spec in &case.streams {
         let (id, stream) = plan.input::<Row, Ordered>(spec.options()).map_err(bind)?;
         let collector = DeadLetterCollector::new();
         plan.dead_letters(&stream, collector.clone())
             .map_err(bind)?;
-        // Each input's released stream, for its CTIs (and for the output, when the case reads
-        // an input stream directly).
-        released.push((plan.output(&stream).map_err(bind)?, Batch::new()));
         inputs.push(id);
         streams.push(stream);
         letters.push(collector);
     }
-    let output_stream = case.query(&streams)?;
-    let from_input = streams
-        .iter()
-        .position(|s| s.node() == output_stream.node());
-    let output = plan.output(&output_stream).map_err(bind)?;
+    let output = plan.output(&case.query(&streams)?).map_err(bind)?;
     let mut driver = plan.build().map_err(bind)?;
     let mut traces: Vec<StreamTrace> = case
         .streams
@@ -226,6 +218,16 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
             ctis: Vec::new(),
         })
         .collect();
+    // Each call issues at most one CTI on each stream (an item, a generated candidate, an
+    // import, or a final CTI): a stream's CTIs are the changes of its application time.
+    let record = |driver: &Driver, traces: &mut [StreamTrace]| {
+        for (i, trace) in traces.iter_mut().enumerate() {
+            let cti = driver.counters(i).map_or(Time::NEG_INF, |c| c.cti);
+            if cti > trace.ctis.last().copied().unwrap_or(Time::NEG_INF) {
+                trace.ctis.push(cti);
+            }
+        }
+    };
     let mut ended = vec![false; case.streams.len()];
     for arrival in &case.arrivals {
         let i = arrival.stream;
@@ -252,26 +254,18 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
             }
         };
         traces[i].arrivals.push((arrival.item.clone(), outcome));
+        record(&driver, &mut traces);
     }
     for (i, id) in inputs.iter().enumerate() {
         if !ended[i] {
             driver.finish(id.index());
+            record(&driver, &mut traces);
         }
     }
     driver.close();
     let explanations = driver.explain();
-    for ((id, batch), trace) in released.iter_mut().zip(&mut traces) {
-        driver.take_output(id, batch);
-        trace.ctis = batch.ctis().iter().map(|m| m.time).collect();
-    }
-    let mut out = match from_input {
-        Some(i) => std::mem::take(&mut released[i].1),
-        None => {
-            let mut batch = Batch::new();
-            driver.take_output(&output, &mut batch);
-            batch
-        }
-    };
+    let mut out = Batch::new();
+    driver.take_output(&output, &mut out);
     let mut out_items = Vec::new();
     out.drain_items(|item| out_items.push(item));
     let counters = case

@@ -12,6 +12,8 @@ use std::any::Any;
 
 use crate::batch::Batch;
 use crate::order::EventOrder;
+
+use super::filter::Predicate;
 use crate::time::Time;
 
 /// One operator's numbers, as [`Graph::for_each_operator`] visits them.
@@ -170,6 +172,12 @@ pub trait Node: Send {
     }
     /// A short name for diagnostics (`join`, `hopping window`, ...).
     fn name(&self) -> &'static str;
+    /// For a filter: its predicate (a `Box<dyn Predicate<P>>` for its payload type `P`), handed
+    /// over to be fused into the ingress before it; the node then passes everything through.
+    /// Other nodes give `None`.
+    fn take_predicate(&mut self) -> Option<Box<dyn Any + Send>> {
+        None
+    }
 }
 
 /// Downcasts a node's input; a mismatch is a broken invariant of the typed builder.
@@ -361,6 +369,40 @@ impl Graph {
                 None => slot.out.clear(),
             }
         }
+    }
+
+    /// Fuses the filters that directly follow `source` into one predicate for its ingress:
+    /// while the node reached so far is not read from outside and has exactly one consumer,
+    /// and that consumer is a filter, the filter hands its predicate over (and passes
+    /// everything through from then on). Returns the predicates' conjunction, or `None` when
+    /// no filter follows that way.
+    pub fn fuse_filters<P: 'static>(&mut self, source: NodeId) -> Option<Box<dyn Predicate<P>>> {
+        let mut fused: Option<Box<dyn Predicate<P>>> = None;
+        let mut at = source;
+        while let Some(slot) = self.slots.get(at) {
+            let [(next, 0)] = slot.consumers[..] else {
+                break;
+            };
+            if slot.kept.is_some() || self.slots[next].inputs.len() != 1 {
+                break;
+            }
+            let Some(taken) = self.slots[next]
+                .node
+                .as_mut()
+                .and_then(|n| n.take_predicate())
+            else {
+                break;
+            };
+            let Ok(predicate) = taken.downcast::<Box<dyn Predicate<P>>>() else {
+                break;
+            };
+            fused = Some(match fused {
+                None => *predicate,
+                Some(first) => super::filter::both(first, *predicate),
+            });
+            at = next;
+        }
+        fused
     }
 
     /// Moves what the kept output `node` produced since the last call to the end of `into`.

@@ -10,6 +10,7 @@
 
 mod aggregate;
 mod anti_join;
+mod filter;
 mod frontier;
 mod fxhash;
 mod graph;
@@ -26,6 +27,7 @@ mod window;
 
 pub use aggregate::{Aggregate, Avg, Count, Max, Min, Sum, TopK};
 pub use anti_join::{AntiSemiJoin, ClipDuration};
+pub use filter::{both, Filter, Predicate};
 pub use frontier::CtiFrontier;
 pub use fxhash::{FxHashMap, FxHasher};
 pub use graph::{AnyBatch, Explanation, Graph, Node, NodeId, NodeStats};
@@ -33,7 +35,7 @@ pub use group_apply::{GroupApply, SubQuery};
 pub use join::Join;
 pub use release::{ReleaseBuffer, Released};
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
-pub use select::{AlterDuration, Filter, Map, Reorder, Shift};
+pub use select::{AlterDuration, Map, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
 pub use union::Union;
@@ -66,6 +68,11 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     /// Events or groups held now.
     fn state_size(&self) -> usize {
         0
+    }
+    /// For a filter: hands its predicate over to be fused into the ingress before it, and
+    /// from then on passes everything through. Other operators give `None`.
+    fn take_predicate(&mut self) -> Option<Box<dyn Predicate<I>>> {
+        None
     }
 }
 
@@ -117,6 +124,10 @@ impl<Op: UnaryOperator<I, O>, I: Send + 'static, O: Send + 'static> Node for Una
     }
     fn name(&self) -> &'static str {
         Op::NAME
+    }
+    fn take_predicate(&mut self) -> Option<Box<dyn Any + Send>> {
+        let predicate = self.op.take_predicate()?;
+        Some(Box::new(predicate))
     }
 }
 

@@ -1,6 +1,5 @@
 //! Per-event operators.
 //!
-//! - [`Filter`]: keeps the events whose payload satisfies a predicate. CTIs pass unchanged.
 //! - [`Map`] (project): transforms each payload. CTIs pass unchanged. A start edge and its end
 //!   edge carry equal payloads, so a pure function keeps them matched.
 //! - [`Shift`]: moves every event and every CTI by the same span.
@@ -9,91 +8,14 @@
 //! - [`Reorder`]: holds the events of an unordered stream until a CTI passes them and releases
 //!   them sorted: an unordered stream made ordinary.
 //!
-//! Filter and map also run on unordered streams (events in arrival order, see
-//! [`crate::order`]): they keep each event where it is, so their output has the order of their
-//! input.
+//! Map (like [`Filter`](super::Filter)) also runs on unordered streams (events in arrival order, see
+//! [`crate::order`]): it keeps each event where it is, so its output has the order of its input.
 
 use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::TimeSpan;
 
 use super::{ReleaseBuffer, UnaryOperator};
-
-/// Keeps events whose payload satisfies the predicate; CTIs pass unchanged.
-#[derive(Debug)]
-pub struct Filter<F> {
-    predicate: F,
-}
-
-impl<F> Filter<F> {
-    /// A filter with this predicate.
-    pub fn new(predicate: F) -> Self {
-        Filter { predicate }
-    }
-}
-
-impl<P, F> UnaryOperator<P, P> for Filter<F>
-where
-    P: Clone + Send + 'static,
-    F: Fn(&P) -> bool + Send + 'static,
-{
-    const NAME: &'static str = "filter";
-
-    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
-        for (range, cti) in input.segments() {
-            let (sync, other, payload) = (
-                &input.sync()[range.clone()],
-                &input.other()[range.clone()],
-                &input.payloads()[range],
-            );
-            let base = out.len();
-            let (osync, oother, opayload) = out.columns_mut();
-            if std::mem::needs_drop::<P>() {
-                for ((&s, &o), p) in sync.iter().zip(other).zip(payload) {
-                    if (self.predicate)(p) {
-                        osync.push(s);
-                        oother.push(o);
-                        opayload.push(p.clone());
-                    }
-                }
-            } else {
-                // Payloads without drop glue are cheap to copy: copy the segment, then compact
-                // it in place without a branch per event (the predicate is often a coin flip).
-                osync.extend_from_slice(sync);
-                oother.extend_from_slice(other);
-                opayload.extend_from_slice(payload);
-                let os = &mut osync[base..];
-                let n = os.len();
-                let (oo, op) = (&mut oother[base..base + n], &mut opayload[base..base + n]);
-                let mut w = 0;
-                let (sync, other, payload) = (&sync[..n], &other[..n], &payload[..n]);
-                for k in 0..n {
-                    let keep = (self.predicate)(&payload[k]);
-                    // `w <= k` always; saying so lets the compiler drop the bounds checks.
-                    let d = w.min(k);
-                    os[d] = sync[k];
-                    oo[d] = other[k];
-                    op[d] = payload[k].clone();
-                    w += usize::from(keep);
-                }
-                let w = base + w;
-                osync.truncate(w);
-                oother.truncate(w);
-                opayload.truncate(w);
-            }
-            if let Some(t) = cti {
-                out.push_cti(t);
-            }
-        }
-    }
-
-    fn on_owned_batch(&mut self, input: &mut Batch<P>, out: &mut Batch<P>) {
-        // Compacted where it is, then moved (the columns swapped when `out` is empty, as it
-        // is after every run of the graph): no copy of what is kept.
-        input.retain(&self.predicate);
-        out.append(input);
-    }
-}
 
 /// Transforms each payload; CTIs pass unchanged.
 #[derive(Debug)]

@@ -42,10 +42,11 @@ use crate::time::{Time, TimeSpan};
 
 use super::aggregate::{Aggregate, Count};
 use super::anti_join::{AntiSemiJoin, ClipDuration};
+use super::filter::Filter;
 use super::graph::{Graph, NodeId};
 use super::group_apply::{GroupApply, SubQuery};
 use super::join::Join;
-use super::select::{AlterDuration, Filter, Map, Reorder, Shift};
+use super::select::{AlterDuration, Map, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
 use super::union::Union;
 use super::window::{HoppingWindow, WindowOutput, WindowSpec};
@@ -245,7 +246,8 @@ impl<P: Payload, O: Order> Stream<P, O> {
 
     /// Keeps events whose payload satisfies `predicate`, where they are. CTIs unchanged.
     /// Filtering an unordered stream before [`Stream::ordered`] means only the events kept
-    /// wait for their CTI.
+    /// wait for their CTI. A filter (or a chain of them) right after an input, and its only
+    /// consumer, runs fused into the input's ingress ([`Filter`]).
     pub fn filter(&self, predicate: impl Fn(&P) -> bool + Send + 'static) -> Stream<P, O> {
         self.unary(Filter::new(predicate))
     }

@@ -11,9 +11,9 @@ use crate::watermark::{Arrival, DropCause, Verdict};
 use crate::Error;
 
 impl<P: Clone + PartialEq> Ingress<P> {
-    /// Validates, polices and accepts one event. `keep` is a pushed-down predicate's verdict
-    /// (always true for edges): an accepted event it refuses is counted as filtered instead of
-    /// released or held.
+    /// Validates, polices and accepts one event. `keep` is the fused filter's verdict (true
+    /// without one): an accepted event it refuses is counted as filtered instead of released
+    /// or held.
     pub(super) fn insert(
         &mut self,
         event: Event<P>,
@@ -160,7 +160,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     self.counters.dangling_edges -= 1;
                 }
                 self.edges.remove(start, idx);
-                self.hold.accept(kind, payload, &mut out.batch);
+                // (Its start edge had the same payload: the filter refused it too.)
+                if keep {
+                    self.hold.accept(kind, payload, &mut out.batch);
+                } else {
+                    self.counters.filtered += 1;
+                }
                 return;
             }
             (_, EventKind::StartEdge(s), _) => {

@@ -1,5 +1,6 @@
 //! The bulk entry points: points in arrival order, from an iterator, as columns, or as records
-//! read through functions (with or without a filter pushed down), all through one loop. Each
+//! read through functions, all through one loop (which applies the stream's fused filter, if
+//! it has one, as it reads). Each
 //! gives exactly what enqueuing the points one by one gives (CTIs, drops, dead letters,
 //! counters); only the speed differs. The loop takes runs of valid points up to the next
 //! generated CTI (or the buffer's cap) in one pass of the stream's [`Hold`]; whatever breaks a
@@ -9,7 +10,7 @@
 use punctual_core::{Event, EventKind, Time};
 
 use super::output::{EnqueueSummary, IngressOutput};
-use super::run::{Columns, KeepAll, KeepWhere, PointRun, Records};
+use super::run::{Columns, PointRun, Records};
 use super::Ingress;
 use crate::settings::GenerationFrequency;
 use crate::watermark::Arrival;
@@ -67,7 +68,6 @@ impl<P: Clone + PartialEq> Ingress<P> {
                 records: &chunk,
                 time: |r: &(Time, P)| r.0,
                 payload: |r: &(Time, P)| r.1.clone(),
-                keep: KeepAll,
             };
             match self.enqueue_point_run(&run, out) {
                 Ok(s) => summary.add(s),
@@ -148,62 +148,14 @@ impl<P: Clone + PartialEq> Ingress<P> {
         payload: impl Fn(&R) -> P,
         out: &mut IngressOutput<P>,
     ) -> Result<EnqueueSummary, Error> {
-        let run = Records {
-            records,
-            time,
-            payload,
-            keep: KeepAll,
-        };
-        self.enqueue_point_run(&run, out)
-    }
-
-    /// [`Ingress::enqueue_point_records`] with a filter pushed down into the ingress: of the
-    /// points accepted, only those whose payload satisfies `keep` are released (or buffered);
-    /// the others are counted as `filtered` and go nowhere. Everything else is as if every
-    /// point entered: they count for CTI generation (every N events, the highest start
-    /// time), and a point that breaks the CTI is dropped or rejected as usual whatever `keep`
-    /// says, so the stream's output is exactly what a `filter` with the same predicate would
-    /// pass downstream. On an unordered stream the predicate runs inside the read loop: a
-    /// point it refuses is never written out. Errors as [`Ingress::enqueue_points`].
-    ///
-    /// ```
-    /// use punctual_core::{EventOrder, Time};
-    /// use punctual_policies::{AdvanceTimeGenerationSettings, Ingress, IngressConfig, IngressOutput};
-    /// use punctual_policies::AdvanceTimePolicy;
-    /// // (milliseconds, value): decoded records.
-    /// let records = [(1_i64, 10_i64), (3, 30), (2, 20), (4, 40), (5, 50)];
-    /// let mut ingress = Ingress::new(IngressConfig {
-    ///     generation: Some(AdvanceTimeGenerationSettings::every_events(2).build().unwrap()),
-    ///     policy: Some(AdvanceTimePolicy::Drop),
-    ///     order: EventOrder::Arrival,
-    ///     ..IngressConfig::default()
-    /// });
-    /// let mut out = IngressOutput::new();
-    /// let ms = |r: &(i64, i64)| Time::from_ticks(r.0 * 10_000);
-    /// let big = |v: &i64| *v >= 30;
-    /// ingress.enqueue_point_records_where(&records, ms, |r| r.1, big, &mut out).unwrap();
-    /// // 10 was filtered; the point at 2 ms broke CTI(3 ms) after 1 and 3 and was dropped; the
-    /// // points at 4 and 5 ms generated CTI(5 ms).
-    /// assert_eq!(out.batch.payloads(), &[30, 40, 50]);
-    /// assert_eq!(out.batch.last_cti(), Some(Time::from_ticks(50_000)));
-    /// let c = ingress.counters();
-    /// assert_eq!((c.events_in, c.released, c.filtered, c.dropped), (5, 3, 1, 1));
-    /// ```
-    pub fn enqueue_point_records_where<R>(
-        &mut self,
-        records: &[R],
-        time: impl Fn(&R) -> Time,
-        payload: impl Fn(&R) -> P,
-        keep: impl Fn(&P) -> bool,
-        out: &mut IngressOutput<P>,
-    ) -> Result<EnqueueSummary, Error> {
-        let run = Records {
-            records,
-            time,
-            payload,
-            keep: KeepWhere(keep),
-        };
-        self.enqueue_point_run(&run, out)
+        self.enqueue_point_run(
+            &Records {
+                records,
+                time,
+                payload,
+            },
+            out,
+        )
     }
 
     /// How many points the loop may take before generation must look (up to the next CTI by
@@ -221,8 +173,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
         room.min(generation)
     }
 
-    /// One point through the general path ([`Ingress::enqueue`]), with a pushed-down
-    /// predicate's verdict.
+    /// One point through the general path ([`Ingress::enqueue`]), with the fused filter's
+    /// verdict.
     fn enqueue_point(
         &mut self,
         t: Time,
@@ -257,9 +209,13 @@ impl<P: Clone + PartialEq> Ingress<P> {
             };
             let end = len.min(i.saturating_add(budget));
             let low = self.app.max(Time::MIN_FINITE);
-            let taken =
-                self.hold
-                    .take_points(points, i..end, low, &mut self.selection, &mut out.batch);
+            let keep = self.filter.as_ref().map(|f| &*f.0);
+            let taken = self.hold.take_points(
+                points,
+                (i..end, low),
+                (&mut self.selection, keep),
+                &mut out.batch,
+            );
             let n = taken.read;
             self.items_seen += n as u64;
             self.counters.events_in += n as u64;
@@ -276,7 +232,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
                 // Invalid, breaking the CTI, over the cap, or generation (or a watermark
                 // strategy) must look at this point: the general path.
                 let p = points.payload(i);
-                let keep = points.keep(&p);
+                let keep = self.keeps(&p);
                 summary.record(self.enqueue_point(points.time(i), p, keep, out))?;
                 i += 1;
             }

@@ -2,7 +2,7 @@
 //! sorted in a [`ReleaseBuffer`] until a CTI passes them; an unordered one releases each at
 //! once, in arrival order. Everything in the ingress that depends on the order asks the hold.
 
-use punctual_core::ops::ReleaseBuffer;
+use punctual_core::ops::{Predicate, ReleaseBuffer};
 use punctual_core::{Batch, EventKind, EventOrder, Time};
 
 use super::run::PointRun;
@@ -26,7 +26,7 @@ pub(crate) struct Taken {
     pub(crate) read: usize,
     /// The highest start time read (`-inf` if none).
     pub(crate) top: Time,
-    /// Points a pushed-down predicate kept out.
+    /// Points the fused filter kept out.
     pub(crate) filtered: usize,
     /// Points released at once.
     pub(crate) released: usize,
@@ -103,17 +103,16 @@ impl<P: Clone> Hold<P> {
     }
 
     /// The bulk path's pass over `range` of a run of points: reads them from its start while
-    /// they are valid (finite, at or after `low`), holds (or releases) the ones the run's
-    /// predicate keeps, and stops before the first that is not valid. On an ordered stream,
-    /// runs in time order go in with one copy per column and the others one by one; on an
-    /// unordered one, the run goes straight out, through `selection` when a predicate is
-    /// pushed down (a refused point is never written out).
+    /// they are valid (finite, at or after `low`), holds (or releases) the ones `keep` keeps
+    /// (all without a filter), and stops before the first that is not valid. On an ordered
+    /// stream, runs in time order go in with one copy per column and the others one by one; on
+    /// an unordered one, the run goes straight out, through `selection` with a filter (a
+    /// refused point is never written out).
     pub(crate) fn take_points(
         &mut self,
         points: &impl PointRun<P>,
-        range: std::ops::Range<usize>,
-        low: Time,
-        selection: &mut PointSelection<P>,
+        (range, low): (std::ops::Range<usize>, Time),
+        (selection, keep): (&mut PointSelection<P>, Option<&dyn Predicate<P>>),
         out: &mut Batch<P>,
     ) -> Taken {
         let (i, end) = (range.start, range.end);
@@ -126,7 +125,8 @@ impl<P: Clone> Hold<P> {
         let valid = |t: Time| t >= low && t < Time::MAX_FINITE;
         match self {
             Hold::Arrival => {
-                if let Some((read, top)) = points.select(i..end, selection, low) {
+                if let Some(keep) = keep {
+                    let (read, top) = points.select(i..end, selection, (low, keep));
                     selection.append_to(out);
                     let kept = selection.len();
                     taken = Taken {
@@ -162,9 +162,9 @@ impl<P: Clone> Hold<P> {
                     }
                     // Out of order but valid: after the run before it, so that ties keep
                     // arrival order.
-                    taken.filtered += points.hold_sorted(run..j, buffer, selection);
+                    taken.filtered += points.hold_sorted(run..j, buffer, (selection, keep));
                     let p = points.payload(j);
-                    if points.keep(&p) {
+                    if keep.is_none_or(|k| k.keep(&p)) {
                         buffer.push_point(t, p);
                     } else {
                         taken.filtered += 1;
@@ -172,7 +172,7 @@ impl<P: Clone> Hold<P> {
                     j += 1;
                     run = j;
                 }
-                taken.filtered += points.hold_sorted(run..j, buffer, selection);
+                taken.filtered += points.hold_sorted(run..j, buffer, (selection, keep));
                 taken.read = j - i;
             }
         }

@@ -11,8 +11,8 @@
 //! Per item, in arrival order: validate (invalid → rejected), compare with the current CTI
 //! (violation → the policy's table, see [`AdvanceTimePolicy`], or rejected without one), accept
 //! (held until a CTI passes it, or released at once on an unordered stream), generate. Every item ends up exactly once as released, dropped, rejected,
-//! unreleased or filtered (by a predicate pushed down into the ingress); dropped and rejected
-//! items go to the dead-letter output with their reason.
+//! unreleased or filtered (by a filter fused into the ingress, [`Ingress::fuse_filter`]);
+//! dropped and rejected items go to the dead-letter output with their reason.
 //!
 //! ```
 //! use punctual_core::{StreamItem, Time};
@@ -49,6 +49,7 @@ pub use output::{
     LateEvent, MalformedRecord,
 };
 
+use punctual_core::ops::Predicate;
 use punctual_core::{Event, EventKind, EventOrder, InvalidEvent, StreamItem, Time};
 
 use crate::settings::GenerationFrequency;
@@ -106,6 +107,15 @@ impl From<&AdvanceTimeSettings> for IngressConfig {
     }
 }
 
+/// The predicate of the filters fused into an ingress.
+struct Fused<P>(Box<dyn Predicate<P>>);
+
+impl<P> std::fmt::Debug for Fused<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a fused filter")
+    }
+}
+
 /// The ingress of one input stream; see the module doc.
 #[derive(Debug)]
 pub struct Ingress<P> {
@@ -121,7 +131,9 @@ pub struct Ingress<P> {
     clock_record: Vec<ClockReading>,
     items_seen: u64,
     late_output: bool,
-    /// Room for the points a pushed-down filter keeps (on an unordered stream).
+    /// The predicate of the filters fused into this ingress, if any.
+    filter: Option<Fused<P>>,
+    /// Room for the points the fused filter keeps.
     selection: PointSelection<P>,
     /// Room for the points [`Ingress::enqueue_points`] takes from its iterator.
     scratch: Vec<(Time, P)>,
@@ -143,6 +155,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             clock_record: Vec::new(),
             items_seen: 0,
             late_output: false,
+            filter: None,
             selection: PointSelection::new(),
             scratch: Vec::new(),
         }
@@ -160,6 +173,27 @@ impl<P: Clone + PartialEq> Ingress<P> {
         });
         ingress.watermark = Some(State::new(watermark));
         ingress
+    }
+
+    /// Fuses a filter into the ingress: from now on only the accepted events whose payload
+    /// `keep` keeps are released (or held); the others are counted as `filtered` and go
+    /// nowhere. They still count for CTI generation and the CTI checks (a late one is dropped
+    /// or rejected as usual), so the released stream is exactly what the filter would pass
+    /// downstream. A second call adds a filter after the first.
+    pub fn fuse_filter(&mut self, keep: Box<dyn Predicate<P>>)
+    where
+        P: 'static,
+    {
+        self.filter = Some(Fused(match self.filter.take() {
+            None => keep,
+            Some(Fused(first)) => punctual_core::ops::both(first, keep),
+        }));
+    }
+
+    /// Whether the fused filter (if any) keeps an event with this payload.
+    #[inline]
+    fn keeps(&self, payload: &P) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.0.keep(payload))
     }
 
     /// Starts the late-data side output in [`IngressOutput::late`].
@@ -262,7 +296,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
             }
             StreamItem::Insert(event) => {
                 self.counters.events_in += 1;
-                self.insert(event, arrival, true, out)
+                let keep = self.keeps(&event.payload);
+                self.insert(event, arrival, keep, out)
             }
         }
     }

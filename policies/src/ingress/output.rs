@@ -29,9 +29,9 @@ pub struct IngressCounters {
     pub stale_ctis: u64,
     /// Events left in the reorder buffer when the stream was closed.
     pub unreleased: u64,
-    /// Valid events that a predicate pushed down into the ingress
-    /// ([`Ingress::enqueue_point_records_where`]) kept out of the query: accepted (they count
-    /// for CTI generation and the CTI checks as any other), never released.
+    /// Valid events that a filter fused into the ingress ([`Ingress::fuse_filter`]) kept out
+    /// of the query: accepted (they count for CTI generation and the CTI checks as any
+    /// other), never released.
     pub filtered: u64,
     /// Start edges left open because their end edge was dropped.
     pub dangling_edges: u64,
@@ -174,7 +174,7 @@ impl<P> IngressOutput<P> {
 /// What one call that enqueues several items did, item by item.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
 pub struct EnqueueSummary {
-    /// Events accepted unchanged (including those a pushed-down filter then kept out).
+    /// Events accepted unchanged (including those a fused filter then kept out).
     pub accepted: usize,
     /// Events accepted after an adjustment.
     pub adjusted: usize,

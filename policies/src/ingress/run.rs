@@ -1,7 +1,7 @@
 //! [`PointRun`]: points handed to the ingress in bulk (columns, or records read through
-//! functions, with or without a filter pushed down), as the one bulk loop reads them.
+//! functions), as the one bulk loop reads them, with the stream's fused filter if it has one.
 
-use punctual_core::ops::ReleaseBuffer;
+use punctual_core::ops::{Predicate, ReleaseBuffer};
 use punctual_core::{Batch, Time};
 
 use super::select::PointSelection;
@@ -12,29 +12,24 @@ pub(crate) trait PointRun<P> {
     fn len(&self) -> usize;
     fn time(&self, i: usize) -> Time;
     fn payload(&self, i: usize) -> P;
-    /// The pushed-down predicate's verdict on a payload.
-    fn keep(&self, _payload: &P) -> bool {
-        true
-    }
     /// Appends points `range`, released on arrival, to `batch`.
     fn release(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>);
-    /// With a predicate pushed down: reads points from the start of `range` while their time
-    /// is finite and at or after `low` into `selection`, the kept ones only, and returns
-    /// (points read, highest time read). Without one: `None`, nothing read.
+    /// Reads points from the start of `range` while their time is finite and at or after
+    /// `low` into `selection`, the ones `keep` keeps; returns (points read, highest time read).
     fn select(
         &self,
         range: std::ops::Range<usize>,
         selection: &mut PointSelection<P>,
-        low: Time,
-    ) -> Option<(usize, Time)>;
-    /// Holds the kept points of `range` (valid, sorted, at or after the buffer's last in-order
-    /// time), through `selection` if a predicate was pushed down; returns how many it
-    /// filtered out.
+        low_keep: (Time, &dyn Predicate<P>),
+    ) -> (usize, Time);
+    /// Holds the points of `range` (valid, sorted, at or after the buffer's last in-order
+    /// time) that `keep` keeps (all without a filter), through `selection` with one; returns
+    /// how many it filtered out.
     fn hold_sorted(
         &self,
         range: std::ops::Range<usize>,
         buffer: &mut ReleaseBuffer<P>,
-        selection: &mut PointSelection<P>,
+        selection_keep: (&mut PointSelection<P>, Option<&dyn Predicate<P>>),
     ) -> usize;
 }
 
@@ -62,67 +57,46 @@ impl<P: Clone> PointRun<P> for Columns<'_, P> {
     }
     fn select(
         &self,
-        _: std::ops::Range<usize>,
-        _: &mut PointSelection<P>,
-        _: Time,
-    ) -> Option<(usize, Time)> {
-        None
+        range: std::ops::Range<usize>,
+        selection: &mut PointSelection<P>,
+        (low, keep): (Time, &dyn Predicate<P>),
+    ) -> (usize, Time) {
+        let (times, payloads) = (&self.times[range.clone()], &self.payloads[range]);
+        selection.select_columns(times, payloads, keep, low)
     }
     #[inline]
     fn hold_sorted(
         &self,
         range: std::ops::Range<usize>,
         buffer: &mut ReleaseBuffer<P>,
-        _: &mut PointSelection<P>,
+        (selection, keep): (&mut PointSelection<P>, Option<&dyn Predicate<P>>),
     ) -> usize {
-        buffer.push_sorted_points(&self.times[range.clone()], &self.payloads[range]);
-        0
+        let (times, payloads) = (&self.times[range.clone()], &self.payloads[range]);
+        let Some(keep) = keep else {
+            buffer.push_sorted_points(times, payloads);
+            return 0;
+        };
+        // The run is valid and sorted: every point is admitted, the kept ones held in one
+        // copy per column.
+        let (read, _) = selection.select_columns(times, payloads, keep, Time::NEG_INF);
+        debug_assert_eq!(read, times.len(), "a valid run is read whole");
+        buffer.push_sorted_points(selection.times(), selection.payloads());
+        times.len() - selection.len()
     }
 }
 
-/// A predicate pushed down into the ingress, or none.
-pub(crate) trait Keep<P> {
-    const ALL: bool;
-    fn keep(&self, payload: &P) -> bool;
-}
-
-/// No predicate: every accepted point goes on.
-pub(crate) struct KeepAll;
-
-impl<P> Keep<P> for KeepAll {
-    const ALL: bool = true;
-    #[inline]
-    fn keep(&self, _payload: &P) -> bool {
-        true
-    }
-}
-
-/// A predicate on the payload.
-pub(crate) struct KeepWhere<F>(pub(crate) F);
-
-impl<P, F: Fn(&P) -> bool> Keep<P> for KeepWhere<F> {
-    const ALL: bool = false;
-    #[inline]
-    fn keep(&self, payload: &P) -> bool {
-        (self.0)(payload)
-    }
-}
-
-/// Records with the functions that read them (and a pushed-down predicate, or none): runs are
-/// read straight into their destination.
-pub(crate) struct Records<'a, R, T, F, K> {
+/// Records with the functions that read them: runs are read straight into their destination.
+pub(crate) struct Records<'a, R, T, F> {
     pub(crate) records: &'a [R],
     pub(crate) time: T,
     pub(crate) payload: F,
-    pub(crate) keep: K,
 }
 
-impl<P, R, T, F, K> PointRun<P> for Records<'_, R, T, F, K>
+impl<P, R, T, F> PointRun<P> for Records<'_, R, T, F>
 where
     P: Clone,
     T: Fn(&R) -> Time,
     F: Fn(&R) -> P,
-    K: Keep<P>,
 {
     fn len(&self) -> usize {
         self.records.len()
@@ -136,10 +110,6 @@ where
         (self.payload)(&self.records[i])
     }
     #[inline]
-    fn keep(&self, payload: &P) -> bool {
-        self.keep.keep(payload)
-    }
-    #[inline]
     fn release(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>) {
         batch.extend_points_with(&self.records[range], &self.time, &self.payload);
     }
@@ -148,30 +118,25 @@ where
         &self,
         range: std::ops::Range<usize>,
         selection: &mut PointSelection<P>,
-        low: Time,
-    ) -> Option<(usize, Time)> {
-        if K::ALL {
-            return None;
-        }
+        (low, keep): (Time, &dyn Predicate<P>),
+    ) -> (usize, Time) {
         let records = &self.records[range];
-        let keep = |p: &P| self.keep.keep(p);
-        Some(selection.select(records, &self.time, &self.payload, keep, low))
+        selection.select(records, &self.time, &self.payload, keep, low)
     }
     #[inline]
     fn hold_sorted(
         &self,
         range: std::ops::Range<usize>,
         buffer: &mut ReleaseBuffer<P>,
-        selection: &mut PointSelection<P>,
+        (selection, keep): (&mut PointSelection<P>, Option<&dyn Predicate<P>>),
     ) -> usize {
         let records = &self.records[range];
-        if K::ALL {
+        let Some(keep) = keep else {
             buffer.push_sorted_points_with(records, &self.time, &self.payload);
             return 0;
-        }
+        };
         // The run is valid and sorted: every record is admitted, the kept ones held in one
         // copy per column.
-        let keep = |p: &P| self.keep.keep(p);
         let (read, _) = selection.select(records, &self.time, &self.payload, keep, Time::NEG_INF);
         debug_assert_eq!(read, records.len(), "a valid run is read whole");
         buffer.push_sorted_points(selection.times(), selection.payloads());
