@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Runs Punctual and its peers on the shared workload, interleaved, and prints the ratios.
+# Runs Punctual (its fast stream unordered, then ordered) and its peers on the shared workload,
+# interleaved, verifies every checksum, and prints events per CPU second and per wall second
+# with the ratios.
 #   bench/compare.sh                          all three queries, 5 repetitions a process, 3 rounds
 #   REPS=3 ROUNDS=1 bench/compare.sh window   one query, one round
 # Peers and data come from ../shared/bench (built into $BENCH_WORK, default /tmp/punctual-bench).
 # Flink runs too when its venv exists ($BENCH_WORK/flink-venv; `peers.sh setup-flink` makes it).
 #
-# Each round runs every peer once (one process each, REPS repetitions, its median), one after
-# the other, and prints that round's ratios too; a peer's figure is the median over the rounds,
-# and the summary's ratios are those medians' ratios. This machine's speed drifts from
-# minute to minute and from process to process, so only figures from one invocation are
-# compared, and several rounds keep one unlucky process from deciding a ratio.
+# Each round runs every program once (one process each, REPS repetitions, its median), one
+# after the other; a program's figure is the median over the rounds, with the lowest and
+# highest round beside it, and the ratios are those medians' ratios. This machine's speed drifts
+# from minute to minute and from process to process: only figures from one invocation are
+# compared, and several rounds keep one unlucky process from deciding a ratio. A checksum that
+# differs from the workload's published one (Punctual's, timely's or Flink's, in any
+# repetition) stops the run with exit code 1.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SHARED="${SHARED:-$ROOT/../shared/bench}"
@@ -22,39 +26,92 @@ QUERIES="${*:-filter window join}"
 cargo build --release -q -p punctual-samples --bin punctual-bench --manifest-path "$ROOT/Cargo.toml"
 BIN="$ROOT/target/release/punctual-bench"
 DATA="$("$SHARED/peers.sh" data)"
+EVENTS=$(( $(stat -c %s "$DATA/events.bin") / 24 ))
 FLINK=0
 if [ -x "$BENCH_WORK/flink-venv/bin/python" ]; then FLINK=1; fi
-rate() { sed -n 's/.*median_events_per_s=\([0-9]*\).*/\1/p' | head -1; }
+
+# The workload's published checksums (10 M events): "out checksum".
+published() {
+  [ "$EVENTS" = 10000000 ] || { echo "-"; return; }
+  case "$1" in
+    filter) echo "4999874 3750355147595" ;;
+    window) echo "999964 5000969865020" ;;
+    join) echo "10000000 2561554183133202" ;;
+  esac
+}
+field() { sed -n "s/.*[ ^]$1=\([0-9]*\).*/\1/p" | head -1; }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else print v[int((NR + 1) / 2)] }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+spread() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR == 0) print "-"; else printf "%.0f-%.0f", lo / 1e6, hi / 1e6 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.2f", a / b }'; }
+mev() { awk -v a="$1" 'BEGIN { if (a == "-") print "-"; else printf "%.1f", a / 1e6 }'; }
+fail() { echo "$1" >&2; exit 1; }
+
+# Checks one peer's out/checksum pairs (one per line) against the published ones.
+check() { # peer query pairs
+  local want; want="$(published "$2")"
+  [ "$want" = "-" ] && return 0
+  [ -n "$3" ] || fail "$1 $2: no checksum printed"
+  while read -r pair; do
+    [ "$pair" = "$want" ] || fail "$1 $2: out/checksum $pair, published $want"
+  done <<< "$3"
+}
+
+run_punctual() { # query order -> "cpu wall"
+  local out; out="$("$BIN" --query "$1" --order "$2" --data "$DATA" --reps "$REPS" 2>/dev/null)"
+  if echo "$out" | grep -q MISMATCH; then echo "$out" >&2; fail "punctual $1 --order $2: checksum mismatch"; fi
+  check "punctual($2)" "$1" "$(echo "$out" | grep '^query=' | sed -n 's/.* out=\([0-9]*\) checksum=\([0-9]*\).*/\1 \2/p')"
+  local s; s="$(echo "$out" | grep SUMMARY)"
+  echo "$(echo "$s" | field median_events_per_cpu_s) $(echo "$s" | field median_events_per_s)"
+}
+
+run_timely() { # query -> "cpu wall"
+  local s; s="$("$SHARED/peers.sh" timely "$1")"
+  check timely "$1" "$(echo "$s" | sed -n 's/.* out=\([0-9]*\) checksum=\([0-9]*\).*/\1 \2/p')"
+  echo "$(echo "$s" | field median_events_per_cpu_s) $(echo "$s" | field median_events_per_s)"
+}
+
+run_flink() { # query -> "cpu wall"
+  local out; out="$("$SHARED/flink-peer/run.sh" --query "$1" --par 1 --reps "$(( REPS + 1 ))" --data "$DATA" 2>/dev/null || true)"
+  check flink "$1" "$(echo "$out" | grep '^query=' | sed -n 's/.* out=\([0-9]*\) checksum=\([0-9]*\).*/\1 \2/p')"
+  local s; s="$(echo "$out" | grep SUMMARY)"
+  echo "$(echo "$s" | field median_events_per_cpu_s_incl_startup) $(echo "$s" | field median_events_per_s)"
+}
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "REPS=$REPS ROUNDS=$ROUNDS events=$(( $(stat -c %s "$DATA/events.bin") / 24 ))"
-summary=""
+echo "REPS=$REPS ROUNDS=$ROUNDS events=$EVENTS; figures in M events per CPU second (per wall second)"
+table=""
 for q in $QUERIES; do
-  p_all=""; t_all=""; f_all=""
+  declare -A cpu=() wall=()
   for round in $(seq 1 "$ROUNDS"); do
-    p_out="$("$BIN" --query "$q" --data "$DATA" --reps "$REPS" 2>/dev/null)"
-    if echo "$p_out" | grep -q MISMATCH; then
-      echo "$p_out" >&2
-      echo "checksum mismatch for $q" >&2
-      exit 1
-    fi
-    p="$(echo "$p_out" | grep SUMMARY | rate)"
-    t="$("$SHARED/peers.sh" timely "$q" | rate)"
-    f="-"
-    if [ "$FLINK" = 1 ]; then f="$("$SHARED/peers.sh" flink "$q" | rate || true)"; f="${f:--}"; fi
-    echo "round $round $q: punctual=$p timely=$t flink=$f (this round: p/timely $(ratio "$p" "$t"), p/flink $(ratio "$p" "$f"))"
-    p_all="$p_all $p"; t_all="$t_all $t"
-    if [ "$f" != "-" ]; then f_all="$f_all $f"; fi
+    line="round $round $q:"
+    for prog in arrival ordered timely flink; do
+      case "$prog" in
+        arrival|ordered) r="$(run_punctual "$q" "$prog")" ;;
+        timely) r="$(run_timely "$q")" ;;
+        flink) [ "$FLINK" = 1 ] || continue; r="$(run_flink "$q")" ;;
+      esac
+      c="${r% *}"; w="${r#* }"
+      cpu[$prog]="${cpu[$prog]:-} $c"; wall[$prog]="${wall[$prog]:-} $w"
+      line="$line $prog=$(mev "$c") ($(mev "$w"))"
+    done
+    echo "$line"
   done
-  p="$(echo $p_all | tr ' ' '\n' | median)"
-  t="$(echo $t_all | tr ' ' '\n' | median)"
-  f="-"
-  if [ -n "$f_all" ]; then f="$(echo $f_all | tr ' ' '\n' | median)"; fi
-  summary="$summary$(printf '%-8s %14s %14s %14s %10s %10s' "$q" "$p" "$t" "$f" "$(ratio "$p" "$t")" "$(ratio "$p" "$f")")
+  row="$q"
+  declare -A med=()
+  for prog in arrival ordered timely flink; do
+    med[$prog]="$(echo ${cpu[$prog]:-} | tr ' ' '\n' | median)"
+    w="$(echo ${wall[$prog]:-} | tr ' ' '\n' | median)"
+    row="$row | $(mev "${med[$prog]}") ($(mev "$w")) [$(echo ${cpu[$prog]:-} | tr ' ' '\n' | spread)]"
+  done
+  row="$row | $(ratio "${med[arrival]}" "${med[timely]}") | $(ratio "${med[ordered]}" "${med[timely]}") | $(ratio "${med[arrival]}" "${med[flink]}") | $(ratio "${med[ordered]}" "${med[flink]}")"
+  table="$table| $row |
 "
+  unset cpu wall med
 done
 echo
-printf '%-8s %14s %14s %14s %10s %10s\n' query punctual timely flink p/timely p/flink
-printf '%s' "$summary"
+echo "| query | Punctual arrival | Punctual ordered | timely | Flink | arrival / timely | ordered / timely | arrival / Flink | ordered / Flink |"
+echo "|---|---|---|---|---|---|---|---|---|"
+printf '%s' "$table"
+echo
+echo "(M events per CPU second, the median over rounds; in parentheses per wall second; in brackets the lowest and highest round per CPU second; ratios per CPU second)"
+echo "SUMMARY compare all checksums matched"
