@@ -15,6 +15,7 @@ mod frontier;
 mod fxhash;
 mod graph;
 mod group_apply;
+mod groups;
 mod join;
 mod key_index;
 mod release;

@@ -22,7 +22,8 @@ use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::{Time, TimeSpan};
 
-use super::{Aggregate, FxHashMap, ReleaseBuffer, UnaryOperator};
+use super::groups::Groups;
+use super::{Aggregate, ReleaseBuffer, UnaryOperator};
 
 /// What a window result looks like.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -133,11 +134,11 @@ fn clamp(t: i128) -> Time {
 }
 
 /// The group map of stored window `n`, a pooled (or new) one if it has none yet.
-fn stored_window<'a, K, S>(
-    windows: &'a mut BTreeMap<i64, FxHashMap<K, S>>,
-    pool: &mut Vec<FxHashMap<K, S>>,
+fn stored_window<'a, K: Hash + Eq + Clone + 'static, S>(
+    windows: &'a mut BTreeMap<i64, Groups<K, S>>,
+    pool: &mut Vec<Groups<K, S>>,
     n: i64,
-) -> &'a mut FxHashMap<K, S> {
+) -> &'a mut Groups<K, S> {
     windows
         .entry(n)
         .or_insert_with(|| pool.pop().unwrap_or_default())
@@ -148,7 +149,7 @@ struct Current<K, S> {
     n: i64,
     start: Time,
     end: Time,
-    groups: FxHashMap<K, S>,
+    groups: Groups<K, S>,
 }
 
 /// Maps kept in the pool for reuse.
@@ -161,12 +162,15 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     key: KF,
     agg: A,
     make: MK,
-    windows: BTreeMap<i64, FxHashMap<K, A::State>>,
+    windows: BTreeMap<i64, Groups<K, A::State>>,
     /// The window the last single-window member went to, kept out of `windows` so that a
-    /// run of members in one tumbling window costs one hash-map update each.
+    /// run of members in one tumbling window costs one group lookup each.
     current: Option<Current<K, A::State>>,
+    /// The window before it, if it was current just before: where the stragglers of an
+    /// out-of-order input mostly go, found without a search.
+    previous: Option<Current<K, A::State>>,
     /// Emptied group maps, reused for new windows.
-    pool: Vec<FxHashMap<K, A::State>>,
+    pool: Vec<Groups<K, A::State>>,
     open_edges: Vec<(Time, K, P)>,
     cti: Time,
     /// The first window not yet closed (derived from `cti`, cached).
@@ -187,7 +191,7 @@ impl<P, K, A: Aggregate<P>, O, KF, MK> std::fmt::Debug for HoppingWindow<P, K, A
 impl<P, K, A, O, KF, MK> HoppingWindow<P, K, A, O, KF, MK>
 where
     P: Clone + PartialEq,
-    K: Hash + Eq + Clone,
+    K: Hash + Eq + Clone + 'static,
     A: Aggregate<P>,
     KF: Fn(&P) -> K,
     MK: Fn(&K, A::Output) -> O,
@@ -202,6 +206,7 @@ where
             make,
             windows: BTreeMap::new(),
             current: None,
+            previous: None,
             pool: Vec::new(),
             open_edges: Vec::new(),
             cti: Time::NEG_INF,
@@ -213,19 +218,15 @@ where
     /// Adds a member with lifetime `[start, end)` to every window not yet closed that it overlaps.
     #[inline(always)]
     fn add(&mut self, start: Time, end: Time, payload: &P) {
-        if let Some(c) = self.current.as_mut() {
-            // Tumbling: a member inside the current window's lifetime overlaps no other window.
-            if self.spec.size == self.spec.hop && c.start <= start && end <= c.end {
-                let key = (self.key)(payload);
-                match c.groups.get_mut(&key) {
-                    Some(state) => self.agg.add(state, payload),
-                    None => {
-                        let mut state = self.agg.init();
-                        self.agg.add(&mut state, payload);
-                        c.groups.insert(key, state);
-                    }
+        if self.spec.size == self.spec.hop {
+            // Tumbling: a member inside the current (or the previous) window's lifetime
+            // overlaps no other window.
+            for c in [self.current.as_mut(), self.previous.as_mut()].into_iter().flatten() {
+                if c.start <= start && end <= c.end {
+                    let state = c.groups.entry((self.key)(payload), || self.agg.init());
+                    self.agg.add(state, payload);
+                    return;
                 }
-                return;
             }
         }
         self.add_slow(start, end, payload);
@@ -244,14 +245,17 @@ where
             if self.current.as_ref().is_some_and(|c| first < c.n) {
                 // A late member of an earlier window (input out of order): the current window
                 // stays, so that the members after it do not move it back and forth.
-                let groups = stored_window(&mut self.windows, &mut self.pool, first);
-                let state = groups.entry(key).or_insert_with(|| self.agg.init());
+                let groups = match self.previous.as_mut() {
+                    Some(p) if p.n == first => &mut p.groups,
+                    _ => stored_window(&mut self.windows, &mut self.pool, first),
+                };
+                let state = groups.entry(key, || self.agg.init());
                 self.agg.add(state, payload);
                 return;
             }
             self.switch_current(first);
             if let Some(c) = self.current.as_mut() {
-                let state = c.groups.entry(key).or_insert_with(|| self.agg.init());
+                let state = c.groups.entry(key, || self.agg.init());
                 self.agg.add(state, payload);
             }
             return;
@@ -260,7 +264,7 @@ where
         let mut n = first;
         loop {
             let groups = stored_window(&mut self.windows, &mut self.pool, n);
-            let state = groups.entry(key.clone()).or_insert_with(|| self.agg.init());
+            let state = groups.entry(key.clone(), || self.agg.init());
             self.agg.add(state, payload);
             if n == last {
                 break;
@@ -269,12 +273,28 @@ where
         }
     }
 
-    /// Makes window `n` the current one.
+    /// Makes window `n` the current one (the one before it, if current, becomes the previous).
     fn switch_current(&mut self, n: i64) {
         if self.current.as_ref().is_some_and(|c| c.n == n) {
             return;
         }
-        self.flush_current();
+        match self.current.take() {
+            Some(c) if c.n + 1 == n && self.previous.as_ref().is_none_or(|p| p.n < c.n) => {
+                if let Some(p) = self.previous.replace(c) {
+                    self.windows.insert(p.n, p.groups);
+                }
+            }
+            other => {
+                self.current = other;
+                self.flush_current();
+            }
+        }
+        if self.previous.as_ref().is_some_and(|p| p.n == n) {
+            // Back to the window before: a stored window, like any other.
+            if let Some(p) = self.previous.take() {
+                self.windows.insert(p.n, p.groups);
+            }
+        }
         let groups = self
             .windows
             .remove(&n)
@@ -288,14 +308,14 @@ where
         });
     }
 
-    /// Puts the current window back with the others.
+    /// Puts the current and the previous window back with the others.
     fn flush_current(&mut self) {
-        if let Some(c) = self.current.take() {
+        for c in [self.current.take(), self.previous.take()].into_iter().flatten() {
             self.windows.insert(c.n, c.groups);
         }
     }
 
-    fn emit(&mut self, n: i64, mut groups: FxHashMap<K, A::State>) {
+    fn emit(&mut self, n: i64, mut groups: Groups<K, A::State>) {
         let (ws, we) = (self.spec.start(n), self.spec.end(n));
         for (key, state) in groups.drain() {
             let payload = (self.make)(&key, self.agg.result(&state));
@@ -368,7 +388,7 @@ where
                 let we = self.spec.end(n);
                 for (start, key, payload) in &self.open_edges {
                     if *start < we {
-                        let state = groups.entry(key.clone()).or_insert_with(|| self.agg.init());
+                        let state = groups.entry(key.clone(), || self.agg.init());
                         self.agg.add(state, payload);
                     }
                 }
@@ -414,7 +434,7 @@ where
                             break;
                         }
                         let agg = &self.agg;
-                        let state = c.groups.entry((self.key)(p)).or_insert_with(|| agg.init());
+                        let state = c.groups.entry((self.key)(p), || agg.init());
                         agg.add(state, p);
                         i += 1;
                     }
@@ -436,6 +456,7 @@ where
     fn state_size(&self) -> usize {
         self.windows.values().map(|g| g.len()).sum::<usize>()
             + self.current.as_ref().map_or(0, |c| c.groups.len())
+            + self.previous.as_ref().map_or(0, |c| c.groups.len())
             + self.open_edges.len()
             + self.held.len()
     }
