@@ -359,14 +359,25 @@ fn absorb_segment<P, Q, K, O, KF>(
     }
     // The rest, after an event that is stored (or with results held already): results wait
     // for the CTI.
-    for (k, (&s, payload)) in sync.iter().zip(payloads).enumerate().skip(first) {
+    let mut k = first;
+    while k < sync.len() {
+        let s = sync[k];
         if s < other_cti && is_point(k) {
+            let payload = &payloads[k];
             let head = other.head(&own_key(payload));
             probe(other, head, s, payload, combine, |r| held.push_point(s, r));
         } else if let (Some(w), true) = (waiting.as_deref_mut(), is_point(k)) {
-            w.push_point(s, payload.clone());
+            // A run of points at or above the other side's CTI (the usual case) waits in one
+            // go (in order, it extends the waiting run with one copy per column).
+            let run = k + (k..sync.len())
+                .take_while(|&j| sync[j] >= other_cti && is_point(j))
+                .count();
+            w.push_point_run(&sync[k..run], &payloads[k..run]);
+            k = run;
+            continue;
         } else {
             absorb(own, own_key, input, range.start + k);
         }
+        k += 1;
     }
 }

@@ -25,67 +25,80 @@ fn out_of_order_results_merge_in_sync_then_push_order() {
     assert!(buf.is_empty());
 }
 
+/// Any pushes (points and intervals, in and out of order) interleaved with releases and
+/// removals come out as a stable sort by sync time of what was pushed; with payloads `p(n)`
+/// for push `n` (`n` read back with `n_of`).
+fn releases_are_a_stable_sort<P: Clone + std::fmt::Debug>(
+    ops: &[(i64, u8, bool)],
+    p: impl Fn(usize) -> P,
+    n_of: impl Fn(&P) -> usize,
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let t = Time::from_ticks;
+    let mut buf = ReleaseBuffer::new();
+    let mut reference: Vec<(Time, Time, usize)> = Vec::new();
+    let mut out = Batch::new();
+    let mut expected: Vec<(Time, Time, usize)> = Vec::new();
+    let mut cti = 0i64;
+    for (n, &(sync, action, interval)) in ops.iter().enumerate() {
+        match action {
+            // Release up to a later CTI.
+            0 => {
+                cti += sync % 7 + 1;
+                let (now, later): (Vec<_>, Vec<_>) =
+                    reference.drain(..).partition(|r| r.0 < t(cti));
+                let mut now = now;
+                now.sort_by_key(|r| r.0);
+                expected.extend(now);
+                reference = later;
+                buf.release(t(cti), &mut out);
+            }
+            // Take back the first held result with this payload parity.
+            1 => {
+                let parity = sync as usize % 2;
+                let got = buf.remove_first(|_, _, q| n_of(q) % 2 == parity);
+                if let Some((s, o, q)) = got {
+                    let q = n_of(&q);
+                    let pos = reference.iter().position(|r| r.2 == q);
+                    proptest::prop_assert!(pos.is_some(), "removed {q}, which is not held");
+                    let r = reference.remove(pos.unwrap_or(0));
+                    proptest::prop_assert_eq!((r.0, r.1), (s, o));
+                } else {
+                    proptest::prop_assert!(reference.iter().all(|r| r.2 % 2 != parity));
+                }
+            }
+            _ => {
+                let s = t(cti + sync);
+                let o = if interval { t(cti + sync + 5) } else { s.next_tick() };
+                buf.push(s, o, p(n));
+                reference.push((s, o, n));
+            }
+        }
+        proptest::prop_assert_eq!(buf.len(), reference.len());
+    }
+    let got: Vec<(Time, Time, usize)> = out
+        .sync()
+        .iter()
+        .zip(out.other())
+        .zip(out.payloads())
+        .map(|((&s, &o), q)| (s, o, n_of(q)))
+        .collect();
+    proptest::prop_assert_eq!(got, expected);
+    let mut rest: Vec<_> = buf.drain_all().map(|(s, o, q)| (s, o, n_of(&q))).collect();
+    rest.sort_by_key(|r| r.2);
+    reference.sort_by_key(|r| r.2);
+    proptest::prop_assert_eq!(rest, reference);
+    proptest::prop_assert!(buf.is_empty());
+    Ok(())
+}
+
 proptest::proptest! {
-    /// Any pushes (points and intervals, in and out of order) interleaved with releases and
-    /// removals come out as a stable sort by sync time of what was pushed.
+    /// Copies (payloads without drop glue) and moves (with drop glue) alike, across chunks.
     #[test]
     fn releases_are_a_stable_sort_of_the_pushes(
         ops in proptest::collection::vec((0i64..40, 0u8..10, proptest::bool::ANY), 0..200)
     ) {
-        let t = Time::from_ticks;
-        let mut buf = ReleaseBuffer::new();
-        let mut reference: Vec<(Time, Time, usize)> = Vec::new();
-        let mut out = Batch::new();
-        let mut expected: Vec<(Time, Time, usize)> = Vec::new();
-        let mut cti = 0i64;
-        for (n, &(sync, action, interval)) in ops.iter().enumerate() {
-            match action {
-                // Release up to a later CTI.
-                0 => {
-                    cti += sync % 7 + 1;
-                    let (now, later): (Vec<_>, Vec<_>) =
-                        reference.drain(..).partition(|r| r.0 < t(cti));
-                    let mut now = now;
-                    now.sort_by_key(|r| r.0);
-                    expected.extend(now);
-                    reference = later;
-                    buf.release(t(cti), &mut out);
-                }
-                // Take back the first held result with this payload parity.
-                1 => {
-                    let parity = sync as usize % 2;
-                    let got = buf.remove_first(|_, _, p| p % 2 == parity);
-                    if let Some((s, o, p)) = got {
-                        let pos = reference.iter().position(|r| r.2 == p);
-                        proptest::prop_assert!(pos.is_some(), "removed {p}, which is not held");
-                        let r = reference.remove(pos.unwrap_or(0));
-                        proptest::prop_assert_eq!((r.0, r.1), (s, o));
-                    } else {
-                        proptest::prop_assert!(reference.iter().all(|r| r.2 % 2 != parity));
-                    }
-                }
-                _ => {
-                    let s = t(cti + sync);
-                    let o = if interval { t(cti + sync + 5) } else { s.next_tick() };
-                    buf.push(s, o, n);
-                    reference.push((s, o, n));
-                }
-            }
-            proptest::prop_assert_eq!(buf.len(), reference.len());
-        }
-        let got: Vec<(Time, Time, usize)> = out
-            .sync()
-            .iter()
-            .zip(out.other())
-            .zip(out.payloads())
-            .map(|((&s, &o), &p)| (s, o, p))
-            .collect();
-        proptest::prop_assert_eq!(got, expected);
-        let mut rest: Vec<_> = buf.drain_all().collect();
-        rest.sort_by_key(|r| r.2);
-        reference.sort_by_key(|r| r.2);
-        proptest::prop_assert_eq!(rest, reference);
-        proptest::prop_assert!(buf.is_empty());
+        releases_are_a_stable_sort(&ops, |n| n, |q| *q)?;
+        releases_are_a_stable_sort(&ops, |n| n.to_string(), |q| q.parse().unwrap_or(usize::MAX))?;
     }
 }
 
