@@ -1,24 +1,41 @@
 //! [`Groups`]: aggregate states by group key, for the windows. Small non-negative integer keys
-//! (sensor, device, account ids: the common case) find their state by indexing a table with the
-//! key ([`KeyIndex`]); other keys by hash. States are kept in the order their groups first
-//! appeared, which is the order a window emits them in.
+//! (sensor, device, account ids: the common case) hold their state in a table indexed by the
+//! key itself, one load away; other keys, and integers beyond the table's reach, by hash. The
+//! table's reach grows with the number of groups (as [`KeyIndex`](super::key_index)'s does),
+//! so memory stays proportional to the groups held. A window emits its groups in the order
+//! they first appeared (the table's, then the others').
 
 use std::any::Any;
 use std::hash::Hash;
 
-use super::key_index::{KeyIndex, ABSENT};
+use super::fxhash::FxHashMap;
+use super::key_index::as_index;
+
+/// The table may always reach this far.
+const DENSE_MIN: usize = 4096;
+
+/// Beyond [`DENSE_MIN`], the table may reach this many slots per group held.
+const DENSE_PER_GROUP: usize = 8;
 
 /// Aggregate states by group key; see the module doc.
 #[derive(Debug)]
 pub(crate) struct Groups<K, S> {
-    index: KeyIndex<K>,
+    /// The states of the integer keys below its length.
+    dense: Vec<Option<S>>,
+    /// The keys in `dense`, in order of appearance.
+    dense_keys: Vec<K>,
+    /// Every other key: its place in `states`.
+    map: FxHashMap<K, usize>,
+    /// Every other key's state, in order of appearance.
     states: Vec<(K, S)>,
 }
 
 impl<K: Hash + Eq + Clone + Any, S> Default for Groups<K, S> {
     fn default() -> Self {
         Groups {
-            index: KeyIndex::new(),
+            dense: Vec::new(),
+            dense_keys: Vec::new(),
+            map: FxHashMap::default(),
             states: Vec::new(),
         }
     }
@@ -28,30 +45,73 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
     /// The state of `key`'s group, made by `init` if the group is new.
     #[inline]
     pub(crate) fn entry(&mut self, key: K, init: impl FnOnce() -> S) -> &mut S {
-        let at = self.index.get(&key);
-        let at = if at == ABSENT {
-            let at = self.states.len();
-            self.index.insert(key.clone(), at);
-            self.states.push((key, init()));
-            at
-        } else {
-            at
+        if let Some(i) = as_index(&key) {
+            if i >= self.dense.len() && i < self.reach() {
+                self.grow(i);
+            }
+            if i < self.dense.len() {
+                let slot = &mut self.dense[i];
+                if slot.is_none() {
+                    self.dense_keys.push(key);
+                }
+                return slot.get_or_insert_with(init);
+            }
+        }
+        let at = match self.map.get(&key) {
+            Some(&at) => at,
+            None => {
+                let at = self.states.len();
+                self.map.insert(key.clone(), at);
+                self.states.push((key, init()));
+                at
+            }
         };
         &mut self.states[at].1
     }
 
     /// Number of groups.
     pub(crate) fn len(&self) -> usize {
-        self.states.len()
+        self.dense_keys.len() + self.states.len()
     }
 
-    /// Takes every group out, in the order they first appeared; the map is left empty, with
-    /// its room.
-    pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, S)> + '_ {
-        for (key, _) in &self.states {
-            self.index.remove(key);
+    /// How far the table may reach now: one more group is about to be held.
+    fn reach(&self) -> usize {
+        DENSE_MIN.max(DENSE_PER_GROUP.saturating_mul(self.len() + 1))
+    }
+
+    /// Grows the table to cover index `i`, moving the groups of the keys it now covers into it.
+    #[cold]
+    fn grow(&mut self, i: usize) {
+        let n = (i + 1).next_power_of_two();
+        self.dense.resize_with(n, || None);
+        if self.states.iter().any(|(k, _)| as_index(k).is_some_and(|j| j < n)) {
+            let states = std::mem::take(&mut self.states);
+            self.map.clear();
+            for (k, s) in states {
+                match as_index(&k) {
+                    Some(j) if j < n => {
+                        self.dense[j] = Some(s);
+                        self.dense_keys.push(k);
+                    }
+                    _ => {
+                        self.map.insert(k.clone(), self.states.len());
+                        self.states.push((k, s));
+                    }
+                }
+            }
         }
-        self.states.drain(..)
+    }
+
+    /// Takes every group out, in the order they first appeared (the table's, then the
+    /// others'); the map is left empty, with its room.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, S)> + '_ {
+        self.map.clear();
+        let dense = &mut self.dense;
+        let table = self.dense_keys.drain(..).filter_map(move |k| {
+            let state = as_index(&k).and_then(|i| dense.get_mut(i)).and_then(Option::take)?;
+            Some((k, state))
+        });
+        table.chain(self.states.drain(..))
     }
 }
 
@@ -59,8 +119,8 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
 mod tests {
     use super::*;
 
-    /// Integer and string keys alike: one state per key, in the order keys first appeared,
-    /// and an emptied map starts over.
+    /// Integer and string keys alike: one state per key, in the order keys first appeared
+    /// (the table's first), and an emptied map starts over.
     #[test]
     fn one_state_per_key_in_order_of_appearance() {
         let mut counts: Groups<u32, u64> = Groups::default();
@@ -80,5 +140,23 @@ mod tests {
         }
         let drained: Vec<(String, u64)> = names.drain().collect();
         assert_eq!(drained, vec![("b".to_owned(), 2), ("a".to_owned(), 1)]);
+    }
+
+    /// Keys beyond the table's reach go to the map; when many groups let the table reach
+    /// them, they move into it, and every group keeps its state.
+    #[test]
+    fn the_table_grows_with_the_groups_and_takes_over_covered_keys() {
+        let mut g: Groups<i64, i64> = Groups::default();
+        *g.entry(10_000, || 0) += 5; // beyond the reach: in the map
+        *g.entry(-1, || 0) += 1; // negative: always in the map
+        for k in 0..2000i64 {
+            *g.entry(k, || 0) += k;
+        }
+        *g.entry(10_000, || 0) += 1; // the reach now covers it
+        assert_eq!(g.len(), 2002);
+        assert!(g.dense.len() > 10_000, "the table took over 10,000");
+        let all: std::collections::HashMap<i64, i64> = g.drain().collect();
+        assert_eq!(all.len(), 2002);
+        assert_eq!((all[&10_000], all[&-1], all[&1999]), (6, 1, 1999));
     }
 }

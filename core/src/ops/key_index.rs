@@ -29,7 +29,7 @@ const DENSE_PER_KEY: usize = 8;
 
 /// The key as a table index, if it is a non-negative integer that fits in a `usize`.
 #[inline(always)]
-fn as_index<K: Any>(key: &K) -> Option<usize> {
+pub(crate) fn as_index<K: Any>(key: &K) -> Option<usize> {
     let key = key as &dyn Any;
     macro_rules! unsigned {
         ($($t:ty),*) => {$(
