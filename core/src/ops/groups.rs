@@ -84,7 +84,11 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
     fn grow(&mut self, i: usize) {
         let n = (i + 1).next_power_of_two();
         self.dense.resize_with(n, || None);
-        if self.states.iter().any(|(k, _)| as_index(k).is_some_and(|j| j < n)) {
+        if self
+            .states
+            .iter()
+            .any(|(k, _)| as_index(k).is_some_and(|j| j < n))
+        {
             let states = std::mem::take(&mut self.states);
             self.map.clear();
             for (k, s) in states {
@@ -108,7 +112,9 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
         self.map.clear();
         let dense = &mut self.dense;
         let table = self.dense_keys.drain(..).filter_map(move |k| {
-            let state = as_index(&k).and_then(|i| dense.get_mut(i)).and_then(Option::take)?;
+            let state = as_index(&k)
+                .and_then(|i| dense.get_mut(i))
+                .and_then(Option::take)?;
             Some((k, state))
         });
         table.chain(self.states.drain(..))

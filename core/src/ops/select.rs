@@ -84,20 +84,20 @@ impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Reorder<P> {
             );
             let mut i = 0;
             while i < sync.len() {
-                // The longest run of points in order after what is held goes in with one copy
-                // per column; the event that ends it is pushed alone.
-                let mut last = self.held.last_in_order();
-                let mut j = i;
-                while j < sync.len() && sync[j] >= last && other[j] == sync[j].next_tick() {
-                    last = sync[j];
-                    j += 1;
+                // Points go in as runs (in order, one copy per column); the event that ends
+                // a run of points is pushed alone.
+                let n = other[i..]
+                    .iter()
+                    .zip(&sync[i..])
+                    .take_while(|(o, s)| **o == s.next_tick())
+                    .count();
+                self.held
+                    .push_point_run(&sync[i..i + n], &payload[i..i + n]);
+                i += n;
+                if i < sync.len() {
+                    self.held.push(sync[i], other[i], payload[i].clone());
+                    i += 1;
                 }
-                self.held.push_sorted_points(&sync[i..j], &payload[i..j]);
-                if j < sync.len() {
-                    self.held.push(sync[j], other[j], payload[j].clone());
-                    j += 1;
-                }
-                i = j;
             }
             if let Some(t) = cti {
                 self.held.release(t, out);

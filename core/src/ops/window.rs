@@ -221,7 +221,10 @@ where
         if self.spec.size == self.spec.hop {
             // Tumbling: a member inside the current (or the previous) window's lifetime
             // overlaps no other window.
-            for c in [self.current.as_mut(), self.previous.as_mut()].into_iter().flatten() {
+            for c in [self.current.as_mut(), self.previous.as_mut()]
+                .into_iter()
+                .flatten()
+            {
                 if c.start <= start && end <= c.end {
                     let state = c.groups.entry((self.key)(payload), || self.agg.init());
                     self.agg.add(state, payload);
@@ -310,7 +313,10 @@ where
 
     /// Puts the current and the previous window back with the others.
     fn flush_current(&mut self) {
-        for c in [self.current.take(), self.previous.take()].into_iter().flatten() {
+        for c in [self.current.take(), self.previous.take()]
+            .into_iter()
+            .flatten()
+        {
             self.windows.insert(c.n, c.groups);
         }
     }

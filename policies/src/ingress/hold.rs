@@ -24,7 +24,8 @@ pub(crate) enum Hold<P> {
 pub(crate) struct Taken {
     /// Points read from the start of the range (valid, at or after the CTI).
     pub(crate) read: usize,
-    /// The highest start time read (`-inf` if none).
+    /// The highest start time read (`-inf` if none), or a higher one read before (the
+    /// ingress keeps the highest it has seen).
     pub(crate) top: Time,
     /// Points the fused filter kept out.
     pub(crate) filtered: usize,
@@ -103,11 +104,10 @@ impl<P: Clone> Hold<P> {
     }
 
     /// The bulk path's pass over `range` of a run of points: reads them from its start while
-    /// they are valid (finite, at or after `low`), holds (or releases) the ones `keep` keeps
-    /// (all without a filter), and stops before the first that is not valid. On an ordered
-    /// stream, runs in time order go in with one copy per column and the others one by one; on
-    /// an unordered one, the run goes straight out, through `selection` with a filter (a
-    /// refused point is never written out).
+    /// they are valid (finite, at or after `low`), releases (unordered stream) or holds
+    /// (ordered) the ones `keep` keeps (all without a filter), and stops before the first that
+    /// is not valid. With a filter, the points go through `selection` (a refused point is
+    /// never written out); in order, runs go into the reorder buffer with one copy per column.
     pub(crate) fn take_points(
         &mut self,
         points: &impl PointRun<P>,
@@ -116,66 +116,49 @@ impl<P: Clone> Hold<P> {
         out: &mut Batch<P>,
     ) -> Taken {
         let (i, end) = (range.start, range.end);
-        let mut taken = Taken {
-            read: 0,
-            top: Time::NEG_INF,
-            filtered: 0,
-            released: 0,
-        };
-        let valid = |t: Time| t >= low && t < Time::MAX_FINITE;
-        match self {
-            Hold::Arrival => {
-                if let Some(keep) = keep {
-                    let (read, top) = points.select(i..end, selection, (low, keep));
+        if let Some(keep) = keep {
+            let (read, top) = points.select(i..end, selection, (low, keep));
+            let kept = selection.len();
+            let released = match self {
+                Hold::Arrival => {
                     selection.append_to(out);
-                    let kept = selection.len();
-                    taken = Taken {
-                        read,
-                        top,
-                        filtered: read - kept,
-                        released: kept,
-                    };
-                } else {
-                    let mut j = i;
-                    while j < end && valid(points.time(j)) {
-                        taken.top = taken.top.max(points.time(j));
-                        j += 1;
-                    }
-                    points.release(i..j, out);
-                    taken.read = j - i;
-                    taken.released = j - i;
+                    kept
                 }
-            }
-            Hold::Sorted(buffer) => {
-                let mut last = buffer.last_in_order().max(low);
-                let (mut run, mut j) = (i, i);
-                while j < end {
-                    let t = points.time(j);
-                    if t >= last && t < Time::MAX_FINITE {
-                        last = t;
-                        taken.top = t;
-                        j += 1;
-                        continue;
-                    }
-                    if !valid(t) {
-                        break;
-                    }
-                    // Out of order but valid: after the run before it, so that ties keep
-                    // arrival order.
-                    taken.filtered += points.hold_sorted(run..j, buffer, (selection, keep));
-                    let p = points.payload(j);
-                    if keep.is_none_or(|k| k.keep(&p)) {
-                        buffer.push_point(t, p);
-                    } else {
-                        taken.filtered += 1;
-                    }
-                    j += 1;
-                    run = j;
+                Hold::Sorted(buffer) => {
+                    buffer.push_point_run(selection.times(), selection.payloads());
+                    0
                 }
-                taken.filtered += points.hold_sorted(run..j, buffer, (selection, keep));
-                taken.read = j - i;
-            }
+            };
+            return Taken {
+                read,
+                top,
+                filtered: read - kept,
+                released,
+            };
         }
-        taken
+        if let Hold::Sorted(buffer) = self {
+            let read = points.hold(i..end, low..Time::MAX_FINITE, buffer);
+            // The last time in order is the highest read, or one read before (each point that
+            // went to the side list was below it): what the ingress keeps as its high time.
+            let top = buffer.last_in_order();
+            return Taken {
+                read,
+                top: if read > 0 { top } else { Time::NEG_INF },
+                filtered: 0,
+                released: 0,
+            };
+        }
+        let (mut j, mut top) = (i, Time::NEG_INF);
+        while j < end && (low..Time::MAX_FINITE).contains(&points.time(j)) {
+            top = top.max(points.time(j));
+            j += 1;
+        }
+        points.release(i..j, out);
+        Taken {
+            read: j - i,
+            top,
+            filtered: 0,
+            released: j - i,
+        }
     }
 }

@@ -22,14 +22,13 @@ pub(crate) trait PointRun<P> {
         selection: &mut PointSelection<P>,
         low_keep: (Time, &dyn Predicate<P>),
     ) -> (usize, Time);
-    /// Holds the points of `range` (valid, sorted, at or after the buffer's last in-order
-    /// time) that `keep` keeps (all without a filter), through `selection` with one; returns
-    /// how many it filtered out.
-    fn hold_sorted(
+    /// Holds points from the start of `range` in the reorder buffer while their times lie in
+    /// `admit`, runs in order with one copy per column; returns how many it held.
+    fn hold(
         &self,
         range: std::ops::Range<usize>,
+        admit: std::ops::Range<Time>,
         buffer: &mut ReleaseBuffer<P>,
-        selection_keep: (&mut PointSelection<P>, Option<&dyn Predicate<P>>),
     ) -> usize;
 }
 
@@ -65,23 +64,16 @@ impl<P: Clone> PointRun<P> for Columns<'_, P> {
         selection.select_columns(times, payloads, keep, low)
     }
     #[inline]
-    fn hold_sorted(
+    fn hold(
         &self,
         range: std::ops::Range<usize>,
+        admit: std::ops::Range<Time>,
         buffer: &mut ReleaseBuffer<P>,
-        (selection, keep): (&mut PointSelection<P>, Option<&dyn Predicate<P>>),
     ) -> usize {
-        let (times, payloads) = (&self.times[range.clone()], &self.payloads[range]);
-        let Some(keep) = keep else {
-            buffer.push_sorted_points(times, payloads);
-            return 0;
-        };
-        // The run is valid and sorted: every point is admitted, the kept ones held in one
-        // copy per column.
-        let (read, _) = selection.select_columns(times, payloads, keep, Time::NEG_INF);
-        debug_assert_eq!(read, times.len(), "a valid run is read whole");
-        buffer.push_sorted_points(selection.times(), selection.payloads());
-        times.len() - selection.len()
+        let times = &self.times[range.clone()];
+        let n = times.iter().take_while(|&t| admit.contains(t)).count();
+        buffer.push_point_run(&times[..n], &self.payloads[range][..n]);
+        n
     }
 }
 
@@ -124,22 +116,13 @@ where
         selection.select(records, &self.time, &self.payload, keep, low)
     }
     #[inline]
-    fn hold_sorted(
+    fn hold(
         &self,
         range: std::ops::Range<usize>,
+        admit: std::ops::Range<Time>,
         buffer: &mut ReleaseBuffer<P>,
-        (selection, keep): (&mut PointSelection<P>, Option<&dyn Predicate<P>>),
     ) -> usize {
         let records = &self.records[range];
-        let Some(keep) = keep else {
-            buffer.push_sorted_points_with(records, &self.time, &self.payload);
-            return 0;
-        };
-        // The run is valid and sorted: every record is admitted, the kept ones held in one
-        // copy per column.
-        let (read, _) = selection.select(records, &self.time, &self.payload, keep, Time::NEG_INF);
-        debug_assert_eq!(read, records.len(), "a valid run is read whole");
-        buffer.push_sorted_points(selection.times(), selection.payloads());
-        records.len() - selection.len()
+        buffer.push_point_records(records, &self.time, &self.payload, admit)
     }
 }

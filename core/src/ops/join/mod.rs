@@ -138,7 +138,7 @@ where
             }
             if i > start {
                 let run = (&sync[start..i], &payloads[start..i]);
-                self.sweep.waiting.push_sorted_points(run.0, run.1);
+                self.sweep.waiting.push_point_run(run.0, run.1);
                 continue;
             }
             // A run of points the right side has every partner of: joined at once.

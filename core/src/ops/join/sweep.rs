@@ -369,9 +369,10 @@ fn absorb_segment<P, Q, K, O, KF>(
         } else if let (Some(w), true) = (waiting.as_deref_mut(), is_point(k)) {
             // A run of points at or above the other side's CTI (the usual case) waits in one
             // go (in order, it extends the waiting run with one copy per column).
-            let run = k + (k..sync.len())
-                .take_while(|&j| sync[j] >= other_cti && is_point(j))
-                .count();
+            let run = k
+                + (k..sync.len())
+                    .take_while(|&j| sync[j] >= other_cti && is_point(j))
+                    .count();
             w.push_point_run(&sync[k..run], &payloads[k..run]);
             k = run;
             continue;

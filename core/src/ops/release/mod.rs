@@ -88,9 +88,21 @@ impl<P> ReleaseBuffer<P> {
         self.push(sync, sync.next_tick(), payload);
     }
 
-    /// Holds points given as columns: [`ReleaseBuffer::push_point`] for each. A run in sync
-    /// order that starts at or after [`ReleaseBuffer::last_in_order`] (what the ingress hands
-    /// over) is appended with one copy per column; anything else is pushed point by point.
+    /// Holds points given as columns (in arrival order): [`ReleaseBuffer::push_point`] for
+    /// each. Every maximal run in sync order at or after [`ReleaseBuffer::last_in_order`]
+    /// extends the main run with one copy per column; a point that breaks the order goes to
+    /// the side list, and the run after it continues the main run.
+    ///
+    /// ```
+    /// use punctual_core::ops::ReleaseBuffer;
+    /// use punctual_core::{Batch, Time};
+    /// let t = Time::from_ticks;
+    /// let mut buf = ReleaseBuffer::new();
+    /// buf.push_point_run(&[t(1), t(4), t(2), t(5)], &['a', 'b', 'c', 'd']);
+    /// let mut out = Batch::new();
+    /// buf.release(t(5), &mut out);
+    /// assert_eq!(out.payloads(), &['a', 'c', 'b']);
+    /// ```
     ///
     /// # Panics
     /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
@@ -99,55 +111,66 @@ impl<P> ReleaseBuffer<P> {
         P: Clone,
     {
         assert_eq!(sync.len(), payloads.len(), "one payload per time");
-        let in_order = sync.first().is_some_and(|&f| f >= self.run.last())
-            && sync.windows(2).all(|w| w[0] <= w[1]);
-        if in_order {
-            self.run.push_points(sync, payloads);
-        } else {
-            for (&t, p) in sync.iter().zip(payloads) {
-                self.push_point(t, p.clone());
+        let mut i = 0;
+        while i < sync.len() {
+            let n = in_order(&sync[i..], self.run.last());
+            if n > 0 {
+                self.run.push_points(&sync[i..i + n], &payloads[i..i + n]);
+                i += n;
+            }
+            if let Some(&t) = sync.get(i) {
+                self.push_side(t, t.next_tick(), payloads[i].clone());
+                i += 1;
             }
         }
     }
 
-    /// Holds points given as columns that are sorted by sync time and start at or after
-    /// [`ReleaseBuffer::last_in_order`]: one copy per column (what the ingress hands over after
-    /// checking exactly that). It is a logic error to pass a run that is not: results would
-    /// then be released out of order (debug builds assert it).
+    /// [`ReleaseBuffer::push_point_run`] for points given as records, with the functions that
+    /// read a record's start time and payload (each may be called more than once for a
+    /// record), from the start of `records` while their start times lie in `admit` (an
+    /// ingress stops at a point that breaks a CTI); returns how many it held. Runs in order
+    /// are read straight into the main run, one column at a time.
     ///
-    /// # Panics
-    /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
-    #[inline]
-    pub fn push_sorted_points(&mut self, sync: &[Time], payloads: &[P])
-    where
-        P: Clone,
-    {
-        assert_eq!(sync.len(), payloads.len(), "one payload per time");
-        debug_assert!(
-            sync.first().is_none_or(|&f| f >= self.run.last())
-                && sync.windows(2).all(|w| w[0] <= w[1]),
-            "push_sorted_points: a run out of order"
-        );
-        self.run.push_points(sync, payloads);
-    }
-
-    /// [`ReleaseBuffer::push_sorted_points`] for points given as records, with the functions
-    /// that read a record's start time and payload: the same contract (sorted by sync time,
-    /// starting at or after [`ReleaseBuffer::last_in_order`]; a logic error otherwise), one
-    /// column at a time.
-    #[inline]
-    pub fn push_sorted_points_with<R>(
+    /// ```
+    /// use punctual_core::ops::ReleaseBuffer;
+    /// use punctual_core::Time;
+    /// let t = Time::from_ticks;
+    /// let mut buf = ReleaseBuffer::new();
+    /// let records = [(1, 'a'), (4, 'b'), (2, 'c'), (0, 'd'), (5, 'e')];
+    /// let held = buf.push_point_records(&records, |r| t(r.0), |r| r.1, t(1)..Time::INF);
+    /// assert_eq!((held, buf.len()), (3, 3)); // stops at 'd'
+    /// ```
+    pub fn push_point_records<R>(
         &mut self,
         records: &[R],
         time: impl Fn(&R) -> Time,
         payload: impl Fn(&R) -> P,
-    ) {
-        debug_assert!(
-            records.first().is_none_or(|r| time(r) >= self.run.last())
-                && records.windows(2).all(|w| time(&w[0]) <= time(&w[1])),
-            "push_sorted_points_with: a run out of order"
-        );
-        self.run.push_points_with(records, time, payload);
+        admit: std::ops::Range<Time>,
+    ) -> usize {
+        let mut i = 0;
+        loop {
+            let (start, mut last) = (i, self.run.last().max(admit.start));
+            while let Some(r) = records.get(i) {
+                let t = time(r);
+                if t < last || t >= admit.end {
+                    break;
+                }
+                last = t;
+                i += 1;
+            }
+            if i > start {
+                self.run
+                    .push_points_with(&records[start..i], &time, &payload);
+            }
+            match records.get(i) {
+                Some(r) if admit.contains(&time(r)) => {
+                    let t = time(r);
+                    self.push_side(t, t.next_tick(), payload(r));
+                    i += 1;
+                }
+                _ => return i,
+            }
+        }
     }
 
     /// The last sync time pushed in order (`-inf` when the main run is empty): a point at or
@@ -215,10 +238,17 @@ impl<P> ReleaseBuffer<P> {
             }
             let (lo, hi) = (chunk.front, (chunk.front + left).min(chunk.sync.len()));
             if chunk.points_only() {
-                f(Released::Points(&chunk.sync[lo..hi], &chunk.payload[lo..hi]));
+                f(Released::Points(
+                    &chunk.sync[lo..hi],
+                    &chunk.payload[lo..hi],
+                ));
             } else {
                 for i in lo..hi {
-                    f(Released::One(chunk.sync[i], chunk.other(i), &chunk.payload[i]));
+                    f(Released::One(
+                        chunk.sync[i],
+                        chunk.other(i),
+                        &chunk.payload[i],
+                    ));
                 }
             }
             left -= hi - lo;
@@ -353,6 +383,18 @@ impl<P: Clone> ReleaseBuffer<P> {
         self.ready = ready;
         nm + ns
     }
+}
+
+/// How many times from the start of `sync` are in order and at or after `last`.
+#[inline]
+fn in_order(sync: &[Time], mut last: Time) -> usize {
+    sync.iter()
+        .take_while(|&&t| {
+            let ok = t >= last;
+            last = t;
+            ok
+        })
+        .count()
 }
 
 /// Whether out-of-order result `h` goes before the main result at sync `s` and position

@@ -144,7 +144,11 @@ impl<P> Side<P> {
         &mut self,
         mut pred: impl FnMut(Time, Time, &P) -> bool,
     ) -> Option<SideEntry<P>> {
-        let e = match self.new.iter().position(|e| pred(e.sync, e.other, &e.payload)) {
+        let e = match self
+            .new
+            .iter()
+            .position(|e| pred(e.sync, e.other, &e.payload))
+        {
             Some(pos) => {
                 let e = self.new.remove(pos);
                 self.new_min = self.new.iter().map(|e| e.sync).min().unwrap_or(Time::INF);

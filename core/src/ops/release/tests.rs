@@ -68,7 +68,11 @@ fn releases_are_a_stable_sort<P: Clone + std::fmt::Debug>(
             }
             _ => {
                 let s = t(cti + sync);
-                let o = if interval { t(cti + sync + 5) } else { s.next_tick() };
+                let o = if interval {
+                    t(cti + sync + 5)
+                } else {
+                    s.next_tick()
+                };
                 buf.push(s, o, p(n));
                 reference.push((s, o, n));
             }
@@ -125,7 +129,7 @@ fn unsorted_releases_hand_out_each_point_once_with_its_payload() {
         let times: Vec<Time> = (next..next + n).map(Time::from_ticks).collect();
         let payloads: Vec<(u8, i64)> = (next..next + n).map(|v| (7, v)).collect();
         if round % 2 == 0 {
-            buf.push_sorted_points(&times, &payloads);
+            buf.push_point_run(&times, &payloads);
         } else {
             for (t, p) in times.iter().zip(payloads) {
                 buf.push_point(*t, p);
