@@ -148,17 +148,13 @@ impl<P: Clone> Hold<P> {
                 released: 0,
             };
         }
-        let (mut j, mut top) = (i, Time::NEG_INF);
-        while j < end && (low..Time::MAX_FINITE).contains(&points.time(j)) {
-            top = top.max(points.time(j));
-            j += 1;
-        }
-        points.release(i..j, out);
+        let (read, top) = points.admitted(i..end, low..Time::MAX_FINITE);
+        points.release(i..i + read, out);
         Taken {
-            read: j - i,
+            read,
             top,
             filtered: 0,
-            released: j - i,
+            released: read,
         }
     }
 }

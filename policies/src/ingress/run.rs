@@ -12,6 +12,23 @@ pub(crate) trait PointRun<P> {
     fn len(&self) -> usize;
     fn time(&self, i: usize) -> Time;
     fn payload(&self, i: usize) -> P;
+    /// How many points from the start of `range` have their times in `admit`, and the highest
+    /// of those times (`-inf` if none).
+    fn admitted(
+        &self,
+        range: std::ops::Range<usize>,
+        admit: std::ops::Range<Time>,
+    ) -> (usize, Time) {
+        let mut top = Time::NEG_INF;
+        for i in range.clone() {
+            let t = self.time(i);
+            if !admit.contains(&t) {
+                return (i - range.start, top);
+            }
+            top = top.max(t);
+        }
+        (range.len(), top)
+    }
     /// Appends points `range`, released on arrival, to `batch`.
     fn release(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>);
     /// Reads points from the start of `range` while their time is finite and at or after

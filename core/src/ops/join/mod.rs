@@ -130,10 +130,10 @@ where
         let is_point = |k: usize| ends[k] == sync[k].next_tick();
         let mut i = 0;
         while i < sync.len() {
-            // A run of points in time order that must wait (the usual case), in one go.
-            let (start, mut last) = (i, self.sweep.waiting.last_in_order());
-            while i < sync.len() && sync[i] >= right_cti && sync[i] >= last && is_point(i) {
-                last = sync[i];
+            // A run of points that must wait (the usual case), in one go: the waiting buffer
+            // takes the runs in time order in it with one copy per column.
+            let start = i;
+            while i < sync.len() && sync[i] >= right_cti && is_point(i) {
                 i += 1;
             }
             if i > start {
@@ -159,12 +159,8 @@ where
                 );
                 continue;
             }
-            let (s, o, payload) = (sync[i], ends[i], &payloads[i]);
-            if is_point(i) {
-                self.sweep.waiting.push_point(s, payload.clone());
-            } else {
-                self.intervals.push(s, o, payload.clone());
-            }
+            // Not a point: waits for the left CTI.
+            self.intervals.push(sync[i], ends[i], payloads[i].clone());
             i += 1;
         }
     }
