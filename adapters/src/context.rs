@@ -148,13 +148,24 @@ impl<P: Payload> InputContext<P> {
         self.enqueue(StreamItem::Cti(t)).await
     }
 
-    /// Enqueues many items in one call. Rejected items do not stop the batch (they are counted
-    /// in the summary and dead-lettered); a full reorder buffer does, and fails the query.
+    /// Enqueues many items in one call (runs of points take the ingress' bulk loop). Rejected
+    /// items do not stop the batch (they are counted in the summary and dead-lettered); a full
+    /// reorder buffer does, and fails the query.
     pub async fn enqueue_batch(
         &mut self,
         items: impl IntoIterator<Item = StreamItem<P>>,
     ) -> Result<EnqueueSummary, EnqueueError> {
         self.drive(|d, i| d.enqueue_items(i, items)).await
+    }
+
+    /// [`InputContext::enqueue_batch`] with each item's arrival (its time and partition, which
+    /// the stream's watermark strategy judges events by): for a partitioned source that reads
+    /// in blocks.
+    pub async fn enqueue_batch_with(
+        &mut self,
+        items: impl IntoIterator<Item = (StreamItem<P>, Arrival)>,
+    ) -> Result<EnqueueSummary, EnqueueError> {
+        self.drive(|d, i| d.enqueue_items_with(i, items)).await
     }
 
     /// Enqueues point events `(start, payload)` in one call, through the ingress' bulk path

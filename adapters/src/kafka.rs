@@ -6,7 +6,8 @@
 //! `Watermark::partitioned(n, bound)` each partition has its own watermark, the stream's CTI is
 //! the minimum over the partitions, idle partitions drop out after the idle timeout, and with a
 //! maximum drift the input pauses partitions that run too far ahead (and resumes them when the
-//! others catch up). With `until_end`, the input ends once every partition has reached its end
+//! others catch up). Messages go in in blocks: after one arrives, those already received (up to
+//! 1,024) are enqueued with it in one call. With `until_end`, the input ends once every partition has reached its end
 //! (replaying a topic); otherwise it runs until the query stops. Malformed messages are
 //! skipped, counted and dead-lettered with topic, partition and offset. The factories declare no
 //! advance-time settings: give the stream a (partitioned) watermark strategy.
@@ -33,16 +34,17 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::FutureExt;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
+use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::TopicPartitionList;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use punctual_core::{Batch, EventShape, Time};
+use punctual_core::{Batch, EventShape, StreamItem, Time};
 use punctual_policies::{Arrival, MalformedRecord};
 
 use crate::adapter::{
@@ -179,6 +181,92 @@ fn align(consumer: &StreamConsumer, topic: &str, paused: &mut Vec<usize>, now: V
     *paused = now;
 }
 
+/// Messages enqueued in one call at most: after a message arrives, those already received
+/// are taken too (without waiting), up to this many.
+const BLOCK: usize = 1024;
+
+/// What one received message (or receive error) asks of the input.
+enum Received<P> {
+    /// An item, with its arrival (broker timestamp and partition).
+    Item(StreamItem<P>, Arrival),
+    /// Nothing to enqueue (an end-of-stream line, or a partition end that does not end the
+    /// input).
+    Nothing,
+    /// A message that could not be parsed.
+    Malformed(MalformedRecord),
+    /// Every partition has reached its end (`until_end`).
+    End,
+}
+
+impl<P: Payload + DeserializeOwned> KafkaReader<P> {
+    /// Reads one message (or receive error).
+    fn receive(
+        &self,
+        consumer: &StreamConsumer,
+        message: Result<BorrowedMessage<'_>, KafkaError>,
+        at_end: &mut std::collections::BTreeSet<i32>,
+    ) -> Result<Received<P>, AdapterError> {
+        let message = match message {
+            Ok(m) => m,
+            Err(KafkaError::PartitionEOF(p)) => {
+                at_end.insert(p);
+                let partitions = consumer
+                    .fetch_metadata(Some(&self.config.topic), Duration::from_secs(5))
+                    .ok()
+                    .and_then(|m| m.topics().first().map(|t| t.partitions().len()))
+                    .unwrap_or(usize::MAX);
+                let ended = self.config.until_end && at_end.len() >= partitions;
+                return Ok(if ended {
+                    Received::End
+                } else {
+                    Received::Nothing
+                });
+            }
+            Err(e) => return Err(kafka_error(e)),
+        };
+        let partition = message.partition();
+        at_end.remove(&partition);
+        let text = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+        let arrival = Arrival {
+            time: message
+                .timestamp()
+                .to_millis()
+                .map(|ms| Time::from_ticks(ms.saturating_mul(10_000))),
+            partition: usize::try_from(partition).ok(),
+        };
+        Ok(
+            match parse_line::<P>(text.trim()).and_then(|l| l.into_item()) {
+                Ok(Some(item)) => Received::Item(item, arrival),
+                Ok(None) => Received::Nothing,
+                Err(e) => Received::Malformed(MalformedRecord {
+                    location: format!(
+                        "kafka {} partition {partition} offset {}",
+                        self.config.topic,
+                        message.offset()
+                    ),
+                    message: e.to_string(),
+                    text,
+                }),
+            },
+        )
+    }
+}
+
+/// Enqueues a block of items with their arrivals (leaving it empty); rejected items are counted
+/// and dead-lettered by the query, and do not stop the input.
+async fn flush<P: Payload>(
+    ctx: &mut InputContext<P>,
+    block: &mut Vec<(StreamItem<P>, Arrival)>,
+) -> Result<(), AdapterError> {
+    if block.is_empty() {
+        return Ok(());
+    }
+    match ctx.enqueue_batch_with(block.drain(..)).await {
+        Ok(_) | Err(EnqueueError::Rejected { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 #[async_trait]
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
@@ -188,56 +276,29 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
             .map_err(kafka_error)?;
         let mut at_end = std::collections::BTreeSet::new();
         let mut paused = Vec::new();
+        let mut block = Vec::with_capacity(BLOCK);
         loop {
-            let message = tokio::select! {
+            let first = tokio::select! {
                 m = consumer.recv() => m,
                 _ = ctx.stopping() => return Ok(()),
             };
-            let message = match message {
-                Ok(m) => m,
-                Err(KafkaError::PartitionEOF(p)) => {
-                    at_end.insert(p);
-                    let partitions = consumer
-                        .fetch_metadata(Some(&self.config.topic), Duration::from_secs(5))
-                        .ok()
-                        .and_then(|m| m.topics().first().map(|t| t.partitions().len()))
-                        .unwrap_or(usize::MAX);
-                    if self.config.until_end && at_end.len() >= partitions {
-                        return Ok(());
+            // This message and those already received, up to a block, in one call.
+            let mut next = Some(first);
+            while let Some(message) = next.take() {
+                match self.receive(&consumer, message, &mut at_end)? {
+                    Received::Item(item, arrival) => block.push((item, arrival)),
+                    Received::Nothing => {}
+                    Received::Malformed(record) => {
+                        flush(ctx, &mut block).await?;
+                        ctx.report_malformed(record).await;
                     }
-                    continue;
+                    Received::End => return flush(ctx, &mut block).await,
                 }
-                Err(e) => return Err(kafka_error(e)),
-            };
-            let partition = message.partition();
-            at_end.remove(&partition);
-            let text = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
-            let arrival = Arrival {
-                time: message
-                    .timestamp()
-                    .to_millis()
-                    .map(|ms| Time::from_ticks(ms.saturating_mul(10_000))),
-                partition: usize::try_from(partition).ok(),
-            };
-            match parse_line::<P>(text.trim()).and_then(|l| l.into_item()) {
-                Ok(Some(item)) => match ctx.enqueue_with(item, arrival).await {
-                    Ok(_) | Err(EnqueueError::Rejected { .. }) => {}
-                    Err(e) => return Err(e.into()),
-                },
-                Ok(None) => {}
-                Err(e) => {
-                    ctx.report_malformed(MalformedRecord {
-                        location: format!(
-                            "kafka {} partition {partition} offset {}",
-                            self.config.topic,
-                            message.offset()
-                        ),
-                        message: e.to_string(),
-                        text,
-                    })
-                    .await;
+                if block.len() < BLOCK {
+                    next = consumer.recv().now_or_never();
                 }
             }
+            flush(ctx, &mut block).await?;
             align(
                 &consumer,
                 &self.config.topic,

@@ -1,6 +1,8 @@
 //! MQTT (feature `mqtt`, with `rumqttc`): [`MqttInput`] subscribes to a topic and enqueues one
 //! item per message, [`MqttOutput`] publishes a stream's events and CTIs, one per message. A
 //! message holds one JSON line of the form of [`crate::line`]; an `eof` message ends the input.
+//! Messages go in in blocks: after one arrives, those already received (up to 1,024) are
+//! enqueued with it in one call.
 //! Malformed messages are skipped, counted as `malformed` and dead-lettered with the topic and
 //! message number. For CTIs while a topic is quiet, use a watermark strategy and the query's
 //! clock. The factories declare no advance-time settings: CTIs come from the messages, the
@@ -28,6 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::FutureExt;
 use rumqttc::{AsyncClient, Event, EventLoop, MqttOptions, Packet, QoS};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -103,6 +106,9 @@ fn mqtt_error(e: impl std::error::Error + Send + Sync + 'static) -> AdapterError
     AdapterError::other(e)
 }
 
+/// Messages enqueued in one call at most (see the module doc).
+const BLOCK: usize = 1024;
+
 /// Factory of MQTT inputs; see the module doc.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MqttInput;
@@ -140,30 +146,42 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for MqttReader<P> {
             .await
             .map_err(mqtt_error)?;
         let mut number = 0usize;
-        loop {
-            let event = tokio::select! {
-                e = events.poll() => e.map_err(mqtt_error)?,
+        let mut block = Vec::with_capacity(BLOCK);
+        'read: loop {
+            let first = tokio::select! {
+                e = events.poll() => e,
                 _ = ctx.stopping() => break,
             };
-            let Event::Incoming(Packet::Publish(message)) = event else {
-                continue;
-            };
-            number += 1;
-            let text = String::from_utf8_lossy(&message.payload).into_owned();
-            match parse_line::<P>(text.trim()).and_then(|l| l.into_item()) {
-                Ok(Some(item)) => {
-                    ctx.enqueue_batch(std::iter::once(item)).await?;
+            // This event and those already received, up to a block, in one call.
+            let mut next = Some(first);
+            while let Some(event) = next.take() {
+                let event = event.map_err(mqtt_error)?;
+                if let Event::Incoming(Packet::Publish(message)) = event {
+                    number += 1;
+                    let text = String::from_utf8_lossy(&message.payload).into_owned();
+                    match parse_line::<P>(text.trim()).and_then(|l| l.into_item()) {
+                        Ok(Some(item)) => block.push(item),
+                        Ok(None) => break 'read,
+                        Err(e) => {
+                            ctx.enqueue_batch(block.drain(..)).await?;
+                            ctx.report_malformed(MalformedRecord {
+                                location: format!("mqtt {} message {number}", self.config.topic),
+                                message: e.to_string(),
+                                text,
+                            })
+                            .await;
+                        }
+                    }
                 }
-                Ok(None) => break,
-                Err(e) => {
-                    ctx.report_malformed(MalformedRecord {
-                        location: format!("mqtt {} message {number}", self.config.topic),
-                        message: e.to_string(),
-                        text,
-                    })
-                    .await;
+                if block.len() < BLOCK {
+                    next = events.poll().now_or_never();
                 }
             }
+            ctx.enqueue_batch(block.drain(..)).await?;
+        }
+        // What was read before an `eof` message or the stop.
+        if !block.is_empty() && !ctx.is_stopping() {
+            ctx.enqueue_batch(block.drain(..)).await?;
         }
         let _ = client.disconnect().await;
         Ok(())

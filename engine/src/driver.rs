@@ -150,14 +150,24 @@ impl Driver {
         })
     }
 
-    /// Enqueues items one by one (see [`Ingress::enqueue_items`]); the graph runs once, after
-    /// the last.
+    /// Enqueues a block of items (see [`Ingress::enqueue_items`]: runs of points take the bulk
+    /// loop); the graph runs once, after the last.
     pub fn enqueue_items<P: Clone + PartialEq + Send + Sync + 'static>(
         &mut self,
         input: InputId<P>,
         items: impl IntoIterator<Item = StreamItem<P>>,
     ) -> Result<EnqueueSummary, Error> {
         self.with_input(input, |ingress, out| ingress.enqueue_items(items, out))
+    }
+
+    /// Enqueues a block of items with their arrivals (see [`Ingress::enqueue_items_with`]);
+    /// the graph runs once, after the last.
+    pub fn enqueue_items_with<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        items: impl IntoIterator<Item = (StreamItem<P>, Arrival)>,
+    ) -> Result<EnqueueSummary, Error> {
+        self.with_input(input, |ingress, out| ingress.enqueue_items_with(items, out))
     }
 
     /// Enqueues points (see [`Ingress::enqueue_points`]).

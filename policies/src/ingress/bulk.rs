@@ -1,5 +1,5 @@
-//! The bulk entry points: points in arrival order, from an iterator, as columns, or as records
-//! read through functions, all through one loop (which applies the stream's fused filter, if
+//! The bulk entry points: items or points in arrival order, from an iterator, as columns, or
+//! as records read through functions, all through one loop (which applies the stream's fused filter, if
 //! it has one, as it reads). Each
 //! gives exactly what enqueuing the points one by one gives (CTIs, drops, dead letters,
 //! counters); only the speed differs. The loop takes runs of valid points up to the next
@@ -7,7 +7,7 @@
 //! run (a late or invalid point, a full buffer, the CTI boundary) takes the general path of
 //! [`Ingress::enqueue`] for that one point.
 
-use punctual_core::{Event, EventKind, Time};
+use punctual_core::{Event, EventKind, StreamItem, Time};
 
 use super::output::{EnqueueSummary, IngressOutput};
 use super::run::{Columns, PointRun, Records};
@@ -23,13 +23,72 @@ use super::hold::Hold;
 const CHUNK: usize = 1024;
 
 impl<P: Clone + PartialEq> Ingress<P> {
-    /// Enqueues point events in arrival order, with the same result as enqueuing
-    /// `StreamItem::point(t, p)` for each (CTIs generated between them included), in one call:
-    /// the way to feed a stream of points at full speed. Returns what became of them (each
-    /// rejected point is also counted and sent to the dead letters with its reason, as by
-    /// [`Ingress::enqueue`]), or [`Error::BufferFull`] when the reorder buffer is full: that
-    /// point was rejected, the points after it were not enqueued, and what happened before
-    /// it is in the counters.
+    /// Enqueues items in arrival order, with the same result as [`Ingress::enqueue`] for each
+    /// (CTIs generated between them included), and counts what became of them: the way an
+    /// adapter hands over a block of what it read. Runs of points go through the bulk loop
+    /// (payloads without drop glue: those that own memory are moved in one by one rather than
+    /// copied). Rejected items do not stop it (they are counted and sent to the dead letters
+    /// with their reason); a full reorder buffer does, with [`Error::BufferFull`]: that item
+    /// was rejected, the items after it were not enqueued, and what happened before it is in
+    /// the counters.
+    ///
+    /// ```
+    /// use punctual_core::{StreamItem, Time};
+    /// use punctual_policies::{Ingress, IngressConfig, IngressOutput};
+    /// let t = Time::from_ticks;
+    /// let mut ingress = Ingress::new(IngressConfig::default());
+    /// let mut out = IngressOutput::new();
+    /// let items = [
+    ///     StreamItem::point(t(3), 'b'),
+    ///     StreamItem::point(t(1), 'a'),
+    ///     StreamItem::interval(t(2), t(9), 'i'),
+    ///     StreamItem::Cti(t(4)),
+    ///     StreamItem::point(t(2), 'x'), // breaks CTI(4): rejected
+    /// ];
+    /// let summary = ingress.enqueue_items(items, &mut out).unwrap();
+    /// assert_eq!((summary.accepted, summary.ctis, summary.rejected), (3, 1, 1));
+    /// assert_eq!(out.batch.payloads(), &['a', 'i', 'b']);
+    /// ```
+    pub fn enqueue_items(
+        &mut self,
+        items: impl IntoIterator<Item = StreamItem<P>>,
+        out: &mut IngressOutput<P>,
+    ) -> Result<EnqueueSummary, Error> {
+        let mut summary = EnqueueSummary::default();
+        if std::mem::needs_drop::<P>() {
+            for item in items {
+                summary.record(self.enqueue(item, out))?;
+            }
+            return Ok(summary);
+        }
+        let mut chunk = std::mem::take(&mut self.scratch);
+        chunk.clear();
+        let result = self.enqueue_items_in_runs(items.into_iter(), &mut chunk, &mut summary, out);
+        chunk.clear();
+        self.scratch = chunk;
+        result.map(|()| summary)
+    }
+
+    /// [`Ingress::enqueue_items`] with each item's arrival (its time and partition), which
+    /// the watermark strategies judge events by: [`Ingress::enqueue_with`] for each. Without
+    /// a watermark strategy arrivals change nothing, and the items take the bulk loop.
+    pub fn enqueue_items_with(
+        &mut self,
+        items: impl IntoIterator<Item = (StreamItem<P>, Arrival)>,
+        out: &mut IngressOutput<P>,
+    ) -> Result<EnqueueSummary, Error> {
+        if self.watermark.is_none() {
+            return self.enqueue_items(items.into_iter().map(|(item, _)| item), out);
+        }
+        let mut summary = EnqueueSummary::default();
+        for (item, arrival) in items {
+            summary.record(self.enqueue_with(item, arrival, out))?;
+        }
+        Ok(summary)
+    }
+
+    /// Enqueues point events in arrival order: [`Ingress::enqueue_items`] on
+    /// `StreamItem::point(t, p)` for each.
     ///
     /// ```
     /// use punctual_core::Time;
@@ -55,28 +114,58 @@ impl<P: Clone + PartialEq> Ingress<P> {
         points: impl IntoIterator<Item = (Time, P)>,
         out: &mut IngressOutput<P>,
     ) -> Result<EnqueueSummary, Error> {
-        let mut points = points.into_iter();
-        let mut chunk = std::mem::take(&mut self.scratch);
-        let mut summary = EnqueueSummary::default();
-        let result = loop {
-            chunk.clear();
-            chunk.extend(points.by_ref().take(CHUNK));
-            if chunk.is_empty() {
-                break Ok(summary);
+        let items = points.into_iter().map(|(t, p)| StreamItem::point(t, p));
+        self.enqueue_items(items, out)
+    }
+
+    /// Points gathered into `chunk` (moved out of their items) and taken by the bulk loop a
+    /// chunk at a time; any other item ends the chunk and takes the general path.
+    fn enqueue_items_in_runs(
+        &mut self,
+        items: impl Iterator<Item = StreamItem<P>>,
+        chunk: &mut Vec<(Time, P)>,
+        summary: &mut EnqueueSummary,
+        out: &mut IngressOutput<P>,
+    ) -> Result<(), Error> {
+        for item in items {
+            match item {
+                StreamItem::Insert(Event {
+                    kind: EventKind::Point(t),
+                    payload,
+                }) => {
+                    chunk.push((t, payload));
+                    if chunk.len() == CHUNK {
+                        self.enqueue_chunk(chunk, summary, out)?;
+                    }
+                }
+                other => {
+                    self.enqueue_chunk(chunk, summary, out)?;
+                    summary.record(self.enqueue(other, out))?;
+                }
             }
-            let run = Records {
-                records: &chunk,
-                time: |r: &(Time, P)| r.0,
-                payload: |r: &(Time, P)| r.1.clone(),
-            };
-            match self.enqueue_point_run(&run, out) {
-                Ok(s) => summary.add(s),
-                Err(e) => break Err(e),
-            }
+        }
+        self.enqueue_chunk(chunk, summary, out)
+    }
+
+    /// The points of `chunk` through the bulk loop; leaves it empty.
+    fn enqueue_chunk(
+        &mut self,
+        chunk: &mut Vec<(Time, P)>,
+        summary: &mut EnqueueSummary,
+        out: &mut IngressOutput<P>,
+    ) -> Result<(), Error> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let run = Records {
+            records: &chunk[..],
+            time: |r: &(Time, P)| r.0,
+            payload: |r: &(Time, P)| r.1.clone(),
         };
+        let result = self.enqueue_point_run(&run, out);
         chunk.clear();
-        self.scratch = chunk;
-        result
+        summary.add(result?);
+        Ok(())
     }
 
     /// Enqueues point events given as columns (start times and payloads, in arrival order),

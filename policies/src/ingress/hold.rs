@@ -24,8 +24,7 @@ pub(crate) enum Hold<P> {
 pub(crate) struct Taken {
     /// Points read from the start of the range (valid, at or after the CTI).
     pub(crate) read: usize,
-    /// The highest start time read (`-inf` if none), or a higher one read before (the
-    /// ingress keeps the highest it has seen).
+    /// The highest start time read (`-inf` if none).
     pub(crate) top: Time,
     /// Points the fused filter kept out.
     pub(crate) filtered: usize,
@@ -137,13 +136,10 @@ impl<P: Clone> Hold<P> {
             };
         }
         if let Hold::Sorted(buffer) = self {
-            let read = points.hold(i..end, low..Time::MAX_FINITE, buffer);
-            // The last time in order is the highest read, or one read before (each point that
-            // went to the side list was below it): what the ingress keeps as its high time.
-            let top = buffer.last_in_order();
+            let (read, top) = points.hold(i..end, low..Time::MAX_FINITE, buffer);
             return Taken {
                 read,
-                top: if read > 0 { top } else { Time::NEG_INF },
+                top,
                 filtered: 0,
                 released: 0,
             };

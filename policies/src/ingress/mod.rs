@@ -302,21 +302,6 @@ impl<P: Clone + PartialEq> Ingress<P> {
         }
     }
 
-    /// Enqueues items one by one ([`Ingress::enqueue`]) and counts what became of them.
-    /// Rejected items do not stop it (they are counted and dead-lettered); a full reorder
-    /// buffer does, with its error (the items after it were not enqueued).
-    pub fn enqueue_items(
-        &mut self,
-        items: impl IntoIterator<Item = StreamItem<P>>,
-        out: &mut IngressOutput<P>,
-    ) -> Result<EnqueueSummary, Error> {
-        let mut summary = EnqueueSummary::default();
-        for item in items {
-            summary.record(self.enqueue(item, out))?;
-        }
-        Ok(summary)
-    }
-
     /// Issues a CTI imported from another stream; returns whether it advanced application time
     /// (a stale import is counted as `stale_ctis`).
     pub fn import_cti(&mut self, t: Time, out: &mut IngressOutput<P>) -> bool {

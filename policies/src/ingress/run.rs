@@ -40,13 +40,14 @@ pub(crate) trait PointRun<P> {
         low_keep: (Time, &dyn Predicate<P>),
     ) -> (usize, Time);
     /// Holds points from the start of `range` in the reorder buffer while their times lie in
-    /// `admit`, runs in order with one copy per column; returns how many it held.
+    /// `admit`, runs in order with one copy per column; returns how many it held and the
+    /// highest of their times.
     fn hold(
         &self,
         range: std::ops::Range<usize>,
         admit: std::ops::Range<Time>,
         buffer: &mut ReleaseBuffer<P>,
-    ) -> usize;
+    ) -> (usize, Time);
 }
 
 /// Columns of equal length: runs move with one copy per column.
@@ -86,11 +87,11 @@ impl<P: Clone> PointRun<P> for Columns<'_, P> {
         range: std::ops::Range<usize>,
         admit: std::ops::Range<Time>,
         buffer: &mut ReleaseBuffer<P>,
-    ) -> usize {
-        let times = &self.times[range.clone()];
-        let n = times.iter().take_while(|&t| admit.contains(t)).count();
-        buffer.push_point_run(&times[..n], &self.payloads[range][..n]);
-        n
+    ) -> (usize, Time) {
+        let (n, top) = self.admitted(range.clone(), admit);
+        let (times, payloads) = (&self.times[range.clone()], &self.payloads[range]);
+        buffer.push_point_run(&times[..n], &payloads[..n]);
+        (n, top)
     }
 }
 
@@ -138,7 +139,7 @@ where
         range: std::ops::Range<usize>,
         admit: std::ops::Range<Time>,
         buffer: &mut ReleaseBuffer<P>,
-    ) -> usize {
+    ) -> (usize, Time) {
         let records = &self.records[range];
         buffer.push_point_records(records, &self.time, &self.payload, admit)
     }

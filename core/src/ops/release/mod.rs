@@ -128,8 +128,9 @@ impl<P> ReleaseBuffer<P> {
     /// [`ReleaseBuffer::push_point_run`] for points given as records, with the functions that
     /// read a record's start time and payload (each may be called more than once for a
     /// record), from the start of `records` while their start times lie in `admit` (an
-    /// ingress stops at a point that breaks a CTI); returns how many it held. Runs in order
-    /// are read straight into the main run, one column at a time.
+    /// ingress stops at a point that breaks a CTI); returns how many it held and the highest
+    /// of their times (`-inf` if none). Runs in order are read straight into the main run,
+    /// one column at a time.
     ///
     /// ```
     /// use punctual_core::ops::ReleaseBuffer;
@@ -138,7 +139,8 @@ impl<P> ReleaseBuffer<P> {
     /// let mut buf = ReleaseBuffer::new();
     /// let records = [(1, 'a'), (4, 'b'), (2, 'c'), (0, 'd'), (5, 'e')];
     /// let held = buf.push_point_records(&records, |r| t(r.0), |r| r.1, t(1)..Time::INF);
-    /// assert_eq!((held, buf.len()), (3, 3)); // stops at 'd'
+    /// assert_eq!(held, (3, t(4))); // stops at 'd'
+    /// assert_eq!(buf.len(), 3);
     /// ```
     pub fn push_point_records<R>(
         &mut self,
@@ -146,8 +148,8 @@ impl<P> ReleaseBuffer<P> {
         time: impl Fn(&R) -> Time,
         payload: impl Fn(&R) -> P,
         admit: std::ops::Range<Time>,
-    ) -> usize {
-        let mut i = 0;
+    ) -> (usize, Time) {
+        let (mut i, mut top) = (0, Time::NEG_INF);
         loop {
             let (start, mut last) = (i, self.run.last().max(admit.start));
             while let Some(r) = records.get(i) {
@@ -159,16 +161,19 @@ impl<P> ReleaseBuffer<P> {
                 i += 1;
             }
             if i > start {
+                // The last of a run in order is its highest.
+                top = top.max(last);
                 self.run
                     .push_points_with(&records[start..i], &time, &payload);
             }
             match records.get(i) {
                 Some(r) if admit.contains(&time(r)) => {
                     let t = time(r);
+                    top = top.max(t);
                     self.push_side(t, t.next_tick(), payload(r));
                     i += 1;
                 }
-                _ => return i,
+                _ => return (i, top),
             }
         }
     }
