@@ -29,7 +29,7 @@ USAGE:
 
 EXAMPLES:
     punctual run tests/conformance/ingress/unordered-with-delay
-    punctual check tests/conformance ../shared/conformance/ingress
+    punctual check tests/conformance
     punctual pipe -i samples/data/readings.jsonl --delay 50000000 | head
     cat readings.csv | punctual pipe --csv time --in-order > ordered.jsonl
 

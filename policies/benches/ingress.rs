@@ -1,5 +1,5 @@
 //! Ingress throughput: in-order points, and points 5% out of order with a grace period,
-//! CTIs generated every 1,000 events (the workload of `../shared/bench`, scaled down): one item
+//! CTIs generated every 1,000 events (the benchmark workload of BENCHMARKS.md, scaled down): one item
 //! at a time, from an iterator, as columns, and as columns released on arrival (an unordered
 //! source).
 

@@ -1,4 +1,4 @@
-//! `punctual-runtime-bench`: the window query of the shared benchmark (`../shared/bench`) end to
+//! `punctual-runtime-bench`: the window query of the benchmark workload (see BENCHMARKS.md) end to
 //! end through the tokio runtime, with a real input adapter, measuring what `punctual-bench`
 //! does not: events/s through the runtime with 1 or 2 worker threads, peak memory, and the
 //! latency from a CTI's issue to its arrival at the output adapter.
@@ -46,7 +46,7 @@ type Total = (u32, (u64, f64));
 
 const CHUNK_EVENTS: usize = 1000;
 
-/// The workload generator's random numbers (../shared/bench/gen).
+/// The workload generator's random numbers (SplitMix64).
 struct SplitMix64(u64);
 
 impl SplitMix64 {
