@@ -1,6 +1,8 @@
 //! Concept: a slow reference stream imports a fast stream's CTIs, so a join with it releases as
 //! fast as the fast stream. Without the import the join would release nothing (see
-//! `punctual explain tests/conformance/import/without-import-the-join-never-releases`).
+//! `punctual explain tests/conformance/import/without-import-the-join-never-releases`). Marked
+//! as reference data, its snapshot goes in before the fast stream starts, whatever the order
+//! the streams are created in and however the runtime schedules them.
 //!
 //! Run: `cargo run --example import_join`
 
@@ -20,29 +22,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         StreamItem::point(t(7), ("pear", 1)),
     ];
     let mut query = Query::new("orders");
-    // The reference stream is created first, so its adapter enqueues before the orders run
-    // out: had the orders ended first (with their final CTI, which prices imports), the prices
-    // would arrive after CTI(+inf) and be dropped as late.
-    let p = query.create_stream(
-        InputOptions::new("prices", EventShape::Edge).settings(
-            AdvanceTimeSettings::builder()
-                .import(AdvanceTimeImportSettings::new("orders"))
-                .policy(AdvanceTimePolicy::Adjust)
-                .build()?,
-        ),
-        &MemoryInput,
-        &prices,
-    )?;
     let o = query.create_stream(
         InputOptions::new("orders", EventShape::Point)
             .settings(AdvanceTimeSettings::increasing_start_time()),
         &MemoryInput,
         &orders,
     )?;
+    // Reference data: the orders start once the prices' adapter is ready (here: once it has
+    // ended; an adapter that keeps running calls `ctx.ready()` after its snapshot). Without
+    // it, the orders might run to their end first, and the prices, arriving after the orders'
+    // final CTI (which they import), would be dropped as late.
+    let p = query.create_stream(
+        InputOptions::new("prices", EventShape::Edge)
+            .settings(
+                AdvanceTimeSettings::builder()
+                    .import(AdvanceTimeImportSettings::new("orders"))
+                    .policy(AdvanceTimePolicy::Adjust)
+                    .build()?,
+            )
+            .reference(),
+        &MemoryInput,
+        &prices,
+    )?;
     let totals = o.join_on(&p, |o| o.0, |p| p.0, |o, p| (o.0, o.1 * p.1));
     let out = CollectOutput::new();
     query.bind_output(&totals, &out, &())?;
-    query.start()?.wait().await?;
+    let report = query.start()?.wait().await?;
+    assert_eq!(report.counters("prices").map(|c| c.dropped), Some(0));
     let items = out.items();
     items.iter().for_each(|i| println!("{i:?}"));
     assert!(items.contains(&StreamItem::point(t(5), ("apple", 6))));

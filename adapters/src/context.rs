@@ -53,6 +53,16 @@ impl<P: Payload> InputContext<P> {
         let _ = stop.wait_for(|s| *s).await;
     }
 
+    /// Says that the stream's initial snapshot is in: on a reference input
+    /// ([`InputOptions::reference`]), the query starts its other inputs once every reference
+    /// input is ready, which it also is once its adapter has enqueued a CTI of its own, or
+    /// ended. On an ordinary input it does nothing.
+    ///
+    /// [`InputOptions::reference`]: punctual_engine::InputOptions::reference
+    pub fn ready(&self) {
+        self.shell.mark_ready(self.input.index());
+    }
+
     /// The stream's counters as of its last call into the query.
     pub fn counters(&self) -> IngressCounters {
         self.shell.streams[self.input.index()].counters()
@@ -80,6 +90,11 @@ impl<P: Payload> InputContext<P> {
             .shell
             .drive(SendMode::StopAware(&mut self.stop), |d| f(d, input))
             .await?;
+        let view = &self.shell.streams[input.index()];
+        if !view.is_ready() && view.counters().ctis_in > 0 {
+            // A reference input's own CTI says its snapshot is in.
+            self.shell.mark_ready(input.index());
+        }
         r.map_err(|source| {
             let stream = self.stream_name().to_owned();
             match source {

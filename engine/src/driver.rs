@@ -25,6 +25,10 @@ pub struct Driver {
     inputs: Vec<Box<dyn Input>>,
     /// For each input, the inputs that import its CTIs.
     importers: Vec<Vec<usize>>,
+    /// For each input, whether it is reference data (it keeps its own end).
+    reference: Vec<bool>,
+    /// For each reference input, whether an imported `CTI(+inf)` waits for its own end.
+    withheld: Vec<bool>,
     /// Scratch: the CTIs an input released in one call.
     ctis: Vec<Time>,
     closed: bool,
@@ -48,14 +52,16 @@ impl Driver {
         plan: u64,
         graph: Graph,
         inputs: Vec<Box<dyn Input>>,
-        importers: Vec<Vec<usize>>,
+        (importers, reference): (Vec<Vec<usize>>, Vec<bool>),
     ) -> Self {
         Driver {
             name,
             plan,
             graph,
+            withheld: vec![false; inputs.len()],
             inputs,
             importers,
+            reference,
             ctis: Vec::new(),
             closed: false,
         }
@@ -116,10 +122,15 @@ impl Driver {
         self.ctis = ctis;
     }
 
-    /// Issues `CTI(t)`, just emitted by input `from`, on every input that imports it.
+    /// Issues `CTI(t)`, just emitted by input `from`, on every input that imports it; a
+    /// reference input whose adapter has not ended keeps an imported `CTI(+inf)` for its end.
     fn import(&mut self, from: usize, t: Time) {
         for k in 0..self.importers[from].len() {
             let j = self.importers[from][k];
+            if t == Time::INF && self.reference[j] && !self.inputs[j].is_finished() {
+                self.withheld[j] = true;
+                continue;
+            }
             if self.inputs[j].import_cti(t) {
                 self.inputs[j].feed(&mut self.graph);
                 self.import(j, t);
@@ -215,15 +226,26 @@ impl Driver {
     }
 
     /// End of input `index`: its final CTI, if its settings ask for one (see
-    /// [`Ingress::finish`]). Returns whether it issued one. Its held events may still be
-    /// released by imported CTIs.
+    /// [`Ingress::finish`]), or, for a reference input, the final CTI it imported while its
+    /// adapter ran. Returns whether it issued one. Its held events may still be released by
+    /// imported CTIs.
     pub fn finish(&mut self, index: usize) -> bool {
         let Some(input) = self.inputs.get_mut(index) else {
             return false;
         };
-        let issued = input.finish();
+        let mut issued = input.finish();
         self.propagate(index);
+        if std::mem::take(&mut self.withheld[index]) && self.inputs[index].import_cti(Time::INF) {
+            issued = true;
+            self.inputs[index].feed(&mut self.graph);
+            self.import(index, Time::INF);
+        }
         issued
+    }
+
+    /// Whether input `index` is reference data (see `InputOptions::reference`).
+    pub fn is_reference(&self, index: usize) -> bool {
+        self.reference.get(index).copied().unwrap_or(false)
     }
 
     /// A clock reading, on the application-time scale, for every input whose watermark

@@ -27,6 +27,7 @@ pub struct InputOptions<O = Ordered> {
     pub(crate) settings: Option<AdvanceTimeSettings>,
     pub(crate) watermark: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) max_buffered: usize,
+    pub(crate) reference: bool,
     _order: PhantomData<fn() -> O>,
 }
 
@@ -38,6 +39,7 @@ impl<O> Clone for InputOptions<O> {
             settings: self.settings.clone(),
             watermark: self.watermark.clone(),
             max_buffered: self.max_buffered,
+            reference: self.reference,
             _order: PhantomData,
         }
     }
@@ -51,6 +53,7 @@ impl<O: Order> std::fmt::Debug for InputOptions<O> {
             .field("settings", &self.settings)
             .field("watermark", &self.watermark.is_some())
             .field("max_buffered", &self.max_buffered)
+            .field("reference", &self.reference)
             .field("order", &O::ORDER)
             .finish()
     }
@@ -67,6 +70,7 @@ impl InputOptions<Ordered> {
             settings: None,
             watermark: None,
             max_buffered: DEFAULT_MAX_BUFFERED,
+            reference: false,
             _order: PhantomData,
         }
     }
@@ -85,6 +89,7 @@ impl InputOptions<Ordered> {
             settings: self.settings,
             watermark: self.watermark,
             max_buffered: self.max_buffered,
+            reference: self.reference,
             _order: PhantomData,
         }
     }
@@ -127,5 +132,29 @@ impl<O: Order> InputOptions<O> {
     pub fn max_buffered(mut self, n: usize) -> Self {
         self.max_buffered = n;
         self
+    }
+
+    /// Marks the stream as reference data: slow data (calibrations, a price list) that a fast
+    /// stream is looked up in, and that imports the fast stream's CTIs. Its input keeps its
+    /// own end: while its adapter runs, the final `CTI(+inf)` of a stream it imports from is
+    /// held back (what it imported before still applies), and issued when its own input
+    /// ends, so reference data that comes after the fast stream has ended is still taken.
+    /// The runtime also starts the query's other inputs only once every reference input is
+    /// ready (it has enqueued its initial snapshot: see the adapters' `InputContext::ready`).
+    ///
+    /// ```
+    /// use punctual_core::EventShape;
+    /// use punctual_engine::InputOptions;
+    /// let options = InputOptions::new("calibrations", EventShape::Edge).reference();
+    /// assert!(options.is_reference());
+    /// ```
+    pub fn reference(mut self) -> Self {
+        self.reference = true;
+        self
+    }
+
+    /// Whether the stream is reference data ([`InputOptions::reference`]).
+    pub fn is_reference(&self) -> bool {
+        self.reference
     }
 }

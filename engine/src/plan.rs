@@ -75,6 +75,7 @@ struct Pending<P> {
     watermark: Option<Watermark<P>>,
     config: IngressConfig,
     import: Option<String>,
+    reference: bool,
     sink: Option<Box<dyn DeadLetterSink<P>>>,
 }
 
@@ -83,6 +84,7 @@ trait PendingInput: Send {
     fn name(&self) -> &str;
     fn node(&self) -> NodeId;
     fn import(&self) -> Option<&str>;
+    fn is_reference(&self) -> bool;
     fn as_any(&mut self) -> &mut dyn Any;
     /// The input, with the filters that directly follow it in `graph` fused into its ingress.
     fn build(self: Box<Self>, graph: &mut Graph) -> Box<dyn Input>;
@@ -99,6 +101,10 @@ impl<P: Payload> PendingInput for Pending<P> {
 
     fn import(&self) -> Option<&str> {
         self.import.as_deref()
+    }
+
+    fn is_reference(&self) -> bool {
+        self.reference
     }
 
     fn as_any(&mut self) -> &mut dyn Any {
@@ -220,6 +226,7 @@ impl Plan {
             watermark,
             config,
             import,
+            reference: options.reference,
             sink: None,
         }));
         let id = InputId {
@@ -337,13 +344,20 @@ impl Plan {
                 cur = j;
             }
         }
+        let reference = self.inputs.iter().map(|s| s.is_reference()).collect();
         let mut graph = self.graph.take_graph();
         let inputs = self
             .inputs
             .into_iter()
             .map(|p| p.build(&mut graph))
             .collect();
-        Ok(Driver::new(self.name, self.id, graph, inputs, importers))
+        Ok(Driver::new(
+            self.name,
+            self.id,
+            graph,
+            inputs,
+            (importers, reference),
+        ))
     }
 
     fn check<P: Payload, O: Order>(&self, stream: &Stream<P, O>) -> Result<()> {

@@ -5,7 +5,8 @@ use punctual_core::ops::Stream;
 use punctual_core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
 use punctual_engine::{DeadLetterCollector, Error, InputId, InputOptions, Plan};
 use punctual_policies::{
-    AdvanceTimeImportSettings, AdvanceTimePolicy, AdvanceTimeSettings, DeadLetterReason, Watermark,
+    AdvanceTimeGenerationSettings, AdvanceTimeImportSettings, AdvanceTimePolicy,
+    AdvanceTimeSettings, DeadLetterReason, Watermark,
 };
 
 fn t(x: i64) -> Time {
@@ -112,6 +113,66 @@ fn a_cti_cascades_down_the_import_graph_at_once() {
     driver.enqueue(a, StreamItem::Cti(t(6))).expect("valid");
     assert_eq!(driver.counters(b.index()).map(|c| c.stale_ctis), Some(1));
     assert!(!driver.finish(a.index()));
+}
+
+/// A reference input keeps its own end: the final CTI of the stream it imports from waits
+/// until its own input ends, so reference data that comes after the fast stream has ended is
+/// still taken (an ordinary importer drops it as late); the finite CTIs apply as they come.
+#[test]
+fn a_reference_input_keeps_its_own_end() {
+    let run = |reference: bool| {
+        let mut plan = Plan::new("q");
+        let fast = AdvanceTimeSettings::builder()
+            .generation(
+                AdvanceTimeGenerationSettings::every_events(1)
+                    .final_cti(true)
+                    .build()
+                    .expect("valid settings"),
+            )
+            .policy(AdvanceTimePolicy::Drop)
+            .build()
+            .expect("valid settings");
+        let (a, sa) = input(&mut plan, "fast", fast);
+        let options = InputOptions::new("slow", EventShape::Point).settings(importing("fast"));
+        let options = if reference {
+            options.reference()
+        } else {
+            options
+        };
+        let (b, sb) = plan.input::<i64, Ordered>(options).expect("a valid input");
+        let out = plan
+            .output(&sa.union(&[&sb]))
+            .expect("a stream of the plan");
+        let mut driver = plan.build().expect("a valid plan");
+        assert_eq!(driver.is_reference(b.index()), reference);
+        driver
+            .enqueue(a, StreamItem::point(t(4), 1))
+            .expect("valid");
+        driver
+            .enqueue(a, StreamItem::point(t(6), 2))
+            .expect("valid");
+        driver.finish(a.index());
+        let late = driver.enqueue(b, StreamItem::point(t(8), 80));
+        driver.finish(b.index());
+        let mut batch = Batch::new();
+        driver.take_output(&out, &mut batch);
+        (
+            late.is_ok(),
+            batch.payloads().to_vec(),
+            driver.counters(b.index()),
+        )
+    };
+    let (taken, payloads, counters) = run(true);
+    assert!(taken);
+    assert_eq!(payloads, vec![1, 2, 80]);
+    assert_eq!(counters.map(|c| (c.cti, c.dropped)), Some((Time::INF, 0)));
+    let (_, payloads, counters) = run(false);
+    assert_eq!(
+        payloads,
+        vec![1, 2],
+        "an ordinary importer has taken CTI(+inf)"
+    );
+    assert_eq!(counters.map(|c| c.dropped), Some(1));
 }
 
 /// Clock readings reach the inputs whose watermark strategy takes them, and only while they

@@ -54,6 +54,10 @@ pub(crate) struct Engine {
 #[derive(Debug)]
 pub(crate) struct StreamView {
     pub(crate) name: String,
+    /// Whether the stream is reference data (the other inputs wait until it is ready).
+    pub(crate) reference: bool,
+    /// Whether it is ready (a reference input that has enqueued its snapshot).
+    ready: AtomicBool,
     state: Mutex<ViewState>,
 }
 
@@ -68,8 +72,10 @@ struct ViewState {
 }
 
 impl StreamView {
-    fn new(name: String) -> Self {
+    fn new(name: String, reference: bool) -> Self {
         StreamView {
+            reference,
+            ready: AtomicBool::new(!reference),
             state: Mutex::new(ViewState {
                 counters: IngressCounters::default(),
                 metrics: StreamMetrics::new(&name),
@@ -83,6 +89,12 @@ impl StreamView {
 
     fn lock(&self) -> MutexGuard<'_, ViewState> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether it is ready: always for an ordinary input; for a reference input, once its
+    /// adapter has said so, enqueued a CTI of its own, or ended.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst)
     }
 
     /// The counters as of the last call.
@@ -176,6 +188,8 @@ pub(crate) struct Shell {
     engine: AsyncMutex<Engine>,
     pub(crate) streams: Vec<StreamView>,
     pub(crate) signals: Arc<Signals>,
+    /// How many reference inputs are not ready yet.
+    unready: watch::Sender<usize>,
 }
 
 impl Shell {
@@ -184,9 +198,13 @@ impl Shell {
         ports: Vec<Box<dyn OutputPort>>,
         signals: Arc<Signals>,
     ) -> Self {
-        let streams = (0..driver.input_count())
-            .map(|i| StreamView::new(driver.input_name(i).unwrap_or_default().to_owned()))
+        let streams: Vec<StreamView> = (0..driver.input_count())
+            .map(|i| {
+                let name = driver.input_name(i).unwrap_or_default().to_owned();
+                StreamView::new(name, driver.is_reference(i))
+            })
             .collect();
+        let unready = streams.iter().filter(|s| !s.is_ready()).count();
         let live = driver.input_count();
         Shell {
             name: driver.name().to_owned(),
@@ -198,7 +216,25 @@ impl Shell {
             }),
             streams,
             signals,
+            unready: watch::channel(unready).0,
         }
+    }
+
+    /// Input `index` is ready (a reference input that has enqueued its snapshot; nothing for
+    /// an ordinary input).
+    pub(crate) fn mark_ready(&self, index: usize) {
+        let Some(view) = self.streams.get(index) else {
+            return;
+        };
+        if !view.ready.swap(true, Ordering::SeqCst) {
+            self.unready.send_modify(|n| *n = n.saturating_sub(1));
+        }
+    }
+
+    /// Resolves once every reference input is ready (at once without any).
+    pub(crate) async fn references_ready(&self) {
+        let mut unready = self.unready.subscribe();
+        let _ = unready.wait_for(|n| *n == 0).await;
     }
 
     /// Runs `f` on the driver, publishes every input's counters, and sends what the outputs
@@ -247,6 +283,7 @@ impl Shell {
     /// failure, so that no output looks complete when it is not). When it was the last, the
     /// query ends: every input's unreleased events are counted and the outputs close.
     pub(crate) async fn end_input(&self, index: usize, final_cti: bool) {
+        self.mark_ready(index);
         let mut engine = self.engine.lock().await;
         if final_cti {
             engine.driver.finish(index);

@@ -106,8 +106,16 @@ impl<P: Payload> ErasedInput for PendingInput<P> {
         let grace = tasks.grace;
         let shell = Arc::clone(shell);
         let mut ctx = InputContext::new(Arc::clone(&shell), id);
+        let reference = shell.streams[id.index()].reference;
         tasks.spawn(format!("input `{name}`"), async move {
             let mut stop = shell.signals.subscribe();
+            if !reference {
+                // The reference data's snapshots go in first.
+                tokio::select! {
+                    _ = shell.references_ready() => {}
+                    _ = stop.wait_for(|s| *s) => {}
+                }
+            }
             let result = tokio::select! {
                 r = adapter.run(&mut ctx) => Some(r),
                 _ = async {
