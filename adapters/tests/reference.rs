@@ -117,7 +117,7 @@ async fn run(
         items: Arc::new(calibrations.clone()),
         linger,
     };
-    let mut create_calibrations = |query: &mut Query| -> Stream<Calibration> {
+    let create_calibrations = |query: &mut Query| -> Stream<Calibration> {
         let options = InputOptions::new("calibration", EventShape::Edge)
             .settings(calibration_settings.clone())
             .reference();
