@@ -184,7 +184,7 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         .then(|| std::fs::read(&input).ok())
         .flatten()
         .map(|bytes| bytes.iter().filter(|&&b| b == b'\n').count() as u64);
-    let mut options = InputOptions::new("in", EventShape::Interval);
+    let mut options = InputOptions::new("in", EventShape::Edge);
     if let Some(d) = p.delay {
         options = options.settings(AdvanceTimeSettings::unordered_start_time(
             TimeSpan::from_ticks(d),

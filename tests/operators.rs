@@ -129,7 +129,7 @@ fn run<O: punctual::core::ops::Payload>(
     let mut plan = Plan::new("operators");
     let (ids, sources): (Vec<_>, Vec<Stream<Pl>>) = (0..inputs.len())
         .map(|k| {
-            plan.input::<Pl, Ordered>(InputOptions::new(format!("in{k}"), EventShape::Interval))
+            plan.input::<Pl, Ordered>(InputOptions::new(format!("in{k}"), EventShape::Edge))
                 .expect("a valid input")
         })
         .unzip();

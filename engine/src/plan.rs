@@ -212,6 +212,7 @@ impl Plan {
             .unwrap_or_default();
         config.max_buffered = options.max_buffered;
         config.order = O::ORDER;
+        config.shape = options.shape;
         let stream = self.graph.source::<P, O>().named(options.name.clone());
         self.shapes.insert(stream.node(), options.shape);
         let import = options

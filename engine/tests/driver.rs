@@ -228,3 +228,62 @@ fn a_handle_of_another_plan_is_refused() {
     let mut driver = plan.build().expect("a valid plan");
     let _ = driver.enqueue(foreign, StreamItem::point(t(1), 1));
 }
+
+/// A stream's shape is enforced: a point stream takes points only, an interval stream points
+/// and intervals, an edge stream every kind; what a shape does not take is rejected with the
+/// reason, counted and dead-lettered.
+#[test]
+fn a_stream_takes_the_events_of_its_shape() {
+    let items = || {
+        vec![
+            StreamItem::point(t(1), 1),
+            StreamItem::interval(t(2), t(5), 2),
+            StreamItem::start_edge(t(3), 3),
+            StreamItem::end_edge(t(3), t(6), 3),
+        ]
+    };
+    for (shape, accepted) in [
+        (EventShape::Point, 1),
+        (EventShape::Interval, 2),
+        (EventShape::Edge, 3),
+    ] {
+        let mut plan = Plan::new("q");
+        let (i, s) = plan
+            .input::<i64, Ordered>(InputOptions::new("in", shape))
+            .expect("a valid input");
+        let letters = DeadLetterCollector::new();
+        plan.dead_letters(&s, letters.clone()).expect("an input");
+        let mut driver = plan.build().expect("a valid plan");
+        let mut errors = Vec::new();
+        for item in items() {
+            if let Err(e) = driver.enqueue(i, item) {
+                errors.push(e);
+            }
+        }
+        let counters = driver.counters(i.index()).expect("an input");
+        // (The edge stream's end edge closes its start edge: one event, two items.)
+        assert_eq!(
+            counters.rejected as usize,
+            4 - accepted - usize::from(shape == EventShape::Edge)
+        );
+        assert_eq!(errors.len(), counters.rejected as usize, "{shape:?}");
+        for e in &errors {
+            assert!(
+                matches!(e, punctual_policies::Error::WrongShape { shape: s, .. } if *s == shape),
+                "{e}"
+            );
+        }
+        let reasons: Vec<String> = letters
+            .letters()
+            .iter()
+            .map(|d| d.reason.to_string())
+            .collect();
+        assert_eq!(reasons.len(), errors.len());
+        if shape == EventShape::Point {
+            assert_eq!(
+                reasons[0],
+                "rejected: an interval on a stream of the Point shape, which takes points only"
+            );
+        }
+    }
+}

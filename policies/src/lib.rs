@@ -24,7 +24,7 @@ pub use settings::{
 };
 pub use watermark::{Arrival, ClockReading, DropCause, Emission, SubstreamKey, Watermark};
 
-use punctual_core::{InvalidEvent, Time};
+use punctual_core::{EventShape, InvalidEvent, Time};
 
 /// Errors of this crate: rejected items and invalid settings. Policy outcomes (dropped,
 /// adjusted) are not errors; they are counted.
@@ -57,6 +57,17 @@ pub enum Error {
     /// ([`IngressConfig::order`]), which takes points and intervals only.
     #[error("edges cannot be released on arrival (the stream is unordered): enqueue points or intervals, or use an ordered stream")]
     EdgeOnArrival,
+    /// An event of a kind the stream's shape does not take ([`IngressConfig::shape`]): a point
+    /// stream takes points only, an interval stream points and intervals.
+    #[error("{kind} on a stream of the {shape:?} shape, which takes {takes}")]
+    WrongShape {
+        /// The stream's shape.
+        shape: EventShape,
+        /// The event's kind: `an interval`, `a start edge` or `an end edge`.
+        kind: &'static str,
+        /// What the shape takes.
+        takes: &'static str,
+    },
     /// Columns of one set of events with different lengths.
     #[error("{times} start times for {payloads} payloads: the columns must have equal lengths")]
     ColumnLengths {

@@ -303,7 +303,7 @@ proptest! {
         max_buffered in prop_oneof![Just(1_000_000usize), 1usize..20],
         chunk in 1usize..40,
     ) {
-        let config = IngressConfig { generation, policy, max_buffered, order: EventOrder::Sorted };
+        let config = IngressConfig { generation, policy, max_buffered, order: EventOrder::Sorted, ..IngressConfig::default() };
         let points: Vec<(Time, u32)> = times.iter().enumerate().map(|(i, &s)| (s, i as u32)).collect();
 
         let mut one = Ingress::new(config);
@@ -602,6 +602,7 @@ proptest! {
             generation: settings.generation,
             max_buffered,
             order: if arrival { EventOrder::Arrival } else { EventOrder::Sorted },
+            ..IngressConfig::default()
         };
         let make = || {
             let mut ingress = Ingress::new(config);

@@ -2,7 +2,7 @@
 //! strategy judge it, check the buffer's cap, apply the violation policy ([`policy::rule`]),
 //! and accept it into the hold, then generate.
 
-use punctual_core::{Event, EventKind, InvalidEvent, StreamItem, Time};
+use punctual_core::{Event, EventKind, EventShape, InvalidEvent, StreamItem, Time};
 
 use super::output::{DeadLetterReason, Enqueued, IngressOutput};
 use super::policy::{self, Ruling, StartEdge};
@@ -23,6 +23,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
     ) -> Result<Enqueued, Error> {
         if let Err(e) = event.kind.validate() {
             return Err(self.reject(StreamItem::Insert(event), Error::Invalid(e), out));
+        }
+        if let Some(error) = wrong_shape(self.config.shape, event.kind) {
+            return Err(self.reject(StreamItem::Insert(event), error, out));
         }
         let is_edge = matches!(
             event.kind,
@@ -256,4 +259,24 @@ fn shift_start(kind: EventKind, start: Time) -> EventKind {
         EventKind::StartEdge(_) => EventKind::StartEdge(start),
         other => other,
     }
+}
+
+/// The error for an event of a kind the stream's shape does not take, if it is one.
+fn wrong_shape(shape: EventShape, kind: EventKind) -> Option<Error> {
+    let (name, takes) = match (shape, kind) {
+        (_, EventKind::Point(_)) | (EventShape::Edge, _) => return None,
+        (EventShape::Interval, EventKind::Interval { .. }) => return None,
+        (EventShape::Point, EventKind::Interval { .. }) => ("an interval", "points only"),
+        (EventShape::Point, EventKind::StartEdge(_)) => ("a start edge", "points only"),
+        (EventShape::Point, EventKind::EndEdge { .. }) => ("an end edge", "points only"),
+        (EventShape::Interval, EventKind::StartEdge(_)) => ("a start edge", "points and intervals"),
+        (EventShape::Interval, EventKind::EndEdge { .. }) => {
+            ("an end edge", "points and intervals")
+        }
+    };
+    Some(Error::WrongShape {
+        shape,
+        kind: name,
+        takes,
+    })
 }

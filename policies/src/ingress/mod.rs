@@ -50,7 +50,7 @@ pub use output::{
 };
 
 use punctual_core::ops::Predicate;
-use punctual_core::{Event, EventKind, EventOrder, InvalidEvent, StreamItem, Time};
+use punctual_core::{Event, EventKind, EventOrder, EventShape, InvalidEvent, StreamItem, Time};
 
 use crate::settings::GenerationFrequency;
 use crate::settings::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
@@ -83,16 +83,22 @@ pub struct IngressConfig {
     /// same events. On arrival, edges are rejected with [`Error::EdgeOnArrival`] (an end edge
     /// can still change or remove its start edge, which must therefore wait for its CTI).
     pub order: EventOrder,
+    /// The shape of the stream: a [`EventShape::Point`] stream takes points only (anything
+    /// else is rejected with [`Error::WrongShape`]), an [`EventShape::Interval`] stream points
+    /// and intervals, an [`EventShape::Edge`] stream (the default) every kind of event.
+    pub shape: EventShape,
 }
 
 impl Default for IngressConfig {
-    /// No generation, no policy (violations are rejected), [`DEFAULT_MAX_BUFFERED`], sorted.
+    /// No generation, no policy (violations are rejected), [`DEFAULT_MAX_BUFFERED`], sorted,
+    /// every kind of event.
     fn default() -> Self {
         IngressConfig {
             generation: None,
             policy: None,
             max_buffered: DEFAULT_MAX_BUFFERED,
             order: EventOrder::Sorted,
+            shape: EventShape::Edge,
         }
     }
 }
