@@ -287,3 +287,47 @@ fn a_stream_takes_the_events_of_its_shape() {
         }
     }
 }
+
+/// An end edge that comes after the stream's final CTI is late: dropped as late (its start
+/// edge went out open-ended and dangles), not adjusted to +inf and left unreleased.
+#[test]
+fn an_end_edge_after_the_final_cti_is_dropped_as_late() {
+    let mut plan = Plan::new("q");
+    let (i, s) = plan
+        .input::<i64, Ordered>(
+            InputOptions::new("in", EventShape::Edge)
+                .settings(AdvanceTimeSettings::policy_only(AdvanceTimePolicy::Adjust)),
+        )
+        .expect("a valid input");
+    let letters = DeadLetterCollector::new();
+    plan.dead_letters(&s, letters.clone()).expect("an input");
+    let out = plan.output(&s).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
+    driver
+        .enqueue(i, StreamItem::start_edge(t(3), 7))
+        .expect("valid");
+    driver
+        .enqueue(i, StreamItem::Cti(Time::INF))
+        .expect("valid");
+    let late = driver.enqueue(i, StreamItem::end_edge(t(3), t(9), 7));
+    assert!(
+        matches!(late, Ok(punctual_policies::Enqueued::Dropped)),
+        "{late:?}"
+    );
+    driver.close();
+    let c = driver.counters(i.index()).expect("an input");
+    assert_eq!(
+        (c.dropped, c.adjusted, c.unreleased, c.dangling_edges),
+        (1, 0, 0, 1)
+    );
+    let letters = letters.letters();
+    assert_eq!(letters.len(), 1);
+    assert!(
+        matches!(letters[0].reason, DeadLetterReason::Late),
+        "{:?}",
+        letters[0].reason
+    );
+    let mut batch = Batch::new();
+    driver.take_output(&out, &mut batch);
+    assert_eq!(batch.payloads(), &[7], "the start edge went out open-ended");
+}

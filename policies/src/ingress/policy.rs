@@ -9,7 +9,7 @@
 //! | `I(s,e)`, `e <= a` | rejected | dropped | dropped |
 //! | `S(s)`, `s < a` | rejected | dropped (and later its end edge) | `S(a)` (at `a = +inf`: dropped) |
 //! | `E(s,e)` whose start edge was dropped | dropped | dropped | dropped |
-//! | `E(s,e)`, `e < a` | rejected | dropped (the start edge dangles) | `E(s',a)`, `s'` the start as accepted |
+//! | `E(s,e)`, `e < a` | rejected | dropped (the start edge dangles) | `E(s',a)`, `s'` the start as accepted (at `a = +inf`: dropped, the start edge dangles) |
 //! | `E(s,e)` left with `end <= start` (by the clamp or its start's adjustment) | — | — | both edges removed |
 //! | `E(s,e)` whose start edge was adjusted to `s'` | — | `E(s',e)` | `E(s',e)` |
 
@@ -70,6 +70,9 @@ pub(crate) fn rule(
             (false, _) => end,
             (true, None) => return Ruling::Reject,
             (true, Some(Drop)) => return Ruling::Drop,
+            // After CTI(+inf) its start edge went out open-ended: an end at +inf would change
+            // nothing and never be released. It is late.
+            (true, Some(Adjust)) if a == Time::INF => return Ruling::Drop,
             (true, Some(Adjust)) => a,
         };
         if end <= accepted_start {
@@ -163,6 +166,8 @@ mod tests {
             end: a,
         };
         assert_eq!(rule(late_end, open, a, adjust), changed(clamped));
+        // After the final CTI an end edge is late, whatever the policy.
+        assert_eq!(rule(late_end, open, Time::INF, adjust), Ruling::Drop);
         let moved = Some(StartEdge::Dangling(t(9)));
         let rekeyed = EventKind::EndEdge {
             start: t(9),
