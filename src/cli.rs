@@ -225,7 +225,7 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
             tokio::select! {
                 r = &mut done => {
                     bar.finish_and_clear();
-                    return r;
+                    return Ok::<_, punctual_adapters::QueryError>(r);
                 }
                 _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
                     if let Some(c) = monitor.counters("in") {
@@ -245,16 +245,25 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
             return EXIT_FAILED;
         }
     };
+    let print_counters = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| {
+        for (name, c) in &report.streams {
+            let _ = writeln!(
+                err,
+                "stream {name}: events_in={} released={} dropped={} rejected={} malformed={} unreleased={}",
+                c.events_in, c.released, c.dropped, c.rejected, c.malformed, c.unreleased
+            );
+        }
+    };
     match runtime.block_on(run) {
-        Ok(report) => {
-            for (name, c) in &report.streams {
-                let _ = writeln!(
-                    err,
-                    "stream {name}: events_in={} released={} dropped={} rejected={} malformed={} unreleased={}",
-                    c.events_in, c.released, c.dropped, c.rejected, c.malformed, c.unreleased
-                );
-            }
+        Ok(Ok(report)) => {
+            print_counters(err, &report);
             EXIT_OK
+        }
+        Ok(Err(failure)) => {
+            // What the run did until it failed, then why.
+            print_counters(err, &failure.report);
+            let _ = writeln!(err, "error: {}", failure.error);
+            EXIT_FAILED
         }
         Err(e) => {
             let _ = writeln!(err, "error: {e}");

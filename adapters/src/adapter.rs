@@ -62,6 +62,7 @@ use punctual_policies::AdapterAdvanceTimeSettings;
 
 use crate::context::InputContext;
 use crate::error::AdapterError;
+use crate::query::{Monitor, QueryReport};
 
 pub use punctual_core::ops::Payload;
 
@@ -79,14 +80,60 @@ pub trait InputAdapter<P: Payload>: Send {
 /// A consumer of one stream's released events and CTIs.
 #[async_trait]
 pub trait OutputAdapter<P: Payload>: Send {
+    /// Called once when the query starts, before the first batch, with what the output is
+    /// bound to: its name, the stream's shape, and a [`Monitor`] of the query's counters. An
+    /// error fails the query.
+    async fn open(&mut self, ctx: &OutputContext) -> Result<(), AdapterError> {
+        let _ = ctx;
+        Ok(())
+    }
+
     /// Receives the next batch: events sorted by sync time, with CTI marks between them
     /// ([`Batch::items`] iterates them in order). Awaiting here slows the query down
     /// (backpressure); an error fails the query.
     async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError>;
 
-    /// Called once after the last batch, when the stream has ended or the query stopped.
-    async fn finish(&mut self) -> Result<(), AdapterError> {
+    /// Called once after the last batch, when every input has ended, with the query's report:
+    /// its [`Ending`](crate::Ending) says whether the output is complete (every input ended,
+    /// or a stop with a drain), aborted or failed, and its counters what the query did. Not
+    /// called for an output whose own `open` or `write` failed.
+    async fn finish(&mut self, report: &QueryReport) -> Result<(), AdapterError> {
+        let _ = report;
         Ok(())
+    }
+}
+
+/// What an output adapter is bound to, given to [`OutputAdapter::open`].
+#[derive(Clone, Debug)]
+pub struct OutputContext {
+    name: String,
+    shape: EventShape,
+    monitor: Monitor,
+}
+
+impl OutputContext {
+    pub(crate) fn new(name: String, shape: EventShape, monitor: Monitor) -> Self {
+        OutputContext {
+            name,
+            shape,
+            monitor,
+        }
+    }
+
+    /// The output's name: its stream's (an input's name, a step's label, or `node N`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The shape of the stream it receives (`Interval` for an operator's output, which may
+    /// hold points, intervals and edges).
+    pub fn shape(&self) -> EventShape {
+        self.shape
+    }
+
+    /// The query's counters so far.
+    pub fn monitor(&self) -> &Monitor {
+        &self.monitor
     }
 }
 

@@ -41,6 +41,7 @@ use crate::adapter::{
 use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::jsonl::MalformedLines;
+use crate::query::QueryReport;
 use crate::replay::{next_line, open_lines, open_sink, Feeder, ReplayOptions};
 
 /// Configuration of [`CsvInput`].
@@ -423,7 +424,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for CsvWriter<P> {
         Ok(())
     }
 
-    async fn finish(&mut self) -> Result<(), AdapterError> {
+    async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
         if let Some(out) = self.out.as_mut() {
             out.flush().await.map_err(io(&self.path))?;
         }

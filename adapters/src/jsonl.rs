@@ -48,6 +48,7 @@ use crate::adapter::{
 use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::line::{item_to_json, parse_line, LineError};
+use crate::query::QueryReport;
 use crate::replay::{next_line, open_lines, open_sink, Feeder, ReplayOptions};
 
 pub use crate::replay::MalformedLines;
@@ -248,7 +249,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
         Ok(())
     }
 
-    async fn finish(&mut self) -> Result<(), AdapterError> {
+    async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
         if self.out.is_none() && self.path.as_os_str() != "-" {
             // An empty output still leaves an (empty) file behind.
             self.write(&Batch::new()).await?;

@@ -54,6 +54,7 @@ use crate::adapter::{
 use crate::context::InputContext;
 use crate::error::{AdapterError, EnqueueError};
 use crate::line::{item_to_json, parse_line};
+use crate::query::QueryReport;
 
 /// Where a Kafka adapter connects.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -363,7 +364,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for KafkaWriter<P> {
         Ok(())
     }
 
-    async fn finish(&mut self) -> Result<(), AdapterError> {
+    async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
         if let Some(p) = &self.producer {
             rdkafka::producer::Producer::flush(p, Duration::from_secs(10)).map_err(kafka_error)?;
         }

@@ -30,7 +30,7 @@ pub mod tcp;
 
 pub use adapter::{
     DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
-    OutputAdapterFactory, Payload,
+    OutputAdapterFactory, OutputContext, Payload,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::InputContext;
@@ -50,6 +50,8 @@ pub use mqtt::{MqttConfig, MqttInput, MqttOutput};
 pub use punctual_core::ops::Stream;
 pub use punctual_engine::{DeadLetterCollector, DeadLetterSink, InputOptions};
 pub use punctual_policies::EnqueueSummary;
-pub use query::{Monitor, Query, QueryReport, RunningQuery, StopHandle};
+pub use query::{
+    Ending, Monitor, Query, QueryFailure, QueryReport, RunningQuery, StopHandle, StopMode,
+};
 pub use replay::ReplayOptions;
 pub use tcp::{TcpClientConfig, TcpClientInput, TcpOutput, TcpOutputConfig, TcpServerInput};

@@ -27,6 +27,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
+use crate::query::{Ending, QueryReport};
 
 /// How many items the in-memory inputs enqueue per call.
 pub const BATCH: usize = 1024;
@@ -434,7 +435,7 @@ impl<P: Payload> OutputAdapterFactory<(), P> for StreamOutput<P> {
 #[derive(Debug)]
 pub struct CollectOutput<P> {
     items: Arc<Mutex<Vec<StreamItem<P>>>>,
-    finished: Arc<Mutex<bool>>,
+    finished: Arc<Mutex<Option<Ending>>>,
 }
 
 impl<P> Clone for CollectOutput<P> {
@@ -450,7 +451,7 @@ impl<P> Default for CollectOutput<P> {
     fn default() -> Self {
         CollectOutput {
             items: Arc::new(Mutex::new(Vec::new())),
-            finished: Arc::new(Mutex::new(false)),
+            finished: Arc::new(Mutex::new(None)),
         }
     }
 }
@@ -482,9 +483,18 @@ impl<P: Clone> CollectOutput<P> {
         self.len() == 0
     }
 
-    /// Whether the output adapter has been finished (its stream ended or the query stopped).
+    /// Whether the output adapter has been finished (every input ended, or the query stopped
+    /// or failed).
     pub fn is_finished(&self) -> bool {
-        *self.finished.lock().unwrap_or_else(PoisonError::into_inner)
+        self.ending().is_some()
+    }
+
+    /// How the query ended, once the output has been finished.
+    pub fn ending(&self) -> Option<Ending> {
+        self.finished
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 
@@ -496,8 +506,8 @@ impl<P: Payload> OutputAdapter<P> for CollectOutput<P> {
         Ok(())
     }
 
-    async fn finish(&mut self) -> Result<(), AdapterError> {
-        *self.finished.lock().unwrap_or_else(PoisonError::into_inner) = true;
+    async fn finish(&mut self, report: &QueryReport) -> Result<(), AdapterError> {
+        *self.finished.lock().unwrap_or_else(PoisonError::into_inner) = Some(report.ending.clone());
         Ok(())
     }
 }

@@ -45,6 +45,7 @@ use crate::adapter::{
 use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::line::{item_to_json, parse_line};
+use crate::query::QueryReport;
 
 /// Where an MQTT adapter connects and which topic it uses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -272,7 +273,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for MqttWriter<P> {
 
     /// Waits (up to 10 s) until every message went out (QoS 0) or was acknowledged (QoS 1 and
     /// 2), then disconnects.
-    async fn finish(&mut self) -> Result<(), AdapterError> {
+    async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
         if let Some(p) = self.client.take() {
             let flushed = async {
                 while p.done.load(Ordering::SeqCst) < p.published {

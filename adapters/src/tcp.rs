@@ -45,6 +45,7 @@ use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::line::{item_to_json, parse_line};
 use crate::memory::BATCH;
+use crate::query::QueryReport;
 
 /// What a connection's reader hands the adapter.
 enum Received<P> {
@@ -299,7 +300,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for TcpWriter<P> {
         Ok(())
     }
 
-    async fn finish(&mut self) -> Result<(), AdapterError> {
+    async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
         if let Some(conn) = self.conn.as_mut() {
             conn.shutdown()
                 .await

@@ -114,7 +114,7 @@ async fn a_malformed_line_fails_the_query_with_file_and_line_when_asked() {
             &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Fail),
         )
         .unwrap();
-    let err = query.start().unwrap().wait().await.unwrap_err();
+    let err = query.start().unwrap().wait().await.unwrap_err().error;
     match &err {
         QueryError::Adapter {
             source:

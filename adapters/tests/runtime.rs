@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use punctual_adapters::{
     channel_input, AdapterError, CollectOutput, DeadLetterCollector, DeclareAdvanceTimeProperties,
     EnqueueError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, MemoryInput,
-    OutputAdapter, OutputAdapterFactory, Query, QueryError, RecordsInput,
+    OutputAdapter, OutputAdapterFactory, Query, QueryError, QueryFailure, RecordsInput,
 };
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan, Unordered};
 use punctual_policies::{
@@ -248,7 +248,10 @@ async fn an_adapter_that_ignores_stop_is_aborted_after_the_grace_period() {
     let running = query.start().unwrap();
     let start = Instant::now();
     match running.stop().await {
-        Err(QueryError::StopTimeout { tasks, grace }) => {
+        Err(QueryFailure {
+            error: QueryError::StopTimeout { tasks, grace },
+            ..
+        }) => {
             assert_eq!(tasks, vec!["input `deaf`".to_owned()]);
             assert_eq!(grace, Duration::from_secs(3));
         }
@@ -287,7 +290,7 @@ async fn an_adapter_error_fails_the_query_and_stops_the_others() {
             &(),
         )
         .unwrap();
-    let err = query.start().unwrap().wait().await.unwrap_err();
+    let err = query.start().unwrap().wait().await.unwrap_err().error;
     match &err {
         QueryError::Adapter { role, stream, .. } => {
             assert_eq!((*role, stream.as_str()), ("input", "broken"))
@@ -316,7 +319,10 @@ async fn a_panicking_adapter_is_reported_not_hung() {
         )
         .unwrap();
     match query.start().unwrap().wait().await {
-        Err(QueryError::Panicked { task, message }) => {
+        Err(QueryFailure {
+            error: QueryError::Panicked { task, message },
+            ..
+        }) => {
             assert_eq!(task, "input `p`");
             assert_eq!(message, "adapter bug");
         }
@@ -346,7 +352,7 @@ async fn an_output_error_fails_the_query() {
         )
         .unwrap();
     query.bind_output(&s, &given(FailingOutput), &()).unwrap();
-    let err = query.start().unwrap().wait().await.unwrap_err();
+    let err = query.start().unwrap().wait().await.unwrap_err().error;
     assert!(
         matches!(&err, QueryError::Adapter { role: "output", stream, .. } if stream == "in"),
         "{err:?}"

@@ -56,7 +56,7 @@ use punctual_core::Order;
 use punctual_engine::{DeadLetterSink, InputOptions, Plan};
 use punctual_policies::{AdvanceTimeSettings, LateEvent};
 
-pub use running::{Monitor, QueryReport, RunningQuery, StopHandle};
+pub use running::{Ending, Monitor, QueryFailure, QueryReport, RunningQuery, StopHandle, StopMode};
 
 use crate::adapter::{InputAdapterFactory, OutputAdapterFactory, Payload};
 use crate::clock::{Clock, SystemClock};
@@ -78,6 +78,7 @@ pub struct Query {
     channel_capacity: usize,
     clock: Arc<dyn Clock>,
     clock_interval: Duration,
+    monitor: Monitor,
 }
 
 impl std::fmt::Debug for Query {
@@ -101,7 +102,14 @@ impl Query {
             channel_capacity: 16,
             clock: Arc::new(SystemClock),
             clock_interval: Duration::from_secs(1),
+            monitor: Monitor::default(),
         }
+    }
+
+    /// A handle on the query's counters, usable before it starts (it knows none until then)
+    /// and after it ends.
+    pub fn monitor(&self) -> Monitor {
+        self.monitor.clone()
     }
 
     /// The clock whose readings drive the watermark strategies when no events come (default:
@@ -252,6 +260,7 @@ impl Query {
             })?;
         self.outputs.push(Box::new(PendingOutput {
             name,
+            shape,
             id,
             adapter: Box::new(adapter),
         }));
@@ -288,12 +297,14 @@ impl Query {
         let clocked = (0..driver.input_count()).any(|i| driver.has_watermark(i));
         let signals = Arc::new(Signals::new());
         let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
+        let shell = Arc::new(Shell::new(driver, signals));
+        self.monitor.attach(&shell);
         let ports = self
             .outputs
             .into_iter()
-            .map(|o| o.spawn(&mut tasks, self.channel_capacity))
+            .map(|o| o.spawn(&mut tasks, self.channel_capacity, &self.monitor))
             .collect();
-        let shell = Arc::new(Shell::new(driver, ports, signals));
+        shell.install_ports(ports);
         if clocked {
             tasks::spawn_clock(&mut tasks, &shell, (self.clock, self.clock_interval));
         }
@@ -312,7 +323,11 @@ impl Query {
                 Ok(())
             });
         }
-        Ok(RunningQuery { tasks, shell })
+        Ok(RunningQuery {
+            tasks,
+            shell,
+            monitor: self.monitor,
+        })
     }
 }
 

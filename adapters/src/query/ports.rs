@@ -7,17 +7,19 @@
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use punctual_core::Batch;
+use punctual_core::{Batch, EventShape};
 use punctual_engine::{Driver, OutputId};
 
+use super::running::Monitor;
 use super::shell::{OutputPort, SendMode};
 use super::tasks::Tasks;
-use crate::adapter::{OutputAdapter, Payload};
+use crate::adapter::{OutputAdapter, OutputContext, Payload};
 use crate::error::{EnqueueError, QueryError};
 
-/// An output binding before start: which stream, and the adapter.
+/// An output binding before start: which stream, its shape, and the adapter.
 pub(crate) struct PendingOutput<P: Payload> {
     pub(crate) name: String,
+    pub(crate) shape: EventShape,
     pub(crate) id: OutputId<P>,
     pub(crate) adapter: Box<dyn OutputAdapter<P>>,
 }
@@ -27,7 +29,12 @@ pub(crate) trait ErasedOutput: Send {
     /// The stream's node.
     fn node(&self) -> punctual_core::ops::NodeId;
     /// Spawns the output task; returns the shell's port to it.
-    fn spawn(self: Box<Self>, tasks: &mut Tasks, capacity: usize) -> Box<dyn OutputPort>;
+    fn spawn(
+        self: Box<Self>,
+        tasks: &mut Tasks,
+        capacity: usize,
+        monitor: &Monitor,
+    ) -> Box<dyn OutputPort>;
 }
 
 impl<P: Payload> ErasedOutput for PendingOutput<P> {
@@ -35,27 +42,40 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
         self.id.node()
     }
 
-    fn spawn(self: Box<Self>, tasks: &mut Tasks, capacity: usize) -> Box<dyn OutputPort> {
+    fn spawn(
+        self: Box<Self>,
+        tasks: &mut Tasks,
+        capacity: usize,
+        monitor: &Monitor,
+    ) -> Box<dyn OutputPort> {
         let PendingOutput {
             name,
+            shape,
             id,
             mut adapter,
         } = *self;
         let (tx, mut rx) = mpsc::channel::<Batch<P>>(capacity);
         let (recycle, recycled) = mpsc::channel::<Batch<P>>(capacity + 2);
-        let stream = name.clone();
+        let context = OutputContext::new(name.clone(), shape, monitor.clone());
+        let signals = std::sync::Arc::clone(&tasks.signals);
         tasks.spawn(format!("output `{name}`"), async move {
             let fail = |source| QueryError::Adapter {
                 role: "output",
-                stream: stream.clone(),
+                stream: name.clone(),
                 source,
             };
+            adapter.open(&context).await.map_err(fail)?;
             while let Some(mut batch) = rx.recv().await {
                 adapter.write(&batch).await.map_err(fail)?;
+                signals.made_progress();
                 batch.clear();
                 let _ = recycle.try_send(batch);
             }
-            adapter.finish().await.map_err(fail)
+            match signals.final_report() {
+                Some(report) => adapter.finish(&report).await.map_err(fail),
+                // The query was torn down before its end was known (a stop timeout).
+                None => Ok(()),
+            }
         });
         Box::new(Port {
             id,

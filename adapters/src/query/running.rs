@@ -1,6 +1,6 @@
 //! A started query: [`RunningQuery`] and the handles that watch or stop it from elsewhere.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::time::Instant;
 
@@ -14,29 +14,49 @@ use crate::error::QueryError;
 #[cfg(doc)]
 use punctual_policies::Ingress;
 
-/// A handle that reads a running query's counters from elsewhere (while another task awaits
-/// [`RunningQuery::wait`], say).
-#[derive(Clone)]
+/// A handle that reads a query's counters from elsewhere (while another task awaits
+/// [`RunningQuery::wait`], say, or from an output adapter through its
+/// [`OutputContext`](crate::OutputContext)). It can be taken from the [`Query`](crate::Query)
+/// before it starts; until then it knows no counters.
+#[derive(Clone, Default)]
 pub struct Monitor {
-    shell: Arc<Shell>,
+    shell: Arc<OnceLock<Arc<Shell>>>,
 }
 
 impl std::fmt::Debug for Monitor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Monitor")
-            .field("query", &self.shell.name)
+            .field("query", &self.shell.get().map(|s| s.name.as_str()))
             .finish()
     }
 }
 
 impl Monitor {
-    /// The counters of the stream named `name`, as of its last call into the query.
+    /// Connects the monitor to the started query.
+    pub(crate) fn attach(&self, shell: &Arc<Shell>) {
+        let _ = self.shell.set(Arc::clone(shell));
+    }
+
+    /// The counters of the stream named `name`, as of its last call into the query (`None`
+    /// before the query starts, or for a name it does not have).
     pub fn counters(&self, name: &str) -> Option<IngressCounters> {
         self.shell
+            .get()?
             .streams
             .iter()
             .find(|s| s.name == name)
             .map(|s| s.counters())
+    }
+
+    /// Every stream's name and counters, in creation order (empty before the query starts).
+    pub fn streams(&self) -> Vec<(String, IngressCounters)> {
+        self.shell.get().map_or_else(Vec::new, |shell| {
+            shell
+                .streams
+                .iter()
+                .map(|s| (s.name.clone(), s.counters()))
+                .collect()
+        })
     }
 }
 
@@ -55,13 +75,63 @@ impl std::fmt::Debug for StopHandle {
 }
 
 impl StopHandle {
-    /// Tells every adapter that the query is stopping.
+    /// Stops the query with a drain ([`RunningQuery::stop`]).
     pub fn stop(&self) {
-        self.shell.signals.request_stop();
+        self.shell.signals.request_stop(StopMode::Drain);
+    }
+
+    /// Stops the query without a drain ([`RunningQuery::abort`]).
+    pub fn abort(&self) {
+        self.shell.signals.request_stop(StopMode::Abort);
     }
 }
 
-/// Each stream's counters when the query ended.
+/// How a query is stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopMode {
+    /// Adapters are told to stop; every input issues its final CTI where configured, so every
+    /// window and held event is released, as if the input had ended there.
+    Drain,
+    /// Adapters are told to stop; no final CTI: open windows and buffered events are not
+    /// emitted as if final, and are reported instead (`unreleased` in the counters and the
+    /// dead letters, [`QueryReport::held`] for the operators).
+    Abort,
+}
+
+/// How a query ended: in its report, and what each output adapter's
+/// [`finish`](crate::OutputAdapter::finish) is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Ending {
+    /// Every input ended by itself; final CTIs where configured.
+    Completed,
+    /// Stopped with [`StopMode::Drain`]: final CTIs where configured.
+    Drained,
+    /// Stopped with [`StopMode::Abort`]: no final CTI; what was open is reported.
+    Aborted,
+    /// A task failed (its error); no final CTI.
+    Failed(String),
+}
+
+impl Ending {
+    /// Whether the output is complete: every input ended by itself or was drained.
+    pub fn is_complete(&self) -> bool {
+        matches!(self, Ending::Completed | Ending::Drained)
+    }
+}
+
+impl std::fmt::Display for Ending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ending::Completed => f.write_str("completed"),
+            Ending::Drained => f.write_str("stopped with a drain"),
+            Ending::Aborted => f.write_str("aborted"),
+            Ending::Failed(why) => write!(f, "failed: {why}"),
+        }
+    }
+}
+
+/// What a query did: each stream's counters, how it ended, and what its operators still held.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QueryReport {
     /// Stream names and counters, in creation order.
@@ -70,6 +140,41 @@ pub struct QueryReport {
     /// same input to an [`Ingress`] with these readings at the same positions
     /// ([`Ingress::on_clock`]) gives the same output.
     pub clock_records: Vec<(String, Vec<ClockReading>)>,
+    /// How the query ended.
+    pub ending: Ending,
+    /// The operators that still held events or groups when it ended (open windows, a join's
+    /// events waiting for a CTI), by label, with how many: what an abort or a failure left
+    /// unreleased in the operators (the inputs' own count is `unreleased` in their counters).
+    /// Empty after a complete run whose inputs all ended with a final CTI.
+    pub held: Vec<(String, usize)>,
+}
+
+/// A query that failed: the error, and the report of what it did until then (counters,
+/// dead letters counted, what was left unreleased).
+#[derive(Debug)]
+pub struct QueryFailure {
+    /// What went wrong first.
+    pub error: QueryError,
+    /// What the query did.
+    pub report: Box<QueryReport>,
+}
+
+impl std::fmt::Display for QueryFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for QueryFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+impl From<QueryFailure> for QueryError {
+    fn from(failure: QueryFailure) -> Self {
+        failure.error
+    }
 }
 
 impl QueryReport {
@@ -86,6 +191,7 @@ impl QueryReport {
 pub struct RunningQuery {
     pub(crate) tasks: Tasks,
     pub(crate) shell: Arc<Shell>,
+    pub(crate) monitor: Monitor,
 }
 
 impl std::fmt::Debug for RunningQuery {
@@ -110,9 +216,7 @@ impl RunningQuery {
 
     /// A handle to read the streams' counters from another task.
     pub fn monitor(&self) -> Monitor {
-        Monitor {
-            shell: Arc::clone(&self.shell),
-        }
+        self.monitor.clone()
     }
 
     /// A handle to stop the query from another task.
@@ -122,34 +226,51 @@ impl RunningQuery {
         }
     }
 
-    /// Stops the query: adapters are told to stop, final CTIs are issued where configured,
-    /// outputs drain, and every task is joined.
-    pub async fn stop(self) -> Result<QueryReport, QueryError> {
-        self.shell.signals.request_stop();
+    /// Stops the query with a drain: adapters are told to stop, final CTIs are issued where
+    /// configured (every window is released), outputs drain, and every task is joined
+    /// ([`RunningQuery::wait`]). The report's ending is [`Ending::Drained`].
+    pub async fn stop(self) -> Result<QueryReport, QueryFailure> {
+        self.shell.signals.request_stop(StopMode::Drain);
         self.wait().await
     }
 
-    /// Waits until every task has ended (all inputs exhausted, or a stop). Returns the first
-    /// error of any task (after stopping the others), or each stream's counters. Tasks that do
-    /// not end within the grace period after a stop are aborted and named in
-    /// [`QueryError::StopTimeout`].
-    pub async fn wait(mut self) -> Result<QueryReport, QueryError> {
+    /// Stops the query without a drain: adapters are told to stop, no final CTI is issued, so
+    /// nothing is emitted as if final; what the inputs buffered is counted `unreleased` (and
+    /// dead-lettered), what the operators held is in [`QueryReport::held`], and the report's
+    /// ending is [`Ending::Aborted`].
+    pub async fn abort(self) -> Result<QueryReport, QueryFailure> {
+        self.shell.signals.request_stop(StopMode::Abort);
+        self.wait().await
+    }
+
+    /// Waits until every task has ended (all inputs exhausted, or a stop). Returns the report,
+    /// or the first error of any task (after stopping the others) with the report. Tasks that
+    /// do not end within the grace period after a stop are aborted and named in
+    /// [`QueryError::StopTimeout`]; outputs that are still writing when it runs out get another
+    /// period, as long as they make progress.
+    pub async fn wait(mut self) -> Result<QueryReport, QueryFailure> {
         let mut first: Option<QueryError> = None;
         let shell = Arc::clone(&self.shell);
         let mut stop = shell.signals.subscribe();
-        let mut deadline: Option<Instant> = None;
+        let mut deadline: Option<(Instant, u64)> = None;
         loop {
             if deadline.is_none() && *stop.borrow() {
-                deadline = Some(Instant::now() + self.tasks.grace);
+                deadline = Some((Instant::now() + self.tasks.grace, shell.signals.progress()));
             }
             let next = match deadline {
                 None => tokio::select! {
                     r = self.tasks.set.join_next() => r,
                     _ = stop.changed() => continue,
                 },
-                Some(d) => tokio::select! {
+                Some((d, progress)) => tokio::select! {
                     r = self.tasks.set.join_next() => r,
                     _ = tokio::time::sleep_until(d) => {
+                        let now = shell.signals.progress();
+                        if now != progress {
+                            // The outputs are still writing: another period.
+                            deadline = Some((Instant::now() + self.tasks.grace, now));
+                            continue;
+                        }
                         let tasks = self.tasks.alive();
                         self.tasks.set.abort_all();
                         while self.tasks.set.join_next().await.is_some() {}
@@ -165,8 +286,8 @@ impl RunningQuery {
                 None => break,
                 Some(Ok(Ok(()))) => {}
                 Some(Ok(Err(e))) => {
+                    shell.signals.mark_failed(&e.to_string());
                     first.get_or_insert(e);
-                    shell.signals.mark_failed();
                 }
                 // Only aborted tasks end this way; panics are caught inside the task.
                 Some(Err(_)) => {}
@@ -175,21 +296,17 @@ impl RunningQuery {
         if let Some(f) = shell.signals.failure() {
             first.get_or_insert(QueryError::Stream(f));
         }
+        let ending = match &first {
+            Some(e) => Ending::Failed(e.to_string()),
+            None => shell.signals.ending(),
+        };
+        let report = shell.report(ending).await;
         match first {
-            Some(e) => Err(e),
-            None => Ok(QueryReport {
-                streams: shell
-                    .streams
-                    .iter()
-                    .map(|s| (s.name.clone(), s.counters()))
-                    .collect(),
-                clock_records: shell
-                    .streams
-                    .iter()
-                    .map(|s| (s.name.clone(), s.clock_record()))
-                    .filter(|(_, r)| !r.is_empty())
-                    .collect(),
+            Some(error) => Err(QueryFailure {
+                error,
+                report: Box::new(report),
             }),
+            None => Ok(report),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! behind (backpressure). The driver runs the whole query synchronously inside that call:
 //! ingress, imports, operators; there is no channel between an input and the operators.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
@@ -15,6 +15,7 @@ use punctual_core::Time;
 use punctual_engine::Driver;
 use punctual_policies::{ClockReading, IngressCounters};
 
+use super::running::{Ending, QueryReport, StopMode};
 use crate::error::EnqueueError;
 use crate::observe::{OperatorMetrics, StreamMetrics};
 
@@ -118,30 +119,53 @@ impl StreamView {
     }
 }
 
-/// The query's signals, shared by every task: stop, the first stream failure, and whether
-/// every input has ended.
+/// The query's signals, shared by every task: stop (and how), the first failure, whether
+/// every input has ended, the outputs' progress, and the report the outputs finish with.
 #[derive(Debug)]
 pub(crate) struct Signals {
     stop: watch::Sender<bool>,
+    /// 0: not stopping; 1: a drain; 2: an abort.
+    mode: AtomicU8,
     done: watch::Sender<bool>,
     failure: Mutex<Option<EnqueueError>>,
     failed: AtomicBool,
+    /// Why the query failed, first reason only.
+    why: Mutex<Option<String>>,
+    /// Batches the outputs have written.
+    progress: AtomicU64,
+    /// The report of the ended query, for the outputs' `finish`.
+    report: Mutex<Option<QueryReport>>,
 }
 
 impl Signals {
     pub(crate) fn new() -> Self {
         Signals {
             stop: watch::channel(false).0,
+            mode: AtomicU8::new(0),
             done: watch::channel(false).0,
             failure: Mutex::new(None),
             failed: AtomicBool::new(false),
+            why: Mutex::new(None),
+            progress: AtomicU64::new(0),
+            report: Mutex::new(None),
         }
     }
 }
 
 impl Signals {
-    pub(crate) fn request_stop(&self) {
+    /// Asks every task to stop; an abort wins over a drain asked for before or after it.
+    pub(crate) fn request_stop(&self, mode: StopMode) {
+        let code = match mode {
+            StopMode::Drain => 1,
+            StopMode::Abort => 2,
+        };
+        self.mode.fetch_max(code, Ordering::SeqCst);
         self.stop.send_replace(true);
+    }
+
+    /// Whether the query is being aborted (no final CTIs).
+    pub(crate) fn aborting(&self) -> bool {
+        self.mode.load(Ordering::SeqCst) == 2
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
@@ -154,11 +178,12 @@ impl Signals {
         let _ = done.wait_for(|d| *d).await;
     }
 
-    /// Marks the query failed (a task returned an error): streams issue no final CTIs, so that
-    /// no output looks complete when it is not.
-    pub(crate) fn mark_failed(&self) {
+    /// Marks the query failed (a task returned an error, `why`): streams issue no final CTIs,
+    /// so that no output looks complete when it is not.
+    pub(crate) fn mark_failed(&self, why: &str) {
+        lock(&self.why).get_or_insert_with(|| why.to_owned());
         self.failed.store(true, Ordering::SeqCst);
-        self.request_stop();
+        self.request_stop(StopMode::Drain);
     }
 
     pub(crate) fn has_failed(&self) -> bool {
@@ -167,19 +192,46 @@ impl Signals {
 
     /// A stream failed the query (its reorder buffer reached the cap).
     pub(crate) fn fail(&self, e: EnqueueError) {
-        self.failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert(e);
-        self.mark_failed();
+        let why = e.to_string();
+        lock(&self.failure).get_or_insert(e);
+        self.mark_failed(&why);
     }
 
     pub(crate) fn failure(&self) -> Option<EnqueueError> {
-        self.failure
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.failure).clone()
     }
+
+    /// How the query is ending, as far as is known now.
+    pub(crate) fn ending(&self) -> Ending {
+        if self.has_failed() {
+            let why = lock(&self.why).clone();
+            return Ending::Failed(why.unwrap_or_else(|| "a task failed".to_owned()));
+        }
+        match self.mode.load(Ordering::SeqCst) {
+            0 => Ending::Completed,
+            1 => Ending::Drained,
+            _ => Ending::Aborted,
+        }
+    }
+
+    /// An output wrote a batch.
+    pub(crate) fn made_progress(&self) {
+        self.progress.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many batches the outputs have written.
+    pub(crate) fn progress(&self) -> u64 {
+        self.progress.load(Ordering::SeqCst)
+    }
+
+    /// The report of the ended query (set when the last input has ended).
+    pub(crate) fn final_report(&self) -> Option<QueryReport> {
+        lock(&self.report).clone()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Query-wide state shared by every task: the engine, the inputs' views, the signals.
@@ -193,11 +245,7 @@ pub(crate) struct Shell {
 }
 
 impl Shell {
-    pub(crate) fn new(
-        driver: Driver,
-        ports: Vec<Box<dyn OutputPort>>,
-        signals: Arc<Signals>,
-    ) -> Self {
+    pub(crate) fn new(driver: Driver, signals: Arc<Signals>) -> Self {
         let streams: Vec<StreamView> = (0..driver.input_count())
             .map(|i| {
                 let name = driver.input_name(i).unwrap_or_default().to_owned();
@@ -210,13 +258,20 @@ impl Shell {
             name: driver.name().to_owned(),
             engine: AsyncMutex::new(Engine {
                 driver,
-                ports,
+                ports: Vec::new(),
                 live,
                 operator_metrics: OperatorMetrics::default(),
             }),
             streams,
             signals,
             unready: watch::channel(unready).0,
+        }
+    }
+
+    /// Hands the outputs' ports to the engine (before any task runs).
+    pub(crate) fn install_ports(&self, ports: Vec<Box<dyn OutputPort>>) {
+        if let Ok(mut engine) = self.engine.try_lock() {
+            engine.ports = ports;
         }
     }
 
@@ -308,6 +363,8 @@ impl Shell {
             let _ = port.flush(driver, &mut SendMode::Always).await;
         }
         if engine.live == 0 {
+            let report = self.report_of(&engine.driver, self.signals.ending());
+            *lock(&self.signals.report) = Some(report);
             engine.ports.clear();
             self.signals.done.send_replace(true);
         }
@@ -334,6 +391,40 @@ impl Shell {
                 }
             })
             .await;
+    }
+
+    /// The query's report as of now, with this ending.
+    pub(crate) async fn report(&self, ending: Ending) -> QueryReport {
+        let engine = self.engine.lock().await;
+        self.report_of(&engine.driver, ending)
+    }
+
+    fn report_of(&self, driver: &Driver, ending: Ending) -> QueryReport {
+        let mut held = Vec::new();
+        driver.for_each_operator(|n| {
+            if n.state > 0 {
+                let label = n.label.map_or_else(
+                    || format!("{} {}", n.operator, n.node),
+                    |l| format!("{} `{l}`", n.operator),
+                );
+                held.push((label, n.state));
+            }
+        });
+        QueryReport {
+            streams: self
+                .streams
+                .iter()
+                .map(|s| (s.name.clone(), s.counters()))
+                .collect(),
+            clock_records: self
+                .streams
+                .iter()
+                .map(|s| (s.name.clone(), s.clock_record()))
+                .filter(|(_, r)| !r.is_empty())
+                .collect(),
+            ending,
+            held,
+        }
     }
 
     /// Where every node stands, with how long each input's CTI has been quiet.

@@ -54,10 +54,7 @@ impl Tasks {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .remove(&name);
-            if !matches!(r, Ok(Ok(()))) {
-                signals.mark_failed();
-            }
-            r.unwrap_or_else(|panic| {
+            let r = r.unwrap_or_else(|panic| {
                 let message = panic
                     .downcast_ref::<&str>()
                     .map(|s| (*s).to_owned())
@@ -67,7 +64,11 @@ impl Tasks {
                     task: name,
                     message,
                 })
-            })
+            });
+            if let Err(e) = &r {
+                signals.mark_failed(&e.to_string());
+            }
+            r
         });
     }
 
@@ -131,12 +132,12 @@ impl<P: Payload> ErasedInput for PendingInput<P> {
                 }),
                 _ => None,
             };
-            if failed.is_some() {
-                shell.signals.mark_failed();
+            if let Some(e) = &failed {
+                shell.signals.mark_failed(&e.to_string());
             }
-            shell
-                .end_input(id.index(), !shell.signals.has_failed())
-                .await;
+            // No final CTI after a failure or an abort: no output looks complete.
+            let final_cti = !shell.signals.has_failed() && !shell.signals.aborting();
+            shell.end_input(id.index(), final_cti).await;
             failed.map_or(Ok(()), Err)
         });
     }
