@@ -29,9 +29,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use punctual_adapters::{
-    AdapterError, DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, InputContext,
-};
+use punctual_adapters::{AdapterError, InputAdapter, InputAdapterFactory, InputContext};
 use punctual_core::ops::Payload;
 use punctual_core::{Event, EventShape, StreamItem, Time, TimeSpan};
 
@@ -139,8 +137,6 @@ impl<P: Payload> InputAdapter<P> for ScriptAdapter<P> {
         Ok(())
     }
 }
-
-impl<P> DeclareAdvanceTimeProperties<()> for Script<P> {}
 
 impl<P: Payload> InputAdapterFactory<(), P> for Script<P> {
     type Adapter = ScriptAdapter<P>;

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 
 use punctual::adapters::{
-    AdapterError, CollectOutput, DeadLetterCollector, DeclareAdvanceTimeProperties, EnqueueError,
-    InputAdapter, InputAdapterFactory, InputContext, Query,
+    AdapterError, CollectOutput, DeadLetterCollector, EnqueueError, InputAdapter,
+    InputAdapterFactory, InputContext, Query,
 };
 use punctual::conformance::{find_cases, run, Case, CaseArrival};
 use punctual::core::ops::Stream;
@@ -62,8 +62,6 @@ struct TurnAdapter {
     stream: usize,
     ended: bool,
 }
-
-impl DeclareAdvanceTimeProperties<()> for TurnInput {}
 
 impl InputAdapterFactory<(), Row> for TurnInput {
     type Adapter = TurnAdapter;

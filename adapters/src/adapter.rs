@@ -8,12 +8,11 @@
 //! A factory makes adapters from a configuration (any type: `serde` structs for adapters
 //! configured from files, plain values in code) and the event shape the stream expects. It may
 //! also declare advance-time settings for the streams it feeds
-//! ([`DeclareAdvanceTimeProperties`]); settings given when the stream is bound replace them
-//! entirely.
+//! ([`InputAdapterFactory::declare_advance_time_properties`]); settings given when the stream
+//! is bound replace them entirely.
 //!
 //! ```
-//! use punctual_adapters::{AdapterError, DeclareAdvanceTimeProperties, InputAdapter,
-//!     InputAdapterFactory, InputContext};
+//! use punctual_adapters::{AdapterError, InputAdapter, InputAdapterFactory, InputContext};
 //! use punctual_core::{EventShape, Time};
 //! use punctual_policies::{AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimePolicy};
 //!
@@ -38,9 +37,7 @@
 //!     fn create(&self, n: &i64, _shape: EventShape) -> Result<Counter, AdapterError> {
 //!         Ok(Counter { n: *n })
 //!     }
-//! }
 //!
-//! impl DeclareAdvanceTimeProperties<i64> for CounterFactory {
 //!     /// Counting never goes backwards: a CTI after every event, released at once.
 //!     fn declare_advance_time_properties(&self, _n: &i64, _shape: EventShape)
 //!         -> Option<AdapterAdvanceTimeSettings>
@@ -137,11 +134,17 @@ impl OutputContext {
     }
 }
 
-/// Advance-time settings a factory declares for the streams its adapters feed (StreamInsight's
-/// `IDeclareAdvanceTimeProperties`). The default declares none. Settings given when a stream is
-/// bound replace the declared ones entirely.
-pub trait DeclareAdvanceTimeProperties<C> {
-    /// The settings for a stream fed by an adapter with this configuration and shape.
+/// Makes input adapters from a configuration `C`, and may declare the advance-time settings
+/// of the streams they feed.
+pub trait InputAdapterFactory<C, P: Payload> {
+    /// The adapter it makes.
+    type Adapter: InputAdapter<P> + 'static;
+    /// Makes an adapter for a stream of the given shape; a bad configuration is an error.
+    fn create(&self, config: &C, shape: EventShape) -> Result<Self::Adapter, AdapterError>;
+
+    /// The advance-time settings for a stream fed by an adapter with this configuration and
+    /// shape (StreamInsight's `IDeclareAdvanceTimeProperties`). The default declares none.
+    /// Settings given when the stream is bound replace the declared ones entirely.
     fn declare_advance_time_properties(
         &self,
         config: &C,
@@ -150,14 +153,6 @@ pub trait DeclareAdvanceTimeProperties<C> {
         let _ = (config, shape);
         None
     }
-}
-
-/// Makes input adapters from a configuration `C`.
-pub trait InputAdapterFactory<C, P: Payload>: DeclareAdvanceTimeProperties<C> {
-    /// The adapter it makes.
-    type Adapter: InputAdapter<P> + 'static;
-    /// Makes an adapter for a stream of the given shape; a bad configuration is an error.
-    fn create(&self, config: &C, shape: EventShape) -> Result<Self::Adapter, AdapterError>;
 }
 
 /// Makes output adapters from a configuration `C`.

@@ -99,11 +99,17 @@ impl<P: Payload> InputContext<P> {
             let stream = self.stream_name().to_owned();
             match source {
                 punctual_policies::Error::BufferFull { .. } => {
-                    let err = EnqueueError::BufferFull { stream, source };
+                    let err = EnqueueError::BufferFull {
+                        stream,
+                        error: source,
+                    };
                     self.shell.signals.fail(err.clone());
                     err
                 }
-                source => EnqueueError::Rejected { stream, source },
+                source => EnqueueError::Rejected {
+                    stream,
+                    error: source,
+                },
             }
         })
     }

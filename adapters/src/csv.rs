@@ -35,8 +35,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use punctual_core::{Batch, Event, EventKind, EventShape, StreamItem, Time};
 
 use crate::adapter::{
-    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
-    OutputAdapterFactory, Payload,
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
@@ -188,8 +187,6 @@ fn parse_time(text: &str) -> Result<Time, String> {
 /// Factory of CSV file inputs; see the module doc.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CsvInput;
-
-impl DeclareAdvanceTimeProperties<CsvInputConfig> for CsvInput {}
 
 impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for CsvInput {
     type Adapter = CsvReader<P>;
@@ -353,7 +350,7 @@ impl<P: Payload + Serialize> OutputAdapterFactory<CsvOutputConfig, P> for CsvOut
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
     move |source| AdapterError::Io {
         path: path.to_owned(),
-        source,
+        error: source,
     }
 }
 

@@ -1,5 +1,7 @@
 //! Errors of the adapters crate: what adapters return, what enqueueing returns, and what a
-//! query reports.
+//! query reports. Each error's message includes its cause's, once: the cause is a field
+//! (`error`), not also a [`std::error::Error::source`], so that a chain printed link by link
+//! does not repeat it.
 
 use std::path::PathBuf;
 
@@ -9,21 +11,21 @@ use std::path::PathBuf;
 pub enum EnqueueError {
     /// The stream's ingress rejected the item (invalid, or breaking a CTI with no policy). The
     /// item is counted as `rejected` and dead-lettered; the stream goes on.
-    #[error("stream `{stream}` rejected the item: {source}")]
+    #[error("stream `{stream}` rejected the item: {error}")]
     Rejected {
         /// The stream.
         stream: String,
         /// Why.
-        source: punctual_policies::Error,
+        error: punctual_policies::Error,
     },
     /// The stream has buffered as many events as its cap allows without a CTI. The query fails
     /// with this error.
-    #[error("stream `{stream}`: {source}")]
+    #[error("stream `{stream}`: {error}")]
     BufferFull {
         /// The stream.
         stream: String,
         /// The details.
-        source: punctual_policies::Error,
+        error: punctual_policies::Error,
     },
     /// The query is stopping (or has failed): the adapter should return.
     #[error("the query is stopping")]
@@ -45,13 +47,12 @@ pub enum AdapterError {
         message: String,
     },
     /// An I/O error.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {error}", path.display())]
     Io {
         /// The file or resource.
         path: PathBuf,
         /// The error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// Enqueueing failed; see [`EnqueueError`].
     #[error(transparent)]
@@ -84,24 +85,22 @@ pub enum QueryError {
     #[error("cannot bind the query: {0}")]
     Bind(String),
     /// A factory refused to create an adapter.
-    #[error("cannot create the adapter of `{stream}`: {source}")]
+    #[error("cannot create the adapter of `{stream}`: {error}")]
     Create {
         /// The stream.
         stream: String,
         /// The factory's error.
-        #[source]
-        source: AdapterError,
+        error: AdapterError,
     },
     /// An adapter failed while running.
-    #[error("the {role} adapter of `{stream}` failed: {source}")]
+    #[error("the {role} adapter of `{stream}` failed: {error}")]
     Adapter {
         /// `input` or `output`.
         role: &'static str,
         /// The stream.
         stream: String,
         /// The adapter's error.
-        #[source]
-        source: AdapterError,
+        error: AdapterError,
     },
     /// A stream failed (its reorder buffer reached the cap).
     #[error(transparent)]

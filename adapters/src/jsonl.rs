@@ -42,8 +42,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use punctual_core::{Batch, EventShape};
 
 use crate::adapter::{
-    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
-    OutputAdapterFactory, Payload,
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
@@ -106,8 +105,6 @@ pub struct JsonLinesReader<P> {
     _payload: PhantomData<fn() -> P>,
 }
 
-impl DeclareAdvanceTimeProperties<JsonLinesInputConfig> for JsonLinesInput {}
-
 impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
     for JsonLinesInput
 {
@@ -128,7 +125,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
     move |source| AdapterError::Io {
         path: path.to_owned(),
-        source,
+        error: source,
     }
 }
 

@@ -48,8 +48,7 @@ use punctual_core::{Batch, EventShape, StreamItem, Time};
 use punctual_policies::{Arrival, MalformedRecord};
 
 use crate::adapter::{
-    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
-    OutputAdapterFactory, Payload,
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
 use crate::context::InputContext;
 use crate::error::{AdapterError, EnqueueError};
@@ -103,8 +102,6 @@ pub struct KafkaReader<P> {
     config: KafkaConfig,
     _payload: PhantomData<fn() -> P>,
 }
-
-impl DeclareAdvanceTimeProperties<KafkaConfig> for KafkaInput {}
 
 impl<P: Payload + DeserializeOwned> InputAdapterFactory<KafkaConfig, P> for KafkaInput {
     type Adapter = KafkaReader<P>;

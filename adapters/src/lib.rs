@@ -29,8 +29,7 @@ pub mod replay;
 pub mod tcp;
 
 pub use adapter::{
-    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
-    OutputAdapterFactory, OutputContext, Payload,
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, OutputContext, Payload,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::InputContext;

@@ -22,8 +22,7 @@ use tokio::sync::mpsc;
 use punctual_core::{Batch, EventShape, StreamItem};
 
 use crate::adapter::{
-    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
-    OutputAdapterFactory, Payload,
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
@@ -68,8 +67,6 @@ where
 /// Factory for items held in memory: the config is the items, cloned for each adapter.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MemoryInput;
-
-impl<P> DeclareAdvanceTimeProperties<Vec<StreamItem<P>>> for MemoryInput {}
 
 impl<P: Payload> InputAdapterFactory<Vec<StreamItem<P>>, P> for MemoryInput {
     type Adapter = IterAdapter<std::vec::IntoIter<StreamItem<P>>>;
@@ -144,8 +141,6 @@ impl<R, T, F> RecordsInput<R, T, F> {
         self
     }
 }
-
-impl<R, T, F> DeclareAdvanceTimeProperties<()> for RecordsInput<R, T, F> {}
 
 impl<R, P, T, F> InputAdapterFactory<(), P> for RecordsInput<R, T, F>
 where
@@ -224,8 +219,6 @@ impl<I> IterInput<I> {
     }
 }
 
-impl<I> DeclareAdvanceTimeProperties<()> for IterInput<I> {}
-
 impl<P, I> InputAdapterFactory<(), P> for IterInput<I>
 where
     P: Payload,
@@ -281,8 +274,6 @@ impl<P: Payload> InputAdapter<P> for StreamAdapter<P> {
         }
     }
 }
-
-impl<P> DeclareAdvanceTimeProperties<()> for StreamInput<P> {}
 
 impl<P: Payload> InputAdapterFactory<(), P> for StreamInput<P> {
     type Adapter = StreamAdapter<P>;
@@ -347,8 +338,6 @@ impl<P: Payload> InputAdapter<P> for ChannelAdapter<P> {
         }
     }
 }
-
-impl<P> DeclareAdvanceTimeProperties<()> for ChannelInput<P> {}
 
 impl<P: Payload> InputAdapterFactory<(), P> for ChannelInput<P> {
     type Adapter = ChannelAdapter<P>;

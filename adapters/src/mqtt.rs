@@ -39,8 +39,7 @@ use punctual_core::{Batch, EventShape};
 use punctual_policies::MalformedRecord;
 
 use crate::adapter::{
-    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
-    OutputAdapterFactory, Payload,
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
@@ -119,8 +118,6 @@ pub struct MqttReader<P> {
     config: MqttConfig,
     _payload: PhantomData<fn() -> P>,
 }
-
-impl DeclareAdvanceTimeProperties<MqttConfig> for MqttInput {}
 
 impl<P: Payload + DeserializeOwned> InputAdapterFactory<MqttConfig, P> for MqttInput {
     type Adapter = MqttReader<P>;

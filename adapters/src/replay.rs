@@ -89,7 +89,7 @@ pub(crate) async fn open_lines(
         .await
         .map_err(|source| AdapterError::Io {
             path: path.to_owned(),
-            source,
+            error: source,
         })?;
     Ok(Box::new(BufReader::new(file)))
 }
@@ -110,7 +110,7 @@ pub(crate) async fn next_line(
             .await
             .map_err(|source| AdapterError::Io {
                 path: path.to_owned(),
-                source,
+                error: source,
             })?;
         if n > 0 && (line.ends_with('\n') || !follow) {
             while line.ends_with('\n') || line.ends_with('\r') {
@@ -222,7 +222,7 @@ pub(crate) async fn open_sink(
                 .await
                 .map_err(|source| AdapterError::Io {
                     path: path.to_owned(),
-                    source,
+                    error: source,
                 })?,
         )
     };

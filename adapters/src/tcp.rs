@@ -38,8 +38,7 @@ use punctual_core::{Batch, EventShape, StreamItem};
 use punctual_policies::MalformedRecord;
 
 use crate::adapter::{
-    DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, OutputAdapter,
-    OutputAdapterFactory, Payload,
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
@@ -56,7 +55,7 @@ enum Received<P> {
 fn net_error(what: String) -> impl FnOnce(std::io::Error) -> AdapterError {
     move |source| AdapterError::Io {
         path: PathBuf::from(what),
-        source,
+        error: source,
     }
 }
 
@@ -149,8 +148,6 @@ pub struct TcpServerAdapter<P> {
     _payload: PhantomData<fn() -> P>,
 }
 
-impl DeclareAdvanceTimeProperties<()> for TcpServerInput {}
-
 impl<P: Payload + DeserializeOwned> InputAdapterFactory<(), P> for TcpServerInput {
     type Adapter = TcpServerAdapter<P>;
 
@@ -207,8 +204,6 @@ pub struct TcpClientAdapter<P> {
     connect: String,
     _payload: PhantomData<fn() -> P>,
 }
-
-impl DeclareAdvanceTimeProperties<TcpClientConfig> for TcpClientInput {}
 
 impl<P: Payload + DeserializeOwned> InputAdapterFactory<TcpClientConfig, P> for TcpClientInput {
     type Adapter = TcpClientAdapter<P>;

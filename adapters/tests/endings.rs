@@ -12,9 +12,9 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 
 use punctual_adapters::{
-    AdapterError, CollectOutput, DeadLetterCollector, DeclareAdvanceTimeProperties, Ending,
-    InputAdapter, InputAdapterFactory, InputContext, InputOptions, OutputAdapter,
-    OutputAdapterFactory, OutputContext, Query, QueryError, QueryReport,
+    AdapterError, CollectOutput, DeadLetterCollector, Ending, InputAdapter, InputAdapterFactory,
+    InputContext, InputOptions, OutputAdapter, OutputAdapterFactory, OutputContext, Query,
+    QueryError, QueryReport,
 };
 use punctual_core::ops::Count;
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan};
@@ -46,8 +46,6 @@ where
         }
     }
 }
-
-impl<F> DeclareAdvanceTimeProperties<()> for FnInput<F> {}
 
 impl<F> InputAdapterFactory<(), i64> for FnInput<F>
 where
@@ -370,4 +368,29 @@ async fn a_failed_run_keeps_its_report() {
     assert!(!failure.report.held.is_empty(), "the window of 5 s is open");
     assert_eq!(monitor.counters("in"), Some(c));
     assert!(counts(&out).is_empty(), "no window is emitted as if final");
+}
+
+/// An error's message names its cause once: printed link by link (`source()`), the chain does
+/// not repeat it.
+#[test]
+fn an_error_chain_names_each_cause_once() {
+    use std::error::Error as _;
+    let error = QueryError::Adapter {
+        role: "input",
+        stream: "in".into(),
+        error: AdapterError::Enqueue(punctual_adapters::EnqueueError::Rejected {
+            stream: "in".into(),
+            error: punctual_policies::Error::Invalid(punctual_core::InvalidEvent::CtiAtNegInf),
+        }),
+    };
+    let mut chain = vec![error.to_string()];
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        chain.push(c.to_string());
+        cause = c.source();
+    }
+    assert_eq!(
+        chain.join(" / "),
+        "the input adapter of `in` failed: stream `in` rejected the item: invalid event: a CTI at -inf is meaningless"
+    );
 }

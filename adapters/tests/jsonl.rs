@@ -117,7 +117,7 @@ async fn a_malformed_line_fails_the_query_with_file_and_line_when_asked() {
     let err = query.start().unwrap().wait().await.unwrap_err().error;
     match &err {
         QueryError::Adapter {
-            source:
+            error:
                 AdapterError::Malformed {
                     path: p,
                     line,

@@ -13,8 +13,8 @@ use serde::Deserialize;
 
 use punctual_adapters::line::parse_line;
 use punctual_adapters::{
-    AdapterError, CollectOutput, DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory,
-    InputContext, InputOptions, MemoryInput, Query,
+    AdapterError, CollectOutput, InputAdapter, InputAdapterFactory, InputContext, InputOptions,
+    MemoryInput, Query,
 };
 use punctual_core::ops::{Avg, Stream};
 use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
@@ -62,8 +62,6 @@ struct Slowly {
     items: Arc<Vec<StreamItem<Calibration>>>,
     linger: bool,
 }
-
-impl DeclareAdvanceTimeProperties<()> for Slowly {}
 
 impl InputAdapterFactory<(), Calibration> for Slowly {
     type Adapter = Slowly;

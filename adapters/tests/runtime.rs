@@ -9,9 +9,9 @@ use futures::future::{BoxFuture, FutureExt};
 use tokio::time::Instant;
 
 use punctual_adapters::{
-    channel_input, AdapterError, CollectOutput, DeadLetterCollector, DeclareAdvanceTimeProperties,
-    EnqueueError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, MemoryInput,
-    OutputAdapter, OutputAdapterFactory, Query, QueryError, QueryFailure, RecordsInput,
+    channel_input, AdapterError, CollectOutput, DeadLetterCollector, EnqueueError, InputAdapter,
+    InputAdapterFactory, InputContext, InputOptions, MemoryInput, OutputAdapter,
+    OutputAdapterFactory, Query, QueryError, QueryFailure, RecordsInput,
 };
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan, Unordered};
 use punctual_policies::{
@@ -47,8 +47,6 @@ struct Given<A>(std::sync::Mutex<Option<A>>);
 fn given<A>(a: A) -> Given<A> {
     Given(std::sync::Mutex::new(Some(a)))
 }
-
-impl<A> DeclareAdvanceTimeProperties<()> for Given<A> {}
 
 impl<A: InputAdapter<i64> + 'static> InputAdapterFactory<(), i64> for Given<A> {
     type Adapter = A;
@@ -505,7 +503,15 @@ async fn a_slow_reference_stream_imports_the_fast_streams_ctis() {
 async fn binding_settings_replace_declared_settings() {
     /// Declares IncreasingStartTime-like settings with a delay of 100.
     struct Declaring;
-    impl DeclareAdvanceTimeProperties<Vec<StreamItem<i64>>> for Declaring {
+    impl InputAdapterFactory<Vec<StreamItem<i64>>, i64> for Declaring {
+        type Adapter = <MemoryInput as InputAdapterFactory<Vec<StreamItem<i64>>, i64>>::Adapter;
+        fn create(
+            &self,
+            c: &Vec<StreamItem<i64>>,
+            s: EventShape,
+        ) -> Result<Self::Adapter, AdapterError> {
+            MemoryInput.create(c, s)
+        }
         fn declare_advance_time_properties(
             &self,
             _: &Vec<StreamItem<i64>>,
@@ -517,16 +523,6 @@ async fn binding_settings_replace_declared_settings() {
                 .build()
                 .unwrap();
             Some(AdapterAdvanceTimeSettings::new(g, AdvanceTimePolicy::Drop))
-        }
-    }
-    impl InputAdapterFactory<Vec<StreamItem<i64>>, i64> for Declaring {
-        type Adapter = <MemoryInput as InputAdapterFactory<Vec<StreamItem<i64>>, i64>>::Adapter;
-        fn create(
-            &self,
-            c: &Vec<StreamItem<i64>>,
-            s: EventShape,
-        ) -> Result<Self::Adapter, AdapterError> {
-            MemoryInput.create(c, s)
         }
     }
     let items = vec![StreamItem::point(t(1000), 1)];

@@ -144,7 +144,6 @@ async fn the_adapter_sees_which_partitions_to_pause() {
         }
     }
     struct Factory;
-    impl punctual_adapters::DeclareAdvanceTimeProperties<()> for Factory {}
     impl punctual_adapters::InputAdapterFactory<(), i64> for Factory {
         type Adapter = Partitioned;
         fn create(

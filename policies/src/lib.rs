@@ -33,7 +33,7 @@ use punctual_core::{EventShape, InvalidEvent, Time};
 pub enum Error {
     /// The item is not a valid event.
     #[error("invalid event: {0}")]
-    Invalid(#[from] InvalidEvent),
+    Invalid(InvalidEvent),
     /// The event breaks the stream's CTI and the stream has no violation policy.
     #[error("event with sync time {sync} breaks CTI({app}) and the stream has no violation policy (Drop or Adjust)")]
     Violation {
@@ -76,6 +76,13 @@ pub enum Error {
         /// Payloads given.
         payloads: usize,
     },
+}
+
+impl From<InvalidEvent> for Error {
+    /// (Not a `source`: the message includes the event's error once.)
+    fn from(e: InvalidEvent) -> Self {
+        Error::Invalid(e)
+    }
 }
 
 /// Result with this crate's [`Error`].

@@ -214,7 +214,7 @@ impl Query {
                 .create(config, options.shape())
                 .map_err(|source| QueryError::Create {
                     stream: name.clone(),
-                    source,
+                    error: source,
                 })?;
         let (id, stream) = self.plan.input::<P, O>(options)?;
         self.inputs.push(Box::new(PendingInput {
@@ -256,7 +256,7 @@ impl Query {
             .create(config, shape)
             .map_err(|source| QueryError::Create {
                 stream: name.clone(),
-                source,
+                error: source,
             })?;
         self.outputs.push(Box::new(PendingOutput {
             name,

@@ -62,7 +62,7 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
             let fail = |source| QueryError::Adapter {
                 role: "output",
                 stream: name.clone(),
-                source,
+                error: source,
             };
             adapter.open(&context).await.map_err(fail)?;
             while let Some(mut batch) = rx.recv().await {

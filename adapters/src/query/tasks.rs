@@ -128,7 +128,7 @@ impl<P: Payload> ErasedInput for PendingInput<P> {
                 Some(Err(e)) if !e.is_stopping() => Some(QueryError::Adapter {
                     role: "input",
                     stream: name,
-                    source: e,
+                    error: e,
                 }),
                 _ => None,
             };

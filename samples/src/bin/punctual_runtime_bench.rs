@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use punctual::adapters::{
-    AdapterError, DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, InputContext,
-    InputOptions, OutputAdapter, OutputAdapterFactory, Query,
+    AdapterError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, OutputAdapter,
+    OutputAdapterFactory, Query,
 };
 use punctual::core::ops::{Count, Sum};
 use punctual::prelude::*;
@@ -134,8 +134,6 @@ struct BenchInput {
     issued: Issued,
 }
 
-impl DeclareAdvanceTimeProperties<()> for BenchInput {}
-
 impl InputAdapterFactory<(), Reading> for BenchInput {
     type Adapter = BenchAdapter;
     fn create(&self, _: &(), _: EventShape) -> Result<BenchAdapter, AdapterError> {
@@ -202,7 +200,7 @@ impl InputAdapter<Reading> for BenchAdapter {
                     1 << 16,
                     std::fs::File::open(&path).map_err(|e| AdapterError::Io {
                         path: path.clone().into(),
-                        source: e,
+                        error: e,
                     })?,
                 );
                 let mut record = [0u8; 24];
@@ -213,7 +211,7 @@ impl InputAdapter<Reading> for BenchAdapter {
                         Err(e) => {
                             return Err(AdapterError::Io {
                                 path: path.clone().into(),
-                                source: e,
+                                error: e,
                             })
                         }
                     }

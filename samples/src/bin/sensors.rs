@@ -28,8 +28,8 @@ use tokio::sync::Notify;
 
 use punctual::adapters::line::{parse_line, Line};
 use punctual::adapters::{
-    AdapterError, DeclareAdvanceTimeProperties, InputAdapter, InputAdapterFactory, InputContext,
-    InputOptions, OutputAdapter, OutputAdapterFactory, Query, QueryReport,
+    AdapterError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, OutputAdapter,
+    OutputAdapterFactory, Query, QueryReport,
 };
 use punctual::prelude::*;
 
@@ -76,7 +76,7 @@ impl Replay {
     fn open(path: &Path) -> Result<Replay, AdapterError> {
         let text = std::fs::read_to_string(path).map_err(|source| AdapterError::Io {
             path: path.to_owned(),
-            source,
+            error: source,
         })?;
         let mut lines = Vec::new();
         for (i, text) in text.lines().enumerate() {
@@ -133,9 +133,6 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<String, P> for Replay {
         })
     }
 }
-
-/// The log carries its own CTIs or none: no declared settings.
-impl DeclareAdvanceTimeProperties<String> for Replay {}
 
 struct ReplayStream<P> {
     log: Arc<Log>,
