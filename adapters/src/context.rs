@@ -14,7 +14,7 @@ use punctual_engine::{Driver, InputId};
 use punctual_policies::{Arrival, EnqueueSummary, Enqueued, IngressCounters, MalformedRecord};
 
 use crate::adapter::Payload;
-use crate::error::EnqueueError;
+use crate::error::{EnqueueError, TryEnqueueError};
 use crate::query::shell::{SendMode, Shell};
 
 /// An input adapter's handle on its stream: enqueue items (awaiting under backpressure), learn
@@ -90,28 +90,70 @@ impl<P: Payload> InputContext<P> {
             .shell
             .drive(SendMode::StopAware(&mut self.stop), |d| f(d, input))
             .await?;
-        let view = &self.shell.streams[input.index()];
+        self.after(r)
+    }
+
+    /// What a call into the driver gave: a reference input's own CTI says its snapshot is in;
+    /// a full reorder buffer fails the query; any other error is the item's rejection.
+    fn after<R>(&self, r: Result<R, punctual_policies::Error>) -> Result<R, EnqueueError> {
+        let index = self.input.index();
+        let view = &self.shell.streams[index];
         if !view.is_ready() && view.counters().ctis_in > 0 {
-            // A reference input's own CTI says its snapshot is in.
-            self.shell.mark_ready(input.index());
+            self.shell.mark_ready(index);
         }
-        r.map_err(|source| {
+        r.map_err(|error| {
             let stream = self.stream_name().to_owned();
-            match source {
+            match error {
                 punctual_policies::Error::BufferFull { .. } => {
-                    let err = EnqueueError::BufferFull {
-                        stream,
-                        error: source,
-                    };
+                    let err = EnqueueError::BufferFull { stream, error };
                     self.shell.signals.fail(err.clone());
                     err
                 }
-                source => EnqueueError::Rejected {
-                    stream,
-                    error: source,
-                },
+                error => EnqueueError::Rejected { stream, error },
             }
         })
+    }
+
+    /// Enqueues many items in one call if the query can take them now, without waiting:
+    /// [`TryEnqueueError::Full`] gives them back (nothing enqueued) when an output's queue is
+    /// full or another call is running (StreamInsight's `Full`: try again later, or await
+    /// [`InputContext::enqueue_batch`], which waits). Otherwise as `enqueue_batch`.
+    ///
+    /// ```
+    /// use punctual_adapters::{AdapterError, InputContext, TryEnqueueError};
+    /// use punctual_core::StreamItem;
+    /// /// Hands over what the query takes now; keeps the items for the next turn if none.
+    /// fn offer(
+    ///     ctx: &mut InputContext<i64>,
+    ///     pending: &mut Vec<StreamItem<i64>>,
+    /// ) -> Result<(), AdapterError> {
+    ///     match ctx.try_enqueue_batch(std::mem::take(pending)) {
+    ///         Ok(_) => Ok(()),
+    ///         Err(TryEnqueueError::Full(items)) => {
+    ///             *pending = items;
+    ///             Ok(())
+    ///         }
+    ///         Err(TryEnqueueError::Enqueue(e)) => Err(e.into()),
+    ///     }
+    /// }
+    /// ```
+    pub fn try_enqueue_batch(
+        &mut self,
+        items: Vec<StreamItem<P>>,
+    ) -> Result<EnqueueSummary, TryEnqueueError<P>> {
+        if self.is_stopping() {
+            return Err(TryEnqueueError::Enqueue(EnqueueError::Stopping));
+        }
+        let input = self.input;
+        let mut items = Some(items);
+        let r = self.shell.try_drive(|d| {
+            let items = items.take().unwrap_or_default();
+            d.enqueue_items(input, items)
+        });
+        match r {
+            None => Err(TryEnqueueError::Full(items.unwrap_or_default())),
+            Some(r) => self.after(r).map_err(TryEnqueueError::Enqueue),
+        }
     }
 
     /// Enqueues one item.

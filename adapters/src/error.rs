@@ -32,6 +32,18 @@ pub enum EnqueueError {
     Stopping,
 }
 
+/// Returned by [`InputContext::try_enqueue_batch`](crate::InputContext::try_enqueue_batch).
+#[derive(Debug, thiserror::Error)]
+pub enum TryEnqueueError<P> {
+    /// The query cannot take the items now (an output's queue is full, or another call into
+    /// the query is running): nothing was enqueued; here they are back.
+    #[error("the query cannot take items now (an output is behind, or another call is running): nothing was enqueued")]
+    Full(Vec<punctual_core::StreamItem<P>>),
+    /// As from [`InputContext::enqueue_batch`](crate::InputContext::enqueue_batch).
+    #[error(transparent)]
+    Enqueue(EnqueueError),
+}
+
 /// What an adapter (or its factory) returns when it cannot go on.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

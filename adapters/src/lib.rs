@@ -34,7 +34,7 @@ pub use adapter::{
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::InputContext;
 pub use csv::{CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig};
-pub use error::{AdapterError, EnqueueError, QueryError};
+pub use error::{AdapterError, EnqueueError, QueryError, TryEnqueueError};
 pub use jsonl::{
     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines,
 };

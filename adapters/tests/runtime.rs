@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use punctual_adapters::{
     channel_input, AdapterError, CollectOutput, DeadLetterCollector, EnqueueError, InputAdapter,
     InputAdapterFactory, InputContext, InputOptions, MemoryInput, OutputAdapter,
-    OutputAdapterFactory, Query, QueryError, QueryFailure, RecordsInput,
+    OutputAdapterFactory, Query, QueryError, QueryFailure, RecordsInput, TryEnqueueError,
 };
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan, Unordered};
 use punctual_policies::{
@@ -1104,4 +1104,72 @@ async fn an_unordered_join_runs_through_the_runtime() {
             (t(9), ("one", 90))
         ]
     );
+}
+
+/// An output that holds each batch until it is let go.
+struct GatedOutput {
+    gate: Arc<tokio::sync::Semaphore>,
+    written: Arc<AtomicUsize>,
+}
+
+#[async_trait]
+impl OutputAdapter<i64> for GatedOutput {
+    async fn write(&mut self, batch: &Batch<i64>) -> Result<(), AdapterError> {
+        let permit = self.gate.acquire().await;
+        permit.map(|p| p.forget()).ok();
+        self.written.fetch_add(batch.len(), Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// `try_enqueue_batch` never waits: while the output is behind (its queue full) it gives the
+/// items back untouched; once the output catches up, they go in.
+#[tokio::test(start_paused = true)]
+async fn try_enqueue_gives_the_items_back_while_the_output_is_behind() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let written = Arc::new(AtomicUsize::new(0));
+    let output = GatedOutput {
+        gate: Arc::clone(&gate),
+        written: Arc::clone(&written),
+    };
+    let opened = Arc::clone(&gate);
+    let mut query = Query::new("try").channel_capacity(1);
+    let s = query
+        .create_stream(
+            InputOptions::new("in", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &input(move |ctx| {
+                async move {
+                    let mut full = 0;
+                    let mut next = 0;
+                    while next < 6 {
+                        let items = vec![StreamItem::point(t(next), next)];
+                        match ctx.try_enqueue_batch(items) {
+                            Ok(summary) => {
+                                assert_eq!(summary.accepted, 1);
+                                next += 1;
+                            }
+                            Err(TryEnqueueError::Full(back)) => {
+                                assert_eq!(back, vec![StreamItem::point(t(next), next)]);
+                                full += 1;
+                                // Let the output write one batch, then try again.
+                                opened.add_permits(1);
+                                tokio::time::sleep(Duration::from_millis(1)).await;
+                            }
+                            Err(TryEnqueueError::Enqueue(e)) => return Err(e.into()),
+                        }
+                    }
+                    assert!(full > 0, "the queue of one batch filled up");
+                    opened.add_permits(100);
+                    Ok(())
+                }
+                .boxed()
+            }),
+            &(),
+        )
+        .unwrap();
+    query.bind_output(&s, &given(output), &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    assert_eq!(report.counters("in").map(|c| c.released), Some(6));
+    assert_eq!(written.load(Ordering::SeqCst), 6);
 }

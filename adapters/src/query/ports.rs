@@ -94,6 +94,17 @@ struct Port<P> {
     recycled: mpsc::Receiver<Batch<P>>,
 }
 
+/// Sends what is pending through `permit` (a reused batch takes its place).
+fn send<P>(
+    permit: mpsc::Permit<'_, Batch<P>>,
+    pending: &mut Batch<P>,
+    recycled: &mut mpsc::Receiver<Batch<P>>,
+) {
+    let mut batch = recycled.try_recv().unwrap_or_default();
+    std::mem::swap(&mut batch, pending);
+    permit.send(batch);
+}
+
 #[async_trait]
 impl<P: Payload> OutputPort for Port<P> {
     async fn flush(
@@ -114,14 +125,26 @@ impl<P: Payload> OutputPort for Port<P> {
             },
         };
         match permit {
-            Ok(permit) => {
-                let mut batch = self.recycled.try_recv().unwrap_or_default();
-                std::mem::swap(&mut batch, &mut self.pending);
-                permit.send(batch);
-            }
+            Ok(permit) => send(permit, &mut self.pending, &mut self.recycled),
             // The output task is gone: it failed and reported it.
             Err(_) => self.pending.clear(),
         }
         Ok(())
+    }
+
+    fn has_room(&self) -> bool {
+        self.tx.is_closed() || self.tx.capacity() > 0
+    }
+
+    fn try_flush(&mut self, driver: &mut Driver) {
+        driver.take_output(&self.id, &mut self.pending);
+        if self.pending.is_empty() {
+            return;
+        }
+        match self.tx.try_reserve() {
+            Ok(permit) => send(permit, &mut self.pending, &mut self.recycled),
+            Err(mpsc::error::TrySendError::Full(())) => {}
+            Err(mpsc::error::TrySendError::Closed(())) => self.pending.clear(),
+        }
     }
 }

@@ -38,6 +38,12 @@ pub(crate) trait OutputPort: Send {
         driver: &mut Driver,
         mode: &mut SendMode<'_>,
     ) -> Result<(), EnqueueError>;
+
+    /// Whether the output's queue has room for a batch now.
+    fn has_room(&self) -> bool;
+
+    /// [`OutputPort::flush`] without waiting: what does not fit waits for the next flush.
+    fn try_flush(&mut self, driver: &mut Driver);
 }
 
 /// What runs under the lock.
@@ -307,6 +313,23 @@ impl Shell {
             port.flush(driver, &mut mode).await?;
         }
         Ok(r)
+    }
+
+    /// [`Shell::drive`] if it can run now without waiting (the engine is free and every
+    /// output's queue has room); `None` (and `f` not run) otherwise.
+    pub(crate) fn try_drive<R>(&self, f: impl FnOnce(&mut Driver) -> R) -> Option<R> {
+        let mut engine = self.engine.try_lock().ok()?;
+        if !engine.ports.iter().all(|p| p.has_room()) {
+            return None;
+        }
+        let r = f(&mut engine.driver);
+        self.publish(&mut engine);
+        let Engine { driver, ports, .. } = &mut *engine;
+        for port in ports.iter_mut() {
+            // Room was checked under the lock, and only the engine sends: each fits.
+            port.try_flush(driver);
+        }
+        Some(r)
     }
 
     /// Publishes what the handle shows of each input, and the operators' metrics.
