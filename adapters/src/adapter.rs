@@ -122,8 +122,7 @@ impl OutputContext {
         &self.name
     }
 
-    /// The shape of the stream it receives (`Interval` for an operator's output, which may
-    /// hold points, intervals and edges).
+    /// The shape of the stream it receives (see [`Query::bind_output`](crate::Query::bind_output)).
     pub fn shape(&self) -> EventShape {
         self.shape
     }

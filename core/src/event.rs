@@ -19,16 +19,36 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::{Lifetime, Time};
 
-/// The shape of events an input adapter is asked to produce.
+/// The shape of a stream's events: what an input adapter is asked to produce, and what an
+/// input stream takes (a point stream points only, an interval stream points and intervals, an
+/// edge stream any kind).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventShape {
     /// One-tick events `[t, t+1)`.
     Point,
-    /// Events with a known start and end.
+    /// Events with a known start and end (points among them).
     Interval,
-    /// A start edge opens `[s, +inf)`; a later end edge closes it.
+    /// A start edge opens `[s, +inf)`; a later end edge closes it (and any other kind).
     Edge,
+}
+
+impl EventShape {
+    /// The shape of a stream that holds the events of both (a union's).
+    ///
+    /// ```
+    /// use punctual_core::EventShape;
+    /// assert_eq!(EventShape::Point.or(EventShape::Interval), EventShape::Interval);
+    /// assert_eq!(EventShape::Edge.or(EventShape::Point), EventShape::Edge);
+    /// ```
+    pub fn or(self, other: EventShape) -> EventShape {
+        use EventShape::{Edge, Interval, Point};
+        match (self, other) {
+            (Edge, _) | (_, Edge) => Edge,
+            (Interval, _) | (_, Interval) => Interval,
+            (Point, Point) => Point,
+        }
+    }
 }
 
 /// When an event happens: the four kinds of event and their times.

@@ -251,13 +251,13 @@ impl Plan {
         })
     }
 
-    /// The shape of the events on a stream: an input's declared shape, or `Interval` for an
-    /// operator's output (which may hold points, intervals and edges).
+    /// The shape of the events on a stream: an input's declared shape, or what the operators
+    /// make of their inputs' shapes (a window's results are points at the window's end, a
+    /// filter's are its input's, a join's are points when either side is; `Edge`, any kind,
+    /// where an operator cannot say).
     pub fn shape_of<P: Payload, O: Order>(&self, stream: &Stream<P, O>) -> EventShape {
-        self.shapes
-            .get(&stream.node())
-            .copied()
-            .unwrap_or(EventShape::Interval)
+        self.graph
+            .shape_of(stream, &|node| self.shapes.get(&node).copied())
     }
 
     /// The input whose stream this is, if it is one.
@@ -292,8 +292,11 @@ impl Plan {
         let name = format!("late events of `{}`", pending.name);
         let late = pending
             .late
-            .get_or_insert_with(|| graph.source::<LateEvent<P>, Ordered>().named(name));
-        Ok(late.clone())
+            .get_or_insert_with(|| graph.source::<LateEvent<P>, Ordered>().named(name))
+            .clone();
+        // Each late event is a point at the CTI it broke.
+        self.shapes.insert(late.node(), EventShape::Point);
+        Ok(late)
     }
 
     /// Sends an input stream's dead letters (dropped, rejected, malformed and unreleased items,

@@ -331,3 +331,58 @@ fn an_end_edge_after_the_final_cti_is_dropped_as_late() {
     driver.take_output(&out, &mut batch);
     assert_eq!(batch.payloads(), &[7], "the start edge went out open-ended");
 }
+
+/// An operator's output has the shape its operator makes of its inputs': a filter keeps its
+/// input's, a window's results are points (intervals with the window's lifetime), a join of
+/// points with edges gives points, a union the widest of its inputs', a late-event side output
+/// points.
+#[test]
+fn an_operators_output_has_the_shape_its_operator_makes() {
+    let mut plan = Plan::new("q");
+    let (_, points) = plan
+        .input::<i64, Ordered>(InputOptions::new("points", EventShape::Point))
+        .expect("a valid input");
+    let (_, intervals) = plan
+        .input::<i64, Ordered>(InputOptions::new("intervals", EventShape::Interval))
+        .expect("a valid input");
+    let (_, edges) = plan
+        .input::<i64, Ordered>(InputOptions::new("edges", EventShape::Edge))
+        .expect("a valid input");
+    let window = || intervals.tumbling_window(TimeSpan::from_ticks(10));
+    let shapes = [
+        (
+            plan.shape_of(&intervals.filter(|v| *v > 0)),
+            EventShape::Interval,
+        ),
+        (
+            plan.shape_of(&window().aggregate(punctual_core::ops::Count)),
+            EventShape::Point,
+        ),
+        (
+            plan.shape_of(
+                &window()
+                    .output(punctual_core::ops::WindowOutput::Window)
+                    .aggregate(punctual_core::ops::Count),
+            ),
+            EventShape::Interval,
+        ),
+        (
+            plan.shape_of(&points.join_on(&edges, |p| *p, |e| *e, |p, _| *p)),
+            EventShape::Point,
+        ),
+        (
+            plan.shape_of(&intervals.join_on(&edges, |p| *p, |e| *e, |p, _| *p)),
+            EventShape::Edge,
+        ),
+        (
+            plan.shape_of(&points.union(&[&intervals])),
+            EventShape::Interval,
+        ),
+        (plan.shape_of(&points.union(&[&edges])), EventShape::Edge),
+    ];
+    for (i, (got, want)) in shapes.into_iter().enumerate() {
+        assert_eq!(got, want, "case {i}");
+    }
+    let late = plan.late_events(&edges).expect("an input");
+    assert_eq!(plan.shape_of(&late), EventShape::Point);
+}

@@ -228,8 +228,9 @@ impl Query {
     /// Binds an output adapter to a stream (an input stream or an operator's output, ordered
     /// or unordered): it receives the stream's events and CTIs in release order (on an
     /// unordered stream, each event as soon as it is final, in arrival order between CTIs).
-    /// One output per stream; the factory is asked for an adapter of the input's shape, or
-    /// `Interval` for an operator's output (which may hold points, intervals and edges).
+    /// One output per stream; the factory is asked for an adapter of the stream's shape: an
+    /// input's declared shape, or what the operators make of it (`Point` for a window's
+    /// results, `Edge`, any kind, where an operator cannot say; see `Plan::shape_of`).
     pub fn bind_output<C, P, F, O>(
         &mut self,
         stream: &Stream<P, O>,

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::hash::Hash;
 
 use crate::batch::Batch;
-use crate::event::EventKind;
+use crate::event::{EventKind, EventShape};
 use crate::time::Time;
 
 use super::{BinaryOperator, CtiFrontier, ReleaseBuffer};
@@ -293,6 +293,10 @@ macro_rules! left_held_op {
             KR: Fn(&R) -> K + Send + 'static,
         {
             const NAME: &'static str = <$rule as LeftHeldRule>::NAME;
+
+            fn output_shape(&self, left: EventShape, _right: EventShape) -> EventShape {
+                left
+            }
 
             fn on_left(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
                 self.0.on_left(input, out);

@@ -11,6 +11,7 @@
 //! of its input.
 
 use crate::batch::Batch;
+use crate::event::EventShape;
 
 use super::UnaryOperator;
 
@@ -89,6 +90,10 @@ where
     F: Fn(&P) -> bool + Send + 'static,
 {
     const NAME: &'static str = "filter";
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         let Some(predicate) = &self.predicate else {

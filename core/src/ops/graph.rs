@@ -11,6 +11,7 @@
 use std::any::Any;
 
 use crate::batch::Batch;
+use crate::event::EventShape;
 use crate::order::EventOrder;
 
 use super::filter::Predicate;
@@ -177,6 +178,12 @@ pub trait Node: Send {
     /// Other nodes give `None`.
     fn take_predicate(&mut self) -> Option<Box<dyn Any + Send>> {
         None
+    }
+    /// The shape of what it emits, given its inputs' shapes (by port); by default any kind
+    /// (`Edge`).
+    fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
+        let _ = inputs;
+        EventShape::Edge
     }
 }
 
@@ -403,6 +410,29 @@ impl Graph {
             at = next;
         }
         fused
+    }
+
+    /// The shape of the events `node` emits: for a source, what `source` says (any kind if
+    /// nothing), for an operator what it makes of its inputs' shapes.
+    pub fn shape_of(
+        &self,
+        node: NodeId,
+        source: &dyn Fn(NodeId) -> Option<EventShape>,
+    ) -> EventShape {
+        let Some(slot) = self.slots.get(node) else {
+            return EventShape::Edge;
+        };
+        match &slot.node {
+            None => source(node).unwrap_or(EventShape::Edge),
+            Some(op) => {
+                let inputs: Vec<EventShape> = slot
+                    .inputs
+                    .iter()
+                    .map(|&i| self.shape_of(i, source))
+                    .collect();
+                op.output_shape(&inputs)
+            }
+        }
     }
 
     /// Moves what the kept output `node` produced since the last call to the end of `into`.

@@ -46,6 +46,7 @@ use std::any::Any;
 use std::marker::PhantomData;
 
 use crate::batch::Batch;
+use crate::event::EventShape;
 
 /// What a payload type needs to travel through a query: `Clone` (operators keep and repeat
 /// payloads), `PartialEq` (an end edge is matched to its start edge by payload), and
@@ -75,6 +76,12 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     fn take_predicate(&mut self) -> Option<Box<dyn Predicate<I>>> {
         None
     }
+    /// The shape of what it emits, given its input's (see [`EventShape`]: `Point` for points
+    /// only, `Interval` for points and intervals, `Edge` for any kind). By default any kind.
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        let _ = input;
+        EventShape::Edge
+    }
 }
 
 /// An operator with two inputs of possibly different payload types.
@@ -88,6 +95,12 @@ pub trait BinaryOperator<L, R, O>: Send + 'static {
     /// Events or groups held now.
     fn state_size(&self) -> usize {
         0
+    }
+    /// The shape of what it emits, given its inputs' (see
+    /// [`UnaryOperator::output_shape`]). By default any kind.
+    fn output_shape(&self, left: EventShape, right: EventShape) -> EventShape {
+        let _ = (left, right);
+        EventShape::Edge
     }
 }
 
@@ -129,6 +142,10 @@ impl<Op: UnaryOperator<I, O>, I: Send + 'static, O: Send + 'static> Node for Una
     fn take_predicate(&mut self) -> Option<Box<dyn Any + Send>> {
         let predicate = self.op.take_predicate()?;
         Some(Box::new(predicate))
+    }
+    fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
+        self.op
+            .output_shape(inputs.first().copied().unwrap_or(EventShape::Edge))
     }
 }
 
@@ -173,5 +190,9 @@ where
     }
     fn name(&self) -> &'static str {
         Op::NAME
+    }
+    fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
+        let shape = |i: usize| inputs.get(i).copied().unwrap_or(EventShape::Edge);
+        self.op.output_shape(shape(0), shape(1))
     }
 }

@@ -12,7 +12,7 @@
 //! [`crate::order`]): it keeps each event where it is, so its output has the order of its input.
 
 use crate::batch::Batch;
-use crate::event::EventKind;
+use crate::event::{EventKind, EventShape};
 use crate::time::TimeSpan;
 
 use super::{ReleaseBuffer, UnaryOperator};
@@ -37,6 +37,10 @@ where
     F: Fn(&P) -> Q + Send + 'static,
 {
     const NAME: &'static str = "map";
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
@@ -74,6 +78,10 @@ impl<P> Default for Reorder<P> {
 
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Reorder<P> {
     const NAME: &'static str = "reorder";
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         for (range, cti) in input.segments() {
@@ -126,6 +134,10 @@ impl Shift {
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Shift {
     const NAME: &'static str = "shift";
 
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
+
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         for (range, cti) in input.segments() {
             for i in range {
@@ -159,6 +171,10 @@ impl AlterDuration {
 
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for AlterDuration {
     const NAME: &'static str = "alter duration";
+
+    fn output_shape(&self, _input: EventShape) -> EventShape {
+        EventShape::Interval
+    }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         for (range, cti) in input.segments() {

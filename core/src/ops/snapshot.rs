@@ -18,7 +18,7 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
 use crate::batch::Batch;
-use crate::event::EventKind;
+use crate::event::{EventKind, EventShape};
 use crate::time::Time;
 
 use super::{Aggregate, ReleaseBuffer, UnaryOperator};
@@ -114,6 +114,10 @@ where
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
     const NAME: &'static str = "snapshot window";
+
+    fn output_shape(&self, _input: EventShape) -> EventShape {
+        EventShape::Interval
+    }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
@@ -221,6 +225,10 @@ where
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
     const NAME: &'static str = "count window";
+
+    fn output_shape(&self, _input: EventShape) -> EventShape {
+        EventShape::Interval
+    }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {

@@ -37,6 +37,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::batch::Batch;
+use crate::event::EventShape;
 use crate::order::{EventOrder, Order, Ordered};
 use crate::time::{Time, TimeSpan};
 
@@ -131,6 +132,30 @@ impl QueryGraph {
     /// ```
     pub fn keep_output<P: Payload, O: Order>(&self, stream: &Stream<P, O>) {
         self.lock().keep_output::<P>(stream.node);
+    }
+
+    /// The shape of the events on `stream`: for a source, what `source` says of its node (any
+    /// kind if nothing); for an operator's output, what the operator makes of its inputs'
+    /// shapes (a window's results are points at the window's end, say, a filter's are its
+    /// input's).
+    ///
+    /// ```
+    /// use punctual_core::ops::{Count, QueryGraph};
+    /// use punctual_core::{EventShape, TimeSpan};
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<u32, punctual_core::Ordered>();
+    /// let kept = input.filter(|v| *v > 3);
+    /// let counts = kept.tumbling_window(TimeSpan::from_ticks(10)).aggregate(Count);
+    /// let shapes = |_| Some(EventShape::Interval);
+    /// assert_eq!(graph.shape_of(&kept, &shapes), EventShape::Interval);
+    /// assert_eq!(graph.shape_of(&counts, &shapes), EventShape::Point);
+    /// ```
+    pub fn shape_of<P: Payload, O: Order>(
+        &self,
+        stream: &Stream<P, O>,
+        source: &dyn Fn(NodeId) -> Option<EventShape>,
+    ) -> EventShape {
+        self.lock().shape_of(stream.node, source)
     }
 
     /// Feeds a batch (as an ingress of the source's order releases it, with CTI marks) into a

@@ -8,6 +8,7 @@
 //! its own release buffer, in order, and a release merges the inputs' released prefixes (ties in
 //! input order), copying whole runs where the inputs do not interleave.
 
+use crate::event::EventShape;
 use std::any::Any;
 
 use crate::batch::Batch;
@@ -175,6 +176,9 @@ impl<P: Clone + Send + 'static> Node for Union<P> {
     }
     fn name(&self) -> &'static str {
         "union"
+    }
+    fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
+        inputs.iter().fold(EventShape::Point, |a, &b| a.or(b))
     }
 }
 

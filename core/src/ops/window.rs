@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::hash::Hash;
 
 use crate::batch::Batch;
-use crate::event::EventKind;
+use crate::event::{EventKind, EventShape};
 use crate::time::{Time, TimeSpan};
 
 use super::groups::Groups;
@@ -420,6 +420,13 @@ where
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
     const NAME: &'static str = "hopping window";
+
+    fn output_shape(&self, _input: EventShape) -> EventShape {
+        match self.spec.output {
+            WindowOutput::PointAtEnd => EventShape::Point,
+            WindowOutput::Window => EventShape::Interval,
+        }
+    }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<O>) {
         let tumbling = self.spec.size == self.spec.hop;

@@ -32,6 +32,7 @@ mod probe;
 mod side;
 mod sweep;
 
+use crate::event::EventShape;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
@@ -181,6 +182,15 @@ where
         EventOrder::Sorted => "join",
         EventOrder::Arrival => "join (unordered)",
     };
+
+    /// A result lives where both partners do: a point when either is one.
+    fn output_shape(&self, left: EventShape, right: EventShape) -> EventShape {
+        if left == EventShape::Point || right == EventShape::Point {
+            EventShape::Point
+        } else {
+            left.or(right)
+        }
+    }
 
     fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {
