@@ -944,6 +944,12 @@ async fn a_filter_after_an_input_runs_fused_into_its_ingress() {
             want,
             "{case}"
         );
+        // The README's identity: every event is in exactly one of these.
+        assert_eq!(
+            c.events_in,
+            c.released + c.filtered + c.dropped + c.rejected + c.buffered + c.unreleased,
+            "{case}"
+        );
         assert_eq!(raw.items().len(), if also_raw { 7 } else { 0 }, "{case}");
     }
 }
