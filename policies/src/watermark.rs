@@ -9,7 +9,7 @@
 //! | [`Watermark::arrival`] (ASA) | highest `time - out_of_order`; with substreams, `arrival - late` | out-of-order tolerance (substreams: late tolerance) | events outside the tolerances are adjusted or dropped, and counted | events carry an arrival time (broker, gateway) and clocks may be off |
 //! | ... with `substream(key)` | `arrival - late` | late tolerance | one device's clock skew does not adjust another's events | many devices with their own clocks |
 //! | [`Watermark::bounded`] (Flink) | `max time - bound` | `bound` | events more than `bound` behind the newest are late | disorder is bounded and there is no arrival time |
-//! | [`Watermark::ascending`] | `max time - 1 tick` | none | any event behind the newest is late | the source is ordered (a log, a single sensor) |
+//! | [`Watermark::ascending`] (Flink) | `max time` | none | any event behind the newest is late | the source is ordered (a log, a single sensor) |
 //! | [`Watermark::partitioned`] | min over active partitions of `max - bound` | the slowest active partition | idle partitions are left out after a timeout (their late events are then dropped or adjusted) | partitioned logs (Kafka, YTsaurus) |
 //!
 //! Emission: punctuated (a candidate after every event, the default) or periodic (the pending
@@ -136,14 +136,21 @@ impl<P> Watermark<P> {
         }))
     }
 
-    /// Flink's bounded out-of-orderness: CTI = highest time - `bound`.
+    /// Flink's bounded out-of-orderness (`WatermarkStrategy.forBoundedOutOfOrderness`): CTI =
+    /// highest time - `bound`, so an event at least `bound` behind the newest is on time and
+    /// one further behind is late. (Flink's watermark is that minus one millisecond, and an
+    /// element at or below it is late: the same rule. Flink's older
+    /// `BoundedOutOfOrdernessTimestampExtractor` took `max - bound` itself as the watermark and
+    /// counted an element exactly `bound` behind as late: `bounded(bound - 1 tick)` here.)
     pub fn bounded(bound: TimeSpan) -> Self {
         Self::new(Kind::Bounded(bound))
     }
 
-    /// Flink's ascending timestamps: CTI = highest time - 1 tick.
+    /// Flink's monotonous timestamps (`forMonotonousTimestamps`, watermark = highest - 1 ms):
+    /// CTI = the highest time, so an event at the newest time is on time and any event behind
+    /// it is late. `bounded(0)`.
     pub fn ascending() -> Self {
-        Self::bounded(TimeSpan::TICK)
+        Self::bounded(TimeSpan::ZERO)
     }
 
     /// One bounded watermark per partition (events say which); CTI = the minimum over the
