@@ -56,7 +56,7 @@ async fn the_clock_moves_a_quiet_input_so_a_union_does_not_stall() {
     let items = out.items();
     assert_eq!(
         items.last(),
-        Some(&StreamItem::Cti(t(1_069))),
+        Some(&StreamItem::Cti(t(1_070))),
         "now held by the busy input: {items:?}"
     );
     assert!(items.contains(&StreamItem::point(t(1_050), 1_050)));
