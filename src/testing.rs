@@ -101,8 +101,9 @@ impl<P> Script<P> {
         self.push(Step::Item(item))
     }
 
-    /// Moves `clock` forward by `by` here, then lets the query's clock task read it (the
-    /// script sleeps two seconds of tokio time; use a paused tokio clock in tests).
+    /// Moves `clock` forward by `by` here: the query's clock task reads it before (so the items
+    /// scripted so far count as seen at the old time) and after (the script sleeps two seconds
+    /// of tokio time each time; use a paused tokio clock in tests).
     pub fn advance_clock(mut self, clock: &ManualClock, by: TimeSpan) -> Self {
         self.clock = Some(clock.clone());
         self.push(Step::Clock(by))
@@ -127,6 +128,7 @@ impl<P: Payload> InputAdapter<P> for ScriptAdapter<P> {
                     Err(e) => return Err(e.into()),
                 },
                 Step::Clock(by) => {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
                     if let Some(c) = &self.clock {
                         c.advance(by);
                     }

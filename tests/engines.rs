@@ -39,6 +39,8 @@ impl Turns {
                     stream,
                     item: None,
                     arrival: None,
+                    partition: None,
+                    clock: None,
                 });
             }
         }
@@ -93,7 +95,7 @@ impl InputAdapter<Row> for TurnAdapter {
             };
             let from = Arrival {
                 time: arrival.arrival,
-                partition: None,
+                partition: arrival.partition,
             };
             match ctx.enqueue_with(item, from).await {
                 Ok(_) | Err(EnqueueError::Rejected { .. }) => {}
@@ -123,7 +125,8 @@ struct Outcome {
 /// The case through the tokio runtime.
 async fn on_runtime(case: &Case) -> Outcome {
     let turns = Turns::new(case);
-    let mut query = Query::new("case");
+    // No clock readings: the runner gives none either (cases with `clock` lines are left out).
+    let mut query = Query::new("case").clock_interval(std::time::Duration::from_secs(365 * 86_400));
     let mut streams: Vec<Stream<Row>> = Vec::new();
     let mut letters = Vec::new();
     for (i, spec) in case.streams.iter().enumerate() {
@@ -172,6 +175,12 @@ fn check_tree(root: &Path) -> usize {
         .expect("a runtime");
     for dir in &cases {
         let case = Case::load(dir).expect("a well-formed case");
+        if case.arrivals.iter().any(|a| a.clock.is_some()) {
+            // Scripted clock readings: the runtime reads its clock on its own schedule, and a
+            // reading after events changes what the arrival strategy estimates, so the two
+            // cannot be lined up reading for reading. The runner checks these cases alone.
+            continue;
+        }
         let by_runtime = runtime.block_on(on_runtime(&case));
         let by_runner = run(case).expect("the case runs");
         let by_runner = Outcome {

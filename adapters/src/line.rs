@@ -9,8 +9,10 @@
 //! {"kind":"cti","time":10}
 //! ```
 //! Times are integer ticks, RFC 3339 text, or `"inf"`/`"-inf"`. Input lines may also carry
-//! `"stream"` (the conformance runner's arrivals), `"arrival"` (an arrival time) and the kind
-//! `"eof"` (that stream's input has ended); the adapters refuse what they do not understand.
+//! `"stream"` (the conformance runner's arrivals), `"arrival"` (an arrival time), `"partition"`
+//! (the input partition it came from) and the kinds `"eof"` (that stream's input has ended) and
+//! `"clock"` (a reading of the query's clock at `"time"`, conformance cases only); the adapters
+//! refuse what they do not understand.
 //!
 //! ```
 //! use punctual_adapters::line::{parse_line, item_to_json};
@@ -41,6 +43,9 @@ pub enum LineKind {
     Cti,
     /// The end of one stream's input.
     Eof,
+    /// A reading of the query's clock, at `time` (conformance arrivals: the watermark
+    /// strategies' clock); not an item.
+    Clock,
 }
 
 /// One parsed input line, before it becomes an item.
@@ -67,6 +72,9 @@ pub struct Line<P> {
     /// Arrival time, for the watermark strategies.
     #[serde(default)]
     pub arrival: Option<Time>,
+    /// The input partition it came from, for the watermark strategies.
+    #[serde(default)]
+    pub partition: Option<usize>,
 }
 
 fn none<P>() -> Option<P> {
@@ -88,6 +96,9 @@ pub enum LineError {
         /// The missing field.
         field: &'static str,
     },
+    /// A `clock` line: a reading of the query's clock in a conformance case, not an item.
+    #[error("a `clock` line is a clock reading of a conformance case, not an item")]
+    NotAnItem,
 }
 
 /// Parses one JSON line (not yet checked for the fields its kind needs).
@@ -118,6 +129,7 @@ impl<P> Line<P> {
         let need = |v: Option<Time>, field| v.ok_or(LineError::Missing { kind: name, field });
         let kind = match self.kind {
             LineKind::Eof => return Ok(None),
+            LineKind::Clock => return Err(LineError::NotAnItem),
             LineKind::Cti => return Ok(Some(StreamItem::Cti(need(self.time, "time")?))),
             LineKind::Point => EventKind::Point(need(self.start, "start")?),
             LineKind::Interval => EventKind::Interval {
@@ -145,6 +157,7 @@ impl<P> Line<P> {
             LineKind::End => "end",
             LineKind::Cti => "cti",
             LineKind::Eof => "eof",
+            LineKind::Clock => "clock",
         }
     }
 }

@@ -68,8 +68,8 @@ async fn the_clock_moves_a_quiet_input_so_a_union_does_not_stall() {
     assert_eq!(name, "quiet");
     assert_eq!(
         record.iter().map(|r| r.now).collect::<Vec<_>>(),
-        vec![t(1_200)],
-        "the reading that moved it"
+        vec![t(1_000), t(1_200)],
+        "the first reading (the first after its event, too) and the one that moved it"
     );
 }
 

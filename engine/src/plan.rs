@@ -205,6 +205,14 @@ impl Plan {
                 ))
             })?),
         };
+        if let Some(w) = &watermark {
+            w.validate().map_err(|why| {
+                Error::Bind(format!(
+                    "the watermark strategy of `{}`: {why}",
+                    options.name
+                ))
+            })?;
+        }
         let mut config = options
             .settings
             .as_ref()

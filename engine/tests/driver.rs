@@ -203,7 +203,9 @@ fn clock_readings_and_the_end_of_the_query() {
     assert!(!driver.tick(t(1_000)));
     assert!(driver.tick(t(1_500)));
     assert_eq!(driver.counters(w.index()).map(|c| c.cti), Some(t(1_400)));
-    assert_eq!(driver.clock_record(w.index()).len(), 1);
+    // Recorded: the first reading after the event (it says when the event was seen), and the
+    // one that issued the CTI.
+    assert_eq!(driver.clock_record(w.index()).len(), 2);
     let mut batch = Batch::new();
     driver.take_output(&out, &mut batch);
     assert_eq!(batch.payloads(), &[1]);

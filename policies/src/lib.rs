@@ -22,7 +22,10 @@ pub use settings::{
     AdvanceTimePolicy, AdvanceTimeSettings, AdvanceTimeSettingsBuilder, GenerationBuilder,
     GenerationFrequency,
 };
-pub use watermark::{Arrival, ClockReading, DropCause, Emission, SubstreamKey, Watermark};
+pub use watermark::{
+    Arrival, ClockReading, DropCause, Emission, SubstreamKey, Watermark, ASA_DEFAULT_LATE,
+    ASA_EARLY_WINDOW, ASA_MAX_LATE,
+};
 
 use punctual_core::{EventShape, InvalidEvent, Time};
 

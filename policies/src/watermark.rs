@@ -50,7 +50,18 @@ pub struct ArrivalTolerances<P> {
     pub(crate) early: Option<TimeSpan>,
     pub(crate) policy: AdvanceTimePolicy,
     pub(crate) substream: Option<SubstreamKey<P>>,
+    /// Events take their arrival time as their time (no `TIMESTAMP BY`).
+    pub(crate) arrival_time: bool,
+    /// Input partitions known from the start (the CTI waits for each).
+    pub(crate) partitions: usize,
 }
+
+/// Stream Analytics' default late-arrival tolerance: 5 s.
+pub const ASA_DEFAULT_LATE: TimeSpan = TimeSpan::from_secs(5);
+/// Stream Analytics' early-arrival window: 5 minutes (fixed there; a default here).
+pub const ASA_EARLY_WINDOW: TimeSpan = TimeSpan::from_secs(300);
+/// The largest late-arrival tolerance Stream Analytics takes: 20 days, 23:59:59.
+pub const ASA_MAX_LATE: TimeSpan = TimeSpan::from_secs(20 * 86_400 + 86_399);
 
 /// The kind of strategy.
 #[derive(Clone)]
@@ -124,15 +135,42 @@ impl<P> Watermark<P> {
         }
     }
 
-    /// ASA: watermark = highest `time - out_of_order`; events below it are adjusted up to it (or
-    /// dropped). Defaults: no late or early limit, `Adjust`, a final CTI. Needs arrival times.
+    /// Azure Stream Analytics' tolerances (`TIMESTAMP BY time`): per input partition, the
+    /// watermark is the highest event time minus `out_of_order` while events come in, and the
+    /// estimated arrival time (the last event's arrival plus the time since it was seen) minus
+    /// the late-arrival tolerance while none do; the stream's CTI is the minimum over the
+    /// partitions. An event more than `early` ahead of its arrival is dropped; one more than
+    /// `late` behind it takes time `arrival - late` (or is dropped, with `Drop`); one still
+    /// below its partition's watermark (or the stream's CTI) is moved up to it (or dropped).
+    /// Each is counted (`early`, `late`, `out_of_order`). Defaults as Stream Analytics': late
+    /// 5 s ([`ASA_DEFAULT_LATE`]), early 5 minutes ([`ASA_EARLY_WINDOW`]), `Adjust`, and a final
+    /// CTI. Needs arrival times (and partitions, for a partitioned source).
     pub fn arrival(out_of_order: TimeSpan) -> Self {
         Self::new(Kind::Arrival(ArrivalTolerances {
             out_of_order,
-            late: None,
+            late: Some(ASA_DEFAULT_LATE),
+            early: Some(ASA_EARLY_WINDOW),
+            policy: AdvanceTimePolicy::Adjust,
+            substream: None,
+            arrival_time: false,
+            partitions: 1,
+        }))
+    }
+
+    /// Azure Stream Analytics without `TIMESTAMP BY`: each event's time is its arrival time
+    /// (an interval keeps its duration), which only grows within a partition, so the
+    /// tolerances do not apply; the CTI is the minimum over the partitions of the highest
+    /// arrival time (and, for a partition with no events coming in, its estimated arrival
+    /// time).
+    pub fn arrival_time() -> Self {
+        Self::new(Kind::Arrival(ArrivalTolerances {
+            out_of_order: TimeSpan::ZERO,
+            late: Some(TimeSpan::ZERO),
             early: None,
             policy: AdvanceTimePolicy::Adjust,
             substream: None,
+            arrival_time: true,
+            partitions: 1,
         }))
     }
 
@@ -164,7 +202,9 @@ impl<P> Watermark<P> {
     }
 
     /// ASA: an event that arrives more than `late` after its time gets time `arrival - late`
-    /// (or is dropped); with a clock, an idle input's CTI advances to `now - late`.
+    /// (or is dropped); a partition with no events coming in advances to its estimated arrival
+    /// time minus `late`. Stream Analytics takes 0 to 20 days 23:59:59 ([`ASA_MAX_LATE`]);
+    /// a plan refuses anything else.
     pub fn late(mut self, late: TimeSpan) -> Self {
         if let Kind::Arrival(a) = &mut self.kind {
             a.late = Some(late);
@@ -172,7 +212,17 @@ impl<P> Watermark<P> {
         self
     }
 
-    /// ASA: an event whose time is more than `early` after its arrival is dropped.
+    /// ASA's "wait indefinitely" (a late-arrival tolerance of -1 there): no event is moved for
+    /// arriving late, and a quiet partition does not advance the CTI. Substreams refuse it.
+    pub fn no_late_limit(mut self) -> Self {
+        if let Kind::Arrival(a) = &mut self.kind {
+            a.late = None;
+        }
+        self
+    }
+
+    /// ASA: an event whose time is more than `early` after its arrival is dropped (default
+    /// 5 minutes, [`ASA_EARLY_WINDOW`]).
     pub fn early(mut self, early: TimeSpan) -> Self {
         if let Kind::Arrival(a) = &mut self.kind {
             a.early = Some(early);
@@ -188,15 +238,83 @@ impl<P> Watermark<P> {
         self
     }
 
-    /// ASA substreams: one watermark per key for the out-of-order decision. The stream's CTI is
-    /// then `highest arrival - late` (a late tolerance is required): every later event's time
-    /// is at least that after the late adjustment, whatever its key, and it keeps advancing when
-    /// a key goes quiet.
+    /// ASA substreams (`TIMESTAMP BY time OVER key`): one watermark per key for the
+    /// out-of-order decision. Each partition's watermark is then its highest arrival time
+    /// minus the late-arrival tolerance (estimated while no events come in), which bounds how
+    /// far substreams can be apart; the stream's CTI is the minimum over the partitions, so it
+    /// keeps advancing when a key goes quiet. Needs a late-arrival tolerance (the default,
+    /// 5 s, as in Stream Analytics; a plan refuses [`Watermark::no_late_limit`]).
     pub fn substream(mut self, key: impl Fn(&P) -> u64 + Send + Sync + 'static) -> Self {
         if let Kind::Arrival(a) = &mut self.kind {
             a.substream = Some(Arc::new(key));
         }
         self
+    }
+
+    /// ASA: the input has this many partitions (numbered from 0, as events say in their
+    /// [`Arrival::partition`]); each has its own watermark, and the stream's CTI is their
+    /// minimum, so it waits until each has been seen (or, with a clock, estimated). Default 1;
+    /// partitions beyond the number given count from when they are first seen.
+    pub fn input_partitions(mut self, n: usize) -> Self {
+        if let Kind::Arrival(a) = &mut self.kind {
+            a.partitions = n.clamp(1, MAX_ARRIVAL_PARTITIONS);
+        }
+        self
+    }
+
+    /// Whether the strategy can work as configured: Stream Analytics' limits on the late
+    /// tolerance, a late tolerance for substreams, no negative tolerances or bounds.
+    ///
+    /// ```
+    /// use punctual_core::TimeSpan;
+    /// use punctual_policies::Watermark;
+    /// assert!(Watermark::<()>::arrival(TimeSpan::from_secs(2)).validate().is_ok());
+    /// let too_late = Watermark::<()>::arrival(TimeSpan::ZERO).late(TimeSpan::from_secs(30 * 86_400));
+    /// assert!(too_late.validate().unwrap_err().contains("20 days"));
+    /// let stalled = Watermark::<u64>::arrival(TimeSpan::ZERO).no_late_limit().substream(|k| *k);
+    /// assert!(stalled.validate().is_err());
+    /// ```
+    pub fn validate(&self) -> Result<(), String> {
+        let negative = |what: &str, t: TimeSpan| {
+            if t < TimeSpan::ZERO {
+                Err(format!("the {what} must not be negative, not {t:?}"))
+            } else {
+                Ok(())
+            }
+        };
+        match &self.kind {
+            Kind::Arrival(a) => {
+                negative("out-of-order tolerance", a.out_of_order)?;
+                if let Some(e) = a.early {
+                    negative("early-arrival window", e)?;
+                }
+                match a.late {
+                    Some(l) => {
+                        negative("late-arrival tolerance", l)?;
+                        if l > ASA_MAX_LATE {
+                            return Err(format!(
+                                "the late-arrival tolerance is at most 20 days 23:59:59 (as in Stream Analytics), not {l:?}"
+                            ));
+                        }
+                    }
+                    None if a.substream.is_some() => {
+                        return Err(
+                            "substreams need a late-arrival tolerance: it bounds how far \
+                                    they may be apart, and without it the stream's CTI never \
+                                    advances"
+                                .to_owned(),
+                        )
+                    }
+                    None => {}
+                }
+            }
+            Kind::Bounded(b) => negative("bound", *b)?,
+            Kind::Partitioned { bound, .. } => negative("bound", *bound)?,
+        }
+        if let Some(t) = self.idle_timeout {
+            negative("idle timeout", t)?;
+        }
+        Ok(())
     }
 
     /// Partitioned: pause partitions whose watermark is more than `max_drift` ahead of the
@@ -270,26 +388,56 @@ pub enum DropCause {
     OutOfOrder,
 }
 
-/// Per-partition state.
+/// Per-partition state of the bounded strategies.
 #[derive(Clone, Copy, Debug)]
 struct Partition {
     max: Time,
-    /// The clock reading at its last event (`None`: never seen while a clock was known).
+    /// The first clock reading after its last event (`None`: no reading after an event yet).
     last_seen: Option<Time>,
+    /// Whether an event came in since the last clock reading.
+    busy: bool,
 }
+
+/// Per-partition state of the arrival strategy.
+#[derive(Clone, Copy, Debug)]
+struct ArrivalPart {
+    /// The partition's watermark so far.
+    watermark: Time,
+    /// The highest arrival time seen.
+    max_arrival: Time,
+    /// The first clock reading after its last event: when that event was seen, at the latest.
+    seen_at: Option<Time>,
+    /// Whether an event came in since the last clock reading.
+    busy: bool,
+}
+
+impl ArrivalPart {
+    const NEW: ArrivalPart = ArrivalPart {
+        watermark: Time::NEG_INF,
+        max_arrival: Time::NEG_INF,
+        seen_at: None,
+        busy: false,
+    };
+}
+
+/// Input partitions the arrival strategy tells apart; higher indices share the last.
+const MAX_ARRIVAL_PARTITIONS: usize = 4096;
 
 /// The running state of a strategy.
 pub(crate) struct State<P> {
     pub(crate) spec: Watermark<P>,
-    watermark: Time,
+    /// Arrival strategy: per substream key, its watermark.
     substreams: HashMap<u64, Time>,
-    max_arrival: Time,
+    /// Arrival strategy: per input partition seen.
+    arrival_parts: Vec<ArrivalPart>,
     max_time: Time,
     partitions: Vec<Partition>,
-    /// The latest clock reading, the first one, and the one at the last event.
+    /// The latest clock reading, the first one, and the first after the last event.
     now: Option<Time>,
     started: Option<Time>,
     last_event_clock: Option<Time>,
+    /// Whether an event came in since the last clock reading.
+    busy: bool,
     last_emit_clock: Option<Time>,
     pending: Time,
 }
@@ -298,8 +446,8 @@ impl<P> std::fmt::Debug for State<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("State")
             .field("spec", &self.spec)
-            .field("watermark", &self.watermark)
             .field("substreams", &self.substreams.len())
+            .field("arrival_partitions", &self.arrival_parts.len())
             .finish()
     }
 }
@@ -310,22 +458,27 @@ impl<P> State<P> {
             Kind::Partitioned { partitions, .. } => *partitions,
             _ => 0,
         };
+        let arrival_parts = match &spec.kind {
+            Kind::Arrival(a) => vec![ArrivalPart::NEW; a.partitions],
+            _ => Vec::new(),
+        };
         State {
             spec,
-            watermark: Time::NEG_INF,
             substreams: HashMap::new(),
-            max_arrival: Time::NEG_INF,
+            arrival_parts,
             max_time: Time::NEG_INF,
             partitions: vec![
                 Partition {
                     max: Time::NEG_INF,
                     last_seen: None,
+                    busy: false,
                 };
                 n
             ],
             now: None,
             started: None,
             last_event_clock: None,
+            busy: false,
             last_emit_clock: None,
             pending: Time::NEG_INF,
         }
@@ -336,12 +489,28 @@ impl<P> State<P> {
         self.spec.final_cti
     }
 
-    /// Steps 1–3 of the arrival strategy; the identity for the others.
+    /// The arrival strategy's watermark of an input partition (`-inf` if unseen).
+    fn arrival_watermark(&self, partition: Option<usize>) -> Time {
+        let i = partition.unwrap_or(0).min(MAX_ARRIVAL_PARTITIONS - 1);
+        self.arrival_parts
+            .get(i)
+            .map_or(Time::NEG_INF, |p| p.watermark)
+    }
+
+    /// The arrival strategy's stream watermark: the minimum over the partitions (`-inf` while
+    /// one has been neither seen nor estimated).
+    fn arrival_candidate(&self) -> Option<Time> {
+        self.arrival_parts.iter().map(|p| p.watermark).min()
+    }
+
+    /// Steps 1–3 of the arrival strategy (what becomes of an event given its arrival; `app`
+    /// is the stream's CTI); the identity for the others.
     pub(crate) fn judge(
         &self,
         start: Time,
         payload: &P,
         arrival: Arrival,
+        app: Time,
     ) -> Result<Verdict, &'static str> {
         let Kind::Arrival(a) = &self.spec.kind else {
             return Ok(Verdict::Keep {
@@ -353,6 +522,25 @@ impl<P> State<P> {
         let at = arrival
             .time
             .ok_or("the arrival watermark strategy needs each event's arrival time")?;
+        if a.arrival_time {
+            // Arrival times only grow within a partition; one below the CTI all the same
+            // (partitions merged, clocks apart) is out of order.
+            if at < app {
+                if a.policy == AdvanceTimePolicy::Drop {
+                    return Ok(Verdict::Drop(DropCause::OutOfOrder));
+                }
+                return Ok(Verdict::Keep {
+                    start: app,
+                    late: false,
+                    out_of_order: true,
+                });
+            }
+            return Ok(Verdict::Keep {
+                start: at,
+                late: false,
+                out_of_order: false,
+            });
+        }
         if a.early.is_some_and(|e| start - at > e) {
             return Ok(Verdict::Drop(DropCause::Early));
         }
@@ -367,14 +555,16 @@ impl<P> State<P> {
                 late = true;
             }
         }
-        let wm = match &a.substream {
+        // Below its substream's (or partition's) watermark, or the stream's CTI: out of order.
+        let own = match &a.substream {
             Some(key) => self
                 .substreams
                 .get(&key(payload))
                 .copied()
                 .unwrap_or(Time::NEG_INF),
-            None => self.watermark,
+            None => self.arrival_watermark(arrival.partition),
         };
+        let wm = own.max(app);
         let mut out_of_order = false;
         if t < wm {
             if a.policy == AdvanceTimePolicy::Drop {
@@ -393,32 +583,42 @@ impl<P> State<P> {
     /// Step 4 and the other strategies' bookkeeping after an accepted event; returns a CTI
     /// candidate to issue now (punctuated emission), if any.
     pub(crate) fn observe(&mut self, start: Time, payload: &P, arrival: Arrival) -> Option<Time> {
-        if let Some(at) = arrival.time {
-            self.max_arrival = self.max_arrival.max(at);
-        }
         self.max_time = self.max_time.max(start);
-        self.last_event_clock = self.now;
+        self.busy = true;
         let candidate = match &self.spec.kind {
             Kind::Arrival(a) => {
-                let w = start - a.out_of_order;
-                match &a.substream {
-                    Some(key) => {
-                        let slot = self.substreams.entry(key(payload)).or_insert(Time::NEG_INF);
-                        *slot = (*slot).max(w);
-                        a.late.map(|l| self.max_arrival - l)
-                    }
-                    None => {
-                        self.watermark = self.watermark.max(w);
-                        Some(self.watermark)
-                    }
+                let at = arrival.time.unwrap_or(start);
+                let i = arrival
+                    .partition
+                    .unwrap_or(0)
+                    .min(MAX_ARRIVAL_PARTITIONS - 1);
+                if self.arrival_parts.len() <= i {
+                    self.arrival_parts.resize(i + 1, ArrivalPart::NEW);
                 }
+                let part = &mut self.arrival_parts[i];
+                part.max_arrival = part.max_arrival.max(at);
+                part.busy = true;
+                let w = if a.arrival_time {
+                    part.max_arrival
+                } else {
+                    match (&a.substream, a.late) {
+                        (Some(key), Some(l)) => {
+                            let slot = self.substreams.entry(key(payload)).or_insert(Time::NEG_INF);
+                            *slot = (*slot).max(start - a.out_of_order);
+                            part.max_arrival - l
+                        }
+                        _ => start - a.out_of_order,
+                    }
+                };
+                part.watermark = part.watermark.max(w);
+                self.arrival_candidate()
             }
             Kind::Bounded(b) => Some(self.max_time - *b),
             Kind::Partitioned { bound, .. } => {
                 let last = self.partitions.len() - 1;
                 let part = &mut self.partitions[arrival.partition.unwrap_or(0).min(last)];
                 part.max = part.max.max(start);
-                part.last_seen = self.now.or(part.last_seen);
+                part.busy = true;
                 self.partition_candidate(*bound)
             }
         };
@@ -462,9 +662,29 @@ impl<P> State<P> {
 
     /// A clock reading: the candidate that the clock allows (periodic emission, idle inputs,
     /// idle partitions), if any.
-    pub(crate) fn on_clock(&mut self, now: Time) -> Option<Time> {
+    ///
+    /// Also returns whether the reading mattered to the strategy's state (the first reading,
+    /// or the first after events: it bounds when they were seen), so that a record of the
+    /// readings that mattered or issued a CTI replays the same output.
+    pub(crate) fn on_clock(&mut self, now: Time) -> (Option<Time>, bool) {
         self.now = Some(now);
+        let mut mattered = self.started.is_none();
         self.started.get_or_insert(now);
+        if std::mem::take(&mut self.busy) {
+            self.last_event_clock = Some(now);
+            mattered = true;
+        }
+        for part in &mut self.partitions {
+            if std::mem::take(&mut part.busy) {
+                part.last_seen = Some(now);
+            }
+        }
+        let candidate = self.clock_candidate(now);
+        (candidate, mattered)
+    }
+
+    /// What a clock reading allows (see [`State::on_clock`]).
+    fn clock_candidate(&mut self, now: Time) -> Option<Time> {
         let mut best = None::<Time>;
         let mut offer = |t: Time| best = Some(best.map_or(t, |b: Time| b.max(t)));
         if let Emission::Periodic(interval) = self.spec.emission {
@@ -478,11 +698,29 @@ impl<P> State<P> {
         match &self.spec.kind {
             Kind::Arrival(a) => {
                 if let Some(l) = a.late {
-                    let c = now - l;
-                    if a.substream.is_none() {
-                        self.watermark = self.watermark.max(c);
+                    for part in &mut self.arrival_parts {
+                        if std::mem::take(&mut part.busy) {
+                            // Events are coming in: their times move the watermark, not the
+                            // clock. The first reading after an event bounds when it was seen.
+                            part.seen_at = Some(now);
+                            continue;
+                        }
+                        if part.max_arrival == Time::NEG_INF {
+                            // Never an event: estimated from the clock's first reading on.
+                            part.max_arrival = now;
+                            part.seen_at = Some(now);
+                        }
+                        let Some(seen) = part.seen_at else {
+                            part.seen_at = Some(now);
+                            continue;
+                        };
+                        // Quiet: the estimated arrival time, minus the late tolerance.
+                        let estimated = part.max_arrival + (now - seen).max(TimeSpan::ZERO);
+                        part.watermark = part.watermark.max(estimated - l);
                     }
-                    offer(c);
+                    if let Some(c) = self.arrival_candidate() {
+                        offer(c);
+                    }
                 }
             }
             Kind::Bounded(_) => {

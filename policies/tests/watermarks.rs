@@ -169,8 +169,11 @@ fn substream_cti_is_arrival_minus_late_and_advances_when_a_key_goes_quiet() {
     r.event(101, 2, Some(103)); // CTI 98
     r.event(110, 1, Some(110)); // device 2 quiet: CTI still advances to 105
     assert_eq!(r.ctis(), vec![95, 98, 105]);
-    // With no events at all, the clock moves it on: now - late.
-    r.clock(130);
+    // The first reading after the last event (at 111 by the clock) bounds when it was seen;
+    // with no events since, the next moves the CTI on: estimated arrival (110 + 20) - late.
+    r.clock(111);
+    assert_eq!(r.ctis(), vec![95, 98, 105], "events were coming in");
+    r.clock(131);
     assert_eq!(r.ctis(), vec![95, 98, 105, 125]);
     assert_eq!(r.released(), vec![(100, 100), (101, 101), (110, 110)]);
     // Safe: a device 2 event arriving now is at least arrival - late, never below the CTI.
@@ -183,7 +186,10 @@ fn substream_cti_is_arrival_minus_late_and_advances_when_a_key_goes_quiet() {
 fn an_idle_input_advances_from_the_clock_and_the_record_replays_it() {
     let w = || Watermark::arrival(span(0)).late(span(10)).final_cti(false);
     let mut live = Run::new(w());
+    // Each event arrives at its own time; a reading right after it (5, 30) bounds when it was
+    // seen; later readings with no events between estimate the arrival time from there.
     live.event(5, 1, Some(5))
+        .clock(5)
         .clock(20)
         .clock(21)
         .event(30, 1, Some(30))
@@ -192,12 +198,13 @@ fn an_idle_input_advances_from_the_clock_and_the_record_replays_it() {
     assert_eq!(live.ctis(), vec![5, 10, 11, 30, 40]);
     let record = live.ingress.clock_record().to_vec();
     assert_eq!(
-        record.len(),
-        3,
-        "only readings that issued a CTI are recorded: {record:?}"
+        record.iter().map(|r| r.now.ticks()).collect::<Vec<_>>(),
+        vec![5, 20, 21, 30, 50],
+        "the readings that issued a CTI or followed events are recorded"
     );
 
-    // Replay the same items with the recorded readings at the same positions.
+    // Replay the same items with the recorded readings at the same positions (the readings
+    // that issued nothing, but told the strategy when an event was seen, with them).
     let items = [(5, 5), (30, 30)];
     let mut replay = Run::new(w());
     let mut next = record.iter().peekable();
@@ -268,10 +275,13 @@ fn bounded_idleness_advances_a_quiet_input() {
             .idle_timeout(span(100))
             .final_cti(false),
     );
+    // The event came between the readings at 1000 and 1050: it counts as seen at 1050.
     r.clock(1000).event(10, 1, None).clock(1050);
     assert_eq!(r.ctis(), vec![5]);
     r.clock(1100);
-    assert_eq!(r.ctis(), vec![5, 1000], "100 quiet: CTI = now - timeout");
+    assert_eq!(r.ctis(), vec![5], "50 quiet");
+    r.clock(1150);
+    assert_eq!(r.ctis(), vec![5, 1050], "100 quiet: CTI = now - timeout");
 }
 
 #[test]
@@ -292,11 +302,18 @@ fn partitions_take_the_minimum_and_leave_idle_ones_out() {
     assert_eq!(r.ctis(), vec![5]);
     r.in_partition(30, 0).in_partition(40, 1);
     assert_eq!(r.ctis(), vec![5], "partition 2 holds the minimum");
+    // Every partition's events so far came before the reading at 50: seen at 50.
     r.clock(50).in_partition(41, 1).clock(120);
     assert_eq!(
         r.ctis(),
+        vec![5],
+        "70 quiet: partitions 0 and 2 still count"
+    );
+    r.clock(160);
+    assert_eq!(
+        r.ctis(),
         vec![5, 41],
-        "partitions 0 and 2 quiet since 0: only partition 1 counts"
+        "partitions 0 and 2 quiet since 50: only partition 1 counts"
     );
     r.clock(300);
     assert_eq!(
@@ -471,4 +488,144 @@ fn a_fused_filter_leaves_the_watermark_its_view_of_every_point() {
         // 4 and 9 break the CTI in both; of the other five, devices 4 and 6 are even.
         assert_eq!((p.dropped, p.filtered, p.released), (2, 2, 3));
     }
+}
+
+/// Stream Analytics' clock watermark applies only to a partition with no events coming in: a
+/// backlog replayed far faster than real time (arrival times far behind the clock, which ticks
+/// all along) has nothing dropped or adjusted that is within its tolerances, and its CTIs come
+/// from the events.
+#[test]
+fn a_backlog_replay_keeps_every_event_within_its_tolerances() {
+    for substreams in [false, true] {
+        let w = Watermark::arrival(span(3)).late(span(10)).final_cti(false);
+        let w = if substreams {
+            w.substream(|p: &P| p.0)
+        } else {
+            w
+        };
+        let mut r = Run::new(w);
+        for k in 0..2_000i64 {
+            // Times 10 apart, up to 3 out of order; arrivals 1 to 6 after them.
+            let time = k * 10 - (k % 4 == 3) as i64 * 3;
+            let arrival = time + 1 + k % 6;
+            r.event(time, (k % 5) as u64, Some(arrival));
+            if k % 7 == 0 {
+                // The clock runs far ahead of the arrival times (a reader behind the broker).
+                r.clock(1_000_000 + k);
+            }
+        }
+        let c = r.ingress.counters();
+        assert_eq!(
+            (c.dropped, c.adjusted, c.late, c.out_of_order, c.early),
+            (0, 0, 0, 0, 0),
+            "substreams: {substreams}"
+        );
+        assert_eq!(c.released + c.buffered, 2_000);
+        assert!(
+            r.ctis().iter().all(|&c| c < 20_000),
+            "{:?}",
+            r.ctis().last()
+        );
+    }
+}
+
+/// Each input partition has its own arrival watermark and the stream's CTI is the minimum: a
+/// partition whose arrival times are behind another's (two partitions merged into one stream)
+/// loses nothing. Without partitions, an event whose arrival is behind one seen before is out
+/// of order (adjusted and counted), never dropped silently.
+#[test]
+fn arrival_watermarks_are_per_input_partition_and_every_drop_has_a_reason() {
+    let from = |arrival: i64, partition: usize| Arrival {
+        time: Some(t(arrival)),
+        partition: Some(partition),
+    };
+    let mut r = Run::new(
+        Watermark::arrival(span(0))
+            .late(span(5))
+            .substream(|p: &P| p.0)
+            .input_partitions(2)
+            .final_cti(false),
+    );
+    for (time, device, arrival, partition) in [
+        (100, 1, 100, 0),
+        (101, 1, 101, 0),
+        (50, 2, 50, 1), // another partition, far behind the first
+        (51, 2, 52, 1),
+        (102, 1, 103, 0),
+    ] {
+        let _ = r.ingress.enqueue_with(
+            StreamItem::point(t(time), (device, time)),
+            from(arrival, partition),
+            &mut r.out,
+        );
+    }
+    let c = r.ingress.counters();
+    assert_eq!((c.dropped, c.adjusted), (0, 0));
+    assert_eq!(
+        r.ctis(),
+        vec![45, 47],
+        "the minimum over partitions, once both are seen"
+    );
+
+    // One partition (none given), an arrival behind the highest seen: the event is below the
+    // stream's CTI; it is moved up to it and counted as out of order.
+    let mut r = Run::new(
+        Watermark::arrival(span(0))
+            .late(span(5))
+            .substream(|p: &P| p.0)
+            .final_cti(false),
+    );
+    r.event(100, 1, Some(100)).event(50, 2, Some(52));
+    let c = r.ingress.counters();
+    assert_eq!(
+        (c.dropped, c.late, c.out_of_order, c.adjusted),
+        (0, 0, 1, 1)
+    );
+    r.event(200, 1, Some(200));
+    assert_eq!(r.released(), vec![(95, 50), (100, 100)]);
+}
+
+/// Substreams need a late-arrival tolerance (Stream Analytics' default, 5 s, unless given),
+/// and keep advancing with it; a strategy without one, or beyond Stream Analytics' limit, is
+/// refused.
+#[test]
+fn substreams_take_the_default_late_tolerance_and_a_bad_one_is_refused() {
+    let s = |x: i64| x * 10_000_000;
+    let mut r = Run::new(
+        Watermark::arrival(span(0))
+            .substream(|p: &P| p.0)
+            .final_cti(false),
+    );
+    r.event(s(100), 1, Some(s(100)))
+        .event(s(200), 2, Some(s(200)));
+    assert_eq!(r.ctis(), vec![s(95), s(195)], "arrival - 5 s");
+    assert!(Watermark::<P>::arrival(span(0))
+        .no_late_limit()
+        .substream(|p: &P| p.0)
+        .validate()
+        .unwrap_err()
+        .contains("substreams need a late-arrival tolerance"));
+    assert!(Watermark::<P>::arrival(span(0))
+        .late(TimeSpan::from_secs(21 * 86_400))
+        .validate()
+        .is_err());
+    assert!(Watermark::<P>::arrival(span(-1)).validate().is_err());
+    assert!(Watermark::<P>::arrival(span(0))
+        .late(punctual_policies::ASA_MAX_LATE)
+        .validate()
+        .is_ok());
+}
+
+/// Stream Analytics without `TIMESTAMP BY`: each event's time is its arrival time, nothing is
+/// counted as adjusted, and the CTI is the highest arrival time.
+#[test]
+fn arrival_time_as_event_time() {
+    let mut r = Run::new(Watermark::arrival_time().final_cti(false));
+    r.event(5, 1, Some(40))
+        .event(900, 2, Some(41))
+        .event(3, 1, Some(45));
+    assert_eq!(r.ctis(), vec![40, 41, 45]);
+    let c = r.ingress.counters();
+    assert_eq!((c.adjusted, c.dropped, c.late, c.early), (0, 0, 0, 0));
+    assert_eq!(r.released(), vec![(40, 5), (41, 900)]);
 }

@@ -74,6 +74,8 @@ pub struct WatermarkFile {
     pub policy: Option<AdvanceTimePolicy>,
     /// A payload field: one watermark per value.
     pub substream: Option<String>,
+    /// Input partitions the stream has (numbered from 0; items say theirs in `partition`).
+    pub partitions: Option<usize>,
     /// Whether end of input issues `CTI(+inf)` (default true).
     #[serde(rename = "final")]
     pub final_cti: Option<bool>,
@@ -125,10 +127,14 @@ pub struct Arrival {
     pub line: usize,
     /// Index of the stream in [`Case::streams`].
     pub stream: usize,
-    /// The item, or `None` for `eof`.
+    /// The item, or `None` for `eof` (and for a clock reading).
     pub item: Option<StreamItem<Row>>,
     /// Its arrival time, if the line gives one.
     pub arrival: Option<Time>,
+    /// Its input partition, if the line gives one.
+    pub partition: Option<usize>,
+    /// For a `clock` line: the reading (handed to every stream with a watermark strategy).
+    pub clock: Option<Time>,
 }
 
 /// A parsed case.
@@ -287,8 +293,22 @@ impl Case {
                         format!("unknown stream `{stream_name}`"),
                     )
                 })?;
+            let (arrival, partition) = (line.arrival, line.partition);
+            if line.kind == LineKind::Clock {
+                let Some(now) = line.time else {
+                    return Err(bad(&arrivals_path, i + 1, "a `clock` line needs `time`"));
+                };
+                arrivals.push(Arrival {
+                    line: i + 1,
+                    stream,
+                    item: None,
+                    arrival,
+                    partition,
+                    clock: Some(now),
+                });
+                continue;
+            }
             let is_eof = line.kind == LineKind::Eof;
-            let arrival = line.arrival;
             let item = line
                 .into_item_or_default()
                 .map_err(|e| bad(&arrivals_path, i + 1, e.to_string()))?;
@@ -298,6 +318,8 @@ impl Case {
                 stream,
                 item,
                 arrival,
+                partition,
+                clock: None,
             });
         }
         let expected = read_items(&dir.join("expected.jsonl"))?;

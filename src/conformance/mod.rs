@@ -100,6 +100,11 @@ pub enum Outcome {
     },
     /// The end of the stream's input.
     Eof,
+    /// A clock reading; whether it issued a CTI on any stream.
+    Clock {
+        /// Whether it issued a CTI.
+        issued: bool,
+    },
 }
 
 /// One input stream's arrivals with their outcomes, and the CTIs it emitted.
@@ -161,6 +166,9 @@ impl StreamSpec {
         }
         if let Some(early) = w.early {
             strategy = strategy.early(TimeSpan::from_ticks(early));
+        }
+        if let Some(n) = w.partitions {
+            strategy = strategy.input_partitions(n);
         }
         if let Some(field) = w.substream.clone() {
             strategy = strategy.substream(move |r: &Row| {
@@ -231,12 +239,15 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
     let mut ended = vec![false; case.streams.len()];
     for arrival in &case.arrivals {
         let i = arrival.stream;
-        let outcome = match &arrival.item {
+        let outcome = match (&arrival.item, arrival.clock) {
+            (_, Some(now)) => Outcome::Clock {
+                issued: driver.tick(now),
+            },
             // A rejected item is counted and dead-lettered by the ingress; the run goes on.
-            Some(item) => {
+            (Some(item), None) => {
                 let from = Arrival {
                     time: arrival.arrival,
-                    partition: None,
+                    partition: arrival.partition,
                 };
                 match driver.enqueue_with(inputs[i], item.clone(), from) {
                     Ok(Enqueued::Accepted) => Outcome::Accepted,
@@ -247,7 +258,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
                     Err(_) => Outcome::Rejected,
                 }
             }
-            None => {
+            (None, None) => {
                 ended[i] = true;
                 driver.finish(inputs[i].index());
                 Outcome::Eof

@@ -152,7 +152,8 @@ pub(crate) fn spawn_clock(
 ) {
     let shell = Arc::clone(shell);
     tasks.spawn(format!("clock of `{}`", shell.name), async move {
-        let mut ticks = tokio::time::interval(every);
+        // The first reading one interval after the start, then every interval.
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {

@@ -41,7 +41,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             matches!(event.kind, EventKind::EndEdge { .. }),
         ) {
             let start = event.kind.start();
-            match w.judge(start, &event.payload, arrival) {
+            match w.judge(start, &event.payload, arrival, self.app) {
                 Err(why) => {
                     let error = Error::InvalidSettings(why.into());
                     return Err(self.reject(StreamItem::Insert(event), error, out));
@@ -63,8 +63,11 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     self.counters.late += u64::from(late);
                     self.counters.out_of_order += u64::from(out_of_order);
                     if moved != start {
-                        watermark_adjusted = true;
-                        self.counters.adjusted += 1;
+                        // (Taking the arrival time as the event's time is no adjustment.)
+                        if late || out_of_order {
+                            watermark_adjusted = true;
+                            self.counters.adjusted += 1;
+                        }
                         event.kind = shift_start(event.kind, moved);
                     }
                 }

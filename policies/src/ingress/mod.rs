@@ -212,8 +212,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
         self.watermark.is_some()
     }
 
-    /// The clock readings that issued CTIs so far; feeding the same readings after the same
-    /// numbers of items (see [`ClockReading`]) replays the same output.
+    /// The clock readings that issued CTIs so far, and those that told the strategy when events
+    /// were seen; feeding the same readings after the same numbers of items (see
+    /// [`ClockReading`]) replays the same output.
     pub fn clock_record(&self) -> &[ClockReading] {
         &self.clock_record
     }
@@ -229,16 +230,19 @@ impl<P: Clone + PartialEq> Ingress<P> {
 
     /// A clock reading (application-time scale): lets a watermark strategy advance the CTI with
     /// no events (idle input, idle partitions, periodic emission). Returns whether it issued a
-    /// CTI; such readings are recorded in [`Ingress::clock_record`].
+    /// CTI. The readings that issued one, and those that told the strategy when events were
+    /// seen (the first reading, the first after events), are recorded in
+    /// [`Ingress::clock_record`].
     pub fn on_clock(&mut self, now: Time, out: &mut IngressOutput<P>) -> bool {
         let Some(w) = self.watermark.as_mut() else {
             return false;
         };
-        let issued = match w.on_clock(now) {
+        let (candidate, mattered) = w.on_clock(now);
+        let issued = match candidate {
             Some(c) => self.issue(c, out),
             None => false,
         };
-        if issued {
+        if issued || mattered {
             self.clock_record.push(ClockReading {
                 after_items: self.items_seen,
                 now,
