@@ -275,6 +275,22 @@ impl<P: Payload> InputContext<P> {
             .await
     }
 
+    /// Tells the stream's watermark strategy the least and highest start times of the next
+    /// batch this adapter has read for input partition `partition` and not enqueued yet (the
+    /// look-ahead term of `Watermark::partitioned(..).look_ahead()`, YTsaurus Flow's
+    /// estimate): the CTI may move up to `min(min, max - bound)` at once. Does nothing for
+    /// other strategies. Call it once everything before that batch is enqueued, and enqueue
+    /// the batch next.
+    pub async fn look_ahead(
+        &mut self,
+        partition: usize,
+        (min, max): (Time, Time),
+    ) -> Result<(), EnqueueError> {
+        self.drive(|d, i| Ok(d.look_ahead(i, partition, (min, max))))
+            .await
+            .map(|_| ())
+    }
+
     /// Reports an input record that could not be parsed: counted as `malformed` and sent to the
     /// dead letters with its location and text. The stream goes on.
     pub async fn report_malformed(&mut self, record: MalformedRecord) {

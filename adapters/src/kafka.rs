@@ -7,7 +7,10 @@
 //! the minimum over the partitions, idle partitions drop out after the idle timeout, and with a
 //! maximum drift the input pauses partitions that run too far ahead (and resumes them when the
 //! others catch up). Messages go in in blocks: after one arrives, those already received (up to
-//! 1,024) are enqueued with it in one call. With `until_end`, the input ends once every partition has reached its end
+//! 1,024) are enqueued with it in one call. While messages keep coming, a block is enqueued
+//! once the next one is read, and the strategy is told the range of times of that next block per
+//! partition (`InputContext::look_ahead`: with `Watermark::partitioned(..).look_ahead()`,
+//! YTsaurus Flow's estimate). With `until_end`, the input ends once every partition has reached its end
 //! (replaying a topic); otherwise it runs until the query stops. Malformed messages are
 //! skipped, counted and dead-lettered with topic, partition and offset. The factories declare no
 //! advance-time settings: give the stream a (partitioned) watermark strategy.
@@ -274,29 +277,49 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
             .map_err(kafka_error)?;
         let mut at_end = std::collections::BTreeSet::new();
         let mut paused = Vec::new();
-        let mut block = Vec::with_capacity(BLOCK);
+        // `held`: a block read, enqueued once the next one is read (or nothing more is there).
+        let (mut held, mut block) = (Vec::with_capacity(BLOCK), Vec::with_capacity(BLOCK));
+        let mut ready = None;
         loop {
-            let first = tokio::select! {
-                m = consumer.recv() => m,
-                _ = ctx.stopping() => return Ok(()),
+            let first = match ready.take() {
+                Some(message) => message,
+                None => {
+                    // Nothing more is there now: what is held goes in before waiting.
+                    flush(ctx, &mut held).await?;
+                    tokio::select! {
+                        m = consumer.recv() => m,
+                        _ = ctx.stopping() => return Ok(()),
+                    }
+                }
             };
-            // This message and those already received, up to a block, in one call.
+            // This message and those already received, up to a block.
             let mut next = Some(first);
             while let Some(message) = next.take() {
                 match self.receive(&consumer, message, &mut at_end)? {
                     Received::Item(item, arrival) => block.push((item, arrival)),
                     Received::Nothing => {}
                     Received::Malformed(record) => {
+                        flush(ctx, &mut held).await?;
                         flush(ctx, &mut block).await?;
                         ctx.report_malformed(record).await;
                     }
-                    Received::End => return flush(ctx, &mut block).await,
+                    Received::End => {
+                        flush(ctx, &mut held).await?;
+                        return flush(ctx, &mut block).await;
+                    }
                 }
                 if block.len() < BLOCK {
                     next = consumer.recv().now_or_never();
                 }
             }
-            flush(ctx, &mut block).await?;
+            // The block before this one goes in; the strategy learns what this one holds per
+            // partition (the look-ahead term); this one is held until the next is read.
+            flush(ctx, &mut held).await?;
+            for (partition, range) in ranges_by_partition(&block) {
+                ctx.look_ahead(partition, range).await?;
+            }
+            std::mem::swap(&mut held, &mut block);
+            ready = consumer.recv().now_or_never();
             align(
                 &consumer,
                 &self.config.topic,
@@ -305,6 +328,26 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
             );
         }
     }
+}
+
+/// Per partition, the least and highest start times of the block's events.
+fn ranges_by_partition<P>(
+    block: &[(StreamItem<P>, Arrival)],
+) -> std::collections::BTreeMap<usize, (Time, Time)> {
+    let mut ranges = std::collections::BTreeMap::new();
+    for (item, arrival) in block {
+        if let (StreamItem::Insert(e), Some(p)) = (item, arrival.partition) {
+            let t = e.kind.start();
+            ranges
+                .entry(p)
+                .and_modify(|(lo, hi): &mut (Time, Time)| {
+                    *lo = (*lo).min(t);
+                    *hi = (*hi).max(t);
+                })
+                .or_insert((t, t));
+        }
+    }
+    ranges
 }
 
 /// Factory of Kafka outputs: every event and CTI as one message on the topic.

@@ -131,10 +131,18 @@ pub(crate) async fn next_line(
 
 /// Feeds parsed lines into a stream: paces them, batches them, handles malformed lines, ends
 /// with the final CTI. Shared by the file inputs.
+///
+/// Batches go in one behind the reading: once a batch is read, the one before it is enqueued
+/// and the stream's watermark strategy is told the range of start times of the one read
+/// ([`InputContext::look_ahead`]: YTsaurus Flow's look-ahead term for a partitioned strategy;
+/// a file is partition 0).
 pub(crate) struct Feeder<P> {
     path: PathBuf,
     pacer: Pacer,
+    /// Read, to be enqueued next.
     pending: Vec<StreamItem<P>>,
+    /// Being read: the batch after `pending`.
+    ahead: Vec<StreamItem<P>>,
     follow: bool,
     malformed: MalformedLines,
     final_cti: bool,
@@ -146,14 +154,29 @@ impl<P: Payload> Feeder<P> {
             path: path.to_owned(),
             pacer: Pacer::new(replay.speed),
             pending: Vec::with_capacity(BATCH),
+            ahead: Vec::with_capacity(BATCH),
             follow: replay.follow,
             malformed,
             final_cti: replay.final_cti,
         }
     }
 
+    /// Enqueues what was read so far, in order (announcing the batch being read first).
+    async fn flush(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        if !self.pending.is_empty() {
+            ctx.enqueue_batch(self.pending.drain(..)).await?;
+        }
+        if let Some(range) = start_range(&self.ahead) {
+            ctx.look_ahead(0, range).await?;
+        }
+        if !self.ahead.is_empty() {
+            ctx.enqueue_batch(self.ahead.drain(..)).await?;
+        }
+        Ok(())
+    }
+
     /// An item: waits until it is due (at a speed factor), then enqueues it with the others
-    /// (at once in follow mode, else in batches).
+    /// (at once in follow mode, else in batches, one behind the reading).
     pub(crate) async fn item(
         &mut self,
         ctx: &mut InputContext<P>,
@@ -161,13 +184,23 @@ impl<P: Payload> Feeder<P> {
     ) -> Result<(), AdapterError> {
         if let StreamItem::Insert(e) = &item {
             if let Some(due) = self.pacer.due(e.kind.start()) {
-                ctx.enqueue_batch(self.pending.drain(..)).await?;
+                self.flush(ctx).await?;
                 tokio::time::sleep_until(due).await;
             }
         }
-        self.pending.push(item);
-        if self.pending.len() >= BATCH || self.follow {
-            ctx.enqueue_batch(self.pending.drain(..)).await?;
+        if self.follow {
+            self.pending.push(item);
+            return self.flush(ctx).await;
+        }
+        self.ahead.push(item);
+        if self.ahead.len() >= BATCH {
+            if !self.pending.is_empty() {
+                ctx.enqueue_batch(self.pending.drain(..)).await?;
+            }
+            if let Some(range) = start_range(&self.ahead) {
+                ctx.look_ahead(0, range).await?;
+            }
+            std::mem::swap(&mut self.pending, &mut self.ahead);
         }
         Ok(())
     }
@@ -186,7 +219,7 @@ impl<P: Payload> Feeder<P> {
                 message,
             }),
             MalformedLines::Skip => {
-                ctx.enqueue_batch(self.pending.drain(..)).await?;
+                self.flush(ctx).await?;
                 ctx.report_malformed(MalformedRecord {
                     location: format!("{}:{line}", self.path.display()),
                     message,
@@ -200,14 +233,26 @@ impl<P: Payload> Feeder<P> {
 
     /// End of input: what is pending, then `CTI(+inf)` if asked (not in follow mode).
     pub(crate) async fn finish(mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
-        if !self.pending.is_empty() {
-            ctx.enqueue_batch(self.pending.drain(..)).await?;
-        }
+        self.flush(ctx).await?;
         if self.final_cti && !self.follow {
             ctx.enqueue_cti(Time::INF).await?;
         }
         Ok(())
     }
+}
+
+/// The least and highest start times of the events among `items` (`None` without events).
+pub(crate) fn start_range<P>(items: &[StreamItem<P>]) -> Option<(Time, Time)> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some(e.kind.start()),
+            StreamItem::Cti(_) => None,
+        })
+        .fold(None, |r, t| match r {
+            None => Some((t, t)),
+            Some((lo, hi)) => Some((lo.min(t), hi.max(t))),
+        })
 }
 
 /// A buffered writer to a file (created or truncated), or to standard output for `-`.

@@ -195,3 +195,64 @@ fn configs_deny_unknown_fields() {
         serde_json::from_str(r#"{"path":"a","malformed":"skip"}"#).unwrap();
     assert_eq!(c.malformed, MalformedLines::Skip);
 }
+
+/// A file input reads one batch ahead and tells the watermark strategy its range of times:
+/// with YTsaurus Flow's look-ahead term, the CTI moves to the next batch's first time as soon
+/// as the batch before it is in, rather than staying `bound` behind the newest time.
+#[tokio::test]
+async fn a_file_input_reports_the_next_batch_to_a_look_ahead_strategy() {
+    let lines: String = (0..3000)
+        .map(|i| format!("{{\"kind\":\"point\",\"start\":{i},\"payload\":{{\"n\":{i}}}}}\n"))
+        .collect();
+    let path = temp_file("look-ahead.jsonl", &lines);
+    let run = |look_ahead: bool| {
+        let path = path.clone();
+        async move {
+            let strategy =
+                punctual_policies::Watermark::<Row>::partitioned(1, TimeSpan::from_ticks(500));
+            let strategy = if look_ahead {
+                strategy.look_ahead()
+            } else {
+                strategy
+            };
+            let mut query = Query::new("ahead");
+            let s = query
+                .create_stream::<_, Row, _, _>(
+                    InputOptions::new("in", EventShape::Point).watermark(strategy),
+                    &JsonLinesInput,
+                    &JsonLinesInputConfig::new(&path),
+                )
+                .unwrap();
+            let out = CollectOutput::new();
+            query.bind_output(&s, &out, &()).unwrap();
+            let report = query.start().unwrap().wait().await.unwrap();
+            let ctis: Vec<i64> = out
+                .items()
+                .iter()
+                .filter_map(|i| match i {
+                    StreamItem::Cti(t) if t.is_finite() => Some(t.ticks()),
+                    _ => None,
+                })
+                .collect();
+            (ctis, report.counters("in").unwrap().dropped)
+        }
+    };
+    let before = |ctis: &[i64], t: i64| {
+        let k = ctis.iter().position(|&c| c == t).expect("that CTI");
+        ctis[k - 1]
+    };
+    let (with, dropped) = run(true).await;
+    assert_eq!(dropped, 0);
+    // After the first batch (0..1023) is in (CTI 1023 - 500), the second (1024..2047) is
+    // announced: the CTI jumps to 1024; likewise to 2048.
+    assert_eq!(before(&with, 1024), 523);
+    assert_eq!(before(&with, 2048), 1547);
+    let (without, dropped) = run(false).await;
+    assert_eq!(dropped, 0);
+    assert_eq!(
+        before(&without, 1024),
+        1023,
+        "highest - 500, one time at a time"
+    );
+    assert_eq!(without.last(), Some(&2499));
+}

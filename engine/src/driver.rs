@@ -225,6 +225,20 @@ impl Driver {
         self.with_input(input, |ingress, out| ingress.report_malformed(record, out));
     }
 
+    /// The adapter of `input` has read its next batch for input partition `partition`, with
+    /// start times in `[min, max]` (see [`Ingress::look_ahead`]). Returns whether a CTI was
+    /// issued.
+    pub fn look_ahead<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        partition: usize,
+        (min, max): (Time, Time),
+    ) -> bool {
+        self.with_input(input, |ingress, out| {
+            ingress.look_ahead(partition, min, max, out)
+        })
+    }
+
     /// End of input `index`: its final CTI, if its settings ask for one (see
     /// [`Ingress::finish`]), or, for a reference input, the final CTI it imported while its
     /// adapter ran. Returns whether it issued one. Its held events may still be released by

@@ -72,6 +72,12 @@ pub(crate) enum Kind<P> {
         bound: TimeSpan,
         partitions: usize,
         max_drift: Option<TimeSpan>,
+        /// YT Flow's look-ahead term (the adapter reports its next batch per partition).
+        look_ahead: bool,
+        /// Guard: a partition's watermark is at most the least time of its last N events.
+        recent: Option<usize>,
+        /// Guard: a partition's highest time is the least over these dimensions' highest.
+        dimension: Option<SubstreamKey<P>>,
     },
 }
 
@@ -112,8 +118,15 @@ impl<P> std::fmt::Debug for Watermark<P> {
                 bound,
                 partitions,
                 max_drift,
+                look_ahead,
+                recent,
+                dimension,
             } => {
-                format!("partitioned({partitions} x bounded({bound:?}), max drift {max_drift:?})")
+                format!(
+                    "partitioned({partitions} x bounded({bound:?}), max drift {max_drift:?}, \
+                     look-ahead {look_ahead}, recent {recent:?}, dimensions {})",
+                    dimension.is_some()
+                )
             }
         };
         f.debug_struct("Watermark")
@@ -191,14 +204,51 @@ impl<P> Watermark<P> {
         Self::bounded(TimeSpan::ZERO)
     }
 
-    /// One bounded watermark per partition (events say which); CTI = the minimum over the
-    /// partitions seen within the idle timeout (all of them without a timeout).
+    /// One bounded watermark per partition (events say which; YTsaurus Flow, Flink's
+    /// per-split watermarks); CTI = the minimum over the partitions seen within the idle
+    /// timeout (all of them without a timeout) of `highest time - bound`.
     pub fn partitioned(partitions: usize, bound: TimeSpan) -> Self {
         Self::new(Kind::Partitioned {
             bound,
             partitions: partitions.max(1),
             max_drift: None,
+            look_ahead: false,
+            recent: None,
+            dimension: None,
         })
+    }
+
+    /// Partitioned, YTsaurus Flow's estimate: a partition's watermark is
+    /// `max(highest - bound, min(ahead_min, ahead_max - bound))`, where `ahead_min` and
+    /// `ahead_max` are the least and highest times of the partition's next batch, which the
+    /// adapter has read and not enqueued yet (it reports them with `InputContext::look_ahead`;
+    /// without a report the term is left out).
+    pub fn look_ahead(mut self) -> Self {
+        if let Kind::Partitioned { look_ahead, .. } = &mut self.kind {
+            *look_ahead = true;
+        }
+        self
+    }
+
+    /// Partitioned, a guard YTsaurus Flow plans: a partition's watermark is at most the least
+    /// time among its last `n` events, so one producer lagging far behind the others writing to
+    /// the partition (by more than the bound) does not see its events turn late.
+    pub fn recent_min(mut self, n: usize) -> Self {
+        if let Kind::Partitioned { recent, .. } = &mut self.kind {
+            *recent = Some(n.max(1));
+        }
+        self
+    }
+
+    /// Partitioned, a guard YTsaurus Flow plans: a partition's highest time is the least over
+    /// the dimensions `key` tells apart of their highest times, so that one kind of event that
+    /// stops (clicks, while impressions go on) holds the partition back instead of turning
+    /// late when it resumes.
+    pub fn dimensions(mut self, key: impl Fn(&P) -> u64 + Send + Sync + 'static) -> Self {
+        if let Kind::Partitioned { dimension, .. } = &mut self.kind {
+            *dimension = Some(Arc::new(key));
+        }
+        self
     }
 
     /// ASA: an event that arrives more than `late` after its time gets time `arrival - late`
@@ -388,14 +438,33 @@ pub enum DropCause {
     OutOfOrder,
 }
 
-/// Per-partition state of the bounded strategies.
-#[derive(Clone, Copy, Debug)]
+/// Per-partition state of the partitioned strategy.
+#[derive(Clone, Debug)]
 struct Partition {
     max: Time,
     /// The first clock reading after its last event (`None`: no reading after an event yet).
     last_seen: Option<Time>,
     /// Whether an event came in since the last clock reading.
     busy: bool,
+    /// The least and highest times of its next batch, as the adapter reported them.
+    ahead: Option<(Time, Time)>,
+    /// The times of its last events (the `recent_min` guard).
+    recent: std::collections::VecDeque<Time>,
+    /// The highest time per dimension (the `dimensions` guard).
+    dims: HashMap<u64, Time>,
+}
+
+impl Partition {
+    fn new() -> Self {
+        Partition {
+            max: Time::NEG_INF,
+            last_seen: None,
+            busy: false,
+            ahead: None,
+            recent: std::collections::VecDeque::new(),
+            dims: HashMap::new(),
+        }
+    }
 }
 
 /// Per-partition state of the arrival strategy.
@@ -467,14 +536,7 @@ impl<P> State<P> {
             substreams: HashMap::new(),
             arrival_parts,
             max_time: Time::NEG_INF,
-            partitions: vec![
-                Partition {
-                    max: Time::NEG_INF,
-                    last_seen: None,
-                    busy: false,
-                };
-                n
-            ],
+            partitions: vec![Partition::new(); n],
             now: None,
             started: None,
             last_event_clock: None,
@@ -614,12 +676,24 @@ impl<P> State<P> {
                 self.arrival_candidate()
             }
             Kind::Bounded(b) => Some(self.max_time - *b),
-            Kind::Partitioned { bound, .. } => {
+            Kind::Partitioned {
+                recent, dimension, ..
+            } => {
                 let last = self.partitions.len() - 1;
                 let part = &mut self.partitions[arrival.partition.unwrap_or(0).min(last)];
                 part.max = part.max.max(start);
                 part.busy = true;
-                self.partition_candidate(*bound)
+                if let Some(n) = recent {
+                    if part.recent.len() == *n {
+                        part.recent.pop_front();
+                    }
+                    part.recent.push_back(start);
+                }
+                if let Some(key) = dimension {
+                    let slot = part.dims.entry(key(payload)).or_insert(Time::NEG_INF);
+                    *slot = (*slot).max(start);
+                }
+                self.partition_candidate()
             }
         };
         let candidate = candidate?;
@@ -645,19 +719,64 @@ impl<P> State<P> {
         }
     }
 
-    /// Min over the partitions that count of `max - bound`; if none counts, the input is idle:
-    /// `now - idle_timeout`.
-    fn partition_candidate(&self, bound: TimeSpan) -> Option<Time> {
-        let counting: Vec<Time> = self
+    /// A partition's watermark: `highest - bound` (the highest being the least over the
+    /// dimensions' with that guard), raised by the look-ahead term, capped by the recent
+    /// events' least time.
+    fn partition_estimate(&self, p: &Partition) -> Time {
+        let Kind::Partitioned {
+            bound,
+            look_ahead,
+            recent,
+            dimension,
+            ..
+        } = &self.spec.kind
+        else {
+            return Time::NEG_INF;
+        };
+        let max = match dimension {
+            Some(_) => p.dims.values().copied().min().unwrap_or(p.max),
+            None => p.max,
+        };
+        let mut estimate = max - *bound;
+        if let (true, Some((lo, hi))) = (*look_ahead, p.ahead) {
+            estimate = estimate.max(lo.min(hi - *bound));
+        }
+        if recent.is_some() {
+            if let Some(&least) = p.recent.iter().min() {
+                estimate = estimate.min(least);
+            }
+        }
+        estimate
+    }
+
+    /// Min over the partitions that count of their watermarks; if none counts, the input is
+    /// idle: `now - idle_timeout`.
+    fn partition_candidate(&self) -> Option<Time> {
+        let counting = self
             .partitions
             .iter()
             .filter(|p| self.counts(p))
-            .map(|p| p.max - bound)
-            .collect();
-        match counting.iter().min() {
-            Some(&m) => Some(m),
+            .map(|p| self.partition_estimate(p))
+            .min();
+        match counting {
+            Some(m) => Some(m),
             None => self.spec.idle_timeout.zip(self.now).map(|(t, now)| now - t),
         }
+    }
+
+    /// The adapter has read partition `partition`'s next batch, whose times lie in
+    /// `[min, max]`: the look-ahead term of the partitioned strategy; returns the candidate it
+    /// allows, if any.
+    pub(crate) fn look_ahead(&mut self, partition: usize, min: Time, max: Time) -> Option<Time> {
+        let Kind::Partitioned {
+            look_ahead: true, ..
+        } = &self.spec.kind
+        else {
+            return None;
+        };
+        let last = self.partitions.len() - 1;
+        self.partitions[partition.min(last)].ahead = Some((min, max));
+        self.partition_candidate()
     }
 
     /// A clock reading: the candidate that the clock allows (periodic emission, idle inputs,
@@ -731,9 +850,9 @@ impl<P> State<P> {
                     }
                 }
             }
-            Kind::Partitioned { bound, .. } => {
+            Kind::Partitioned { .. } => {
                 if self.spec.idle_timeout.is_some() {
-                    if let Some(c) = self.partition_candidate(*bound) {
+                    if let Some(c) = self.partition_candidate() {
                         offer(c);
                     }
                 }
@@ -745,7 +864,6 @@ impl<P> State<P> {
     /// Partitions whose watermark is more than the maximum drift ahead of `cti`.
     pub(crate) fn paused(&self, cti: Time) -> Vec<usize> {
         let Kind::Partitioned {
-            bound,
             max_drift: Some(drift),
             ..
         } = &self.spec.kind
@@ -758,7 +876,7 @@ impl<P> State<P> {
         self.partitions
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.max - *bound > cti + *drift)
+            .filter(|(_, p)| self.partition_estimate(p) > cti + *drift)
             .map(|(i, _)| i)
             .collect()
     }

@@ -629,3 +629,73 @@ fn arrival_time_as_event_time() {
     assert_eq!((c.adjusted, c.dropped, c.late, c.early), (0, 0, 0, 0));
     assert_eq!(r.released(), vec![(40, 5), (41, 900)]);
 }
+
+/// YTsaurus Flow's estimate of a partition's watermark: `max(highest - bound, min(ahead_min,
+/// ahead_max - bound))`, the look-ahead term from the next batch the adapter has read; the
+/// stream's CTI is the minimum over the partitions.
+#[test]
+fn the_look_ahead_term_raises_a_partitions_watermark_to_its_next_batch() {
+    let mut r = Run::new(
+        Watermark::partitioned(2, span(10))
+            .look_ahead()
+            .final_cti(false),
+    );
+    r.in_partition(100, 0).in_partition(200, 1);
+    assert_eq!(r.ctis(), vec![90], "min(100 - 10, 200 - 10)");
+    // Partition 0's next batch holds 150..180: its watermark is max(90, min(150, 170)) = 150.
+    assert!(r.ingress.look_ahead(0, t(150), t(180), &mut r.out));
+    assert_eq!(r.ctis(), vec![90, 150]);
+    // A batch spread wider than the bound: min(ahead_min, ahead_max - bound) = 155.
+    r.ingress.look_ahead(0, t(160), t(165), &mut r.out);
+    assert_eq!(r.ctis(), vec![90, 150, 155]);
+    // Without the option, a report changes nothing.
+    let mut plain = Run::new(Watermark::partitioned(1, span(10)).final_cti(false));
+    plain.in_partition(100, 0);
+    assert!(!plain.ingress.look_ahead(0, t(500), t(600), &mut plain.out));
+    assert_eq!(plain.ctis(), vec![90]);
+}
+
+/// The guards YTsaurus Flow plans: the least time of a partition's last N events caps its
+/// watermark (a producer lagging behind the others on the same partition keeps its events on
+/// time), and with dimensions a partition's highest time is the least over them (one kind of
+/// event that stops holds the partition back).
+#[test]
+fn recent_min_and_dimensions_guard_a_partitions_watermark() {
+    // Two producers on one partition, one 100 behind the other, bound 10.
+    let events = [
+        (900, 2),
+        (1000, 1),
+        (910, 2),
+        (1010, 1),
+        (920, 2),
+        (1020, 1),
+    ];
+    let run = |w: Watermark<P>| {
+        let mut r = Run::new(w.final_cti(false));
+        for (time, producer) in events {
+            r.ingress
+                .enqueue_with(
+                    StreamItem::point(t(time), (producer, time)),
+                    Arrival {
+                        time: None,
+                        partition: Some(0),
+                    },
+                    &mut r.out,
+                )
+                .ok();
+        }
+        (r.ingress.counters().dropped, r.ctis())
+    };
+    let (dropped, _) = run(Watermark::partitioned(1, span(10)));
+    assert_eq!(dropped, 2, "the lagging producer's events are late");
+    let (dropped, ctis) = run(Watermark::partitioned(1, span(10)).recent_min(4));
+    assert_eq!(dropped, 0);
+    assert_eq!(ctis.last(), Some(&910), "the least of the last four events");
+    let (dropped, ctis) = run(Watermark::partitioned(1, span(10)).dimensions(|p: &P| p.0));
+    assert_eq!(dropped, 0);
+    assert_eq!(
+        ctis.last(),
+        Some(&910),
+        "the least producer's highest - bound"
+    );
+}

@@ -251,6 +251,39 @@ impl<P: Clone + PartialEq> Ingress<P> {
         issued
     }
 
+    /// The adapter has read (and not enqueued yet) the next batch of input partition
+    /// `partition`, whose start times lie in `[min, max]`: the look-ahead term of a partitioned
+    /// strategy with [`Watermark::look_ahead`] (YTsaurus Flow's estimate), which may issue a
+    /// CTI at once. Returns whether it did; with any other strategy, or none, it does nothing.
+    ///
+    /// ```
+    /// use punctual_core::{StreamItem, Time, TimeSpan};
+    /// use punctual_policies::{Arrival, Ingress, IngressConfig, IngressOutput, Watermark};
+    /// let t = Time::from_ticks;
+    /// let strategy = Watermark::<u32>::partitioned(1, TimeSpan::from_ticks(10)).look_ahead();
+    /// let mut ingress = Ingress::with_watermark(IngressConfig::default(), strategy);
+    /// let mut out = IngressOutput::new();
+    /// let p0 = Arrival { time: None, partition: Some(0) };
+    /// ingress.enqueue_with(StreamItem::point(t(100), 1), p0, &mut out).unwrap();
+    /// assert_eq!(ingress.app_time(), t(90)); // highest - bound
+    /// // The next batch holds times 104 to 130: nothing in it is below min(104, 130 - 10).
+    /// assert!(ingress.look_ahead(0, t(104), t(130), &mut out));
+    /// assert_eq!(ingress.app_time(), t(104));
+    /// ```
+    pub fn look_ahead(
+        &mut self,
+        partition: usize,
+        min: Time,
+        max: Time,
+        out: &mut IngressOutput<P>,
+    ) -> bool {
+        let candidate = self
+            .watermark
+            .as_mut()
+            .and_then(|w| w.look_ahead(partition, min, max));
+        candidate.is_some_and(|c| self.issue(c, out))
+    }
+
     /// The configuration.
     pub fn config(&self) -> &IngressConfig {
         &self.config
