@@ -13,7 +13,7 @@
 
 use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
-use crate::time::TimeSpan;
+use crate::time::{Time, TimeSpan};
 
 use super::{ReleaseBuffer, UnaryOperator};
 
@@ -187,6 +187,91 @@ impl<P: Clone + Send + 'static> UnaryOperator<P, P> for AlterDuration {
             }
             if let Some(t) = cti {
                 out.push_cti(t);
+            }
+        }
+    }
+}
+
+/// New lifetimes from functions of the old ones (StreamInsight's `AlterEventLifetime` with
+/// selectors): the start becomes `start(old start)`, the duration `duration(old start, old
+/// duration)` (`TimeSpan::MAX` for a start edge, whose end is not known; at least one tick).
+/// CTIs go through `start` too, so it must not decrease as its argument grows (a shift, a
+/// rounding down to the minute): a start it would put below the last CTI, or before the
+/// previous result's, is clamped to it, so the stream keeps its order and its CTIs hold
+/// whatever the function does. End edges are dropped (their start edge's lifetime is set
+/// once, from its start).
+pub struct AlterLifetime<S, D> {
+    start: S,
+    duration: D,
+    /// The last CTI emitted, and the last start emitted.
+    cti: Time,
+    last: Time,
+}
+
+impl<S, D> std::fmt::Debug for AlterLifetime<S, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AlterLifetime")
+            .field("cti", &self.cti)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<S, D> AlterLifetime<S, D>
+where
+    S: Fn(Time) -> Time,
+    D: Fn(Time, TimeSpan) -> TimeSpan,
+{
+    /// Lifetimes from `start` and `duration`; see the type's doc.
+    pub fn new(start: S, duration: D) -> Self {
+        AlterLifetime {
+            start,
+            duration,
+            cti: Time::NEG_INF,
+            last: Time::NEG_INF,
+        }
+    }
+}
+
+impl<P, S, D> UnaryOperator<P, P> for AlterLifetime<S, D>
+where
+    P: Clone + Send + 'static,
+    S: Fn(Time) -> Time + Send + 'static,
+    D: Fn(Time, TimeSpan) -> TimeSpan + Send + 'static,
+{
+    const NAME: &'static str = "alter lifetime";
+
+    fn output_shape(&self, _input: EventShape) -> EventShape {
+        EventShape::Interval
+    }
+
+    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
+        for (range, cti) in input.segments() {
+            for i in range {
+                let kind = input.kind(i);
+                if let EventKind::EndEdge { .. } = kind {
+                    continue;
+                }
+                let (start, end) = (kind.start(), input.other()[i]);
+                let old = if end == Time::INF {
+                    TimeSpan::MAX
+                } else {
+                    end - start
+                };
+                let new_start = (self.start)(start)
+                    .max(self.cti)
+                    .max(self.last)
+                    .max(Time::MIN_FINITE)
+                    .min(Time::MAX_FINITE - TimeSpan::TICK);
+                let d = (self.duration)(start, old).max(TimeSpan::TICK);
+                self.last = new_start;
+                out.push_event(new_start, new_start + d, input.payloads()[i].clone());
+            }
+            if let Some(t) = cti {
+                let moved = if t.is_infinite() { t } else { (self.start)(t) };
+                if moved > self.cti {
+                    self.cti = moved;
+                    out.push_cti(moved);
+                }
             }
         }
     }

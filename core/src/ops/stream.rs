@@ -47,7 +47,7 @@ use super::filter::Filter;
 use super::graph::{Graph, NodeId};
 use super::group_apply::{GroupApply, SubQuery};
 use super::join::Join;
-use super::select::{AlterDuration, Map, Reorder, Shift};
+use super::select::{AlterDuration, AlterLifetime, Map, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
 use super::union::Union;
 use super::window::{HoppingWindow, WindowOutput, WindowSpec};
@@ -436,6 +436,75 @@ impl<P: Payload> Stream<P, Ordered> {
     /// `AlterEventLifetime` with a constant offset.
     pub fn alter_lifetime(&self, shift: TimeSpan, duration: TimeSpan) -> Stream<P> {
         self.shift(shift).alter_duration(duration)
+    }
+
+    /// New lifetimes from functions of the old (StreamInsight's `AlterEventLifetime` with
+    /// selectors): start `start(old start)`, duration `duration(old start, old duration)`
+    /// (`TimeSpan::MAX` for a start edge still open). `start` applies to CTIs too and must not
+    /// decrease as its argument grows; a start below the last CTI or the previous result's is
+    /// clamped to it (see [`AlterLifetime`]).
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time, TimeSpan};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<&str, Ordered>();
+    /// // Each event starts at its start rounded down to 10 and lasts twice as long.
+    /// let altered = input.alter_lifetime_with(|s| Time::from_ticks(s.ticks() / 10 * 10), |_, d| {
+    ///     TimeSpan::from_ticks(d.ticks().saturating_mul(2))
+    /// });
+    /// graph.keep_output(&altered);
+    /// let mut batch = Batch::new();
+    /// batch.push_event(t(13), t(16), "a");
+    /// batch.push_cti(t(20));
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&altered, &mut out);
+    /// assert_eq!((out.sync()[0], out.other()[0]), (t(10), t(16)));
+    /// assert_eq!(out.last_cti(), Some(t(20)));
+    /// ```
+    pub fn alter_lifetime_with(
+        &self,
+        start: impl Fn(Time) -> Time + Send + 'static,
+        duration: impl Fn(Time, TimeSpan) -> TimeSpan + Send + 'static,
+    ) -> Stream<P> {
+        self.apply(AlterLifetime::new(start, duration))
+    }
+
+    /// Every event as a point at its start (StreamInsight's `ToPointEventStream`).
+    pub fn to_point_events(&self) -> Stream<P> {
+        self.alter_duration(TimeSpan::TICK)
+    }
+
+    /// A signal: each event lasts until the next event with an equal key starts (or to the
+    /// last finite tick, if none does), StreamInsight's `ToSignal` idiom (`AlterEventDuration(max)` then
+    /// `ClipEventDuration` against the stream itself).
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let readings = graph.source::<(char, i64), Ordered>();
+    /// let signal = readings.to_signal(|r| r.0);
+    /// graph.keep_output(&signal);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(t(1), ('a', 10));
+    /// batch.push_point(t(4), ('a', 12));
+    /// batch.push_cti(t(5));
+    /// graph.feed(&readings, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&signal, &mut out);
+    /// // 10 holds from 1 until 12 replaces it at 4.
+    /// assert_eq!((out.sync()[0], out.other()[0], out.payloads()[0]), (t(1), t(4), ('a', 10)));
+    /// ```
+    pub fn to_signal<K>(&self, key: impl Fn(&P) -> K + Clone + Send + 'static) -> Stream<P>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
+        self.alter_duration(TimeSpan::MAX)
+            .clip_duration_on(self, key.clone(), key)
     }
 
     /// Merges this stream with `others`. Output CTI = the minimum of the inputs' CTIs.
