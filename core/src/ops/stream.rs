@@ -47,6 +47,7 @@ use super::filter::Filter;
 use super::graph::{Graph, NodeId};
 use super::group_apply::{GroupApply, SubQuery};
 use super::join::Join;
+use super::process::{Process, ProcessOperator};
 use super::select::{AlterDuration, AlterLifetime, Map, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
 use super::union::Union;
@@ -470,6 +471,22 @@ impl<P: Payload> Stream<P, Ordered> {
         duration: impl Fn(Time, TimeSpan) -> TimeSpan + Send + 'static,
     ) -> Stream<P> {
         self.apply(AlterLifetime::new(start, duration))
+    }
+
+    /// Runs a user-defined operator over the events keyed by `key`, with per-key state and
+    /// event-time timers (see [`Process`]). Its output CTI is the input's, and the operator
+    /// cannot emit below it.
+    pub fn process<K, Op>(
+        &self,
+        key: impl Fn(&P) -> K + Send + 'static,
+        op: Op,
+    ) -> Stream<Op::Output>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+        Op: Process<P, K>,
+        Op::Output: Payload,
+    {
+        self.apply(ProcessOperator::new(key, op))
     }
 
     /// Every event as a point at its start (StreamInsight's `ToPointEventStream`).
