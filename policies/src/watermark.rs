@@ -4,18 +4,21 @@
 //! the same [`Ingress`](crate::Ingress) and produce ordinary CTIs, so every operator works with
 //! them unchanged.
 //!
-//! | strategy | CTI | latency | completeness | pick it when |
-//! |---|---|---|---|---|
-//! | [`Watermark::arrival`] (ASA) | highest `time - out_of_order`; with substreams, `arrival - late` | out-of-order tolerance (substreams: late tolerance) | events outside the tolerances are adjusted or dropped, and counted | events carry an arrival time (broker, gateway) and clocks may be off |
-//! | ... with `substream(key)` | `arrival - late` | late tolerance | one device's clock skew does not adjust another's events | many devices with their own clocks |
-//! | [`Watermark::bounded`] (Flink) | `max time - bound` | `bound` | events more than `bound` behind the newest are late | disorder is bounded and there is no arrival time |
-//! | [`Watermark::ascending`] (Flink) | `max time` | none | any event behind the newest is late | the source is ordered (a log, a single sensor) |
-//! | [`Watermark::partitioned`] | min over active partitions of `max - bound` | the slowest active partition | idle partitions are left out after a timeout (their late events are then dropped or adjusted) | partitioned logs (Kafka, YTsaurus) |
+//! | strategy | source | CTI | latency | completeness | pick it when |
+//! |---|---|---|---|---|---|
+//! | [`Watermark::arrival`] | Stream Analytics, `TIMESTAMP BY` | per input partition: highest `time - out_of_order` while events come in, estimated arrival `- late` while none do; the minimum over partitions | out-of-order tolerance | events outside the tolerances are adjusted or dropped, and counted | events carry an arrival time (broker, gateway) and clocks may be off |
+//! | ... with `substream(key)` | Stream Analytics, `OVER key` | per partition `highest arrival - late` | late tolerance | one device's clock skew does not adjust another's events | many devices with their own clocks |
+//! | [`Watermark::arrival_time`] | Stream Analytics, no `TIMESTAMP BY` | highest arrival | none | events take their arrival time | events have no time of their own |
+//! | [`Watermark::bounded`] | Flink `forBoundedOutOfOrderness` | `max time - bound` | `bound` | events more than `bound` behind the newest are late | disorder is bounded and there is no arrival time |
+//! | [`Watermark::ascending`] | Flink `forMonotonousTimestamps` | `max time` | none | any event behind the newest is late | the source is ordered (a log, a single sensor) |
+//! | [`Watermark::partitioned`] | YTsaurus Flow, Flink per split | min over active partitions of `max - bound` (with [`Watermark::look_ahead`], YTsaurus Flow's estimate) | the slowest active partition | idle partitions are left out after a timeout (their late events are then dropped or adjusted) | partitioned logs (Kafka, YTsaurus) |
 //!
 //! Emission: punctuated (a candidate after every event, the default) or periodic (the pending
 //! candidate is issued at clock readings at least an interval apart). Idle inputs: with a clock,
-//! `arrival` strategies issue `CTI(now - late)` and the others, after `idle_timeout` without
-//! events, `CTI(now - idle_timeout)`, so joins and unions fed by a quiet input do not stall.
+//! a partition of an `arrival` strategy with no events coming in advances to its estimated
+//! arrival time minus `late`, and the others, after `idle_timeout` without events, issue
+//! `CTI(now - idle_timeout)`, so joins and unions fed by a quiet input do not stall. An event
+//! counts as seen at the first clock reading after it.
 //! Clock readings come from the runtime (or a test's manual clock) through
 //! [`Ingress::on_clock`](crate::Ingress::on_clock); those that issued a CTI are recorded
 //! ([`Ingress::clock_record`](crate::Ingress::clock_record)) so that a replay of the same input
