@@ -229,10 +229,13 @@ impl<P: Payload + DeserializeOwned> KafkaReader<P> {
         at_end.remove(&partition);
         let text = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
         let arrival = Arrival {
+            // A timestamp beyond the time line (or none) is no arrival time.
             time: message
                 .timestamp()
                 .to_millis()
-                .map(|ms| Time::from_ticks(ms.saturating_mul(10_000))),
+                .and_then(|ms| ms.checked_mul(10_000))
+                .map(Time::from_ticks)
+                .filter(|t| t.is_finite()),
             partition: usize::try_from(partition).ok(),
         };
         Ok(

@@ -587,6 +587,9 @@ impl<P> State<P> {
         let at = arrival
             .time
             .ok_or("the arrival watermark strategy needs each event's arrival time")?;
+        if !at.is_finite() {
+            return Err("an event's arrival time must be a finite time");
+        }
         if a.arrival_time {
             // Arrival times only grow within a partition; one below the CTI all the same
             // (partitions merged, clocks apart) is out of order.

@@ -699,3 +699,35 @@ fn recent_min_and_dimensions_guard_a_partitions_watermark() {
         "the least producer's highest - bound"
     );
 }
+
+/// A strategy never makes an invalid event or ends the stream by accident: an arrival time at
+/// an infinity is refused, and an event the strategy would move where no event can be (a point
+/// at the last finite tick) is rejected with the reason; both are counted and dead-lettered,
+/// and the stream goes on.
+#[test]
+fn a_strategy_makes_no_invalid_event_and_takes_no_infinite_arrival() {
+    let mut r = Run::new(Watermark::arrival(span(0)).late(span(5)).final_cti(false));
+    let _ = r.ingress.enqueue_with(
+        StreamItem::point(t(10), (1, 10)),
+        Arrival {
+            time: Some(Time::INF),
+            partition: None,
+        },
+        &mut r.out,
+    );
+    r.event(20, 1, Some(20));
+    let c = r.ingress.counters();
+    assert_eq!((c.rejected, c.released + c.buffered), (1, 1));
+    assert_eq!(r.ctis(), vec![20], "the stream did not end");
+
+    let mut r = Run::new(Watermark::arrival_time().final_cti(false));
+    r.event(5, 1, Some(Time::MAX_FINITE.ticks()));
+    r.event(6, 1, Some(30));
+    let c = r.ingress.counters();
+    assert_eq!(c.rejected, 1, "a point at the last finite tick");
+    assert!(r
+        .out
+        .dead_letters
+        .iter()
+        .any(|d| d.reason.to_string().contains("invalid event")));
+}

@@ -60,16 +60,23 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     late,
                     out_of_order,
                 }) => {
-                    self.counters.late += u64::from(late);
-                    self.counters.out_of_order += u64::from(out_of_order);
                     if moved != start {
+                        let kind = shift_start(event.kind, moved);
+                        if let Err(why) = kind.validate() {
+                            // Moved where no event can be (at an end of the time line): it
+                            // cannot be kept as the strategy asks; rejected with the reason.
+                            let error = Error::Invalid(why);
+                            return Err(self.reject(StreamItem::Insert(event), error, out));
+                        }
                         // (Taking the arrival time as the event's time is no adjustment.)
                         if late || out_of_order {
                             watermark_adjusted = true;
                             self.counters.adjusted += 1;
                         }
-                        event.kind = shift_start(event.kind, moved);
+                        event.kind = kind;
                     }
+                    self.counters.late += u64::from(late);
+                    self.counters.out_of_order += u64::from(out_of_order);
                 }
             }
         }
