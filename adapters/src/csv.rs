@@ -266,18 +266,22 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
         let path = self.config.path.clone();
         let mut reader = open_lines(&path).await?;
         let follow = self.config.replay.follow;
+        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed);
         let Some(header_line) = next_line(reader.as_mut(), follow, &path, ctx.stopping()).await?
         else {
-            return Ok(());
+            // An empty file: no rows, and the end of input as for any other.
+            return feed.finish(ctx).await;
         };
-        let header = split_record(&header_line, self.config.delimiter).ok_or_else(|| {
-            AdapterError::Malformed {
-                path: path.clone(),
-                line: 1,
-                message: "the header has an unterminated quote".into(),
-            }
-        })?;
-        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed);
+        let malformed_header = |message: String| AdapterError::Malformed {
+            path: path.clone(),
+            line: 1,
+            message,
+        };
+        let header_line = header_line.map_err(|(_, why)| malformed_header(why))?;
+        // (A byte-order mark before the header is not part of the first column's name.)
+        let header_line = header_line.strip_prefix('\u{feff}').unwrap_or(&header_line);
+        let header = split_record(header_line, self.config.delimiter)
+            .ok_or_else(|| malformed_header("the header has an unterminated quote".into()))?;
         let mut number = 1usize;
         loop {
             let stopping = ctx.stopping();
@@ -288,6 +292,13 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
             if ctx.is_stopping() {
                 return Ok(());
             }
+            let line = match line {
+                Ok(line) => line,
+                Err((shown, why)) => {
+                    feed.malformed(ctx, (number, shown), why).await?;
+                    continue;
+                }
+            };
             if line.trim().is_empty() {
                 continue;
             }

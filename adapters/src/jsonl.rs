@@ -147,6 +147,13 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
             if ctx.is_stopping() {
                 return Ok(());
             }
+            let text = match text {
+                Ok(text) => text,
+                Err((shown, why)) => {
+                    feed.malformed(ctx, (number, shown), why).await?;
+                    continue;
+                }
+            };
             if text.trim().is_empty() {
                 continue;
             }

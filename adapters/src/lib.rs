@@ -52,5 +52,5 @@ pub use punctual_policies::EnqueueSummary;
 pub use query::{
     Ending, Monitor, Query, QueryFailure, QueryReport, RunningQuery, StopHandle, StopMode,
 };
-pub use replay::ReplayOptions;
+pub use replay::{ReplayOptions, MAX_LINE_BYTES};
 pub use tcp::{TcpClientConfig, TcpClientInput, TcpOutput, TcpOutputConfig, TcpServerInput};

@@ -94,39 +94,77 @@ pub(crate) async fn open_lines(
     Ok(Box::new(BufReader::new(file)))
 }
 
-/// Reads the next line (without its end), following the file at end if asked; `None` at the
-/// end (or when `stop` resolves while following).
+/// Lines longer than this are malformed: the rest of such a line is skipped, never held.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// One line read: its text, or why it is not a line of text (not UTF-8, too long) with what
+/// can be shown of it.
+pub(crate) type ReadLine = Result<String, (String, String)>;
+
+/// Reads the next line (without its end) as bytes, following the file at end if asked; `None`
+/// at the end (or when `stop` resolves while following). A line that is not UTF-8 or longer
+/// than [`MAX_LINE_BYTES`] comes back as `Err((text shown, reason))`: a malformed line, which
+/// the caller counts, not the end of the input.
 pub(crate) async fn next_line(
     reader: &mut (dyn AsyncBufRead + Unpin + Send),
     follow: bool,
     path: &Path,
     stopping: impl std::future::Future<Output = ()>,
-) -> Result<Option<String>, AdapterError> {
+) -> Result<Option<ReadLine>, AdapterError> {
     tokio::pin!(stopping);
-    let mut line = String::new();
+    let io = |source| AdapterError::Io {
+        path: path.to_owned(),
+        error: source,
+    };
+    let (mut line, mut length, mut ended) = (Vec::new(), 0usize, false);
     loop {
-        let n = reader
-            .read_line(&mut line)
-            .await
-            .map_err(|source| AdapterError::Io {
-                path: path.to_owned(),
-                error: source,
-            })?;
-        if n > 0 && (line.ends_with('\n') || !follow) {
-            while line.ends_with('\n') || line.ends_with('\r') {
-                line.pop();
+        let available = reader.fill_buf().await.map_err(io)?;
+        if available.is_empty() {
+            if length > 0 && !follow {
+                break; // a last line without its end
             }
-            return Ok(Some(line));
+            if !follow {
+                return Ok(None);
+            }
+            // At the end of a growing file: wait, then look again (a partial line is kept).
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(200)) => continue,
+                _ = &mut stopping => return Ok(None),
+            }
         }
-        if !follow {
-            return Ok(None);
-        }
-        // At the end of a growing file: wait, then look again (a partial line is kept).
-        tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(200)) => {}
-            _ = &mut stopping => return Ok(None),
+        let (take, found) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (available.len(), false),
+        };
+        let room = (MAX_LINE_BYTES + 1).saturating_sub(line.len());
+        line.extend_from_slice(&available[..take.min(room)]);
+        length += take;
+        reader.consume(take);
+        if found {
+            ended = true;
+            break;
         }
     }
+    while line.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
+        line.pop();
+    }
+    if ended {
+        length -= 1;
+    }
+    if length > MAX_LINE_BYTES {
+        line.truncate(200);
+        let shown = String::from_utf8_lossy(&line).into_owned();
+        let why = format!("the line is {length} bytes long, over the limit of {MAX_LINE_BYTES}");
+        return Ok(Some(Err((shown, why))));
+    }
+    Ok(Some(String::from_utf8(line).map_err(|e| {
+        let at = e.utf8_error().valid_up_to() + 1;
+        let shown = String::from_utf8_lossy(e.as_bytes()).into_owned();
+        (
+            shown,
+            format!("not UTF-8 (an invalid byte at byte {at} of the line)"),
+        )
+    })))
 }
 
 /// Feeds parsed lines into a stream: paces them, batches them, handles malformed lines, ends

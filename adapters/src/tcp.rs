@@ -30,7 +30,7 @@ use std::sync::{Mutex, PoisonError};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncWriteExt, BufReader, BufWriter};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
@@ -45,6 +45,7 @@ use crate::error::AdapterError;
 use crate::line::{item_to_json, parse_line};
 use crate::memory::BATCH;
 use crate::query::QueryReport;
+use crate::replay::next_line;
 
 /// What a connection's reader hands the adapter.
 enum Received<P> {
@@ -61,14 +62,32 @@ fn net_error(what: String) -> impl FnOnce(std::io::Error) -> AdapterError {
 
 /// Reads JSON lines from one connection into `tx` until it closes (or the adapter is gone).
 async fn read_lines<P: DeserializeOwned>(
-    conn: impl AsyncRead + Unpin,
+    conn: impl AsyncRead + Unpin + Send,
     peer: String,
     tx: mpsc::Sender<Received<P>>,
 ) {
-    let mut lines = BufReader::new(conn).lines();
+    let mut reader = BufReader::new(conn);
     let mut number = 0usize;
-    while let Ok(Some(text)) = lines.next_line().await {
+    let nowhere = std::path::PathBuf::from(&peer);
+    // An I/O error (a reset connection) ends this connection's lines.
+    while let Ok(Some(line)) = next_line(&mut reader, false, &nowhere, std::future::pending()).await
+    {
         number += 1;
+        let text = match line {
+            Ok(text) => text,
+            Err((text, message)) => {
+                // Not UTF-8, or too long: counted and dead-lettered; the connection goes on.
+                let m = MalformedRecord {
+                    location: format!("{peer}:{number}"),
+                    message,
+                    text,
+                };
+                if tx.send(Received::Malformed(m)).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+        };
         if text.trim().is_empty() {
             continue;
         }

@@ -222,3 +222,83 @@ async fn follow_mode_picks_up_appended_lines_until_stopped() {
     assert_eq!(report.counters("in").expect("stream").events_in, 2);
     let _ = MalformedLines::Skip;
 }
+
+/// Runs a file input of rows to the end: the output and the stream's counters.
+async fn rows_of(
+    path: &std::path::Path,
+    csv: bool,
+) -> (
+    Vec<StreamItem<Row>>,
+    punctual_policies::IngressCounters,
+    Vec<String>,
+) {
+    let letters = DeadLetterCollector::new();
+    let mut query = Query::new("file");
+    let options = InputOptions::new("in", EventShape::Point);
+    let s = if csv {
+        query.create_stream::<_, Row, _, _>(options, &CsvInput, &CsvInputConfig::new(path, "time"))
+    } else {
+        query.create_stream::<_, Row, _, _>(
+            options,
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(path),
+        )
+    }
+    .expect("binds");
+    query.bind_dead_letters(&s, letters.clone()).expect("binds");
+    let out = CollectOutput::new();
+    query.bind_output(&s, &out, &()).expect("binds");
+    let report = query.start().expect("starts").wait().await.expect("runs");
+    let reasons = letters
+        .letters()
+        .iter()
+        .map(|d| d.reason.to_string())
+        .collect();
+    (
+        out.items(),
+        report.counters("in").expect("a stream"),
+        reasons,
+    )
+}
+
+/// A line that is not UTF-8, or longer than the limit, is one malformed line (counted, dead-
+/// lettered with its line number and the reason): the lines around it are read as usual.
+#[tokio::test]
+async fn a_line_that_is_not_text_or_too_long_is_one_malformed_line() {
+    let mut bytes = b"{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":1}}\n".to_vec();
+    bytes.extend_from_slice(b"{\"kind\":\"point\",\"start\":2,\"payload\":{\"v\":\"\xff\"}}\n");
+    bytes.extend(std::iter::repeat_n(
+        b'x',
+        punctual_adapters::MAX_LINE_BYTES + 10,
+    ));
+    bytes.push(b'\n');
+    bytes.extend_from_slice(b"{\"kind\":\"point\",\"start\":3,\"payload\":{\"v\":3}}\n");
+    let path = temp("bytes.jsonl", "");
+    std::fs::write(&path, &bytes).expect("temp dir");
+    let (items, c, reasons) = rows_of(&path, false).await;
+    assert_eq!(items.len(), 3, "two points and the final CTI: {items:?}");
+    assert_eq!((c.events_in, c.malformed), (2, 2));
+    assert!(
+        reasons[0].contains("bytes.jsonl:2") && reasons[0].contains("not UTF-8"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].contains("bytes.jsonl:3") && reasons[1].contains("over the limit"),
+        "{reasons:?}"
+    );
+}
+
+/// A CSV file that starts with a byte-order mark reads as one without; an empty CSV file ends
+/// with the final CTI, as an empty JSON-lines file does.
+#[tokio::test]
+async fn a_byte_order_mark_and_an_empty_csv_file() {
+    let path = temp("bom.csv", "\u{feff}time,v\n1,a\n2,b\n");
+    let (items, c, _) = rows_of(&path, true).await;
+    assert_eq!((c.events_in, c.malformed), (2, 0));
+    assert_eq!(items.last(), Some(&StreamItem::Cti(Time::INF)));
+    for (name, csv) in [("empty.csv", true), ("empty.jsonl", false)] {
+        let path = temp(name, "");
+        let (items, _, _) = rows_of(&path, csv).await;
+        assert_eq!(items, vec![StreamItem::Cti(Time::INF)], "{name}");
+    }
+}

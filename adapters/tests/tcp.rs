@@ -148,3 +148,37 @@ async fn an_output_writes_json_lines_to_a_server() {
     .await
     .expect("finishes in time");
 }
+
+/// Bytes that are not UTF-8 on a connection are one malformed line (counted, dead-lettered
+/// with the peer and line number); the connection and its later lines go on.
+#[tokio::test]
+async fn a_line_that_is_not_utf8_is_malformed_and_the_connection_goes_on() {
+    tokio::time::timeout(LIMIT, async {
+        let server = TcpServerInput::bind("127.0.0.1:0").await.expect("binds");
+        let addr = server.local_addr();
+        let mut query = Query::new("tcp-bytes").stop_grace(Duration::from_secs(2));
+        let s = query
+            .create_stream::<_, i64, _, _>(InputOptions::new("in", EventShape::Point), &server, &())
+            .expect("binds");
+        let letters = punctual_adapters::DeadLetterCollector::new();
+        query.bind_dead_letters(&s, letters.clone()).expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let running = query.start().expect("starts");
+        let mut conn = TcpStream::connect(addr).await.expect("connects");
+        conn.write_all(b"{\"kind\":\"point\",\"start\":1,\"payload\":1}\n\xff\xfe\n{\"kind\":\"point\",\"start\":2,\"payload\":2}\n{\"kind\":\"cti\",\"time\":5}\n")
+            .await
+            .expect("writes");
+        conn.shutdown().await.expect("closes");
+        while out.len() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let report = running.stop().await.expect("stops");
+        let c = report.counters("in").expect("stream");
+        assert_eq!((c.events_in, c.malformed), (2, 1));
+        let letters = letters.letters();
+        assert!(letters[0].reason.to_string().contains(":2"), "{:?}", letters[0].reason);
+    })
+    .await
+    .expect("finishes in time");
+}
