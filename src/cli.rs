@@ -170,6 +170,28 @@ impl PipeArgs {
     }
 }
 
+/// The number of lines of `input`, for the progress bar: only when one is shown (standard error
+/// is a terminal) and the input is a regular file, counted in a streaming pass (a pipe, a FIFO
+/// or a device is never read ahead of the query: its data would be used up).
+fn progress_total(input: &Path) -> Option<u64> {
+    use std::io::{IsTerminal, Read};
+    if input.as_os_str() == "-" || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    if !std::fs::metadata(input).ok()?.is_file() {
+        return None;
+    }
+    let mut file = std::fs::File::open(input).ok()?;
+    let (mut buf, mut lines) = (vec![0u8; 1 << 16], 0u64);
+    loop {
+        let n = file.read(&mut buf).ok()?;
+        if n == 0 {
+            return Some(lines);
+        }
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+}
+
 fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     use punctual_adapters::{
         CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
@@ -180,10 +202,7 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
 
     let input = p.input.clone().unwrap_or_else(|| PathBuf::from("-"));
     let output = p.output.clone().unwrap_or_else(|| PathBuf::from("-"));
-    let total = (input.as_os_str() != "-")
-        .then(|| std::fs::read(&input).ok())
-        .flatten()
-        .map(|bytes| bytes.iter().filter(|&&b| b == b'\n').count() as u64);
+    let total = progress_total(&input);
     let mut options = InputOptions::new("in", EventShape::Edge);
     if let Some(d) = p.delay {
         options = options.settings(AdvanceTimeSettings::unordered_start_time(

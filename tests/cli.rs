@@ -228,3 +228,30 @@ fn pipe_orders_a_file_and_writes_json_lines() {
     assert_eq!(code, EXIT_FAILED);
     assert!(err.contains("/nonexistent/in.jsonl"), "{err}");
 }
+
+/// `pipe` never reads its input ahead of the query (to count lines for a progress bar): from a
+/// FIFO, every line reaches the query.
+#[test]
+fn pipe_reads_a_fifo_once() {
+    let dir = std::env::temp_dir().join(format!("punctual-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let fifo = dir.join("in.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let lines = "{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":2,\"payload\":{\"v\":2}}\n";
+            std::fs::write(&fifo, lines).expect("the FIFO takes the lines");
+        })
+    };
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&["pipe", "-i", s(&fifo), "-o", s(&output), "--in-order"]);
+    writer.join().expect("the writer ends");
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(err.contains("events_in=2 released=2"), "{err}");
+}
