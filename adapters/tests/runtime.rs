@@ -1179,3 +1179,46 @@ async fn try_enqueue_gives_the_items_back_while_the_output_is_behind() {
     assert_eq!(report.counters("in").map(|c| c.released), Some(6));
     assert_eq!(written.load(Ordering::SeqCst), 6);
 }
+
+/// An input adapter that blocks its thread and ignores the stop cannot hang `stop()`: on a
+/// multi-thread runtime the stop ends after the grace period with a timeout that names it.
+#[test]
+fn a_blocking_adapter_cannot_hang_the_stop() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome = runtime.block_on(async {
+        let mut query = Query::new("blocking").stop_grace(Duration::from_millis(300));
+        query
+            .create_stream(
+                InputOptions::new("stuck", EventShape::Point),
+                &input(|_ctx| {
+                    async {
+                        // A bug: a blocking call on the runtime's thread.
+                        std::thread::sleep(Duration::from_secs(10));
+                        Ok(())
+                    }
+                    .boxed()
+                }),
+                &(),
+            )
+            .unwrap();
+        let running = query.start().unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let started = std::time::Instant::now();
+        let result = running.stop().await;
+        (result, started.elapsed())
+    });
+    runtime.shutdown_background();
+    let (result, took) = outcome;
+    assert!(took < Duration::from_secs(5), "the stop took {took:?}");
+    match result {
+        Err(QueryFailure {
+            error: QueryError::StopTimeout { tasks, .. },
+            ..
+        }) => assert_eq!(tasks, vec!["input `stuck`".to_owned()]),
+        other => panic!("expected a stop timeout, got {other:?}"),
+    }
+}

@@ -272,8 +272,10 @@ impl RunningQuery {
                             continue;
                         }
                         let tasks = self.tasks.alive();
+                        // Aborted at their next await; one that blocks its thread (or never
+                        // awaits) cannot be, and is left behind rather than waited for.
                         self.tasks.set.abort_all();
-                        while self.tasks.set.join_next().await.is_some() {}
+                        self.tasks.set.detach_all();
                         first.get_or_insert(QueryError::StopTimeout {
                             grace: self.tasks.grace,
                             tasks,
