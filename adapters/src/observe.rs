@@ -12,6 +12,7 @@
 //! | `punctual_events_dropped` | counter | dropped by a policy or watermark strategy |
 //! | `punctual_events_adjusted` | counter | adjusted |
 //! | `punctual_events_rejected` | counter | rejected |
+//! | `punctual_ctis_rejected` | counter | CTIs rejected (at `-inf`) |
 //! | `punctual_events_filtered` | counter | kept out by a filter that runs inside the ingress (a `filter` right after the input) |
 //! | `punctual_events_buffered` | gauge | waiting in the reorder buffer for a CTI |
 //! | `punctual_cti_ticks` | gauge | the stream's CTI (ticks since the epoch) |
@@ -43,6 +44,7 @@ pub(crate) struct StreamMetrics {
     dropped: Counter,
     adjusted: Counter,
     rejected: Counter,
+    rejected_ctis: Counter,
     filtered: Counter,
     buffered: Gauge,
     cti: Gauge,
@@ -69,6 +71,7 @@ impl StreamMetrics {
             dropped: metrics::counter!("punctual_events_dropped", &label),
             adjusted: metrics::counter!("punctual_events_adjusted", &label),
             rejected: metrics::counter!("punctual_events_rejected", &label),
+            rejected_ctis: metrics::counter!("punctual_ctis_rejected", &label),
             filtered: metrics::counter!("punctual_events_filtered", &label),
             buffered: metrics::gauge!("punctual_events_buffered", &label),
             cti: metrics::gauge!("punctual_cti_ticks", &label),
@@ -92,6 +95,7 @@ impl StreamMetrics {
         self.dropped.absolute(c.dropped);
         self.adjusted.absolute(c.adjusted);
         self.rejected.absolute(c.rejected);
+        self.rejected_ctis.absolute(c.rejected_ctis);
         self.filtered.absolute(c.filtered);
         self.buffered.set(c.buffered as f64);
         if c.cti.is_finite() {

@@ -219,7 +219,8 @@ fn invalid_items_never_panic() {
     ] {
         assert!(ing.enqueue(item, &mut out).is_err());
     }
-    assert_eq!(ing.counters().rejected, 8);
+    let c = ing.counters();
+    assert_eq!((c.events_in, c.rejected, c.rejected_ctis), (7, 7, 1));
     assert_eq!(out.dead_letters.len(), 8);
 }
 
@@ -238,4 +239,24 @@ fn a_start_edge_after_the_final_cti_is_dropped_not_moved_to_infinity() {
     );
     let c = ing.counters();
     assert_eq!((c.dropped, c.buffered, c.adjusted), (2, 0, 0));
+}
+
+#[test]
+fn a_cti_at_minus_infinity_is_a_rejected_cti_not_a_rejected_event() {
+    let mut ing = ingress(None);
+    let mut out = IngressOutput::new();
+    ing.enqueue(StreamItem::point(t(5), 1), &mut out).unwrap();
+    assert!(ing.enqueue(StreamItem::Cti(Time::NEG_INF), &mut out).is_err());
+    ing.enqueue(StreamItem::Cti(t(6)), &mut out).unwrap();
+    let c = ing.counters();
+    assert_eq!((c.ctis_in, c.rejected_ctis, c.rejected), (2, 1, 0));
+    assert_eq!(
+        c.events_in,
+        c.released + c.filtered + c.dropped + c.rejected + c.buffered as u64 + c.unreleased,
+        "{c:?}"
+    );
+    assert!(out
+        .dead_letters
+        .iter()
+        .any(|d| d.item == Some(StreamItem::Cti(Time::NEG_INF))));
 }

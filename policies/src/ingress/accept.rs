@@ -213,7 +213,10 @@ impl<P: Clone + PartialEq> Ingress<P> {
         error: Error,
         out: &mut IngressOutput<P>,
     ) -> Error {
-        self.counters.rejected += 1;
+        match item {
+            StreamItem::Cti(_) => self.counters.rejected_ctis += 1,
+            StreamItem::Insert(_) => self.counters.rejected += 1,
+        }
         out.dead_letters.push(super::DeadLetter {
             item: Some(item),
             reason: DeadLetterReason::Rejected(error.clone()),

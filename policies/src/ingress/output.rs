@@ -15,7 +15,7 @@ use super::Ingress;
 pub struct IngressCounters {
     /// Events enqueued (valid or not).
     pub events_in: u64,
-    /// CTIs enqueued by the adapter.
+    /// CTIs enqueued by the adapter (valid or not).
     pub ctis_in: u64,
     /// Events released downstream.
     pub released: u64,
@@ -23,8 +23,11 @@ pub struct IngressCounters {
     pub dropped: u64,
     /// Events changed by the `Adjust` policy (start moved up, end clamped, end edge re-keyed).
     pub adjusted: u64,
-    /// Items rejected: invalid, violating with no policy, or over the buffer cap.
+    /// Events rejected: invalid, violating with no policy, of a kind the stream's shape does
+    /// not take, or over the buffer cap.
     pub rejected: u64,
+    /// CTIs rejected (at `-inf`); not part of `events_in`.
+    pub rejected_ctis: u64,
     /// Adapter or imported CTIs that did not advance application time.
     pub stale_ctis: u64,
     /// Events left in the reorder buffer when the stream was closed.
