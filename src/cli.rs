@@ -18,10 +18,15 @@ USAGE:
     punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
                                  and the input holding it back (start here for 'no output?')
     punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN] [--delay TICKS | --in-order]
+                  [--dead-letters FILE]
                                  read events (JSON lines, or CSV with the start time in
                                  TIME_COLUMN) from FILE or standard input, put them in time
                                  order as the CTIs allow, write JSON lines to FILE or standard
-                                 output; counters on stderr, a progress bar on a terminal
+                                 output; counters and a summary of the dead letters (dropped,
+                                 rejected, malformed, unreleased items with the reason) on
+                                 stderr, every dead letter as a JSON line to the
+                                 --dead-letters FILE; a progress bar on a terminal. Ctrl-C
+                                 stops with a drain; a closed output (`| head`) ends quietly
     punctual timeline CASE_DIR [-o FILE.svg]
                                  run one case and draw its inputs and output on one time
                                  axis as SVG (to FILE, or standard output)
@@ -92,24 +97,7 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         let _ = writeln!(out, "{line}");
     }
     for (name, c) in &run.counters {
-        let _ = writeln!(
-            err,
-            "stream {name}: events_in={} released={} dropped={} adjusted={} rejected={} \
-             stale_ctis={} unreleased={} dangling_edges={} ctis_out={} early={} late={} \
-             out_of_order={}",
-            c.events_in,
-            c.released,
-            c.dropped,
-            c.adjusted,
-            c.rejected,
-            c.stale_ctis,
-            c.unreleased,
-            c.dangling_edges,
-            c.ctis_out,
-            c.early,
-            c.late,
-            c.out_of_order
-        );
+        let _ = writeln!(err, "{}", counters_line(name, c));
     }
     for (name, letters) in &run.dead_letters {
         for d in letters {
@@ -128,6 +116,20 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     EXIT_OK
 }
 
+/// `stream NAME: events_in=.. released=.. ...`: every count of a stream's counters, in their
+/// declared order.
+fn counters_line(name: &str, c: &punctual_policies::IngressCounters) -> String {
+    let mut line = format!("stream {name}:");
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(c) {
+        for (key, value) in fields {
+            if let Some(n) = value.as_u64() {
+                line.push_str(&format!(" {key}={n}"));
+            }
+        }
+    }
+    line
+}
+
 /// The arguments of `punctual pipe`.
 #[derive(Debug, Default, PartialEq)]
 struct PipeArgs {
@@ -136,6 +138,7 @@ struct PipeArgs {
     csv_time: Option<String>,
     delay: Option<i64>,
     in_order: bool,
+    dead_letters: Option<PathBuf>,
 }
 
 impl PipeArgs {
@@ -160,6 +163,7 @@ impl PipeArgs {
                     );
                 }
                 "--in-order" => p.in_order = true,
+                "--dead-letters" => p.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
                 other => return Err(format!("`pipe` does not take `{other}`")),
             }
         }
@@ -200,6 +204,13 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     use punctual_core::{EventShape, Row, TimeSpan};
     use punctual_policies::AdvanceTimeSettings;
 
+    let letters = match DeadLetters::new(p.dead_letters.as_deref()) {
+        Ok(letters) => std::sync::Arc::new(std::sync::Mutex::new(letters)),
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
     let input = p.input.clone().unwrap_or_else(|| PathBuf::from("-"));
     let output = p.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let total = progress_total(&input);
@@ -231,7 +242,17 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
             &JsonLinesOutput,
             &JsonLinesOutputConfig::new(&output),
         )?;
+        let sink = std::sync::Arc::clone(&letters);
+        query.bind_dead_letters(&stream, move |letter| {
+            if let Ok(mut letters) = sink.lock() {
+                letters.add(&letter);
+            }
+        })?;
         let running = query.start()?;
+        let stop = running.stop_handle();
+        let interrupted = tokio::signal::ctrl_c();
+        tokio::pin!(interrupted);
+        let mut interrupts = 0;
         let bar = match total {
             Some(n) => indicatif::ProgressBar::new(n),
             None => indicatif::ProgressBar::new_spinner(),
@@ -245,6 +266,12 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
                 r = &mut done => {
                     bar.finish_and_clear();
                     return Ok::<_, punctual_adapters::QueryError>(r);
+                }
+                _ = &mut interrupted, if interrupts < 2 => {
+                    // Ctrl-C: stop with a drain (what is held comes out); again: abort.
+                    interrupts += 1;
+                    interrupted.set(tokio::signal::ctrl_c());
+                    if interrupts == 1 { stop.stop() } else { stop.abort() }
                 }
                 _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
                     if let Some(c) = monitor.counters("in") {
@@ -266,16 +293,24 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     };
     let print_counters = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| {
         for (name, c) in &report.streams {
-            let _ = writeln!(
-                err,
-                "stream {name}: events_in={} released={} dropped={} rejected={} malformed={} unreleased={}",
-                c.events_in, c.released, c.dropped, c.rejected, c.malformed, c.unreleased
-            );
+            let _ = writeln!(err, "{}", counters_line(name, c));
+        }
+        if let Ok(mut letters) = letters.lock() {
+            letters.summary(err);
         }
     };
-    match runtime.block_on(run) {
+    let ran = runtime.block_on(run);
+    // A read of standard input that never returns (stopped by Ctrl-C while waiting for a line)
+    // is not waited for.
+    runtime.shutdown_background();
+    match ran {
         Ok(Ok(report)) => {
             print_counters(err, &report);
+            EXIT_OK
+        }
+        Ok(Err(failure)) if closed_output(&failure.error) => {
+            // The reader of the output went away (`| head`): a normal end, as for any filter.
+            print_counters(err, &failure.report);
             EXIT_OK
         }
         Ok(Err(failure)) => {
@@ -287,6 +322,118 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             EXIT_FAILED
+        }
+    }
+}
+
+/// Whether a query failed because its output's reader is gone (a broken pipe).
+fn closed_output(error: &punctual_adapters::QueryError) -> bool {
+    use punctual_adapters::{AdapterError, QueryError};
+    matches!(error, QueryError::Adapter {
+        role: "output",
+        error: AdapterError::Io { error, .. },
+        ..
+    } if error.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// The dead letters of `pipe`: counted by reason, the first few kept for the summary, every one
+/// written as a JSON line to a file if one was asked for.
+struct DeadLetters {
+    file: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
+    by_reason: std::collections::BTreeMap<&'static str, u64>,
+    first: Vec<String>,
+    write_error: Option<String>,
+}
+
+impl DeadLetters {
+    /// How many dead letters the summary shows.
+    const SHOWN: usize = 5;
+
+    fn new(path: Option<&Path>) -> Result<Self, String> {
+        let file = match path {
+            None => None,
+            Some(p) => {
+                let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                Some((p.to_owned(), std::io::BufWriter::new(f)))
+            }
+        };
+        Ok(DeadLetters {
+            file,
+            by_reason: std::collections::BTreeMap::new(),
+            first: Vec::new(),
+            write_error: None,
+        })
+    }
+
+    fn add(&mut self, letter: &punctual_policies::DeadLetter<punctual_core::Row>) {
+        use punctual_policies::DeadLetterReason as R;
+        let kind = match &letter.reason {
+            R::Late => "late",
+            R::Rejected(_) => "rejected",
+            R::Unreleased => "unreleased",
+            R::Malformed(_) => "malformed",
+            R::Watermark(_) => "dropped by the watermark",
+            _ => "other",
+        };
+        *self.by_reason.entry(kind).or_default() += 1;
+        let item = letter
+            .item
+            .as_ref()
+            .map(|i| punctual_adapters::line::item_to_json(i.as_ref()));
+        if self.first.len() < Self::SHOWN {
+            let shown = item.as_ref().map(|i| format!(" {i}")).unwrap_or_default();
+            self.first.push(format!("{}{shown}", letter.reason));
+        }
+        if let Some((path, out)) = self.file.as_mut() {
+            let mut line = serde_json::json!({
+                "reason": letter.reason.to_string(),
+                "cti": letter.cti,
+                "item": item,
+            });
+            if let R::Malformed(m) = &letter.reason {
+                line["text"] = serde_json::Value::String(m.text.clone());
+            }
+            if let Err(e) = writeln!(out, "{line}") {
+                self.write_error
+                    .get_or_insert_with(|| format!("{}: {e}", path.display()));
+            }
+        }
+    }
+
+    /// `dead letters: N (late 3, malformed 1)` and the first few, on `err`; the file flushed.
+    fn summary(&mut self, err: &mut dyn Write) {
+        if let Some((path, out)) = self.file.as_mut() {
+            if let Err(e) = out.flush() {
+                self.write_error
+                    .get_or_insert_with(|| format!("{}: {e}", path.display()));
+            }
+        }
+        let total: u64 = self.by_reason.values().sum();
+        if total > 0 {
+            let kinds: Vec<String> = self
+                .by_reason
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            let _ = writeln!(err, "dead letters: {total} ({})", kinds.join(", "));
+            for shown in &self.first {
+                let _ = writeln!(err, "  {shown}");
+            }
+            if total > self.first.len() as u64 {
+                let more = total - self.first.len() as u64;
+                match &self.file {
+                    Some((path, _)) => {
+                        let _ = writeln!(err, "  ... {more} more, all in {}", path.display());
+                    }
+                    None => {
+                        let _ =
+                            writeln!(err, "  ... {more} more (--dead-letters FILE has them all)");
+                    }
+                }
+            }
+        }
+        if let Some(e) = &self.write_error {
+            let _ = writeln!(err, "warning: dead letters not all written: {e}");
         }
     }
 }

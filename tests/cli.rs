@@ -112,7 +112,7 @@ fn run_prints_output_lines_and_counters() {
     assert_eq!(out.lines().next(), Some(r#"{"kind":"cti","time":1}"#));
     assert_eq!(out.lines().last(), Some(r#"{"kind":"cti","time":"inf"}"#));
     assert!(
-        err.contains("stream in: events_in=5 released=4 dropped=1"),
+        err.contains("stream in: events_in=5 ctis_in=0 released=4 dropped=1"),
         "{err}"
     );
     assert!(err.contains("dead letter on in (CTI 2): late"), "{err}");
@@ -194,14 +194,39 @@ fn pipe_orders_a_file_and_writes_json_lines() {
         "{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":3,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":3}}\n",
     )
     .expect("written");
-    let (code, _, err) = cli(&["pipe", "-i", s(&input), "-o", s(&output), "--delay", "3"]);
+    let letters = dir.join("dead.jsonl");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&output),
+        "--delay",
+        "3",
+        "--dead-letters",
+        s(&letters),
+    ]);
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&output).expect("written");
     assert_eq!(
         written,
         "{\"kind\":\"cti\",\"time\":2}\n{\"kind\":\"point\",\"start\":3,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":1}}\n{\"kind\":\"cti\",\"time\":\"inf\"}\n"
     );
-    assert!(err.contains("events_in=3 released=2 dropped=1"), "{err}");
+    assert!(
+        err.contains("events_in=3 ctis_in=1 released=2 dropped=1 adjusted=0 rejected=0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ctis_out=2") && err.contains("skipped=0"),
+        "{err}"
+    );
+    // The late event: summarised on stderr, and in the dead-letter file with its reason.
+    assert!(err.contains("dead letters: 1 (late 1)"), "{err}");
+    let dead = std::fs::read_to_string(&letters).expect("written");
+    assert_eq!(
+        dead,
+        "{\"reason\":\"late\",\"cti\":2,\"item\":{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":3}}}\n"
+    );
     let csv = dir.join("in.csv");
     std::fs::write(&csv, "t,name\n2,b\n1,a\n").expect("written");
     let (code, _, err) = cli(&[
@@ -253,5 +278,5 @@ fn pipe_reads_a_fifo_once() {
     let (code, _, err) = cli(&["pipe", "-i", s(&fifo), "-o", s(&output), "--in-order"]);
     writer.join().expect("the writer ends");
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(err.contains("events_in=2 released=2"), "{err}");
+    assert!(err.contains("events_in=2 ctis_in=1 released=2"), "{err}");
 }

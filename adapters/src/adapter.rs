@@ -90,6 +90,13 @@ pub trait OutputAdapter<P: Payload>: Send {
     /// (backpressure); an error fails the query.
     async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError>;
 
+    /// Called after a `write` when no further batch is waiting: the output has caught up.
+    /// An adapter that buffers its writes flushes them here, so that what the query has
+    /// released reaches its destination while the input is slow or quiet. Default: nothing.
+    async fn idle(&mut self) -> Result<(), AdapterError> {
+        Ok(())
+    }
+
     /// Called once after the last batch, when every input has ended, with the query's report:
     /// its [`Ending`](crate::Ending) says whether the output is complete (every input ended,
     /// or a stop with a drain), aborted or failed, and its counters what the query did. Not

@@ -53,6 +53,22 @@ impl<P: Payload> InputContext<P> {
         let _ = stop.wait_for(|s| *s).await;
     }
 
+    /// Whether the query is being stopped with a drain ([`StopMode::Drain`]): an adapter that
+    /// ends its input with a final CTI of its own enqueues it (see [`InputContext::enqueue_read`]).
+    ///
+    /// [`StopMode::Drain`]: crate::StopMode::Drain
+    pub(crate) fn is_draining(&self) -> bool {
+        self.shell.signals.draining()
+    }
+
+    /// [`InputContext::stopping`] as a future that does not borrow the context.
+    pub(crate) fn stop_signal(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut stop = self.stop.clone();
+        async move {
+            let _ = stop.wait_for(|s| *s).await;
+        }
+    }
+
     /// Says that the stream's initial snapshot is in: on a reference input
     /// ([`InputOptions::reference`]), the query starts its other inputs once every reference
     /// input is ready, which it also is once its adapter has enqueued a CTI of its own, or
@@ -89,6 +105,27 @@ impl<P: Payload> InputContext<P> {
         let r = self
             .shell
             .drive(SendMode::StopAware(&mut self.stop), |d| f(d, input))
+            .await?;
+        self.after(r)
+    }
+
+    /// Enqueues the items an adapter has read, emptying `items`, even once the query is
+    /// stopping: what was read from a source that cannot give it again (standard input, a
+    /// socket) is never lost at a stop (a drain releases it, an abort reports it unreleased).
+    /// While running it waits for the outputs as [`InputContext::enqueue_batch`] does.
+    pub(crate) async fn enqueue_read(
+        &mut self,
+        items: &mut Vec<StreamItem<P>>,
+    ) -> Result<EnqueueSummary, EnqueueError> {
+        let input = self.input;
+        let mode = if self.is_stopping() {
+            SendMode::Always
+        } else {
+            SendMode::StopAware(&mut self.stop)
+        };
+        let r = self
+            .shell
+            .drive(mode, |d| d.enqueue_items(input, items.drain(..)))
             .await?;
         self.after(r)
     }
@@ -289,6 +326,16 @@ impl<P: Payload> InputContext<P> {
         self.drive(|d, i| Ok(d.look_ahead(i, partition, (min, max))))
             .await
             .map(|_| ())
+    }
+
+    /// Reports `n` input records that carry no item and need none (blank lines, an `eof`
+    /// line): counted as `skipped`, so that every record read is counted somewhere.
+    pub async fn report_skipped(&mut self, n: u64) {
+        let input = self.input;
+        let _ = self
+            .shell
+            .drive(SendMode::Always, |d| d.report_skipped(input, n))
+            .await;
     }
 
     /// Reports an input record that could not be parsed: counted as `malformed` and sent to the

@@ -41,7 +41,7 @@ use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::jsonl::MalformedLines;
 use crate::query::QueryReport;
-use crate::replay::{next_line, open_lines, open_sink, Feeder, ReplayOptions};
+use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
 
 /// Configuration of [`CsvInput`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -264,11 +264,12 @@ impl<P: DeserializeOwned> CsvReader<P> {
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.config.path.clone();
-        let mut reader = open_lines(&path).await?;
-        let follow = self.config.replay.follow;
-        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed);
-        let Some(header_line) = next_line(reader.as_mut(), follow, &path, ctx.stopping()).await?
-        else {
+        let Lines { mut reader, live } = open_lines(&path).await?;
+        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed, live);
+        let Some(header_line) = feed.next_line(ctx, reader.as_mut(), &path).await? else {
+            if ctx.is_stopping() {
+                return Ok(());
+            }
             // An empty file: no rows, and the end of input as for any other.
             return feed.finish(ctx).await;
         };
@@ -284,14 +285,16 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
             .ok_or_else(|| malformed_header("the header has an unterminated quote".into()))?;
         let mut number = 1usize;
         loop {
-            let stopping = ctx.stopping();
-            let Some(line) = next_line(reader.as_mut(), follow, &path, stopping).await? else {
+            if ctx.is_stopping() {
+                return feed.stopped(ctx).await;
+            }
+            let Some(line) = feed.next_line(ctx, reader.as_mut(), &path).await? else {
+                if ctx.is_stopping() {
+                    return feed.stopped(ctx).await;
+                }
                 break;
             };
             number += 1;
-            if ctx.is_stopping() {
-                return Ok(());
-            }
             let line = match line {
                 Ok(line) => line,
                 Err((shown, why)) => {
@@ -300,6 +303,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
                 }
             };
             if line.trim().is_empty() {
+                feed.skip();
                 continue;
             }
             match self.item(&header, &line) {
@@ -432,11 +436,15 @@ impl<P: Payload + Serialize> OutputAdapter<P> for CsvWriter<P> {
         Ok(())
     }
 
-    async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
+    async fn idle(&mut self) -> Result<(), AdapterError> {
         if let Some(out) = self.out.as_mut() {
             out.flush().await.map_err(io(&self.path))?;
         }
         Ok(())
+    }
+
+    async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
+        self.idle().await
     }
 }
 

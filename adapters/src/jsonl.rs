@@ -48,7 +48,7 @@ use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::line::{item_to_json, parse_line, LineError};
 use crate::query::QueryReport;
-use crate::replay::{next_line, open_lines, open_sink, Feeder, ReplayOptions};
+use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
 
 pub use crate::replay::MalformedLines;
 
@@ -133,20 +133,22 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.config.path.clone();
-        let mut reader = open_lines(&path).await?;
-        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed);
+        let Lines { mut reader, live } = open_lines(&path).await?;
+        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed, live);
         let mut number = 0usize;
+        // After an `eof` line (not following the file), the lines left are read and counted.
+        let mut ended = false;
         loop {
-            let stopping = ctx.stopping();
-            let Some(text) =
-                next_line(reader.as_mut(), self.config.replay.follow, &path, stopping).await?
-            else {
+            if ctx.is_stopping() {
+                return feed.stopped(ctx).await;
+            }
+            let Some(text) = feed.next_line(ctx, reader.as_mut(), &path).await? else {
+                if ctx.is_stopping() {
+                    return feed.stopped(ctx).await;
+                }
                 break;
             };
             number += 1;
-            if ctx.is_stopping() {
-                return Ok(());
-            }
             let text = match text {
                 Ok(text) => text,
                 Err((shown, why)) => {
@@ -155,6 +157,12 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
                 }
             };
             if text.trim().is_empty() {
+                feed.skip();
+                continue;
+            }
+            if ended {
+                let why = "a line after the `eof` line".to_owned();
+                feed.malformed(ctx, (number, text), why).await?;
                 continue;
             }
             let parsed = parse_line::<P>(&text).and_then(|line| {
@@ -167,7 +175,15 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
             });
             match parsed {
                 Ok(Some(item)) => feed.item(ctx, item).await?,
-                Ok(None) => break, // `eof`
+                Ok(None) => {
+                    // `eof`: the end of this input. In follow mode the file is left there.
+                    feed.skip();
+                    if self.config.replay.follow {
+                        break;
+                    }
+                    feed.end(ctx).await?;
+                    ended = true;
+                }
                 Err(e) => feed.malformed(ctx, (number, text), e.to_string()).await?,
             }
         }
@@ -253,14 +269,18 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
         Ok(())
     }
 
+    async fn idle(&mut self) -> Result<(), AdapterError> {
+        if let Some(out) = self.out.as_mut() {
+            out.flush().await.map_err(io_error(&self.path))?;
+        }
+        Ok(())
+    }
+
     async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
         if self.out.is_none() && self.path.as_os_str() != "-" {
             // An empty output still leaves an (empty) file behind.
             self.write(&Batch::new()).await?;
         }
-        if let Some(out) = self.out.as_mut() {
-            out.flush().await.map_err(io_error(&self.path))?;
-        }
-        Ok(())
+        self.idle().await
     }
 }

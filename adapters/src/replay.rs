@@ -78,21 +78,35 @@ impl Pacer {
     }
 }
 
-/// Opens a file for line reading; `-` is standard input.
-pub(crate) async fn open_lines(
-    path: &Path,
-) -> Result<Box<dyn AsyncBufRead + Unpin + Send>, AdapterError> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(BufReader::new(tokio::io::stdin())));
-    }
-    let file = tokio::fs::File::open(path)
-        .await
-        .map_err(|source| AdapterError::Io {
-            path: path.to_owned(),
-            error: source,
-        })?;
-    Ok(Box::new(BufReader::new(file)))
+/// A line source: the reader, and whether it is live (standard input, a FIFO, a device: lines
+/// come when someone writes them) rather than a regular file.
+pub(crate) struct Lines {
+    pub(crate) reader: Box<dyn AsyncBufRead + Unpin + Send>,
+    pub(crate) live: bool,
 }
+
+/// Opens a file for line reading; `-` is standard input.
+pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
+    if path.as_os_str() == "-" {
+        return Ok(Lines {
+            reader: Box::new(BufReader::new(tokio::io::stdin())),
+            live: true,
+        });
+    }
+    let io = |source| AdapterError::Io {
+        path: path.to_owned(),
+        error: source,
+    };
+    let file = tokio::fs::File::open(path).await.map_err(io)?;
+    let live = !file.metadata().await.map_err(io)?.is_file();
+    Ok(Lines {
+        reader: Box::new(BufReader::new(file)),
+        live,
+    })
+}
+
+/// How long a live input may keep the lines read so far waiting for the rest of a batch.
+pub(crate) const LIVE_FLUSH_AFTER: Duration = Duration::from_millis(10);
 
 /// Lines longer than this are malformed: the rest of such a line is skipped, never held.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
@@ -102,7 +116,7 @@ pub const MAX_LINE_BYTES: usize = 16 << 20;
 pub(crate) type ReadLine = Result<String, (String, String)>;
 
 /// Reads the next line (without its end) as bytes, following the file at end if asked; `None`
-/// at the end (or when `stop` resolves while following). A line that is not UTF-8 or longer
+/// at the end, or when `stopping` resolves while it waits for the line. A line that is not UTF-8 or longer
 /// than [`MAX_LINE_BYTES`] comes back as `Err((text shown, reason))`: a malformed line, which
 /// the caller counts, not the end of the input.
 pub(crate) async fn next_line(
@@ -118,7 +132,12 @@ pub(crate) async fn next_line(
     };
     let (mut line, mut length, mut ended) = (Vec::new(), 0usize, false);
     loop {
-        let available = reader.fill_buf().await.map_err(io)?;
+        // A stop ends the wait for a line (standard input may never send another).
+        let available = tokio::select! {
+            biased;
+            read = reader.fill_buf() => read.map_err(io)?,
+            _ = &mut stopping => return Ok(None),
+        };
         if available.is_empty() {
             if length > 0 && !follow {
                 break; // a last line without its end
@@ -184,10 +203,21 @@ pub(crate) struct Feeder<P> {
     follow: bool,
     malformed: MalformedLines,
     final_cti: bool,
+    /// A live input: what was read is enqueued whenever the next line keeps it waiting.
+    live: bool,
+    /// Lines that carry no item (blank, `eof`) not yet reported.
+    skipped: u64,
+    /// The items have ended (see [`Feeder::end`]).
+    ended: bool,
 }
 
 impl<P: Payload> Feeder<P> {
-    pub(crate) fn new(path: &Path, replay: ReplayOptions, malformed: MalformedLines) -> Self {
+    pub(crate) fn new(
+        path: &Path,
+        replay: ReplayOptions,
+        malformed: MalformedLines,
+        live: bool,
+    ) -> Self {
         Feeder {
             path: path.to_owned(),
             pacer: Pacer::new(replay.speed),
@@ -196,19 +226,61 @@ impl<P: Payload> Feeder<P> {
             follow: replay.follow,
             malformed,
             final_cti: replay.final_cti,
+            live,
+            skipped: 0,
+            ended: false,
         }
+    }
+
+    /// A line that carries no item (blank, or an `eof` line): counted as `skipped`.
+    pub(crate) fn skip(&mut self) {
+        self.skipped += 1;
+    }
+
+    /// Reads the next line (see [`next_line`]). On a live input, when that line keeps the
+    /// reader waiting for more than [`LIVE_FLUSH_AFTER`], what was read so far is enqueued
+    /// first: a slow writer's lines are not held back to fill a batch.
+    pub(crate) async fn next_line(
+        &mut self,
+        ctx: &mut InputContext<P>,
+        reader: &mut (dyn AsyncBufRead + Unpin + Send),
+        path: &Path,
+    ) -> Result<Option<ReadLine>, AdapterError> {
+        let read = next_line(reader, self.follow, path, ctx.stop_signal());
+        tokio::pin!(read);
+        if !self.live || (self.pending.is_empty() && self.ahead.is_empty() && self.skipped == 0) {
+            return read.await;
+        }
+        // One look first: a line already buffered costs no timer.
+        let first = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::future::Future::poll(read.as_mut(), cx))
+        })
+        .await;
+        if let std::task::Poll::Ready(line) = first {
+            return line;
+        }
+        tokio::select! {
+            biased;
+            line = &mut read => return line,
+            _ = tokio::time::sleep(LIVE_FLUSH_AFTER) => {}
+        }
+        self.flush(ctx).await?;
+        read.await
     }
 
     /// Enqueues what was read so far, in order (announcing the batch being read first).
     async fn flush(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        if self.skipped > 0 {
+            ctx.report_skipped(std::mem::take(&mut self.skipped)).await;
+        }
         if !self.pending.is_empty() {
-            ctx.enqueue_batch(self.pending.drain(..)).await?;
+            ctx.enqueue_read(&mut self.pending).await?;
         }
         if let Some(range) = start_range(&self.ahead) {
             ctx.look_ahead(0, range).await?;
         }
         if !self.ahead.is_empty() {
-            ctx.enqueue_batch(self.ahead.drain(..)).await?;
+            ctx.enqueue_read(&mut self.ahead).await?;
         }
         Ok(())
     }
@@ -232,8 +304,11 @@ impl<P: Payload> Feeder<P> {
         }
         self.ahead.push(item);
         if self.ahead.len() >= BATCH {
+            if self.skipped > 0 {
+                ctx.report_skipped(std::mem::take(&mut self.skipped)).await;
+            }
             if !self.pending.is_empty() {
-                ctx.enqueue_batch(self.pending.drain(..)).await?;
+                ctx.enqueue_read(&mut self.pending).await?;
             }
             if let Some(range) = start_range(&self.ahead) {
                 ctx.look_ahead(0, range).await?;
@@ -271,6 +346,27 @@ impl<P: Payload> Feeder<P> {
 
     /// End of input: what is pending, then `CTI(+inf)` if asked (not in follow mode).
     pub(crate) async fn finish(mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        self.end(ctx).await?;
+        self.flush(ctx).await
+    }
+
+    /// The query is stopping: what was read is enqueued all the same (it is not lost); with a
+    /// drain, the final CTI follows as at the end of the file (if asked, not in follow mode),
+    /// with an abort none.
+    pub(crate) async fn stopped(mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        if ctx.is_draining() && self.final_cti && !self.follow {
+            self.ahead.push(StreamItem::Cti(Time::INF));
+        }
+        self.flush(ctx).await
+    }
+
+    /// The end of the input's items (an `eof` line, or the end of the file): what is pending,
+    /// then `CTI(+inf)` if asked (not in follow mode). Only the first call does anything;
+    /// lines read after it can still be counted.
+    pub(crate) async fn end(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        if std::mem::replace(&mut self.ended, true) {
+            return Ok(());
+        }
         self.flush(ctx).await?;
         if self.final_cti && !self.follow {
             ctx.enqueue_cti(Time::INF).await?;

@@ -51,6 +51,8 @@ use crate::replay::next_line;
 enum Received<P> {
     Item(StreamItem<P>),
     Malformed(MalformedRecord),
+    /// A line that carries no item (blank, or `eof`).
+    Skipped,
 }
 
 fn net_error(what: String) -> impl FnOnce(std::io::Error) -> AdapterError {
@@ -89,11 +91,18 @@ async fn read_lines<P: DeserializeOwned>(
             }
         };
         if text.trim().is_empty() {
+            if tx.send(Received::Skipped).await.is_err() {
+                break;
+            }
             continue;
         }
         let received = match parse_line::<P>(&text).and_then(|l| l.into_item()) {
             Ok(Some(item)) => Received::Item(item),
-            Ok(None) => break, // `eof`: this client is done
+            Ok(None) => {
+                // `eof`: this client is done; the connection is closed.
+                let _ = tx.send(Received::Skipped).await;
+                break;
+            }
             Err(e) => Received::Malformed(MalformedRecord {
                 location: format!("{peer}:{number}"),
                 message: e.to_string(),
@@ -121,16 +130,21 @@ async fn pump<P: Payload>(
             return Ok(());
         }
         let mut items = Vec::with_capacity(n);
+        let mut skipped = 0;
         for r in buf.drain(..) {
             match r {
                 Received::Item(i) => items.push(i),
                 Received::Malformed(m) => {
-                    ctx.enqueue_batch(items.drain(..)).await?;
+                    ctx.enqueue_read(&mut items).await?;
                     ctx.report_malformed(m).await;
                 }
+                Received::Skipped => skipped += 1,
             }
         }
-        ctx.enqueue_batch(items).await?;
+        ctx.enqueue_read(&mut items).await?;
+        if skipped > 0 {
+            ctx.report_skipped(skipped).await;
+        }
     }
 }
 

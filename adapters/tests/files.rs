@@ -302,3 +302,103 @@ async fn a_byte_order_mark_and_an_empty_csv_file() {
         assert_eq!(items, vec![StreamItem::Cti(Time::INF)], "{name}");
     }
 }
+
+/// Every line read is counted once: an event or a CTI (`events_in`, `ctis_in`), `malformed`, or
+/// `skipped` (blank lines and the `eof` line). The `eof` line ends the items at once (the final
+/// CTI goes out there); the lines after it are read and counted as malformed, with the reason.
+#[tokio::test]
+async fn blank_lines_the_eof_line_and_lines_after_it_are_counted() {
+    let text = "{\"kind\":\"point\",\"start\":1,\"payload\":{}}\n\n   \n\
+                {\"kind\":\"cti\",\"time\":1}\n\
+                {\"kind\":\"eof\"}\n\
+                {\"kind\":\"point\",\"start\":5,\"payload\":{}}\n\n";
+    let path = temp("eof.jsonl", text);
+    let (items, c, reasons) = rows_of(&path, false).await;
+    assert_eq!(
+        items.last(),
+        Some(&StreamItem::Cti(Time::INF)),
+        "the eof line ends the stream: {items:?}"
+    );
+    assert_eq!(
+        (c.events_in, c.ctis_in, c.malformed, c.skipped),
+        (1, 2, 1, 4),
+        "{c:?}"
+    );
+    // (`ctis_in` has the final CTI too, which is not a line.)
+    let lines = text.lines().count() as u64;
+    assert_eq!(
+        c.events_in + (c.ctis_in - 1) + c.malformed + c.skipped,
+        lines
+    );
+    assert!(
+        reasons.len() == 1
+            && reasons[0].contains("eof.jsonl:6")
+            && reasons[0].contains("after the `eof`"),
+        "{reasons:?}"
+    );
+    let csv = temp("blank.csv", "time,v\n1,a\n\n2,b\n \n");
+    let (_, c, _) = rows_of(&csv, true).await;
+    assert_eq!((c.events_in, c.skipped), (2, 2), "{c:?}");
+}
+
+/// A live input (a FIFO here; standard input alike) does not hold lines back to fill a batch,
+/// and a file output does not hold them in its buffer: what a slow writer sends reaches the
+/// output file while the writer is still there.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_live_input_reaches_the_output_file_while_it_is_open() {
+    let dir = std::env::temp_dir().join(format!("punctual-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let fifo = dir.join("in.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let out_path = dir.join("out.jsonl");
+    let mut query = Query::new("live");
+    let s = query
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("in", EventShape::Point),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&fifo),
+        )
+        .expect("binds");
+    query
+        .bind_output(
+            &s,
+            &punctual_adapters::JsonLinesOutput,
+            &punctual_adapters::JsonLinesOutputConfig::new(&out_path),
+        )
+        .expect("binds");
+    let running = query.start().expect("starts");
+    let writer_fifo = fifo.clone();
+    let seen_path = out_path.clone();
+    // The writer sends one event and a CTI, then stays open until the output file shows the
+    // event (or gives up after a minute, which fails the test).
+    let writer = tokio::task::spawn_blocking(move || {
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&writer_fifo)
+            .expect("opens the FIFO");
+        w.write_all(b"{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":1}}\n{\"kind\":\"cti\",\"time\":2}\n")
+            .expect("writes");
+        w.flush().expect("flushes");
+        for _ in 0..6000 {
+            let shown = std::fs::read_to_string(&seen_path).unwrap_or_default();
+            if shown.contains("\"point\"") {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    });
+    let seen = writer.await.expect("the writer ran");
+    let report = running.wait().await.expect("runs");
+    assert!(
+        seen,
+        "the event reached the output while the input was open"
+    );
+    assert_eq!(report.counters("in").expect("stream").events_in, 1);
+}

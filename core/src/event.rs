@@ -100,6 +100,10 @@ pub enum InvalidEvent {
     /// A CTI at minus infinity.
     #[error("a CTI at -inf is meaningless")]
     CtiAtNegInf,
+    /// An end edge at `+inf`: an open start edge already lasts forever, so it would change
+    /// nothing and could never be released.
+    #[error("an end edge at +inf ends nothing: the start edge at {0} already lasts forever")]
+    EndEdgeAtInfinity(Time),
 }
 
 impl EventKind {
@@ -132,6 +136,9 @@ impl EventKind {
                 if start >= end =>
             {
                 Err(InvalidEvent::EmptyLifetime { start, end })
+            }
+            EventKind::EndEdge { start, end } if end == Time::INF => {
+                Err(InvalidEvent::EndEdgeAtInfinity(start))
             }
             _ => Ok(()),
         }

@@ -225,6 +225,15 @@ impl Driver {
         self.with_input(input, |ingress, out| ingress.report_malformed(record, out));
     }
 
+    /// Records `n` input records that carry no item (see [`Ingress::report_skipped`]).
+    pub fn report_skipped<P: Clone + PartialEq + Send + Sync + 'static>(
+        &mut self,
+        input: InputId<P>,
+        n: u64,
+    ) {
+        self.with_input(input, |ingress, _| ingress.report_skipped(n));
+    }
+
     /// The adapter of `input` has read its next batch for input partition `partition`, with
     /// start times in `[min, max]` (see [`Ingress::look_ahead`]). Returns whether a CTI was
     /// issued.

@@ -246,17 +246,44 @@ fn a_cti_at_minus_infinity_is_a_rejected_cti_not_a_rejected_event() {
     let mut ing = ingress(None);
     let mut out = IngressOutput::new();
     ing.enqueue(StreamItem::point(t(5), 1), &mut out).unwrap();
-    assert!(ing.enqueue(StreamItem::Cti(Time::NEG_INF), &mut out).is_err());
+    assert!(ing
+        .enqueue(StreamItem::Cti(Time::NEG_INF), &mut out)
+        .is_err());
     ing.enqueue(StreamItem::Cti(t(6)), &mut out).unwrap();
     let c = ing.counters();
     assert_eq!((c.ctis_in, c.rejected_ctis, c.rejected), (2, 1, 0));
     assert_eq!(
         c.events_in,
-        c.released + c.filtered + c.dropped + c.rejected + c.buffered as u64 + c.unreleased,
+        c.released + c.filtered + c.dropped + c.rejected + c.buffered + c.unreleased,
         "{c:?}"
     );
     assert!(out
         .dead_letters
         .iter()
         .any(|d| d.item == Some(StreamItem::Cti(Time::NEG_INF))));
+}
+
+#[test]
+fn an_end_edge_at_infinity_is_rejected_and_its_start_edge_stays_open() {
+    let mut ing = ingress(None);
+    let mut out = IngressOutput::new();
+    ing.enqueue(StreamItem::start_edge(t(1), 7), &mut out)
+        .unwrap();
+    assert_eq!(
+        ing.enqueue(StreamItem::end_edge(t(1), Time::INF, 7), &mut out),
+        Err(Error::Invalid(
+            punctual_core::InvalidEvent::EndEdgeAtInfinity(t(1))
+        ))
+    );
+    ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
+    ing.close(&mut out);
+    let c = ing.counters();
+    assert_eq!(
+        (c.events_in, c.released, c.rejected, c.unreleased),
+        (2, 1, 1, 0)
+    );
+    assert_eq!(
+        items(&out),
+        vec![StreamItem::start_edge(t(1), 7), StreamItem::Cti(Time::INF)]
+    );
 }

@@ -70,6 +70,9 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
                 signals.made_progress();
                 batch.clear();
                 let _ = recycle.try_send(batch);
+                if rx.is_empty() {
+                    adapter.idle().await.map_err(fail)?;
+                }
             }
             match signals.final_report() {
                 Some(report) => adapter.finish(&report).await.map_err(fail),

@@ -89,8 +89,10 @@ impl StopHandle {
 /// How a query is stopped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopMode {
-    /// Adapters are told to stop; every input issues its final CTI where configured, so every
-    /// window and held event is released, as if the input had ended there.
+    /// Adapters are told to stop; every input issues its final CTI where configured (in its
+    /// advance-time settings, or by its adapter at the end of its input, as the file inputs
+    /// do), so every window and held event is released, as if the input had ended there. What
+    /// the file, standard-input and TCP inputs had read is enqueued, not lost.
     Drain,
     /// Adapters are told to stop; no final CTI: open windows and buffered events are not
     /// emitted as if final, and are reported instead (`unreleased` in the counters and the

@@ -169,6 +169,11 @@ impl Signals {
         self.stop.send_replace(true);
     }
 
+    /// Whether the query is being stopped with a drain (final CTIs), not aborted or failed.
+    pub(crate) fn draining(&self) -> bool {
+        self.mode.load(Ordering::SeqCst) == 1
+    }
+
     /// Whether the query is being aborted (no final CTIs).
     pub(crate) fn aborting(&self) -> bool {
         self.mode.load(Ordering::SeqCst) == 2

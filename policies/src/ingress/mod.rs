@@ -396,6 +396,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
         });
     }
 
+    /// Records `n` input records that carry no item and need none (blank lines, an `eof`
+    /// line): counted as `skipped`, so that every record read is counted somewhere.
+    pub fn report_skipped(&mut self, n: u64) {
+        self.counters.skipped += n;
+    }
+
     fn external_cti(&mut self, t: Time, out: &mut IngressOutput<P>) -> Enqueued {
         if self.issue(t, out) {
             Enqueued::Cti

@@ -45,6 +45,10 @@ pub struct IngressCounters {
     /// Input records the adapter could not parse into items (reported with
     /// [`Ingress::report_malformed`]); not part of `events_in`.
     pub malformed: u64,
+    /// Input records that carry no item and need none (blank lines, an `eof` line), reported
+    /// with [`Ingress::report_skipped`]; not part of `events_in`. A line-based input reads
+    /// `events_in + ctis_in + malformed + skipped` lines.
+    pub skipped: u64,
     /// Events whose time was too far after their arrival (watermark strategies; also counted
     /// as `dropped`).
     pub early: u64,
