@@ -199,6 +199,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
         if config.start.is_empty() {
             return Err(AdapterError::Config("`start` must name a column".into()));
         }
+        config.replay.validate()?;
         Ok(CsvReader {
             config: config.clone(),
             _payload: PhantomData,

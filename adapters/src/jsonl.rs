@@ -115,6 +115,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
         config: &JsonLinesInputConfig,
         _shape: EventShape,
     ) -> Result<Self::Adapter, AdapterError> {
+        config.replay.validate()?;
         Ok(JsonLinesReader {
             config: config.clone(),
             _payload: PhantomData,

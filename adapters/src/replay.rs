@@ -58,6 +58,21 @@ pub(crate) struct Pacer {
     origin: Option<(Time, Instant)>,
 }
 
+/// The longest wait a replay speed can ask for (about 30 years).
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 86_400);
+
+impl ReplayOptions {
+    /// Checks the options: a speed must be a finite number above zero.
+    pub fn validate(&self) -> Result<(), AdapterError> {
+        match self.speed {
+            Some(s) if !(s.is_finite() && s > 0.0) => Err(AdapterError::Config(format!(
+                "replay speed must be a finite number above zero, not {s}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 impl Pacer {
     pub(crate) fn new(speed: Option<f64>) -> Self {
         Pacer {
@@ -74,7 +89,11 @@ impl Pacer {
         }
         let (t0, w0) = *self.origin.get_or_insert((t, Instant::now()));
         let ticks = (t - t0).ticks().max(0) as f64 / speed;
-        Some(w0 + Duration::from_secs_f64(ticks / TICKS_PER_SECOND as f64))
+        // A tiny speed makes a wait longer than any clock can add: it saturates (far future).
+        let wait = Duration::try_from_secs_f64(ticks / TICKS_PER_SECOND as f64)
+            .unwrap_or(Duration::MAX)
+            .min(FAR_FUTURE);
+        Some(w0.checked_add(wait).unwrap_or(w0 + FAR_FUTURE / 2))
     }
 }
 
@@ -406,4 +425,34 @@ pub(crate) async fn open_sink(
         )
     };
     Ok(BufWriter::new(sink))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tiny_or_huge_gap_at_a_tiny_speed_waits_far_but_never_panics() {
+        for speed in [1e-9, 1e-300, f64::MIN_POSITIVE] {
+            let mut pacer = Pacer::new(Some(speed));
+            let start = pacer.due(Time::from_ticks(0)).expect("paced");
+            let later = pacer.due(Time::MAX_FINITE).expect("paced");
+            assert!(later > start, "{speed}");
+        }
+    }
+
+    #[test]
+    fn a_speed_must_be_finite_and_above_zero() {
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let options = ReplayOptions {
+                speed: Some(bad),
+                ..ReplayOptions::default()
+            };
+            assert!(
+                matches!(options.validate(), Err(AdapterError::Config(ref m)) if m.contains("speed")),
+                "{bad}"
+            );
+        }
+        assert!(ReplayOptions::default().validate().is_ok());
+    }
 }

@@ -124,6 +124,10 @@ pub(crate) fn parse(text: &str) -> Result<Time, TimeError> {
             let oh = c.digits(2, "expected two-digit offset hours")?;
             c.expect(b":", "expected `:` in the offset")?;
             let om = c.digits(2, "expected two-digit offset minutes")?;
+            // RFC 3339: time-numoffset is hours 00-23 and minutes 00-59.
+            if oh > 23 || om > 59 {
+                return Err(c.err("offset out of range (hours 00-23, minutes 00-59)"));
+            }
             let secs = oh * 3600 + om * 60;
             if sign == b'-' {
                 -secs
@@ -210,5 +214,17 @@ mod tests {
         assert!(e.to_string().contains("`:` after the minutes"), "{e}");
         assert!(parse("2026-01-01T00:00:00").is_err());
         assert!(parse("2026-01-01T00:00:00Zjunk").is_err());
+        for bad in [
+            "2026-01-01T00:00:00+99:99",
+            "2026-01-01T00:00:00+24:00",
+            "2026-01-01T00:00:00-00:60",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.to_string().contains("offset out of range"), "{bad}: {e}");
+        }
+        assert_eq!(
+            parse("2026-01-01T23:59:00+23:59").unwrap(),
+            parse("2026-01-01T00:00:00Z").unwrap()
+        );
     }
 }

@@ -273,7 +273,11 @@ impl RunningQuery {
                             deadline = Some((Instant::now() + self.tasks.grace, now));
                             continue;
                         }
-                        let tasks = self.tasks.alive();
+                        let Some(tasks) = self.tasks.overdue() else {
+                            // Every task is done, only not joined yet: join them.
+                            deadline = Some((Instant::now() + self.tasks.grace, now));
+                            continue;
+                        };
                         // Aborted at their next await; one that blocks its thread (or never
                         // awaits) cannot be, and is left behind rather than waited for.
                         self.tasks.set.abort_all();

@@ -81,6 +81,13 @@ impl Tasks {
             .cloned()
             .collect()
     }
+
+    /// At the end of a stop's grace period: the tasks to abort and name in the stop timeout,
+    /// or `None` when every task has finished its work (and is only waiting to be joined): no
+    /// timeout then.
+    pub(crate) fn overdue(&self) -> Option<Vec<String>> {
+        Some(self.alive()).filter(|names| !names.is_empty())
+    }
 }
 
 /// An input adapter before start.
@@ -182,4 +189,38 @@ pub(crate) fn spawn_explain_log(tasks: &mut Tasks, shell: &Arc<Shell>) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A task that has finished its work but is not joined yet is not overdue: a stop timeout
+    /// always names the tasks it aborts.
+    #[tokio::test]
+    async fn only_tasks_still_at_work_are_overdue() {
+        let signals = Arc::new(Signals::new());
+        let mut tasks = Tasks::new(signals, Duration::from_secs(1));
+        let (release, wait) = tokio::sync::oneshot::channel::<()>();
+        tasks.spawn("input `slow`".into(), async move {
+            let _ = wait.await;
+            Ok(())
+        });
+        tasks.spawn("output `done`".into(), async { Ok(()) });
+        tokio::task::yield_now().await;
+        while tasks.alive().len() > 1 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(tasks.overdue(), Some(vec!["input `slow`".to_owned()]));
+        let _ = release.send(());
+        while !tasks.alive().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            tasks.overdue(),
+            None,
+            "finished, not yet joined: nothing to name"
+        );
+        assert!(!tasks.set.is_empty());
+    }
 }
