@@ -287,3 +287,61 @@ fn an_end_edge_at_infinity_is_rejected_and_its_start_edge_stays_open() {
         vec![StreamItem::start_edge(t(1), 7), StreamItem::Cti(Time::INF)]
     );
 }
+
+/// The point entry points (items, points, columns, records) agree after edges: an end edge
+/// whose end is later than the points that follow does not keep them from advancing the
+/// highest start (and so from generating CTIs).
+#[test]
+fn bulk_points_after_an_end_edge_generate_as_one_by_one() {
+    let config = IngressConfig {
+        generation: Some(
+            AdvanceTimeGenerationSettings::every_events(1)
+                .build()
+                .expect("valid"),
+        ),
+        policy: Some(AdvanceTimePolicy::Drop),
+        ..IngressConfig::default()
+    };
+    let prefix = [
+        StreamItem::start_edge(t(0), 9u32),
+        StreamItem::end_edge(t(0), t(100), 9),
+    ];
+    let points = [(t(10), 1u32), (t(20), 2), (t(30), 3)];
+    let run = |how: usize| {
+        let mut ing = Ingress::new(config);
+        let mut out = IngressOutput::new();
+        for item in prefix.iter().cloned() {
+            ing.enqueue(item, &mut out).expect("valid");
+        }
+        match how {
+            0 => {
+                for &(s, p) in &points {
+                    let _ = ing.enqueue(StreamItem::point(s, p), &mut out);
+                }
+            }
+            1 => {
+                ing.enqueue_points(points.iter().copied(), &mut out)
+                    .expect("taken");
+            }
+            2 => {
+                let times: Vec<Time> = points.iter().map(|p| p.0).collect();
+                let payloads: Vec<u32> = points.iter().map(|p| p.1).collect();
+                ing.enqueue_point_columns(&times, &payloads, &mut out)
+                    .expect("taken");
+            }
+            _ => {
+                ing.enqueue_point_records(&points, |p| p.0, |p| p.1, &mut out)
+                    .expect("taken");
+            }
+        }
+        (items(&out), ing.counters())
+    };
+    let one = run(0);
+    assert!(
+        one.0.ends_with(&[StreamItem::Cti(t(20)), StreamItem::point(t(20), 2), StreamItem::Cti(t(30))]),
+        "{one:?}"
+    );
+    for how in 1..4 {
+        assert_eq!(run(how), one, "entry point {how}");
+    }
+}
