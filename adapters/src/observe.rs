@@ -27,6 +27,7 @@
 //! | `punctual_operator_events_out` | counter | events the operator emitted |
 //! | `punctual_operator_state` | gauge | events or groups it holds |
 //! | `punctual_operator_cti_ticks` | gauge | its output CTI |
+//! | `punctual_operator_dropped` | counter | events it dropped (over a window's limit of windows per event); each is also logged (`warn`) with the reason |
 //!
 //! Logs: a `warn` when an input has produced many events and still no CTI (10,000, then every
 //! tenfold), and, every 10 s of a running query, one `debug` line per node of `explain`
@@ -127,7 +128,7 @@ impl StreamMetrics {
 /// The query's operators' metric handles, registered on first sight of each node.
 #[derive(Default)]
 pub(crate) struct OperatorMetrics {
-    nodes: Vec<Option<(Counter, Gauge, Gauge)>>,
+    nodes: Vec<Option<(Counter, Gauge, Gauge, Counter)>>,
 }
 
 impl OperatorMetrics {
@@ -136,7 +137,7 @@ impl OperatorMetrics {
             if self.nodes.len() <= n.node {
                 self.nodes.resize_with(n.node + 1, || None);
             }
-            let (out, state, cti) = self.nodes[n.node].get_or_insert_with(|| {
+            let (out, state, cti, dropped) = self.nodes[n.node].get_or_insert_with(|| {
                 let name = match n.label {
                     Some(l) => format!("{} {l}", n.operator),
                     None => format!("{} {}", n.operator, n.node),
@@ -146,9 +147,11 @@ impl OperatorMetrics {
                     metrics::counter!("punctual_operator_events_out", &labels),
                     metrics::gauge!("punctual_operator_state", &labels),
                     metrics::gauge!("punctual_operator_cti_ticks", &labels),
+                    metrics::counter!("punctual_operator_dropped", &labels),
                 )
             });
             out.absolute(n.events_out);
+            dropped.absolute(n.dropped);
             state.set(n.state as f64);
             if n.cti.is_finite() {
                 cti.set(n.cti.ticks() as f64);

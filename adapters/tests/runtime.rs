@@ -1222,3 +1222,41 @@ fn a_blocking_adapter_cannot_hang_the_stop() {
         other => panic!("expected a stop timeout, got {other:?}"),
     }
 }
+
+/// "Valid forever" into a 1 s tumbling window: over the window limit, the event is dropped
+/// (counted in the query report by operator, logged with the reason); the other events give
+/// their results, and memory stays small.
+#[tokio::test(start_paused = true)]
+async fn an_event_over_the_window_limit_is_dropped_and_reported() {
+    let mut query = Query::new("forever");
+    let forever = Time::parse_rfc3339("9999-12-31T23:59:59Z").unwrap();
+    let items = vec![
+        StreamItem::interval(t(0), forever, 1),
+        StreamItem::point(t(5), 2),
+        StreamItem::Cti(Time::INF),
+    ];
+    let s = query
+        .create_stream(
+            InputOptions::new("in", EventShape::Interval),
+            &MemoryInput,
+            &items,
+        )
+        .unwrap();
+    let counts = s
+        .tumbling_window(TimeSpan::from_secs(1))
+        .count()
+        .named("per second");
+    let out = CollectOutput::new();
+    query.bind_output(&counts, &out, &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    assert_eq!(
+        report.dropped,
+        vec![("hopping window `per second`".to_owned(), 1)]
+    );
+    let events = out
+        .items()
+        .into_iter()
+        .filter(|i| matches!(i, StreamItem::Insert(_)))
+        .count();
+    assert_eq!(events, 1, "the point's window only");
+}

@@ -351,6 +351,14 @@ impl Driver {
     }
 
     /// Visits every operator without allocating (for metrics): see
+    /// Moves every operator's drops not yet taken to `into` (see [`Graph::take_drops`]).
+    pub fn take_operator_drops(
+        &mut self,
+        into: &mut Vec<(String, &'static str, punctual_core::ops::OperatorDrop)>,
+    ) {
+        self.graph.take_drops(into);
+    }
+
     /// [`Graph::for_each_operator`].
     pub fn for_each_operator(&self, f: impl FnMut(NodeStats<'_>)) {
         self.graph.for_each_operator(f);

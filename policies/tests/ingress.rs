@@ -338,7 +338,11 @@ fn bulk_points_after_an_end_edge_generate_as_one_by_one() {
     };
     let one = run(0);
     assert!(
-        one.0.ends_with(&[StreamItem::Cti(t(20)), StreamItem::point(t(20), 2), StreamItem::Cti(t(30))]),
+        one.0.ends_with(&[
+            StreamItem::Cti(t(20)),
+            StreamItem::point(t(20), 2),
+            StreamItem::Cti(t(30))
+        ]),
         "{one:?}"
     );
     for how in 1..4 {

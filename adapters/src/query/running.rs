@@ -149,6 +149,12 @@ pub struct QueryReport {
     /// unreleased in the operators (the inputs' own count is `unreleased` in their counters).
     /// Empty after a complete run whose inputs all ended with a final CTI.
     pub held: Vec<(String, usize)>,
+    /// The operators that dropped events, by label, with how many: events over a window's
+    /// limit of windows per event ([`WindowSpec::max_windows_per_event`]); each drop is also
+    /// logged (`warn`) with the event's lifetime and the reason.
+    ///
+    /// [`WindowSpec::max_windows_per_event`]: punctual_core::ops::WindowSpec::max_windows_per_event
+    pub dropped: Vec<(String, u64)>,
 }
 
 /// A query that failed: the error, and the report of what it did until then (counters,

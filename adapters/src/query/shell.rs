@@ -360,6 +360,18 @@ impl Shell {
             ..
         } = engine;
         operator_metrics.record(&self.name, driver);
+        let mut drops = Vec::new();
+        driver.take_operator_drops(&mut drops);
+        for (label, operator, drop) in drops {
+            tracing::warn!(
+                query = %self.name,
+                node = %label,
+                operator,
+                event = ?drop.kind,
+                "an operator dropped an event: {}",
+                drop.reason
+            );
+        }
     }
 
     /// The adapter of input `index` has ended: its final CTI if `final_cti` (not after a
@@ -428,14 +440,19 @@ impl Shell {
     }
 
     fn report_of(&self, driver: &Driver, ending: Ending) -> QueryReport {
-        let mut held = Vec::new();
+        let (mut held, mut dropped) = (Vec::new(), Vec::new());
         driver.for_each_operator(|n| {
-            if n.state > 0 {
-                let label = n.label.map_or_else(
+            let label = || {
+                n.label.map_or_else(
                     || format!("{} {}", n.operator, n.node),
                     |l| format!("{} `{l}`", n.operator),
-                );
-                held.push((label, n.state));
+                )
+            };
+            if n.state > 0 {
+                held.push((label(), n.state));
+            }
+            if n.dropped > 0 {
+                dropped.push((label(), n.dropped));
             }
         });
         QueryReport {
@@ -452,6 +469,7 @@ impl Shell {
                 .collect(),
             ending,
             held,
+            dropped,
         }
     }
 

@@ -15,6 +15,7 @@ use crate::event::EventShape;
 use crate::order::EventOrder;
 
 use super::filter::Predicate;
+use super::OperatorDrop;
 use crate::time::Time;
 
 /// One operator's numbers, as [`Graph::for_each_operator`] visits them.
@@ -30,6 +31,8 @@ pub struct NodeStats<'a> {
     pub events_out: u64,
     /// Events or groups it holds.
     pub state: usize,
+    /// Events it dropped (see [`OperatorDrop`]).
+    pub dropped: u64,
     /// Its output CTI.
     pub cti: Time,
 }
@@ -170,6 +173,14 @@ pub trait Node: Send {
     /// Events (or groups) the operator holds right now; bounded by the CTI lag, not the stream.
     fn state_size(&self) -> usize {
         0
+    }
+    /// Events it dropped so far (see [`OperatorDrop`]).
+    fn dropped(&self) -> u64 {
+        0
+    }
+    /// Moves the drops not yet taken to `into`.
+    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
+        let _ = into;
     }
     /// A short name for diagnostics (`join`, `hopping window`, ...).
     fn name(&self) -> &'static str;
@@ -500,8 +511,25 @@ impl Graph {
                     label: s.label.as_deref(),
                     events_out: s.events_out,
                     state: n.state_size(),
+                    dropped: n.dropped(),
                     cti: s.cti,
                 });
+            }
+        }
+    }
+
+    /// Moves every operator's drops not yet taken to `into`, with the node's label (or
+    /// `node N`) and operator name.
+    pub fn take_drops(&mut self, into: &mut Vec<(String, &'static str, OperatorDrop)>) {
+        let mut taken = Vec::new();
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            if let Some(n) = s.node.as_mut() {
+                n.take_drops(&mut taken);
+                if !taken.is_empty() {
+                    let label = s.label.clone().unwrap_or_else(|| format!("node {i}"));
+                    let name = n.name();
+                    into.extend(taken.drain(..).map(|d| (label.clone(), name, d)));
+                }
             }
         }
     }

@@ -42,13 +42,27 @@ pub use select::{AlterDuration, AlterLifetime, Map, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
 pub use union::Union;
-pub use window::{HoppingWindow, WindowOutput, WindowSpec};
+pub use window::{HoppingWindow, WindowOutput, WindowSpec, DEFAULT_MAX_WINDOWS_PER_EVENT};
 
 use std::any::Any;
 use std::marker::PhantomData;
 
 use crate::batch::Batch;
-use crate::event::EventShape;
+use crate::event::{EventKind, EventShape};
+
+/// An event an operator could not take, with the reason (a window operator's limit on windows
+/// per event, say): counted in its node's `dropped`, and handed to whoever reads the graph's
+/// drops ([`Graph::take_drops`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorDrop {
+    /// The event's lifetime (its payload stays with the operator's types).
+    pub kind: EventKind,
+    /// Why it was dropped.
+    pub reason: String,
+}
+
+/// How many unread drops an operator keeps (the count goes on).
+pub const MAX_KEPT_DROPS: usize = 1024;
 
 /// What a payload type needs to travel through a query: `Clone` (operators keep and repeat
 /// payloads), `PartialEq` (an end edge is matched to its start edge by payload), and
@@ -72,6 +86,14 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     /// Events or groups held now.
     fn state_size(&self) -> usize {
         0
+    }
+    /// Events it dropped so far (see [`OperatorDrop`]).
+    fn dropped(&self) -> u64 {
+        0
+    }
+    /// Moves the drops not yet taken (at most [`MAX_KEPT_DROPS`]) to `into`.
+    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
+        let _ = into;
     }
     /// For a filter: hands its predicate over to be fused into the ingress before it, and
     /// from then on passes everything through. Other operators give `None`.
@@ -137,6 +159,12 @@ impl<Op: UnaryOperator<I, O>, I: Send + 'static, O: Send + 'static> Node for Una
     }
     fn state_size(&self) -> usize {
         self.op.state_size()
+    }
+    fn dropped(&self) -> u64 {
+        self.op.dropped()
+    }
+    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
+        self.op.take_drops(into);
     }
     fn name(&self) -> &'static str {
         Op::NAME

@@ -663,6 +663,17 @@ impl<P: Payload, G, O: Order> Windowed<P, G, O> {
         self
     }
 
+    /// The most windows one event may count in (default
+    /// [`DEFAULT_MAX_WINDOWS_PER_EVENT`](super::DEFAULT_MAX_WINDOWS_PER_EVENT), a million);
+    /// an event over more is dropped, counted in the operator's `dropped` and logged with the
+    /// reason (see [`WindowSpec::max_windows_per_event`]). Other kinds ignore it.
+    pub fn max_windows_per_event(mut self, n: u64) -> Self {
+        if let WindowKind::Hopping(spec) = &mut self.kind {
+            *spec = spec.max_windows_per_event(n);
+        }
+        self
+    }
+
     fn build<K, A, Out, KF, MK>(self, key: KF, agg: A, make: MK) -> Stream<Out>
     where
         K: Hash + Eq + Clone + Send + 'static,

@@ -12,8 +12,16 @@
 //!   of the earliest open window.
 //!
 //! State: the aggregate states of windows not yet closed that have members, per group, and the
-//! start edges not yet closed. A start edge counts in every window from its start until its end
-//! edge arrives; windows that closed before then counted it.
+//! long-lived members. A member that overlaps a few windows is added to each at once; one that
+//! overlaps many (a long interval, a start edge) is kept once and counted into each window as
+//! it closes, so that the work is bounded by the windows that close, never by the lifetime. A
+//! start edge counts in every window from its start until its end edge arrives; windows that
+//! closed before then counted it.
+//!
+//! Limit: an event may count in at most [`WindowSpec::max_windows_per_event`] windows
+//! ([`DEFAULT_MAX_WINDOWS_PER_EVENT`]). An interval over more is dropped when it arrives, a
+//! start edge when a CTI would close more: counted in the operator's `dropped` and reported
+//! as an [`OperatorDrop`] with the reason, never an allocation that takes the process down.
 
 use std::collections::BTreeMap;
 use std::hash::Hash;
@@ -23,7 +31,14 @@ use crate::event::{EventKind, EventShape};
 use crate::time::{Time, TimeSpan};
 
 use super::groups::Groups;
-use super::{Aggregate, ReleaseBuffer, UnaryOperator};
+use super::{Aggregate, OperatorDrop, ReleaseBuffer, UnaryOperator, MAX_KEPT_DROPS};
+
+/// The most windows one event may count in, by default: a 1 s tumbling window takes an
+/// interval of up to about 11.5 days; larger ones are dropped with the reason.
+pub const DEFAULT_MAX_WINDOWS_PER_EVENT: u64 = 1_000_000;
+
+/// A member over more windows than this is kept once and counted as windows close.
+const EAGER_WINDOWS: i64 = 64;
 
 /// What a window result looks like.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -42,6 +57,7 @@ pub struct WindowSpec {
     hop: i64,
     alignment: i64,
     output: WindowOutput,
+    max_windows: u64,
 }
 
 impl WindowSpec {
@@ -53,6 +69,7 @@ impl WindowSpec {
             hop: hop.ticks().max(1),
             alignment: 0,
             output: WindowOutput::PointAtEnd,
+            max_windows: DEFAULT_MAX_WINDOWS_PER_EVENT,
         }
     }
 
@@ -70,6 +87,14 @@ impl WindowSpec {
     /// The output policy.
     pub fn output(mut self, output: WindowOutput) -> Self {
         self.output = output;
+        self
+    }
+
+    /// The most windows one event may count in (at least 1; default
+    /// [`DEFAULT_MAX_WINDOWS_PER_EVENT`]); an event over more is dropped with the reason (see
+    /// the module doc).
+    pub fn max_windows_per_event(mut self, n: u64) -> Self {
+        self.max_windows = n.max(1);
         self
     }
 
@@ -155,6 +180,17 @@ struct Current<K, S> {
 /// Maps kept in the pool for reuse.
 const POOL: usize = 4;
 
+/// A member kept once: see [`HoppingWindow`]'s `spans`.
+struct Span<K, P> {
+    start: Time,
+    /// `+inf` while a start edge is open.
+    end: Time,
+    key: K,
+    payload: P,
+    /// Windows it has counted in so far.
+    windows: u64,
+}
+
 /// Hopping windows with an aggregate per group; see the module doc. `make(key, result)` builds
 /// each result's payload.
 pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
@@ -171,7 +207,12 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     previous: Option<Current<K, A::State>>,
     /// Emptied group maps, reused for new windows.
     pool: Vec<Groups<K, A::State>>,
-    open_edges: Vec<(Time, K, P)>,
+    /// Members over many windows (long intervals) and open start edges (end `+inf`), counted
+    /// into each window as it closes.
+    spans: Vec<Span<K, P>>,
+    /// Events dropped (over the window limit), and the drops not yet taken.
+    dropped: u64,
+    drops: Vec<OperatorDrop>,
     cti: Time,
     /// The first window not yet closed (derived from `cti`, cached).
     first_open: i64,
@@ -183,7 +224,7 @@ impl<P, K, A: Aggregate<P>, O, KF, MK> std::fmt::Debug for HoppingWindow<P, K, A
         f.debug_struct("HoppingWindow")
             .field("spec", &self.spec)
             .field("open_windows", &self.windows.len())
-            .field("open_edges", &self.open_edges.len())
+            .field("spans", &self.spans.len())
             .finish()
     }
 }
@@ -208,7 +249,9 @@ where
             current: None,
             previous: None,
             pool: Vec::new(),
-            open_edges: Vec::new(),
+            spans: Vec::new(),
+            dropped: 0,
+            drops: Vec::new(),
             cti: Time::NEG_INF,
             first_open: i64::MIN,
             held: ReleaseBuffer::new(),
@@ -243,7 +286,28 @@ where
         if first > last {
             return;
         }
+        let windows = i128::from(last) - i128::from(first) + 1;
+        if windows > i128::from(self.spec.max_windows) {
+            self.drop_event(
+                EventKind::decode(start, end),
+                format!(
+                    "it overlaps {windows} windows, over the limit of {} windows per event",
+                    self.spec.max_windows
+                ),
+            );
+            return;
+        }
         let key = (self.key)(payload);
+        if windows > i128::from(EAGER_WINDOWS) {
+            self.spans.push(Span {
+                start,
+                end,
+                key,
+                payload: payload.clone(),
+                windows: 0,
+            });
+            return;
+        }
         if first == last {
             if self.current.as_ref().is_some_and(|c| first < c.n) {
                 // A late member of an earlier window (input out of order): the current window
@@ -321,6 +385,14 @@ where
         }
     }
 
+    /// Counts and records an event the operator does not take.
+    fn drop_event(&mut self, kind: EventKind, reason: String) {
+        self.dropped += 1;
+        if self.drops.len() < MAX_KEPT_DROPS {
+            self.drops.push(OperatorDrop { kind, reason });
+        }
+    }
+
     fn emit(&mut self, n: i64, mut groups: Groups<K, A::State>) {
         let (ws, we) = (self.spec.start(n), self.spec.end(n));
         for (key, state) in groups.drain() {
@@ -338,18 +410,21 @@ where
     /// One input event of any kind.
     fn one(&mut self, sync: Time, other: Time, payload: &P) {
         match EventKind::decode(sync, other) {
-            EventKind::StartEdge(s) => {
-                self.open_edges
-                    .push((s, (self.key)(payload), payload.clone()))
-            }
+            EventKind::StartEdge(s) => self.spans.push(Span {
+                start: s,
+                end: Time::INF,
+                key: (self.key)(payload),
+                payload: payload.clone(),
+                windows: 0,
+            }),
             EventKind::EndEdge { start, end } => {
-                if let Some(pos) = self
-                    .open_edges
-                    .iter()
-                    .position(|(s, _, p)| *s == start && p == payload)
+                // Its start edge (if not dropped over the limit) stops counting at `end`.
+                if let Some(span) = self
+                    .spans
+                    .iter_mut()
+                    .find(|s| s.end == Time::INF && s.start == start && s.payload == *payload)
                 {
-                    self.open_edges.swap_remove(pos);
-                    self.add(start, end, payload);
+                    span.end = end;
                 }
             }
             kind => {
@@ -357,6 +432,23 @@ where
                 self.add(start, end, payload);
             }
         }
+    }
+
+    /// Closes window `n`: its stored members and the kept members overlapping it.
+    fn close_window(&mut self, n: i64) {
+        let mut groups = self
+            .windows
+            .remove(&n)
+            .or_else(|| self.pool.pop())
+            .unwrap_or_default();
+        let (ws, we) = (self.spec.start(n), self.spec.end(n));
+        for s in &self.spans {
+            if s.start < we && ws < s.end {
+                let state = groups.entry(s.key.clone(), || self.agg.init());
+                self.agg.add(state, &s.payload);
+            }
+        }
+        self.emit(n, groups);
     }
 
     /// The input CTI advanced to `t`: close every window ending at or before it.
@@ -368,38 +460,87 @@ where
             // Start edges never closed would fill windows forever: windows past the last one
             // with other members, or past the last finite CTI, are left out.
             let stored = self.windows.keys().next_back().copied();
+            let spans = self
+                .spans
+                .iter()
+                .filter(|s| s.end < Time::INF)
+                .map(|s| self.spec.last_starting_before(s.end))
+                .max();
             let before = self.spec.first_ending_after(self.cti).saturating_sub(1);
-            last = stored.map_or(before, |s| s.max(before));
+            last = before
+                .max(stored.unwrap_or(before))
+                .max(spans.unwrap_or(before));
         }
         self.cti = t;
         self.first_open = self.spec.first_ending_after(t);
         if first_open <= last {
-            let mut ns: Vec<i64> = self
+            // The windows each kept member counts in now; one that would go over the limit is
+            // dropped here.
+            let mut ranges: Vec<(i64, i64)> = Vec::new();
+            let mut i = 0;
+            while i < self.spans.len() {
+                let s = &self.spans[i];
+                let lo = self.spec.first_ending_after(s.start).max(first_open);
+                let hi = self.spec.last_starting_before(s.end).min(last);
+                if lo <= hi {
+                    let n = (i128::from(hi) - i128::from(lo) + 1) as u64;
+                    if s.windows.saturating_add(n) > self.spec.max_windows {
+                        let s = self.spans.swap_remove(i);
+                        let reason = format!(
+                            "a CTI would count it in {} windows, over the limit of {} windows per event",
+                            s.windows.saturating_add(n),
+                            self.spec.max_windows
+                        );
+                        self.drop_event(EventKind::decode(s.start, s.end), reason);
+                        continue;
+                    }
+                    self.spans[i].windows += n;
+                    ranges.push((lo, hi));
+                }
+                i += 1;
+            }
+            ranges.sort_unstable();
+            let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+            for (lo, hi) in ranges {
+                match merged.last_mut() {
+                    Some(m) if lo <= m.1.saturating_add(1) => m.1 = m.1.max(hi),
+                    _ => merged.push((lo, hi)),
+                }
+            }
+            let stored: Vec<i64> = self
                 .windows
                 .range(first_open..=last)
                 .map(|(n, _)| *n)
                 .collect();
-            if let Some(edge_start) = self.open_edges.iter().map(|e| e.0).min() {
-                let from = self.spec.first_ending_after(edge_start).max(first_open);
-                ns.extend(from..=last);
-                ns.sort_unstable();
-                ns.dedup();
-            }
-            for n in ns {
-                let mut groups = self
-                    .windows
-                    .remove(&n)
-                    .or_else(|| self.pool.pop())
-                    .unwrap_or_default();
-                let we = self.spec.end(n);
-                for (start, key, payload) in &self.open_edges {
-                    if *start < we {
-                        let state = groups.entry(key.clone(), || self.agg.init());
-                        self.agg.add(state, payload);
-                    }
+            // Stored windows and the kept members' ranges, in order, each window once.
+            let (mut s, mut r) = (0, 0);
+            let mut next_in_range: Option<i64> = merged.first().map(|m| m.0);
+            loop {
+                let from_stored = stored.get(s).copied();
+                let n = match (from_stored, next_in_range) {
+                    (None, None) => break,
+                    (Some(a), Some(b)) => a.min(b),
+                    (Some(a), None) => a,
+                    (None, Some(b)) => b,
+                };
+                if from_stored == Some(n) {
+                    s += 1;
                 }
-                self.emit(n, groups);
+                if next_in_range == Some(n) {
+                    next_in_range = if n < merged[r].1 {
+                        Some(n + 1)
+                    } else {
+                        r += 1;
+                        merged.get(r).map(|m| m.0)
+                    };
+                }
+                self.close_window(n);
             }
+            // Members whose last window has closed are done.
+            let spec = self.spec;
+            let open = self.first_open;
+            self.spans
+                .retain(|s| spec.last_starting_before(s.end) >= open);
         }
         let out_cti = match self.spec.output {
             WindowOutput::PointAtEnd => t,
@@ -470,7 +611,129 @@ where
         self.windows.values().map(|g| g.len()).sum::<usize>()
             + self.current.as_ref().map_or(0, |c| c.groups.len())
             + self.previous.as_ref().map_or(0, |c| c.groups.len())
-            + self.open_edges.len()
+            + self.spans.len()
             + self.held.len()
+    }
+
+    fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
+        into.append(&mut self.drops);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{AnyBatch, Count};
+    use crate::time::TICKS_PER_SECOND;
+
+    fn counting(spec: WindowSpec) -> impl UnaryOperator<u8, (i64, u64)> {
+        HoppingWindow::new(spec, |_: &u8| 0u8, Count, |_: &u8, n: u64| (0i64, n))
+    }
+
+    fn second(n: i64) -> Time {
+        Time::from_ticks(n * TICKS_PER_SECOND)
+    }
+
+    fn results(out: &Batch<(i64, u64)>) -> Vec<(Time, u64)> {
+        out.sync()
+            .iter()
+            .zip(out.payloads())
+            .map(|(t, p)| (*t, p.1))
+            .collect()
+    }
+
+    /// An open start edge and a CTI far in the future: the edge would count in about a
+    /// million million windows; it is dropped with the reason, and nothing is allocated for
+    /// those windows.
+    #[test]
+    fn a_start_edge_and_a_cti_far_ahead_are_dropped_not_allocated() {
+        let mut w = counting(WindowSpec::tumbling(TimeSpan::from_ticks(TICKS_PER_SECOND)));
+        let mut input = Batch::new();
+        input.push(EventKind::StartEdge(second(0)), 1u8);
+        input.push_cti(Time::from_ticks(9_000_000_000_000_000_000));
+        let mut out = Batch::new();
+        w.on_batch(&input, &mut out);
+        assert_eq!(out.events(), 0);
+        assert_eq!(w.dropped(), 1);
+        let mut drops = Vec::new();
+        w.take_drops(&mut drops);
+        assert!(drops[0].reason.contains("over the limit"), "{drops:?}");
+        assert_eq!(w.state_size(), 0);
+    }
+
+    /// "Valid forever" (`[0, 9999-12-31)`) in 1 s windows: over the limit, dropped when it
+    /// arrives; a long interval under the limit is kept once, not once per window, and counts
+    /// in every window it overlaps as they close.
+    #[test]
+    fn a_long_interval_is_kept_once_and_one_too_long_is_dropped() {
+        let spec = WindowSpec::tumbling(TimeSpan::from_ticks(TICKS_PER_SECOND));
+        let mut w = counting(spec);
+        let mut input = Batch::new();
+        input.push(
+            EventKind::Interval {
+                start: second(0),
+                end: Time::parse_rfc3339("9999-12-31T00:00:00Z").expect("valid"),
+            },
+            1u8,
+        );
+        input.push(
+            EventKind::Interval {
+                start: second(0),
+                end: second(500_000),
+            },
+            2u8,
+        );
+        let mut out = Batch::new();
+        w.on_batch(&input, &mut out);
+        assert_eq!(w.dropped(), 1);
+        assert_eq!(w.state_size(), 1, "one kept member, no window allocated");
+        let mut input = Batch::new();
+        input.push_point(second(2), 3u8);
+        input.push_cti(second(4));
+        w.on_batch(&input, &mut out);
+        assert_eq!(
+            results(&out),
+            vec![(second(1), 1), (second(2), 1), (second(3), 2)],
+            "the long interval in every window, the point in its own"
+        );
+        let mut input = Batch::new();
+        input.push_cti(Time::INF);
+        let mut out = Batch::new();
+        w.on_batch(&input, &mut out);
+        assert_eq!(out.events(), 500_000 - 3, "one result per remaining window");
+        assert_eq!(w.state_size(), 0);
+    }
+
+    /// With a small limit: an interval over it is dropped; a start edge counts while under
+    /// it, and is dropped when a CTI would take it over.
+    #[test]
+    fn the_limit_is_per_event_and_can_be_set() {
+        let spec = WindowSpec::tumbling(TimeSpan::from_ticks(10)).max_windows_per_event(3);
+        let mut w = counting(spec);
+        let mut input = Batch::new();
+        input.push(
+            EventKind::Interval {
+                start: Time::from_ticks(0),
+                end: Time::from_ticks(40),
+            },
+            1u8,
+        );
+        input.push(EventKind::StartEdge(Time::from_ticks(0)), 2u8);
+        input.push_cti(Time::from_ticks(30));
+        let mut out = Batch::new();
+        w.on_batch(&input, &mut out);
+        assert_eq!(w.dropped(), 1, "the interval over 4 windows");
+        // (The edge counts in windows 0, 1 and 2; the third's result, a point at 30, waits
+        // for a CTI after 30.)
+        assert_eq!(out.events(), 2);
+        let mut input = Batch::new();
+        input.push_cti(Time::from_ticks(40));
+        w.on_batch(&input, &mut out);
+        assert_eq!(w.dropped(), 2, "a fourth window is over the limit");
+        assert_eq!(out.events(), 3, "no result for the fourth window");
     }
 }
