@@ -75,6 +75,26 @@ impl GaugeFn for GaugeCell {
     }
 }
 
+/// A label value in the text format: backslash, double quote and line feed escaped.
+fn escape_label(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// How long the exporter waits for a request, and for a response to be taken.
+pub const SCRAPE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How many scrapes the exporter serves at once; one more is closed at once.
+pub const MAX_SCRAPES: usize = 16;
+
 impl PrometheusRecorder {
     /// An empty recorder.
     pub fn new() -> Self {
@@ -84,13 +104,7 @@ impl PrometheusRecorder {
     fn cell(&self, key: &Key, kind: Kind) -> Arc<AtomicU64> {
         let labels: Vec<String> = key
             .labels()
-            .map(|l| {
-                format!(
-                    "{}=\"{}\"",
-                    l.key(),
-                    l.value().replace('\\', "\\\\").replace('"', "\\\"")
-                )
-            })
+            .map(|l| format!("{}=\"{}\"", l.key(), escape_label(l.value())))
             .collect();
         let mut series = self.series.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = series
@@ -148,18 +162,39 @@ impl PrometheusRecorder {
         let listener = TcpListener::bind(addr).await?;
         let bound = listener.local_addr()?;
         let this = self.clone();
+        let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPES));
         let task = tokio::spawn(async move {
-            while let Ok((mut conn, _)) = listener.accept().await {
-                let body = this.render();
+            loop {
+                let mut conn = match listener.accept().await {
+                    Ok((conn, _)) => conn,
+                    Err(e) => {
+                        // (Out of file descriptors, say: wait, then serve again.)
+                        tracing::warn!(error = %e, "metrics exporter: accepting failed; retrying");
+                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let Ok(slot) = std::sync::Arc::clone(&slots).try_acquire_owned() else {
+                    continue; // over the limit: closed
+                };
+                let this = this.clone();
                 tokio::spawn(async move {
                     let mut request = [0u8; 1024];
-                    let _ = conn.read(&mut request).await;
+                    let read = tokio::time::timeout(SCRAPE_TIMEOUT, conn.read(&mut request)).await;
+                    if !matches!(read, Ok(Ok(n)) if n > 0) {
+                        return; // no request in time (or none at all): closed
+                    }
+                    let body = this.render();
                     let response = format!(
                         "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
                         body.len()
                     );
-                    let _ = conn.write_all(response.as_bytes()).await;
-                    let _ = conn.shutdown().await;
+                    let _ = tokio::time::timeout(SCRAPE_TIMEOUT, async {
+                        let _ = conn.write_all(response.as_bytes()).await;
+                        let _ = conn.shutdown().await;
+                    })
+                    .await;
+                    drop(slot);
                 });
             }
         });

@@ -1,12 +1,17 @@
 //! The TCP line protocol: JSON lines (the form of [`crate::line`]) over TCP.
 //!
-//! - [`TcpServerInput`]: listens, accepts any number of clients, and enqueues every line they
-//!   send. Each connection has a reader task feeding a bounded channel, so when the query is
-//!   behind the readers stop reading and TCP's own flow control holds the senders back.
+//! - [`TcpServerInput`]: listens, accepts clients (up to [`TcpServerInput::max_connections`]
+//!   at once, [`DEFAULT_MAX_CONNECTIONS`] by default; one more is closed at once, with a
+//!   warning), and enqueues every line they send. Each connection has a reader task feeding a
+//!   bounded channel, so when the query is behind the readers stop reading and TCP's own flow
+//!   control holds the senders back. The readers and their sockets end with the input; an
+//!   error accepting a connection (no file descriptor left, say) is logged and retried after
+//!   [`ACCEPT_BACKOFF`], never a busy loop.
 //! - [`TcpClientInput`]: connects to a server and enqueues the lines it sends.
 //! - [`TcpOutput`]: connects to a server and writes the stream's events and CTIs as lines.
 //!
-//! Malformed lines are skipped, counted as `malformed` and dead-lettered with the peer and line
+//! Lines longer than [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES) are malformed (the rest of such a
+//! line is skipped, never held). Malformed lines are skipped, counted as `malformed` and dead-lettered with the peer and line
 //! number. For CTIs when a connection is quiet, give the stream a watermark strategy and the
 //! query a clock (`InputOptions::watermark`, `Query::clock`): the idle input then advances from
 //! the clock like any other. The factories declare no advance-time settings: CTIs come from the
@@ -148,11 +153,18 @@ async fn pump<P: Payload>(
     }
 }
 
+/// How many clients a [`TcpServerInput`] serves at once by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// How long a [`TcpServerInput`] waits after an error accepting a connection.
+pub const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// A listening TCP input; see the module doc. It can feed one stream.
 #[derive(Debug)]
 pub struct TcpServerInput {
     listener: Mutex<Option<TcpListener>>,
     addr: SocketAddr,
+    max_connections: usize,
 }
 
 impl TcpServerInput {
@@ -165,7 +177,15 @@ impl TcpServerInput {
         Ok(TcpServerInput {
             listener: Mutex::new(Some(listener)),
             addr,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         })
+    }
+
+    /// Serves at most `n` clients at once (at least 1); a client over the limit is closed at
+    /// once and logged (`warn`).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
     }
 
     /// The address it listens on.
@@ -178,6 +198,7 @@ impl TcpServerInput {
 /// themselves).
 pub struct TcpServerAdapter<P> {
     listener: Option<TcpListener>,
+    max_connections: usize,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -193,6 +214,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<(), P> for TcpServerInpu
             .ok_or_else(|| AdapterError::Config("a TcpServerInput feeds one stream".into()))?;
         Ok(TcpServerAdapter {
             listener: Some(listener),
+            max_connections: self.max_connections,
             _payload: PhantomData,
         })
     }
@@ -205,12 +227,31 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpServerAdapter<P> {
             return Ok(());
         };
         let (tx, mut rx) = mpsc::channel::<Received<P>>(BATCH);
+        let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(self.max_connections));
+        let limit = self.max_connections;
         let accept = async move {
+            // The readers end with the input (dropping the set aborts them).
+            let mut readers = tokio::task::JoinSet::new();
             loop {
-                let Ok((conn, peer)) = listener.accept().await else {
+                let (conn, peer) = match listener.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "TCP input: accepting a connection failed; retrying");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                };
+                while readers.try_join_next().is_some() {}
+                let Ok(slot) = std::sync::Arc::clone(&slots).try_acquire_owned() else {
+                    tracing::warn!(%peer, limit, "TCP input: over the connection limit; closed");
+                    drop(conn);
                     continue;
                 };
-                tokio::spawn(read_lines(conn, peer.to_string(), tx.clone()));
+                let tx = tx.clone();
+                readers.spawn(async move {
+                    read_lines(conn, peer.to_string(), tx).await;
+                    drop(slot);
+                });
             }
         };
         tokio::select! {

@@ -63,3 +63,45 @@ fn a_querys_metrics_are_served_in_the_prometheus_format() {
         "{body}"
     );
 }
+
+/// A label value with a line feed, a quote and a backslash stays one line of the format.
+#[test]
+fn label_values_are_escaped() {
+    let recorder = PrometheusRecorder::new();
+    metrics::with_local_recorder(&recorder, || {
+        metrics::counter!("punctual_events_in", "stream" => "a\nb\"c\\d").absolute(1);
+    });
+    let text = recorder.render();
+    assert!(
+        text.contains("punctual_events_in{stream=\"a\\nb\\\"c\\\\d\"} 1\n"),
+        "{text}"
+    );
+    assert_eq!(text.lines().count(), 2, "{text}");
+}
+
+/// A client that connects and sends nothing is closed after the scrape timeout; the exporter
+/// serves the next scrape as usual.
+#[tokio::test(start_paused = true)]
+async fn an_idle_scraper_is_closed_and_the_exporter_goes_on() {
+    let recorder = PrometheusRecorder::new();
+    let (addr, _server) = recorder.serve("127.0.0.1:0").await.expect("serves");
+    let mut idle = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let mut rest = Vec::new();
+    // (With the clock paused, the timeout passes as soon as everything waits.)
+    let n = idle
+        .read_to_end(&mut rest)
+        .await
+        .expect("closed by the server");
+    assert_eq!(n, 0, "no response without a request");
+    let mut conn = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    conn.write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
+        .await
+        .expect("writes");
+    let mut response = String::new();
+    conn.read_to_string(&mut response).await.expect("reads");
+    assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
+}

@@ -187,3 +187,46 @@ async fn a_line_that_is_not_utf8_is_malformed_and_the_connection_goes_on() {
     .await
     .expect("finishes in time");
 }
+
+/// Over its connection limit a server input closes a new client at once; at the stop, its
+/// readers end and close their connections (nothing outlives the query).
+#[tokio::test]
+async fn a_server_input_limits_its_connections_and_closes_them_at_stop() {
+    tokio::time::timeout(LIMIT, async {
+        let server = TcpServerInput::bind("127.0.0.1:0")
+            .await
+            .expect("binds")
+            .max_connections(1);
+        let addr = server.local_addr();
+        let mut query = Query::new("tcp-limit").stop_grace(Duration::from_secs(2));
+        let s = query
+            .create_stream::<_, i64, _, _>(InputOptions::new("in", EventShape::Point), &server, &())
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let running = query.start().expect("starts");
+        let mut first = TcpStream::connect(addr).await.expect("connects");
+        first
+            .write_all(
+                b"{\"kind\":\"point\",\"start\":1,\"payload\":1}\n{\"kind\":\"cti\",\"time\":5}\n",
+            )
+            .await
+            .expect("writes");
+        while out.len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut second = TcpStream::connect(addr).await.expect("connects");
+        let mut buf = [0u8; 8];
+        let n = tokio::io::AsyncReadExt::read(&mut second, &mut buf)
+            .await
+            .unwrap_or(0);
+        assert_eq!(n, 0, "over the limit: closed at once");
+        running.stop().await.expect("stops");
+        let n = tokio::io::AsyncReadExt::read(&mut first, &mut buf)
+            .await
+            .unwrap_or(0);
+        assert_eq!(n, 0, "the reader closed its connection at the stop");
+    })
+    .await
+    .expect("finishes in time");
+}
