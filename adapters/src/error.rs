@@ -27,6 +27,12 @@ pub enum EnqueueError {
         /// The details.
         error: punctual_policies::Error,
     },
+    /// The query holds more than its budget waiting for CTIs ([`Query::max_held`]); the query
+    /// fails with this error.
+    ///
+    /// [`Query::max_held`]: crate::Query::max_held
+    #[error(transparent)]
+    OverBudget(Box<punctual_engine::OverBudget>),
     /// The query is stopping (or has failed): the adapter should return.
     #[error("the query is stopping")]
     Stopping,

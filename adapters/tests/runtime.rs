@@ -1260,3 +1260,44 @@ async fn an_event_over_the_window_limit_is_dropped_and_reported() {
         .count();
     assert_eq!(events, 1, "the point's window only");
 }
+
+/// A join whose other input never gets a CTI holds everything the first sends: over the
+/// query's budget the query fails, naming the join and the input it waits for, instead of
+/// growing without bound.
+#[tokio::test(start_paused = true)]
+async fn a_query_over_its_budget_fails_naming_the_input_it_waits_for() {
+    let mut query = Query::new("budget").max_held(1_000);
+    let fast: Vec<_> = (0..5_000).map(|x| StreamItem::point(t(x), x)).collect();
+    let silent = vec![StreamItem::point(t(0), 0i64)];
+    let f = query
+        .create_stream(
+            InputOptions::new("fast", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &MemoryInput,
+            &fast,
+        )
+        .unwrap();
+    let s = query
+        .create_stream(
+            InputOptions::new("silent", EventShape::Point),
+            &MemoryInput,
+            &silent,
+        )
+        .unwrap();
+    let joined = f.join_on(&s, |x| *x, |y| *y, |x, y| x + y).named("pairs");
+    query
+        .bind_output(&joined, &CollectOutput::new(), &())
+        .unwrap();
+    let failure = query.start().unwrap().wait().await.unwrap_err();
+    let text = failure.error.to_string();
+    assert!(
+        text.contains("over its budget of 1000")
+            && text.contains("join `pairs`")
+            && text.contains("input `silent`"),
+        "{text}"
+    );
+    assert!(matches!(
+        failure.error,
+        QueryError::Stream(punctual_adapters::EnqueueError::OverBudget(ref o)) if o.held > 1_000
+    ));
+}

@@ -21,6 +21,7 @@ use crate::plan::{InputId, OutputId};
 pub struct Driver {
     name: String,
     plan: u64,
+    max_held: usize,
     graph: Graph,
     inputs: Vec<Box<dyn Input>>,
     /// For each input, the inputs that import its CTIs.
@@ -49,7 +50,7 @@ impl std::fmt::Debug for Driver {
 impl Driver {
     pub(crate) fn new(
         name: String,
-        plan: u64,
+        (plan, max_held): (u64, usize),
         graph: Graph,
         inputs: Vec<Box<dyn Input>>,
         (importers, reference): (Vec<Vec<usize>>, Vec<bool>),
@@ -57,6 +58,7 @@ impl Driver {
         Driver {
             name,
             plan,
+            max_held,
             graph,
             withheld: vec![false; inputs.len()],
             inputs,
@@ -351,6 +353,84 @@ impl Driver {
     }
 
     /// Visits every operator without allocating (for metrics): see
+    /// What the query holds waiting for CTIs: every input's buffered events and every
+    /// operator's events or groups.
+    pub fn held(&self) -> usize {
+        let inputs: u64 = (0..self.inputs.len())
+            .filter_map(|i| self.counters(i))
+            .map(|c| c.buffered)
+            .sum();
+        let mut operators = 0;
+        self.graph.for_each_operator(|n| operators += n.state);
+        usize::try_from(inputs)
+            .unwrap_or(usize::MAX)
+            .saturating_add(operators)
+    }
+
+    /// Checks what the query holds against its budget ([`Plan::max_held`]): over it, names the
+    /// input or operator holding the most and the input whose CTI it waits for (following
+    /// the lowest input CTI upstream from that operator). A runtime fails the query with it.
+    ///
+    /// [`Plan::max_held`]: crate::Plan::max_held
+    pub fn check_budget(&self) -> Result<(), crate::OverBudget> {
+        let held = self.held();
+        if held <= self.max_held {
+            return Ok(());
+        }
+        let lines = self.graph.explain();
+        // The input with the most buffered, and the operator with the most state.
+        let input = (0..self.inputs.len())
+            .filter_map(|i| Some((i, self.counters(i)?)))
+            .max_by_key(|(_, c)| c.buffered);
+        let operator = lines
+            .iter()
+            .filter(|l| l.operator != "input")
+            .max_by_key(|l| l.state);
+        let input_most = input.map_or(0, |(_, c)| c.buffered as usize);
+        let (holder, most, waits_for) = match operator {
+            Some(op) if op.state > input_most => {
+                // Upstream along the lowest input CTI, to an input.
+                let mut at = op;
+                for _ in 0..lines.len() {
+                    let Some((label, _)) = &at.held_by else { break };
+                    match lines.iter().find(|l| &l.label == label) {
+                        Some(next) if next.operator != "input" => at = next,
+                        Some(next) => {
+                            at = next;
+                            break;
+                        }
+                        None => break,
+                    }
+                }
+                (
+                    format!("{} `{}`", op.operator, op.label),
+                    op.state,
+                    at.label.clone(),
+                )
+            }
+            _ => {
+                let name = input
+                    .and_then(|(i, _)| self.input_name(i))
+                    .unwrap_or("?")
+                    .to_owned();
+                (format!("input `{name}`"), input_most, name)
+            }
+        };
+        let cti = (0..self.inputs.len())
+            .find(|&i| self.input_name(i) == Some(waits_for.as_str()))
+            .and_then(|i| self.counters(i))
+            .map_or(punctual_core::Time::NEG_INF, |c| c.cti);
+        Err(crate::OverBudget {
+            query: self.name.clone(),
+            held,
+            budget: self.max_held,
+            holder,
+            most,
+            input: waits_for,
+            cti,
+        })
+    }
+
     /// Moves every operator's drops not yet taken to `into` (see [`Graph::take_drops`]).
     pub fn take_operator_drops(
         &mut self,

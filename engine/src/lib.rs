@@ -70,5 +70,34 @@ pub enum Error {
     Bind(String),
 }
 
+/// How many events (or groups) a query may hold waiting for CTIs by default, across every
+/// input's reorder buffer and every operator (open windows, a join's or a union's waiting
+/// events, open start edges): see [`Plan::max_held`].
+pub const DEFAULT_MAX_HELD: usize = 4_000_000;
+
+/// A query holds more than its budget ([`Plan::max_held`]) waiting for CTIs: which part holds
+/// the most, and the input whose CTI it waits for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "query `{query}` holds {held} events or groups waiting for CTIs, over its budget of \
+     {budget}: the most ({most}) in {holder}, waiting for a CTI from input `{input}` (its CTI: {cti})"
+)]
+pub struct OverBudget {
+    /// The query.
+    pub query: String,
+    /// What it holds.
+    pub held: usize,
+    /// Its budget.
+    pub budget: usize,
+    /// The input or operator holding the most (`input `x``, `join `y``, ...).
+    pub holder: String,
+    /// How much that one holds.
+    pub most: usize,
+    /// The input whose CTI it waits for.
+    pub input: String,
+    /// That input's CTI.
+    pub cti: punctual_core::Time,
+}
+
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -142,6 +142,7 @@ pub struct Plan {
     inputs: Vec<Box<dyn PendingInput>>,
     outputs: Vec<NodeId>,
     shapes: HashMap<NodeId, EventShape>,
+    max_held: usize,
 }
 
 impl std::fmt::Debug for Plan {
@@ -167,7 +168,16 @@ impl Plan {
             inputs: Vec::new(),
             outputs: Vec::new(),
             shapes: HashMap::new(),
+            max_held: crate::DEFAULT_MAX_HELD,
         }
+    }
+
+    /// The most events (or groups) the query may hold waiting for CTIs, across every input's
+    /// reorder buffer and every operator (default [`DEFAULT_MAX_HELD`](crate::DEFAULT_MAX_HELD));
+    /// see [`Driver::check_budget`]. Each input's own cap
+    /// ([`InputOptions::max_buffered`](crate::InputOptions::max_buffered)) applies as well.
+    pub fn max_held(&mut self, n: usize) {
+        self.max_held = n.max(1);
     }
 
     /// The query's name.
@@ -365,7 +375,7 @@ impl Plan {
             .collect();
         Ok(Driver::new(
             self.name,
-            self.id,
+            (self.id, self.max_held),
             graph,
             inputs,
             (importers, reference),

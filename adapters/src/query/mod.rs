@@ -132,6 +132,17 @@ impl Query {
         self
     }
 
+    /// The most events (or groups) the query may hold waiting for CTIs, across every input's
+    /// reorder buffer and every operator (default
+    /// [`DEFAULT_MAX_HELD`](punctual_engine::DEFAULT_MAX_HELD), 4,000,000): one more fails
+    /// the query with [`EnqueueError::OverBudget`](crate::EnqueueError::OverBudget), which
+    /// names what holds the most and the input whose CTI it waits for. Checked after every
+    /// call into the query.
+    pub fn max_held(mut self, n: usize) -> Self {
+        self.plan.max_held(n);
+        self
+    }
+
     /// How many released batches may wait on each output's channel before the query awaits
     /// (at least 1).
     pub fn channel_capacity(mut self, batches: usize) -> Self {

@@ -360,6 +360,11 @@ impl Shell {
             ..
         } = engine;
         operator_metrics.record(&self.name, driver);
+        if let Err(over) = driver.check_budget() {
+            if !self.signals.has_failed() {
+                self.signals.fail(EnqueueError::OverBudget(Box::new(over)));
+            }
+        }
         let mut drops = Vec::new();
         driver.take_operator_drops(&mut drops);
         for (label, operator, drop) in drops {
