@@ -105,3 +105,34 @@ async fn an_idle_scraper_is_closed_and_the_exporter_goes_on() {
     conn.read_to_string(&mut response).await.expect("reads");
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
 }
+
+/// The exporter serves at most `MAX_SCRAPES` connections at once: one more is closed at once.
+#[tokio::test]
+async fn the_exporter_serves_a_bounded_number_of_scrapes() {
+    use punctual_adapters::prometheus::MAX_SCRAPES;
+    let recorder = PrometheusRecorder::new();
+    let (addr, _server) = recorder.serve("127.0.0.1:0").await.expect("serves");
+    let mut idle = Vec::new();
+    for _ in 0..MAX_SCRAPES {
+        idle.push(
+            tokio::net::TcpStream::connect(addr)
+                .await
+                .expect("connects"),
+        );
+    }
+    // (Each waits for its request, up to the scrape timeout, holding its slot.)
+    tokio::task::yield_now().await;
+    let mut over = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let mut rest = Vec::new();
+    let n = tokio::time::timeout(
+        punctual_adapters::prometheus::SCRAPE_TIMEOUT / 2,
+        over.read_to_end(&mut rest),
+    )
+    .await
+    .expect("closed before the idle ones time out")
+    .unwrap_or(0);
+    assert_eq!(n, 0);
+    drop(idle);
+}

@@ -1,5 +1,9 @@
 //! RFC 3339 text to and from ticks since the Unix epoch (proleptic Gregorian calendar, UTC).
 //! The calendar arithmetic is Howard Hinnant's `days_from_civil` / `civil_from_days`.
+//!
+//! RFC 3339 years have four digits (0000-9999); the tick range reaches years about -27,000
+//! to 31,000. A time outside 0000-9999 is written with an ISO 8601 expanded year, a sign and
+//! five or six digits (`-00001-12-31T23:59:59Z`, `+31197-...`), and read back the same way.
 
 use crate::time::{Time, TimeError, TICKS_PER_SECOND};
 
@@ -80,7 +84,22 @@ pub(crate) fn parse(text: &str) -> Result<Time, TimeError> {
         bytes: text.as_bytes(),
         pos: 0,
     };
-    let year = c.digits(4, "expected a four-digit year")?;
+    let year = match c.bytes.first() {
+        // An ISO 8601 expanded year: a sign, then five or six digits.
+        Some(&sign @ (b'+' | b'-')) => {
+            c.pos = 1;
+            let mut y = c.digits(5, "expected five or six digits after the year's sign")?;
+            if c.bytes.get(c.pos).is_some_and(u8::is_ascii_digit) {
+                y = y * 10 + c.digits(1, "expected a digit")?;
+            }
+            if sign == b'-' {
+                -y
+            } else {
+                y
+            }
+        }
+        _ => c.digits(4, "expected a four-digit year")?,
+    };
     c.expect(b"-", "expected `-` after the year")?;
     let month = c.digits(2, "expected a two-digit month")?;
     c.expect(b"-", "expected `-` after the month")?;
@@ -141,11 +160,12 @@ pub(crate) fn parse(text: &str) -> Result<Time, TimeError> {
     }
     let days = days_from_civil(year, month, day);
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
-    let ticks = secs
-        .checked_mul(TICKS_PER_SECOND)
-        .and_then(|t| t.checked_add(frac_ticks))
-        .ok_or(TimeError::OutOfRange)?;
-    Ok(Time::from_ticks(ticks))
+    let ticks = i128::from(secs) * i128::from(TICKS_PER_SECOND) + i128::from(frac_ticks);
+    let finite = i128::from(Time::MIN_FINITE.ticks())..=i128::from(Time::MAX_FINITE.ticks());
+    if !finite.contains(&ticks) {
+        return Err(TimeError::OutOfRange);
+    }
+    Ok(Time::from_ticks(ticks as i64))
 }
 
 pub(crate) fn format(ticks: i64) -> String {
@@ -154,8 +174,13 @@ pub(crate) fn format(ticks: i64) -> String {
     let (y, m, d) = civil_from_days(days);
     let secs = rem / TICKS_PER_SECOND;
     let frac = rem % TICKS_PER_SECOND;
+    let year = if (0..=9999).contains(&y) {
+        format!("{y:04}")
+    } else {
+        format!("{}{:05}", if y < 0 { '-' } else { '+' }, y.unsigned_abs())
+    };
     let mut out = format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
         secs / 3600,
         secs / 60 % 60,
         secs % 60
@@ -200,10 +225,26 @@ mod tests {
             123_456_789,
             -62_135_596_800 * TICKS_PER_SECOND,
             253_402_300_799 * TICKS_PER_SECOND + 9_999_999,
+            -621_672_192_000_000_001,
+            Time::MIN_FINITE.ticks(),
+            Time::MAX_FINITE.ticks(),
         ] {
             let text = format(ticks);
             assert_eq!(parse(&text).unwrap().ticks(), ticks, "{text}");
         }
+    }
+
+    #[test]
+    fn years_outside_four_digits_are_expanded() {
+        assert_eq!(
+            format(-621_672_192_000_000_001),
+            "-00001-12-31T23:59:59.9999999Z"
+        );
+        assert!(format(Time::MAX_FINITE.ticks()).starts_with("+31197-"));
+        assert!(
+            parse("+99999-01-01T00:00:00Z").is_err(),
+            "beyond the tick range"
+        );
     }
 
     #[test]

@@ -12,6 +12,16 @@ use punctual_policies::{
     IngressOutput,
 };
 
+/// `default` cases, or `PUNCTUAL_FUZZ_CASES` (`.ci/run` runs many more, as a bounded fuzz
+/// run; a failing input is saved in `proptest-regressions/` and replayed first from then on).
+fn cases(default: u32) -> ProptestConfig {
+    let cases = std::env::var("PUNCTUAL_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default);
+    ProptestConfig::with_cases(cases)
+}
+
 fn t(x: i64) -> Time {
     Time::from_ticks(x)
 }
@@ -132,7 +142,7 @@ fn segments(out: &IngressOutput<u32>) -> Vec<Segment> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(cases(512))]
 
     #[test]
     fn ctis_are_monotone_and_never_violated(s in settings(), ops in prop::collection::vec(op(true), 0..60)) {
@@ -291,6 +301,8 @@ fn generation() -> impl Strategy<Value = Option<AdvanceTimeGenerationSettings>> 
 }
 
 proptest! {
+    #![proptest_config(cases(256))]
+
     /// `enqueue_points` and `enqueue_point_columns` give exactly what enqueuing each point as
     /// an item gives: the same
     /// released events and CTIs, dead letters, counters and rejections (a full buffer
@@ -584,6 +596,8 @@ fn edges_are_rejected_when_released_on_arrival() {
 }
 
 proptest! {
+    #![proptest_config(cases(256))]
+
     /// `enqueue_items` on blocks of mixed items (points in runs through the bulk loop, the
     /// rest one by one) gives exactly what `enqueue` on each item gives, on both orders and
     /// with or without a fused filter: the same released events and CTIs, dead letters,

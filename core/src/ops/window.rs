@@ -736,4 +736,29 @@ mod tests {
         assert_eq!(w.dropped(), 2, "a fourth window is over the limit");
         assert_eq!(out.events(), 3, "no result for the fourth window");
     }
+
+    /// An operator keeps a bounded number of unread drop records; its count goes on.
+    #[test]
+    fn drop_records_are_capped_and_the_count_goes_on() {
+        let spec = WindowSpec::tumbling(TimeSpan::from_ticks(1)).max_windows_per_event(1);
+        let mut w = counting(spec);
+        let mut input = Batch::new();
+        for _ in 0..MAX_KEPT_DROPS + 10 {
+            input.push(
+                EventKind::Interval {
+                    start: Time::from_ticks(0),
+                    end: Time::from_ticks(5),
+                },
+                1u8,
+            );
+        }
+        let mut out = Batch::new();
+        w.on_batch(&input, &mut out);
+        assert_eq!(w.dropped(), (MAX_KEPT_DROPS + 10) as u64);
+        let mut drops = Vec::new();
+        w.take_drops(&mut drops);
+        assert_eq!(drops.len(), MAX_KEPT_DROPS);
+        w.take_drops(&mut drops);
+        assert_eq!(drops.len(), MAX_KEPT_DROPS, "taken once");
+    }
 }
