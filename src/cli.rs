@@ -18,7 +18,7 @@ USAGE:
     punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
                                  and the input holding it back (start here for 'no output?')
     punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN] [--delay TICKS | --in-order]
-                  [--dead-letters FILE]
+                  [--dead-letters FILE] [--checkpoint DIR [--checkpoint-every 1s]]
                                  read events (JSON lines, or CSV with the start time in
                                  TIME_COLUMN) from FILE or standard input, put them in time
                                  order as the CTIs allow, write JSON lines to FILE or standard
@@ -26,7 +26,12 @@ USAGE:
                                  rejected, malformed, unreleased items with the reason) on
                                  stderr, every dead letter as a JSON line to the
                                  --dead-letters FILE; a progress bar on a terminal. Ctrl-C
-                                 stops with a drain; a closed output (`| head`) ends quietly
+                                 stops with a drain; a closed output (`| head`) ends quietly.
+                                 --checkpoint DIR (with -i FILE and -o FILE): record
+                                 checkpoints in DIR; killed and run again with the same
+                                 arguments, it continues the output exactly where its last
+                                 checkpoint was (no duplicate, no gap); at most one
+                                 checkpoint per --checkpoint-every (`500ms`, `2s`; 1s)
     punctual timeline CASE_DIR [-o FILE.svg]
                                  run one case and draw its inputs and output on one time
                                  axis as SVG (to FILE, or standard output)
@@ -139,6 +144,8 @@ struct PipeArgs {
     delay: Option<i64>,
     in_order: bool,
     dead_letters: Option<PathBuf>,
+    checkpoint: Option<PathBuf>,
+    checkpoint_every: Option<std::time::Duration>,
 }
 
 impl PipeArgs {
@@ -164,13 +171,38 @@ impl PipeArgs {
                 }
                 "--in-order" => p.in_order = true,
                 "--dead-letters" => p.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
+                "--checkpoint" => p.checkpoint = Some(PathBuf::from(value("--checkpoint")?)),
+                "--checkpoint-every" => {
+                    let v = value("--checkpoint-every")?;
+                    p.checkpoint_every = Some(parse_duration(&v).ok_or_else(|| {
+                        format!(
+                            "--checkpoint-every takes a duration like `500ms` or `2s`, not `{v}`"
+                        )
+                    })?);
+                }
                 other => return Err(format!("`pipe` does not take `{other}`")),
             }
         }
         if p.delay.is_some() && p.in_order {
             return Err("give --delay or --in-order, not both".into());
         }
+        let file = |f: &Option<PathBuf>| f.as_ref().is_some_and(|f| f.as_os_str() != "-");
+        if p.checkpoint.is_some() && !(file(&p.input) && file(&p.output)) {
+            return Err("--checkpoint needs -i FILE and -o FILE (a file can be read again and cut back; a pipe cannot)".into());
+        }
         Ok(p)
+    }
+}
+
+/// `500ms`, `2s`, `1m`: a whole number and a unit.
+fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let digits = text.find(|c: char| !c.is_ascii_digit())?;
+    let n: u64 = text[..digits].parse().ok()?;
+    match &text[digits..] {
+        "ms" => Some(std::time::Duration::from_millis(n)),
+        "s" => Some(std::time::Duration::from_secs(n)),
+        "m" => Some(std::time::Duration::from_secs(n.checked_mul(60)?)),
+        _ => None,
     }
 }
 
@@ -224,6 +256,13 @@ fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     }
     let run = async {
         let mut query = Query::new("pipe");
+        if let Some(dir) = &p.checkpoint {
+            let mut checkpoints = punctual_adapters::Checkpoints::new(dir);
+            if let Some(every) = p.checkpoint_every {
+                checkpoints = checkpoints.every(every);
+            }
+            query = query.checkpoints(checkpoints);
+        }
         let stream = match &p.csv_time {
             Some(col) => query.create_stream::<_, Row, _, _>(
                 options,

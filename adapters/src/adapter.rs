@@ -90,6 +90,31 @@ pub trait OutputAdapter<P: Payload>: Send {
     /// (backpressure); an error fails the query.
     async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError>;
 
+    /// Whether this output can take part in checkpoints ([`Query::checkpoints`]): make what it
+    /// wrote durable and give its position ([`OutputAdapter::checkpoint`]), and go back to a
+    /// position ([`OutputAdapter::rewind`]). The default says no.
+    ///
+    /// [`Query::checkpoints`]: crate::Query::checkpoints
+    fn can_checkpoint(&self) -> bool {
+        false
+    }
+
+    /// Makes everything written so far durable (flushed and synced) and returns the position
+    /// just after it (bytes, for a file). Called after a batch that ends with a CTI, on an
+    /// output that [can checkpoint](OutputAdapter::can_checkpoint).
+    async fn checkpoint(&mut self) -> Result<u64, AdapterError> {
+        Err(AdapterError::Config("this output cannot checkpoint".into()))
+    }
+
+    /// Goes back to `position` (one [`OutputAdapter::checkpoint`] gave, or 0 for a fresh
+    /// start), discarding what was written after it; the writes that follow continue from
+    /// there. Called once before the first batch, on an output that
+    /// [can checkpoint](OutputAdapter::can_checkpoint), when the query runs with checkpoints.
+    async fn rewind(&mut self, position: u64) -> Result<(), AdapterError> {
+        let _ = position;
+        Err(AdapterError::Config("this output cannot rewind".into()))
+    }
+
     /// Called after a `write` when no further batch is waiting: the output has caught up.
     /// An adapter that buffers its writes flushes them here, so that what the query has
     /// released reaches its destination while the input is slow or quiet. Default: nothing.
@@ -158,6 +183,14 @@ pub trait InputAdapterFactory<C, P: Payload> {
     ) -> Option<AdapterAdvanceTimeSettings> {
         let _ = (config, shape);
         None
+    }
+
+    /// Whether an adapter made from `config` reads its source from the start every time it
+    /// runs, the same items in the same order (a file): what a restore from a checkpoint needs
+    /// ([`Query::checkpoints`](crate::Query::checkpoints)). The default says no.
+    fn replayable(&self, config: &C) -> bool {
+        let _ = config;
+        false
     }
 }
 

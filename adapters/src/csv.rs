@@ -191,6 +191,11 @@ pub struct CsvInput;
 impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for CsvInput {
     type Adapter = CsvReader<P>;
 
+    /// A file read to its end (not standard input, not follow mode).
+    fn replayable(&self, config: &CsvInputConfig) -> bool {
+        config.path.as_os_str() != "-" && !config.replay.follow
+    }
+
     fn create(
         &self,
         config: &CsvInputConfig,

@@ -110,6 +110,11 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
 {
     type Adapter = JsonLinesReader<P>;
 
+    /// A file read to its end (not standard input, not follow mode).
+    fn replayable(&self, config: &JsonLinesInputConfig) -> bool {
+        config.path.as_os_str() != "-" && !config.replay.follow
+    }
+
     fn create(
         &self,
         config: &JsonLinesInputConfig,
@@ -220,6 +225,10 @@ pub struct JsonLinesOutput;
 pub struct JsonLinesWriter<P> {
     path: PathBuf,
     out: Option<BufWriter<Box<dyn AsyncWrite + Unpin + Send + Sync>>>,
+    /// With checkpoints: the file, to sync it.
+    file: Option<tokio::fs::File>,
+    /// Bytes in the file so far.
+    written: u64,
     line: Vec<u8>,
     _payload: PhantomData<fn(P)>,
 }
@@ -243,6 +252,8 @@ impl<P: Payload + Serialize> OutputAdapterFactory<JsonLinesOutputConfig, P> for 
         Ok(JsonLinesWriter {
             path: config.path.clone(),
             out: None,
+            file: None,
+            written: 0,
             line: Vec::new(),
             _payload: PhantomData,
         })
@@ -266,6 +277,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
             out.write_all(&self.line)
                 .await
                 .map_err(io_error(&self.path))?;
+            self.written += self.line.len() as u64;
         }
         Ok(())
     }
@@ -274,6 +286,39 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
         if let Some(out) = self.out.as_mut() {
             out.flush().await.map_err(io_error(&self.path))?;
         }
+        Ok(())
+    }
+
+    /// A file (not standard output) can.
+    fn can_checkpoint(&self) -> bool {
+        self.path.as_os_str() != "-"
+    }
+
+    async fn checkpoint(&mut self) -> Result<u64, AdapterError> {
+        self.idle().await?;
+        if let Some(file) = self.file.as_ref() {
+            file.sync_data().await.map_err(io_error(&self.path))?;
+        }
+        Ok(self.written)
+    }
+
+    /// Opens the file without emptying it and cuts it at `position`.
+    async fn rewind(&mut self, position: u64) -> Result<(), AdapterError> {
+        use tokio::io::AsyncSeekExt;
+        let mut file = tokio::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.path)
+            .await
+            .map_err(io_error(&self.path))?;
+        file.set_len(position).await.map_err(io_error(&self.path))?;
+        file.seek(std::io::SeekFrom::Start(position))
+            .await
+            .map_err(io_error(&self.path))?;
+        self.file = Some(file.try_clone().await.map_err(io_error(&self.path))?);
+        self.out = Some(BufWriter::new(Box::new(file)));
+        self.written = position;
         Ok(())
     }
 

@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod adapter;
+pub mod checkpoint;
 pub mod clock;
 pub mod context;
 pub mod csv;
@@ -31,6 +32,7 @@ pub mod tcp;
 pub use adapter::{
     InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, OutputContext, Payload,
 };
+pub use checkpoint::Checkpoints;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::InputContext;
 pub use csv::{CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig};

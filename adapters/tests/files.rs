@@ -402,3 +402,57 @@ async fn a_slow_live_input_reaches_the_output_file_while_it_is_open() {
     );
     assert_eq!(report.counters("in").expect("stream").events_in, 1);
 }
+
+/// Checkpoints need inputs that replay, no watermark strategy, and ordered outputs that can
+/// checkpoint: anything else is refused when the query starts, with the reason.
+#[tokio::test]
+async fn checkpoints_refuse_what_cannot_replay() {
+    use punctual_adapters::{Checkpoints, JsonLinesOutput, JsonLinesOutputConfig, MemoryInput};
+    let dir = std::env::temp_dir().join(format!("punctual-refuse-{}", std::process::id()));
+    let input = temp(
+        "replayable.jsonl",
+        "{\"kind\":\"point\",\"start\":1,\"payload\":{}}\n",
+    );
+    let out = dir.join("out.jsonl");
+    let refusal = |query: Query| match query.start() {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("started"),
+    };
+
+    let mut q = Query::new("memory").checkpoints(Checkpoints::new(&dir));
+    let items = vec![StreamItem::point(t(1), Row::new())];
+    let s = q
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("mem", EventShape::Point),
+            &MemoryInput,
+            &items,
+        )
+        .expect("binds");
+    q.bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
+        .expect("binds");
+    assert!(refusal(q).contains("input `mem` cannot replay"));
+
+    let mut q = Query::new("collect").checkpoints(Checkpoints::new(&dir));
+    let s = q
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("file", EventShape::Point),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&input),
+        )
+        .expect("binds");
+    q.bind_output(&s, &CollectOutput::new(), &())
+        .expect("binds");
+    assert!(refusal(q).contains("cannot checkpoint"));
+
+    let mut q = Query::new("unordered").checkpoints(Checkpoints::new(&dir));
+    let s = q
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("file", EventShape::Point).unordered(),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&input),
+        )
+        .expect("binds");
+    q.bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
+        .expect("binds");
+    assert!(refusal(q).contains("unordered"));
+}

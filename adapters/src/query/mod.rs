@@ -59,6 +59,7 @@ use punctual_policies::{AdvanceTimeSettings, LateEvent};
 pub use running::{Ending, Monitor, QueryFailure, QueryReport, RunningQuery, StopHandle, StopMode};
 
 use crate::adapter::{InputAdapterFactory, OutputAdapterFactory, Payload};
+use crate::checkpoint::Checkpoints;
 use crate::clock::{Clock, SystemClock};
 use crate::error::QueryError;
 use ports::{ErasedOutput, PendingOutput};
@@ -79,6 +80,9 @@ pub struct Query {
     clock: Arc<dyn Clock>,
     clock_interval: Duration,
     monitor: Monitor,
+    checkpoints: Option<Checkpoints>,
+    /// Inputs whose adapters cannot replay their source, for checkpoints.
+    not_replayable: Vec<String>,
 }
 
 impl std::fmt::Debug for Query {
@@ -103,7 +107,38 @@ impl Query {
             clock: Arc::new(SystemClock),
             clock_interval: Duration::from_secs(1),
             monitor: Monitor::default(),
+            checkpoints: None,
+            not_replayable: Vec::new(),
         }
+    }
+
+    /// Runs with checkpoints in `checkpoints`' directory: each output records how far it has
+    /// durably written, and a query started again with the same directory continues each
+    /// output exactly there (no duplicate, no gap), replaying its inputs from the start. See
+    /// [`crate::checkpoint`] for how, and what it needs of the inputs and outputs (checked by
+    /// [`Query::start`]).
+    ///
+    /// ```no_run
+    /// use punctual_adapters::{
+    ///     Checkpoints, InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
+    ///     JsonLinesOutputConfig, Query,
+    /// };
+    /// use punctual_core::{EventShape, Row};
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut query = Query::new("resilient").checkpoints(Checkpoints::new("state/"));
+    /// let rows = query.create_stream::<_, Row, _, _>(
+    ///     InputOptions::new("in", EventShape::Point),
+    ///     &JsonLinesInput,
+    ///     &JsonLinesInputConfig::new("in.jsonl"),
+    /// )?;
+    /// query.bind_output(&rows, &JsonLinesOutput, &JsonLinesOutputConfig::new("out.jsonl"))?;
+    /// // Killed and started again, it continues out.jsonl where its last checkpoint was.
+    /// query.start()?.wait().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn checkpoints(mut self, checkpoints: Checkpoints) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
     }
 
     /// A handle on the query's counters, usable before it starts (it knows none until then)
@@ -227,6 +262,9 @@ impl Query {
                     stream: name.clone(),
                     error: source,
                 })?;
+        if !factory.replayable(config) {
+            self.not_replayable.push(name.clone());
+        }
         let (id, stream) = self.plan.input::<P, O>(options)?;
         self.inputs.push(Box::new(PendingInput {
             id,
@@ -273,6 +311,7 @@ impl Query {
         self.outputs.push(Box::new(PendingOutput {
             name,
             shape,
+            ordered: O::ORDER == punctual_core::EventOrder::Sorted,
             id,
             adapter: Box::new(adapter),
         }));
@@ -307,6 +346,25 @@ impl Query {
         check_runtime()?;
         let driver = self.plan.build()?;
         let clocked = (0..driver.input_count()).any(|i| driver.has_watermark(i));
+        if let Some(c) = &self.checkpoints {
+            let refusal = if let Some(name) = self.not_replayable.first() {
+                Some(format!(
+                    "input `{name}` cannot replay its source from the start (a file can; \
+                     standard input and follow mode cannot)"
+                ))
+            } else if clocked {
+                Some("an input has a watermark strategy, which reads the clock: a replay would not give the same CTIs".to_owned())
+            } else {
+                self.outputs.iter().find_map(|o| o.checkpoint_refusal())
+            };
+            if let Some(why) = refusal {
+                return Err(QueryError::Bind(format!("checkpoints: {why}")));
+            }
+            c.prepare().map_err(|error| QueryError::Create {
+                stream: "checkpoints".to_owned(),
+                error,
+            })?;
+        }
         let signals = Arc::new(Signals::new());
         let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
         let shell = Arc::new(Shell::new(driver, signals));
@@ -314,7 +372,14 @@ impl Query {
         let ports = self
             .outputs
             .into_iter()
-            .map(|o| o.spawn(&mut tasks, self.channel_capacity, &self.monitor))
+            .map(|o| {
+                o.spawn(
+                    &mut tasks,
+                    self.channel_capacity,
+                    &self.monitor,
+                    self.checkpoints.clone(),
+                )
+            })
             .collect();
         shell.install_ports(ports);
         if clocked {

@@ -14,12 +14,15 @@ use super::running::Monitor;
 use super::shell::{OutputPort, SendMode};
 use super::tasks::Tasks;
 use crate::adapter::{OutputAdapter, OutputContext, Payload};
+use crate::checkpoint::{self, Checkpoints};
 use crate::error::{EnqueueError, QueryError};
 
 /// An output binding before start: which stream, its shape, and the adapter.
 pub(crate) struct PendingOutput<P: Payload> {
     pub(crate) name: String,
     pub(crate) shape: EventShape,
+    /// Whether it is bound to an ordered stream.
+    pub(crate) ordered: bool,
     pub(crate) id: OutputId<P>,
     pub(crate) adapter: Box<dyn OutputAdapter<P>>,
 }
@@ -28,12 +31,15 @@ pub(crate) struct PendingOutput<P: Payload> {
 pub(crate) trait ErasedOutput: Send {
     /// The stream's node.
     fn node(&self) -> punctual_core::ops::NodeId;
+    /// Why it cannot take part in checkpoints, if it cannot.
+    fn checkpoint_refusal(&self) -> Option<String>;
     /// Spawns the output task; returns the shell's port to it.
     fn spawn(
         self: Box<Self>,
         tasks: &mut Tasks,
         capacity: usize,
         monitor: &Monitor,
+        checkpoints: Option<Checkpoints>,
     ) -> Box<dyn OutputPort>;
 }
 
@@ -42,17 +48,35 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
         self.id.node()
     }
 
+    fn checkpoint_refusal(&self) -> Option<String> {
+        if !self.ordered {
+            Some(format!(
+                "output `{}` is bound to an unordered stream (its position is not a CTI)",
+                self.name
+            ))
+        } else if !self.adapter.can_checkpoint() {
+            Some(format!(
+                "output `{}` cannot checkpoint (a JSON-lines file output can)",
+                self.name
+            ))
+        } else {
+            None
+        }
+    }
+
     fn spawn(
         self: Box<Self>,
         tasks: &mut Tasks,
         capacity: usize,
         monitor: &Monitor,
+        checkpoints: Option<Checkpoints>,
     ) -> Box<dyn OutputPort> {
         let PendingOutput {
             name,
             shape,
             id,
             mut adapter,
+            ..
         } = *self;
         let (tx, mut rx) = mpsc::channel::<Batch<P>>(capacity);
         let (recycle, recycled) = mpsc::channel::<Batch<P>>(capacity + 2);
@@ -64,9 +88,41 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
                 stream: name.clone(),
                 error: source,
             };
+            // With checkpoints: back to the last recorded position, and what was written
+            // through its CTI is skipped as the inputs replay.
+            let mut restoring = None;
+            if let Some(c) = &checkpoints {
+                let at = c.load(&name).map_err(fail)?;
+                adapter
+                    .rewind(at.map_or(0, |p| p.bytes))
+                    .await
+                    .map_err(fail)?;
+                restoring = at.map(|p| p.cti);
+            }
+            let mut last_checkpoint: Option<tokio::time::Instant> = None;
             adapter.open(&context).await.map_err(fail)?;
             while let Some(mut batch) = rx.recv().await {
-                adapter.write(&batch).await.map_err(fail)?;
+                let rest = restoring.map(|t| checkpoint::after(&batch, t));
+                let to_write = match &rest {
+                    None => Some(&batch),
+                    Some(None) => None, // written before the checkpoint
+                    Some(Some(rest)) => {
+                        restoring = None;
+                        Some(rest)
+                    }
+                };
+                if let Some(b) = to_write {
+                    adapter.write(b).await.map_err(fail)?;
+                    if let (Some(c), Some(cti)) = (&checkpoints, checkpoint::ends_with_cti(b)) {
+                        let due = last_checkpoint.is_none_or(|at| at.elapsed() >= c.interval());
+                        if due {
+                            let bytes = adapter.checkpoint().await.map_err(fail)?;
+                            c.save(&name, checkpoint::Position { cti, bytes })
+                                .map_err(fail)?;
+                            last_checkpoint = Some(tokio::time::Instant::now());
+                        }
+                    }
+                }
                 signals.made_progress();
                 batch.clear();
                 let _ = recycle.try_send(batch);
