@@ -132,8 +132,11 @@ pub(crate) struct OperatorMetrics {
 }
 
 impl OperatorMetrics {
-    pub(crate) fn record(&mut self, query: &str, driver: &punctual_engine::Driver) {
+    /// Records every operator's figures; returns the events or groups they hold in all.
+    pub(crate) fn record(&mut self, query: &str, driver: &punctual_engine::Driver) -> usize {
+        let mut held = 0usize;
         driver.for_each_operator(|n| {
+            held = held.saturating_add(n.state);
             if self.nodes.len() <= n.node {
                 self.nodes.resize_with(n.node + 1, || None);
             }
@@ -157,5 +160,6 @@ impl OperatorMetrics {
                 cti.set(n.cti.ticks() as f64);
             }
         });
+        held
     }
 }

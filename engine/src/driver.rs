@@ -353,6 +353,13 @@ impl Driver {
     }
 
     /// Visits every operator without allocating (for metrics): see
+    /// The most the query may hold waiting for CTIs ([`Plan::max_held`]).
+    ///
+    /// [`Plan::max_held`]: crate::Plan::max_held
+    pub fn max_held(&self) -> usize {
+        self.max_held
+    }
+
     /// What the query holds waiting for CTIs: every input's buffered events and every
     /// operator's events or groups.
     pub fn held(&self) -> usize {

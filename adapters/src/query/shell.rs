@@ -340,10 +340,12 @@ impl Shell {
     /// Publishes what the handle shows of each input, and the operators' metrics.
     fn publish(&self, engine: &mut Engine) {
         let now = Instant::now();
+        let mut buffered = 0u64;
         for (i, view) in self.streams.iter().enumerate() {
             let Some(c) = engine.driver.counters(i) else {
                 continue;
             };
+            buffered += c.buffered;
             let mut state = view.lock();
             state.counters = c;
             state.metrics.record(&c);
@@ -359,10 +361,15 @@ impl Shell {
             operator_metrics,
             ..
         } = engine;
-        operator_metrics.record(&self.name, driver);
-        if let Err(over) = driver.check_budget() {
-            if !self.signals.has_failed() {
-                self.signals.fail(EnqueueError::OverBudget(Box::new(over)));
+        let held = operator_metrics
+            .record(&self.name, driver)
+            .saturating_add(usize::try_from(buffered).unwrap_or(usize::MAX));
+        // (Counted in the passes above; the details only when over the budget.)
+        if held > driver.max_held() {
+            if let Err(over) = driver.check_budget() {
+                if !self.signals.has_failed() {
+                    self.signals.fail(EnqueueError::OverBudget(Box::new(over)));
+                }
             }
         }
         let mut drops = Vec::new();
