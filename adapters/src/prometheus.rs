@@ -165,15 +165,9 @@ impl PrometheusRecorder {
         let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_SCRAPES));
         let task = tokio::spawn(async move {
             loop {
-                let mut conn = match listener.accept().await {
-                    Ok((conn, _)) => conn,
-                    Err(e) => {
-                        // (Out of file descriptors, say: wait, then serve again.)
-                        tracing::warn!(error = %e, "metrics exporter: accepting failed; retrying");
-                        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
+                // (Out of file descriptors, say: wait, then serve again.)
+                let (mut conn, _) =
+                    crate::tcp::accept_with_backoff("metrics exporter", || listener.accept()).await;
                 let Ok(slot) = std::sync::Arc::clone(&slots).try_acquire_owned() else {
                     continue; // over the limit: closed
                 };

@@ -159,6 +159,24 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 /// How long a [`TcpServerInput`] waits after an error accepting a connection.
 pub const ACCEPT_BACKOFF: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// The next connection `accept` gives: after an error (no file descriptor left, say) it logs
+/// it, waits [`ACCEPT_BACKOFF`] and tries again, so a failing accept never spins.
+pub(crate) async fn accept_with_backoff<T, F, Fut>(what: &str, mut accept: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = std::io::Result<T>>,
+{
+    loop {
+        match accept().await {
+            Ok(conn) => return conn,
+            Err(e) => {
+                tracing::warn!(error = %e, "{what}: accepting a connection failed; retrying");
+                tokio::time::sleep(ACCEPT_BACKOFF).await;
+            }
+        }
+    }
+}
+
 /// A listening TCP input; see the module doc. It can feed one stream.
 #[derive(Debug)]
 pub struct TcpServerInput {
@@ -233,14 +251,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpServerAdapter<P> {
             // The readers end with the input (dropping the set aborts them).
             let mut readers = tokio::task::JoinSet::new();
             loop {
-                let (conn, peer) = match listener.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "TCP input: accepting a connection failed; retrying");
-                        tokio::time::sleep(ACCEPT_BACKOFF).await;
-                        continue;
-                    }
-                };
+                let (conn, peer) = accept_with_backoff("TCP input", || listener.accept()).await;
                 while readers.try_join_next().is_some() {}
                 let Ok(slot) = std::sync::Arc::clone(&slots).try_acquire_owned() else {
                     tracing::warn!(%peer, limit, "TCP input: over the connection limit; closed");
@@ -376,5 +387,32 @@ impl<P: Payload + Serialize> OutputAdapter<P> for TcpWriter<P> {
                 .map_err(net_error(self.connect.clone()))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Accept errors (out of file descriptors) are waited out, not spun on: each costs one
+    /// back-off, and the next good connection is taken.
+    #[tokio::test(start_paused = true)]
+    async fn accept_errors_back_off_and_the_loop_goes_on() {
+        let mut calls = 0;
+        let started = tokio::time::Instant::now();
+        let got = accept_with_backoff("test", || {
+            calls += 1;
+            let n = calls;
+            async move {
+                if n <= 3 {
+                    Err(std::io::Error::from_raw_os_error(24)) // EMFILE
+                } else {
+                    Ok(n)
+                }
+            }
+        })
+        .await;
+        assert_eq!(got, 4);
+        assert_eq!(started.elapsed(), ACCEPT_BACKOFF * 3);
     }
 }
