@@ -26,6 +26,8 @@ pub struct InputOptions<O = Ordered> {
     pub(crate) shape: EventShape,
     pub(crate) settings: Option<AdvanceTimeSettings>,
     pub(crate) watermark: Option<Arc<dyn Any + Send + Sync>>,
+    /// An `EdgeKey<P>` for the stream's payload type.
+    pub(crate) edge_key: Option<Arc<dyn Any + Send + Sync>>,
     pub(crate) max_buffered: usize,
     pub(crate) reference: bool,
     _order: PhantomData<fn() -> O>,
@@ -38,6 +40,7 @@ impl<O> Clone for InputOptions<O> {
             shape: self.shape,
             settings: self.settings.clone(),
             watermark: self.watermark.clone(),
+            edge_key: self.edge_key.clone(),
             max_buffered: self.max_buffered,
             reference: self.reference,
             _order: PhantomData,
@@ -69,6 +72,7 @@ impl InputOptions<Ordered> {
             shape,
             settings: None,
             watermark: None,
+            edge_key: None,
             max_buffered: DEFAULT_MAX_BUFFERED,
             reference: false,
             _order: PhantomData,
@@ -88,6 +92,7 @@ impl InputOptions<Ordered> {
             shape: self.shape,
             settings: self.settings,
             watermark: self.watermark,
+            edge_key: self.edge_key,
             max_buffered: self.max_buffered,
             reference: self.reference,
             _order: PhantomData,
@@ -124,6 +129,17 @@ impl<O: Order> InputOptions<O> {
     /// ([`Driver::tick`](crate::Driver::tick)).
     pub fn watermark<P: Send + Sync + 'static>(mut self, watermark: Watermark<P>) -> Self {
         self.watermark = Some(Arc::new(watermark));
+        self
+    }
+
+    /// Matches the stream's end edges to their start edges by `key` as well as by start time
+    /// (equal payloads must have equal keys; an id is a good key): a lookup instead of a scan
+    /// of the open edges that share a start, for streams with many edges at one start time (a
+    /// snapshot of reference data valid from the same moment). Its payload type must be the
+    /// stream's.
+    pub fn edge_key<P: 'static>(mut self, key: impl Fn(&P) -> u64 + Send + Sync + 'static) -> Self {
+        let key: punctual_policies::EdgeKey<P> = Arc::new(key);
+        self.edge_key = Some(Arc::new(key));
         self
     }
 

@@ -73,6 +73,7 @@ struct Pending<P> {
     node: NodeId,
     late: Option<Stream<LateEvent<P>>>,
     watermark: Option<Watermark<P>>,
+    edge_key: Option<punctual_policies::EdgeKey<P>>,
     config: IngressConfig,
     import: Option<String>,
     reference: bool,
@@ -118,6 +119,9 @@ impl<P: Payload> PendingInput for Pending<P> {
         };
         if let Some(keep) = graph.fuse_filters::<P>(self.node) {
             ingress.fuse_filter(keep);
+        }
+        if let Some(key) = self.edge_key {
+            ingress.index_edges_by(key);
         }
         if self.late.is_some() {
             ingress.enable_late_output();
@@ -215,6 +219,19 @@ impl Plan {
                 ))
             })?),
         };
+        let edge_key = match &options.edge_key {
+            None => None,
+            Some(k) => Some(
+                k.downcast_ref::<punctual_policies::EdgeKey<P>>()
+                    .cloned()
+                    .ok_or_else(|| {
+                        Error::Bind(format!(
+                            "the edge key of `{}` is for another payload type than the stream's",
+                            options.name
+                        ))
+                    })?,
+            ),
+        };
         if let Some(w) = &watermark {
             w.validate().map_err(|why| {
                 Error::Bind(format!(
@@ -243,6 +260,7 @@ impl Plan {
             node: stream.node(),
             late: None,
             watermark,
+            edge_key,
             config,
             import,
             reference: options.reference,

@@ -388,3 +388,38 @@ fn an_operators_output_has_the_shape_its_operator_makes() {
     let late = plan.late_events(&edges).expect("an input");
     assert_eq!(plan.shape_of(&late), EventShape::Point);
 }
+
+/// An edge key matches end edges by key: the same results as without, and a key for another
+/// payload type is refused when the input is declared.
+#[test]
+fn an_edge_key_is_for_the_streams_payload_type() {
+    let mut plan = Plan::new("q");
+    let refused = plan.input::<i64, Ordered>(
+        InputOptions::new("a", EventShape::Edge).edge_key(|p: &String| p.len() as u64),
+    );
+    assert!(
+        matches!(&refused, Err(punctual_engine::Error::Bind(why)) if why.contains("edge key of `a`")),
+        "{refused:?}"
+    );
+    let mut plan = Plan::new("q");
+    let (a, s) = plan
+        .input::<i64, Ordered>(
+            InputOptions::new("a", EventShape::Edge)
+                .settings(AdvanceTimeSettings::increasing_start_time())
+                .edge_key(|p: &i64| *p as u64),
+        )
+        .expect("binds");
+    let _ = s;
+    let mut driver = plan.build().expect("builds");
+    for p in 0..100 {
+        driver
+            .enqueue(a, StreamItem::start_edge(t(1), p))
+            .expect("taken");
+    }
+    for p in (0..100).rev() {
+        driver
+            .enqueue(a, StreamItem::end_edge(t(1), t(5), p))
+            .expect("matched through the key");
+    }
+    assert_eq!(driver.counters(0).map(|c| c.rejected), Some(0));
+}

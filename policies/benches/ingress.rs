@@ -176,5 +176,37 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// Many start edges at one start time (a snapshot of reference data), ended last first: the
+/// scan of the open edges at that start against a lookup through an edge key.
+fn edges(c: &mut Criterion) {
+    const N: u64 = 10_000;
+    let mut g = c.benchmark_group("edges at one start");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(N));
+    for keyed in [false, true] {
+        g.bench_function(if keyed { "keyed" } else { "scan" }, |b| {
+            b.iter(|| {
+                let mut ingress = Ingress::new(IngressConfig::default());
+                if keyed {
+                    ingress.index_edges_by(std::sync::Arc::new(|p: &u64| *p));
+                }
+                let mut out = IngressOutput::new();
+                for p in 0..N {
+                    let _ =
+                        ingress.enqueue(StreamItem::start_edge(Time::from_ticks(0), p), &mut out);
+                }
+                for p in (0..N).rev() {
+                    let _ = ingress.enqueue(
+                        StreamItem::end_edge(Time::from_ticks(0), Time::from_ticks(10), p),
+                        &mut out,
+                    );
+                }
+                ingress.counters().events_in
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, edges);
 criterion_main!(benches);

@@ -14,7 +14,7 @@ pub mod settings;
 pub mod watermark;
 
 pub use ingress::{
-    DeadLetter, DeadLetterReason, EnqueueSummary, Enqueued, Ingress, IngressConfig,
+    DeadLetter, DeadLetterReason, EdgeKey, EnqueueSummary, Enqueued, Ingress, IngressConfig,
     IngressCounters, IngressOutput, LateEvent, MalformedRecord, DEFAULT_MAX_BUFFERED,
 };
 pub use settings::{

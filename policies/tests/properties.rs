@@ -663,3 +663,39 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(cases(256))]
+
+    /// Matching end edges through an edge key gives exactly what the scan gives (equal payloads
+    /// have equal keys; here many payloads share a key, and many edges share a start).
+    #[test]
+    fn an_edge_key_matches_as_the_scan_does(
+        ops in proptest::collection::vec(op(true), 0..150),
+        settings in settings(),
+    ) {
+        let config = IngressConfig {
+            policy: settings.policy,
+            generation: settings.generation,
+            ..IngressConfig::default()
+        };
+        // Payloads repeat (p % 5), so equal payloads at one start exist too.
+        let all: Vec<StreamItem<u32>> = items(&ops).into_iter().map(|i| i.map(|p| p % 5)).collect();
+        let run = |keyed: bool| {
+            let mut ingress = Ingress::new(config);
+            if keyed {
+                ingress.index_edges_by(std::sync::Arc::new(|p: &u32| u64::from(*p % 2)));
+            }
+            let mut out = IngressOutput::new();
+            let results: Vec<bool> = all
+                .iter()
+                .cloned()
+                .map(|item| ingress.enqueue(item, &mut out).is_ok())
+                .collect();
+            ingress.finish(&mut out);
+            let released: Vec<StreamItem<u32>> = out.batch.items().map(|i| i.map(|p| *p)).collect();
+            (results, released, out.dead_letters, ingress.counters())
+        };
+        prop_assert_eq!(run(true), run(false));
+    }
+}

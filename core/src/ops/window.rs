@@ -207,9 +207,14 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     previous: Option<Current<K, A::State>>,
     /// Emptied group maps, reused for new windows.
     pool: Vec<Groups<K, A::State>>,
-    /// Members over many windows (long intervals) and open start edges (end `+inf`), counted
-    /// into each window as it closes.
+    /// Members over many windows (long intervals, closed start edges), counted into each
+    /// window as it closes.
     spans: Vec<Span<K, P>>,
+    /// Open start edges (end `+inf`) by start, counted into each window as it closes; an end
+    /// edge finds its start edge among those of its start.
+    open: BTreeMap<Time, Vec<Span<K, P>>>,
+    /// How many start edges `open` holds.
+    open_count: usize,
     /// Events dropped (over the window limit), and the drops not yet taken.
     dropped: u64,
     drops: Vec<OperatorDrop>,
@@ -225,6 +230,7 @@ impl<P, K, A: Aggregate<P>, O, KF, MK> std::fmt::Debug for HoppingWindow<P, K, A
             .field("spec", &self.spec)
             .field("open_windows", &self.windows.len())
             .field("spans", &self.spans.len())
+            .field("open_edges", &self.open_count)
             .finish()
     }
 }
@@ -250,6 +256,8 @@ where
             previous: None,
             pool: Vec::new(),
             spans: Vec::new(),
+            open: BTreeMap::new(),
+            open_count: 0,
             dropped: 0,
             drops: Vec::new(),
             cti: Time::NEG_INF,
@@ -410,21 +418,32 @@ where
     /// One input event of any kind.
     fn one(&mut self, sync: Time, other: Time, payload: &P) {
         match EventKind::decode(sync, other) {
-            EventKind::StartEdge(s) => self.spans.push(Span {
-                start: s,
-                end: Time::INF,
-                key: (self.key)(payload),
-                payload: payload.clone(),
-                windows: 0,
-            }),
+            EventKind::StartEdge(s) => {
+                self.open.entry(s).or_default().push(Span {
+                    start: s,
+                    end: Time::INF,
+                    key: (self.key)(payload),
+                    payload: payload.clone(),
+                    windows: 0,
+                });
+                self.open_count += 1;
+            }
             EventKind::EndEdge { start, end } => {
                 // Its start edge (if not dropped over the limit) stops counting at `end`.
-                if let Some(span) = self
-                    .spans
-                    .iter_mut()
-                    .find(|s| s.end == Time::INF && s.start == start && s.payload == *payload)
-                {
-                    span.end = end;
+                let Some(list) = self.open.get_mut(&start) else {
+                    return;
+                };
+                let Some(pos) = list.iter().position(|s| s.payload == *payload) else {
+                    return;
+                };
+                let mut span = list.remove(pos);
+                if list.is_empty() {
+                    self.open.remove(&start);
+                }
+                self.open_count -= 1;
+                span.end = end;
+                if self.spec.last_starting_before(end) >= self.first_open {
+                    self.spans.push(span);
                 }
             }
             kind => {
@@ -442,7 +461,11 @@ where
             .or_else(|| self.pool.pop())
             .unwrap_or_default();
         let (ws, we) = (self.spec.start(n), self.spec.end(n));
-        for s in &self.spans {
+        for s in self
+            .spans
+            .iter()
+            .chain(self.open.range(..we).flat_map(|(_, l)| l))
+        {
             if s.start < we && ws < s.end {
                 let state = groups.entry(s.key.clone(), || self.agg.init());
                 self.agg.add(state, &s.payload);
@@ -463,7 +486,6 @@ where
             let spans = self
                 .spans
                 .iter()
-                .filter(|s| s.end < Time::INF)
                 .map(|s| self.spec.last_starting_before(s.end))
                 .max();
             let before = self.spec.first_ending_after(self.cti).saturating_sub(1);
@@ -477,27 +499,42 @@ where
             // The windows each kept member counts in now; one that would go over the limit is
             // dropped here.
             let mut ranges: Vec<(i64, i64)> = Vec::new();
-            let mut i = 0;
-            while i < self.spans.len() {
-                let s = &self.spans[i];
-                let lo = self.spec.first_ending_after(s.start).max(first_open);
-                let hi = self.spec.last_starting_before(s.end).min(last);
+            let mut over: Vec<(EventKind, u64)> = Vec::new();
+            let spec = self.spec;
+            let mut visit = |s: &mut Span<K, P>| -> bool {
+                let lo = spec.first_ending_after(s.start).max(first_open);
+                let hi = spec.last_starting_before(s.end).min(last);
                 if lo <= hi {
                     let n = (i128::from(hi) - i128::from(lo) + 1) as u64;
-                    if s.windows.saturating_add(n) > self.spec.max_windows {
-                        let s = self.spans.swap_remove(i);
-                        let reason = format!(
-                            "a CTI would count it in {} windows, over the limit of {} windows per event",
+                    if s.windows.saturating_add(n) > spec.max_windows {
+                        over.push((
+                            EventKind::decode(s.start, s.end),
                             s.windows.saturating_add(n),
-                            self.spec.max_windows
-                        );
-                        self.drop_event(EventKind::decode(s.start, s.end), reason);
-                        continue;
+                        ));
+                        return false;
                     }
-                    self.spans[i].windows += n;
+                    s.windows += n;
                     ranges.push((lo, hi));
                 }
-                i += 1;
+                true
+            };
+            self.spans.retain_mut(&mut visit);
+            let before = self.open_count;
+            let mut left = 0;
+            for list in self.open.values_mut() {
+                list.retain_mut(&mut visit);
+                left += list.len();
+            }
+            if left < before {
+                self.open.retain(|_, l| !l.is_empty());
+                self.open_count = left;
+            }
+            for (kind, windows) in over {
+                let reason = format!(
+                    "a CTI would count it in {windows} windows, over the limit of {} windows per event",
+                    self.spec.max_windows
+                );
+                self.drop_event(kind, reason);
             }
             ranges.sort_unstable();
             let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
@@ -612,6 +649,7 @@ where
             + self.current.as_ref().map_or(0, |c| c.groups.len())
             + self.previous.as_ref().map_or(0, |c| c.groups.len())
             + self.spans.len()
+            + self.open_count
             + self.held.len()
     }
 

@@ -4,6 +4,7 @@
 
 use punctual_core::{Event, EventKind, EventShape, InvalidEvent, StreamItem, Time};
 
+use super::edges::EdgeRef;
 use super::output::{DeadLetterReason, Enqueued, IngressOutput};
 use super::policy::{self, Ruling, StartEdge};
 use super::Ingress;
@@ -160,7 +161,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
         &mut self,
         event: Event<P>,
         kind: EventKind,
-        (found, arrival, keep): (Option<(usize, StartEdge)>, Arrival, bool),
+        (found, arrival, keep): (Option<(EdgeRef, StartEdge)>, Arrival, bool),
         out: &mut IngressOutput<P>,
     ) {
         let Event {

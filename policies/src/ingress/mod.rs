@@ -44,6 +44,7 @@ pub(crate) mod policy;
 mod run;
 mod select;
 
+pub use edges::EdgeKey;
 pub use output::{
     DeadLetter, DeadLetterReason, EnqueueSummary, Enqueued, IngressCounters, IngressOutput,
     LateEvent, MalformedRecord,
@@ -394,6 +395,14 @@ impl<P: Clone + PartialEq> Ingress<P> {
             reason: DeadLetterReason::Malformed(record),
             cti: self.app,
         });
+    }
+
+    /// Matches end edges to their start edges by `key` as well as by start time: equal
+    /// payloads must have equal keys. Without a key, an end edge is matched by a scan of the
+    /// open edges that share its start, which is slow for many edges at one start (a snapshot
+    /// of reference data all valid from the same time); with one, by a lookup.
+    pub fn index_edges_by(&mut self, key: EdgeKey<P>) {
+        self.edges.index_by(key);
     }
 
     /// Records `n` input records that carry no item and need none (blank lines, an `eof`
