@@ -1301,3 +1301,30 @@ async fn a_query_over_its_budget_fails_naming_the_input_it_waits_for() {
         QueryError::Stream(punctual_adapters::EnqueueError::OverBudget(ref o)) if o.held > 1_000
     ));
 }
+
+/// Start edges whose end never comes are held (to match their end edges): they count against
+/// the query's budget, and the error names the input.
+#[tokio::test(start_paused = true)]
+async fn open_start_edges_count_against_the_budget() {
+    let mut query = Query::new("edges").max_held(1_000);
+    let edges: Vec<_> = (0..2_000)
+        .map(|x| StreamItem::start_edge(t(x), x))
+        .collect();
+    let s = query
+        .create_stream(
+            InputOptions::new("forever", EventShape::Edge)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &MemoryInput,
+            &edges,
+        )
+        .unwrap();
+    query.bind_output(&s, &CollectOutput::new(), &()).unwrap();
+    let failure = query.start().unwrap().wait().await.unwrap_err();
+    let text = failure.error.to_string();
+    assert!(
+        text.contains("over its budget of 1000") && text.contains("input `forever`"),
+        "{text}"
+    );
+    let c = failure.report.counters("forever").unwrap();
+    assert!(c.open_edges > 1_000, "{c:?}");
+}

@@ -365,7 +365,7 @@ impl Driver {
     pub fn held(&self) -> usize {
         let inputs: u64 = (0..self.inputs.len())
             .filter_map(|i| self.counters(i))
-            .map(|c| c.buffered)
+            .map(|c| c.buffered + c.open_edges)
             .sum();
         let mut operators = 0;
         self.graph.for_each_operator(|n| operators += n.state);
@@ -388,12 +388,12 @@ impl Driver {
         // The input with the most buffered, and the operator with the most state.
         let input = (0..self.inputs.len())
             .filter_map(|i| Some((i, self.counters(i)?)))
-            .max_by_key(|(_, c)| c.buffered);
+            .max_by_key(|(_, c)| c.buffered + c.open_edges);
         let operator = lines
             .iter()
             .filter(|l| l.operator != "input")
             .max_by_key(|l| l.state);
-        let input_most = input.map_or(0, |(_, c)| c.buffered as usize);
+        let input_most = input.map_or(0, |(_, c)| (c.buffered + c.open_edges) as usize);
         let (holder, most, waits_for) = match operator {
             Some(op) if op.state > input_most => {
                 // Upstream along the lowest input CTI, to an input.

@@ -79,8 +79,9 @@ pub const DEFAULT_MAX_HELD: usize = 4_000_000;
 /// the most, and the input whose CTI it waits for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "query `{query}` holds {held} events or groups waiting for CTIs, over its budget of \
-     {budget}: the most ({most}) in {holder}, waiting for a CTI from input `{input}` (its CTI: {cti})"
+    "query `{query}` holds {held} events or groups (waiting for CTIs, or start edges waiting \
+     for their end), over its budget of {budget}: the most ({most}) in {holder}; what it waits \
+     for comes from input `{input}` (its CTI: {cti})"
 )]
 pub struct OverBudget {
     /// The query.

@@ -315,6 +315,15 @@ impl RunningQuery {
             None => shell.signals.ending(),
         };
         let report = shell.report(ending).await;
+        if !report.held.is_empty() {
+            // Not released, and not an input's `unreleased`: say so where it will be seen.
+            tracing::warn!(
+                query = %shell.name,
+                held = ?report.held,
+                "the query ended with events or groups still held by operators (an input without \
+                 a final CTI?); they were not emitted"
+            );
+        }
         match first {
             Some(error) => Err(QueryFailure {
                 error,

@@ -345,7 +345,7 @@ impl Shell {
             let Some(c) = engine.driver.counters(i) else {
                 continue;
             };
-            buffered += c.buffered;
+            buffered += c.buffered + c.open_edges;
             let mut state = view.lock();
             state.counters = c;
             state.metrics.record(&c);

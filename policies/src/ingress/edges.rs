@@ -37,6 +37,7 @@ pub(crate) struct EdgeRef {
 pub(crate) struct OpenEdges<P> {
     by_start: HashMap<(Time, u64), Vec<OpenEdge<P>>>,
     key: Option<EdgeKey<P>>,
+    len: usize,
 }
 
 impl<P> std::fmt::Debug for OpenEdges<P> {
@@ -53,12 +54,18 @@ impl<P: PartialEq> OpenEdges<P> {
         OpenEdges {
             by_start: HashMap::new(),
             key: None,
+            len: 0,
         }
     }
 
     /// Matches edges by `key` as well as by start (set before the first edge).
     pub(crate) fn index_by(&mut self, key: EdgeKey<P>) {
         self.key = Some(key);
+    }
+
+    /// How many start edges are open.
+    pub(crate) fn len(&self) -> usize {
+        self.len
     }
 
     fn key_of(&self, payload: &P) -> u64 {
@@ -72,6 +79,7 @@ impl<P: PartialEq> OpenEdges<P> {
             .entry((start, key))
             .or_default()
             .push(OpenEdge { payload, state });
+        self.len += 1;
     }
 
     /// The start edge an end edge with this start and payload closes (the first one that
@@ -99,6 +107,7 @@ impl<P: PartialEq> OpenEdges<P> {
         if let Some(list) = self.by_start.get_mut(&(start, at.key)) {
             if at.idx < list.len() {
                 list.remove(at.idx);
+                self.len -= 1;
             }
             if list.is_empty() {
                 self.by_start.remove(&(start, at.key));

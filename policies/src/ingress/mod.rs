@@ -299,6 +299,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
     pub fn counters(&self) -> IngressCounters {
         let mut c = self.counters;
         c.buffered = self.hold.len() as u64;
+        c.open_edges = self.edges.len() as u64;
         c.cti = self.app;
         c.max_start = self.high;
         c

@@ -42,6 +42,9 @@ pub struct IngressCounters {
     pub ctis_out: u64,
     /// Events in the reorder buffer now.
     pub buffered: u64,
+    /// Start edges whose end edge has not come yet, now: the ingress keeps each to match its
+    /// end edge (they count against a query's budget of what it holds).
+    pub open_edges: u64,
     /// Input records the adapter could not parse into items (reported with
     /// [`Ingress::report_malformed`]); not part of `events_in`.
     pub malformed: u64,
