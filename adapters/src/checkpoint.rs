@@ -18,6 +18,10 @@
 //!   stream, every event before `CTI(t)` has a sync time before `t` and every event after it
 //!   does not). From there on it writes as an uninterrupted run would have.
 //!
+//! The final `CTI(+inf)` is never recorded: a stop with a drain emits it as if the input had
+//! ended there, and a query started again after such a stop continues from the last finite
+//! checkpoint, cutting the drained tail, as after a crash.
+//!
 //! The result: no duplicate and no gap at the output, whenever the process is killed. What it
 //! needs, checked when the query starts: every input's factory says its adapter can replay
 //! ([`InputAdapterFactory::replayable`]: the file inputs, not standard input or follow mode),

@@ -191,9 +191,9 @@ pub struct CsvInput;
 impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for CsvInput {
     type Adapter = CsvReader<P>;
 
-    /// A file read to its end (not standard input, not follow mode).
+    /// A regular file read to its end (not standard input, a FIFO or follow mode).
     fn replayable(&self, config: &CsvInputConfig) -> bool {
-        config.path.as_os_str() != "-" && !config.replay.follow
+        crate::replay::replayable(&config.path, config.replay)
     }
 
     fn create(

@@ -110,9 +110,9 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
 {
     type Adapter = JsonLinesReader<P>;
 
-    /// A file read to its end (not standard input, not follow mode).
+    /// A regular file read to its end (not standard input, a FIFO or follow mode).
     fn replayable(&self, config: &JsonLinesInputConfig) -> bool {
-        config.path.as_os_str() != "-" && !config.replay.follow
+        crate::replay::replayable(&config.path, config.replay)
     }
 
     fn create(

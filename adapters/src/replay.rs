@@ -97,6 +97,14 @@ impl Pacer {
     }
 }
 
+/// Whether a file input reads the same lines every time: a regular file (or one not there yet:
+/// the run reports that), not standard input, a FIFO or a device, and not in follow mode.
+pub(crate) fn replayable(path: &Path, replay: ReplayOptions) -> bool {
+    path.as_os_str() != "-"
+        && !replay.follow
+        && std::fs::metadata(path).map_or(true, |m| m.is_file())
+}
+
 /// A line source: the reader, and whether it is live (standard input, a FIFO, a device: lines
 /// come when someone writes them) rather than a regular file.
 pub(crate) struct Lines {

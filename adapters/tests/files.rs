@@ -456,3 +456,70 @@ async fn checkpoints_refuse_what_cannot_replay() {
         .expect("binds");
     assert!(refusal(q).contains("unordered"));
 }
+
+/// A stop with a drain ends the output as if the input had ended; run again with the same
+/// checkpoints, the query cuts that drained tail and continues: the output ends exactly as an
+/// uninterrupted run's.
+#[tokio::test(start_paused = true)]
+async fn a_drained_stop_is_not_a_checkpoint() {
+    use punctual_adapters::{Checkpoints, JsonLinesOutput, JsonLinesOutputConfig};
+    let dir = std::env::temp_dir().join(format!("punctual-drain-ckpt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut text = String::new();
+    for i in 0..200 {
+        let t = i * TICKS_PER_SECOND;
+        text.push_str(&format!(
+            "{{\"kind\":\"point\",\"start\":{t},\"payload\":{{\"v\":{i}}}}}\n"
+        ));
+    }
+    let input = dir.join("in.jsonl");
+    std::fs::write(&input, text).expect("written");
+    let query = |out: &std::path::Path, checkpoints: bool| {
+        let mut q = Query::new("paced");
+        if checkpoints {
+            q = q.checkpoints(Checkpoints::new(dir.join("state")).every(Duration::ZERO));
+        }
+        let s = q
+            .create_stream::<_, Row, _, _>(
+                InputOptions::new("in", EventShape::Point)
+                    .settings(punctual_policies::AdvanceTimeSettings::increasing_start_time()),
+                &JsonLinesInput,
+                &JsonLinesInputConfig::new(&input).replay(ReplayOptions {
+                    speed: Some(1.0),
+                    ..ReplayOptions::default()
+                }),
+            )
+            .expect("binds");
+        q.bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(out))
+            .expect("binds");
+        q
+    };
+    let expected = dir.join("expected.jsonl");
+    query(&expected, false)
+        .start()
+        .expect("starts")
+        .wait()
+        .await
+        .expect("runs");
+    let out = dir.join("out.jsonl");
+    let running = query(&out, true).start().expect("starts");
+    tokio::time::sleep(Duration::from_secs(50)).await;
+    running.stop().await.expect("stops");
+    let drained = std::fs::read_to_string(&out).expect("written");
+    assert!(
+        drained.ends_with("{\"kind\":\"cti\",\"time\":\"inf\"}\n"),
+        "drained"
+    );
+    assert!(drained.len() < std::fs::read_to_string(&expected).expect("written").len());
+    query(&out, true)
+        .start()
+        .expect("starts")
+        .wait()
+        .await
+        .expect("runs");
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("written"),
+        std::fs::read_to_string(&expected).expect("written")
+    );
+}

@@ -113,7 +113,10 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
                 };
                 if let Some(b) = to_write {
                     adapter.write(b).await.map_err(fail)?;
-                    if let (Some(c), Some(cti)) = (&checkpoints, checkpoint::ends_with_cti(b)) {
+                    // (Never at the final CTI: a stop with a drain emits one as if the input
+                    // had ended; a restart continues from the last finite checkpoint.)
+                    let at = checkpoint::ends_with_cti(b).filter(|t| *t < punctual_core::Time::INF);
+                    if let (Some(c), Some(cti)) = (&checkpoints, at) {
                         let due = last_checkpoint.is_none_or(|at| at.elapsed() >= c.interval());
                         if due {
                             let bytes = adapter.checkpoint().await.map_err(fail)?;
