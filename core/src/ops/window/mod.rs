@@ -215,6 +215,9 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     open: BTreeMap<Time, Vec<Span<K, P>>>,
     /// How many start edges `open` holds.
     open_count: usize,
+    /// Reused at every CTI: the stored windows to close, the kept members' window ranges.
+    scratch_windows: Vec<i64>,
+    scratch_ranges: Vec<(i64, i64)>,
     /// Events dropped (over the window limit), and the drops not yet taken.
     dropped: u64,
     drops: Vec<OperatorDrop>,
@@ -258,6 +261,8 @@ where
             spans: Vec::new(),
             open: BTreeMap::new(),
             open_count: 0,
+            scratch_windows: Vec::new(),
+            scratch_ranges: Vec::new(),
             dropped: 0,
             drops: Vec::new(),
             cti: Time::NEG_INF,
@@ -498,7 +503,8 @@ where
         if first_open <= last {
             // The windows each kept member counts in now; one that would go over the limit is
             // dropped here.
-            let mut ranges: Vec<(i64, i64)> = Vec::new();
+            let mut ranges = std::mem::take(&mut self.scratch_ranges);
+            ranges.clear();
             let mut over: Vec<(EventKind, u64)> = Vec::new();
             let spec = self.spec;
             let mut visit = |s: &mut Span<K, P>| -> bool {
@@ -536,19 +542,24 @@ where
                 );
                 self.drop_event(kind, reason);
             }
+            // Overlapping or adjacent ranges merged, in place.
             ranges.sort_unstable();
-            let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
-            for (lo, hi) in ranges {
-                match merged.last_mut() {
+            let mut kept = 0usize;
+            for i in 0..ranges.len() {
+                let (lo, hi) = ranges[i];
+                match kept.checked_sub(1).map(|k| &mut ranges[k]) {
                     Some(m) if lo <= m.1.saturating_add(1) => m.1 = m.1.max(hi),
-                    _ => merged.push((lo, hi)),
+                    _ => {
+                        ranges[kept] = (lo, hi);
+                        kept += 1;
+                    }
                 }
             }
-            let stored: Vec<i64> = self
-                .windows
-                .range(first_open..=last)
-                .map(|(n, _)| *n)
-                .collect();
+            ranges.truncate(kept);
+            let merged = ranges;
+            let mut stored = std::mem::take(&mut self.scratch_windows);
+            stored.clear();
+            stored.extend(self.windows.range(first_open..=last).map(|(n, _)| *n));
             // Stored windows and the kept members' ranges, in order, each window once.
             let (mut s, mut r) = (0, 0);
             let mut next_in_range: Option<i64> = merged.first().map(|m| m.0);
@@ -573,6 +584,8 @@ where
                 }
                 self.close_window(n);
             }
+            self.scratch_windows = stored;
+            self.scratch_ranges = merged;
             // Members whose last window has closed are done.
             let spec = self.spec;
             let open = self.first_open;
