@@ -118,6 +118,9 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             );
         }
     }
+    for h in &run.held {
+        let _ = writeln!(err, "not emitted at the end: {h}");
+    }
     EXIT_OK
 }
 

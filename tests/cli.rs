@@ -170,6 +170,28 @@ fn explain_names_the_input_holding_the_join_back() {
     assert!(!out.contains("held at"), "{out}");
 }
 
+/// What the join still held when the case ended is printed item by item, with the payloads.
+#[test]
+fn run_lists_what_operators_held_at_the_end() {
+    let dir = cases().join("import/without-import-the-join-never-releases");
+    let (code, _, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let held: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("not emitted at the end:"))
+        .collect();
+    assert_eq!(held.len(), 4, "{err}");
+    assert!(
+        held.contains(
+            &"not emitted at the end: join `joined` held event [9, 10) {\"k\":\"C\",\"v\":40}"
+        ),
+        "{err}"
+    );
+    let dir = cases().join("import/slow-reference-synced-to-fast-stream");
+    let (_, _, err) = cli(&["run", s(&dir)]);
+    assert!(!err.contains("not emitted"), "{err}");
+}
+
 #[test]
 fn timeline_writes_an_svg_file() {
     let dir = cases().join("operators/hopping-count-window-lifetime");

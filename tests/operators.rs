@@ -492,3 +492,137 @@ proptest! {
         check(&out, reference, None, |x| x.0)?;
     }
 }
+
+/// A query cut short (a prefix of its inputs, no final CTI): what every operator reports it
+/// holds ([`Driver::for_each_held`](punctual::engine::Driver::for_each_held)) is exactly what
+/// it counts in its state, each with a lifetime that is not empty.
+fn held_matches_state(
+    inputs: &[Vec<StreamItem<Pl>>],
+    build: impl FnOnce(&[Stream<Pl>]) -> Stream<Pl>,
+) -> Result<(), TestCaseError> {
+    let ended = inputs
+        .iter()
+        .all(|items| items.last() == Some(&StreamItem::Cti(Time::INF)));
+    let mut plan = Plan::new("held");
+    let (ids, sources): (Vec<_>, Vec<Stream<Pl>>) = (0..inputs.len())
+        .map(|k| {
+            plan.input::<Pl, Ordered>(InputOptions::new(format!("in{k}"), EventShape::Edge))
+                .expect("a valid input")
+        })
+        .unzip();
+    plan.output(&build(&sources)).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
+    for (k, items) in inputs.iter().enumerate() {
+        for item in items {
+            driver
+                .enqueue(ids[k], item.clone())
+                .expect("generated inputs are valid");
+        }
+    }
+    let mut counted: HashMap<usize, (usize, &'static str)> = HashMap::new();
+    driver.for_each_operator(|n| {
+        counted.insert(n.node, (n.state, n.operator));
+    });
+    let mut visited: HashMap<usize, usize> = HashMap::new();
+    let mut bad = Vec::new();
+    driver.for_each_held(|n, h| {
+        *visited.entry(n.node).or_default() += 1;
+        if h.start >= h.end {
+            bad.push((n.operator, h.what, h.start, h.end));
+        }
+    });
+    prop_assert!(bad.is_empty(), "empty lifetimes: {bad:?}");
+    for (node, (state, operator)) in counted {
+        prop_assert_eq!(
+            visited.get(&node).copied().unwrap_or(0),
+            state,
+            "{} {}",
+            operator,
+            node
+        );
+        if ended {
+            prop_assert_eq!(
+                state,
+                0,
+                "{} {} holds state after CTI(+inf)",
+                operator,
+                node
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Cuts arrivals after `keep` items (the final CTI never comes).
+fn prefix(items: Vec<StreamItem<Pl>>, keep: usize) -> Vec<StreamItem<Pl>> {
+    items.into_iter().take(keep).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn what_operators_hold_is_what_they_count(l in input_strategy(true, 0), r in input_strategy(true, 1000), s1 in any::<u64>(), s2 in any::<u64>(), cut in 0usize..80) {
+        // `cut` past the end: every input ends with CTI(+inf), and nothing may be held.
+        let (a, b) = (prefix(arrivals(&l, s1), cut), prefix(arrivals(&r, s2), cut / 2 + 3 + cut / 40 * 40));
+        let two = [a.clone(), b.clone()];
+        let one = std::slice::from_ref(&a);
+        held_matches_state(&two, |s| s[0].join_on(&s[1], |p| p.key, |p| p.key, |x, _| *x))?;
+        held_matches_state(&two, |s| s[0].anti_join_on(&s[1], |p| p.key, |p| p.key))?;
+        held_matches_state(&two, |s| s[0].clip_duration_on(&s[1], |p| p.key, |p| p.key))?;
+        held_matches_state(&two, |s| s[0].union(&[&s[1]]))?;
+        held_matches_state(one, |s| {
+            s[0].hopping_window(TimeSpan::from_ticks(10), TimeSpan::from_ticks(3))
+                .group_by(|p| p.key)
+                .aggregate(Count)
+                .map(|(k, c)| Pl { id: 0, key: *k, v: *c as i64 })
+        })?;
+        held_matches_state(one, |s| {
+            s[0].snapshot_window().group_by(|p| p.key).aggregate(Count)
+                .map(|(k, c)| Pl { id: 0, key: *k, v: *c as i64 })
+        })?;
+        held_matches_state(one, |s| {
+            s[0].count_window(2).group_by(|p| p.key).aggregate(Count)
+                .map(|(k, c)| Pl { id: 0, key: *k, v: *c as i64 })
+        })?;
+        held_matches_state(one, |s| {
+            s[0].group_apply(|p| p.key, |_, g| {
+                g.tumbling_window(TimeSpan::from_ticks(7)).aggregate(Count).map(|c| Pl { id: 0, key: 0, v: *c as i64 })
+            })
+        })?;
+    }
+}
+
+/// A left start edge that never ends lasts forever once the left input has ended: at the
+/// final CTI the anti-semi-join emits what no right event covers (before, it held the edge
+/// for good and its output CTI never reached `+inf`).
+#[test]
+fn an_open_left_edge_is_anti_joined_at_the_end() {
+    let t = Time::from_ticks;
+    let p = Pl {
+        id: 1,
+        key: 0,
+        v: 0,
+    };
+    let q = Pl {
+        id: 2,
+        key: 0,
+        v: 0,
+    };
+    let left = vec![StreamItem::start_edge(t(0), p), StreamItem::Cti(Time::INF)];
+    let right = vec![
+        StreamItem::interval(t(3), t(5), q),
+        StreamItem::Cti(Time::INF),
+    ];
+    let out = run(&[left, right], |s| {
+        s[0].anti_join_on(&s[1], |p| p.key, |p| p.key)
+    });
+    assert_eq!(
+        out,
+        vec![
+            StreamItem::interval(t(0), t(3), p),
+            StreamItem::start_edge(t(5), p),
+            StreamItem::Cti(Time::INF),
+        ]
+    );
+}

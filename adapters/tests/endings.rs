@@ -152,6 +152,15 @@ async fn an_abort_emits_nothing_as_final_and_reports_what_was_open() {
         "{:?}",
         report.held
     );
+    // Item by item: the open window [10 s, 20 s), its group (no key: `()`).
+    let at = |s| Time::from_ticks(0) + TimeSpan::from_secs(s);
+    let groups: Vec<_> = report
+        .held_items
+        .iter()
+        .filter(|h| h.what == punctual_core::ops::HeldWhat::Group)
+        .map(|h| (h.start, h.end, h.payload.as_deref()))
+        .collect();
+    assert_eq!(groups, vec![(at(10), at(20), Some("()"))]);
     // The last point (at 14 s, CTI 14 s) is still in the ingress: unreleased.
     let c = report.counters("in").expect("a stream");
     assert_eq!((c.events_in, c.released, c.unreleased), (14, 13, 1));

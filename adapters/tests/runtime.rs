@@ -1328,3 +1328,101 @@ async fn open_start_edges_count_against_the_budget() {
     let c = failure.report.counters("forever").unwrap();
     assert!(c.open_edges > 1_000, "{c:?}");
 }
+
+/// A payload the report can show only when asked to.
+#[derive(Clone, Debug, PartialEq)]
+struct Reading {
+    device: i64,
+}
+
+/// A query that ends while a join still holds what one input sent (its other input never
+/// got a CTI): the report counts what the join held and lists it item by item, with the
+/// lifetimes and the payloads of a type given to `show_held`; the other input's own events
+/// are `unreleased` dead letters of its stream.
+#[tokio::test(start_paused = true)]
+async fn what_a_join_held_at_the_end_is_listed_item_by_item() {
+    let mut query = Query::new("held").show_held::<Reading>();
+    let fast: Vec<_> = (0..5)
+        .map(|x| StreamItem::point(t(10 * x), Reading { device: x }))
+        .collect();
+    let silent = vec![StreamItem::point(t(0), Reading { device: 0 })];
+    let f = query
+        .create_stream(
+            InputOptions::new("fast", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &MemoryInput,
+            &fast,
+        )
+        .unwrap();
+    let s = query
+        .create_stream(
+            InputOptions::new("silent", EventShape::Point),
+            &MemoryInput,
+            &silent,
+        )
+        .unwrap();
+    let joined = f
+        .join_on(&s, |x| x.device, |y| y.device, |x, _| x.clone())
+        .named("pairs");
+    let out = CollectOutput::new();
+    query.bind_output(&joined, &out, &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    let held: usize = report.held.iter().map(|h| h.1).sum();
+    assert!(held >= 4, "{:?}", report.held);
+    assert_eq!(report.held_items.len(), held, "{:?}", report.held_items);
+    for item in &report.held_items {
+        assert_eq!(item.operator, "join `pairs`");
+        assert_eq!(item.what, punctual_core::ops::HeldWhat::Event);
+        assert_eq!(item.end, item.start + punctual_core::TimeSpan::TICK);
+    }
+    let mut devices: Vec<_> = report
+        .held_items
+        .iter()
+        .filter_map(|h| h.payload.clone())
+        .collect();
+    devices.sort();
+    assert!(
+        devices.contains(&"Reading { device: 4 }".to_owned()),
+        "{devices:?}"
+    );
+    assert_eq!(report.counters("silent").unwrap().unreleased, 1);
+    assert!(report.held_items[0]
+        .to_string()
+        .starts_with("join `pairs` held event ["));
+}
+
+/// Without `show_held`, a payload of a type the query does not know is listed without it;
+/// a union holds what one input released (its final CTI released all) until the other's CTI
+/// passes it.
+#[tokio::test(start_paused = true)]
+async fn held_items_of_an_unknown_type_have_no_payload() {
+    let mut query = Query::new("held");
+    let items: Vec<_> = (5..8)
+        .map(|x| StreamItem::point(t(x), Reading { device: x }))
+        .collect();
+    let s = query
+        .create_stream(
+            InputOptions::new("in", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &MemoryInput,
+            &items,
+        )
+        .unwrap();
+    let other = query
+        .create_stream(
+            InputOptions::new("other", EventShape::Point),
+            &MemoryInput,
+            &vec![],
+        )
+        .unwrap();
+    let u = s.union(&[&other]).named("both");
+    query.bind_output(&u, &CollectOutput::new(), &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    assert_eq!(report.held, vec![("union `both`".to_owned(), 3)]);
+    let held: Vec<_> = report
+        .held_items
+        .iter()
+        .map(|h| (h.start, h.payload.clone()))
+        .collect();
+    assert_eq!(held, vec![(t(5), None), (t(6), None), (t(7), None)]);
+}

@@ -6,7 +6,7 @@
 //! release fed in turn). Outputs keep what they produce until [`Driver::take_output`]; dead
 //! letters go to the input's sink as they happen.
 
-use punctual_core::ops::{Explanation, Graph, NodeStats};
+use punctual_core::ops::{Explanation, Graph, Held, NodeStats};
 use punctual_core::{Batch, StreamItem, Time};
 use punctual_policies::{
     Arrival, ClockReading, EnqueueSummary, Enqueued, Error, Ingress, IngressCounters,
@@ -449,5 +449,11 @@ impl Driver {
     /// [`Graph::for_each_operator`].
     pub fn for_each_operator(&self, f: impl FnMut(NodeStats<'_>)) {
         self.graph.for_each_operator(f);
+    }
+
+    /// Visits everything every operator holds now, with the operator's stats: what a query
+    /// that ends before its CTIs released it reports ([`Graph::for_each_held`]).
+    pub fn for_each_held(&self, f: impl FnMut(&NodeStats<'_>, Held<'_>)) {
+        self.graph.for_each_held(f);
     }
 }

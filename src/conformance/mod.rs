@@ -75,6 +75,9 @@ pub struct CaseRun {
     pub counters: Vec<(String, IngressCounters)>,
     /// Each input stream's dead letters, in declaration order.
     pub dead_letters: Vec<(String, Vec<DeadLetter<Row>>)>,
+    /// What the operators still held at the end (a stream without a final CTI under a join,
+    /// say), item by item.
+    pub held: Vec<punctual_adapters::HeldItem>,
     /// Where every node of the query stood at the end, and what held each back.
     pub explanations: Vec<punctual_core::ops::Explanation>,
     /// Per input stream, in declaration order: what happened to each arrival, and the CTIs
@@ -275,6 +278,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
     }
     driver.close();
     let explanations = driver.explain();
+    let held = punctual_adapters::query::held_items(&driver);
     let mut out = Batch::new();
     driver.take_output(&output, &mut out);
     let mut out_items = Vec::new();
@@ -301,6 +305,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         output: out_items,
         counters,
         dead_letters,
+        held,
         explanations,
         traces,
     })

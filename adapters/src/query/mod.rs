@@ -46,6 +46,8 @@
 mod ports;
 mod running;
 pub(crate) mod shell;
+mod show;
+pub use shell::held_items;
 mod tasks;
 
 use std::sync::Arc;
@@ -56,7 +58,10 @@ use punctual_core::Order;
 use punctual_engine::{DeadLetterSink, InputOptions, Plan};
 use punctual_policies::{AdvanceTimeSettings, LateEvent};
 
-pub use running::{Ending, Monitor, QueryFailure, QueryReport, RunningQuery, StopHandle, StopMode};
+pub use running::{
+    Ending, HeldItem, Monitor, QueryFailure, QueryReport, RunningQuery, StopHandle, StopMode,
+    MAX_REPORTED_HELD,
+};
 
 use crate::adapter::{InputAdapterFactory, OutputAdapterFactory, Payload};
 use crate::checkpoint::Checkpoints;
@@ -83,6 +88,8 @@ pub struct Query {
     checkpoints: Option<Checkpoints>,
     /// Inputs whose adapters cannot replay their source, for checkpoints.
     not_replayable: Vec<String>,
+    /// Payload types the report can show.
+    shows: show::Shows,
 }
 
 impl std::fmt::Debug for Query {
@@ -109,6 +116,7 @@ impl Query {
             monitor: Monitor::default(),
             checkpoints: None,
             not_replayable: Vec::new(),
+            shows: show::Shows::default(),
         }
     }
 
@@ -138,6 +146,23 @@ impl Query {
     /// ```
     pub fn checkpoints(mut self, checkpoints: Checkpoints) -> Self {
         self.checkpoints = Some(checkpoints);
+        self
+    }
+
+    /// Shows payloads of type `T` (with `Debug`) in [`QueryReport::held_items`]: what the
+    /// operators still held when the query ended. [`Row`](punctual_core::Row), strings,
+    /// numbers, `bool` and `char` are shown without it; other payloads are listed with their
+    /// lifetimes only.
+    ///
+    /// ```
+    /// use punctual_adapters::Query;
+    /// #[derive(Clone, Debug, PartialEq)]
+    /// struct Reading { device: u32, celsius: f64 }
+    /// let query = Query::new("sensors").show_held::<Reading>();
+    /// # drop(query);
+    /// ```
+    pub fn show_held<T: std::fmt::Debug + 'static>(mut self) -> Self {
+        self.shows.add::<T>();
         self
     }
 
@@ -367,7 +392,7 @@ impl Query {
         }
         let signals = Arc::new(Signals::new());
         let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
-        let shell = Arc::new(Shell::new(driver, signals));
+        let shell = Arc::new(Shell::new(driver, signals, self.shows));
         self.monitor.attach(&shell);
         let ports = self
             .outputs

@@ -4,7 +4,8 @@ use std::sync::{Arc, OnceLock};
 
 use tokio::time::Instant;
 
-use punctual_core::ops::Explanation;
+use punctual_core::ops::{Explanation, HeldWhat};
+use punctual_core::Time;
 use punctual_policies::{ClockReading, IngressCounters};
 
 use super::shell::Shell;
@@ -149,12 +150,54 @@ pub struct QueryReport {
     /// unreleased in the operators (the inputs' own count is `unreleased` in their counters).
     /// Empty after a complete run whose inputs all ended with a final CTI.
     pub held: Vec<(String, usize)>,
+    /// What the operators held when the query ended, item by item (the operators' dead
+    /// letters): the first [`MAX_REPORTED_HELD`] of them, in operator order; `held` has the
+    /// counts. Empty after a complete run.
+    pub held_items: Vec<HeldItem>,
     /// The operators that dropped events, by label, with how many: events over a window's
     /// limit of windows per event ([`WindowSpec::max_windows_per_event`]); each drop is also
     /// logged (`warn`) with the event's lifetime and the reason.
     ///
     /// [`WindowSpec::max_windows_per_event`]: punctual_core::ops::WindowSpec::max_windows_per_event
     pub dropped: Vec<(String, u64)>,
+}
+
+/// How many held items a [`QueryReport`] lists (`QueryReport::held` counts them all).
+pub const MAX_REPORTED_HELD: usize = 1024;
+
+/// One thing an operator still held when its query ended, never emitted: an event kept as
+/// state, a result waiting for a CTI, or an open window or group (see [`HeldWhat`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HeldItem {
+    /// The operator, as [`QueryReport::held`] names it.
+    pub operator: String,
+    /// What it is.
+    pub what: HeldWhat,
+    /// Its lifetime as far as known (`end` is `+inf` while open).
+    pub start: Time,
+    /// See `start`.
+    pub end: Time,
+    /// Its payload (a group's key), shown when its type is one the query knows how to show:
+    /// [`Row`](punctual_core::Row), strings, numbers, `bool`, `char`, `()` for nothing, and
+    /// any type given to [`Query::show_held`](crate::Query::show_held).
+    pub payload: Option<String>,
+}
+
+impl std::fmt::Display for HeldItem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} held {} [{}, {})",
+            self.operator,
+            self.what.as_str(),
+            self.start,
+            self.end
+        )?;
+        match &self.payload {
+            Some(p) => write!(f, " {p}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A query that failed: the error, and the report of what it did until then (counters,
@@ -320,6 +363,7 @@ impl RunningQuery {
             tracing::warn!(
                 query = %shell.name,
                 held = ?report.held,
+                first = %report.held_items.first().map(ToString::to_string).unwrap_or_default(),
                 "the query ended with events or groups still held by operators (an input without \
                  a final CTI?); they were not emitted"
             );

@@ -11,11 +11,13 @@ use async_trait::async_trait;
 use tokio::sync::{watch, Mutex as AsyncMutex};
 use tokio::time::Instant;
 
+use punctual_core::ops::NodeStats;
 use punctual_core::Time;
 use punctual_engine::Driver;
 use punctual_policies::{ClockReading, IngressCounters};
 
-use super::running::{Ending, QueryReport, StopMode};
+use super::running::{Ending, HeldItem, QueryReport, StopMode, MAX_REPORTED_HELD};
+use super::show::Shows;
 use crate::error::EnqueueError;
 use crate::observe::{OperatorMetrics, StreamMetrics};
 
@@ -253,10 +255,12 @@ pub(crate) struct Shell {
     pub(crate) signals: Arc<Signals>,
     /// How many reference inputs are not ready yet.
     unready: watch::Sender<usize>,
+    /// Payload types the report shows.
+    show: Shows,
 }
 
 impl Shell {
-    pub(crate) fn new(driver: Driver, signals: Arc<Signals>) -> Self {
+    pub(crate) fn new(driver: Driver, signals: Arc<Signals>, show: Shows) -> Self {
         let streams: Vec<StreamView> = (0..driver.input_count())
             .map(|i| {
                 let name = driver.input_name(i).unwrap_or_default().to_owned();
@@ -276,6 +280,7 @@ impl Shell {
             streams,
             signals,
             unready: watch::channel(unready).0,
+            show,
         }
     }
 
@@ -415,7 +420,7 @@ impl Shell {
             let _ = port.flush(driver, &mut SendMode::Always).await;
         }
         if engine.live == 0 {
-            let report = self.report_of(&engine.driver, self.signals.ending());
+            let report = self.report_of(&engine.driver, self.signals.ending(), false);
             *lock(&self.signals.report) = Some(report);
             engine.ports.clear();
             self.signals.done.send_replace(true);
@@ -448,25 +453,26 @@ impl Shell {
     /// The query's report as of now, with this ending.
     pub(crate) async fn report(&self, ending: Ending) -> QueryReport {
         let engine = self.engine.lock().await;
-        self.report_of(&engine.driver, ending)
+        self.report_of(&engine.driver, ending, true)
     }
 
-    fn report_of(&self, driver: &Driver, ending: Ending) -> QueryReport {
+    /// The report; with `items`, what the operators hold item by item (a visit of all their
+    /// state: for the final report only).
+    fn report_of(&self, driver: &Driver, ending: Ending, items: bool) -> QueryReport {
         let (mut held, mut dropped) = (Vec::new(), Vec::new());
         driver.for_each_operator(|n| {
-            let label = || {
-                n.label.map_or_else(
-                    || format!("{} {}", n.operator, n.node),
-                    |l| format!("{} `{l}`", n.operator),
-                )
-            };
             if n.state > 0 {
-                held.push((label(), n.state));
+                held.push((node_label(&n), n.state));
             }
             if n.dropped > 0 {
-                dropped.push((label(), n.dropped));
+                dropped.push((node_label(&n), n.dropped));
             }
         });
+        let held_items = if items && !held.is_empty() {
+            held_items_shown(driver, &self.show)
+        } else {
+            Vec::new()
+        };
         QueryReport {
             streams: self
                 .streams
@@ -481,6 +487,7 @@ impl Shell {
                 .collect(),
             ending,
             held,
+            held_items,
             dropped,
         }
     }
@@ -503,4 +510,36 @@ impl Shell {
         }
         lines
     }
+}
+
+/// How reports name an operator: its name and label, or its name and node number.
+fn node_label(n: &NodeStats<'_>) -> String {
+    n.label.map_or_else(
+        || format!("{} {}", n.operator, n.node),
+        |l| format!("{} `{l}`", n.operator),
+    )
+}
+
+/// What the driver's operators hold, item by item (the first [`MAX_REPORTED_HELD`]), with the
+/// payloads `show` knows shown: [`QueryReport::held_items`].
+pub(crate) fn held_items_shown(driver: &Driver, show: &Shows) -> Vec<HeldItem> {
+    let mut items = Vec::new();
+    driver.for_each_held(|n, h| {
+        if items.len() < MAX_REPORTED_HELD {
+            items.push(HeldItem {
+                operator: node_label(n),
+                what: h.what,
+                start: h.start,
+                end: h.end,
+                payload: show.show(h.payload),
+            });
+        }
+    });
+    items
+}
+
+/// What a driver's operators hold, item by item: [`QueryReport::held_items`] for a driver run
+/// by hand (the conformance runner), payloads of the built-in types shown.
+pub fn held_items(driver: &Driver) -> Vec<HeldItem> {
+    held_items_shown(driver, &Shows::default())
 }

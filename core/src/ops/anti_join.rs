@@ -23,7 +23,7 @@ use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
 use crate::time::Time;
 
-use super::{BinaryOperator, CtiFrontier, ReleaseBuffer};
+use super::{BinaryOperator, CtiFrontier, Held as HeldItem, HeldWhat, ReleaseBuffer};
 
 #[derive(Debug)]
 struct Held<P, K> {
@@ -150,6 +150,12 @@ where
     /// Finalizes what the right CTI allows, then releases up to the output CTI.
     fn step(&mut self, out: &mut Batch<P>) {
         let ctis = (self.frontier.input(0), self.frontier.input(1));
+        if ctis.0 == Time::INF {
+            // No end edge can follow the left's final CTI: an open start edge lasts forever.
+            for h in &mut self.held {
+                h.end.get_or_insert(Time::INF);
+            }
+        }
         let mut k = 0;
         while k < self.held.len() {
             let h = &self.held[k];
@@ -173,6 +179,9 @@ where
             self.out.release(t, out);
             // Right events ending at or before both the output CTI and every held start can
             // no longer overlap anything.
+            if t == Time::INF {
+                self.rights.clear();
+            }
             for rs in self.rights.values_mut() {
                 rs.retain(|r| r.1.is_none_or(|e| e > t));
             }
@@ -182,6 +191,25 @@ where
 
     fn state_size(&self) -> usize {
         self.held.len() + self.rights.values().map(Vec::len).sum::<usize>() + self.out.len()
+    }
+}
+
+impl<P: 'static, R: 'static, K, KL, KR, Rule> LeftHeld<P, R, K, KL, KR, Rule> {
+    /// Visits what `state_size` counts.
+    fn held(&self, f: &mut dyn FnMut(HeldItem<'_>)) {
+        let event = |start: Time, end: Option<Time>, payload| HeldItem {
+            what: HeldWhat::Event,
+            start,
+            end: end.unwrap_or(Time::INF),
+            payload,
+        };
+        for h in &self.held {
+            f(event(h.start, h.end, &h.payload));
+        }
+        for (start, end, payload) in self.rights.values().flatten() {
+            f(event(*start, *end, payload));
+        }
+        HeldItem::results(&self.out, f);
     }
 }
 
@@ -308,6 +336,10 @@ macro_rules! left_held_op {
 
             fn state_size(&self) -> usize {
                 self.0.state_size()
+            }
+
+            fn held(&self, f: &mut dyn FnMut(HeldItem<'_>)) {
+                self.0.held(f);
             }
         }
     };

@@ -15,7 +15,7 @@ use crate::event::EventShape;
 use crate::order::EventOrder;
 
 use super::filter::Predicate;
-use super::OperatorDrop;
+use super::{Held, OperatorDrop};
 use crate::time::Time;
 
 /// One operator's numbers, as [`Graph::for_each_operator`] visits them.
@@ -181,6 +181,10 @@ pub trait Node: Send {
     /// Moves the drops not yet taken to `into`.
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
         let _ = into;
+    }
+    /// Visits everything it holds (as many items as [`Node::state_size`] counts).
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        let _ = f;
     }
     /// A short name for diagnostics (`join`, `hopping window`, ...).
     fn name(&self) -> &'static str;
@@ -516,6 +520,18 @@ impl Graph {
                 });
             }
         }
+    }
+
+    /// Visits everything every operator node holds, with the node's stats (what a query that
+    /// ends before its CTIs released it reports).
+    pub fn for_each_held(&self, mut f: impl FnMut(&NodeStats<'_>, Held<'_>)) {
+        self.for_each_operator(|n| {
+            if n.state > 0 {
+                if let Some(node) = self.slots[n.node].node.as_ref() {
+                    node.held(&mut |h| f(&n, h));
+                }
+            }
+        });
     }
 
     /// Moves every operator's drops not yet taken to `into`, with the node's label (or

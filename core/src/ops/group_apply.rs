@@ -18,7 +18,7 @@ use crate::batch::Batch;
 use crate::time::Time;
 
 use super::graph::{Graph, NodeId};
-use super::{ReleaseBuffer, UnaryOperator};
+use super::{Held, HeldWhat, ReleaseBuffer, UnaryOperator};
 
 /// One instance of a sub-query: its graph, where to feed it, where its results come out.
 #[derive(Debug)]
@@ -180,5 +180,26 @@ where
             })
             .sum::<usize>()
             + self.held.len()
+    }
+
+    /// What each group's sub-query holds; a group whose sub-query holds nothing is one group
+    /// (its key) over all time.
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        for (key, g) in &self.groups {
+            let mut any = false;
+            g.q.graph.for_each_held(|_, h| {
+                any = true;
+                f(h);
+            });
+            if !any {
+                f(Held {
+                    what: HeldWhat::Group,
+                    start: Time::NEG_INF,
+                    end: Time::INF,
+                    payload: key,
+                });
+            }
+        }
+        Held::results(&self.held, f);
     }
 }

@@ -106,6 +106,13 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
         }
     }
 
+    /// Every group's key, in no particular order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &K> + '_ {
+        self.dense_keys
+            .iter()
+            .chain(self.states.iter().map(|(k, _)| k))
+    }
+
     /// Takes every group out, in the order they first appeared (the table's, then the
     /// others'); the map is left empty, with its room.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, S)> + '_ {

@@ -49,6 +49,7 @@ use std::marker::PhantomData;
 
 use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
+use crate::time::Time;
 
 /// An event an operator could not take, with the reason (a window operator's limit on windows
 /// per event, say): counted in its node's `dropped`, and handed to whoever reads the graph's
@@ -59,6 +60,73 @@ pub struct OperatorDrop {
     pub kind: EventKind,
     /// Why it was dropped.
     pub reason: String,
+}
+
+/// What an operator holds when it is asked ([`UnaryOperator::held`]): an event kept as state
+/// (a join's side, a window's member), a result waiting for the output CTI, or an open group
+/// (a window not closed yet, a key's state).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeldWhat {
+    /// An input event kept as state.
+    Event,
+    /// A result computed and waiting for the output CTI.
+    Result,
+    /// An open window or a key's state.
+    Group,
+}
+
+impl HeldWhat {
+    /// `event`, `result` or `group`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeldWhat::Event => "event",
+            HeldWhat::Result => "result",
+            HeldWhat::Group => "group",
+        }
+    }
+}
+
+/// One thing an operator holds: what it is, its lifetime `[start, end)` as far as known
+/// (`end` is `+inf` while it is open), and its payload, typed as the operator holds it (an
+/// input's or the output's payload type, or `()` for a group), for a reader that knows the
+/// type to show it.
+#[derive(Clone, Copy)]
+pub struct Held<'a> {
+    /// What it is.
+    pub what: HeldWhat,
+    /// Its start.
+    pub start: Time,
+    /// Its end (`+inf` while open).
+    pub end: Time,
+    /// Its payload.
+    pub payload: &'a dyn Any,
+}
+
+impl std::fmt::Debug for Held<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Held")
+            .field("what", &self.what)
+            .field("start", &self.start)
+            .field("end", &self.end)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Held<'a> {
+    /// A held event or result given in the `(sync, other)` encoding (see [`crate::event`]).
+    pub fn encoded(what: HeldWhat, sync: Time, other: Time, payload: &'a dyn Any) -> Self {
+        Held {
+            what,
+            start: sync.min(other),
+            end: sync.max(other),
+            payload,
+        }
+    }
+
+    /// Every result a release buffer holds, as [`HeldWhat::Result`].
+    pub fn results<P: 'static>(buffer: &'a ReleaseBuffer<P>, f: &mut dyn FnMut(Held<'_>)) {
+        buffer.for_each(|s, o, p| f(Held::encoded(HeldWhat::Result, s, o, p)));
+    }
 }
 
 /// How many unread drops an operator keeps (the count goes on).
@@ -95,6 +163,11 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
         let _ = into;
     }
+    /// Visits everything it holds (as many items as [`UnaryOperator::state_size`] counts),
+    /// for the report of a query that ends before its CTIs released them.
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        let _ = f;
+    }
     /// For a filter: hands its predicate over to be fused into the ingress before it, and
     /// from then on passes everything through. Other operators give `None`.
     fn take_predicate(&mut self) -> Option<Box<dyn Predicate<I>>> {
@@ -119,6 +192,10 @@ pub trait BinaryOperator<L, R, O>: Send + 'static {
     /// Events or groups held now.
     fn state_size(&self) -> usize {
         0
+    }
+    /// Visits everything it holds (see [`UnaryOperator::held`]).
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        let _ = f;
     }
     /// The shape of what it emits, given its inputs' (see
     /// [`UnaryOperator::output_shape`]). By default any kind.
@@ -165,6 +242,9 @@ impl<Op: UnaryOperator<I, O>, I: Send + 'static, O: Send + 'static> Node for Una
     }
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
         self.op.take_drops(into);
+    }
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        self.op.held(f);
     }
     fn name(&self) -> &'static str {
         Op::NAME
@@ -217,6 +297,9 @@ where
     }
     fn state_size(&self) -> usize {
         self.op.state_size()
+    }
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        self.op.held(f);
     }
     fn name(&self) -> &'static str {
         Op::NAME

@@ -64,7 +64,7 @@ use crate::batch::Batch;
 use crate::event::Event;
 use crate::time::Time;
 
-use super::{ReleaseBuffer, UnaryOperator};
+use super::{Held, HeldWhat, ReleaseBuffer, UnaryOperator};
 
 /// A user-defined operator over one key's events; see the module doc.
 pub trait Process<P, K>: Send + 'static {
@@ -184,6 +184,11 @@ impl<K: Hash + Eq + Clone> Timers<K> {
     fn len(&self) -> usize {
         self.set.len()
     }
+
+    /// Every live timer: its key and time.
+    fn iter(&self) -> impl Iterator<Item = &(K, Time)> + '_ {
+        self.set.iter()
+    }
 }
 
 /// The graph operator that runs a [`Process`]: see the module doc.
@@ -288,5 +293,26 @@ where
 
     fn state_size(&self) -> usize {
         self.states.len() + self.timers.len() + self.held.len()
+    }
+
+    /// A key's state is a group over all time; a timer is a group at its time.
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        for key in self.states.keys() {
+            f(Held {
+                what: HeldWhat::Group,
+                start: Time::NEG_INF,
+                end: Time::INF,
+                payload: key,
+            });
+        }
+        for (key, at) in self.timers.iter() {
+            f(Held {
+                what: HeldWhat::Group,
+                start: *at,
+                end: at.next_tick(),
+                payload: key,
+            });
+        }
+        Held::results(&self.held, f);
     }
 }

@@ -15,7 +15,7 @@ use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
 use crate::time::{Time, TimeSpan};
 
-use super::{ReleaseBuffer, UnaryOperator};
+use super::{Held, HeldWhat, ReleaseBuffer, UnaryOperator};
 
 /// Transforms each payload; CTIs pass unchanged.
 #[derive(Debug)]
@@ -115,6 +115,11 @@ impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Reorder<P> {
 
     fn state_size(&self) -> usize {
         self.held.len()
+    }
+
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        self.held
+            .for_each(|s, o, p| f(Held::encoded(HeldWhat::Event, s, o, p)));
     }
 }
 

@@ -21,7 +21,7 @@ use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
 use crate::time::Time;
 
-use super::{Aggregate, ReleaseBuffer, UnaryOperator};
+use super::{Aggregate, Held, HeldWhat, ReleaseBuffer, UnaryOperator};
 
 /// Snapshot windows with an aggregate per group; see the module doc.
 pub struct SnapshotWindow<P, K, A, O, KF, MK> {
@@ -99,6 +99,10 @@ where
         }
         self.open_from = a;
         self.active.retain(|(_, e, _)| e.is_none_or(|e| e > a));
+        if t == Time::INF {
+            // Start edges never closed: no snapshot after the last bound ever ends.
+            self.active.clear();
+        }
         let out_cti = if self.active.is_empty() { t } else { t.min(a) };
         self.held.release(out_cti, out);
     }
@@ -148,6 +152,18 @@ where
 
     fn state_size(&self) -> usize {
         self.active.len() + self.held.len()
+    }
+
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        for (start, end, payload) in &self.active {
+            f(Held {
+                what: HeldWhat::Event,
+                start: *start,
+                end: end.unwrap_or(Time::INF),
+                payload,
+            });
+        }
+        Held::results(&self.held, f);
     }
 }
 
@@ -210,6 +226,10 @@ where
                 starts.pop_front();
             }
         }
+        if t == Time::INF {
+            // No start can follow: the incomplete windows never fill.
+            self.groups.clear();
+        }
         self.groups.retain(|_, s| !s.is_empty());
         self.held.release(t, out);
     }
@@ -252,5 +272,19 @@ where
 
     fn state_size(&self) -> usize {
         self.groups.values().map(VecDeque::len).sum::<usize>() + self.held.len()
+    }
+
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        for (key, starts) in &self.groups {
+            for (start, _) in starts {
+                f(Held {
+                    what: HeldWhat::Group,
+                    start: *start,
+                    end: Time::INF,
+                    payload: key,
+                });
+            }
+        }
+        Held::results(&self.held, f);
     }
 }

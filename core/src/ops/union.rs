@@ -15,7 +15,7 @@ use crate::batch::Batch;
 use crate::time::Time;
 
 use super::graph::{input, output, Node};
-use super::{CtiFrontier, ReleaseBuffer};
+use super::{CtiFrontier, Held, HeldWhat, ReleaseBuffer};
 
 /// Merges n inputs; see the module doc.
 #[derive(Debug)]
@@ -172,7 +172,12 @@ impl<P: Clone + Send + 'static> Node for Union<P> {
         self.on_batch(port, input::<P>(batch), output::<P>(out));
     }
     fn state_size(&self) -> usize {
-        self.held.len()
+        self.held.iter().map(ReleaseBuffer::len).sum()
+    }
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        for buffer in &self.held {
+            buffer.for_each(|s, o, p| f(Held::encoded(HeldWhat::Event, s, o, p)));
+        }
     }
     fn name(&self) -> &'static str {
         "union"

@@ -40,7 +40,7 @@ use crate::batch::Batch;
 use crate::order::{EventOrder, Order, Ordered};
 use crate::time::Time;
 
-use super::{BinaryOperator, ReleaseBuffer};
+use super::{BinaryOperator, Held, HeldWhat, ReleaseBuffer};
 use probe::probe_points;
 use sweep::Sweep;
 
@@ -247,6 +247,12 @@ where
 
     fn state_size(&self) -> usize {
         self.sweep.state_size() + self.intervals.len()
+    }
+
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        self.sweep.held(f);
+        self.intervals
+            .for_each(|s, o, p| f(Held::encoded(HeldWhat::Event, s, o, p)));
     }
 }
 

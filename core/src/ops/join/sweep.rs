@@ -2,13 +2,14 @@
 //! of the other side can meet them, pairs are found when the later of the two is no longer
 //! pending, and results wait sorted in a [`ReleaseBuffer`] for the output CTI.
 
+use std::any::Any;
 use std::hash::Hash;
 
 use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::Time;
 
-use super::super::{CtiFrontier, ReleaseBuffer};
+use super::super::{CtiFrontier, Held, HeldWhat, ReleaseBuffer};
 use super::probe::{probe, probe_points};
 use super::side::{Entry, Side, NONE};
 
@@ -257,8 +258,15 @@ where
         }
         // 3. Emit, then forget what can no longer match.
         self.held.release(t, out);
-        self.left.expire(t);
-        self.right.expire(t);
+        if t == Time::INF {
+            // The end: what is still open can never match or change again.
+            self.left = Side::new();
+            self.right = Side::new();
+            self.open.clear();
+        } else {
+            self.left.expire(t);
+            self.right.expire(t);
+        }
     }
 }
 
@@ -380,5 +388,42 @@ fn absorb_segment<P, Q, K, O, KF>(
             absorb(own, own_key, input, range.start + k);
         }
         k += 1;
+    }
+}
+
+impl<L: 'static, R: 'static, K, O: 'static, KL, KR, C> Sweep<L, R, K, O, KL, KR, C> {
+    /// Visits what [`Sweep::state_size`] counts.
+    pub(super) fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        let left = self
+            .left
+            .slots
+            .iter()
+            .flatten()
+            .map(|e| (e.start, e.end, &e.payload as &dyn Any));
+        let right = self
+            .right
+            .slots
+            .iter()
+            .flatten()
+            .map(|e| (e.start, e.end, &e.payload as &dyn Any));
+        for (start, end, payload) in left.chain(right) {
+            f(Held {
+                what: HeldWhat::Event,
+                start,
+                end: end.unwrap_or(Time::INF),
+                payload,
+            });
+        }
+        for o in &self.open {
+            f(Held {
+                what: HeldWhat::Result,
+                start: o.start,
+                end: Time::INF,
+                payload: &o.payload,
+            });
+        }
+        Held::results(&self.held, f);
+        self.waiting
+            .for_each(|s, o, p| f(Held::encoded(HeldWhat::Event, s, o, p)));
     }
 }

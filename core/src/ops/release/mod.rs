@@ -288,6 +288,19 @@ impl<P> ReleaseBuffer<P> {
         Some((e.sync, e.other, e.payload))
     }
 
+    /// Visits every held result as `(sync, other, payload)`, in no particular order, without
+    /// taking it (what a query reports as held when it ends).
+    pub fn for_each(&self, mut f: impl FnMut(Time, Time, &P)) {
+        for chunk in &self.run.chunks {
+            for i in chunk.front..chunk.sync.len() {
+                f(chunk.sync[i], chunk.other(i), &chunk.payload[i]);
+            }
+        }
+        for e in self.side.entries() {
+            f(e.sync, e.other, &e.payload);
+        }
+    }
+
     /// Takes every held result out (in no particular order).
     pub fn drain_all(&mut self) -> impl Iterator<Item = (Time, Time, P)> + '_ {
         let main = self.run.drain();

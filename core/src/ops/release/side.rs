@@ -75,6 +75,13 @@ impl<P> Side<P> {
     }
 
     /// Every result held, in no particular order.
+    pub(super) fn entries(&self) -> impl Iterator<Item = &SideEntry<P>> {
+        self.new
+            .iter()
+            .chain(self.runs.iter().flat_map(|r| r.iter()))
+    }
+
+    /// Every result held, in no particular order.
     pub(super) fn entries_mut(&mut self) -> impl Iterator<Item = &mut SideEntry<P>> {
         self.new
             .iter_mut()

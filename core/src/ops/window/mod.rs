@@ -31,7 +31,9 @@ use crate::event::{EventKind, EventShape};
 use crate::time::{Time, TimeSpan};
 
 use super::groups::Groups;
-use super::{Aggregate, OperatorDrop, ReleaseBuffer, UnaryOperator, MAX_KEPT_DROPS};
+use super::{
+    Aggregate, Held, HeldWhat, OperatorDrop, ReleaseBuffer, UnaryOperator, MAX_KEPT_DROPS,
+};
 
 /// The most windows one event may count in, by default: a 1 s tumbling window takes an
 /// interval of up to about 11.5 days; larger ones are dropped with the reason.
@@ -592,6 +594,13 @@ where
             self.spans
                 .retain(|s| spec.last_starting_before(s.end) >= open);
         }
+        if t == Time::INF {
+            // Every window that will ever close has: what is left (start edges never closed,
+            // past the last window) can count in nothing more.
+            self.spans.clear();
+            self.open.clear();
+            self.open_count = 0;
+        }
         let out_cti = match self.spec.output {
             WindowOutput::PointAtEnd => t,
             WindowOutput::Window if t == Time::INF => t,
@@ -664,6 +673,36 @@ where
             + self.spans.len()
             + self.open_count
             + self.held.len()
+    }
+
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        let stored = self
+            .windows
+            .iter()
+            .map(|(&n, g)| (self.spec.start(n), self.spec.end(n), g));
+        let cached = [&self.current, &self.previous]
+            .into_iter()
+            .flatten()
+            .map(|c| (c.start, c.end, &c.groups));
+        for (start, end, groups) in stored.chain(cached) {
+            for key in groups.keys() {
+                f(Held {
+                    what: HeldWhat::Group,
+                    start,
+                    end,
+                    payload: key,
+                });
+            }
+        }
+        for s in self.spans.iter().chain(self.open.values().flatten()) {
+            f(Held {
+                what: HeldWhat::Event,
+                start: s.start,
+                end: s.end,
+                payload: &s.payload,
+            });
+        }
+        Held::results(&self.held, f);
     }
 
     fn dropped(&self) -> u64 {
