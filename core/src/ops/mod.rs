@@ -38,7 +38,7 @@ pub use join::Join;
 pub use process::{Process, ProcessContext, ProcessOperator};
 pub use release::{ReleaseBuffer, Released};
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
-pub use select::{AlterDuration, AlterLifetime, Map, Reorder, Shift};
+pub use select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
 pub use union::Union;

@@ -59,6 +59,47 @@ where
     }
 }
 
+/// Transforms each payload given the event's start time as well (a query language's
+/// `System.Timestamp()`); events stay where they are, CTIs pass unchanged.
+#[derive(Debug)]
+pub struct MapWithTime<F> {
+    f: F,
+}
+
+impl<F> MapWithTime<F> {
+    /// A projection with this function of `(start, payload)`.
+    pub fn new(f: F) -> Self {
+        MapWithTime { f }
+    }
+}
+
+impl<P, Q, F> UnaryOperator<P, Q> for MapWithTime<F>
+where
+    P: Send + 'static,
+    Q: Send + 'static,
+    F: Fn(Time, &P) -> Q + Send + 'static,
+{
+    const NAME: &'static str = "map";
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
+
+    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
+        for (range, cti) in input.segments() {
+            for i in range {
+                let (s, o) = (input.sync()[i], input.other()[i]);
+                // An end edge's sync time is its end; its start is the other time.
+                let start = if o < s { o } else { s };
+                out.push_event(s, o, (self.f)(start, &input.payloads()[i]));
+            }
+            if let Some(t) = cti {
+                out.push_cti(t);
+            }
+        }
+    }
+}
+
 /// Holds the events of an unordered stream (see [`crate::order`])
 /// until a CTI passes them, then releases them sorted by sync time (ties in arrival order),
 /// followed by the CTI: the stream an ordered source would have given. CTIs pass unchanged.

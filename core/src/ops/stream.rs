@@ -48,7 +48,7 @@ use super::graph::{Graph, NodeId};
 use super::group_apply::{GroupApply, SubQuery};
 use super::join::Join;
 use super::process::{Process, ProcessOperator};
-use super::select::{AlterDuration, AlterLifetime, Map, Reorder, Shift};
+use super::select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
 use super::union::Union;
 use super::window::{HoppingWindow, WindowOutput, WindowSpec};
@@ -281,6 +281,30 @@ impl<P: Payload, O: Order> Stream<P, O> {
     /// Projects each payload, keeping each event where it is. CTIs unchanged.
     pub fn map<Q: Payload>(&self, f: impl Fn(&P) -> Q + Send + 'static) -> Stream<Q, O> {
         self.unary(Map::new(f))
+    }
+
+    /// Like [`Stream::map`], with the event's start time given to `f` as well: for a
+    /// payload that records when (a window's result at the window's end, say).
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time};
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<i64, Ordered>();
+    /// let stamped = input.map_with_time(|at, v| (at.ticks(), *v));
+    /// graph.keep_output(&stamped);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(Time::from_ticks(7), 30);
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&stamped, &mut out);
+    /// assert_eq!(out.payloads(), &[(7, 30)]);
+    /// ```
+    pub fn map_with_time<Q: Payload>(
+        &self,
+        f: impl Fn(Time, &P) -> Q + Send + 'static,
+    ) -> Stream<Q, O> {
+        self.unary(MapWithTime::new(f))
     }
 
     /// The ordinary stream: an unordered stream's events held until a CTI passes them, then

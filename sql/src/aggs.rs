@@ -1,0 +1,148 @@
+//! The aggregates of a grouped query: `COUNT(*)`, `COUNT`, `SUM`, `AVG`, `MIN`, `MAX`,
+//! `TopOne() OVER (ORDER BY ...)`, over expressions of each member.
+
+use punctual_core::ops::{compare_values, Aggregate};
+use punctual_core::{Row, Time, Value};
+
+use crate::eval::{Ctx, E};
+
+/// One aggregate of a query.
+#[derive(Clone, Debug)]
+pub(crate) enum AggFn {
+    CountStar,
+    Count(E),
+    Sum(E),
+    Avg(E),
+    Min(E),
+    Max(E),
+    /// The member first by the order (descending if `true`), as a record.
+    TopOne(E, bool),
+}
+
+impl AggFn {
+    /// Whether `name` is an aggregate (any case).
+    pub(crate) fn is_aggregate(name: &str) -> bool {
+        matches!(
+            name.to_ascii_lowercase().as_str(),
+            "count" | "sum" | "avg" | "min" | "max" | "topone"
+        )
+    }
+}
+
+/// The running state of one aggregate.
+#[derive(Clone, Debug)]
+pub(crate) enum AggState {
+    Count(u64),
+    /// Integer sum, float sum, whether every value was an integer (and the sum fits), count.
+    Sum(i64, f64, bool, u64),
+    Avg(f64, u64),
+    Extremum(Option<Value>),
+    Top(Option<(Value, Row)>),
+}
+
+/// A grouped query's aggregates, computed together.
+#[derive(Clone, Debug)]
+pub(crate) struct SqlAggs(pub(crate) Vec<AggFn>);
+
+fn eval(e: &E, row: &Row) -> Value {
+    e.eval(Ctx::row(row, Time::NEG_INF))
+}
+
+impl Aggregate<Row> for SqlAggs {
+    type State = Vec<AggState>;
+    type Output = Vec<Value>;
+
+    fn init(&self) -> Vec<AggState> {
+        self.0
+            .iter()
+            .map(|f| match f {
+                AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
+                AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
+                AggFn::Avg(_) => AggState::Avg(0.0, 0),
+                AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
+                AggFn::TopOne(..) => AggState::Top(None),
+            })
+            .collect()
+    }
+
+    fn add(&self, state: &mut Vec<AggState>, row: &Row) {
+        for (f, st) in self.0.iter().zip(state.iter_mut()) {
+            match (f, st) {
+                (AggFn::CountStar, AggState::Count(n)) => *n += 1,
+                (AggFn::Count(e), AggState::Count(n)) => {
+                    if !matches!(eval(e, row), Value::Null) {
+                        *n += 1;
+                    }
+                }
+                (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => match eval(e, row) {
+                    Value::Int(v) => {
+                        *x += v as f64;
+                        *n += 1;
+                        match i.checked_add(v) {
+                            Some(s) => *i = s,
+                            None => *all_int = false,
+                        }
+                    }
+                    Value::Float(v) => {
+                        *x += v;
+                        *n += 1;
+                        *all_int = false;
+                    }
+                    _ => {}
+                },
+                (AggFn::Avg(e), AggState::Avg(x, n)) => {
+                    if let Some(v) = eval(e, row).as_f64() {
+                        *x += v;
+                        *n += 1;
+                    }
+                }
+                (AggFn::Min(e) | AggFn::Max(e), AggState::Extremum(cur)) => {
+                    let v = eval(e, row);
+                    if matches!(v, Value::Null) {
+                        continue;
+                    }
+                    let min = matches!(f, AggFn::Min(_));
+                    let better = match cur {
+                        None => true,
+                        Some(c) => compare_values(&v, c)
+                            .is_some_and(|o| if min { o.is_lt() } else { o.is_gt() }),
+                    };
+                    if better {
+                        *cur = Some(v);
+                    }
+                }
+                (AggFn::TopOne(e, desc), AggState::Top(cur)) => {
+                    let v = eval(e, row);
+                    let better = match cur {
+                        None => true,
+                        // Ties keep the first member.
+                        Some((c, _)) => compare_values(&v, c)
+                            .is_some_and(|o| if *desc { o.is_gt() } else { o.is_lt() }),
+                    };
+                    if better {
+                        *cur = Some((v, row.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn result(&self, state: &Vec<AggState>) -> Vec<Value> {
+        state
+            .iter()
+            .map(|st| match st {
+                AggState::Count(n) => Value::Int(i64::try_from(*n).unwrap_or(i64::MAX)),
+                AggState::Sum(_, _, _, 0) => Value::Null,
+                AggState::Sum(i, _, true, _) => Value::Int(*i),
+                AggState::Sum(_, x, false, _) => Value::Float(*x),
+                AggState::Avg(_, 0) => Value::Null,
+                AggState::Avg(x, n) => Value::Float(*x / *n as f64),
+                AggState::Extremum(v) => v.clone().unwrap_or(Value::Null),
+                AggState::Top(v) => v
+                    .as_ref()
+                    .map_or(Value::Null, |(_, r)| Value::Row(r.clone())),
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,254 @@
+//! The parsed form of a script: what was written, with where (line and column) for errors.
+
+use punctual_core::TimeSpan;
+
+/// A line and a column (both from 1) in the query text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Pos {
+    /// The line, from 1.
+    pub line: usize,
+    /// The column, from 1 (in characters).
+    pub col: usize,
+}
+
+impl std::fmt::Display for Pos {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}, column {}", self.line, self.col)
+    }
+}
+
+/// A name as written, with where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ident {
+    /// The name (brackets removed).
+    pub name: String,
+    /// Where it is.
+    pub pos: Pos,
+}
+
+/// A whole script: `WITH` steps, then one or more statements (separated by `;`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Script {
+    /// The named steps of `WITH`, in order.
+    pub steps: Vec<(Ident, Query)>,
+    /// The statements, each `SELECT ... INTO out ...` (or a `UNION` of them).
+    pub statements: Vec<Query>,
+}
+
+/// One `SELECT`, or several joined by `UNION`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    /// The `SELECT`s, in order (the first one's `INTO` names the output).
+    pub selects: Vec<Select>,
+}
+
+/// One `SELECT`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Select {
+    /// Where the `SELECT` keyword is.
+    pub pos: Pos,
+    /// What it selects.
+    pub items: Vec<SelectItem>,
+    /// `INTO output`.
+    pub into: Option<Ident>,
+    /// `FROM input`.
+    pub from: Source,
+    /// `JOIN ... ON ...`, in order.
+    pub joins: Vec<JoinClause>,
+    /// `WHERE`.
+    pub filter: Option<Expr>,
+    /// `GROUP BY`: keys and at most one window.
+    pub group_by: Vec<GroupItem>,
+    /// Where `GROUP BY` is, if present.
+    pub group_pos: Option<Pos>,
+    /// `HAVING`.
+    pub having: Option<Expr>,
+}
+
+/// One item of a select list.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SelectItem {
+    /// `*`: every field.
+    Star(Pos),
+    /// `alias.*`: every field of one source of a join.
+    QualifiedStar(Ident),
+    /// An expression, with its output name if given.
+    Expr(Expr, Option<Ident>),
+}
+
+/// An input or step read by `FROM` or `JOIN`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    /// The input's or step's name.
+    pub name: Ident,
+    /// Its alias in this query.
+    pub alias: Option<Ident>,
+    /// `TIMESTAMP BY expr`: the event time, read from each record.
+    pub timestamp_by: Option<Expr>,
+    /// `OVER key` after `TIMESTAMP BY`: a watermark per key.
+    pub over: Option<Expr>,
+}
+
+impl Source {
+    /// The name it is referred to by in the query: its alias, or its name.
+    pub fn reference(&self) -> &str {
+        &self.alias.as_ref().unwrap_or(&self.name).name
+    }
+}
+
+/// `JOIN source ON condition`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JoinClause {
+    /// Where `JOIN` is.
+    pub pos: Pos,
+    /// What is joined.
+    pub source: Source,
+    /// The condition.
+    pub on: Expr,
+}
+
+/// A window of `GROUP BY`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowSql {
+    /// `TumblingWindow(unit, size [, offset])`.
+    Tumbling {
+        /// Window length.
+        size: TimeSpan,
+        /// Where windows start, from time 0.
+        offset: TimeSpan,
+    },
+    /// `HoppingWindow(unit, size, hop [, offset])`.
+    Hopping {
+        /// Window length.
+        size: TimeSpan,
+        /// How far each window starts after the previous one.
+        hop: TimeSpan,
+        /// Where windows start, from time 0.
+        offset: TimeSpan,
+    },
+    /// `SlidingWindow(unit, size)`: a result whenever an event enters or leaves the last
+    /// `size`.
+    Sliding {
+        /// Window length.
+        size: TimeSpan,
+    },
+    /// `SnapshotWindow()`: the events valid at the same moment.
+    Snapshot,
+}
+
+/// One item of `GROUP BY`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GroupItem {
+    /// A window.
+    Window(WindowSql, Pos),
+    /// A key.
+    Key(Expr),
+}
+
+/// An expression, with where it starts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    /// What it is.
+    pub kind: ExprKind,
+    /// Where it starts.
+    pub pos: Pos,
+}
+
+/// Binary operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    /// `OR`.
+    Or,
+    /// `AND`.
+    And,
+    /// `=`.
+    Eq,
+    /// `<>` or `!=`.
+    Ne,
+    /// `<`.
+    Lt,
+    /// `<=`.
+    Le,
+    /// `>`.
+    Gt,
+    /// `>=`.
+    Ge,
+    /// `+` (also joins strings).
+    Add,
+    /// `-`.
+    Sub,
+    /// `*`.
+    Mul,
+    /// `/`.
+    Div,
+    /// `%`.
+    Rem,
+}
+
+/// The types of `CAST`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SqlType {
+    /// `bigint`: a 64-bit integer.
+    Bigint,
+    /// `float`.
+    Float,
+    /// `nvarchar(max)`: a string.
+    Nvarchar,
+    /// `bit`: a boolean.
+    Bit,
+    /// `datetime`: an RFC 3339 time.
+    Datetime,
+    /// `record`: a nested record.
+    Record,
+}
+
+/// What an expression is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// `NULL`.
+    Null,
+    /// `TRUE`, `FALSE`.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A number with a fraction or exponent.
+    Float(f64),
+    /// A string in single quotes.
+    Str(String),
+    /// A field: `name`, `source.name`, `record.field`.
+    Column(Vec<Ident>),
+    /// `NOT e`.
+    Not(Box<Expr>),
+    /// `-e`.
+    Neg(Box<Expr>),
+    /// `a op b`.
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `e IS [NOT] NULL`.
+    IsNull(Box<Expr>, bool),
+    /// `e [NOT] BETWEEN lo AND hi`.
+    Between(Box<Expr>, Box<Expr>, Box<Expr>, bool),
+    /// `e [NOT] IN (list)`.
+    In(Box<Expr>, Vec<Expr>, bool),
+    /// `e [NOT] LIKE pattern`.
+    Like(Box<Expr>, Box<Expr>, bool),
+    /// `CASE [operand] WHEN .. THEN .. [ELSE ..] END`.
+    Case(Option<Box<Expr>>, Vec<(Expr, Expr)>, Option<Box<Expr>>),
+    /// `CAST(e AS type)`.
+    Cast(Box<Expr>, SqlType),
+    /// A function call: name, arguments (`COUNT(*)`: `star`), and `OVER (ORDER BY e
+    /// [DESC])` (for `TopOne`).
+    Call {
+        /// The function's name.
+        name: Ident,
+        /// Its arguments.
+        args: Vec<Expr>,
+        /// `COUNT(*)`.
+        star: bool,
+        /// `OVER (ORDER BY e [ASC|DESC])`: the expression and whether descending.
+        order: Option<(Box<Expr>, bool)>,
+    },
+    /// `DATEDIFF(unit, a, b)`: `b`'s time minus `a`'s, in units (joins).
+    DateDiff(TimeSpan, Ident, Ident),
+    /// `System.Timestamp()`: the event's time (a window's end in a windowed query).
+    Timestamp,
+}

@@ -1,0 +1,1047 @@
+//! From [`Script`] to streams: every select becomes the operators the Rust API builds
+//! (`filter`, `map_with_time`, windows with `group_by` and `aggregate_into`, `join`,
+//! `union`), so a query runs as fast as its Rust form.
+
+use std::collections::HashMap;
+
+use punctual_core::ops::{Join, Stream};
+use punctual_core::{Ordered, Row, Time, TimeSpan, Value};
+
+use crate::aggs::{AggFn, SqlAggs};
+use crate::ast::*;
+use crate::eval::{truthy, Ctx, Func, E};
+use crate::SqlError;
+
+/// A stream the query can read, with its fields when they are known.
+#[derive(Clone)]
+pub(crate) struct Named {
+    pub(crate) stream: Stream<Row>,
+    pub(crate) fields: Option<Vec<String>>,
+    /// Whether it is an input (not a step).
+    pub(crate) input: bool,
+}
+
+/// One source in the scope of a select: the name it is referred to by, and its fields.
+struct Scope {
+    sources: Vec<(String, Option<Vec<String>>)>,
+    /// Whether rows are nested by source (after a join) or flat.
+    nested: bool,
+}
+
+fn err(pos: Pos, message: impl Into<String>) -> SqlError {
+    SqlError::compile(pos, message)
+}
+
+impl Scope {
+    fn field_list(fields: &[String]) -> String {
+        if fields.is_empty() {
+            "none".to_owned()
+        } else {
+            fields.join(", ")
+        }
+    }
+
+    fn has(fields: &Option<Vec<String>>, name: &str) -> Option<bool> {
+        fields.as_ref().map(|f| f.iter().any(|x| x == name))
+    }
+
+    /// A column reference, resolved to a path into the row.
+    fn column(&self, path: &[Ident]) -> Result<E, SqlError> {
+        let Some(first) = path.first() else {
+            return Err(err(Pos::default(), "an empty name"));
+        };
+        let source = |name: &str| {
+            self.sources
+                .iter()
+                .position(|(r, _)| r.eq_ignore_ascii_case(name))
+        };
+        // `source.field...`
+        if path.len() > 1 {
+            if let Some(i) = source(&first.name) {
+                let (r, fields) = &self.sources[i];
+                let field = &path[1];
+                if Scope::has(fields, &field.name) == Some(false) {
+                    return Err(err(
+                        field.pos,
+                        format!(
+                            "`{}` is not a field of `{r}` (its fields: {})",
+                            field.name,
+                            Scope::field_list(fields.as_deref().unwrap_or_default())
+                        ),
+                    ));
+                }
+                let rest = path[1..].iter().map(|p| p.name.clone());
+                return Ok(E::Field(if self.nested {
+                    std::iter::once(r.clone()).chain(rest).collect()
+                } else {
+                    rest.collect()
+                }));
+            }
+        }
+        let names: Vec<String> = path.iter().map(|p| p.name.clone()).collect();
+        if !self.nested {
+            let (r, fields) = &self.sources[0];
+            if Scope::has(fields, &first.name) == Some(false) {
+                return Err(err(
+                    first.pos,
+                    format!(
+                        "`{}` is not a field of `{r}` (its fields: {})",
+                        first.name,
+                        Scope::field_list(fields.as_deref().unwrap_or_default())
+                    ),
+                ));
+            }
+            return Ok(E::Field(names));
+        }
+        let candidates: Vec<&(String, Option<Vec<String>>)> = self
+            .sources
+            .iter()
+            .filter(|(_, f)| Scope::has(f, &first.name) != Some(false))
+            .collect();
+        let known = candidates.iter().all(|(_, f)| f.is_some());
+        let with = |r: &str| std::iter::once(r.to_owned()).chain(names.iter().cloned()).collect();
+        match (candidates.as_slice(), known) {
+            ([], _) => Err(err(
+                first.pos,
+                format!(
+                    "`{}` is not a field of any source ({})",
+                    first.name,
+                    self.sources
+                        .iter()
+                        .map(|(r, _)| r.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+            ([(r, _)], true) => Ok(E::Field(with(r))),
+            (many, true) => Err(err(
+                first.pos,
+                format!(
+                    "`{}` is a field of {}: say which (`{}.{}`)",
+                    first.name,
+                    many.iter().map(|(r, _)| format!("`{r}`")).collect::<Vec<_>>().join(" and "),
+                    many[0].0,
+                    first.name
+                ),
+            )),
+            (some, false) => Ok(E::FirstOf(some.iter().map(|(r, _)| with(r)).collect())),
+        }
+    }
+
+    /// The sources an expression refers to (by index), for splitting join conditions.
+    fn sources_of(&self, e: &Expr, into: &mut Vec<usize>) {
+        walk(e, &mut |x| {
+            if let ExprKind::Column(path) = &x.kind {
+                let hit = if path.len() > 1 {
+                    self.sources
+                        .iter()
+                        .position(|(r, _)| r.eq_ignore_ascii_case(&path[0].name))
+                } else {
+                    None
+                };
+                match hit {
+                    Some(i) => into.push(i),
+                    None => {
+                        // Unqualified: every source that may have it.
+                        for (i, (_, f)) in self.sources.iter().enumerate() {
+                            if Scope::has(f, &path[0].name) != Some(false) {
+                                into.push(i);
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// Visits `e` and every expression inside it.
+fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match &e.kind {
+        ExprKind::Not(a) | ExprKind::Neg(a) | ExprKind::IsNull(a, _) | ExprKind::Cast(a, _) => {
+            walk(a, f)
+        }
+        ExprKind::Binary(_, a, b) | ExprKind::Like(a, b, _) => {
+            walk(a, f);
+            walk(b, f);
+        }
+        ExprKind::Between(a, b, c, _) => {
+            walk(a, f);
+            walk(b, f);
+            walk(c, f);
+        }
+        ExprKind::In(a, list, _) => {
+            walk(a, f);
+            for x in list {
+                walk(x, f);
+            }
+        }
+        ExprKind::Case(o, whens, other) => {
+            if let Some(o) = o {
+                walk(o, f);
+            }
+            for (a, b) in whens {
+                walk(a, f);
+                walk(b, f);
+            }
+            if let Some(o) = other {
+                walk(o, f);
+            }
+        }
+        ExprKind::Call { args, order, .. } => {
+            for a in args {
+                walk(a, f);
+            }
+            if let Some((o, _)) = order {
+                walk(o, f);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `e` with every position zeroed and names lower-cased: equal for the same expression
+/// written twice (a `GROUP BY` key repeated in the select list).
+fn canonical(e: &Expr) -> String {
+    let mut c = e.clone();
+    zero(&mut c);
+    format!("{:?}", c.kind).to_ascii_lowercase()
+}
+
+fn zero(e: &mut Expr) {
+    e.pos = Pos::default();
+    let z = |x: &mut Expr| zero(x);
+    match &mut e.kind {
+        ExprKind::Column(path) => {
+            for p in path {
+                p.pos = Pos::default();
+            }
+        }
+        ExprKind::Not(a) | ExprKind::Neg(a) | ExprKind::IsNull(a, _) | ExprKind::Cast(a, _) => z(a),
+        ExprKind::Binary(_, a, b) | ExprKind::Like(a, b, _) => {
+            z(a);
+            z(b);
+        }
+        ExprKind::Between(a, b, c, _) => {
+            z(a);
+            z(b);
+            z(c);
+        }
+        ExprKind::In(a, list, _) => {
+            z(a);
+            list.iter_mut().for_each(z);
+        }
+        ExprKind::Case(o, whens, other) => {
+            if let Some(o) = o {
+                z(o);
+            }
+            for (a, b) in whens {
+                z(a);
+                z(b);
+            }
+            if let Some(o) = other {
+                z(o);
+            }
+        }
+        ExprKind::Call {
+            name, args, order, ..
+        } => {
+            name.pos = Pos::default();
+            args.iter_mut().for_each(z);
+            if let Some((o, _)) = order {
+                z(o);
+            }
+        }
+        ExprKind::DateDiff(_, a, b) => {
+            a.pos = Pos::default();
+            b.pos = Pos::default();
+        }
+        _ => {}
+    }
+}
+
+/// How expressions are compiled: over rows (with the scope), or over a group (keys and
+/// aggregates lifted into slots).
+struct Grouping<'a> {
+    keys: &'a [(String, Pos)],
+    aggs: Vec<AggFn>,
+}
+
+fn compile(e: &Expr, scope: &Scope, mut group: Option<&mut Grouping<'_>>, time_ok: bool) -> Result<E, SqlError> {
+    if let Some(g) = group.as_deref() {
+        let c = canonical(e);
+        if let Some(i) = g.keys.iter().position(|(k, _)| *k == c) {
+            return Ok(E::Key(i));
+        }
+    }
+    let sub = |x: &Expr, group: Option<&mut Grouping<'_>>| compile(x, scope, group, time_ok);
+    Ok(match &e.kind {
+        ExprKind::Null => E::Lit(Value::Null),
+        ExprKind::Bool(b) => E::Lit(Value::Bool(*b)),
+        ExprKind::Int(i) => E::Lit(Value::Int(*i)),
+        ExprKind::Float(f) => E::Lit(Value::Float(*f)),
+        ExprKind::Str(s) => E::Lit(Value::Str(s.clone())),
+        ExprKind::Column(path) => {
+            if group.is_some() {
+                return Err(err(
+                    e.pos,
+                    format!(
+                        "`{}` is neither a key of GROUP BY nor inside an aggregate",
+                        path.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(".")
+                    ),
+                ));
+            }
+            scope.column(path)?
+        }
+        ExprKind::Timestamp => {
+            if !time_ok {
+                return Err(err(
+                    e.pos,
+                    "System.Timestamp() is only available in the select list",
+                ));
+            }
+            E::Time
+        }
+        ExprKind::Not(a) => E::Not(Box::new(sub(a, group)?)),
+        ExprKind::Neg(a) => E::Neg(Box::new(sub(a, group)?)),
+        ExprKind::Binary(op, a, b) => {
+            let a = sub(a, group.as_deref_mut())?;
+            E::Bin(*op, Box::new(a), Box::new(sub(b, group)?))
+        }
+        ExprKind::IsNull(a, n) => E::IsNull(Box::new(sub(a, group)?), *n),
+        ExprKind::Between(a, lo, hi, n) => {
+            if let ExprKind::DateDiff(..) = a.kind {
+                return Err(err(a.pos, "DATEDIFF belongs in the ON condition of a JOIN"));
+            }
+            let a = sub(a, group.as_deref_mut())?;
+            let lo = sub(lo, group.as_deref_mut())?;
+            E::Between(Box::new(a), Box::new(lo), Box::new(sub(hi, group)?), *n)
+        }
+        ExprKind::In(a, list, n) => {
+            let a = sub(a, group.as_deref_mut())?;
+            let mut items = Vec::new();
+            for x in list {
+                items.push(sub(x, group.as_deref_mut())?);
+            }
+            E::In(Box::new(a), items, *n)
+        }
+        ExprKind::Like(a, p, n) => {
+            let a = sub(a, group.as_deref_mut())?;
+            E::Like(Box::new(a), Box::new(sub(p, group)?), *n)
+        }
+        ExprKind::Case(o, whens, other) => {
+            let o = match o {
+                Some(o) => Some(Box::new(sub(o, group.as_deref_mut())?)),
+                None => None,
+            };
+            let mut ws = Vec::new();
+            for (a, b) in whens {
+                let a = sub(a, group.as_deref_mut())?;
+                ws.push((a, sub(b, group.as_deref_mut())?));
+            }
+            let other = match other {
+                Some(x) => Some(Box::new(sub(x, group)?)),
+                None => None,
+            };
+            E::Case(o, ws, other)
+        }
+        ExprKind::Cast(a, ty) => E::Cast(Box::new(sub(a, group)?), *ty),
+        ExprKind::DateDiff(..) => {
+            return Err(err(
+                e.pos,
+                "DATEDIFF belongs in the ON condition of a JOIN, as `DATEDIFF(unit, a, b) BETWEEN x AND y`",
+            ))
+        }
+        ExprKind::Call {
+            name,
+            args,
+            star,
+            order,
+        } => {
+            if AggFn::is_aggregate(&name.name) {
+                let Some(g) = group else {
+                    return Err(err(
+                        name.pos,
+                        format!(
+                            "{} is an aggregate: it needs a window in GROUP BY (TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow)",
+                            name.name.to_uppercase()
+                        ),
+                    ));
+                };
+                let member = |x: &Expr| compile(x, scope, None, false);
+                let lower = name.name.to_ascii_lowercase();
+                let one = |args: &[Expr]| -> Result<E, SqlError> {
+                    match args {
+                        [a] => {
+                            let mut inner = false;
+                            walk(a, &mut |x| {
+                                if let ExprKind::Call { name, .. } = &x.kind {
+                                    inner |= AggFn::is_aggregate(&name.name);
+                                }
+                            });
+                            if inner {
+                                return Err(err(a.pos, "an aggregate inside an aggregate"));
+                            }
+                            member(a)
+                        }
+                        _ => Err(err(
+                            name.pos,
+                            format!("{} takes one argument", name.name.to_uppercase()),
+                        )),
+                    }
+                };
+                let f = match (lower.as_str(), star) {
+                    ("count", true) => AggFn::CountStar,
+                    ("count", false) => AggFn::Count(one(args)?),
+                    ("sum", _) => AggFn::Sum(one(args)?),
+                    ("avg", _) => AggFn::Avg(one(args)?),
+                    ("min", _) => AggFn::Min(one(args)?),
+                    ("max", _) => AggFn::Max(one(args)?),
+                    _ => {
+                        let Some((o, desc)) = order else {
+                            return Err(err(
+                                name.pos,
+                                "TopOne needs an order: TopOne() OVER (ORDER BY expr [DESC])",
+                            ));
+                        };
+                        if !args.is_empty() {
+                            return Err(err(name.pos, "TopOne takes no arguments"));
+                        }
+                        AggFn::TopOne(member(o)?, *desc)
+                    }
+                };
+                if *star && lower != "count" {
+                    return Err(err(name.pos, "only COUNT takes *"));
+                }
+                if order.is_some() && lower != "topone" {
+                    return Err(err(name.pos, "only TopOne takes OVER (ORDER BY ...)"));
+                }
+                g.aggs.push(f);
+                return Ok(E::Agg(g.aggs.len() - 1));
+            }
+            let Some((func, min, max)) = Func::lookup(&name.name) else {
+                return Err(err(
+                    name.pos,
+                    format!(
+                        "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne)",
+                        name.name
+                    ),
+                ));
+            };
+            if *star || order.is_some() {
+                return Err(err(name.pos, format!("{} is not an aggregate", name.name.to_uppercase())));
+            }
+            if args.len() < min || args.len() > max {
+                let takes = if min == max {
+                    format!("{min}")
+                } else if max == usize::MAX {
+                    format!("at least {min}")
+                } else {
+                    format!("{min} to {max}")
+                };
+                return Err(err(
+                    name.pos,
+                    format!("{} takes {takes} arguments, not {}", name.name.to_uppercase(), args.len()),
+                ));
+            }
+            let mut compiled = Vec::new();
+            for a in args {
+                compiled.push(sub(a, group.as_deref_mut())?);
+            }
+            E::Call(func, compiled)
+        }
+    })
+}
+
+/// An integer constant (`BETWEEN` bounds of `DATEDIFF`).
+fn constant(e: &Expr) -> Result<i64, SqlError> {
+    match &e.kind {
+        ExprKind::Int(i) => Ok(*i),
+        ExprKind::Neg(a) => constant(a).map(|i| -i),
+        _ => Err(err(e.pos, "a whole number is needed here")),
+    }
+}
+
+/// The parts of a join condition.
+struct OnParts {
+    keys: Vec<(Expr, Expr)>,
+    /// `DATEDIFF(unit, a, b) BETWEEN lo AND hi`: unit, a, b, lo, hi, where.
+    datediff: Option<(TimeSpan, Ident, Ident, i64, i64, Pos)>,
+    rest: Vec<Expr>,
+}
+
+fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match &e.kind {
+        ExprKind::Binary(BinOp::And, a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        _ => out.push(e.clone()),
+    }
+}
+
+/// Output column names: the alias, or a column's last name, or a function's name.
+fn item_name(e: &Expr, alias: &Option<Ident>, n: usize) -> String {
+    if let Some(a) = alias {
+        return a.name.clone();
+    }
+    match &e.kind {
+        ExprKind::Column(path) => path.last().map_or_else(|| format!("col{n}"), |p| p.name.clone()),
+        ExprKind::Call { name, .. } => name.name.to_ascii_lowercase(),
+        ExprKind::Timestamp => "timestamp".to_owned(),
+        _ => format!("col{n}"),
+    }
+}
+
+/// The result of a grouped query before its select list: the group's keys and aggregates.
+#[derive(Clone, Debug, PartialEq)]
+struct Group {
+    keys: Vec<Value>,
+    aggs: Vec<Value>,
+}
+
+pub(crate) struct Compiler<'a> {
+    pub(crate) named: HashMap<String, Named>,
+    pub(crate) text: &'a str,
+}
+
+impl Compiler<'_> {
+    fn get(&self, name: &Ident) -> Result<Named, SqlError> {
+        self.named.get(&name.name).cloned().ok_or_else(|| {
+            let mut known: Vec<&str> = self.named.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            err(
+                name.pos,
+                format!(
+                    "no input or step named `{}` (there are: {})",
+                    name.name,
+                    known.join(", ")
+                ),
+            )
+        })
+    }
+
+    pub(crate) fn script(mut self, script: &Script) -> Result<Vec<(String, Stream<Row>)>, SqlError> {
+        let _ = self.text;
+        for (name, q) in &script.steps {
+            if self.named.contains_key(&name.name) {
+                return Err(err(
+                    name.pos,
+                    format!("`{}` is already an input or a step", name.name),
+                ));
+            }
+            let n = self.query(q)?;
+            let stream = n.stream.named(name.name.clone());
+            self.named.insert(
+                name.name.clone(),
+                Named {
+                    stream,
+                    fields: n.fields,
+                    input: false,
+                },
+            );
+        }
+        let mut outputs: Vec<(String, Stream<Row>)> = Vec::new();
+        for q in &script.statements {
+            let first = &q.selects[0];
+            let into = match (&first.into, script.statements.len()) {
+                (Some(i), _) => i.name.clone(),
+                (None, 1) => "output".to_owned(),
+                (None, _) => {
+                    return Err(err(
+                        first.pos,
+                        "with several statements, each needs INTO output",
+                    ))
+                }
+            };
+            for s in &q.selects[1..] {
+                if let Some(i) = &s.into {
+                    return Err(err(i.pos, "INTO goes in the first SELECT of a UNION"));
+                }
+            }
+            if outputs.iter().any(|(o, _)| *o == into) {
+                return Err(err(
+                    first.into.as_ref().map_or(first.pos, |i| i.pos),
+                    format!("two statements write INTO `{into}`: UNION them instead"),
+                ));
+            }
+            let n = self.query(q)?;
+            outputs.push((into, n.stream));
+        }
+        Ok(outputs)
+    }
+
+    fn query(&self, q: &Query) -> Result<Named, SqlError> {
+        let mut parts = Vec::new();
+        for s in &q.selects {
+            parts.push(self.select(s)?);
+        }
+        let first = parts.remove(0);
+        if parts.is_empty() {
+            return Ok(first);
+        }
+        let rest: Vec<&Stream<Row>> = parts.iter().map(|p| &p.stream).collect();
+        Ok(Named {
+            stream: first.stream.union(&rest),
+            fields: first.fields,
+            input: false,
+        })
+    }
+
+    fn select(&self, s: &Select) -> Result<Named, SqlError> {
+        let from = self.get(&s.from.name)?;
+        for src in std::iter::once(&s.from).chain(s.joins.iter().map(|j| &j.source)) {
+            if let Some(t) = &src.timestamp_by {
+                let n = self.get(&src.name)?;
+                if !n.input {
+                    return Err(err(
+                        t.pos,
+                        format!("TIMESTAMP BY belongs to an input; `{}` is a step", src.name.name),
+                    ));
+                }
+            }
+        }
+        let mut scope = Scope {
+            sources: vec![(s.from.reference().to_owned(), from.fields.clone())],
+            nested: false,
+        };
+        let mut stream = from.stream.clone();
+        for (j, clause) in s.joins.iter().enumerate() {
+            let right = self.get(&clause.source.name)?;
+            let rref = clause.source.reference().to_owned();
+            if scope.sources.iter().any(|(r, _)| r.eq_ignore_ascii_case(&rref)) {
+                return Err(err(
+                    clause.source.name.pos,
+                    format!("`{rref}` is joined twice: give one an alias (`JOIN {} AS other`)", clause.source.name.name),
+                ));
+            }
+            let left_scope = Scope {
+                sources: scope.sources.clone(),
+                nested: scope.nested,
+            };
+            let right_scope = Scope {
+                sources: vec![(rref.clone(), right.fields.clone())],
+                nested: false,
+            };
+            let mut all = scope.sources.clone();
+            all.push((rref.clone(), right.fields.clone()));
+            let combined = Scope {
+                sources: all,
+                nested: true,
+            };
+            let parts = self.on_parts(&clause.on, &combined, scope.sources.len())?;
+            let (mut left_stream, mut right_stream) = (stream.clone(), right.stream.clone());
+            if let Some((unit, a, b, lo, hi, at)) = &parts.datediff {
+                if j > 0 {
+                    return Err(err(*at, "DATEDIFF in a join of more than two sources is not supported"));
+                }
+                if lo > hi {
+                    return Err(err(*at, format!("BETWEEN {lo} AND {hi} matches nothing")));
+                }
+                let side = |id: &Ident| {
+                    combined
+                        .sources
+                        .iter()
+                        .position(|(r, _)| r.eq_ignore_ascii_case(&id.name))
+                        .ok_or_else(|| {
+                            err(id.pos, format!("`{}` is not a source of this join", id.name))
+                        })
+                };
+                let (ia, ib) = (side(a)?, side(b)?);
+                if ia == ib {
+                    return Err(err(b.pos, "DATEDIFF compares the two sources of the join"));
+                }
+                let span = |n: i64| {
+                    n.checked_mul(unit.ticks())
+                        .map(TimeSpan::from_ticks)
+                        .ok_or_else(|| err(*at, "the time difference is too large"))
+                };
+                // b's time minus a's within [lo, hi]: a's events last from a + lo to a + hi
+                // (inclusive), b's are points; they overlap exactly when b is in range.
+                let shift = span(*lo)?;
+                let width = span(hi.checked_sub(*lo).unwrap_or(i64::MAX))?;
+                let duration = TimeSpan::from_ticks(width.ticks().saturating_add(1));
+                if ia == 0 {
+                    left_stream = left_stream.alter_lifetime(shift, duration);
+                    right_stream = right_stream.to_point_events();
+                } else {
+                    right_stream = right_stream.alter_lifetime(shift, duration);
+                    left_stream = left_stream.to_point_events();
+                }
+            }
+            let mut key_left = Vec::new();
+            let mut key_right = Vec::new();
+            for (l, r) in &parts.keys {
+                key_left.push(compile(l, &left_scope, None, false)?);
+                key_right.push(compile(r, &right_scope, None, false)?);
+            }
+            let mut rest = Vec::new();
+            for x in &parts.rest {
+                rest.push(compile(x, &combined, None, false)?);
+            }
+            let lref = scope.sources[0].0.clone();
+            let first = j == 0;
+            let combine = move |a: &Row, b: &Row| -> Option<Row> {
+                let row = if first {
+                    Row::new()
+                        .with(lref.clone(), Value::Row(a.clone()))
+                        .with(rref.clone(), Value::Row(b.clone()))
+                } else {
+                    a.clone().with(rref.clone(), Value::Row(b.clone()))
+                };
+                rest.iter()
+                    .all(|c| truthy(&c.eval(Ctx::row(&row, Time::NEG_INF))))
+                    .then_some(row)
+            };
+            // A key with a NULL matches nothing: such rows get a key of their side alone.
+            let key = |keys: Vec<E>, side: u8| {
+                move |r: &Row| -> (u8, Vec<Value>) {
+                    let values: Vec<Value> = keys
+                        .iter()
+                        .map(|k| k.eval(Ctx::row(r, Time::NEG_INF)))
+                        .collect();
+                    if values.iter().any(|v| matches!(v, Value::Null)) {
+                        (side, Vec::new())
+                    } else {
+                        (2, values)
+                    }
+                }
+            };
+            let (kl, kr) = (key(key_left, 0), key(key_right, 1));
+            stream = left_stream.apply_binary(
+                &right_stream,
+                Join::<_, _, _, _, _, _, _, Ordered>::new(
+                    kl,
+                    kr,
+                    move |a: &Row, b: &Row| combine(a, b),
+                ),
+            );
+            scope = combined;
+        }
+        if let Some(w) = &s.filter {
+            let c = compile(w, &scope, None, false)?;
+            stream = stream.filter(move |r| truthy(&c.eval(Ctx::row(r, Time::NEG_INF))));
+        }
+        let grouped = !s.group_by.is_empty()
+            || s.items.iter().any(|i| match i {
+                SelectItem::Expr(e, _) => has_aggregate(e),
+                _ => false,
+            })
+            || s.having.is_some();
+        if grouped {
+            return self.grouped(s, &scope, stream);
+        }
+        // A plain select.
+        let star_only = s.items.len() == 1 && matches!(s.items[0], SelectItem::Star(_)) && !scope.nested;
+        if star_only {
+            return Ok(Named {
+                stream,
+                fields: scope.sources[0].1.clone(),
+                input: false,
+            });
+        }
+        let mut items: Vec<Item> = Vec::new();
+        let mut names: Option<Vec<String>> = Some(Vec::new());
+        for (n, item) in s.items.iter().enumerate() {
+            match item {
+                SelectItem::Star(_) => {
+                    if scope.nested {
+                        for (r, fields) in &scope.sources {
+                            items.push(Item::Copy(r.clone(), vec![r.clone()]));
+                            push_name(&mut names, Some(r.clone()));
+                            let _ = fields;
+                        }
+                    } else {
+                        items.push(Item::All);
+                        match (&mut names, &scope.sources[0].1) {
+                            (Some(ns), Some(f)) => ns.extend(f.iter().cloned()),
+                            _ => names = None,
+                        }
+                    }
+                }
+                SelectItem::QualifiedStar(id) => {
+                    let Some((r, fields)) = scope
+                        .sources
+                        .iter()
+                        .find(|(r, _)| r.eq_ignore_ascii_case(&id.name))
+                    else {
+                        return Err(err(id.pos, format!("`{}` is not a source of this query", id.name)));
+                    };
+                    items.push(Item::Spread(if scope.nested { vec![r.clone()] } else { vec![] }));
+                    match (&mut names, fields) {
+                        (Some(ns), Some(f)) => ns.extend(f.iter().cloned()),
+                        _ => names = None,
+                    }
+                }
+                SelectItem::Expr(e, alias) => {
+                    let name = item_name(e, alias, n + 1);
+                    if let Some(ns) = &names {
+                        if ns.contains(&name) {
+                            return Err(err(
+                                alias.as_ref().map_or(e.pos, |a| a.pos),
+                                format!("two columns are named `{name}`: give one an alias (AS other)"),
+                            ));
+                        }
+                    }
+                    push_name(&mut names, Some(name.clone()));
+                    items.push(Item::Expr(name, compile(e, &scope, None, true)?));
+                }
+            }
+        }
+        let stream = stream.map_with_time(move |t, r| project(&items, r, t));
+        Ok(Named {
+            stream,
+            fields: names,
+            input: false,
+        })
+    }
+
+    fn on_parts(&self, on: &Expr, combined: &Scope, left_count: usize) -> Result<OnParts, SqlError> {
+        let mut cs = Vec::new();
+        conjuncts(on, &mut cs);
+        let mut parts = OnParts {
+            keys: Vec::new(),
+            datediff: None,
+            rest: Vec::new(),
+        };
+        for c in cs {
+            match &c.kind {
+                ExprKind::Between(a, lo, hi, false) if matches!(a.kind, ExprKind::DateDiff(..)) => {
+                    let ExprKind::DateDiff(unit, x, y) = &a.kind else { continue };
+                    if parts.datediff.is_some() {
+                        return Err(err(c.pos, "one DATEDIFF per join"));
+                    }
+                    parts.datediff = Some((*unit, x.clone(), y.clone(), constant(lo)?, constant(hi)?, c.pos));
+                }
+                ExprKind::Binary(BinOp::Eq, a, b) => {
+                    let (mut sa, mut sb) = (Vec::new(), Vec::new());
+                    combined.sources_of(a, &mut sa);
+                    combined.sources_of(b, &mut sb);
+                    let left_only = |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i < left_count);
+                    let right_only = |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i == left_count);
+                    if left_only(&sa) && right_only(&sb) {
+                        parts.keys.push((strip(a, combined, left_count), strip(b, combined, left_count)));
+                    } else if right_only(&sa) && left_only(&sb) {
+                        parts.keys.push((strip(b, combined, left_count), strip(a, combined, left_count)));
+                    } else {
+                        parts.rest.push(c.clone());
+                    }
+                }
+                ExprKind::DateDiff(..) => {
+                    return Err(err(c.pos, "DATEDIFF needs BETWEEN: DATEDIFF(unit, a, b) BETWEEN x AND y"));
+                }
+                _ => parts.rest.push(c.clone()),
+            }
+        }
+        Ok(parts)
+    }
+
+    fn grouped(&self, s: &Select, scope: &Scope, stream: Stream<Row>) -> Result<Named, SqlError> {
+        let mut window = None;
+        let mut keys: Vec<(String, Pos)> = Vec::new();
+        let mut key_exprs = Vec::new();
+        for g in &s.group_by {
+            match g {
+                GroupItem::Window(w, at) => {
+                    if window.is_some() {
+                        return Err(err(*at, "one window per GROUP BY"));
+                    }
+                    window = Some(*w);
+                }
+                GroupItem::Key(e) => {
+                    keys.push((canonical(e), e.pos));
+                    key_exprs.push(compile(e, scope, None, false)?);
+                }
+            }
+        }
+        let Some(window) = window else {
+            return Err(err(
+                s.group_pos.unwrap_or(s.pos),
+                "a query with aggregates or GROUP BY needs a window in GROUP BY: TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow",
+            ));
+        };
+        let mut grouping = Grouping {
+            keys: &keys,
+            aggs: Vec::new(),
+        };
+        let mut items = Vec::new();
+        let mut names = Vec::new();
+        for (n, item) in s.items.iter().enumerate() {
+            let SelectItem::Expr(e, alias) = item else {
+                let at = match item {
+                    SelectItem::Star(p) => *p,
+                    SelectItem::QualifiedStar(i) => i.pos,
+                    SelectItem::Expr(e, _) => e.pos,
+                };
+                return Err(err(at, "a grouped query selects keys and aggregates, not *"));
+            };
+            let name = item_name(e, alias, n + 1);
+            if names.contains(&name) {
+                return Err(err(
+                    alias.as_ref().map_or(e.pos, |a| a.pos),
+                    format!("two columns are named `{name}`: give one an alias (AS other)"),
+                ));
+            }
+            names.push(name.clone());
+            items.push((name, compile(e, scope, Some(&mut grouping), true)?));
+        }
+        let having = match &s.having {
+            Some(h) => Some(compile(h, scope, Some(&mut grouping), false)?),
+            None => None,
+        };
+        let aggs = SqlAggs(grouping.aggs);
+        let windowed = match window {
+            WindowSql::Tumbling { size, offset } => stream
+                .hopping_window(size, size)
+                .alignment(Time::from_ticks(0) + offset),
+            WindowSql::Hopping { size, hop, offset } => stream
+                .hopping_window(size, hop)
+                .alignment(Time::from_ticks(0) + offset),
+            WindowSql::Sliding { size } => stream.alter_duration(size).snapshot_window(),
+            WindowSql::Snapshot => stream.snapshot_window(),
+        };
+        let mut groups = windowed
+            .group_by(move |r: &Row| {
+                key_exprs
+                    .iter()
+                    .map(|k| k.eval(Ctx::row(r, Time::NEG_INF)))
+                    .collect::<Vec<Value>>()
+            })
+            .aggregate_into(aggs, |k: &Vec<Value>, aggs| Group {
+                keys: k.clone(),
+                aggs,
+            });
+        if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {
+            // A result at each moment the window's contents change.
+            groups = groups.to_point_events();
+        }
+        if let Some(h) = having {
+            let empty = Row::new();
+            groups = groups.filter(move |g| {
+                truthy(&h.eval(Ctx {
+                    row: &empty,
+                    time: Time::NEG_INF,
+                    keys: &g.keys,
+                    aggs: &g.aggs,
+                }))
+            });
+        }
+        let empty = Row::new();
+        let stream = groups.map_with_time(move |t, g| {
+            let cx = Ctx {
+                row: &empty,
+                time: t,
+                keys: &g.keys,
+                aggs: &g.aggs,
+            };
+            Row::new().with_all(items.iter().map(|(n, e)| (n.clone(), e.eval(cx))))
+        });
+        Ok(Named {
+            stream,
+            fields: Some(names),
+            input: false,
+        })
+    }
+}
+
+/// An equality's side as written, for the stream it belongs to: `source.field` becomes
+/// `field` when the source is not nested there.
+fn strip(e: &Expr, combined: &Scope, left_count: usize) -> Expr {
+    let mut e = e.clone();
+    fn visit(e: &mut Expr, combined: &Scope, left_count: usize) {
+        match &mut e.kind {
+            ExprKind::Column(path) if path.len() > 1 => {
+                let hit = combined
+                    .sources
+                    .iter()
+                    .position(|(r, _)| r.eq_ignore_ascii_case(&path[0].name));
+                // The right source's rows are flat; so are the left's before the first join.
+                if hit == Some(left_count) || (hit == Some(0) && left_count == 1) {
+                    path.remove(0);
+                }
+            }
+            ExprKind::Not(a) | ExprKind::Neg(a) | ExprKind::IsNull(a, _) | ExprKind::Cast(a, _) => {
+                visit(a, combined, left_count)
+            }
+            ExprKind::Binary(_, a, b) | ExprKind::Like(a, b, _) => {
+                visit(a, combined, left_count);
+                visit(b, combined, left_count);
+            }
+            ExprKind::Call { args, .. } => {
+                for a in args {
+                    visit(a, combined, left_count);
+                }
+            }
+            _ => {}
+        }
+    }
+    visit(&mut e, combined, left_count);
+    e
+}
+
+fn has_aggregate(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| {
+        if let ExprKind::Call { name, .. } = &x.kind {
+            found |= AggFn::is_aggregate(&name.name);
+        }
+    });
+    found
+}
+
+fn push_name(names: &mut Option<Vec<String>>, name: Option<String>) {
+    match (names.as_mut(), name) {
+        (Some(ns), Some(n)) => ns.push(n),
+        _ => *names = None,
+    }
+}
+
+/// One part of a plain select list.
+enum Item {
+    /// `*` over a flat row: every field.
+    All,
+    /// `source.*`: every field of the record at this path (the row itself if empty).
+    Spread(Vec<String>),
+    /// A whole source's record under a name (`*` after a join).
+    Copy(String, Vec<String>),
+    /// A computed column.
+    Expr(String, E),
+}
+
+fn project(items: &[Item], r: &Row, t: Time) -> Row {
+    let mut out = Row::new();
+    for item in items {
+        match item {
+            Item::All => {
+                for (k, v) in r.fields() {
+                    out.set(k, v.clone());
+                }
+            }
+            Item::Spread(path) => {
+                let rec = match path.first() {
+                    None => Some(r),
+                    Some(p) => match r.get(p) {
+                        Some(Value::Row(inner)) => Some(inner),
+                        _ => None,
+                    },
+                };
+                if let Some(rec) = rec {
+                    for (k, v) in rec.fields() {
+                        out.set(k, v.clone());
+                    }
+                }
+            }
+            Item::Copy(name, path) => {
+                let v = path
+                    .first()
+                    .and_then(|p| r.get(p))
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                out.set(name.clone(), v);
+            }
+            Item::Expr(name, e) => out.set(name.clone(), e.eval(Ctx::row(r, t))),
+        }
+    }
+    out
+}

@@ -1,0 +1,457 @@
+//! Compiled expressions and their evaluation over rows.
+
+use std::cmp::Ordering;
+
+use punctual_core::ops::compare_values;
+use punctual_core::{Row, Time, Value};
+
+use crate::ast::{BinOp, SqlType};
+
+/// A scalar function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Func {
+    Upper,
+    Lower,
+    Len,
+    Concat,
+    Substring,
+    Trim,
+    Ltrim,
+    Rtrim,
+    Replace,
+    CharIndex,
+    Abs,
+    Round,
+    Floor,
+    Ceiling,
+    Power,
+    Sqrt,
+    Sign,
+    Coalesce,
+}
+
+impl Func {
+    /// The function of this name (any case), with how many arguments it takes (min, max).
+    pub(crate) fn lookup(name: &str) -> Option<(Func, usize, usize)> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "upper" => (Func::Upper, 1, 1),
+            "lower" => (Func::Lower, 1, 1),
+            "len" => (Func::Len, 1, 1),
+            "concat" => (Func::Concat, 1, usize::MAX),
+            "substring" => (Func::Substring, 3, 3),
+            "trim" => (Func::Trim, 1, 1),
+            "ltrim" => (Func::Ltrim, 1, 1),
+            "rtrim" => (Func::Rtrim, 1, 1),
+            "replace" => (Func::Replace, 3, 3),
+            "charindex" => (Func::CharIndex, 2, 2),
+            "abs" => (Func::Abs, 1, 1),
+            "round" => (Func::Round, 1, 2),
+            "floor" => (Func::Floor, 1, 1),
+            "ceiling" => (Func::Ceiling, 1, 1),
+            "power" => (Func::Power, 2, 2),
+            "sqrt" => (Func::Sqrt, 1, 1),
+            "sign" => (Func::Sign, 1, 1),
+            "coalesce" => (Func::Coalesce, 1, usize::MAX),
+            _ => return None,
+        })
+    }
+}
+
+/// A compiled expression: fields resolved to paths, aggregates and group keys to slots.
+#[derive(Clone, Debug)]
+pub(crate) enum E {
+    Lit(Value),
+    /// A path into the row.
+    Field(Vec<String>),
+    /// The first of these paths the row has (an unqualified name in a join whose inputs'
+    /// fields are not known).
+    FirstOf(Vec<Vec<String>>),
+    /// A group key of a grouped query.
+    Key(usize),
+    /// An aggregate's value in a grouped query.
+    Agg(usize),
+    /// The event's time.
+    Time,
+    Not(Box<E>),
+    Neg(Box<E>),
+    Bin(BinOp, Box<E>, Box<E>),
+    IsNull(Box<E>, bool),
+    Between(Box<E>, Box<E>, Box<E>, bool),
+    In(Box<E>, Vec<E>, bool),
+    Like(Box<E>, Box<E>, bool),
+    Case(Option<Box<E>>, Vec<(E, E)>, Option<Box<E>>),
+    Cast(Box<E>, SqlType),
+    Call(Func, Vec<E>),
+}
+
+/// What an expression is evaluated against.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx<'a> {
+    pub(crate) row: &'a Row,
+    pub(crate) time: Time,
+    pub(crate) keys: &'a [Value],
+    pub(crate) aggs: &'a [Value],
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn row(row: &'a Row, time: Time) -> Self {
+        Ctx {
+            row,
+            time,
+            keys: &[],
+            aggs: &[],
+        }
+    }
+}
+
+fn lookup<'r>(row: &'r Row, path: &[String]) -> Option<&'r Value> {
+    let (first, rest) = path.split_first()?;
+    let mut v = row.get(first)?;
+    for p in rest {
+        match v {
+            Value::Row(r) => v = r.get(p)?,
+            _ => return None,
+        }
+    }
+    Some(v)
+}
+
+/// `true` only for a boolean true (`NULL` and everything else are not).
+pub(crate) fn truthy(v: &Value) -> bool {
+    matches!(v, Value::Bool(true))
+}
+
+fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::Str(s) => Some(s.clone()),
+        Value::Int(i) => Some(i.to_string()),
+        Value::Float(f) => Some(f.to_string()),
+        Value::Bool(b) => Some(if *b { "1" } else { "0" }.to_owned()),
+        other => Some(other.to_json().to_string()),
+    }
+}
+
+fn float(x: f64) -> Value {
+    if x.is_finite() {
+        Value::Float(x)
+    } else {
+        Value::Null
+    }
+}
+
+fn arith(op: BinOp, a: &Value, b: &Value) -> Value {
+    if let (Value::Int(x), Value::Int(y)) = (a, b) {
+        let r = match op {
+            BinOp::Add => x.checked_add(*y),
+            BinOp::Sub => x.checked_sub(*y),
+            BinOp::Mul => x.checked_mul(*y),
+            BinOp::Div => x.checked_div(*y),
+            _ => x.checked_rem(*y),
+        };
+        return r.map_or(Value::Null, Value::Int);
+    }
+    if op == BinOp::Add {
+        if let (Value::Str(x), Value::Str(y)) = (a, b) {
+            return Value::Str(format!("{x}{y}"));
+        }
+    }
+    match (num(a), num(b)) {
+        (Some(x), Some(y)) => float(match op {
+            BinOp::Add => x + y,
+            BinOp::Sub => x - y,
+            BinOp::Mul => x * y,
+            BinOp::Div => x / y,
+            _ => x % y,
+        }),
+        _ => Value::Null,
+    }
+}
+
+fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
+    if matches!(a, Value::Null) || matches!(b, Value::Null) {
+        return Value::Null;
+    }
+    match compare_values(a, b) {
+        Some(o) => Value::Bool(match op {
+            BinOp::Eq => o == Ordering::Equal,
+            BinOp::Ne => o != Ordering::Equal,
+            BinOp::Lt => o == Ordering::Less,
+            BinOp::Le => o != Ordering::Greater,
+            BinOp::Gt => o == Ordering::Greater,
+            _ => o != Ordering::Less,
+        }),
+        // Values of different kinds are never equal, and not ordered.
+        None => match op {
+            BinOp::Eq => Value::Bool(false),
+            BinOp::Ne => Value::Bool(true),
+            _ => Value::Null,
+        },
+    }
+}
+
+/// `LIKE`: `%` any run, `_` any one character.
+fn like(s: &str, pattern: &str) -> bool {
+    let s: Vec<char> = s.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    let (mut i, mut j) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while i < s.len() {
+        if j < p.len() && (p[j] == '_' || p[j] == s[i]) {
+            i += 1;
+            j += 1;
+        } else if j < p.len() && p[j] == '%' {
+            star = Some(j);
+            mark = i;
+            j += 1;
+        } else if let Some(st) = star {
+            j = st + 1;
+            mark += 1;
+            i = mark;
+        } else {
+            return false;
+        }
+    }
+    p[j..].iter().all(|&c| c == '%')
+}
+
+fn not(v: Value) -> Value {
+    match v {
+        Value::Bool(b) => Value::Bool(!b),
+        _ => Value::Null,
+    }
+}
+
+impl E {
+    pub(crate) fn eval(&self, cx: Ctx<'_>) -> Value {
+        match self {
+            E::Lit(v) => v.clone(),
+            E::Field(path) => lookup(cx.row, path).cloned().unwrap_or(Value::Null),
+            E::FirstOf(paths) => paths
+                .iter()
+                .find_map(|p| lookup(cx.row, p))
+                .cloned()
+                .unwrap_or(Value::Null),
+            E::Key(i) => cx.keys.get(*i).cloned().unwrap_or(Value::Null),
+            E::Agg(i) => cx.aggs.get(*i).cloned().unwrap_or(Value::Null),
+            E::Time => Value::Str(cx.time.to_rfc3339()),
+            E::Not(e) => not(e.eval(cx)),
+            E::Neg(e) => match e.eval(cx) {
+                Value::Int(i) => i.checked_neg().map_or(Value::Null, Value::Int),
+                Value::Float(f) => Value::Float(-f),
+                _ => Value::Null,
+            },
+            E::Bin(BinOp::And, a, b) => match (a.eval(cx), b.eval(cx)) {
+                (Value::Bool(false), _) | (_, Value::Bool(false)) => Value::Bool(false),
+                (Value::Bool(true), Value::Bool(true)) => Value::Bool(true),
+                _ => Value::Null,
+            },
+            E::Bin(BinOp::Or, a, b) => match (a.eval(cx), b.eval(cx)) {
+                (Value::Bool(true), _) | (_, Value::Bool(true)) => Value::Bool(true),
+                (Value::Bool(false), Value::Bool(false)) => Value::Bool(false),
+                _ => Value::Null,
+            },
+            E::Bin(op, a, b) => {
+                let (a, b) = (a.eval(cx), b.eval(cx));
+                match op {
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
+                        arith(*op, &a, &b)
+                    }
+                    _ => compare(*op, &a, &b),
+                }
+            }
+            E::IsNull(e, negated) => {
+                Value::Bool(matches!(e.eval(cx), Value::Null) != *negated)
+            }
+            E::Between(e, lo, hi, negated) => {
+                let v = e.eval(cx);
+                let inside = match (
+                    compare(BinOp::Ge, &v, &lo.eval(cx)),
+                    compare(BinOp::Le, &v, &hi.eval(cx)),
+                ) {
+                    (Value::Bool(a), Value::Bool(b)) => Value::Bool(a && b),
+                    _ => Value::Null,
+                };
+                if *negated {
+                    not(inside)
+                } else {
+                    inside
+                }
+            }
+            E::In(e, list, negated) => {
+                let v = e.eval(cx);
+                if matches!(v, Value::Null) {
+                    return Value::Null;
+                }
+                let found = list
+                    .iter()
+                    .any(|x| truthy(&compare(BinOp::Eq, &v, &x.eval(cx))));
+                Value::Bool(found != *negated)
+            }
+            E::Like(e, p, negated) => match (e.eval(cx), p.eval(cx)) {
+                (Value::Str(s), Value::Str(p)) => Value::Bool(like(&s, &p) != *negated),
+                _ => Value::Null,
+            },
+            E::Case(operand, whens, otherwise) => {
+                let subject = operand.as_ref().map(|o| o.eval(cx));
+                for (cond, then) in whens {
+                    let hit = match &subject {
+                        Some(s) => truthy(&compare(BinOp::Eq, s, &cond.eval(cx))),
+                        None => truthy(&cond.eval(cx)),
+                    };
+                    if hit {
+                        return then.eval(cx);
+                    }
+                }
+                otherwise.as_ref().map_or(Value::Null, |o| o.eval(cx))
+            }
+            E::Cast(e, ty) => cast(e.eval(cx), *ty),
+            E::Call(f, args) => call(*f, args, cx),
+        }
+    }
+}
+
+fn cast(v: Value, ty: SqlType) -> Value {
+    match (ty, v) {
+        (_, Value::Null) => Value::Null,
+        (SqlType::Bigint, Value::Int(i)) => Value::Int(i),
+        (SqlType::Bigint, Value::Float(f)) if f.is_finite() && f.abs() < 9.2e18 => {
+            Value::Int(f.trunc() as i64)
+        }
+        (SqlType::Bigint, Value::Str(s)) => s.trim().parse().map_or(Value::Null, Value::Int),
+        (SqlType::Bigint, Value::Bool(b)) => Value::Int(i64::from(b)),
+        (SqlType::Float, v @ (Value::Int(_) | Value::Float(_))) => num(&v).map_or(Value::Null, float),
+        (SqlType::Float, Value::Str(s)) => s.trim().parse().map_or(Value::Null, float),
+        (SqlType::Nvarchar, v) => text(&v).map_or(Value::Null, Value::Str),
+        (SqlType::Bit, Value::Bool(b)) => Value::Bool(b),
+        (SqlType::Bit, Value::Int(i)) => Value::Bool(i != 0),
+        (SqlType::Bit, Value::Str(s)) => match s.to_ascii_lowercase().as_str() {
+            "true" | "1" => Value::Bool(true),
+            "false" | "0" => Value::Bool(false),
+            _ => Value::Null,
+        },
+        (SqlType::Datetime, Value::Str(s)) => Time::parse_rfc3339(&s)
+            .map_or(Value::Null, |t| Value::Str(t.to_rfc3339())),
+        (SqlType::Record, v @ Value::Row(_)) => v,
+        _ => Value::Null,
+    }
+}
+
+fn call(f: Func, args: &[E], cx: Ctx<'_>) -> Value {
+    let arg = |i: usize| args.get(i).map_or(Value::Null, |a| a.eval(cx));
+    let s = |i: usize| text(&arg(i));
+    let x = |i: usize| num(&arg(i));
+    match f {
+        Func::Upper => s(0).map_or(Value::Null, |t| Value::Str(t.to_uppercase())),
+        Func::Lower => s(0).map_or(Value::Null, |t| Value::Str(t.to_lowercase())),
+        Func::Len => s(0).map_or(Value::Null, |t| Value::Int(t.chars().count() as i64)),
+        Func::Concat => Value::Str((0..args.len()).filter_map(s).collect()),
+        Func::Substring => match (s(0), arg(1).as_i64(), arg(2).as_i64()) {
+            (Some(t), Some(start), Some(len)) if len >= 0 => {
+                // 1-based; a start before 1 eats into the length, as in T-SQL.
+                let end = start.saturating_sub(1).saturating_add(len).max(0);
+                let from = start.saturating_sub(1).max(0);
+                let take = usize::try_from(end - from.min(end)).unwrap_or(0);
+                let skip = usize::try_from(from).unwrap_or(usize::MAX);
+                Value::Str(t.chars().skip(skip).take(take).collect())
+            }
+            _ => Value::Null,
+        },
+        Func::Trim => s(0).map_or(Value::Null, |t| Value::Str(t.trim().to_owned())),
+        Func::Ltrim => s(0).map_or(Value::Null, |t| Value::Str(t.trim_start().to_owned())),
+        Func::Rtrim => s(0).map_or(Value::Null, |t| Value::Str(t.trim_end().to_owned())),
+        Func::Replace => match (s(0), s(1), s(2)) {
+            (Some(t), Some(from), Some(to)) if !from.is_empty() => Value::Str(t.replace(&from, &to)),
+            (Some(t), Some(_), Some(_)) => Value::Str(t),
+            _ => Value::Null,
+        },
+        Func::CharIndex => match (s(0), s(1)) {
+            (Some(find), Some(t)) => Value::Int(
+                t.find(&find)
+                    .map_or(0, |b| t[..b].chars().count() as i64 + 1),
+            ),
+            _ => Value::Null,
+        },
+        Func::Abs => match arg(0) {
+            Value::Int(i) => i.checked_abs().map_or(Value::Null, Value::Int),
+            v => num(&v).map_or(Value::Null, |f| float(f.abs())),
+        },
+        Func::Round => {
+            let digits = arg(1).as_i64().unwrap_or(0).clamp(-18, 18) as i32;
+            match arg(0) {
+                Value::Int(i) if digits >= 0 => Value::Int(i),
+                v => num(&v).map_or(Value::Null, |f| {
+                    let m = 10f64.powi(digits);
+                    float((f * m).round() / m)
+                }),
+            }
+        }
+        Func::Floor => match arg(0) {
+            Value::Int(i) => Value::Int(i),
+            v => num(&v).map_or(Value::Null, |f| float(f.floor())),
+        },
+        Func::Ceiling => match arg(0) {
+            Value::Int(i) => Value::Int(i),
+            v => num(&v).map_or(Value::Null, |f| float(f.ceil())),
+        },
+        Func::Power => match (x(0), x(1)) {
+            (Some(a), Some(b)) => float(a.powf(b)),
+            _ => Value::Null,
+        },
+        Func::Sqrt => x(0).map_or(Value::Null, |f| float(f.sqrt())),
+        Func::Sign => match arg(0) {
+            Value::Int(i) => Value::Int(i.signum()),
+            v => num(&v).map_or(Value::Null, |f| {
+                float(if f == 0.0 { 0.0 } else { f.signum() })
+            }),
+        },
+        Func::Coalesce => args
+            .iter()
+            .map(|a| a.eval(cx))
+            .find(|v| !matches!(v, Value::Null))
+            .unwrap_or(Value::Null),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_matches_runs_and_single_characters() {
+        assert!(like("sensor-12", "sensor-%"));
+        assert!(like("abc", "a_c"));
+        assert!(like("abc", "%"));
+        assert!(!like("abc", "a_"));
+        assert!(like("a%c", "a%c"));
+        assert!(!like("", "_"));
+    }
+
+    #[test]
+    fn substring_is_one_based_as_in_t_sql() {
+        let row = Row::new();
+        let sub = |start: i64, len: i64| {
+            E::Call(
+                Func::Substring,
+                vec![
+                    E::Lit(Value::Str("abcdef".into())),
+                    E::Lit(Value::Int(start)),
+                    E::Lit(Value::Int(len)),
+                ],
+            )
+            .eval(Ctx::row(&row, Time::NEG_INF))
+        };
+        assert_eq!(sub(2, 3), Value::Str("bcd".into()));
+        assert_eq!(sub(0, 3), Value::Str("ab".into()));
+        assert_eq!(sub(5, 10), Value::Str("ef".into()));
+        assert_eq!(sub(9, 2), Value::Str("".into()));
+    }
+}

@@ -1,0 +1,345 @@
+//! A Stream Analytics-style query language for Punctual.
+//!
+//! ```text
+//! SELECT device, COUNT(*) AS n, AVG(celsius) AS mean, System.Timestamp() AS at
+//! INTO per_device
+//! FROM readings TIMESTAMP BY time
+//! WHERE celsius > -40
+//! GROUP BY device, TumblingWindow(second, 10)
+//! ```
+//!
+//! A script is parsed ([`SqlQuery::parse`], with [pest](https://pest.rs)) and compiled onto
+//! the streams of a query ([`SqlQuery::build`]) as the operators the Rust API builds: `WHERE`
+//! is a filter, the select list a projection, `GROUP BY` with a window is a window with a
+//! group-by and an aggregate, `JOIN` is the temporal join, `UNION` the union. A query in this
+//! language runs on the one engine, at the speed of its Rust form.
+//!
+//! What it takes:
+//!
+//! - `SELECT items [INTO output] FROM source [JOIN source ON condition]... [WHERE condition]
+//!   [GROUP BY keys, window] [HAVING condition]`, several joined by `UNION`;
+//!   `WITH step AS (query), ...` before them; several statements separated by `;`, each
+//!   with its own `INTO`.
+//! - A source: `name [AS alias] [TIMESTAMP BY expr [OVER key]]` (`TIMESTAMP BY` is read by
+//!   whoever creates the inputs: see [`SqlQuery::inputs`]).
+//! - Expressions: numbers, `'strings'`, `NULL`, `TRUE`/`FALSE`, fields (`name`,
+//!   `source.name`, `record.field`, `[odd name]`), `+ - * / %` (`+` joins strings),
+//!   `= <> != < <= > >=`, `AND OR NOT` (three-valued, with `NULL`), `IS [NOT] NULL`,
+//!   `[NOT] BETWEEN`, `[NOT] IN (...)`, `[NOT] LIKE` (`%`, `_`), `CASE`, `CAST(e AS bigint |
+//!   float | nvarchar(max) | bit | datetime | record)`, and the functions UPPER, LOWER, LEN,
+//!   CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING,
+//!   POWER, SQRT, SIGN, COALESCE.
+//! - Aggregates: `COUNT(*)`, `COUNT(e)` (non-null values), `SUM`, `AVG`, `MIN`, `MAX`,
+//!   `TopOne() OVER (ORDER BY e [DESC])` (the first member, as a record); with a window in
+//!   `GROUP BY`: `TumblingWindow(unit, size [, offset])`, `HoppingWindow(unit, size, hop [,
+//!   offset])`, `SlidingWindow(unit, size)`, `SnapshotWindow()`. Units: `day`, `hour`,
+//!   `minute`, `second`, `millisecond`, `microsecond` (and their Stream Analytics
+//!   abbreviations), and `tick` (100 ns). `System.Timestamp()` is a result's time: a
+//!   tumbling or hopping window's end, the moment a sliding or snapshot window changed, an
+//!   event's start otherwise (as RFC 3339 text).
+//! - Joins: `JOIN b ON a.k = b.k AND DATEDIFF(unit, a, b) BETWEEN x AND y` pairs events of
+//!   `a` and `b` whose times differ by `x` to `y` units (`b`'s minus `a`'s); the result's
+//!   time is `b`'s. Without `DATEDIFF`, the join is the temporal join of the two streams'
+//!   lifetimes: a stream of points joined with reference data (intervals or edges) finds the
+//!   reference valid at each point. Equalities between the two sides are the join's keys (a
+//!   `NULL` key matches nothing); other conditions filter the pairs. A joined row holds each
+//!   source's record under its alias (`SELECT *` gives them so).
+//!
+//! Where it differs from Stream Analytics: a result of `DATEDIFF` joins takes `b`'s time
+//! (Stream Analytics: the later of the two); `SELECT *` over a join nests each source's
+//! record under its alias; `System.Timestamp()` is not available in `WHERE` or `HAVING`;
+//! `LIKE` is case-sensitive; an unnamed column is named after its field or function, or
+//! `colN`.
+//!
+//! Errors say where (line and column) and what: a syntax error what was expected, a
+//! compile error which field, source or function is unknown (fields are checked when the
+//! inputs' fields are known).
+//!
+//! ```
+//! use punctual_core::ops::QueryGraph;
+//! use punctual_core::{Batch, Ordered, Row, Time};
+//! use punctual_sql::{SqlInput, SqlQuery};
+//!
+//! let sql = SqlQuery::parse("SELECT v * 2 AS twice FROM readings WHERE v > 1").unwrap();
+//! let graph = QueryGraph::new();
+//! let readings = graph.source::<Row, Ordered>();
+//! let outputs = sql.build(&[SqlInput::new("readings", &readings)]).unwrap();
+//! let (name, out) = &outputs[0];
+//! assert_eq!(name, "output");
+//! graph.keep_output(out);
+//! let mut batch = Batch::new();
+//! batch.push_point(Time::from_ticks(1), Row::new().with("v", 1));
+//! batch.push_point(Time::from_ticks(2), Row::new().with("v", 5));
+//! graph.feed(&readings, &mut batch);
+//! let mut got = Batch::new();
+//! graph.take_output(out, &mut got);
+//! assert_eq!(got.payloads(), &[Row::new().with("twice", 10)]);
+//! ```
+
+mod aggs;
+pub mod ast;
+mod compile;
+mod eval;
+mod parse;
+
+use std::collections::HashMap;
+
+use punctual_core::ops::Stream;
+use punctual_core::{Row, Time, Value};
+
+use ast::{ExprKind, Pos, Script};
+
+/// A query that could not be parsed or compiled: where, and why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SqlError {
+    /// The text does not follow the grammar.
+    #[error("syntax error at {pos}: {message}")]
+    Syntax {
+        /// Where.
+        pos: Pos,
+        /// What was expected.
+        message: String,
+    },
+    /// The query refers to something that does not exist, or combines what does not go.
+    #[error("error at {pos}: {message}")]
+    Compile {
+        /// Where.
+        pos: Pos,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl SqlError {
+    pub(crate) fn syntax(pos: Pos, message: impl Into<String>) -> Self {
+        SqlError::Syntax {
+            pos,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn compile(pos: Pos, message: impl Into<String>) -> Self {
+        SqlError::Compile {
+            pos,
+            message: message.into(),
+        }
+    }
+
+    /// Where the error is.
+    pub fn pos(&self) -> Pos {
+        match self {
+            SqlError::Syntax { pos, .. } | SqlError::Compile { pos, .. } => *pos,
+        }
+    }
+
+    /// The error with the line of `text` it is on and a caret under its column.
+    pub fn show(&self, text: &str) -> String {
+        let pos = self.pos();
+        match text.lines().nth(pos.line.saturating_sub(1)) {
+            Some(line) if pos.line > 0 => format!(
+                "{self}\n  | {line}\n  | {}^",
+                " ".repeat(pos.col.saturating_sub(1))
+            ),
+            _ => self.to_string(),
+        }
+    }
+}
+
+/// A parsed query (see the crate doc), ready to be built onto a query's streams.
+#[derive(Clone, Debug)]
+pub struct SqlQuery {
+    script: Script,
+    text: String,
+}
+
+/// How a query reads one of its inputs: what [`SqlQuery::inputs`] tells whoever creates
+/// the input streams.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputUse {
+    /// The input's name.
+    pub name: String,
+    /// `TIMESTAMP BY`: the field (a path) that holds each record's event time, if it is a
+    /// field.
+    pub timestamp_field: Option<Vec<String>>,
+    /// `OVER key` after `TIMESTAMP BY`: the field whose values each get their own
+    /// watermark, if it is a field.
+    pub over_field: Option<Vec<String>>,
+    /// The input this one is joined to as reference data (a join without `DATEDIFF`, this
+    /// input on its right): its CTIs should be imported from that input, so that the slow
+    /// reference stream keeps pace with the fast one.
+    pub reference_of: Option<String>,
+}
+
+/// An input stream given to [`SqlQuery::build`]: its name, the stream, and its fields when
+/// known (references to other fields are then errors).
+#[derive(Clone, Copy)]
+pub struct SqlInput<'a> {
+    name: &'a str,
+    stream: &'a Stream<Row>,
+    fields: Option<&'a [String]>,
+}
+
+impl<'a> SqlInput<'a> {
+    /// The input `name`, fields unknown.
+    pub fn new(name: &'a str, stream: &'a Stream<Row>) -> Self {
+        SqlInput {
+            name,
+            stream,
+            fields: None,
+        }
+    }
+
+    /// With its fields known.
+    pub fn fields(mut self, fields: &'a [String]) -> Self {
+        self.fields = Some(fields);
+        self
+    }
+}
+
+fn field_path(e: &ast::Expr) -> Option<Vec<String>> {
+    match &e.kind {
+        ExprKind::Column(path) => Some(path.iter().map(|p| p.name.clone()).collect()),
+        _ => None,
+    }
+}
+
+impl SqlQuery {
+    /// Parses `text`; a syntax error says where and what was expected.
+    ///
+    /// ```
+    /// let e = punctual_sql::SqlQuery::parse("SELECT x FROM").unwrap_err();
+    /// assert_eq!(e.to_string(), "syntax error at line 1, column 14: expected a name");
+    /// ```
+    pub fn parse(text: &str) -> Result<SqlQuery, SqlError> {
+        Ok(SqlQuery {
+            script: parse::parse(text)?,
+            text: text.to_owned(),
+        })
+    }
+
+    /// The query's text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The parsed script.
+    pub fn script(&self) -> &Script {
+        &self.script
+    }
+
+    /// The names the query writes `INTO`, in order (`output` for a single statement without
+    /// `INTO`).
+    pub fn outputs(&self) -> Vec<String> {
+        let n = self.script.statements.len();
+        self.script
+            .statements
+            .iter()
+            .map(|q| match &q.selects[0].into {
+                Some(i) => i.name.clone(),
+                None if n == 1 => "output".to_owned(),
+                None => String::new(),
+            })
+            .collect()
+    }
+
+    /// The inputs the query reads (every source that is not a `WITH` step), in order of
+    /// appearance, with how it reads them.
+    pub fn inputs(&self) -> Vec<InputUse> {
+        let steps: Vec<&str> = self.script.steps.iter().map(|(n, _)| n.name.as_str()).collect();
+        let mut uses: Vec<InputUse> = Vec::new();
+        let queries = self
+            .script
+            .steps
+            .iter()
+            .map(|(_, q)| q)
+            .chain(&self.script.statements);
+        for q in queries {
+            for s in &q.selects {
+                let sources = std::iter::once(&s.from).chain(s.joins.iter().map(|j| &j.source));
+                for src in sources {
+                    if steps.contains(&src.name.name.as_str()) {
+                        continue;
+                    }
+                    let at = match uses.iter().position(|u| u.name == src.name.name) {
+                        Some(i) => i,
+                        None => {
+                            uses.push(InputUse {
+                                name: src.name.name.clone(),
+                                timestamp_field: None,
+                                over_field: None,
+                                reference_of: None,
+                            });
+                            uses.len() - 1
+                        }
+                    };
+                    let u = &mut uses[at];
+                    if let Some(t) = &src.timestamp_by {
+                        u.timestamp_field = field_path(t);
+                    }
+                    if let Some(o) = &src.over {
+                        u.over_field = field_path(o);
+                    }
+                }
+                // A join without DATEDIFF reads its right side as reference data.
+                for j in &s.joins {
+                    let mut timed = false;
+                    walk_datediff(&j.on, &mut timed);
+                    let (left, right) = (&s.from.name.name, &j.source.name.name);
+                    if !timed && !steps.contains(&left.as_str()) && !steps.contains(&right.as_str()) {
+                        if let Some(u) = uses.iter_mut().find(|u| u.name == *right) {
+                            u.reference_of.get_or_insert_with(|| left.clone());
+                        }
+                    }
+                }
+            }
+        }
+        uses
+    }
+
+    /// Builds the query on its input streams (all of one query graph); returns each
+    /// output's name and stream, in the order of [`SqlQuery::outputs`].
+    pub fn build(&self, inputs: &[SqlInput<'_>]) -> Result<Vec<(String, Stream<Row>)>, SqlError> {
+        let named: HashMap<String, compile::Named> = inputs
+            .iter()
+            .map(|i| {
+                (
+                    i.name.to_owned(),
+                    compile::Named {
+                        stream: i.stream.clone(),
+                        fields: i.fields.map(<[String]>::to_vec),
+                        input: true,
+                    },
+                )
+            })
+            .collect();
+        compile::Compiler {
+            named,
+            text: &self.text,
+        }
+        .script(&self.script)
+    }
+}
+
+fn walk_datediff(e: &ast::Expr, found: &mut bool) {
+    match &e.kind {
+        ExprKind::DateDiff(..) => *found = true,
+        ExprKind::Binary(_, a, b) => {
+            walk_datediff(a, found);
+            walk_datediff(b, found);
+        }
+        ExprKind::Between(a, _, _, _) => walk_datediff(a, found),
+        _ => {}
+    }
+}
+
+/// Reads an event time from a `TIMESTAMP BY` value: RFC 3339 text, or a number of
+/// milliseconds since 1970-01-01T00:00:00Z.
+pub fn time_of(v: &Value) -> Option<Time> {
+    match v {
+        Value::Str(s) => Time::parse_rfc3339(s).ok(),
+        Value::Int(ms) => ms
+            .checked_mul(10_000)
+            .map(|t| Time::EPOCH + punctual_core::TimeSpan::from_ticks(t)),
+        _ => None,
+    }
+}

@@ -1,0 +1,523 @@
+//! From text to [`Script`]: the pest grammar (`grammar.pest`) and a Pratt parser for operator
+//! precedence.
+
+use std::sync::OnceLock;
+
+use pest::iterators::{Pair, Pairs};
+use pest::pratt_parser::{Assoc, Op, PrattParser};
+use pest::Parser as _;
+use punctual_core::TimeSpan;
+
+use crate::ast::*;
+use crate::SqlError;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "grammar.pest"]
+struct Grammar;
+
+/// Parses a script; a syntax error says where and what was expected.
+pub fn parse(text: &str) -> Result<Script, SqlError> {
+    let mut pairs = Grammar::parse(Rule::script, text).map_err(syntax)?;
+    let script = pairs.next().ok_or_else(|| SqlError::syntax(Pos::default(), "empty"))?;
+    let mut steps = Vec::new();
+    let mut statements = Vec::new();
+    for p in script.into_inner() {
+        match p.as_rule() {
+            Rule::with_clause => {
+                for step in p.into_inner().filter(|s| s.as_rule() == Rule::step) {
+                    let mut inner = step.into_inner();
+                    let name = ident(next(&mut inner)?);
+                    let _as = next(&mut inner)?;
+                    steps.push((name, query(next(&mut inner)?)?));
+                }
+            }
+            Rule::statement => {
+                statements.push(query(next(&mut p.into_inner())?)?);
+            }
+            _ => {}
+        }
+    }
+    Ok(Script { steps, statements })
+}
+
+fn syntax(e: pest::error::Error<Rule>) -> SqlError {
+    let (line, col) = match e.line_col {
+        pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => p,
+    };
+    let message = match &e.variant {
+        pest::error::ErrorVariant::ParsingError { positives, .. } => {
+            let mut names: Vec<&str> = positives.iter().filter_map(|r| rule_name(*r)).collect();
+            names.sort_unstable();
+            names.dedup();
+            match names.len() {
+                0 => "unexpected text".to_owned(),
+                1 => format!("expected {}", names[0]),
+                _ => {
+                    let last = names.pop().unwrap_or_default();
+                    format!("expected {} or {last}", names.join(", "))
+                }
+            }
+        }
+        pest::error::ErrorVariant::CustomError { message } => message.clone(),
+    };
+    SqlError::syntax(Pos { line, col }, message)
+}
+
+/// How a rule is named in "expected ..." (rules that are parts of others are left out).
+fn rule_name(r: Rule) -> Option<&'static str> {
+    Some(match r {
+        Rule::EOI => "the end of the query",
+        Rule::expr | Rule::primary | Rule::bound => "an expression",
+        Rule::ident | Rule::column => "a name",
+        Rule::select_item | Rule::select_list => "a select item",
+        Rule::kw_select => "SELECT",
+        Rule::kw_from | Rule::from => "FROM",
+        Rule::kw_where => "WHERE",
+        Rule::kw_group => "GROUP BY",
+        Rule::kw_by => "BY",
+        Rule::kw_having => "HAVING",
+        Rule::kw_into | Rule::into => "INTO",
+        Rule::kw_as | Rule::alias => "AS",
+        Rule::kw_join | Rule::join => "JOIN",
+        Rule::kw_on => "ON",
+        Rule::kw_and | Rule::and => "AND",
+        Rule::kw_or | Rule::or => "OR",
+        Rule::kw_union | Rule::union_op => "UNION",
+        Rule::kw_timestamp | Rule::timestamp_by => "TIMESTAMP BY",
+        Rule::kw_over | Rule::over_key | Rule::over_order => "OVER",
+        Rule::kw_then => "THEN",
+        Rule::kw_when | Rule::when => "WHEN",
+        Rule::kw_else | Rule::else_clause => "ELSE",
+        Rule::kw_end => "END",
+        Rule::kw_is | Rule::is_null => "IS",
+        Rule::kw_between | Rule::between => "BETWEEN",
+        Rule::kw_in | Rule::in_list => "IN",
+        Rule::kw_like | Rule::like => "LIKE",
+        Rule::kw_order => "ORDER BY",
+        Rule::unit => "a time unit (day, hour, minute, second, millisecond, microsecond, tick)",
+        Rule::duration => "a whole number",
+        Rule::type_name => "a type (bigint, float, nvarchar(max), bit, datetime, record)",
+        Rule::window | Rule::group_item => "a window or a key",
+        Rule::eq | Rule::ne | Rule::lt | Rule::le | Rule::gt | Rule::ge => "a comparison",
+        Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::rem => "an operator",
+        _ => return None,
+    })
+}
+
+fn pos(p: &Pair<'_, Rule>) -> Pos {
+    let (line, col) = p.line_col();
+    Pos { line, col }
+}
+
+fn next<'a>(pairs: &mut Pairs<'a, Rule>) -> Result<Pair<'a, Rule>, SqlError> {
+    pairs
+        .next()
+        .ok_or_else(|| SqlError::syntax(Pos::default(), "the parser found less than its grammar promises"))
+}
+
+fn ident(p: Pair<'_, Rule>) -> Ident {
+    let text = p.as_str();
+    let name = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    Ident {
+        name: name.to_owned(),
+        pos: pos(&p),
+    }
+}
+
+fn query(p: Pair<'_, Rule>) -> Result<Query, SqlError> {
+    let mut selects = Vec::new();
+    for s in p.into_inner() {
+        if s.as_rule() == Rule::select {
+            selects.push(select(s)?);
+        }
+    }
+    Ok(Query { selects })
+}
+
+fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
+    let at = pos(&p);
+    let mut items = Vec::new();
+    let mut into = None;
+    let mut from = None;
+    let mut joins = Vec::new();
+    let mut filter = None;
+    let mut group_by = Vec::new();
+    let mut group_pos = None;
+    let mut having = None;
+    for part in p.into_inner() {
+        match part.as_rule() {
+            Rule::select_list => {
+                for item in part.into_inner() {
+                    items.push(select_item(item)?);
+                }
+            }
+            Rule::into => into = Some(ident(last(part)?)),
+            Rule::from => from = Some(source(last(part)?)?),
+            Rule::join => {
+                let jp = pos(&part);
+                let mut inner = part.into_inner().filter(|x| {
+                    !matches!(x.as_rule(), Rule::kw_inner | Rule::kw_join | Rule::kw_on)
+                });
+                let src = source(next_of(&mut inner)?)?;
+                let on = expr(next_of(&mut inner)?)?;
+                joins.push(JoinClause {
+                    pos: jp,
+                    source: src,
+                    on,
+                });
+            }
+            Rule::where_clause => filter = Some(expr(last(part)?)?),
+            Rule::group_by => {
+                group_pos = Some(pos(&part));
+                for g in part.into_inner().filter(|x| x.as_rule() == Rule::group_item) {
+                    let inner = last(g)?;
+                    group_by.push(match inner.as_rule() {
+                        Rule::window => GroupItem::Window(window(last(inner.clone())?)?, pos(&inner)),
+                        _ => GroupItem::Key(expr(inner)?),
+                    });
+                }
+            }
+            Rule::having => having = Some(expr(last(part)?)?),
+            _ => {}
+        }
+    }
+    Ok(Select {
+        pos: at,
+        items,
+        into,
+        from: from.ok_or_else(|| SqlError::syntax(at, "expected FROM"))?,
+        joins,
+        filter,
+        group_by,
+        group_pos,
+        having,
+    })
+}
+
+fn next_of<'a>(it: &mut impl Iterator<Item = Pair<'a, Rule>>) -> Result<Pair<'a, Rule>, SqlError> {
+    it.next()
+        .ok_or_else(|| SqlError::syntax(Pos::default(), "the parser found less than its grammar promises"))
+}
+
+/// The last inner pair (the one after the keywords).
+fn last(p: Pair<'_, Rule>) -> Result<Pair<'_, Rule>, SqlError> {
+    let at = pos(&p);
+    p.into_inner()
+        .last()
+        .ok_or_else(|| SqlError::syntax(at, "the parser found less than its grammar promises"))
+}
+
+fn select_item(p: Pair<'_, Rule>) -> Result<SelectItem, SqlError> {
+    let mut inner = p.into_inner();
+    let first = next(&mut inner)?;
+    Ok(match first.as_rule() {
+        Rule::star => SelectItem::Star(pos(&first)),
+        Rule::qualified_star => SelectItem::QualifiedStar(ident(next(&mut first.into_inner())?)),
+        _ => {
+            let e = expr(first)?;
+            let alias = match inner.next() {
+                Some(a) => Some(ident(last(a)?)),
+                None => None,
+            };
+            SelectItem::Expr(e, alias)
+        }
+    })
+}
+
+fn source(p: Pair<'_, Rule>) -> Result<Source, SqlError> {
+    let mut src = Source {
+        name: Ident {
+            name: String::new(),
+            pos: pos(&p),
+        },
+        alias: None,
+        timestamp_by: None,
+        over: None,
+    };
+    for part in p.into_inner() {
+        match part.as_rule() {
+            Rule::ident => src.name = ident(part),
+            Rule::alias => src.alias = Some(ident(last(part)?)),
+            Rule::timestamp_by => {
+                for t in part.into_inner() {
+                    match t.as_rule() {
+                        Rule::expr => src.timestamp_by = Some(expr(t)?),
+                        Rule::over_key => src.over = Some(expr(last(t)?)?),
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(src)
+}
+
+/// The length of `n` units; `None` if it overflows.
+pub(crate) fn unit_span(unit: &str, n: i64) -> Option<TimeSpan> {
+    let per: i64 = match unit.to_ascii_lowercase().as_str() {
+        "day" | "dd" | "d" => 864_000_000_000,
+        "hour" | "hh" => 36_000_000_000,
+        "minute" | "mi" | "n" => 600_000_000,
+        "second" | "ss" | "s" => 10_000_000,
+        "millisecond" | "ms" => 10_000,
+        "microsecond" | "mcs" => 10,
+        _ => 1,
+    };
+    n.checked_mul(per).map(TimeSpan::from_ticks)
+}
+
+fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
+    let rule = p.as_rule();
+    let at = pos(&p);
+    let mut inner = p.into_inner();
+    if rule == Rule::snapshot {
+        return Ok(WindowSql::Snapshot);
+    }
+    let unit = next(&mut inner)?.as_str().to_owned();
+    let mut spans = Vec::new();
+    for d in inner {
+        let dp = pos(&d);
+        let n: i64 = d
+            .as_str()
+            .parse()
+            .map_err(|_| SqlError::syntax(dp, "a whole number that fits in 64 bits"))?;
+        let span = unit_span(&unit, n)
+            .ok_or_else(|| SqlError::compile(dp, format!("{n} {unit} is too long a time")))?;
+        spans.push((span, dp));
+    }
+    let positive = |(s, p): (TimeSpan, Pos), what: &str| {
+        if s.ticks() > 0 {
+            Ok(s)
+        } else {
+            Err(SqlError::compile(p, format!("the window's {what} must be above zero")))
+        }
+    };
+    let get = |i: usize| spans.get(i).copied();
+    let zero = TimeSpan::from_ticks(0);
+    Ok(match rule {
+        Rule::tumbling => WindowSql::Tumbling {
+            size: positive(get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?, "size")?,
+            offset: get(1).map_or(zero, |x| x.0),
+        },
+        Rule::hopping => WindowSql::Hopping {
+            size: positive(get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?, "size")?,
+            hop: positive(get(1).ok_or_else(|| SqlError::syntax(at, "expected a hop"))?, "hop")?,
+            offset: get(2).map_or(zero, |x| x.0),
+        },
+        _ => WindowSql::Sliding {
+            size: positive(get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?, "size")?,
+        },
+    })
+}
+
+fn pratt() -> &'static PrattParser<Rule> {
+    static PRATT: OnceLock<PrattParser<Rule>> = OnceLock::new();
+    PRATT.get_or_init(|| {
+        PrattParser::new()
+            .op(Op::infix(Rule::or, Assoc::Left))
+            .op(Op::infix(Rule::and, Assoc::Left))
+            .op(Op::prefix(Rule::not))
+            .op(Op::infix(Rule::eq, Assoc::Left)
+                | Op::infix(Rule::ne, Assoc::Left)
+                | Op::infix(Rule::lt, Assoc::Left)
+                | Op::infix(Rule::le, Assoc::Left)
+                | Op::infix(Rule::gt, Assoc::Left)
+                | Op::infix(Rule::ge, Assoc::Left)
+                | Op::postfix(Rule::is_null)
+                | Op::postfix(Rule::between)
+                | Op::postfix(Rule::in_list)
+                | Op::postfix(Rule::like))
+            .op(Op::infix(Rule::add, Assoc::Left) | Op::infix(Rule::sub, Assoc::Left))
+            .op(Op::infix(Rule::mul, Assoc::Left)
+                | Op::infix(Rule::div, Assoc::Left)
+                | Op::infix(Rule::rem, Assoc::Left))
+            .op(Op::prefix(Rule::neg))
+    })
+}
+
+/// An `expr` (or a `bound` of `BETWEEN`) pair.
+fn expr(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
+    pratt()
+        .map_primary(primary)
+        .map_prefix(|op, e| {
+            let e = e?;
+            let at = pos(&op);
+            Ok(Expr {
+                kind: match op.as_rule() {
+                    Rule::not => ExprKind::Not(Box::new(e)),
+                    _ => ExprKind::Neg(Box::new(e)),
+                },
+                pos: at,
+            })
+        })
+        .map_postfix(|e, op| {
+            let e = e?;
+            let at = e.pos;
+            let negated = op.clone().into_inner().any(|x| x.as_rule() == Rule::kw_not);
+            let kind = match op.as_rule() {
+                Rule::is_null => ExprKind::IsNull(Box::new(e), negated),
+                Rule::between => {
+                    let mut bounds = op.into_inner().filter(|x| x.as_rule() == Rule::bound);
+                    let lo = expr(next_of(&mut bounds)?)?;
+                    let hi = expr(next_of(&mut bounds)?)?;
+                    ExprKind::Between(Box::new(e), Box::new(lo), Box::new(hi), negated)
+                }
+                Rule::in_list => {
+                    let list = op
+                        .into_inner()
+                        .filter(|x| x.as_rule() == Rule::expr)
+                        .map(expr)
+                        .collect::<Result<_, _>>()?;
+                    ExprKind::In(Box::new(e), list, negated)
+                }
+                _ => {
+                    let pattern = op
+                        .into_inner()
+                        .filter(|x| !matches!(x.as_rule(), Rule::kw_not | Rule::kw_like))
+                        .map(primary)
+                        .next()
+                        .ok_or_else(|| SqlError::syntax(at, "expected a pattern"))??;
+                    ExprKind::Like(Box::new(e), Box::new(pattern), negated)
+                }
+            };
+            Ok(Expr { kind, pos: at })
+        })
+        .map_infix(|a, op, b| {
+            let (a, b) = (a?, b?);
+            let at = a.pos;
+            let op = match op.as_rule() {
+                Rule::or => BinOp::Or,
+                Rule::and => BinOp::And,
+                Rule::eq => BinOp::Eq,
+                Rule::ne => BinOp::Ne,
+                Rule::lt => BinOp::Lt,
+                Rule::le => BinOp::Le,
+                Rule::gt => BinOp::Gt,
+                Rule::ge => BinOp::Ge,
+                Rule::add => BinOp::Add,
+                Rule::sub => BinOp::Sub,
+                Rule::mul => BinOp::Mul,
+                Rule::div => BinOp::Div,
+                _ => BinOp::Rem,
+            };
+            Ok(Expr {
+                kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+                pos: at,
+            })
+        })
+        .parse(p.into_inner())
+}
+
+fn primary(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
+    let at = pos(&p);
+    let kind = match p.as_rule() {
+        Rule::expr => return expr(p),
+        Rule::null => ExprKind::Null,
+        Rule::true_lit => ExprKind::Bool(true),
+        Rule::false_lit => ExprKind::Bool(false),
+        Rule::number => {
+            let text = p.as_str();
+            match text.parse::<i64>() {
+                Ok(i) => ExprKind::Int(i),
+                Err(_) => ExprKind::Float(
+                    text.parse()
+                        .map_err(|_| SqlError::syntax(at, format!("`{text}` is not a number")))?,
+                ),
+            }
+        }
+        Rule::string => {
+            let text = p.as_str();
+            ExprKind::Str(text[1..text.len() - 1].replace("''", "'"))
+        }
+        Rule::column => ExprKind::Column(p.into_inner().map(ident).collect()),
+        Rule::timestamp_fn => ExprKind::Timestamp,
+        Rule::cast => {
+            let mut inner = p.into_inner().filter(|x| x.as_rule() != Rule::kw_cast && x.as_rule() != Rule::kw_as);
+            let e = expr(next_of(&mut inner)?)?;
+            let ty = next_of(&mut inner)?.as_str().to_ascii_lowercase();
+            let ty = match ty.split('(').next().unwrap_or_default() {
+                "bigint" => SqlType::Bigint,
+                "float" => SqlType::Float,
+                "nvarchar" => SqlType::Nvarchar,
+                "bit" => SqlType::Bit,
+                "datetime" => SqlType::Datetime,
+                _ => SqlType::Record,
+            };
+            ExprKind::Cast(Box::new(e), ty)
+        }
+        Rule::datediff => {
+            let mut inner = p.into_inner();
+            let unit = next(&mut inner)?.as_str().to_owned();
+            let side = |e: Expr| match e.kind {
+                ExprKind::Column(mut path) if path.len() == 1 => Ok(path.remove(0)),
+                _ => Err(SqlError::compile(
+                    e.pos,
+                    "DATEDIFF compares the times of two sources of a join: name them (DATEDIFF(second, a, b))",
+                )),
+            };
+            let a = side(expr(next(&mut inner)?)?)?;
+            let b = side(expr(next(&mut inner)?)?)?;
+            let one = unit_span(&unit, 1).unwrap_or(TimeSpan::from_ticks(1));
+            ExprKind::DateDiff(one, a, b)
+        }
+        Rule::case_expr => {
+            let mut operand = None;
+            let mut whens = Vec::new();
+            let mut otherwise = None;
+            for part in p.into_inner() {
+                match part.as_rule() {
+                    Rule::expr => operand = Some(Box::new(expr(part)?)),
+                    Rule::when => {
+                        let mut w = part.into_inner().filter(|x| x.as_rule() == Rule::expr);
+                        let cond = expr(next_of(&mut w)?)?;
+                        let then = expr(next_of(&mut w)?)?;
+                        whens.push((cond, then));
+                    }
+                    Rule::else_clause => otherwise = Some(Box::new(expr(last(part)?)?)),
+                    _ => {}
+                }
+            }
+            ExprKind::Case(operand, whens, otherwise)
+        }
+        Rule::call => {
+            let mut name = None;
+            let mut args = Vec::new();
+            let mut star = false;
+            let mut order = None;
+            for part in p.into_inner() {
+                match part.as_rule() {
+                    Rule::ident => name = Some(ident(part)),
+                    Rule::count_star => star = true,
+                    Rule::expr => args.push(expr(part)?),
+                    Rule::over_order => {
+                        let mut e = None;
+                        let mut desc = false;
+                        for o in part.into_inner() {
+                            match o.as_rule() {
+                                Rule::expr => e = Some(expr(o)?),
+                                Rule::desc => desc = true,
+                                _ => {}
+                            }
+                        }
+                        order = e.map(|e| (Box::new(e), desc));
+                    }
+                    _ => {}
+                }
+            }
+            ExprKind::Call {
+                name: name.ok_or_else(|| SqlError::syntax(at, "expected a function name"))?,
+                args,
+                star,
+                order,
+            }
+        }
+        other => {
+            return Err(SqlError::syntax(at, format!("unexpected {other:?}")));
+        }
+    };
+    Ok(Expr { kind, pos: at })
+}
