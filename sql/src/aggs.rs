@@ -69,10 +69,8 @@ impl Aggregate<Row> for SqlAggs {
         for (f, st) in self.0.iter().zip(state.iter_mut()) {
             match (f, st) {
                 (AggFn::CountStar, AggState::Count(n)) => *n += 1,
-                (AggFn::Count(e), AggState::Count(n)) => {
-                    if !matches!(eval(e, row), Value::Null) {
-                        *n += 1;
-                    }
+                (AggFn::Count(e), AggState::Count(n)) if !matches!(eval(e, row), Value::Null) => {
+                    *n += 1;
                 }
                 (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => match eval(e, row) {
                     Value::Int(v) => {
@@ -104,8 +102,13 @@ impl Aggregate<Row> for SqlAggs {
                     let min = matches!(f, AggFn::Min(_));
                     let better = match cur {
                         None => true,
-                        Some(c) => compare_values(&v, c)
-                            .is_some_and(|o| if min { o.is_lt() } else { o.is_gt() }),
+                        Some(c) => compare_values(&v, c).is_some_and(|o| {
+                            if min {
+                                o.is_lt()
+                            } else {
+                                o.is_gt()
+                            }
+                        }),
                     };
                     if better {
                         *cur = Some(v);
@@ -116,8 +119,13 @@ impl Aggregate<Row> for SqlAggs {
                     let better = match cur {
                         None => true,
                         // Ties keep the first member.
-                        Some((c, _)) => compare_values(&v, c)
-                            .is_some_and(|o| if *desc { o.is_gt() } else { o.is_lt() }),
+                        Some((c, _)) => compare_values(&v, c).is_some_and(|o| {
+                            if *desc {
+                                o.is_gt()
+                            } else {
+                                o.is_lt()
+                            }
+                        }),
                     };
                     if better {
                         *cur = Some((v, row.clone()));

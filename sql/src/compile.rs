@@ -99,7 +99,11 @@ impl Scope {
             .filter(|(_, f)| Scope::has(f, &first.name) != Some(false))
             .collect();
         let known = candidates.iter().all(|(_, f)| f.is_some());
-        let with = |r: &str| std::iter::once(r.to_owned()).chain(names.iter().cloned()).collect();
+        let with = |r: &str| {
+            std::iter::once(r.to_owned())
+                .chain(names.iter().cloned())
+                .collect()
+        };
         match (candidates.as_slice(), known) {
             ([], _) => Err(err(
                 first.pos,
@@ -119,7 +123,10 @@ impl Scope {
                 format!(
                     "`{}` is a field of {}: say which (`{}.{}`)",
                     first.name,
-                    many.iter().map(|(r, _)| format!("`{r}`")).collect::<Vec<_>>().join(" and "),
+                    many.iter()
+                        .map(|(r, _)| format!("`{r}`"))
+                        .collect::<Vec<_>>()
+                        .join(" and "),
                     many[0].0,
                     first.name
                 ),
@@ -268,7 +275,12 @@ struct Grouping<'a> {
     aggs: Vec<AggFn>,
 }
 
-fn compile(e: &Expr, scope: &Scope, mut group: Option<&mut Grouping<'_>>, time_ok: bool) -> Result<E, SqlError> {
+fn compile(
+    e: &Expr,
+    scope: &Scope,
+    mut group: Option<&mut Grouping<'_>>,
+    time_ok: bool,
+) -> Result<E, SqlError> {
     if let Some(g) = group.as_deref() {
         let c = canonical(e);
         if let Some(i) = g.keys.iter().position(|(k, _)| *k == c) {
@@ -487,7 +499,9 @@ fn item_name(e: &Expr, alias: &Option<Ident>, n: usize) -> String {
         return a.name.clone();
     }
     match &e.kind {
-        ExprKind::Column(path) => path.last().map_or_else(|| format!("col{n}"), |p| p.name.clone()),
+        ExprKind::Column(path) => path
+            .last()
+            .map_or_else(|| format!("col{n}"), |p| p.name.clone()),
         ExprKind::Call { name, .. } => name.name.to_ascii_lowercase(),
         ExprKind::Timestamp => "timestamp".to_owned(),
         _ => format!("col{n}"),
@@ -522,7 +536,10 @@ impl Compiler<'_> {
         })
     }
 
-    pub(crate) fn script(mut self, script: &Script) -> Result<Vec<(String, Stream<Row>)>, SqlError> {
+    pub(crate) fn script(
+        mut self,
+        script: &Script,
+    ) -> Result<Vec<(String, Stream<Row>)>, SqlError> {
         let _ = self.text;
         for (name, q) in &script.steps {
             if self.named.contains_key(&name.name) {
@@ -597,7 +614,10 @@ impl Compiler<'_> {
                 if !n.input {
                     return Err(err(
                         t.pos,
-                        format!("TIMESTAMP BY belongs to an input; `{}` is a step", src.name.name),
+                        format!(
+                            "TIMESTAMP BY belongs to an input; `{}` is a step",
+                            src.name.name
+                        ),
                     ));
                 }
             }
@@ -610,10 +630,17 @@ impl Compiler<'_> {
         for (j, clause) in s.joins.iter().enumerate() {
             let right = self.get(&clause.source.name)?;
             let rref = clause.source.reference().to_owned();
-            if scope.sources.iter().any(|(r, _)| r.eq_ignore_ascii_case(&rref)) {
+            if scope
+                .sources
+                .iter()
+                .any(|(r, _)| r.eq_ignore_ascii_case(&rref))
+            {
                 return Err(err(
                     clause.source.name.pos,
-                    format!("`{rref}` is joined twice: give one an alias (`JOIN {} AS other`)", clause.source.name.name),
+                    format!(
+                        "`{rref}` is joined twice: give one an alias (`JOIN {} AS other`)",
+                        clause.source.name.name
+                    ),
                 ));
             }
             let left_scope = Scope {
@@ -634,7 +661,10 @@ impl Compiler<'_> {
             let (mut left_stream, mut right_stream) = (stream.clone(), right.stream.clone());
             if let Some((unit, a, b, lo, hi, at)) = &parts.datediff {
                 if j > 0 {
-                    return Err(err(*at, "DATEDIFF in a join of more than two sources is not supported"));
+                    return Err(err(
+                        *at,
+                        "DATEDIFF in a join of more than two sources is not supported",
+                    ));
                 }
                 if lo > hi {
                     return Err(err(*at, format!("BETWEEN {lo} AND {hi} matches nothing")));
@@ -645,7 +675,10 @@ impl Compiler<'_> {
                         .iter()
                         .position(|(r, _)| r.eq_ignore_ascii_case(&id.name))
                         .ok_or_else(|| {
-                            err(id.pos, format!("`{}` is not a source of this join", id.name))
+                            err(
+                                id.pos,
+                                format!("`{}` is not a source of this join", id.name),
+                            )
                         })
                 };
                 let (ia, ib) = (side(a)?, side(b)?);
@@ -711,11 +744,9 @@ impl Compiler<'_> {
             let (kl, kr) = (key(key_left, 0), key(key_right, 1));
             stream = left_stream.apply_binary(
                 &right_stream,
-                Join::<_, _, _, _, _, _, _, Ordered>::new(
-                    kl,
-                    kr,
-                    move |a: &Row, b: &Row| combine(a, b),
-                ),
+                Join::<_, _, _, _, _, _, _, Ordered>::new(kl, kr, move |a: &Row, b: &Row| {
+                    combine(a, b)
+                }),
             );
             scope = combined;
         }
@@ -733,7 +764,8 @@ impl Compiler<'_> {
             return self.grouped(s, &scope, stream);
         }
         // A plain select.
-        let star_only = s.items.len() == 1 && matches!(s.items[0], SelectItem::Star(_)) && !scope.nested;
+        let star_only =
+            s.items.len() == 1 && matches!(s.items[0], SelectItem::Star(_)) && !scope.nested;
         if star_only {
             return Ok(Named {
                 stream,
@@ -766,9 +798,16 @@ impl Compiler<'_> {
                         .iter()
                         .find(|(r, _)| r.eq_ignore_ascii_case(&id.name))
                     else {
-                        return Err(err(id.pos, format!("`{}` is not a source of this query", id.name)));
+                        return Err(err(
+                            id.pos,
+                            format!("`{}` is not a source of this query", id.name),
+                        ));
                     };
-                    items.push(Item::Spread(if scope.nested { vec![r.clone()] } else { vec![] }));
+                    items.push(Item::Spread(if scope.nested {
+                        vec![r.clone()]
+                    } else {
+                        vec![]
+                    }));
                     match (&mut names, fields) {
                         (Some(ns), Some(f)) => ns.extend(f.iter().cloned()),
                         _ => names = None,
@@ -780,7 +819,9 @@ impl Compiler<'_> {
                         if ns.contains(&name) {
                             return Err(err(
                                 alias.as_ref().map_or(e.pos, |a| a.pos),
-                                format!("two columns are named `{name}`: give one an alias (AS other)"),
+                                format!(
+                                    "two columns are named `{name}`: give one an alias (AS other)"
+                                ),
                             ));
                         }
                     }
@@ -797,7 +838,12 @@ impl Compiler<'_> {
         })
     }
 
-    fn on_parts(&self, on: &Expr, combined: &Scope, left_count: usize) -> Result<OnParts, SqlError> {
+    fn on_parts(
+        &self,
+        on: &Expr,
+        combined: &Scope,
+        left_count: usize,
+    ) -> Result<OnParts, SqlError> {
         let mut cs = Vec::new();
         conjuncts(on, &mut cs);
         let mut parts = OnParts {
@@ -808,28 +854,48 @@ impl Compiler<'_> {
         for c in cs {
             match &c.kind {
                 ExprKind::Between(a, lo, hi, false) if matches!(a.kind, ExprKind::DateDiff(..)) => {
-                    let ExprKind::DateDiff(unit, x, y) = &a.kind else { continue };
+                    let ExprKind::DateDiff(unit, x, y) = &a.kind else {
+                        continue;
+                    };
                     if parts.datediff.is_some() {
                         return Err(err(c.pos, "one DATEDIFF per join"));
                     }
-                    parts.datediff = Some((*unit, x.clone(), y.clone(), constant(lo)?, constant(hi)?, c.pos));
+                    parts.datediff = Some((
+                        *unit,
+                        x.clone(),
+                        y.clone(),
+                        constant(lo)?,
+                        constant(hi)?,
+                        c.pos,
+                    ));
                 }
                 ExprKind::Binary(BinOp::Eq, a, b) => {
                     let (mut sa, mut sb) = (Vec::new(), Vec::new());
                     combined.sources_of(a, &mut sa);
                     combined.sources_of(b, &mut sb);
-                    let left_only = |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i < left_count);
-                    let right_only = |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i == left_count);
+                    let left_only =
+                        |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i < left_count);
+                    let right_only =
+                        |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i == left_count);
                     if left_only(&sa) && right_only(&sb) {
-                        parts.keys.push((strip(a, combined, left_count), strip(b, combined, left_count)));
+                        parts.keys.push((
+                            strip(a, combined, left_count),
+                            strip(b, combined, left_count),
+                        ));
                     } else if right_only(&sa) && left_only(&sb) {
-                        parts.keys.push((strip(b, combined, left_count), strip(a, combined, left_count)));
+                        parts.keys.push((
+                            strip(b, combined, left_count),
+                            strip(a, combined, left_count),
+                        ));
                     } else {
                         parts.rest.push(c.clone());
                     }
                 }
                 ExprKind::DateDiff(..) => {
-                    return Err(err(c.pos, "DATEDIFF needs BETWEEN: DATEDIFF(unit, a, b) BETWEEN x AND y"));
+                    return Err(err(
+                        c.pos,
+                        "DATEDIFF needs BETWEEN: DATEDIFF(unit, a, b) BETWEEN x AND y",
+                    ));
                 }
                 _ => parts.rest.push(c.clone()),
             }
@@ -874,7 +940,10 @@ impl Compiler<'_> {
                     SelectItem::QualifiedStar(i) => i.pos,
                     SelectItem::Expr(e, _) => e.pos,
                 };
-                return Err(err(at, "a grouped query selects keys and aggregates, not *"));
+                return Err(err(
+                    at,
+                    "a grouped query selects keys and aggregates, not *",
+                ));
             };
             let name = item_name(e, alias, n + 1);
             if names.contains(&name) {

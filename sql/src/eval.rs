@@ -268,9 +268,7 @@ impl E {
                     _ => compare(*op, &a, &b),
                 }
             }
-            E::IsNull(e, negated) => {
-                Value::Bool(matches!(e.eval(cx), Value::Null) != *negated)
-            }
+            E::IsNull(e, negated) => Value::Bool(matches!(e.eval(cx), Value::Null) != *negated),
             E::Between(e, lo, hi, negated) => {
                 let v = e.eval(cx);
                 let inside = match (
@@ -328,7 +326,9 @@ fn cast(v: Value, ty: SqlType) -> Value {
         }
         (SqlType::Bigint, Value::Str(s)) => s.trim().parse().map_or(Value::Null, Value::Int),
         (SqlType::Bigint, Value::Bool(b)) => Value::Int(i64::from(b)),
-        (SqlType::Float, v @ (Value::Int(_) | Value::Float(_))) => num(&v).map_or(Value::Null, float),
+        (SqlType::Float, v @ (Value::Int(_) | Value::Float(_))) => {
+            num(&v).map_or(Value::Null, float)
+        }
         (SqlType::Float, Value::Str(s)) => s.trim().parse().map_or(Value::Null, float),
         (SqlType::Nvarchar, v) => text(&v).map_or(Value::Null, Value::Str),
         (SqlType::Bit, Value::Bool(b)) => Value::Bool(b),
@@ -338,8 +338,9 @@ fn cast(v: Value, ty: SqlType) -> Value {
             "false" | "0" => Value::Bool(false),
             _ => Value::Null,
         },
-        (SqlType::Datetime, Value::Str(s)) => Time::parse_rfc3339(&s)
-            .map_or(Value::Null, |t| Value::Str(t.to_rfc3339())),
+        (SqlType::Datetime, Value::Str(s)) => {
+            Time::parse_rfc3339(&s).map_or(Value::Null, |t| Value::Str(t.to_rfc3339()))
+        }
         (SqlType::Record, v @ Value::Row(_)) => v,
         _ => Value::Null,
     }
@@ -369,7 +370,9 @@ fn call(f: Func, args: &[E], cx: Ctx<'_>) -> Value {
         Func::Ltrim => s(0).map_or(Value::Null, |t| Value::Str(t.trim_start().to_owned())),
         Func::Rtrim => s(0).map_or(Value::Null, |t| Value::Str(t.trim_end().to_owned())),
         Func::Replace => match (s(0), s(1), s(2)) {
-            (Some(t), Some(from), Some(to)) if !from.is_empty() => Value::Str(t.replace(&from, &to)),
+            (Some(t), Some(from), Some(to)) if !from.is_empty() => {
+                Value::Str(t.replace(&from, &to))
+            }
             (Some(t), Some(_), Some(_)) => Value::Str(t),
             _ => Value::Null,
         },

@@ -245,7 +245,12 @@ impl SqlQuery {
     /// The inputs the query reads (every source that is not a `WITH` step), in order of
     /// appearance, with how it reads them.
     pub fn inputs(&self) -> Vec<InputUse> {
-        let steps: Vec<&str> = self.script.steps.iter().map(|(n, _)| n.name.as_str()).collect();
+        let steps: Vec<&str> = self
+            .script
+            .steps
+            .iter()
+            .map(|(n, _)| n.name.as_str())
+            .collect();
         let mut uses: Vec<InputUse> = Vec::new();
         let queries = self
             .script
@@ -285,7 +290,8 @@ impl SqlQuery {
                     let mut timed = false;
                     walk_datediff(&j.on, &mut timed);
                     let (left, right) = (&s.from.name.name, &j.source.name.name);
-                    if !timed && !steps.contains(&left.as_str()) && !steps.contains(&right.as_str()) {
+                    if !timed && !steps.contains(&left.as_str()) && !steps.contains(&right.as_str())
+                    {
                         if let Some(u) = uses.iter_mut().find(|u| u.name == *right) {
                             u.reference_of.get_or_insert_with(|| left.clone());
                         }

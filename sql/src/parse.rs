@@ -18,7 +18,9 @@ struct Grammar;
 /// Parses a script; a syntax error says where and what was expected.
 pub fn parse(text: &str) -> Result<Script, SqlError> {
     let mut pairs = Grammar::parse(Rule::script, text).map_err(syntax)?;
-    let script = pairs.next().ok_or_else(|| SqlError::syntax(Pos::default(), "empty"))?;
+    let script = pairs
+        .next()
+        .ok_or_else(|| SqlError::syntax(Pos::default(), "empty"))?;
     let mut steps = Vec::new();
     let mut statements = Vec::new();
     for p in script.into_inner() {
@@ -46,7 +48,44 @@ fn syntax(e: pest::error::Error<Rule>) -> SqlError {
     };
     let message = match &e.variant {
         pest::error::ErrorVariant::ParsingError { positives, .. } => {
-            let mut names: Vec<&str> = positives.iter().filter_map(|r| rule_name(*r)).collect();
+            // Where an operand may start, every way to start one is "an expression".
+            let operand = positives.iter().any(|r| {
+                matches!(
+                    r,
+                    Rule::number
+                        | Rule::string
+                        | Rule::null
+                        | Rule::kw_case
+                        | Rule::case_expr
+                        | Rule::cast
+                )
+            });
+            let mut names: Vec<&str> = positives
+                .iter()
+                .filter_map(|r| match r {
+                    Rule::ident
+                    | Rule::column
+                    | Rule::call
+                    | Rule::number
+                    | Rule::string
+                    | Rule::null
+                    | Rule::true_lit
+                    | Rule::false_lit
+                    | Rule::kw_case
+                    | Rule::case_expr
+                    | Rule::cast
+                    | Rule::kw_cast
+                    | Rule::datediff
+                    | Rule::timestamp_fn
+                    | Rule::not
+                    | Rule::neg
+                        if operand =>
+                    {
+                        Some("an expression")
+                    }
+                    r => rule_name(*r),
+                })
+                .collect();
             names.sort_unstable();
             names.dedup();
             match names.len() {
@@ -110,9 +149,12 @@ fn pos(p: &Pair<'_, Rule>) -> Pos {
 }
 
 fn next<'a>(pairs: &mut Pairs<'a, Rule>) -> Result<Pair<'a, Rule>, SqlError> {
-    pairs
-        .next()
-        .ok_or_else(|| SqlError::syntax(Pos::default(), "the parser found less than its grammar promises"))
+    pairs.next().ok_or_else(|| {
+        SqlError::syntax(
+            Pos::default(),
+            "the parser found less than its grammar promises",
+        )
+    })
 }
 
 fn ident(p: Pair<'_, Rule>) -> Ident {
@@ -172,10 +214,15 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
             Rule::where_clause => filter = Some(expr(last(part)?)?),
             Rule::group_by => {
                 group_pos = Some(pos(&part));
-                for g in part.into_inner().filter(|x| x.as_rule() == Rule::group_item) {
+                for g in part
+                    .into_inner()
+                    .filter(|x| x.as_rule() == Rule::group_item)
+                {
                     let inner = last(g)?;
                     group_by.push(match inner.as_rule() {
-                        Rule::window => GroupItem::Window(window(last(inner.clone())?)?, pos(&inner)),
+                        Rule::window => {
+                            GroupItem::Window(window(last(inner.clone())?)?, pos(&inner))
+                        }
                         _ => GroupItem::Key(expr(inner)?),
                     });
                 }
@@ -198,8 +245,12 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
 }
 
 fn next_of<'a>(it: &mut impl Iterator<Item = Pair<'a, Rule>>) -> Result<Pair<'a, Rule>, SqlError> {
-    it.next()
-        .ok_or_else(|| SqlError::syntax(Pos::default(), "the parser found less than its grammar promises"))
+    it.next().ok_or_else(|| {
+        SqlError::syntax(
+            Pos::default(),
+            "the parser found less than its grammar promises",
+        )
+    })
 }
 
 /// The last inner pair (the one after the keywords).
@@ -293,23 +344,38 @@ fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
         if s.ticks() > 0 {
             Ok(s)
         } else {
-            Err(SqlError::compile(p, format!("the window's {what} must be above zero")))
+            Err(SqlError::compile(
+                p,
+                format!("the window's {what} must be above zero"),
+            ))
         }
     };
     let get = |i: usize| spans.get(i).copied();
     let zero = TimeSpan::from_ticks(0);
     Ok(match rule {
         Rule::tumbling => WindowSql::Tumbling {
-            size: positive(get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?, "size")?,
+            size: positive(
+                get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?,
+                "size",
+            )?,
             offset: get(1).map_or(zero, |x| x.0),
         },
         Rule::hopping => WindowSql::Hopping {
-            size: positive(get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?, "size")?,
-            hop: positive(get(1).ok_or_else(|| SqlError::syntax(at, "expected a hop"))?, "hop")?,
+            size: positive(
+                get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?,
+                "size",
+            )?,
+            hop: positive(
+                get(1).ok_or_else(|| SqlError::syntax(at, "expected a hop"))?,
+                "hop",
+            )?,
             offset: get(2).map_or(zero, |x| x.0),
         },
         _ => WindowSql::Sliding {
-            size: positive(get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?, "size")?,
+            size: positive(
+                get(0).ok_or_else(|| SqlError::syntax(at, "expected a size"))?,
+                "size",
+            )?,
         },
     })
 }
@@ -436,7 +502,9 @@ fn primary(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
         Rule::column => ExprKind::Column(p.into_inner().map(ident).collect()),
         Rule::timestamp_fn => ExprKind::Timestamp,
         Rule::cast => {
-            let mut inner = p.into_inner().filter(|x| x.as_rule() != Rule::kw_cast && x.as_rule() != Rule::kw_as);
+            let mut inner = p
+                .into_inner()
+                .filter(|x| x.as_rule() != Rule::kw_cast && x.as_rule() != Rule::kw_as);
             let e = expr(next_of(&mut inner)?)?;
             let ty = next_of(&mut inner)?.as_str().to_ascii_lowercase();
             let ty = match ty.split('(').next().unwrap_or_default() {
@@ -452,12 +520,14 @@ fn primary(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
         Rule::datediff => {
             let mut inner = p.into_inner();
             let unit = next(&mut inner)?.as_str().to_owned();
-            let side = |e: Expr| match e.kind {
+            let side = |e: Expr| {
+                match e.kind {
                 ExprKind::Column(mut path) if path.len() == 1 => Ok(path.remove(0)),
                 _ => Err(SqlError::compile(
                     e.pos,
                     "DATEDIFF compares the times of two sources of a join: name them (DATEDIFF(second, a, b))",
                 )),
+            }
             };
             let a = side(expr(next(&mut inner)?)?)?;
             let b = side(expr(next(&mut inner)?)?)?;
