@@ -23,6 +23,7 @@ pub use punctual_adapters as adapters;
 pub use punctual_core as core;
 pub use punctual_engine as engine;
 pub use punctual_policies as policies;
+pub use punctual_sql as sql;
 
 pub mod cli;
 pub mod conformance;

@@ -39,6 +39,7 @@ struct CaseFile {
 #[serde(deny_unknown_fields)]
 struct QueryFile {
     output: Option<String>,
+    sql: Option<String>,
     #[serde(default)]
     step: Vec<toml::Table>,
 }
@@ -150,6 +151,8 @@ pub struct Case {
     pub streams: Vec<StreamSpec>,
     /// Query steps.
     pub steps: Vec<StepSpec>,
+    /// The query in the query language (`[query] sql = "..."`), instead of steps.
+    pub sql: Option<punctual_sql::SqlQuery>,
     /// The step or stream bound to the output.
     pub output: String,
     /// Arrivals in global order.
@@ -240,9 +243,26 @@ impl Case {
                 table: step.clone(),
             });
         }
-        let output = match file.query.output {
-            Some(o) => o,
-            None => streams
+        let sql = match &file.query.sql {
+            Some(text) => {
+                if !steps.is_empty() {
+                    return Err(bad(
+                        &toml_path,
+                        0,
+                        "[query] has `sql` and steps: give one or the other",
+                    ));
+                }
+                Some(
+                    punctual_sql::SqlQuery::parse(text)
+                        .map_err(|e| bad(&toml_path, 0, format!("[query] sql: {}", e.show(text))))?,
+                )
+            }
+            None => None,
+        };
+        let output = match (file.query.output, &sql) {
+            (Some(o), _) => o,
+            (None, Some(q)) => q.outputs().into_iter().next().unwrap_or_default(),
+            (None, None) => streams
                 .first()
                 .map(|s| s.name.clone())
                 .ok_or_else(|| bad(&toml_path, 0, "a case needs at least one stream"))?,
@@ -329,6 +349,7 @@ impl Case {
             compare: file.compare,
             streams,
             steps,
+            sql,
             output,
             arrivals,
             expected,

@@ -189,7 +189,34 @@ impl Case {
     /// returns the stream its output adapter reads.
     pub fn query(&self, inputs: &[Stream<Row>]) -> Result<Stream<Row>, CaseError> {
         let names: Vec<String> = self.streams.iter().map(|s| s.name.clone()).collect();
-        plan::build(&names, inputs, &self.steps, &self.output)
+        let Some(sql) = &self.sql else {
+            return plan::build(&names, inputs, &self.steps, &self.output);
+        };
+        if let Some(u) = sql.inputs().iter().find(|u| u.timestamp_field.is_some()) {
+            return Err(CaseError::Config(format!(
+                "[query] sql: stream `{}` has TIMESTAMP BY, but a case's events carry their times",
+                u.name
+            )));
+        }
+        let sql_inputs: Vec<punctual_sql::SqlInput<'_>> = names
+            .iter()
+            .zip(inputs)
+            .map(|(n, s)| punctual_sql::SqlInput::new(n, s))
+            .collect();
+        let outputs = sql
+            .build(&sql_inputs)
+            .map_err(|e| CaseError::Config(format!("[query] sql: {}", e.show(sql.text()))))?;
+        outputs
+            .into_iter()
+            .find(|(n, _)| *n == self.output)
+            .map(|(_, s)| s)
+            .ok_or_else(|| {
+                CaseError::Config(format!(
+                    "[query] output `{}` is none of the query's outputs ({})",
+                    self.output,
+                    sql.outputs().join(", ")
+                ))
+            })
     }
 }
 
