@@ -12,6 +12,7 @@
 //! - [`engine`]: the query driver every runtime drives (a plan of inputs, operators and
 //!   outputs, run synchronously);
 //! - [`adapters`]: async adapter traits and factories, query binding, built-in adapters;
+//! - [`sql`]: the query language (Stream Analytics-style SQL compiled onto the operators);
 //! - [`conformance`]: the runner for the data-driven conformance cases (also `punctual check`);
 //! - [`testing`]: a harness for testing queries (scripted source, manual clock, segment
 //!   assertions);

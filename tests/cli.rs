@@ -270,7 +270,28 @@ fn pipe_orders_a_file_and_writes_json_lines() {
     );
     let (code, _, err) = cli(&["pipe", "--delay", "x"]);
     assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("--delay takes ticks"), "{err}");
+    assert!(err.contains("--delay: `x` is not a duration"), "{err}");
+    // Durations as people write them; a bare number is ticks.
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&output),
+        "--delay",
+        "300ns",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        err.contains("released=2 dropped=1"),
+        "300ns is 3 ticks: {err}"
+    );
+    let (code, _, err) = cli(&["pipe", "-i", s(&input), "-o", s(&output), "--delay", "1s"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        err.contains("released=3 dropped=0"),
+        "1s holds everything back: {err}"
+    );
     let (code, _, err) = cli(&["pipe", "-i", "/nonexistent/in.jsonl", "-o", s(&output)]);
     assert_eq!(code, EXIT_FAILED);
     assert!(err.contains("/nonexistent/in.jsonl"), "{err}");

@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 
-use punctual_core::{Batch, Event, EventKind, EventShape, StreamItem, Time};
+use punctual_core::{Batch, Event, EventKind, EventShape, StreamItem};
 
 use crate::adapter::{
     InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
@@ -40,6 +40,7 @@ use crate::adapter::{
 use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::jsonl::MalformedLines;
+use crate::line::TimeFormat;
 use crate::query::QueryReport;
 use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
 
@@ -63,6 +64,9 @@ pub struct CsvInputConfig {
     /// Speed, follow mode, final CTI (`replay = { speed = 10.0, follow = false, final_cti = true }`).
     #[serde(default)]
     pub replay: ReplayOptions,
+    /// How the time columns are written (default: integers are ticks, text is RFC 3339).
+    #[serde(default)]
+    pub time_format: TimeFormat,
 }
 
 fn comma() -> char {
@@ -83,7 +87,14 @@ impl CsvInputConfig {
             delimiter: ',',
             malformed: MalformedLines::Skip,
             replay: ReplayOptions::default(),
+            time_format: TimeFormat::Auto,
         }
+    }
+
+    /// Time columns written in `format`.
+    pub fn time_format(mut self, format: TimeFormat) -> Self {
+        self.time_format = format;
+        self
     }
 
     /// Interval events ending at column `end`.
@@ -178,12 +189,6 @@ fn infer(text: &str) -> serde_json::Value {
     }
 }
 
-fn parse_time(text: &str) -> Result<Time, String> {
-    text.parse::<i64>()
-        .map(Time::from_ticks)
-        .or_else(|_| Time::parse_rfc3339(text).map_err(|e| e.to_string()))
-}
-
 /// Factory of CSV file inputs; see the module doc.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CsvInput;
@@ -237,6 +242,7 @@ impl<P: DeserializeOwned> CsvReader<P> {
                 .map(|i| fields[i].as_str())
                 .ok_or_else(|| format!("no column `{name}`"))
         };
+        let parse_time = |text: &str| self.config.time_format.read_text(text);
         let start = parse_time(field(&self.config.start)?)
             .map_err(|e| format!("field `{}`: {e}", self.config.start))?;
         let kind = match &self.config.end {

@@ -46,7 +46,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
-use crate::line::{item_to_json, parse_line, LineError};
+use crate::line::{item_to_json_as, parse_line, LineError, TimeFormat};
 use crate::query::QueryReport;
 use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
 
@@ -65,6 +65,14 @@ pub struct JsonLinesInputConfig {
     /// a final CTI).
     #[serde(default)]
     pub replay: ReplayOptions,
+    /// Flat lines: each line is a JSON object, the payload, and this field holds its event
+    /// time (a point). Without it, lines are items in the form of [`crate::line`].
+    #[serde(default)]
+    pub time_field: Option<String>,
+    /// How the time field is written (flat lines; default: integers are ticks, text is
+    /// RFC 3339).
+    #[serde(default)]
+    pub time_format: TimeFormat,
 }
 
 fn skip() -> MalformedLines {
@@ -78,7 +86,25 @@ impl JsonLinesInputConfig {
             path: path.into(),
             malformed: MalformedLines::Skip,
             replay: ReplayOptions::default(),
+            time_field: None,
+            time_format: TimeFormat::Auto,
         }
+    }
+
+    /// Flat lines (each a JSON object, the payload) whose field `field` holds the event time,
+    /// written in `format`.
+    ///
+    /// ```
+    /// use punctual_adapters::JsonLinesInputConfig;
+    /// use punctual_adapters::line::TimeFormat;
+    /// // {"time": "2026-12-01T10:00:00Z", "device": "a", "celsius": 21.5}
+    /// let config = JsonLinesInputConfig::new("readings.jsonl").flat("time", TimeFormat::Rfc3339);
+    /// # drop(config);
+    /// ```
+    pub fn flat(mut self, field: impl Into<String>, format: TimeFormat) -> Self {
+        self.time_field = Some(field.into());
+        self.time_format = format;
+        self
     }
 
     /// Replay options.
@@ -171,6 +197,13 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
                 feed.malformed(ctx, (number, text), why).await?;
                 continue;
             }
+            if let Some(field) = &self.config.time_field {
+                match flat_item::<P>(&text, field, self.config.time_format) {
+                    Ok(item) => feed.item(ctx, item).await?,
+                    Err(why) => feed.malformed(ctx, (number, text), why).await?,
+                }
+                continue;
+            }
             let parsed = parse_line::<P>(&text).and_then(|line| {
                 if line.stream.is_some() {
                     return Err(LineError::Json(
@@ -197,23 +230,55 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
     }
 }
 
+/// One flat line: a JSON object whose field `field` holds the time; the object is the payload.
+fn flat_item<P: DeserializeOwned>(
+    text: &str,
+    field: &str,
+    format: TimeFormat,
+) -> Result<punctual_core::StreamItem<P>, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let serde_json::Value::Object(object) = &value else {
+        return Err("a flat line is a JSON object".into());
+    };
+    let time = object
+        .get(field)
+        .ok_or_else(|| format!("no field `{field}` (the event time)"))?;
+    let at = format
+        .read(time)
+        .map_err(|e| format!("field `{field}`: {e}"))?;
+    let payload = serde_json::from_value::<P>(value).map_err(|e| e.to_string())?;
+    Ok(punctual_core::StreamItem::point(at, payload))
+}
+
 /// Configuration of [`JsonLinesOutput`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonLinesOutputConfig {
     /// The file to write (created or truncated); `-` is standard output.
     pub path: PathBuf,
+    /// How times are written (default: integer ticks).
+    #[serde(default)]
+    pub time_format: TimeFormat,
 }
 
 impl JsonLinesOutputConfig {
     /// Write to `path`.
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        JsonLinesOutputConfig { path: path.into() }
+        JsonLinesOutputConfig {
+            path: path.into(),
+            time_format: TimeFormat::Auto,
+        }
     }
 
     /// Write to standard output.
     pub fn stdout() -> Self {
-        JsonLinesOutputConfig { path: "-".into() }
+        Self::new("-")
+    }
+
+    /// Times written in `format` (RFC 3339 for people, say).
+    pub fn time_format(mut self, format: TimeFormat) -> Self {
+        self.time_format = format;
+        self
     }
 }
 
@@ -230,6 +295,7 @@ pub struct JsonLinesWriter<P> {
     /// Bytes in the file so far.
     written: u64,
     line: Vec<u8>,
+    time_format: TimeFormat,
     _payload: PhantomData<fn(P)>,
 }
 
@@ -255,6 +321,7 @@ impl<P: Payload + Serialize> OutputAdapterFactory<JsonLinesOutputConfig, P> for 
             file: None,
             written: 0,
             line: Vec::new(),
+            time_format: config.time_format,
             _payload: PhantomData,
         })
     }
@@ -271,7 +338,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
         };
         for item in batch.items() {
             self.line.clear();
-            serde_json::to_writer(&mut self.line, &item_to_json(item))
+            serde_json::to_writer(&mut self.line, &item_to_json_as(item, self.time_format))
                 .map_err(AdapterError::other)?;
             self.line.push(b'\n');
             out.write_all(&self.line)

@@ -220,10 +220,197 @@ pub fn item_to_json<P: Serialize>(item: StreamItem<&P>) -> serde_json::Value {
     serde_json::to_value(line).unwrap_or(serde_json::Value::Null)
 }
 
+/// How event times are written in a record's field (flat JSON lines, CSV columns) and in
+/// output lines.
+///
+/// ```
+/// use punctual_adapters::line::TimeFormat;
+/// use punctual_core::Time;
+/// let t = TimeFormat::EpochMs.read_text("1500").unwrap();
+/// assert_eq!(t, Time::from_ticks(15_000_000));
+/// assert_eq!(TimeFormat::Rfc3339.write(t), serde_json::json!("1970-01-01T00:00:01.5Z"));
+/// assert_eq!("ms".parse::<TimeFormat>(), Ok(TimeFormat::EpochMs));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeFormat {
+    /// Read: an integer is ticks, text is RFC 3339. Write: integer ticks.
+    #[default]
+    Auto,
+    /// RFC 3339 text (`2026-12-01T10:00:00Z`, offsets and fractions allowed).
+    Rfc3339,
+    /// Milliseconds since 1970-01-01T00:00:00Z.
+    EpochMs,
+    /// Seconds since 1970-01-01T00:00:00Z (fractions allowed when read).
+    EpochS,
+    /// Ticks of 100 ns since 1970-01-01T00:00:00Z.
+    Ticks,
+}
+
+impl std::str::FromStr for TimeFormat {
+    type Err = String;
+
+    /// `auto`, `rfc3339`, `epoch-ms` (or `ms`), `epoch-s` (or `s`), `ticks`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "auto" => TimeFormat::Auto,
+            "rfc3339" => TimeFormat::Rfc3339,
+            "epoch-ms" | "ms" => TimeFormat::EpochMs,
+            "epoch-s" | "s" => TimeFormat::EpochS,
+            "ticks" => TimeFormat::Ticks,
+            other => {
+                return Err(format!(
+                    "`{other}` is not a time format (rfc3339, epoch-ms, epoch-s, ticks, auto)"
+                ))
+            }
+        })
+    }
+}
+
+impl TimeFormat {
+    fn scaled(n: f64, per: f64) -> Result<Time, String> {
+        let ticks = (n * per).round();
+        if ticks.is_finite() && ticks.abs() < 9.2e18 {
+            Ok(Time::from_ticks(ticks as i64))
+        } else {
+            Err(format!("{n} is out of the range of times"))
+        }
+    }
+
+    /// A time from text (a CSV field).
+    pub fn read_text(self, text: &str) -> Result<Time, String> {
+        let text = text.trim();
+        let number = |what: &str| {
+            text.parse::<f64>()
+                .map_err(|_| format!("`{text}` is not {what}"))
+        };
+        match self {
+            TimeFormat::Auto => text
+                .parse::<i64>()
+                .map(Time::from_ticks)
+                .or_else(|_| Time::parse_rfc3339(text).map_err(|e| e.to_string())),
+            TimeFormat::Rfc3339 => Time::parse_rfc3339(text).map_err(|e| e.to_string()),
+            TimeFormat::EpochMs => match text.parse::<i64>() {
+                Ok(ms) => ms
+                    .checked_mul(10_000)
+                    .map(Time::from_ticks)
+                    .ok_or_else(|| format!("{ms} ms is out of the range of times")),
+                Err(_) => Self::scaled(number("a number of milliseconds")?, 1e4),
+            },
+            TimeFormat::EpochS => match text.parse::<i64>() {
+                Ok(s) => s
+                    .checked_mul(10_000_000)
+                    .map(Time::from_ticks)
+                    .ok_or_else(|| format!("{s} s is out of the range of times")),
+                Err(_) => Self::scaled(number("a number of seconds")?, 1e7),
+            },
+            TimeFormat::Ticks => text
+                .parse::<i64>()
+                .map(Time::from_ticks)
+                .map_err(|_| format!("`{text}` is not a whole number of ticks")),
+        }
+    }
+
+    /// A time from a JSON value (a field of a flat JSON line).
+    pub fn read(self, v: &serde_json::Value) -> Result<Time, String> {
+        match v {
+            serde_json::Value::String(s) => match self {
+                TimeFormat::Auto | TimeFormat::Rfc3339 => {
+                    Time::parse_rfc3339(s).map_err(|e| e.to_string())
+                }
+                _ => self.read_text(s),
+            },
+            serde_json::Value::Number(n) => match self {
+                TimeFormat::Rfc3339 => Err(format!("{n} is a number, not RFC 3339 text")),
+                _ => self.read_text(&n.to_string()),
+            },
+            other => Err(format!("{other} is not a time")),
+        }
+    }
+
+    /// A time as this format writes it (`Auto` as ticks); the infinities as `"inf"` and
+    /// `"-inf"`.
+    pub fn write(self, t: Time) -> serde_json::Value {
+        if t == Time::INF {
+            return serde_json::Value::from("inf");
+        }
+        if t == Time::NEG_INF {
+            return serde_json::Value::from("-inf");
+        }
+        match self {
+            TimeFormat::Auto | TimeFormat::Ticks => serde_json::Value::from(t.ticks()),
+            TimeFormat::Rfc3339 => serde_json::Value::from(t.to_rfc3339()),
+            TimeFormat::EpochMs => serde_json::Value::from(t.ticks().div_euclid(10_000)),
+            TimeFormat::EpochS => {
+                let ticks = t.ticks();
+                if ticks % 10_000_000 == 0 {
+                    serde_json::Value::from(ticks / 10_000_000)
+                } else {
+                    serde_json::Value::from(ticks as f64 / 1e7)
+                }
+            }
+        }
+    }
+}
+
+/// [`item_to_json`] with its times (`start`, `end`, `time`) written in `format`.
+pub fn item_to_json_as<P: Serialize>(
+    item: StreamItem<&P>,
+    format: TimeFormat,
+) -> serde_json::Value {
+    let mut value = item_to_json(item);
+    if format != TimeFormat::Auto && format != TimeFormat::Ticks {
+        if let serde_json::Value::Object(fields) = &mut value {
+            for key in ["start", "end", "time"] {
+                if let Some(v) = fields.get_mut(key) {
+                    if let Some(ticks) = v.as_i64() {
+                        *v = format.write(Time::from_ticks(ticks));
+                    }
+                }
+            }
+        }
+    }
+    value
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use punctual_core::Row;
+
+    #[test]
+    fn time_formats_read_and_write_their_forms() {
+        let t = Time::from_ticks(15_000_000);
+        for (f, text) in [
+            (TimeFormat::EpochMs, "1500"),
+            (TimeFormat::EpochS, "1.5"),
+            (TimeFormat::Ticks, "15000000"),
+            (TimeFormat::Auto, "15000000"),
+            (TimeFormat::Rfc3339, "1970-01-01T00:00:01.5Z"),
+            (TimeFormat::Auto, "1970-01-01T01:00:01.5+01:00"),
+        ] {
+            assert_eq!(f.read_text(text), Ok(t), "{f:?} {text}");
+        }
+        assert_eq!(TimeFormat::EpochMs.write(t), serde_json::json!(1500));
+        assert_eq!(TimeFormat::EpochS.write(t), serde_json::json!(1.5));
+        assert_eq!(
+            TimeFormat::Rfc3339.write(Time::INF),
+            serde_json::json!("inf")
+        );
+        assert!(TimeFormat::Rfc3339.read(&serde_json::json!(12)).is_err());
+        assert!(TimeFormat::EpochMs
+            .read_text("soon")
+            .unwrap_err()
+            .contains("milliseconds"));
+        assert!(TimeFormat::EpochMs
+            .read_text("9223372036854775807")
+            .is_err());
+        let item = StreamItem::point(t, Row::new());
+        assert_eq!(
+            item_to_json_as(item.as_ref(), TimeFormat::Rfc3339).to_string(),
+            r#"{"kind":"point","start":"1970-01-01T00:00:01.5Z","payload":{}}"#
+        );
+    }
 
     #[test]
     fn missing_fields_are_named() {

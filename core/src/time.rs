@@ -343,9 +343,143 @@ impl Serialize for TimeSpan {
     }
 }
 
+/// Read from an integer number of ticks, or from text people write: `5s`, `250ms`, `1h30m`
+/// (see [`TimeSpan::from_str`](std::str::FromStr)).
 impl<'de> Deserialize<'de> for TimeSpan {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TimeSpan, D::Error> {
-        i64::deserialize(d).map(TimeSpan)
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Ticks(i64),
+            Text(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Ticks(t) => Ok(TimeSpan(t)),
+            Repr::Text(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// The units of a written span, longest suffix first, in ticks.
+const SPAN_UNITS: [(&str, i64); 10] = [
+    ("ticks", 1),
+    ("tick", 1),
+    ("ms", 10_000),
+    ("us", 10),
+    ("µs", 10),
+    ("ns", 0),
+    ("d", 864_000_000_000),
+    ("h", 36_000_000_000),
+    ("m", 600_000_000),
+    ("s", TICKS_PER_SECOND),
+];
+
+/// A span as people write it: one or more parts `<number><unit>` (`5s`, `250ms`, `1h30m`,
+/// `1.5s`), units `d`, `h`, `m`, `s`, `ms`, `us`, `ns` (whole multiples of 100 ns) and `tick`;
+/// an optional `-` in front; or a bare integer, a number of ticks.
+///
+/// ```
+/// use punctual_core::TimeSpan;
+/// assert_eq!("1h30m".parse(), Ok(TimeSpan::from_secs(5400)));
+/// assert_eq!("250ms".parse(), Ok(TimeSpan::from_millis(250)));
+/// assert_eq!("-2s".parse(), Ok(TimeSpan::from_secs(-2)));
+/// assert_eq!("7".parse(), Ok(TimeSpan::from_ticks(7)));
+/// assert!("5 parsecs".parse::<TimeSpan>().is_err());
+/// assert_eq!(TimeSpan::from_secs(5400).to_string(), "1h30m");
+/// ```
+impl std::str::FromStr for TimeSpan {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<TimeSpan, String> {
+        let bad = || {
+            format!("`{text}` is not a duration: write e.g. `5s`, `250ms`, `1h30m` (units d, h, m, s, ms, us, ns, tick) or a number of ticks")
+        };
+        let t = text.trim();
+        if let Ok(ticks) = t.parse::<i64>() {
+            return Ok(TimeSpan(ticks));
+        }
+        let (negative, mut rest) = match t.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, t),
+        };
+        if rest.is_empty() {
+            return Err(bad());
+        }
+        let mut total: i128 = 0;
+        while !rest.is_empty() {
+            let digits = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .ok_or_else(bad)?;
+            let (number, after) = rest.split_at(digits);
+            let unit = SPAN_UNITS
+                .iter()
+                .find(|(u, _)| after.starts_with(u))
+                .ok_or_else(bad)?;
+            rest = &after[unit.0.len()..];
+            let ticks: i128 = if unit.0 == "ns" {
+                let n: i128 = number.parse().map_err(|_| bad())?;
+                if n % 100 != 0 {
+                    return Err(format!("`{text}`: durations are whole multiples of 100 ns"));
+                }
+                n / 100
+            } else if let Ok(n) = number.parse::<i128>() {
+                n.checked_mul(i128::from(unit.1)).ok_or_else(bad)?
+            } else {
+                let x: f64 = number.parse().map_err(|_| bad())?;
+                let ticks = x * unit.1 as f64;
+                if !ticks.is_finite() || ticks.fract().abs() > 1e-6 || ticks.abs() > 9.2e18 {
+                    return Err(format!("`{text}`: not a whole number of ticks (100 ns)"));
+                }
+                ticks.round() as i128
+            };
+            total = total.checked_add(ticks).ok_or_else(bad)?;
+        }
+        if negative {
+            total = -total;
+        }
+        i64::try_from(total)
+            .map(TimeSpan)
+            .map_err(|_| format!("`{text}` is too long a duration"))
+    }
+}
+
+/// Written as people read it: `1h30m`, `250ms`, `2.5s`, `0s`; spans that are not whole
+/// milliseconds as ticks (`7 ticks`).
+impl fmt::Display for TimeSpan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = self.0;
+        if t == 0 {
+            return f.write_str("0s");
+        }
+        if t == i64::MAX {
+            return f.write_str("forever");
+        }
+        if t % 10_000 != 0 {
+            return write!(f, "{t} ticks");
+        }
+        let sign = if t < 0 { "-" } else { "" };
+        let mut ms = (i128::from(t) / 10_000).unsigned_abs();
+        let mut out = String::from(sign);
+        for (unit, per) in [("d", 86_400_000u128), ("h", 3_600_000), ("m", 60_000)] {
+            if ms >= per {
+                out.push_str(&format!("{}{unit}", ms / per));
+                ms %= per;
+            }
+        }
+        if ms > 0 {
+            if ms % 1000 == 0 {
+                out.push_str(&format!("{}s", ms / 1000));
+            } else if ms >= 1000 {
+                out.push_str(
+                    &format!("{}.{:03}s", ms / 1000, ms % 1000)
+                        .trim_end_matches('0')
+                        .to_owned(),
+                );
+            } else {
+                out.push_str(&format!("{ms}ms"));
+            }
+        }
+        f.write_str(&out)
     }
 }
 

@@ -66,11 +66,11 @@ struct StreamFile {
 #[serde(deny_unknown_fields)]
 pub struct WatermarkFile {
     /// Out-of-order tolerance.
-    pub out_of_order: i64,
+    pub out_of_order: TimeSpan,
     /// Late-arrival tolerance.
-    pub late: Option<i64>,
+    pub late: Option<TimeSpan>,
     /// Early-arrival tolerance.
-    pub early: Option<i64>,
+    pub early: Option<TimeSpan>,
     /// `adjust` (default) or `drop`.
     pub policy: Option<AdvanceTimePolicy>,
     /// A payload field: one watermark per value.
@@ -86,9 +86,9 @@ pub struct WatermarkFile {
 #[serde(deny_unknown_fields)]
 struct GenerateFile {
     every: Option<u64>,
-    duration: Option<i64>,
+    duration: Option<TimeSpan>,
     #[serde(default)]
-    delay: i64,
+    delay: TimeSpan,
     #[serde(default, rename = "final")]
     final_cti: bool,
 }
@@ -201,7 +201,7 @@ impl Case {
                     let builder = match (g.every, g.duration) {
                         (Some(n), None) => AdvanceTimeGenerationSettings::every_events(n),
                         (None, Some(d)) => {
-                            AdvanceTimeGenerationSettings::every_duration(TimeSpan::from_ticks(d))
+                            AdvanceTimeGenerationSettings::every_duration(d)
                         }
                         _ => {
                             return Err(bad(
@@ -212,7 +212,7 @@ impl Case {
                         }
                     };
                     builder
-                        .delay(TimeSpan::from_ticks(g.delay))
+                        .delay(g.delay)
                         .final_cti(g.final_cti)
                         .build()
                         .map_err(|e| bad(&toml_path, 0, format!("[streams.{name}]: {e}")))
@@ -243,22 +243,22 @@ impl Case {
                 table: step.clone(),
             });
         }
-        let sql = match &file.query.sql {
-            Some(text) => {
-                if !steps.is_empty() {
-                    return Err(bad(
-                        &toml_path,
-                        0,
-                        "[query] has `sql` and steps: give one or the other",
-                    ));
+        let sql =
+            match &file.query.sql {
+                Some(text) => {
+                    if !steps.is_empty() {
+                        return Err(bad(
+                            &toml_path,
+                            0,
+                            "[query] has `sql` and steps: give one or the other",
+                        ));
+                    }
+                    Some(punctual_sql::SqlQuery::parse(text).map_err(|e| {
+                        bad(&toml_path, 0, format!("[query] sql: {}", e.show(text)))
+                    })?)
                 }
-                Some(
-                    punctual_sql::SqlQuery::parse(text)
-                        .map_err(|e| bad(&toml_path, 0, format!("[query] sql: {}", e.show(text))))?,
-                )
-            }
-            None => None,
-        };
+                None => None,
+            };
         let output = match (file.query.output, &sql) {
             (Some(o), _) => o,
             (None, Some(q)) => q.outputs().into_iter().next().unwrap_or_default(),

@@ -27,7 +27,7 @@ use std::hash::{Hash, Hasher};
 
 use punctual_adapters::line::item_to_json;
 use punctual_core::ops::Stream;
-use punctual_core::{Batch, Ordered, Row, StreamItem, Time, TimeSpan};
+use punctual_core::{Batch, Ordered, Row, StreamItem, Time};
 use punctual_engine::{DeadLetterCollector, Driver, InputOptions, Plan};
 use punctual_policies::{
     AdvanceTimeImportSettings, AdvanceTimePolicy, AdvanceTimeSettings, Arrival, DeadLetter,
@@ -161,14 +161,14 @@ impl StreamSpec {
     /// The stream's watermark strategy, if it has one.
     fn watermark_strategy(&self) -> Option<Watermark<Row>> {
         let w = self.watermark.as_ref()?;
-        let mut strategy = Watermark::<Row>::arrival(TimeSpan::from_ticks(w.out_of_order))
+        let mut strategy = Watermark::<Row>::arrival(w.out_of_order)
             .policy(w.policy.unwrap_or(AdvanceTimePolicy::Adjust))
             .final_cti(w.final_cti.unwrap_or(true));
         if let Some(late) = w.late {
-            strategy = strategy.late(TimeSpan::from_ticks(late));
+            strategy = strategy.late(late);
         }
         if let Some(early) = w.early {
-            strategy = strategy.early(TimeSpan::from_ticks(early));
+            strategy = strategy.early(early);
         }
         if let Some(n) = w.partitions {
             strategy = strategy.input_partitions(n);

@@ -34,15 +34,15 @@ enum Step {
     Shift {
         name: String,
         input: String,
-        by: i64,
+        by: TimeSpan,
     },
     Hopping {
         name: String,
         input: String,
-        size: i64,
-        hop: i64,
+        size: TimeSpan,
+        hop: TimeSpan,
         #[serde(default)]
-        alignment: i64,
+        alignment: TimeSpan,
         #[serde(default)]
         output: Option<String>,
         group_by: Option<String>,
@@ -51,9 +51,9 @@ enum Step {
     Tumbling {
         name: String,
         input: String,
-        size: i64,
+        size: TimeSpan,
         #[serde(default)]
-        alignment: i64,
+        alignment: TimeSpan,
         #[serde(default)]
         output: Option<String>,
         group_by: Option<String>,
@@ -83,9 +83,9 @@ fn to_value(v: toml::Value) -> Value {
 
 struct Window {
     name: String,
-    size: i64,
-    hop: i64,
-    alignment: i64,
+    size: TimeSpan,
+    hop: TimeSpan,
+    alignment: TimeSpan,
     output: Option<String>,
     group_by: Option<String>,
     aggregates: Vec<AggFile>,
@@ -169,7 +169,7 @@ pub(super) fn build(
                 };
                 (name, joined)
             }
-            Step::Shift { name, input, by } => (name, get(&input)?.shift(TimeSpan::from_ticks(by))),
+            Step::Shift { name, input, by } => (name, get(&input)?.shift(by)),
             Step::Hopping {
                 name,
                 input,
@@ -228,7 +228,7 @@ pub(super) fn build(
 }
 
 fn window(input: &Stream<Row>, w: Window) -> Result<(String, Stream<Row>), CaseError> {
-    if w.size <= 0 || w.hop <= 0 {
+    if w.size.ticks() <= 0 || w.hop.ticks() <= 0 {
         return Err(config(&w.name, "size and hop must be positive"));
     }
     let output = match w.output.as_deref() {
@@ -262,8 +262,8 @@ fn window(input: &Stream<Row>, w: Window) -> Result<(String, Stream<Row>), CaseE
     }
     let aggs = RowAggregates::new(specs);
     let windowed = input
-        .hopping_window(TimeSpan::from_ticks(w.size), TimeSpan::from_ticks(w.hop))
-        .alignment(Time::from_ticks(w.alignment))
+        .hopping_window(w.size, w.hop)
+        .alignment(Time::EPOCH + w.alignment)
         .output(output);
     let stream = match w.group_by {
         Some(field) => {

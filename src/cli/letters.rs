@@ -1,0 +1,107 @@
+//! The dead letters of a command: counted by reason, the first few shown, all written to a
+//! file if asked.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The dead letters of `pipe`: counted by reason, the first few kept for the summary, every one
+/// written as a JSON line to a file if one was asked for.
+pub(super) struct DeadLetters {
+    file: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
+    by_reason: std::collections::BTreeMap<&'static str, u64>,
+    first: Vec<String>,
+    write_error: Option<String>,
+}
+
+impl DeadLetters {
+    /// How many dead letters the summary shows.
+    const SHOWN: usize = 5;
+
+    pub(super) fn new(path: Option<&Path>) -> Result<Self, String> {
+        let file = match path {
+            None => None,
+            Some(p) => {
+                let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                Some((p.to_owned(), std::io::BufWriter::new(f)))
+            }
+        };
+        Ok(DeadLetters {
+            file,
+            by_reason: std::collections::BTreeMap::new(),
+            first: Vec::new(),
+            write_error: None,
+        })
+    }
+
+    pub(super) fn add(&mut self, letter: &punctual_policies::DeadLetter<punctual_core::Row>) {
+        use punctual_policies::DeadLetterReason as R;
+        let kind = match &letter.reason {
+            R::Late => "late",
+            R::Rejected(_) => "rejected",
+            R::Unreleased => "unreleased",
+            R::Malformed(_) => "malformed",
+            R::Watermark(_) => "dropped by the watermark",
+            _ => "other",
+        };
+        *self.by_reason.entry(kind).or_default() += 1;
+        let item = letter
+            .item
+            .as_ref()
+            .map(|i| punctual_adapters::line::item_to_json(i.as_ref()));
+        if self.first.len() < Self::SHOWN {
+            let shown = item.as_ref().map(|i| format!(" {i}")).unwrap_or_default();
+            self.first.push(format!("{}{shown}", letter.reason));
+        }
+        if let Some((path, out)) = self.file.as_mut() {
+            let mut line = serde_json::json!({
+                "reason": letter.reason.to_string(),
+                "cti": letter.cti,
+                "item": item,
+            });
+            if let R::Malformed(m) = &letter.reason {
+                line["text"] = serde_json::Value::String(m.text.clone());
+            }
+            if let Err(e) = writeln!(out, "{line}") {
+                self.write_error
+                    .get_or_insert_with(|| format!("{}: {e}", path.display()));
+            }
+        }
+    }
+
+    /// `dead letters: N (late 3, malformed 1)` and the first few, on `err`; the file flushed.
+    pub(super) fn summary(&mut self, err: &mut dyn Write) {
+        if let Some((path, out)) = self.file.as_mut() {
+            if let Err(e) = out.flush() {
+                self.write_error
+                    .get_or_insert_with(|| format!("{}: {e}", path.display()));
+            }
+        }
+        let total: u64 = self.by_reason.values().sum();
+        if total > 0 {
+            let kinds: Vec<String> = self
+                .by_reason
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            let _ = writeln!(err, "dead letters: {total} ({})", kinds.join(", "));
+            for shown in &self.first {
+                let _ = writeln!(err, "  {shown}");
+            }
+            if total > self.first.len() as u64 {
+                let more = total - self.first.len() as u64;
+                match &self.file {
+                    Some((path, _)) => {
+                        let _ = writeln!(err, "  ... {more} more, all in {}", path.display());
+                    }
+                    None => {
+                        let _ =
+                            writeln!(err, "  ... {more} more (--dead-letters FILE has them all)");
+                    }
+                }
+            }
+        }
+        if let Some(e) = &self.write_error {
+            let _ = writeln!(err, "warning: dead letters not all written: {e}");
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! The `punctual` command line, as a library function so that it can be tested: the binary
+//! only calls [`main`] with the process's arguments and streams.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::conformance::{find_cases, run_case};
+
+mod letters;
+mod pipe;
+
+use pipe::{cmd_pipe, PipeArgs};
+
+/// `punctual --help`.
+pub const HELP: &str = "\
+punctual: run Punctual conformance cases from the command line
+
+USAGE:
+    punctual run CASE_DIR        run one case; print its output as JSON lines (stdout)
+                                 and each input stream's counters and dead letters (stderr)
+    punctual check PATH...       run every case at or below each PATH, print a diff for
+                                 each failing case and a closing line `N passed, N failed`
+    punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
+                                 and the input holding it back (start here for 'no output?')
+    punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN] [--delay DURATION | --in-order]
+                  [--dead-letters FILE] [--checkpoint DIR [--checkpoint-every 1s]]
+                                 read events (JSON lines, or CSV with the start time in
+                                 TIME_COLUMN) from FILE or standard input, put them in time
+                                 order as the CTIs allow, write JSON lines to FILE or standard
+                                 output; counters and a summary of the dead letters (dropped,
+                                 rejected, malformed, unreleased items with the reason) on
+                                 stderr, every dead letter as a JSON line to the
+                                 --dead-letters FILE; a progress bar on a terminal. Ctrl-C
+                                 stops with a drain; a closed output (`| head`) ends quietly.
+                                 --checkpoint DIR (with -i FILE and -o FILE): record
+                                 checkpoints in DIR; killed and run again with the same
+                                 arguments, it continues the output exactly where its last
+                                 checkpoint was (no duplicate, no gap); at most one
+                                 checkpoint per --checkpoint-every (`500ms`, `2s`; 1s)
+    punctual timeline CASE_DIR [-o FILE.svg]
+                                 run one case and draw its inputs and output on one time
+                                 axis as SVG (to FILE, or standard output)
+    punctual --help              this text
+
+EXAMPLES:
+    punctual run tests/conformance/ingress/unordered-with-delay
+    punctual check tests/conformance
+    punctual pipe -i samples/data/readings.jsonl --delay 5s | head
+    cat readings.csv | punctual pipe --csv time --in-order > ordered.jsonl
+
+EXIT CODES:
+    0  success (for `check`: every case passed)
+    1  a case failed or could not be run
+    2  bad command line
+";
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: a case failed or could not be run.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: bad command line.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Runs the command line `args` (without the program name), writing to `out` and `err`;
+/// returns the exit code. Write errors on `out`/`err` are ignored (a closed pipe is no reason to
+/// fail the run).
+pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match args.first().map(String::as_str) {
+        Some("run") if args.len() == 2 => cmd_run(Path::new(&args[1]), out, err),
+        Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
+        Some("pipe") => match PipeArgs::parse(&args[1..]) {
+            Ok(pipe) => cmd_pipe(&pipe, err),
+            Err(e) => {
+                let _ = write!(err, "error: {e}\n\n{HELP}");
+                EXIT_USAGE
+            }
+        },
+        Some("timeline") if args.len() == 2 => cmd_timeline(Path::new(&args[1]), None, out, err),
+        Some("timeline") if args.len() == 4 && args[2] == "-o" => {
+            cmd_timeline(Path::new(&args[1]), Some(Path::new(&args[3])), out, err)
+        }
+        Some("check") if args.len() >= 2 => cmd_check(
+            &args[1..].iter().map(PathBuf::from).collect::<Vec<_>>(),
+            out,
+            err,
+        ),
+        Some("--help" | "-h" | "help") => {
+            let _ = write!(out, "{HELP}");
+            EXIT_OK
+        }
+        _ => {
+            let _ = write!(err, "error: bad command line: {args:?}\n\n{HELP}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let run = match run_case(dir) {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    for line in run.output_lines() {
+        let _ = writeln!(out, "{line}");
+    }
+    for (name, c) in &run.counters {
+        let _ = writeln!(err, "{}", counters_line(name, c));
+    }
+    for (name, letters) in &run.dead_letters {
+        for d in letters {
+            let item = d
+                .item
+                .as_ref()
+                .map(|i| punctual_adapters::line::item_to_json(i.as_ref()).to_string())
+                .unwrap_or_default();
+            let _ = writeln!(
+                err,
+                "dead letter on {name} (CTI {}): {} {item}",
+                d.cti, d.reason
+            );
+        }
+    }
+    for h in &run.held {
+        let _ = writeln!(err, "not emitted at the end: {h}");
+    }
+    EXIT_OK
+}
+
+/// `stream NAME: events_in=.. released=.. ...`: every count of a stream's counters, in their
+/// declared order.
+fn counters_line(name: &str, c: &punctual_policies::IngressCounters) -> String {
+    let mut line = format!("stream {name}:");
+    if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(c) {
+        for (key, value) in fields {
+            if let Some(n) = value.as_u64() {
+                line.push_str(&format!(" {key}={n}"));
+            }
+        }
+    }
+    line
+}
+
+/// A duration flag's value: `5s`, `250ms`, `1h30m`, or a number of ticks.
+fn duration(flag: &str, text: &str) -> Result<punctual_core::TimeSpan, String> {
+    text.parse().map_err(|e| format!("{flag}: {e}"))
+}
+
+/// Whether a query failed because its output's reader is gone (a broken pipe).
+fn closed_output(error: &punctual_adapters::QueryError) -> bool {
+    use punctual_adapters::{AdapterError, QueryError};
+    matches!(error, QueryError::Adapter {
+        role: "output",
+        error: AdapterError::Io { error, .. },
+        ..
+    } if error.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+fn cmd_timeline(dir: &Path, to: Option<&Path>, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let run = match run_case(dir) {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let svg = crate::timeline::render(&run);
+    match to {
+        None => {
+            let _ = out.write_all(svg.as_bytes());
+            EXIT_OK
+        }
+        Some(path) => match std::fs::write(path, svg) {
+            Ok(()) => EXIT_OK,
+            Err(e) => {
+                let _ = writeln!(err, "error: {}: {e}", path.display());
+                EXIT_FAILED
+            }
+        },
+    }
+}
+
+fn cmd_explain(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let run = match run_case(dir) {
+        Ok(run) => run,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    for e in &run.explanations {
+        let _ = writeln!(out, "{e}");
+        if let Some((input, t)) = &e.held_by {
+            if *t == punctual_core::Time::NEG_INF {
+                let _ = writeln!(
+                    out,
+                    "  `{input}` has never had a CTI, so `{}` can release nothing: give `{input}` \
+                     advance-time settings, a watermark, or import another stream's CTIs",
+                    e.label
+                );
+            }
+        }
+    }
+    for (name, c) in &run.counters {
+        if c.unreleased > 0 {
+            let _ = writeln!(
+                out,
+                "input `{name}`: {} events were never released (no CTI passed them)",
+                c.unreleased
+            );
+        }
+    }
+    EXIT_OK
+}
+
+fn cmd_check(roots: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let (mut passed, mut failed) = (0usize, 0usize);
+    for root in roots {
+        let cases = match find_cases(root) {
+            Ok(c) if c.is_empty() => {
+                let _ = writeln!(
+                    err,
+                    "error: no case (a folder with case.toml) at or below {}",
+                    root.display()
+                );
+                failed += 1;
+                continue;
+            }
+            Ok(c) => c,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                failed += 1;
+                continue;
+            }
+        };
+        for dir in cases {
+            let problems: Vec<String> = match run_case(&dir) {
+                Err(e) => vec![e.to_string()],
+                Ok(run) => match run.check() {
+                    Ok(()) => Vec::new(),
+                    Err(ms) => ms
+                        .iter()
+                        .map(|m| m.to_string())
+                        .chain(std::iter::once(format!(
+                            "actual output:\n  {}",
+                            run.output_lines().join("\n  ")
+                        )))
+                        .collect(),
+                },
+            };
+            if problems.is_empty() {
+                passed += 1;
+                let _ = writeln!(out, "PASS {}", dir.display());
+            } else {
+                failed += 1;
+                let _ = writeln!(out, "FAIL {}", dir.display());
+                for p in problems {
+                    let _ = writeln!(out, "  {}", p.replace('\n', "\n  "));
+                }
+            }
+        }
+    }
+    let _ = writeln!(out, "{passed} passed, {failed} failed");
+    if failed == 0 {
+        EXIT_OK
+    } else {
+        EXIT_FAILED
+    }
+}

@@ -1,0 +1,216 @@
+//! `punctual pipe`: one input put in time order as its CTIs allow.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::letters::DeadLetters;
+use super::{closed_output, counters_line, EXIT_FAILED, EXIT_OK};
+
+/// The arguments of `punctual pipe`.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct PipeArgs {
+    input: Option<PathBuf>,
+    output: Option<PathBuf>,
+    csv_time: Option<String>,
+    delay: Option<punctual_core::TimeSpan>,
+    in_order: bool,
+    dead_letters: Option<PathBuf>,
+    checkpoint: Option<PathBuf>,
+    checkpoint_every: Option<std::time::Duration>,
+}
+
+impl PipeArgs {
+    pub(super) fn parse(args: &[String]) -> Result<PipeArgs, String> {
+        let mut p = PipeArgs::default();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = |name: &str| {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{name} needs a value"))
+            };
+            match a.as_str() {
+                "-i" => p.input = Some(PathBuf::from(value("-i")?)),
+                "-o" => p.output = Some(PathBuf::from(value("-o")?)),
+                "--csv" => p.csv_time = Some(value("--csv")?),
+                "--delay" => p.delay = Some(super::duration("--delay", &value("--delay")?)?),
+                "--in-order" => p.in_order = true,
+                "--dead-letters" => p.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
+                "--checkpoint" => p.checkpoint = Some(PathBuf::from(value("--checkpoint")?)),
+                "--checkpoint-every" => {
+                    let every =
+                        super::duration("--checkpoint-every", &value("--checkpoint-every")?)?;
+                    p.checkpoint_every = Some(every.to_duration().ok_or_else(|| {
+                        format!("--checkpoint-every takes a duration above zero, not {every}")
+                    })?);
+                }
+                other => return Err(format!("`pipe` does not take `{other}`")),
+            }
+        }
+        if p.delay.is_some() && p.in_order {
+            return Err("give --delay or --in-order, not both".into());
+        }
+        let file = |f: &Option<PathBuf>| f.as_ref().is_some_and(|f| f.as_os_str() != "-");
+        if p.checkpoint.is_some() && !(file(&p.input) && file(&p.output)) {
+            return Err("--checkpoint needs -i FILE and -o FILE (a file can be read again and cut back; a pipe cannot)".into());
+        }
+        Ok(p)
+    }
+}
+
+/// The number of lines of `input`, for the progress bar: only when one is shown (standard error
+/// is a terminal) and the input is a regular file, counted in a streaming pass (a pipe, a FIFO
+/// or a device is never read ahead of the query: its data would be used up).
+fn progress_total(input: &Path) -> Option<u64> {
+    use std::io::{IsTerminal, Read};
+    if input.as_os_str() == "-" || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    if !std::fs::metadata(input).ok()?.is_file() {
+        return None;
+    }
+    let mut file = std::fs::File::open(input).ok()?;
+    let (mut buf, mut lines) = (vec![0u8; 1 << 16], 0u64);
+    loop {
+        let n = file.read(&mut buf).ok()?;
+        if n == 0 {
+            return Some(lines);
+        }
+        lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64;
+    }
+}
+
+pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
+    use punctual_adapters::{
+        CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
+        JsonLinesOutput, JsonLinesOutputConfig, Query,
+    };
+    use punctual_core::{EventShape, Row};
+    use punctual_policies::AdvanceTimeSettings;
+
+    let letters = match DeadLetters::new(p.dead_letters.as_deref()) {
+        Ok(letters) => std::sync::Arc::new(std::sync::Mutex::new(letters)),
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let input = p.input.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let output = p.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let total = progress_total(&input);
+    let mut options = InputOptions::new("in", EventShape::Edge);
+    if let Some(d) = p.delay {
+        options = options.settings(AdvanceTimeSettings::unordered_start_time(d));
+    } else if p.in_order {
+        options = options.settings(AdvanceTimeSettings::increasing_start_time());
+    }
+    let run = async {
+        let mut query = Query::new("pipe");
+        if let Some(dir) = &p.checkpoint {
+            let mut checkpoints = punctual_adapters::Checkpoints::new(dir);
+            if let Some(every) = p.checkpoint_every {
+                checkpoints = checkpoints.every(every);
+            }
+            query = query.checkpoints(checkpoints);
+        }
+        let stream = match &p.csv_time {
+            Some(col) => query.create_stream::<_, Row, _, _>(
+                options,
+                &CsvInput,
+                &CsvInputConfig::new(&input, col.clone()),
+            )?,
+            None => query.create_stream::<_, Row, _, _>(
+                options,
+                &JsonLinesInput,
+                &JsonLinesInputConfig::new(&input)
+                    .malformed(punctual_adapters::MalformedLines::Skip),
+            )?,
+        };
+        query.bind_output(
+            &stream,
+            &JsonLinesOutput,
+            &JsonLinesOutputConfig::new(&output),
+        )?;
+        let sink = std::sync::Arc::clone(&letters);
+        query.bind_dead_letters(&stream, move |letter| {
+            if let Ok(mut letters) = sink.lock() {
+                letters.add(&letter);
+            }
+        })?;
+        let running = query.start()?;
+        let stop = running.stop_handle();
+        let interrupted = tokio::signal::ctrl_c();
+        tokio::pin!(interrupted);
+        let mut interrupts = 0;
+        let bar = match total {
+            Some(n) => indicatif::ProgressBar::new(n),
+            None => indicatif::ProgressBar::new_spinner(),
+        };
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        let monitor = running.monitor();
+        let done = running.wait();
+        tokio::pin!(done);
+        loop {
+            tokio::select! {
+                r = &mut done => {
+                    bar.finish_and_clear();
+                    return Ok::<_, punctual_adapters::QueryError>(r);
+                }
+                _ = &mut interrupted, if interrupts < 2 => {
+                    // Ctrl-C: stop with a drain (what is held comes out); again: abort.
+                    interrupts += 1;
+                    interrupted.set(tokio::signal::ctrl_c());
+                    if interrupts == 1 { stop.stop() } else { stop.abort() }
+                }
+                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                    if let Some(c) = monitor.counters("in") {
+                        bar.set_position(c.events_in + c.malformed);
+                    }
+                }
+            }
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let print_counters = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| {
+        for (name, c) in &report.streams {
+            let _ = writeln!(err, "{}", counters_line(name, c));
+        }
+        if let Ok(mut letters) = letters.lock() {
+            letters.summary(err);
+        }
+    };
+    let ran = runtime.block_on(run);
+    // A read of standard input that never returns (stopped by Ctrl-C while waiting for a line)
+    // is not waited for.
+    runtime.shutdown_background();
+    match ran {
+        Ok(Ok(report)) => {
+            print_counters(err, &report);
+            EXIT_OK
+        }
+        Ok(Err(failure)) if closed_output(&failure.error) => {
+            // The reader of the output went away (`| head`): a normal end, as for any filter.
+            print_counters(err, &failure.report);
+            EXIT_OK
+        }
+        Ok(Err(failure)) => {
+            // What the run did until it failed, then why.
+            print_counters(err, &failure.report);
+            let _ = writeln!(err, "error: {}", failure.error);
+            EXIT_FAILED
+        }
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            EXIT_FAILED
+        }
+    }
+}
