@@ -470,11 +470,9 @@ impl fmt::Display for TimeSpan {
             if ms % 1000 == 0 {
                 out.push_str(&format!("{}s", ms / 1000));
             } else if ms >= 1000 {
-                out.push_str(
-                    &format!("{}.{:03}s", ms / 1000, ms % 1000)
-                        .trim_end_matches('0')
-                        .to_owned(),
-                );
+                let text = format!("{}.{:03}", ms / 1000, ms % 1000);
+                out.push_str(text.trim_end_matches('0'));
+                out.push('s');
             } else {
                 out.push_str(&format!("{ms}ms"));
             }
@@ -486,6 +484,35 @@ impl fmt::Display for TimeSpan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_read_and_show_as_people_write_them() {
+        for (text, ticks) in [
+            ("5s", 50_000_000),
+            ("1.5s", 15_000_000),
+            ("2d", 1_728_000_000_000),
+            ("10us", 100),
+            ("300ns", 3),
+            ("3ticks", 3),
+            ("1m30s", 900_000_000),
+            ("-1ms", -10_000),
+        ] {
+            assert_eq!(text.parse::<TimeSpan>(), Ok(TimeSpan(ticks)), "{text}");
+        }
+        for bad in ["", "-", "5x", "s", "150ns", "1.00000001ms", "99999999999999d"] {
+            assert!(bad.parse::<TimeSpan>().is_err(), "{bad}");
+        }
+        for (ticks, shown) in [
+            (0, "0s"),
+            (25_000_000, "2.5s"),
+            (900_000_000, "1m30s"),
+            (7, "7 ticks"),
+            (-10_000, "-1ms"),
+            (36_000_000_000 + 10_000, "1h1ms"),
+        ] {
+            assert_eq!(TimeSpan(ticks).to_string(), shown);
+        }
+    }
 
     #[test]
     fn infinities_absorb_and_finite_arithmetic_saturates() {
