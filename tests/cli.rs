@@ -323,3 +323,194 @@ fn pipe_reads_a_fifo_once() {
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(err.contains("events_in=2 ctis_in=1 released=2"), "{err}");
 }
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("punctual-cli-{}", std::process::id()))
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("temp dir is writable");
+    dir
+}
+
+/// `query` over flat JSON lines timed by TIMESTAMP BY: a tumbling window per key, times in
+/// RFC 3339 in and out, late events dropped behind --delay and counted.
+#[test]
+fn query_runs_sql_over_flat_json_lines() {
+    let dir = temp_dir("query-json");
+    let input = dir.join("readings.jsonl");
+    std::fs::write(
+        &input,
+        [
+            r#"{"time": "2026-12-01T10:00:00Z", "device": "a", "celsius": 20.5}"#,
+            r#"{"time": "2026-12-01T10:00:03Z", "device": "b", "celsius": 30}"#,
+            r#"{"time": "2026-12-01T10:00:02Z", "device": "a", "celsius": 21.5}"#,
+            r#"{"time": "2026-12-01T10:00:11Z", "device": "a", "celsius": 22}"#,
+            r#"{"time": "2026-12-01T09:59:00Z", "device": "a", "celsius": 99}"#,
+        ]
+        .join("\n"),
+    )
+    .expect("written");
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device, COUNT(*) AS n, AVG(celsius) AS mean, System.Timestamp() AS window_end
+         FROM readings TIMESTAMP BY time
+         GROUP BY device, TumblingWindow(second, 10)",
+        "--input",
+        &format!("readings={}", s(&input)),
+        "--output",
+        s(&output),
+        "--delay",
+        "2s",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&output).expect("written");
+    let events: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+    assert_eq!(
+        events,
+        vec![
+            r#"{"kind":"point","start":"2026-12-01T10:00:10Z","payload":{"device":"a","n":2,"mean":21.0,"window_end":"2026-12-01T10:00:10Z"}}"#,
+            r#"{"kind":"point","start":"2026-12-01T10:00:10Z","payload":{"device":"b","n":1,"mean":30.0,"window_end":"2026-12-01T10:00:10Z"}}"#,
+            r#"{"kind":"point","start":"2026-12-01T10:00:20Z","payload":{"device":"a","n":1,"mean":22.0,"window_end":"2026-12-01T10:00:20Z"}}"#,
+        ]
+    );
+    assert!(
+        written.ends_with("{\"kind\":\"cti\",\"time\":\"inf\"}\n"),
+        "{written}"
+    );
+    assert!(
+        err.contains("events_in=5") && err.contains("dropped=1"),
+        "{err}"
+    );
+    assert!(err.contains("max_start=2026-12-01T10:00:11Z"), "{err}");
+    assert!(err.contains("dead letters: 1 (late 1)"), "{err}");
+}
+
+/// `query` over CSV with epoch milliseconds in and out, and a reference join whose reference
+/// input imports the readings' CTIs.
+#[test]
+fn query_reads_csv_and_joins_reference_data() {
+    let dir = temp_dir("query-csv");
+    let readings = dir.join("readings.csv");
+    std::fs::write(&readings, "ts,device,v\n1000,a,1\n2000,b,2\n12000,a,3\n").expect("written");
+    let rates = dir.join("rates.csv");
+    std::fs::write(
+        &rates,
+        "from,to,device,rate\n0,10000,a,2\n10000,20000,a,3\n0,20000,b,10\n",
+    )
+    .expect("written");
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT r.device, r.v * k.rate AS scaled FROM readings r TIMESTAMP BY ts
+         JOIN rates k ON r.device = k.device",
+        "--input",
+        &format!("readings={}", s(&readings)),
+        "--input",
+        &format!("rates={},time=from,end=to", s(&rates)),
+        "--time-format",
+        "epoch-ms",
+        "--output",
+        s(&output),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let out = std::fs::read_to_string(&output).expect("written");
+    let events: Vec<&str> = out.lines().filter(|l| l.contains("point")).collect();
+    assert_eq!(
+        events,
+        vec![
+            r#"{"kind":"point","start":1000,"payload":{"device":"a","scaled":2}}"#,
+            r#"{"kind":"point","start":2000,"payload":{"device":"b","scaled":20}}"#,
+            r#"{"kind":"point","start":12000,"payload":{"device":"a","scaled":9}}"#,
+        ]
+    );
+}
+
+/// What cannot run says so in one line with where, and exits non-zero: a field the input does
+/// not have, a syntax error, a time field no line has, a column the CSV does not have, an
+/// input not given.
+#[test]
+fn query_errors_point_at_the_cause() {
+    let dir = temp_dir("query-errors");
+    let csv = dir.join("r.csv");
+    std::fs::write(&csv, "time,device\n2026-12-01T10:00:00Z,a\n").expect("written");
+    let json = dir.join("r.jsonl");
+    std::fs::write(&json, "{\"time\": 1, \"device\": \"a\"}\n{\"time\": 2}\n").expect("written");
+    let input = |p: &Path| format!("r={}", s(p));
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT devise FROM r TIMESTAMP BY time",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("line 1, column 8: `devise` is not a field of `r` (its fields: time, device)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("  |        ^"),
+        "a caret under the column: {err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device FROM r WHERE",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("syntax error at line 1, column 27: expected an expression"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device FROM r TIMESTAMP BY tiem",
+        "--input",
+        &input(&json),
+    ]);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(
+        err.contains("error: input `r`: every line (2) was malformed; the first: ")
+            && err.contains("r.jsonl:1: no field `tiem` (the event time)"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device FROM r TIMESTAMP BY tiem",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("has no column `tiem` (its columns: time, device)"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["query", "SELECT device FROM r TIMESTAMP BY time"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("the query reads `r`: give --input r=FILE"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device INTO a FROM r TIMESTAMP BY time; SELECT device INTO b FROM r TIMESTAMP BY time",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("the query writes INTO a, b: give --output NAME=FILE for each"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT 1 FROM r",
+        "--input",
+        &input(&csv),
+        "--time-format",
+        "days",
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("`days` is not a time format"), "{err}");
+}

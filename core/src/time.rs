@@ -499,7 +499,15 @@ mod tests {
         ] {
             assert_eq!(text.parse::<TimeSpan>(), Ok(TimeSpan(ticks)), "{text}");
         }
-        for bad in ["", "-", "5x", "s", "150ns", "1.00000001ms", "99999999999999d"] {
+        for bad in [
+            "",
+            "-",
+            "5x",
+            "s",
+            "150ns",
+            "1.00000001ms",
+            "99999999999999d",
+        ] {
             assert!(bad.parse::<TimeSpan>().is_err(), "{bad}");
         }
         for (ticks, shown) in [

@@ -8,8 +8,10 @@ use crate::conformance::{find_cases, run_case};
 
 mod letters;
 mod pipe;
+mod query;
 
 use pipe::{cmd_pipe, PipeArgs};
+use query::{cmd_query, QueryArgs};
 
 /// `punctual --help`.
 pub const HELP: &str = "\
@@ -37,6 +39,23 @@ USAGE:
                                  arguments, it continues the output exactly where its last
                                  checkpoint was (no duplicate, no gap); at most one
                                  checkpoint per --checkpoint-every (`500ms`, `2s`; 1s)
+    punctual query 'SELECT ...' | --file QUERY.sql  --input NAME=FILE[,time=FIELD][,end=FIELD]...
+                  [--output FILE | --output NAME=FILE...] [--time-format FORMAT]
+                  [--delay DURATION] [--dead-letters FILE]
+                                 run a query in the query language (Stream Analytics-style
+                                 SQL: WHERE, GROUP BY with TumblingWindow, HoppingWindow,
+                                 SlidingWindow or SnapshotWindow, JOIN, UNION, WITH) over
+                                 files: FILE.csv is CSV, anything else JSON lines; records
+                                 are timed by the query's TIMESTAMP BY field (or time=),
+                                 JSON lines without one are items (kind, start, payload);
+                                 an input joined without DATEDIFF is reference data that
+                                 imports the other input's CTIs. CTIs follow each input's
+                                 latest time, --delay behind (default 0s; later events are
+                                 dropped, counted and dead-lettered). Results as JSON lines
+                                 to FILE or standard output, times in --time-format
+                                 (rfc3339 by default; epoch-ms, epoch-s, ticks); counters
+                                 and dead letters on stderr. An input whose every line is
+                                 malformed fails the run with its first bad line
     punctual timeline CASE_DIR [-o FILE.svg]
                                  run one case and draw its inputs and output on one time
                                  axis as SVG (to FILE, or standard output)
@@ -47,6 +66,8 @@ EXAMPLES:
     punctual check tests/conformance
     punctual pipe -i samples/data/readings.jsonl --delay 5s | head
     cat readings.csv | punctual pipe --csv time --in-order > ordered.jsonl
+    punctual query 'SELECT device, AVG(celsius) AS mean FROM readings TIMESTAMP BY time
+                    GROUP BY device, TumblingWindow(minute, 1)' --input readings=readings.csv
 
 EXIT CODES:
     0  success (for `check`: every case passed)
@@ -70,6 +91,13 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
         Some("pipe") => match PipeArgs::parse(&args[1..]) {
             Ok(pipe) => cmd_pipe(&pipe, err),
+            Err(e) => {
+                let _ = write!(err, "error: {e}\n\n{HELP}");
+                EXIT_USAGE
+            }
+        },
+        Some("query") => match QueryArgs::parse(&args[1..]) {
+            Ok(q) => cmd_query(&q, err),
             Err(e) => {
                 let _ = write!(err, "error: {e}\n\n{HELP}");
                 EXIT_USAGE
@@ -107,7 +135,11 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         let _ = writeln!(out, "{line}");
     }
     for (name, c) in &run.counters {
-        let _ = writeln!(err, "{}", counters_line(name, c));
+        let _ = writeln!(
+            err,
+            "{}",
+            counters_line(name, c, punctual_adapters::line::TimeFormat::Ticks)
+        );
     }
     for (name, letters) in &run.dead_letters {
         for d in letters {
@@ -130,12 +162,26 @@ fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
 }
 
 /// `stream NAME: events_in=.. released=.. ...`: every count of a stream's counters, in their
-/// declared order.
-fn counters_line(name: &str, c: &punctual_policies::IngressCounters) -> String {
+/// declared order, and its times (`cti`, `max_start`) in `times` (when it has had any).
+fn counters_line(
+    name: &str,
+    c: &punctual_policies::IngressCounters,
+    times: punctual_adapters::line::TimeFormat,
+) -> String {
     let mut line = format!("stream {name}:");
     if let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(c) {
         for (key, value) in fields {
-            if let Some(n) = value.as_u64() {
+            if key == "cti" || key == "max_start" {
+                if let Some(t) = value.as_i64().map(punctual_core::Time::from_ticks) {
+                    if t.is_finite() {
+                        let shown = times.write(t);
+                        let shown = shown
+                            .as_str()
+                            .map_or_else(|| shown.to_string(), str::to_owned);
+                        line.push_str(&format!(" {key}={shown}"));
+                    }
+                }
+            } else if let Some(n) = value.as_u64() {
                 line.push_str(&format!(" {key}={n}"));
             }
         }

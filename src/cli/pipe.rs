@@ -182,7 +182,11 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     };
     let print_counters = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| {
         for (name, c) in &report.streams {
-            let _ = writeln!(err, "{}", counters_line(name, c));
+            let _ = writeln!(
+                err,
+                "{}",
+                counters_line(name, c, punctual_adapters::line::TimeFormat::Rfc3339)
+            );
         }
         if let Ok(mut letters) = letters.lock() {
             letters.summary(err);
