@@ -489,7 +489,7 @@ fn query_errors_point_at_the_cause() {
     let (code, _, err) = cli(&["query", "SELECT device FROM r TIMESTAMP BY time"]);
     assert_eq!(code, EXIT_USAGE);
     assert!(
-        err.contains("the query reads `r`: give --input r=FILE"),
+        err.contains("the query reads `r`: give it an input ([inputs.r], or --input r=FILE)"),
         "{err}"
     );
     let (code, _, err) = cli(&[
@@ -500,7 +500,7 @@ fn query_errors_point_at_the_cause() {
     ]);
     assert_eq!(code, EXIT_USAGE);
     assert!(
-        err.contains("the query writes INTO a, b: give --output NAME=FILE for each"),
+        err.contains("the query writes INTO a, b: give each an output ([outputs.NAME], or --output NAME=FILE)"),
         "{err}"
     );
     let (code, _, err) = cli(&[

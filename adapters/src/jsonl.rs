@@ -73,6 +73,10 @@ pub struct JsonLinesInputConfig {
     /// RFC 3339).
     #[serde(default)]
     pub time_format: TimeFormat,
+    /// A multi-stream arrival log (each line names its `stream`): only this stream's lines
+    /// are read; the others are counted as `skipped`.
+    #[serde(default)]
+    pub stream: Option<String>,
 }
 
 fn skip() -> MalformedLines {
@@ -88,7 +92,15 @@ impl JsonLinesInputConfig {
             replay: ReplayOptions::default(),
             time_field: None,
             time_format: TimeFormat::Auto,
+            stream: None,
         }
+    }
+
+    /// Reads only the lines of `stream` from a multi-stream arrival log (each line names
+    /// its `stream`, as the conformance cases' arrivals do).
+    pub fn stream(mut self, stream: impl Into<String>) -> Self {
+        self.stream = Some(stream.into());
+        self
     }
 
     /// Flat lines (each a JSON object, the payload) whose field `field` holds the event time,
@@ -204,16 +216,28 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
                 }
                 continue;
             }
+            let wanted = self.config.stream.as_deref();
             let parsed = parse_line::<P>(&text).and_then(|line| {
+                if let Some(wanted) = wanted {
+                    return match line.stream.as_deref() {
+                        Some(s) if s == wanted => line.into_item().map(|i| i.map(Some)),
+                        Some(_) => Ok(Some(None)),
+                        None => Err(LineError::Json(format!(
+                            "no field `stream`: a line of a multi-stream log names its stream (`{wanted}` is read)"
+                        ))),
+                    };
+                }
                 if line.stream.is_some() {
                     return Err(LineError::Json(
                         "the field `stream` belongs to conformance arrivals; a JSON-lines input reads one stream".into(),
                     ));
                 }
-                line.into_item()
+                line.into_item().map(|i| i.map(Some))
             });
             match parsed {
-                Ok(Some(item)) => feed.item(ctx, item).await?,
+                Ok(Some(Some(item))) => feed.item(ctx, item).await?,
+                // Another stream's line.
+                Ok(Some(None)) => feed.skip(),
                 Ok(None) => {
                     // `eof`: the end of this input. In follow mode the file is left there.
                     feed.skip();

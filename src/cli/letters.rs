@@ -11,13 +11,18 @@ pub(super) struct DeadLetters {
     by_reason: std::collections::BTreeMap<&'static str, u64>,
     first: Vec<String>,
     write_error: Option<String>,
+    /// How times are shown and written.
+    times: punctual_adapters::line::TimeFormat,
 }
 
 impl DeadLetters {
     /// How many dead letters the summary shows.
     const SHOWN: usize = 5;
 
-    pub(super) fn new(path: Option<&Path>) -> Result<Self, String> {
+    pub(super) fn new(
+        path: Option<&Path>,
+        times: punctual_adapters::line::TimeFormat,
+    ) -> Result<Self, String> {
         let file = match path {
             None => None,
             Some(p) => {
@@ -30,6 +35,7 @@ impl DeadLetters {
             by_reason: std::collections::BTreeMap::new(),
             first: Vec::new(),
             write_error: None,
+            times,
         })
     }
 
@@ -47,7 +53,7 @@ impl DeadLetters {
         let item = letter
             .item
             .as_ref()
-            .map(|i| punctual_adapters::line::item_to_json(i.as_ref()));
+            .map(|i| punctual_adapters::line::item_to_json_as(i.as_ref(), self.times));
         if self.first.len() < Self::SHOWN {
             let shown = item.as_ref().map(|i| format!(" {i}")).unwrap_or_default();
             self.first.push(format!("{}{shown}", letter.reason));
@@ -55,7 +61,7 @@ impl DeadLetters {
         if let Some((path, out)) = self.file.as_mut() {
             let mut line = serde_json::json!({
                 "reason": letter.reason.to_string(),
-                "cti": letter.cti,
+                "cti": self.times.write(letter.cti),
                 "item": item,
             });
             if let R::Malformed(m) = &letter.reason {

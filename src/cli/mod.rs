@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::conformance::{find_cases, run_case};
 
+mod job;
 mod letters;
 mod pipe;
 mod query;
@@ -100,6 +101,13 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             Ok(q) => cmd_query(&q, err),
             Err(e) => {
                 let _ = write!(err, "error: {e}\n\n{HELP}");
+                EXIT_USAGE
+            }
+        },
+        Some("job") if args.len() == 2 => match job::Job::load(Path::new(&args[1])) {
+            Ok(j) => job::run(&j, err),
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
                 EXIT_USAGE
             }
         },

@@ -88,7 +88,10 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     use punctual_core::{EventShape, Row};
     use punctual_policies::AdvanceTimeSettings;
 
-    let letters = match DeadLetters::new(p.dead_letters.as_deref()) {
+    let letters = match DeadLetters::new(
+        p.dead_letters.as_deref(),
+        punctual_adapters::line::TimeFormat::Auto,
+    ) {
         Ok(letters) => std::sync::Arc::new(std::sync::Mutex::new(letters)),
         Err(e) => {
             let _ = writeln!(err, "error: {e}");

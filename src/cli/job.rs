@@ -1,0 +1,543 @@
+//! Jobs: a query in the query language with its inputs and outputs named, from a job file
+//! (`punctual job JOB.toml`) or from the command line (`punctual query`); both run here.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+
+use punctual_adapters::line::TimeFormat;
+use punctual_adapters::QueryError;
+use punctual_core::ops::Stream;
+use punctual_core::{EventShape, Row, TimeSpan};
+use punctual_policies::{
+    AdvanceTimeGenerationSettings, AdvanceTimeImportSettings, AdvanceTimePolicy,
+    AdvanceTimeSettings,
+};
+use punctual_sql::{InputUse, SqlQuery};
+
+use super::letters::DeadLetters;
+use super::{closed_output, counters_line, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+
+/// A job file (see `docs/query-language.md`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Job {
+    /// The query.
+    pub(super) query: String,
+    /// The inputs by name (every input the query reads).
+    #[serde(default)]
+    pub(super) inputs: std::collections::BTreeMap<String, JobInput>,
+    /// The outputs by name (every name the query writes INTO).
+    #[serde(default)]
+    pub(super) outputs: std::collections::BTreeMap<String, JobOutput>,
+    /// Every dead letter as a JSON line to this file.
+    #[serde(default)]
+    pub(super) dead_letters: Option<PathBuf>,
+}
+
+/// The format of a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Format {
+    /// JSON lines.
+    Jsonl,
+    /// CSV with a header.
+    Csv,
+}
+
+/// CTIs every `every` events or every `duration` of application time, `delay` behind.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct Generate {
+    every: Option<u64>,
+    duration: Option<TimeSpan>,
+    #[serde(default)]
+    delay: TimeSpan,
+    #[serde(default = "yes", rename = "final")]
+    final_cti: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One input of a job.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct JobInput {
+    /// The file; `-` is standard input.
+    pub(super) path: PathBuf,
+    /// `jsonl` or `csv` (default: by the file's extension).
+    #[serde(default)]
+    pub(super) format: Option<Format>,
+    /// The field holding each record's event time (default: the query's `TIMESTAMP BY`);
+    /// JSON lines without one are items.
+    #[serde(default)]
+    pub(super) time: Option<String>,
+    /// A multi-stream arrival log (JSON lines naming their `stream`): read this stream's
+    /// lines only.
+    #[serde(default)]
+    pub(super) stream: Option<String>,
+    /// The field holding each record's end (intervals; CSV).
+    #[serde(default)]
+    pub(super) end: Option<String>,
+    /// How times are written (default: integers are ticks, text RFC 3339).
+    #[serde(default)]
+    pub(super) time_format: Option<TimeFormat>,
+    /// CTIs after every event, this far behind the latest (default `0s`); or `generate`.
+    #[serde(default)]
+    pub(super) delay: Option<TimeSpan>,
+    /// CTI generation in full.
+    #[serde(default)]
+    pub(super) generate: Option<Generate>,
+    /// `drop` or `adjust` (default: drop; adjust for reference data).
+    #[serde(default)]
+    pub(super) policy: Option<AdvanceTimePolicy>,
+    /// Import the CTIs of this input (default: the input it is reference data for).
+    #[serde(default)]
+    pub(super) import: Option<String>,
+    /// Reference data: read before the other inputs start (default: a join's right side
+    /// without DATEDIFF).
+    #[serde(default)]
+    pub(super) reference: Option<bool>,
+}
+
+/// One output of a job.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct JobOutput {
+    /// The file; `-` is standard output.
+    pub(super) path: PathBuf,
+    /// `jsonl` (default) or `csv`.
+    #[serde(default)]
+    pub(super) format: Option<Format>,
+    /// How times are written (default: RFC 3339).
+    #[serde(default)]
+    pub(super) time_format: Option<TimeFormat>,
+}
+
+impl Job {
+    /// Reads a job file; paths in it are relative to its folder. Unknown keys are errors
+    /// naming the key.
+    pub(super) fn load(path: &Path) -> Result<Job, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut job: Job = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let resolve = |p: &mut PathBuf| {
+            if p.as_os_str() != "-" && p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        };
+        for input in job.inputs.values_mut() {
+            resolve(&mut input.path);
+        }
+        for output in job.outputs.values_mut() {
+            resolve(&mut output.path);
+        }
+        if let Some(d) = job.dead_letters.as_mut() {
+            resolve(d);
+        }
+        Ok(job)
+    }
+}
+
+fn format_of(path: &Path, format: Option<Format>) -> Format {
+    format.unwrap_or_else(|| {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+        {
+            Format::Csv
+        } else {
+            Format::Jsonl
+        }
+    })
+}
+
+/// The columns of a CSV file's header (a regular file only: a pipe is not read ahead).
+fn csv_header(path: &Path) -> Option<Vec<String>> {
+    use std::io::BufRead;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut line = String::new();
+    std::io::BufReader::new(std::fs::File::open(path).ok()?)
+        .read_line(&mut line)
+        .ok()?;
+    let line = line.trim_end_matches(['\n', '\r']);
+    let line = line.strip_prefix('\u{feff}').unwrap_or(line);
+    punctual_adapters::csv::split_record(line, ',')
+}
+
+/// Why a job could not start: the job or the query (exit 2), or the run.
+enum RunError {
+    Usage(String),
+    Query(QueryError),
+}
+
+impl From<QueryError> for RunError {
+    fn from(e: QueryError) -> Self {
+        RunError::Query(e)
+    }
+}
+
+/// The first malformed line of each input: where and why.
+type FirstBad = Arc<Mutex<std::collections::BTreeMap<String, String>>>;
+
+/// Runs a job: counters, dead letters and what was left held on `err`; the exit code.
+pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
+    let text = job.query.clone();
+    let sql = match SqlQuery::parse(&text) {
+        Ok(sql) => sql,
+        Err(e) => {
+            let _ = writeln!(err, "error: {}", e.show(&text));
+            return EXIT_USAGE;
+        }
+    };
+    let uses = sql.inputs();
+    for u in &uses {
+        if !job.inputs.contains_key(&u.name) {
+            let _ = writeln!(
+                err,
+                "error: the query reads `{0}`: give it an input ([inputs.{0}], or --input {0}=FILE)",
+                u.name
+            );
+            return EXIT_USAGE;
+        }
+    }
+    for name in job.inputs.keys() {
+        if !uses.iter().any(|u| u.name == *name) {
+            let names: Vec<&str> = uses.iter().map(|u| u.name.as_str()).collect();
+            let _ = writeln!(
+                err,
+                "error: input `{name}`: the query does not read it (it reads {})",
+                names.join(", ")
+            );
+            return EXIT_USAGE;
+        }
+    }
+    let names = sql.outputs();
+    for n in &names {
+        if !job.outputs.contains_key(n) {
+            let _ = writeln!(
+                err,
+                "error: the query writes INTO {}: give each an output ([outputs.NAME], or --output NAME=FILE)",
+                names.join(", ")
+            );
+            return EXIT_USAGE;
+        }
+    }
+    if let Some(extra) = job.outputs.keys().find(|o| !names.contains(o)) {
+        let _ = writeln!(
+            err,
+            "error: output `{extra}`: the query writes INTO {}",
+            names.join(", ")
+        );
+        return EXIT_USAGE;
+    }
+    let shown_times = job
+        .outputs
+        .values()
+        .next()
+        .and_then(|o| o.time_format)
+        .unwrap_or(TimeFormat::Rfc3339);
+    let letters = match DeadLetters::new(job.dead_letters.as_deref(), shown_times) {
+        Ok(l) => Arc::new(Mutex::new(l)),
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let first_bad: FirstBad = Arc::default();
+    let run = async {
+        let mut query = punctual_adapters::Query::new("job");
+        let mut streams = Vec::new();
+        for u in &uses {
+            let Some(input) = job.inputs.get(&u.name) else {
+                continue;
+            };
+            let (stream, fields) = create_input(&mut query, u, input)?;
+            let sink_letters = Arc::clone(&letters);
+            let sink_bad = Arc::clone(&first_bad);
+            let name = u.name.clone();
+            query.bind_dead_letters(
+                &stream,
+                move |letter: punctual_policies::DeadLetter<Row>| {
+                    if let punctual_policies::DeadLetterReason::Malformed(m) = &letter.reason {
+                        if let Ok(mut bad) = sink_bad.lock() {
+                            bad.entry(name.clone())
+                                .or_insert_with(|| format!("{}: {}", m.location, m.message));
+                        }
+                    }
+                    if let Ok(mut l) = sink_letters.lock() {
+                        l.add(&letter);
+                    }
+                },
+            )?;
+            streams.push((u.name.clone(), stream, fields));
+        }
+        let inputs: Vec<punctual_sql::SqlInput<'_>> = streams
+            .iter()
+            .map(|(n, s, f)| {
+                let i = punctual_sql::SqlInput::new(n, s);
+                match f {
+                    Some(f) => i.fields(f),
+                    None => i,
+                }
+            })
+            .collect();
+        let built = sql
+            .build(&inputs)
+            .map_err(|e| RunError::Usage(e.show(&text)))?;
+        for (name, stream) in &built {
+            let Some(out) = job.outputs.get(name) else {
+                continue;
+            };
+            let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
+            match format_of(&out.path, out.format) {
+                Format::Jsonl => query.bind_output(
+                    stream,
+                    &punctual_adapters::JsonLinesOutput,
+                    &punctual_adapters::JsonLinesOutputConfig::new(&out.path).time_format(times),
+                )?,
+                Format::Csv => query.bind_output(
+                    stream,
+                    &punctual_adapters::CsvOutput,
+                    &punctual_adapters::CsvOutputConfig {
+                        path: out.path.clone(),
+                    },
+                )?,
+            }
+        }
+        let running = query.start()?;
+        let stop = running.stop_handle();
+        let done = running.wait();
+        tokio::pin!(done);
+        let interrupted = tokio::signal::ctrl_c();
+        tokio::pin!(interrupted);
+        let mut interrupts = 0;
+        loop {
+            tokio::select! {
+                r = &mut done => return Ok::<_, RunError>(r),
+                _ = &mut interrupted, if interrupts < 2 => {
+                    // Ctrl-C: stop with a drain (what is held comes out); again: abort.
+                    interrupts += 1;
+                    interrupted.set(tokio::signal::ctrl_c());
+                    if interrupts == 1 { stop.stop() } else { stop.abort() }
+                }
+            }
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_FAILED;
+        }
+    };
+    let ran = runtime.block_on(run);
+    // A read of standard input that never returns is not waited for.
+    runtime.shutdown_background();
+    let report = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| -> bool {
+        for (name, c) in &report.streams {
+            let _ = writeln!(err, "{}", counters_line(name, c, shown_times));
+        }
+        if let Ok(mut l) = letters.lock() {
+            l.summary(err);
+        }
+        for h in &report.held_items {
+            let at = |t| {
+                let v = shown_times.write(t);
+                v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+            };
+            let payload = h
+                .payload
+                .as_deref()
+                .map(|p| format!(" {p}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                err,
+                "not emitted at the end: {} held {} [{}, {}){payload}",
+                h.operator,
+                h.what.as_str(),
+                at(h.start),
+                at(h.end)
+            );
+        }
+        // Nothing read, but lines that were all wrong: say so, and fail.
+        let mut all_bad = false;
+        for (name, c) in &report.streams {
+            if c.events_in == 0 && c.malformed > 0 {
+                all_bad = true;
+                let first = first_bad
+                    .lock()
+                    .ok()
+                    .and_then(|b| b.get(name).cloned())
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    err,
+                    "error: input `{name}`: every line ({}) was malformed; the first: {first}",
+                    c.malformed
+                );
+            }
+        }
+        all_bad
+    };
+    match ran {
+        Ok(Ok(r)) => {
+            if report(err, &r) {
+                EXIT_FAILED
+            } else {
+                EXIT_OK
+            }
+        }
+        Ok(Err(failure)) if closed_output(&failure.error) => {
+            report(err, &failure.report);
+            EXIT_OK
+        }
+        Ok(Err(failure)) => {
+            report(err, &failure.report);
+            let _ = writeln!(err, "error: {}", failure.error);
+            EXIT_FAILED
+        }
+        Err(RunError::Usage(message)) => {
+            let _ = writeln!(err, "error: {message}");
+            EXIT_USAGE
+        }
+        Err(RunError::Query(e)) => {
+            let _ = writeln!(err, "error: {e}");
+            EXIT_FAILED
+        }
+    }
+}
+
+/// Creates one input stream as the job reads it: CSV or JSON lines; flat records timed by
+/// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
+/// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for).
+fn create_input(
+    query: &mut punctual_adapters::Query,
+    u: &InputUse,
+    input: &JobInput,
+) -> Result<(Stream<Row>, Option<Vec<String>>), RunError> {
+    use punctual_adapters::{
+        CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
+    };
+    let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
+    let time = match (&input.time, &u.timestamp_field) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(path)) if path.len() == 1 => Some(path[0].clone()),
+        (None, Some(path)) => {
+            return Err(usage(format!(
+                "TIMESTAMP BY {} is a nested field; name the time field (time = \"FIELD\", or --input {}=FILE,time=FIELD)",
+                path.join("."),
+                u.name
+            )))
+        }
+        (None, None) => None,
+    };
+    let shape = match (&time, &input.end) {
+        (Some(_), None) => EventShape::Point,
+        (Some(_), Some(_)) => EventShape::Interval,
+        (None, _) => EventShape::Edge,
+    };
+    let reference = input.reference.unwrap_or(u.reference_of.is_some());
+    let import = input.import.clone().or_else(|| u.reference_of.clone());
+    let policy = input.policy.unwrap_or(if reference {
+        AdvanceTimePolicy::Adjust
+    } else {
+        AdvanceTimePolicy::Drop
+    });
+    let mut builder = AdvanceTimeSettings::builder().policy(policy);
+    if let Some(from) = import {
+        builder = builder.import(AdvanceTimeImportSettings::new(from));
+    }
+    let generation = match (&input.generate, input.delay) {
+        (Some(_), Some(_)) => return Err(usage("give `delay` or `generate`, not both".into())),
+        (Some(g), None) => {
+            let b = match (g.every, g.duration) {
+                (Some(n), None) if n > 0 => AdvanceTimeGenerationSettings::every_events(n),
+                (None, Some(d)) if d.ticks() > 0 => AdvanceTimeGenerationSettings::every_duration(d),
+                _ => {
+                    return Err(usage(
+                        "generate takes `every = N` (events, above zero) or `duration = \"5s\"` (above zero), one of them".into(),
+                    ))
+                }
+            };
+            Some(
+                b.delay(g.delay)
+                    .final_cti(g.final_cti)
+                    .build()
+                    .map_err(|e| usage(e.to_string()))?,
+            )
+        }
+        (None, delay) if !reference || delay.is_some() => Some(
+            AdvanceTimeGenerationSettings::every_events(1)
+                .delay(delay.unwrap_or(TimeSpan::ZERO))
+                .final_cti(true)
+                .build()
+                .map_err(|e| usage(e.to_string()))?,
+        ),
+        (None, _) => None,
+    };
+    if let Some(g) = generation {
+        builder = builder.generation(g);
+    }
+    let settings = builder.build().map_err(|e| usage(e.to_string()))?;
+    let mut options = InputOptions::new(u.name.clone(), shape).settings(settings);
+    if reference {
+        // Read first: the other inputs start once it is in.
+        options = options.reference();
+    }
+    let time_format = input.time_format.unwrap_or(TimeFormat::Auto);
+    match format_of(&input.path, input.format) {
+        Format::Csv => {
+            if input.stream.is_some() {
+                return Err(usage("`stream` is for JSON-lines arrival logs".into()));
+            }
+            let Some(time) = time else {
+                return Err(usage(
+                    "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\")".into(),
+                ));
+            };
+            let header = csv_header(&input.path);
+            if let Some(h) = &header {
+                for column in std::iter::once(&time).chain(input.end.as_ref()) {
+                    if !h.contains(column) {
+                        return Err(usage(format!(
+                            "{} has no column `{column}` (its columns: {})",
+                            input.path.display(),
+                            h.join(", ")
+                        )));
+                    }
+                }
+            }
+            let mut config = CsvInputConfig::new(&input.path, time).time_format(time_format);
+            if let Some(end) = &input.end {
+                config = config.end(end.clone());
+            }
+            let stream = query.create_stream::<_, Row, _, _>(options, &CsvInput, &config)?;
+            Ok((stream, header))
+        }
+        Format::Jsonl => {
+            if input.end.is_some() {
+                return Err(usage(
+                    "`end` is for CSV inputs; JSON lines give intervals as items".into(),
+                ));
+            }
+            let mut config = JsonLinesInputConfig::new(&input.path);
+            if let Some(time) = time {
+                config = config.flat(time, time_format);
+            }
+            if let Some(stream) = &input.stream {
+                config = config.stream(stream.clone());
+            }
+            let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
+            Ok((stream, None))
+        }
+    }
+}
