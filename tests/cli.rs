@@ -514,3 +514,47 @@ fn query_errors_point_at_the_cause() {
     assert_eq!(code, EXIT_USAGE);
     assert!(err.contains("`days` is not a time format"), "{err}");
 }
+
+/// A job file: every query input and output named, unknown keys refused by name, paths
+/// relative to the file.
+#[test]
+fn job_files_run_and_refuse_what_they_do_not_know() {
+    let dir = temp_dir("job");
+    std::fs::write(dir.join("r.csv"), "t,device,v\n1000,a,1\n2000,a,5\n").expect("written");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        r#"
+query = "SELECT device, SUM(v) AS total INTO totals FROM r TIMESTAMP BY t GROUP BY device, TumblingWindow(second, 10)"
+[inputs.r]
+path = "r.csv"
+time_format = "epoch-ms"
+[outputs.totals]
+path = "totals.jsonl"
+time_format = "epoch-ms"
+"#,
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(dir.join("totals.jsonl")).expect("written");
+    assert!(
+        written.contains(r#"{"kind":"point","start":10000,"payload":{"device":"a","total":6}}"#),
+        "{written}"
+    );
+    std::fs::write(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\npathh = \"r.csv\"\n").expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("unknown field `pathh`"), "{err}");
+    std::fs::write(&job, "query = \"SELECT v FROM r\"\nqueyr = 1\n").expect("written");
+    let (_, _, err) = cli(&["job", s(&job)]);
+    assert!(err.contains("unknown field `queyr`"), "{err}");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.csv\"\ndelay = \"soon\"\n[outputs.output]\npath = \"o.jsonl\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("`soon` is not a duration"), "{err}");
+}
