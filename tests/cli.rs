@@ -146,7 +146,25 @@ fn watermark_counters_and_bad_steps() {
 fn a_bad_command_line_exits_2_with_help() {
     let (code, _, err) = cli(&["frobnicate"]);
     assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("USAGE"), "{err}");
+    assert_eq!(
+        err,
+        "error: `frobnicate` is not a command\nhint: `punctual --help` shows the commands\n"
+    );
+    let (code, _, err) = cli(&["pipe", "--colour"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert_eq!(
+        err,
+        "error: `pipe` does not take `--colour`\nhint: `punctual --help` shows how to use `pipe`\n"
+    );
+    let (code, _, err) = cli(&["run"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.starts_with("error: `run` takes one case folder\n"),
+        "{err}"
+    );
+    let (code, out, _) = cli(&["--version"]);
+    assert_eq!(code, EXIT_OK);
+    assert_eq!(out, format!("punctual {}\n", env!("CARGO_PKG_VERSION")));
     let (code, out, _) = cli(&["--help"]);
     assert_eq!(code, EXIT_OK);
     assert!(out.contains("punctual check PATH..."));
@@ -542,7 +560,11 @@ time_format = "epoch-ms"
         written.contains(r#"{"kind":"point","start":10000,"payload":{"device":"a","total":6}}"#),
         "{written}"
     );
-    std::fs::write(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\npathh = \"r.csv\"\n").expect("written");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r\"\n[inputs.r]\npathh = \"r.csv\"\n",
+    )
+    .expect("written");
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_USAGE);
     assert!(err.contains("unknown field `pathh`"), "{err}");

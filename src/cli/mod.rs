@@ -61,6 +61,7 @@ USAGE:
                                  run one case and draw its inputs and output on one time
                                  axis as SVG (to FILE, or standard output)
     punctual --help              this text
+    punctual --version           the version
 
 EXAMPLES:
     punctual run tests/conformance/ingress/unordered-with-delay
@@ -92,17 +93,11 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
         Some("pipe") => match PipeArgs::parse(&args[1..]) {
             Ok(pipe) => cmd_pipe(&pipe, err),
-            Err(e) => {
-                let _ = write!(err, "error: {e}\n\n{HELP}");
-                EXIT_USAGE
-            }
+            Err(e) => usage(err, &e, "pipe"),
         },
         Some("query") => match QueryArgs::parse(&args[1..]) {
             Ok(q) => cmd_query(&q, err),
-            Err(e) => {
-                let _ = write!(err, "error: {e}\n\n{HELP}");
-                EXIT_USAGE
-            }
+            Err(e) => usage(err, &e, "query"),
         },
         Some("job") if args.len() == 2 => match job::Job::load(Path::new(&args[1])) {
             Ok(j) => job::run(&j, err),
@@ -124,11 +119,34 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             let _ = write!(out, "{HELP}");
             EXIT_OK
         }
-        _ => {
-            let _ = write!(err, "error: bad command line: {args:?}\n\n{HELP}");
-            EXIT_USAGE
+        Some("--version" | "-V") => {
+            let _ = writeln!(out, "punctual {}", env!("CARGO_PKG_VERSION"));
+            EXIT_OK
         }
+        Some(command @ ("run" | "explain" | "job" | "timeline" | "check")) => {
+            let takes = match command {
+                "run" | "explain" => "one case folder",
+                "job" => "one job file",
+                "timeline" => "one case folder, and -o FILE.svg if you like",
+                _ => "one or more paths",
+            };
+            usage(err, &format!("`{command}` takes {takes}"), command)
+        }
+        Some(other) => usage(err, &format!("`{other}` is not a command"), ""),
+        None => usage(err, "no command given", ""),
     }
+}
+
+/// A bad command line: one line saying what is wrong, one with a hint; exit code 2.
+fn usage(err: &mut dyn Write, what: &str, command: &str) -> u8 {
+    let _ = writeln!(err, "error: {what}");
+    let about = if command.is_empty() {
+        "the commands".to_owned()
+    } else {
+        format!("how to use `{command}`")
+    };
+    let _ = writeln!(err, "hint: `punctual --help` shows {about}");
+    EXIT_USAGE
 }
 
 fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {

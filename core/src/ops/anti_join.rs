@@ -16,9 +16,9 @@
 //! State: the held left events, and the right events that can still overlap a held or future
 //! left event (those ending after the output CTI).
 
-use std::collections::HashMap;
 use std::hash::Hash;
 
+use super::fxhash::FxHashMap;
 use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
 use crate::time::Time;
@@ -53,7 +53,7 @@ struct LeftHeld<P, R, K, KL, KR, Rule> {
     key_right: KR,
     frontier: CtiFrontier,
     held: Vec<Held<P, K>>,
-    rights: HashMap<K, Vec<(Time, Option<Time>, R)>>,
+    rights: FxHashMap<K, Vec<(Time, Option<Time>, R)>>,
     out: ReleaseBuffer<P>,
     scratch: Vec<(Time, Option<Time>)>,
     _rule: std::marker::PhantomData<fn() -> Rule>,
@@ -74,7 +74,7 @@ where
             key_right,
             frontier: CtiFrontier::new(2),
             held: Vec::new(),
-            rights: HashMap::new(),
+            rights: FxHashMap::default(),
             out: ReleaseBuffer::new(),
             scratch: Vec::new(),
             _rule: std::marker::PhantomData,

@@ -11,9 +11,9 @@
 //! State: one sub-query per key that holds state or lags the probe; a group whose sub-query holds
 //! nothing and whose CTI equals the probe's is dropped (it would behave exactly like a new one).
 
-use std::collections::HashMap;
 use std::hash::Hash;
 
+use super::fxhash::FxHashMap;
 use crate::batch::Batch;
 use crate::time::Time;
 
@@ -78,7 +78,7 @@ impl<P: Send + 'static, O: Clone + Send + 'static> Group<P, O> {
 pub struct GroupApply<P, K, O, KF, B> {
     key: KF,
     build: B,
-    groups: HashMap<K, Group<P, O>>,
+    groups: FxHashMap<K, Group<P, O>>,
     probe: Group<P, O>,
     cti: Time,
     held: ReleaseBuffer<O>,
@@ -106,7 +106,7 @@ where
         GroupApply {
             key,
             build,
-            groups: HashMap::new(),
+            groups: FxHashMap::default(),
             probe,
             cti: Time::NEG_INF,
             held: ReleaseBuffer::new(),

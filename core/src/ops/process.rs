@@ -57,9 +57,10 @@
 //! assert_eq!(out.last_cti(), Some(t(20)));
 //! ```
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::hash::Hash;
 
+use super::fxhash::FxHashMap;
 use crate::batch::Batch;
 use crate::event::Event;
 use crate::time::Time;
@@ -198,7 +199,7 @@ where
 {
     op: Op,
     key: KF,
-    states: HashMap<K, Op::State>,
+    states: FxHashMap<K, Op::State>,
     timers: Timers<K>,
     held: ReleaseBuffer<Op::Output>,
     _payload: std::marker::PhantomData<fn(P)>,
@@ -214,7 +215,7 @@ where
         ProcessOperator {
             op,
             key,
-            states: HashMap::new(),
+            states: FxHashMap::default(),
             timers: Timers::new(),
             held: ReleaseBuffer::new(),
             _payload: std::marker::PhantomData,

@@ -14,9 +14,10 @@
 //!
 //! Both aggregate per group: `key` picks the group and `make(key, result)` builds each result.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::hash::Hash;
 
+use super::fxhash::FxHashMap;
 use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
 use crate::time::Time;
@@ -81,7 +82,7 @@ where
         let mut a = from;
         for b in bounds {
             if a != Time::NEG_INF {
-                let mut groups: HashMap<K, A::State> = HashMap::new();
+                let mut groups: FxHashMap<K, A::State> = FxHashMap::default();
                 for (s, e, p) in &self.active {
                     if *s <= a && e.is_none_or(|e| e >= b) {
                         let st = groups
@@ -175,7 +176,7 @@ pub struct CountWindow<P, K, A, O, KF, MK> {
     make: MK,
     /// Per group: distinct start times with their members, oldest first; and how many of them
     /// are final (the CTI passed them).
-    groups: HashMap<K, VecDeque<(Time, Vec<P>)>>,
+    groups: FxHashMap<K, VecDeque<(Time, Vec<P>)>>,
     held: ReleaseBuffer<O>,
 }
 
@@ -204,7 +205,7 @@ where
             key,
             agg,
             make,
-            groups: HashMap::new(),
+            groups: FxHashMap::default(),
             held: ReleaseBuffer::new(),
         }
     }
