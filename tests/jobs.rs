@@ -164,3 +164,194 @@ async fn the_sensors_job_gives_what_the_rust_query_gives() {
         assert!((g.2 - e.2).abs() < 1e-9, "{g:?} vs {e:?}");
     }
 }
+
+/// The shared benchmark's workload in small: (ts ms, value, key), 1 ms apart, 5% of them up
+/// to 2 s late; reference versions per key every 5 s.
+fn workload(n: usize, keys: u32) -> (Vec<(i64, i64, u32)>, Vec<(i64, i64, i64, u32)>) {
+    let mut state = 42u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let events: Vec<(i64, i64, u32)> = (0..n as i64)
+        .map(|i| {
+            let late = next() % 20 == 0;
+            let ts = if late {
+                i - 1 - (next() % 2000) as i64
+            } else {
+                i
+            };
+            (
+                ts.max(0),
+                (next() % 1_000_000) as i64,
+                (next() % u64::from(keys)) as u32,
+            )
+        })
+        .collect();
+    let end = n as i64 + 10_000;
+    let mut reference = Vec::new();
+    for key in 0..keys {
+        let mut from = 0;
+        while from < end {
+            let to = (from + 5_000).min(end);
+            reference.push((from, to, (next() % 100) as i64, key));
+            from = to;
+        }
+    }
+    reference.sort_by_key(|r| (r.0, r.3));
+    (events, reference)
+}
+
+/// The fast stream's settings of the benchmark: a CTI every 1,000 events, 2 s behind, Drop,
+/// a final CTI.
+fn bench_settings() -> AdvanceTimeSettings {
+    AdvanceTimeSettings::builder()
+        .generation(
+            AdvanceTimeGenerationSettings::every_events(1_000)
+                .delay(TimeSpan::from_secs(2))
+                .final_cti(true)
+                .build()
+                .expect("valid"),
+        )
+        .policy(AdvanceTimePolicy::Drop)
+        .build()
+        .expect("valid")
+}
+
+fn at_ms(ms: i64) -> Time {
+    Time::EPOCH + TimeSpan::from_millis(ms)
+}
+
+/// The three benchmark queries with the Rust API: filter (count, sum of values), the 1 s
+/// tumbling window per key (results, sum of counts + sums), the join with the reference
+/// versions (pairs, sum of value * reference value).
+async fn bench_rust(
+    events: &[(i64, i64, u32)],
+    reference: &[(i64, i64, i64, u32)],
+) -> [(u64, i64); 3] {
+    use punctual::adapters::MemoryInput;
+    use punctual::core::ops::{Count, Sum};
+    let fast: Vec<StreamItem<(i64, u32)>> = events
+        .iter()
+        .map(|&(ts, v, k)| StreamItem::point(at_ms(ts), (v, k)))
+        .collect();
+    let versions: Vec<StreamItem<(i64, u32)>> = reference
+        .iter()
+        .map(|&(from, to, v, k)| StreamItem::interval(at_ms(from), at_ms(to), (v, k)))
+        .collect();
+    let mut totals = [(0u64, 0i64); 3];
+    for (q, total) in totals.iter_mut().enumerate() {
+        let mut query = Query::new("bench");
+        let reference = (q == 2).then(|| {
+            query
+                .create_stream::<_, (i64, u32), _, _>(
+                    InputOptions::new("reference", EventShape::Interval)
+                        .settings(
+                            AdvanceTimeSettings::builder()
+                                .import(AdvanceTimeImportSettings::new("events"))
+                                .policy(AdvanceTimePolicy::Adjust)
+                                .build()
+                                .expect("valid"),
+                        )
+                        .reference(),
+                    &MemoryInput,
+                    &versions,
+                )
+                .expect("binds")
+        });
+        let readings = query
+            .create_stream::<_, (i64, u32), _, _>(
+                InputOptions::new("events", EventShape::Point).settings(bench_settings()),
+                &MemoryInput,
+                &fast,
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        let values: Stream<i64> = match q {
+            0 => readings.filter(|p| p.0 >= 500_000).map(|p| p.0),
+            1 => readings
+                .tumbling_window(TimeSpan::from_secs(1))
+                .group_by(|p: &(i64, u32)| p.1)
+                .aggregate((Count, Sum::of(|p: &(i64, u32)| p.0 as f64)))
+                .map(|(_, (n, s))| *n as i64 + *s as i64),
+            _ => readings.join_on(
+                reference.as_ref().expect("the join's reference"),
+                |p| p.1,
+                |r| r.1,
+                |p, r| p.0 * r.0,
+            ),
+        };
+        query.bind_output(&values, &out, &()).expect("binds");
+        query.start().expect("starts").wait().await.expect("runs");
+        for item in out.items() {
+            if let StreamItem::Insert(e) = item {
+                total.0 += 1;
+                total.1 += e.payload;
+            }
+        }
+    }
+    totals
+}
+
+/// The benchmark's three queries in the query language, run by `punctual job` over CSV
+/// files, give what the Rust API gives on the same data and settings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_benchmark_queries_in_sql_give_what_the_rust_queries_give() {
+    let (events, reference) = workload(30_000, 40);
+    let expected = bench_rust(&events, &reference).await;
+    assert!(expected.iter().all(|t| t.0 > 0), "{expected:?}");
+    let dir = std::env::temp_dir().join(format!("punctual-bench-sql-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut csv = String::from("ts,value,key\n");
+    for (ts, v, k) in &events {
+        csv.push_str(&format!("{ts},{v},{k}\n"));
+    }
+    std::fs::write(dir.join("events.csv"), csv).expect("written");
+    let mut csv = String::from("valid_from,valid_to,value,key\n");
+    for (from, to, v, k) in &reference {
+        csv.push_str(&format!("{from},{to},{v},{k}\n"));
+    }
+    std::fs::write(dir.join("reference.csv"), csv).expect("written");
+    let queries = [
+        ("filter", "SELECT value AS x FROM events TIMESTAMP BY ts WHERE value >= 500000", ""),
+        (
+            "window",
+            "SELECT COUNT(*) + CAST(SUM(value) AS bigint) AS x FROM events TIMESTAMP BY ts GROUP BY key, TumblingWindow(second, 1)",
+            "",
+        ),
+        (
+            "join",
+            "SELECT e.value * r.value AS x FROM events e TIMESTAMP BY ts JOIN reference r ON e.key = r.key",
+            "[inputs.reference]\npath = \"reference.csv\"\ntime = \"valid_from\"\nend = \"valid_to\"\ntime_format = \"epoch-ms\"\n",
+        ),
+    ];
+    for (q, (name, sql, more)) in queries.iter().enumerate() {
+        let job = format!(
+            "query = \"{sql}\"\n[inputs.events]\npath = \"events.csv\"\ntime_format = \"epoch-ms\"\ngenerate = {{ every = 1000, delay = \"2s\" }}\n{more}[outputs.output]\npath = \"{name}.jsonl\"\n"
+        );
+        let file = dir.join(format!("{name}.toml"));
+        std::fs::write(&file, job).expect("written");
+        let args = vec!["job".to_owned(), file.display().to_string()];
+        let (code, err) = tokio::task::spawn_blocking(move || {
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let code = main(&args, &mut out, &mut err);
+            (code, String::from_utf8_lossy(&err).into_owned())
+        })
+        .await
+        .expect("runs");
+        assert_eq!(code, EXIT_OK, "{name}: {err}");
+        let written = std::fs::read_to_string(dir.join(format!("{name}.jsonl"))).expect("written");
+        let mut got = (0u64, 0i64);
+        for line in written.lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            if v["kind"] == "point" {
+                got.0 += 1;
+                got.1 += v["payload"]["x"].as_i64().expect("an integer");
+            }
+        }
+        assert_eq!(got, expected[q], "{name}");
+    }
+}
