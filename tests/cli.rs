@@ -245,6 +245,8 @@ fn pipe_orders_a_file_and_writes_json_lines() {
         "3",
         "--dead-letters",
         s(&letters),
+        "--time-format",
+        "ticks",
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&output).expect("written");
@@ -279,6 +281,8 @@ fn pipe_orders_a_file_and_writes_json_lines() {
         "t",
         "--delay",
         "5",
+        "--time-format",
+        "ticks",
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&output).expect("written");
@@ -579,4 +583,62 @@ time_format = "epoch-ms"
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_USAGE);
     assert!(err.contains("`soon` is not a duration"), "{err}");
+}
+
+/// `pipe` reads flat JSON lines timed by a field, writes RFC 3339 times by default, and says
+/// in one line, exiting 1, when every line was malformed; a CSV column that does not exist is
+/// a bad command line.
+#[test]
+fn pipe_reads_flat_lines_and_refuses_to_say_nothing() {
+    let dir = temp_dir("pipe-flat");
+    let input = dir.join("flat.jsonl");
+    std::fs::write(
+        &input,
+        "{\"time\": \"2026-12-01T10:00:01Z\", \"v\": 1}\n{\"time\": \"2026-12-01T10:00:00Z\", \"v\": 2}\n",
+    )
+    .expect("written");
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&output),
+        "--time-field",
+        "time",
+        "--delay",
+        "5s",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&output).expect("written");
+    assert!(
+        written.contains(
+            "\n{\"kind\":\"point\",\"start\":\"2026-12-01T10:00:00Z\",\"payload\":{\"time\":\"2026-12-01T10:00:00Z\",\"v\":2}}\n"
+        ) && written.starts_with("{\"kind\":\"cti\",\"time\":\"2026-12-01T09:59:56Z\"}"),
+        "{written}"
+    );
+    // Flat lines read as items: every line malformed, said once, exit 1.
+    let (code, _, err) = cli(&["pipe", "-i", s(&input), "-o", s(&output)]);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(
+        err.contains("error: every line (2) was malformed; the first: ")
+            && err.contains("flat.jsonl:1: "),
+        "{err}"
+    );
+    let csv = dir.join("in.csv");
+    std::fs::write(&csv, "t,name\n2,b\n").expect("written");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&csv),
+        "-o",
+        s(&output),
+        "--csv",
+        "nosuchcolumn",
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("has no column `nosuchcolumn` (its columns: t, name)"),
+        "{err}"
+    );
 }

@@ -157,7 +157,7 @@ fn format_of(path: &Path, format: Option<Format>) -> Format {
 }
 
 /// The columns of a CSV file's header (a regular file only: a pipe is not read ahead).
-fn csv_header(path: &Path) -> Option<Vec<String>> {
+pub(super) fn csv_header(path: &Path) -> Option<Vec<String>> {
     use std::io::BufRead;
     if !std::fs::metadata(path).ok()?.is_file() {
         return None;

@@ -10,6 +10,8 @@ pub(super) struct DeadLetters {
     file: Option<(PathBuf, std::io::BufWriter<std::fs::File>)>,
     by_reason: std::collections::BTreeMap<&'static str, u64>,
     first: Vec<String>,
+    /// The first malformed record: where and why.
+    pub(super) first_malformed: Option<String>,
     write_error: Option<String>,
     /// How times are shown and written.
     times: punctual_adapters::line::TimeFormat,
@@ -34,6 +36,7 @@ impl DeadLetters {
             file,
             by_reason: std::collections::BTreeMap::new(),
             first: Vec::new(),
+            first_malformed: None,
             write_error: None,
             times,
         })
@@ -41,6 +44,10 @@ impl DeadLetters {
 
     pub(super) fn add(&mut self, letter: &punctual_policies::DeadLetter<punctual_core::Row>) {
         use punctual_policies::DeadLetterReason as R;
+        if let R::Malformed(m) = &letter.reason {
+            self.first_malformed
+                .get_or_insert_with(|| format!("{}: {}", m.location, m.message));
+        }
         let kind = match &letter.reason {
             R::Late => "late",
             R::Rejected(_) => "rejected",

@@ -25,12 +25,17 @@ USAGE:
                                  each failing case and a closing line `N passed, N failed`
     punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
                                  and the input holding it back (start here for 'no output?')
-    punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN] [--delay DURATION | --in-order]
+    punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN | --time-field FIELD]
+                  [--time-format FORMAT] [--delay DURATION | --in-order]
                   [--dead-letters FILE] [--checkpoint DIR [--checkpoint-every 1s]]
-                                 read events (JSON lines, or CSV with the start time in
-                                 TIME_COLUMN) from FILE or standard input, put them in time
-                                 order as the CTIs allow, write JSON lines to FILE or standard
-                                 output; counters and a summary of the dead letters (dropped,
+                                 read events (JSON-lines items; flat JSON objects timed by
+                                 FIELD; or CSV with the start time in TIME_COLUMN) from FILE
+                                 or standard input, put them in time order as the CTIs
+                                 allow, write JSON lines to FILE or standard output (times
+                                 in --time-format: rfc3339 by default, epoch-ms, epoch-s,
+                                 ticks; also how time fields are read; by default an
+                                 integer is ticks, text RFC 3339); counters and a summary
+                                 of the dead letters (dropped,
                                  rejected, malformed, unreleased items with the reason) on
                                  stderr, every dead letter as a JSON line to the
                                  --dead-letters FILE; a progress bar on a terminal. Ctrl-C

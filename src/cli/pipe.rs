@@ -12,6 +12,8 @@ pub(super) struct PipeArgs {
     input: Option<PathBuf>,
     output: Option<PathBuf>,
     csv_time: Option<String>,
+    time_field: Option<String>,
+    time_format: Option<punctual_adapters::line::TimeFormat>,
     delay: Option<punctual_core::TimeSpan>,
     in_order: bool,
     dead_letters: Option<PathBuf>,
@@ -33,6 +35,8 @@ impl PipeArgs {
                 "-i" => p.input = Some(PathBuf::from(value("-i")?)),
                 "-o" => p.output = Some(PathBuf::from(value("-o")?)),
                 "--csv" => p.csv_time = Some(value("--csv")?),
+                "--time-field" => p.time_field = Some(value("--time-field")?),
+                "--time-format" => p.time_format = Some(value("--time-format")?.parse()?),
                 "--delay" => p.delay = Some(super::duration("--delay", &value("--delay")?)?),
                 "--in-order" => p.in_order = true,
                 "--dead-letters" => p.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
@@ -46,6 +50,11 @@ impl PipeArgs {
                 }
                 other => return Err(format!("`pipe` does not take `{other}`")),
             }
+        }
+        if p.csv_time.is_some() && p.time_field.is_some() {
+            return Err(
+                "give --csv COLUMN or --time-field FIELD (flat JSON lines), not both".into(),
+            );
         }
         if p.delay.is_some() && p.in_order {
             return Err("give --delay or --in-order, not both".into());
@@ -88,10 +97,10 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     use punctual_core::{EventShape, Row};
     use punctual_policies::AdvanceTimeSettings;
 
-    let letters = match DeadLetters::new(
-        p.dead_letters.as_deref(),
-        punctual_adapters::line::TimeFormat::Auto,
-    ) {
+    use punctual_adapters::line::TimeFormat;
+    let time_in = p.time_format.unwrap_or(TimeFormat::Auto);
+    let time_out = p.time_format.unwrap_or(TimeFormat::Rfc3339);
+    let letters = match DeadLetters::new(p.dead_letters.as_deref(), time_out) {
         Ok(letters) => std::sync::Arc::new(std::sync::Mutex::new(letters)),
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -101,6 +110,17 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     let input = p.input.clone().unwrap_or_else(|| PathBuf::from("-"));
     let output = p.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let total = progress_total(&input);
+    if let (Some(col), Some(header)) = (&p.csv_time, super::job::csv_header(&input)) {
+        if !header.contains(col) {
+            let _ = writeln!(
+                err,
+                "error: --csv {col}: {} has no column `{col}` (its columns: {})",
+                input.display(),
+                header.join(", ")
+            );
+            return super::EXIT_USAGE;
+        }
+    }
     let mut options = InputOptions::new("in", EventShape::Edge);
     if let Some(d) = p.delay {
         options = options.settings(AdvanceTimeSettings::unordered_start_time(d));
@@ -120,19 +140,21 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
             Some(col) => query.create_stream::<_, Row, _, _>(
                 options,
                 &CsvInput,
-                &CsvInputConfig::new(&input, col.clone()),
+                &CsvInputConfig::new(&input, col.clone()).time_format(time_in),
             )?,
-            None => query.create_stream::<_, Row, _, _>(
-                options,
-                &JsonLinesInput,
-                &JsonLinesInputConfig::new(&input)
-                    .malformed(punctual_adapters::MalformedLines::Skip),
-            )?,
+            None => {
+                let mut config = JsonLinesInputConfig::new(&input)
+                    .malformed(punctual_adapters::MalformedLines::Skip);
+                if let Some(field) = &p.time_field {
+                    config = config.flat(field.clone(), time_in);
+                }
+                query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?
+            }
         };
         query.bind_output(
             &stream,
             &JsonLinesOutput,
-            &JsonLinesOutputConfig::new(&output),
+            &JsonLinesOutputConfig::new(&output).time_format(time_out),
         )?;
         let sink = std::sync::Arc::clone(&letters);
         query.bind_dead_letters(&stream, move |letter| {
@@ -183,16 +205,26 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
             return EXIT_FAILED;
         }
     };
-    let print_counters = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| {
+    // Prints the counters and dead letters; says whether every line was malformed.
+    let print_counters = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| -> bool {
         for (name, c) in &report.streams {
-            let _ = writeln!(
-                err,
-                "{}",
-                counters_line(name, c, punctual_adapters::line::TimeFormat::Rfc3339)
-            );
+            let _ = writeln!(err, "{}", counters_line(name, c, time_out));
         }
-        if let Ok(mut letters) = letters.lock() {
-            letters.summary(err);
+        let Ok(mut letters) = letters.lock() else {
+            return false;
+        };
+        letters.summary(err);
+        match report.streams.first() {
+            Some((_, c)) if c.events_in == 0 && c.malformed > 0 => {
+                let first = letters.first_malformed.clone().unwrap_or_default();
+                let _ = writeln!(
+                    err,
+                    "error: every line ({}) was malformed; the first: {first}",
+                    c.malformed
+                );
+                true
+            }
+            _ => false,
         }
     };
     let ran = runtime.block_on(run);
@@ -201,8 +233,11 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     runtime.shutdown_background();
     match ran {
         Ok(Ok(report)) => {
-            print_counters(err, &report);
-            EXIT_OK
+            if print_counters(err, &report) {
+                EXIT_FAILED
+            } else {
+                EXIT_OK
+            }
         }
         Ok(Err(failure)) if closed_output(&failure.error) => {
             // The reader of the output went away (`| head`): a normal end, as for any filter.
