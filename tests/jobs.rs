@@ -167,7 +167,11 @@ async fn the_sensors_job_gives_what_the_rust_query_gives() {
 
 /// The shared benchmark's workload in small: (ts ms, value, key), 1 ms apart, 5% of them up
 /// to 2 s late; reference versions per key every 5 s.
-fn workload(n: usize, keys: u32) -> (Vec<(i64, i64, u32)>, Vec<(i64, i64, i64, u32)>) {
+/// An event (ts ms, value, key) and a reference version (from ms, to ms, value, key).
+type BenchEvent = (i64, i64, u32);
+type Version = (i64, i64, i64, u32);
+
+fn workload(n: usize, keys: u32) -> (Vec<BenchEvent>, Vec<Version>) {
     let mut state = 42u64;
     let mut next = move || {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -176,7 +180,7 @@ fn workload(n: usize, keys: u32) -> (Vec<(i64, i64, u32)>, Vec<(i64, i64, i64, u
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let events: Vec<(i64, i64, u32)> = (0..n as i64)
+    let events: Vec<BenchEvent> = (0..n as i64)
         .map(|i| {
             let late = next() % 20 == 0;
             let ts = if late {
