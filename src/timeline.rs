@@ -6,7 +6,11 @@
 //! - CTIs are dashed vertical lines (`class="cti"`), `CTI(+inf)` an arrow at the right edge;
 //! - dropped events are red and struck through, rejected ones grey, adjusted ones orange with an
 //!   arrow (`class="adjust-arrow"`) from where they were to where they were moved;
-//! - the output lane shows what the query released, window results included, with its CTIs.
+//! - the output lane shows what the query released, window results included (each with its
+//!   values beside it), with its CTIs;
+//! - a legend says what each mark means; the time axis has round ticks, in ticks for a case
+//!   written in ticks and in clock time (UTC, the date under the axis) for real times; a long
+//!   title wraps.
 
 use std::fmt::Write as _;
 
@@ -20,6 +24,8 @@ const RIGHT: f64 = 30.0;
 const ROW: f64 = 14.0;
 const PAD: f64 = 10.0;
 const TOP: f64 = 40.0;
+/// Room right of the plot for the values of results near its right edge.
+const LABELS: f64 = 260.0;
 
 /// The picture's time axis: finite times seen, mapped onto the plot's width.
 struct Axis {
@@ -121,6 +127,146 @@ fn describe(item: &StreamItem<Row>) -> String {
     crate::adapters::line::item_to_json(item.as_ref()).to_string()
 }
 
+/// Times at or after 1980-01-01T00:00:00Z (in ticks) are shown as clock times; smaller ones
+/// (a case written in ticks) as ticks.
+const CLOCK_FROM: i64 = 3_155_328_000_000_000;
+
+/// Round steps for the axis, in ticks: for ticks 1-2-5 times a power of ten; for clock
+/// time the usual divisions of seconds, minutes, hours and days.
+fn axis_step(span: i64, clock: bool) -> i64 {
+    const WANTED: i64 = 8;
+    if clock {
+        const STEPS: [i64; 22] = [
+            10_000,
+            20_000,
+            50_000,
+            100_000,
+            200_000,
+            500_000, // 1 ms .. 50 ms
+            1_000_000,
+            2_000_000,
+            5_000_000, // 100 ms .. 500 ms
+            10_000_000,
+            20_000_000,
+            50_000_000,
+            100_000_000,
+            150_000_000,
+            300_000_000, // 1 s .. 30 s
+            600_000_000,
+            1_200_000_000,
+            3_000_000_000,
+            6_000_000_000,
+            18_000_000_000, // 1 min .. 30 min
+            36_000_000_000,
+            216_000_000_000, // 1 h, 6 h
+        ];
+        if let Some(&s) = STEPS.iter().find(|&&s| span / s <= WANTED) {
+            return s;
+        }
+        let day = 864_000_000_000i64;
+        let mut s = day;
+        while span / s > WANTED {
+            s = s.saturating_mul(2);
+        }
+        return s;
+    }
+    let mut base = 1i64;
+    loop {
+        for m in [1, 2, 5] {
+            let s = base.saturating_mul(m);
+            if span / s <= WANTED {
+                return s;
+            }
+        }
+        base = base.saturating_mul(10);
+    }
+}
+
+/// An axis label: ticks as an integer; clock times as `HH:MM:SS`, with fractions when the
+/// step is below a second, or the date when it is a day or more.
+fn axis_label(t: i64, step: i64, clock: bool) -> String {
+    if !clock {
+        return t.to_string();
+    }
+    let text = Time::from_ticks(t).to_rfc3339();
+    let (date, rest) = text.split_once('T').unwrap_or((&text, ""));
+    let clock_part = rest.trim_end_matches('Z');
+    if step >= 864_000_000_000 {
+        date.to_owned()
+    } else if step >= 10_000_000 {
+        clock_part.get(..8).unwrap_or(clock_part).to_owned()
+    } else {
+        clock_part.to_owned()
+    }
+}
+
+/// Splits `text` into lines of at most `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let last = lines.last_mut().expect("one line at least");
+        if !last.is_empty() && last.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_owned());
+        } else {
+            if !last.is_empty() {
+                last.push(' ');
+            }
+            last.push_str(word);
+        }
+    }
+    lines
+}
+
+/// A result's values, short: `n=2 mean=21`.
+fn values(row: &Row) -> String {
+    let mut text = String::new();
+    for (k, v) in row.fields() {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        let v = v.to_json();
+        let shown = match v.as_str() {
+            Some(s) => s.to_owned(),
+            None => v.to_string(),
+        };
+        text.push_str(&format!("{k}={shown}"));
+    }
+    if text.chars().count() > 48 {
+        text = text.chars().take(47).collect::<String>() + "…";
+    }
+    text
+}
+
+/// The legend: one swatch per kind of mark.
+fn legend(svg: &mut String, y: f64) {
+    let entries = [
+        ("", "an input event"),
+        ("output", "a result"),
+        ("dropped", "dropped (late)"),
+        ("rejected", "rejected"),
+        ("adjusted", "adjusted (arrow: moved)"),
+    ];
+    let mut x = LEFT;
+    let _ = writeln!(svg, r#"<g class="legend">"#);
+    for (class, label) in entries {
+        let _ = writeln!(
+            svg,
+            r#"<rect class="swatch {class}" x="{x:.1}" y="{:.1}" width="14" height="8"/><text x="{:.1}" y="{:.1}">{label}</text>"#,
+            y - 8.0,
+            x + 18.0,
+            y
+        );
+        x += 18.0 + label.len() as f64 * 6.5 + 16.0;
+    }
+    let _ = writeln!(
+        svg,
+        r#"<line class="cti swatch" x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}"/><text x="{:.1}" y="{y:.1}">CTI</text></g>"#,
+        y - 10.0,
+        y + 2.0,
+        x + 6.0
+    );
+}
+
 /// Renders the run as an SVG document.
 pub fn render(run: &CaseRun) -> String {
     let mut times = Vec::new();
@@ -161,8 +307,10 @@ pub fn render(run: &CaseRun) -> String {
             .iter()
             .map(|i| matches!(i, StreamItem::Insert(_))),
     ));
+    let title = wrap(&run.case.description, 140);
+    let top = TOP + 16.0 * title.len() as f64 + 14.0;
     let mut tops = Vec::new();
-    let mut y = TOP;
+    let mut y = top;
     for &r in &lane_rows {
         tops.push(y);
         y = lane_bottom(y, r) + 8.0;
@@ -171,13 +319,14 @@ pub fn render(run: &CaseRun) -> String {
     let mut svg = String::new();
     let _ = writeln!(
         svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{total:.0}" height="{height:.0}" viewBox="0 0 {total:.0} {height:.0}" font-family="sans-serif" font-size="12">"#,
+        total = WIDTH + LABELS
     );
     let _ = writeln!(
         svg,
         r##"<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#e67e22"/></marker></defs>
 <style>
-.event {{ fill: #2c7be5; stroke: #2c7be5; stroke-width: 2; fill-opacity: 0.6; }}
+.event, .swatch {{ fill: #2c7be5; stroke: #2c7be5; stroke-width: 2; fill-opacity: 0.6; }}
 .start-edge, .end-edge {{ fill: none; }}
 .dropped {{ fill: #d9534f; stroke: #d9534f; stroke-dasharray: 3 2; }}
 .rejected {{ fill: #999; stroke: #999; }}
@@ -186,13 +335,18 @@ pub fn render(run: &CaseRun) -> String {
 .cti {{ stroke: #555; stroke-width: 1; stroke-dasharray: 4 3; }}
 .adjust-arrow {{ stroke: #e67e22; stroke-width: 1.5; marker-end: url(#arrow); }}
 .lane {{ fill: none; stroke: #ddd; }}
+.value {{ fill: #2e6b45; }}
 </style>"##
     );
-    let _ = writeln!(
-        svg,
-        r#"<text x="10" y="20" font-weight="bold">{}</text>"#,
-        escape(&run.case.description.chars().take(150).collect::<String>())
-    );
+    for (i, line) in title.iter().enumerate() {
+        let _ = writeln!(
+            svg,
+            r#"<text class="title" x="10" y="{:.1}" font-weight="bold">{}</text>"#,
+            20.0 + 16.0 * i as f64,
+            escape(line)
+        );
+    }
+    legend(&mut svg, top - 12.0);
     for (k, trace) in run.traces.iter().enumerate() {
         let (top, bottom) = (tops[k], lane_bottom(tops[k], lane_rows[k]));
         lane(&mut svg, &format!("in: {}", trace.name), (top, bottom));
@@ -263,6 +417,14 @@ pub fn render(run: &CaseRun) -> String {
             let y = top + PAD + ROW * row as f64 + ROW / 2.0;
             row += 1;
             mark(&mut svg, &axis, e.kind, "output", &describe(item), y);
+            let (s, o) = e.kind.encode();
+            let x = axis.x(s.max(o).min(Time::MAX_FINITE)).min(WIDTH - RIGHT) + 6.0;
+            let _ = writeln!(
+                svg,
+                r#"<text class="value" x="{x:.1}" y="{:.1}" font-size="10">{}</text>"#,
+                y + 3.5,
+                escape(&values(&e.payload))
+            );
         }
     }
     // The time axis.
@@ -272,15 +434,37 @@ pub fn render(run: &CaseRun) -> String {
         r##"<line x1="{LEFT}" y1="{axis_y:.1}" x2="{:.1}" y2="{axis_y:.1}" stroke="#333"/>"##,
         WIDTH - RIGHT
     );
-    for k in 0..=5 {
-        let t = lo + (hi - lo) * k / 5;
+    let clock = lo >= CLOCK_FROM;
+    let step = axis_step(hi - lo, clock).max(1);
+    let mut t = lo.div_euclid(step).saturating_mul(step);
+    if t < lo {
+        t = t.saturating_add(step);
+    }
+    while t <= hi {
         let x = axis.x(Time::from_ticks(t));
         let _ = writeln!(
             svg,
-            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{t}</text>"#,
-            axis_y + 16.0
+            r##"<line class="axis-tick" x1="{x:.1}" y1="{axis_y:.1}" x2="{x:.1}" y2="{:.1}" stroke="#333"/><text class="axis-label" x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            axis_y + 4.0,
+            axis_y + 16.0,
+            axis_label(t, step, clock)
         );
+        t = match t.checked_add(step) {
+            Some(next) => next,
+            None => break,
+        };
     }
+    let unit = if clock {
+        let date = Time::from_ticks(lo).to_rfc3339();
+        format!("UTC, {}", date.split('T').next().unwrap_or(&date))
+    } else {
+        "ticks (100 ns)".to_owned()
+    };
+    let _ = writeln!(
+        svg,
+        r#"<text class="axis-unit" x="10" y="{:.1}">{unit}</text>"#,
+        axis_y + 16.0
+    );
     svg.push_str("</svg>\n");
     svg
 }

@@ -642,3 +642,53 @@ fn pipe_reads_flat_lines_and_refuses_to_say_nothing() {
         "{err}"
     );
 }
+
+/// Durations in a case are written as people write them (`"1ms"`), or as ticks.
+#[test]
+fn cases_take_durations_in_human_units() {
+    let dir = case(
+        "human-units",
+        "[streams.in]\nshape = \"point\"\ngenerate = { every = 1, delay = \"0s\", final = true }\n[query]\noutput = \"w\"\n[[query.step]]\nname = \"w\"\nop = \"tumbling\"\ninput = \"in\"\nsize = \"1ms\"\naggregates = [{ fn = \"count\", as = \"n\" }]\n",
+        "{\"stream\": \"in\", \"kind\": \"point\", \"start\": 1, \"payload\": {}}\n{\"stream\": \"in\", \"kind\": \"point\", \"start\": 5000, \"payload\": {}}\n{\"stream\": \"in\", \"kind\": \"point\", \"start\": 15000, \"payload\": {}}\n",
+        "",
+    );
+    let (code, out, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        out.contains(r#"{"kind":"point","start":10000,"payload":{"n":2}}"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"{"kind":"point","start":20000,"payload":{"n":1}}"#),
+        "{out}"
+    );
+    let dir = case(
+        "bad-units",
+        "[streams.in]\nshape = \"point\"\n[query]\noutput = \"w\"\n[[query.step]]\nname = \"w\"\nop = \"tumbling\"\ninput = \"in\"\nsize = \"a while\"\naggregates = [{ fn = \"count\", as = \"n\" }]\n",
+        "",
+        "",
+    );
+    let (code, _, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(err.contains("`a while` is not a duration"), "{err}");
+}
+
+/// A field the query names that no record has is an error before anything runs: the fields
+/// of a JSON-lines input are those of its first lines (or listed in the job).
+#[test]
+fn a_misspelled_field_over_json_lines_is_an_error() {
+    let dir = temp_dir("query-fields");
+    let input = dir.join("r.jsonl");
+    std::fs::write(&input, "{\"time\": 1, \"device\": \"a\", \"celsius\": 20}\n{\"time\": 2, \"device\": \"b\", \"humidity\": 3}\n").expect("written");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device, AVG(celcius) AS mean FROM r TIMESTAMP BY time GROUP BY device, TumblingWindow(tick, 10)",
+        "--input",
+        &format!("r={}", s(&input)),
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("column 20: `celcius` is not a field of `r` (its fields: time, device, celsius, humidity)"),
+        "{err}"
+    );
+}

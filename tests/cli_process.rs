@@ -52,7 +52,7 @@ fn pipe_stops_with_a_drain_on_ctrl_c() {
     use std::io::{BufRead, BufReader, Write};
     use std::process::{Command, Stdio};
     let mut child = Command::new(env!("CARGO_BIN_EXE_punctual"))
-        .args(["pipe"])
+        .args(["pipe", "--time-format", "ticks"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -102,6 +102,10 @@ pub(super) struct JobInput {
     /// without DATEDIFF).
     #[serde(default)]
     pub(super) reference: Option<bool>,
+    /// The records' fields, for checking the query's references to them (default: a CSV
+    /// file's header, or the fields seen in the first lines of a JSON-lines file).
+    #[serde(default)]
+    pub(super) fields: Option<Vec<String>>,
 }
 
 /// One output of a job.
@@ -169,6 +173,48 @@ pub(super) fn csv_header(path: &Path) -> Option<Vec<String>> {
     let line = line.trim_end_matches(['\n', '\r']);
     let line = line.strip_prefix('\u{feff}').unwrap_or(line);
     punctual_adapters::csv::split_record(line, ',')
+}
+
+/// How many lines of a JSON-lines file are read ahead for its fields.
+const SAMPLED_LINES: usize = 1_000;
+
+/// The fields seen in the first lines of a JSON-lines file (a regular file only): the keys of
+/// each flat object, or of each item's payload (of `stream`'s lines, for an arrival log).
+/// `None` if no line says (then references are not checked).
+fn json_fields(path: &Path, flat: bool, stream: Option<&str>) -> Option<Vec<String>> {
+    use std::io::BufRead;
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    let mut fields: Vec<String> = Vec::new();
+    let mut seen = false;
+    for line in file.lines().take(SAMPLED_LINES) {
+        let Ok(line) = line else { break };
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(&line)
+        else {
+            continue;
+        };
+        if let Some(s) = stream {
+            if o.get("stream").and_then(|v| v.as_str()) != Some(s) {
+                continue;
+            }
+        }
+        let record = if flat {
+            Some(&o)
+        } else {
+            o.get("payload").and_then(|p| p.as_object())
+        };
+        if let Some(record) = record {
+            seen = true;
+            for k in record.keys() {
+                if !fields.contains(k) {
+                    fields.push(k.clone());
+                }
+            }
+        }
+    }
+    seen.then_some(fields)
 }
 
 /// Why a job could not start: the job or the query (exit 2), or the run.
@@ -504,7 +550,7 @@ fn create_input(
                     "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\")".into(),
                 ));
             };
-            let header = csv_header(&input.path);
+            let header = input.fields.clone().or_else(|| csv_header(&input.path));
             if let Some(h) = &header {
                 for column in std::iter::once(&time).chain(input.end.as_ref()) {
                     if !h.contains(column) {
@@ -529,6 +575,10 @@ fn create_input(
                     "`end` is for CSV inputs; JSON lines give intervals as items".into(),
                 ));
             }
+            let fields = input
+                .fields
+                .clone()
+                .or_else(|| json_fields(&input.path, time.is_some(), input.stream.as_deref()));
             let mut config = JsonLinesInputConfig::new(&input.path);
             if let Some(time) = time {
                 config = config.flat(time, time_format);
@@ -537,7 +587,7 @@ fn create_input(
                 config = config.stream(stream.clone());
             }
             let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
-            Ok((stream, None))
+            Ok((stream, fields))
         }
     }
 }
