@@ -103,11 +103,13 @@ fn mark(svg: &mut String, axis: &Axis, kind: EventKind, class: &str, title: &str
 }
 
 /// Draws CTIs across a lane spanning `top..bottom`.
-fn ctis(svg: &mut String, axis: &Axis, ctis: &[Time], (top, bottom): (f64, f64)) {
+fn ctis(svg: &mut String, axis: &Axis, ctis: &[Time], (top, bottom): (f64, f64), clock: bool) {
     for &t in ctis {
         let x = axis.x(t);
         let label = if t == Time::INF {
             "+inf".to_owned()
+        } else if clock && t.is_finite() {
+            t.to_rfc3339()
         } else {
             t.to_string()
         };
@@ -123,8 +125,15 @@ fn lane_bottom(top: f64, rows: usize) -> f64 {
     top + PAD * 2.0 + ROW * rows.max(1) as f64
 }
 
-fn describe(item: &StreamItem<Row>) -> String {
-    crate::adapters::line::item_to_json(item.as_ref()).to_string()
+/// An item as a JSON line, its times as ticks or (`clock`) RFC 3339.
+fn describe(item: &StreamItem<Row>, clock: bool) -> String {
+    use crate::adapters::line::{item_to_json_as, TimeFormat};
+    let format = if clock {
+        TimeFormat::Rfc3339
+    } else {
+        TimeFormat::Ticks
+    };
+    item_to_json_as(item.as_ref(), format).to_string()
 }
 
 /// Times at or after 1980-01-01T00:00:00Z (in ticks) are shown as clock times; smaller ones
@@ -267,19 +276,111 @@ fn legend(svg: &mut String, y: f64) {
     );
 }
 
-/// Renders the run as an SVG document.
-pub fn render(run: &CaseRun) -> String {
-    let mut times = Vec::new();
-    for trace in &run.traces {
-        for (item, _) in &trace.arrivals {
-            if let Some(item) = item {
-                times_of(item, &mut times);
+/// What a mark shows: how the event fared.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mark {
+    /// An input event, taken as it was.
+    Plain,
+    /// Dropped by the policy or a watermark strategy.
+    Dropped,
+    /// Rejected.
+    Rejected,
+    /// Adjusted to this kind and these times.
+    Adjusted(EventKind),
+    /// A result of the query.
+    Output,
+}
+
+/// One lane of a picture: an input stream or an output, its events with how each fared, and
+/// its CTIs.
+#[derive(Clone, Debug, Default)]
+pub struct Lane {
+    /// `in: NAME` or `out: NAME`.
+    pub label: String,
+    /// The events, in the order drawn (one row each).
+    pub events: Vec<(punctual_core::Event<Row>, Mark)>,
+    /// The lane's CTIs.
+    pub ctis: Vec<Time>,
+}
+
+/// A picture: a title and lanes on one time axis ([`render_picture`]).
+#[derive(Clone, Debug, Default)]
+pub struct Picture {
+    /// The title (wrapped to fit).
+    pub title: String,
+    /// The lanes, top to bottom.
+    pub lanes: Vec<Lane>,
+}
+
+impl Picture {
+    /// A conformance case's run: each input stream's arrivals with their outcomes and CTIs,
+    /// then the output.
+    pub fn of_case(run: &CaseRun) -> Picture {
+        let mut lanes: Vec<Lane> = run
+            .traces
+            .iter()
+            .map(|trace| Lane {
+                label: format!("in: {}", trace.name),
+                events: trace
+                    .arrivals
+                    .iter()
+                    .filter_map(|(item, outcome)| match item {
+                        Some(StreamItem::Insert(e)) => Some((
+                            e.clone(),
+                            match outcome {
+                                Outcome::Dropped => Mark::Dropped,
+                                Outcome::Rejected => Mark::Rejected,
+                                Outcome::Adjusted(to) => Mark::Adjusted(*to),
+                                _ => Mark::Plain,
+                            },
+                        )),
+                        _ => None,
+                    })
+                    .collect(),
+                ctis: trace.ctis.clone(),
+            })
+            .collect();
+        lanes.push(Lane::output(
+            format!("out: {}", run.case.output),
+            &run.output,
+        ));
+        Picture {
+            title: run.case.description.clone(),
+            lanes,
+        }
+    }
+}
+
+impl Lane {
+    /// An output lane from what an output received.
+    pub fn output(label: impl Into<String>, items: &[StreamItem<Row>]) -> Lane {
+        let mut lane = Lane {
+            label: label.into(),
+            ..Lane::default()
+        };
+        for item in items {
+            match item {
+                StreamItem::Insert(e) => lane.events.push((e.clone(), Mark::Output)),
+                StreamItem::Cti(t) => lane.ctis.push(*t),
             }
         }
-        times.extend(trace.ctis.iter().map(|t| t.ticks()));
+        lane
     }
-    for item in &run.output {
-        times_of(item, &mut times);
+}
+
+/// Renders a conformance case's run as an SVG document.
+pub fn render(run: &CaseRun) -> String {
+    render_picture(&Picture::of_case(run))
+}
+
+/// Renders a picture as an SVG document.
+pub fn render_picture(picture: &Picture) -> String {
+    let mut times = Vec::new();
+    for lane in &picture.lanes {
+        for (e, _) in &lane.events {
+            times_of(&StreamItem::Insert(e.clone()), &mut times);
+        }
+        times.extend(lane.ctis.iter().map(|t| t.ticks()));
     }
     let finite: Vec<i64> = times
         .into_iter()
@@ -288,26 +389,9 @@ pub fn render(run: &CaseRun) -> String {
     let lo = finite.iter().copied().min().unwrap_or(0);
     let hi = finite.iter().copied().max().unwrap_or(lo + 1).max(lo + 1);
     let axis = Axis { lo, hi };
-    let rows = |items: &mut dyn Iterator<Item = bool>| items.filter(|&is_event| is_event).count();
-    let mut lane_rows: Vec<usize> = run
-        .traces
-        .iter()
-        .map(|t| {
-            rows(
-                &mut t
-                    .arrivals
-                    .iter()
-                    .map(|(i, _)| matches!(i, Some(StreamItem::Insert(_)))),
-            )
-        })
-        .collect();
-    lane_rows.push(rows(
-        &mut run
-            .output
-            .iter()
-            .map(|i| matches!(i, StreamItem::Insert(_))),
-    ));
-    let title = wrap(&run.case.description, 140);
+    let clock = lo >= CLOCK_FROM;
+    let lane_rows: Vec<usize> = picture.lanes.iter().map(|l| l.events.len()).collect();
+    let title = wrap(&picture.title, 140);
     let top = TOP + 16.0 * title.len() as f64 + 14.0;
     let mut tops = Vec::new();
     let mut y = top;
@@ -347,20 +431,17 @@ pub fn render(run: &CaseRun) -> String {
         );
     }
     legend(&mut svg, top - 12.0);
-    for (k, trace) in run.traces.iter().enumerate() {
+
+    for (k, lane) in picture.lanes.iter().enumerate() {
         let (top, bottom) = (tops[k], lane_bottom(tops[k], lane_rows[k]));
-        lane(&mut svg, &format!("in: {}", trace.name), (top, bottom));
-        ctis(&mut svg, &axis, &trace.ctis, (top, bottom));
-        let mut row = 0;
-        for (item, outcome) in &trace.arrivals {
-            let Some(StreamItem::Insert(e)) = item else {
-                continue;
-            };
+        self::lane(&mut svg, &lane.label, (top, bottom));
+        ctis(&mut svg, &axis, &lane.ctis, (top, bottom), clock);
+        for (row, (e, how)) in lane.events.iter().enumerate() {
             let y = top + PAD + ROW * row as f64 + ROW / 2.0;
-            row += 1;
-            let text = describe(item.as_ref().unwrap_or(&StreamItem::Cti(Time::NEG_INF)));
-            match outcome {
-                Outcome::Dropped => mark(
+            let text = describe(&StreamItem::Insert(e.clone()), clock);
+            match how {
+                Mark::Plain => mark(&mut svg, &axis, e.kind, "", &text, y),
+                Mark::Dropped => mark(
                     &mut svg,
                     &axis,
                     e.kind,
@@ -368,7 +449,7 @@ pub fn render(run: &CaseRun) -> String {
                     &format!("dropped: {text}"),
                     y,
                 ),
-                Outcome::Rejected => mark(
+                Mark::Rejected => mark(
                     &mut svg,
                     &axis,
                     e.kind,
@@ -376,7 +457,7 @@ pub fn render(run: &CaseRun) -> String {
                     &format!("rejected: {text}"),
                     y,
                 ),
-                Outcome::Adjusted(to) => {
+                Mark::Adjusted(to) => {
                     mark(
                         &mut svg,
                         &axis,
@@ -391,40 +472,18 @@ pub fn render(run: &CaseRun) -> String {
                         r#"<line class="adjust-arrow" x1="{from_x:.1}" y1="{y:.1}" x2="{to_x:.1}" y2="{y:.1}"/>"#
                     );
                 }
-                _ => mark(&mut svg, &axis, e.kind, "", &text, y),
+                Mark::Output => {
+                    mark(&mut svg, &axis, e.kind, "output", &text, y);
+                    let (s, o) = e.kind.encode();
+                    let x = axis.x(s.max(o).min(Time::MAX_FINITE)).min(WIDTH - RIGHT) + 6.0;
+                    let _ = writeln!(
+                        svg,
+                        r#"<text class="value" x="{x:.1}" y="{:.1}" font-size="10">{}</text>"#,
+                        y + 3.5,
+                        escape(&values(&e.payload))
+                    );
+                }
             }
-        }
-    }
-    let k = run.traces.len();
-    let (top, bottom) = (tops[k], lane_bottom(tops[k], lane_rows[k]));
-    lane(
-        &mut svg,
-        &format!("out: {}", run.case.output),
-        (top, bottom),
-    );
-    let out_ctis: Vec<Time> = run
-        .output
-        .iter()
-        .filter_map(|i| match i {
-            StreamItem::Cti(t) => Some(*t),
-            StreamItem::Insert(_) => None,
-        })
-        .collect();
-    ctis(&mut svg, &axis, &out_ctis, (top, bottom));
-    let mut row = 0;
-    for item in &run.output {
-        if let StreamItem::Insert(e) = item {
-            let y = top + PAD + ROW * row as f64 + ROW / 2.0;
-            row += 1;
-            mark(&mut svg, &axis, e.kind, "output", &describe(item), y);
-            let (s, o) = e.kind.encode();
-            let x = axis.x(s.max(o).min(Time::MAX_FINITE)).min(WIDTH - RIGHT) + 6.0;
-            let _ = writeln!(
-                svg,
-                r#"<text class="value" x="{x:.1}" y="{:.1}" font-size="10">{}</text>"#,
-                y + 3.5,
-                escape(&values(&e.payload))
-            );
         }
     }
     // The time axis.
@@ -434,7 +493,6 @@ pub fn render(run: &CaseRun) -> String {
         r##"<line x1="{LEFT}" y1="{axis_y:.1}" x2="{:.1}" y2="{axis_y:.1}" stroke="#333"/>"##,
         WIDTH - RIGHT
     );
-    let clock = lo >= CLOCK_FROM;
     let step = axis_step(hi - lo, clock).max(1);
     let mut t = lo.div_euclid(step).saturating_mul(step);
     if t < lo {

@@ -692,3 +692,109 @@ fn a_misspelled_field_over_json_lines_is_an_error() {
         "{err}"
     );
 }
+
+/// `--timeline FILE.svg` on `query`, `job` and `pipe`: the inputs (what they released, and
+/// what was dropped) and the outputs (each result with its values) on one time axis.
+#[test]
+fn query_pipe_and_job_draw_a_timeline() {
+    let dir = temp_dir("timeline");
+    let input = dir.join("r.jsonl");
+    std::fs::write(
+        &input,
+        [
+            r#"{"time": "2026-12-01T10:00:01Z", "v": 1}"#,
+            r#"{"time": "2026-12-01T10:00:12Z", "v": 2}"#,
+            r#"{"time": "2026-12-01T10:00:02Z", "v": 3}"#,
+            r#"{"time": "2026-12-01T10:00:14Z", "v": 4}"#,
+        ]
+        .join("\n"),
+    )
+    .expect("written");
+    let svg_path = dir.join("query.svg");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT COUNT(*) AS n, SUM(v) AS total FROM r TIMESTAMP BY time GROUP BY TumblingWindow(second, 10)",
+        "--input",
+        &format!("r={}", s(&input)),
+        "--output",
+        s(&dir.join("out.jsonl")),
+        "--timeline",
+        s(&svg_path),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let svg = std::fs::read_to_string(&svg_path).expect("the timeline is written");
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    let count = |class: &str| {
+        doc.descendants()
+            .filter(|n| {
+                n.attribute("class").is_some_and(|c| {
+                    c.split(' ').any(|w| w == "event") && c.split(' ').any(|w| w == class)
+                })
+            })
+            .count()
+    };
+    // Three readings released, one dropped (late: 10:00:02 after the CTI at 10:00:12), two
+    // windows out.
+    assert_eq!(count("event"), 6, "{svg}");
+    assert_eq!(count("dropped"), 1);
+    assert_eq!(count("output"), 2);
+    let values: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("value"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(values, vec!["n=1 total=1", "n=2 total=6"]);
+    assert!(
+        svg.contains(">in: r<") && svg.contains(">out: output<"),
+        "{svg}"
+    );
+    assert!(svg.contains(">UTC, 2026-12-01<"), "clock time on the axis");
+
+    let svg_path = dir.join("pipe.svg");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&dir.join("piped.jsonl")),
+        "--time-field",
+        "time",
+        "--delay",
+        "0s",
+        "--timeline",
+        s(&svg_path),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let svg = std::fs::read_to_string(&svg_path).expect("the timeline is written");
+    assert!(roxmltree::Document::parse(&svg).is_ok());
+    assert!(
+        svg.contains(">in: in<") && svg.contains("class=\"event point dropped\""),
+        "{svg}"
+    );
+
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY time WHERE v > 1\"\ntimeline = \"job.svg\"\n[inputs.r]\npath = \"r.jsonl\"\n[outputs.output]\npath = \"job.jsonl\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(std::fs::read_to_string(dir.join("job.svg")).is_ok_and(|s| s.contains(">out: output<")));
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&dir.join("x.jsonl")),
+        "--timeline",
+        "t.svg",
+        "--checkpoint",
+        "cp",
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("give --timeline or --checkpoint, not both"),
+        "{err}"
+    );
+}

@@ -17,6 +17,7 @@ use punctual_policies::{
 };
 use punctual_sql::{InputUse, SqlQuery};
 
+use super::capture::Timeline;
 use super::letters::DeadLetters;
 use super::{closed_output, counters_line, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
@@ -35,6 +36,9 @@ pub(super) struct Job {
     /// Every dead letter as a JSON line to this file.
     #[serde(default)]
     pub(super) dead_letters: Option<PathBuf>,
+    /// A timeline of the run (inputs and outputs on one time axis) as SVG to this file.
+    #[serde(default)]
+    pub(super) timeline: Option<PathBuf>,
 }
 
 /// The format of a file.
@@ -142,6 +146,9 @@ impl Job {
         }
         if let Some(d) = job.dead_letters.as_mut() {
             resolve(d);
+        }
+        if let Some(t) = job.timeline.as_mut() {
+            resolve(t);
         }
         Ok(job)
     }
@@ -297,6 +304,7 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
         }
     };
     let first_bad: FirstBad = Arc::default();
+    let mut timeline = job.timeline.as_ref().map(|_| Timeline::default());
     let run = async {
         let mut query = punctual_adapters::Query::new("job");
         let mut streams = Vec::new();
@@ -305,6 +313,10 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
                 continue;
             };
             let (stream, fields) = create_input(&mut query, u, input)?;
+            let capture = match timeline.as_mut() {
+                Some(t) => Some(t.input(&mut query, &u.name, &stream)?),
+                None => None,
+            };
             let sink_letters = Arc::clone(&letters);
             let sink_bad = Arc::clone(&first_bad);
             let name = u.name.clone();
@@ -316,6 +328,9 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
                             bad.entry(name.clone())
                                 .or_insert_with(|| format!("{}: {}", m.location, m.message));
                         }
+                    }
+                    if let Some(c) = &capture {
+                        c.letter(&letter);
                     }
                     if let Ok(mut l) = sink_letters.lock() {
                         l.add(&letter);
@@ -341,6 +356,9 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
             let Some(out) = job.outputs.get(name) else {
                 continue;
             };
+            if let Some(t) = timeline.as_mut() {
+                t.output(&mut query, name, stream)?;
+            }
             let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
             match format_of(&out.path, out.format) {
                 Format::Jsonl => query.bind_output(
@@ -389,6 +407,12 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
     let ran = runtime.block_on(run);
     // A read of standard input that never returns is not waited for.
     runtime.shutdown_background();
+    if let (Some(t), Some(path)) = (&timeline, &job.timeline) {
+        let title = job.query.split_whitespace().collect::<Vec<_>>().join(" ");
+        if let Err(e) = t.write(&title, path) {
+            let _ = writeln!(err, "warning: the timeline was not written: {e}");
+        }
+    }
     let report = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| -> bool {
         for (name, c) in &report.streams {
             let _ = writeln!(err, "{}", counters_line(name, c, shown_times));

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::conformance::{find_cases, run_case};
 
+mod capture;
 mod job;
 mod letters;
 mod pipe;
@@ -27,7 +28,8 @@ USAGE:
                                  and the input holding it back (start here for 'no output?')
     punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN | --time-field FIELD]
                   [--time-format FORMAT] [--delay DURATION | --in-order]
-                  [--dead-letters FILE] [--checkpoint DIR [--checkpoint-every 1s]]
+                  [--dead-letters FILE] [--timeline FILE.svg]
+                  [--checkpoint DIR [--checkpoint-every 1s]]
                                  read events (JSON-lines items; flat JSON objects timed by
                                  FIELD; or CSV with the start time in TIME_COLUMN) from FILE
                                  or standard input, put them in time order as the CTIs
@@ -47,7 +49,7 @@ USAGE:
                                  checkpoint per --checkpoint-every (`500ms`, `2s`; 1s)
     punctual query 'SELECT ...' | --file QUERY.sql  --input NAME=FILE[,time=FIELD][,end=FIELD]...
                   [--output FILE | --output NAME=FILE...] [--time-format FORMAT]
-                  [--delay DURATION] [--dead-letters FILE]
+                  [--delay DURATION] [--dead-letters FILE] [--timeline FILE.svg]
                                  run a query in the query language (Stream Analytics-style
                                  SQL: WHERE, GROUP BY with TumblingWindow, HoppingWindow,
                                  SlidingWindow or SnapshotWindow, JOIN, UNION, WITH) over
@@ -61,7 +63,17 @@ USAGE:
                                  to FILE or standard output, times in --time-format
                                  (rfc3339 by default; epoch-ms, epoch-s, ticks); counters
                                  and dead letters on stderr. An input whose every line is
-                                 malformed fails the run with its first bad line
+                                 malformed fails the run with its first bad line.
+                                 --timeline FILE.svg (query, job, pipe): the inputs (what
+                                 they released, what was dropped or rejected) and outputs
+                                 (each result with its values) on one time axis, the first
+                                 500 events of each
+    punctual job JOB.toml [--timeline FILE.svg]
+                                 the same from a job file naming the query, its inputs
+                                 ([inputs.NAME]: path, format, time, time_format, delay or
+                                 generate, policy, import, reference, stream, fields) and
+                                 outputs ([outputs.NAME]: path, format, time_format);
+                                 unknown keys are errors
     punctual timeline CASE_DIR [-o FILE.svg]
                                  run one case and draw its inputs and output on one time
                                  axis as SVG (to FILE, or standard output)
@@ -104,13 +116,20 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             Ok(q) => cmd_query(&q, err),
             Err(e) => usage(err, &e, "query"),
         },
-        Some("job") if args.len() == 2 => match job::Job::load(Path::new(&args[1])) {
-            Ok(j) => job::run(&j, err),
-            Err(e) => {
-                let _ = writeln!(err, "error: {e}");
-                EXIT_USAGE
+        Some("job") if args.len() == 2 || (args.len() == 4 && args[2] == "--timeline") => {
+            match job::Job::load(Path::new(&args[1])) {
+                Ok(mut j) => {
+                    if let Some(t) = args.get(3) {
+                        j.timeline = Some(PathBuf::from(t));
+                    }
+                    job::run(&j, err)
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "error: {e}");
+                    EXIT_USAGE
+                }
             }
-        },
+        }
         Some("timeline") if args.len() == 2 => cmd_timeline(Path::new(&args[1]), None, out, err),
         Some("timeline") if args.len() == 4 && args[2] == "-o" => {
             cmd_timeline(Path::new(&args[1]), Some(Path::new(&args[3])), out, err)

@@ -17,6 +17,7 @@ pub(super) struct PipeArgs {
     delay: Option<punctual_core::TimeSpan>,
     in_order: bool,
     dead_letters: Option<PathBuf>,
+    timeline: Option<PathBuf>,
     checkpoint: Option<PathBuf>,
     checkpoint_every: Option<std::time::Duration>,
 }
@@ -41,6 +42,7 @@ impl PipeArgs {
                 "--in-order" => p.in_order = true,
                 "--dead-letters" => p.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
                 "--checkpoint" => p.checkpoint = Some(PathBuf::from(value("--checkpoint")?)),
+                "--timeline" => p.timeline = Some(PathBuf::from(value("--timeline")?)),
                 "--checkpoint-every" => {
                     let every =
                         super::duration("--checkpoint-every", &value("--checkpoint-every")?)?;
@@ -55,6 +57,9 @@ impl PipeArgs {
             return Err(
                 "give --csv COLUMN or --time-field FIELD (flat JSON lines), not both".into(),
             );
+        }
+        if p.timeline.is_some() && p.checkpoint.is_some() {
+            return Err("give --timeline or --checkpoint, not both".into());
         }
         if p.delay.is_some() && p.in_order {
             return Err("give --delay or --in-order, not both".into());
@@ -127,6 +132,10 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     } else if p.in_order {
         options = options.settings(AdvanceTimeSettings::increasing_start_time());
     }
+    let mut timeline = p
+        .timeline
+        .as_ref()
+        .map(|_| super::capture::Timeline::default());
     let run = async {
         let mut query = Query::new("pipe");
         if let Some(dir) = &p.checkpoint {
@@ -156,8 +165,18 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
             &JsonLinesOutput,
             &JsonLinesOutputConfig::new(&output).time_format(time_out),
         )?;
+        let capture = match timeline.as_mut() {
+            Some(t) => {
+                t.output(&mut query, "out", &stream)?;
+                Some(t.input(&mut query, "in", &stream)?)
+            }
+            None => None,
+        };
         let sink = std::sync::Arc::clone(&letters);
         query.bind_dead_letters(&stream, move |letter| {
+            if let Some(c) = &capture {
+                c.letter(&letter);
+            }
             if let Ok(mut letters) = sink.lock() {
                 letters.add(&letter);
             }
@@ -231,6 +250,11 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     // A read of standard input that never returns (stopped by Ctrl-C while waiting for a line)
     // is not waited for.
     runtime.shutdown_background();
+    if let (Some(t), Some(path)) = (&timeline, &p.timeline) {
+        if let Err(e) = t.write(&format!("punctual pipe {}", input.display()), path) {
+            let _ = writeln!(err, "warning: the timeline was not written: {e}");
+        }
+    }
     match ran {
         Ok(Ok(report)) => {
             if print_counters(err, &report) {

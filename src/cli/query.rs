@@ -28,6 +28,7 @@ pub(super) struct QueryArgs {
     time_format: Option<TimeFormat>,
     delay: Option<TimeSpan>,
     dead_letters: Option<PathBuf>,
+    timeline: Option<PathBuf>,
 }
 
 impl QueryArgs {
@@ -62,6 +63,7 @@ impl QueryArgs {
                 "--time-format" => q.time_format = Some(value("--time-format")?.parse()?),
                 "--delay" => q.delay = Some(super::duration("--delay", &value("--delay")?)?),
                 "--dead-letters" => q.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
+                "--timeline" => q.timeline = Some(PathBuf::from(value("--timeline")?)),
                 flag if flag.starts_with('-') && flag.len() > 1 => {
                     return Err(format!("`query` does not take `{flag}`"))
                 }
@@ -119,6 +121,7 @@ pub(super) fn cmd_query(q: &QueryArgs, err: &mut dyn Write) -> u8 {
     let mut job = Job {
         query: text,
         dead_letters: q.dead_letters.clone(),
+        timeline: q.timeline.clone(),
         ..Job::default()
     };
     for i in &q.inputs {
