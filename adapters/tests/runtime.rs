@@ -1426,3 +1426,37 @@ async fn held_items_of_an_unknown_type_have_no_payload() {
         .collect();
     assert_eq!(held, vec![(t(5), None), (t(6), None), (t(7), None)]);
 }
+
+/// The report lists at most `MAX_REPORTED_HELD` held items; `held` still counts them all.
+#[tokio::test(start_paused = true)]
+async fn held_items_are_listed_up_to_the_limit_and_counted_beyond() {
+    let mut query = Query::new("many");
+    let n = punctual_adapters::MAX_REPORTED_HELD as i64 + 500;
+    let fast: Vec<_> = (0..n).map(|x| StreamItem::point(t(x), x)).collect();
+    let f = query
+        .create_stream(
+            InputOptions::new("fast", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+            &MemoryInput,
+            &fast,
+        )
+        .unwrap();
+    let s = query
+        .create_stream(
+            InputOptions::new("silent", EventShape::Point),
+            &MemoryInput,
+            &vec![],
+        )
+        .unwrap();
+    let joined = f.join_on(&s, |x| *x, |y: &i64| *y, |x, y| x + y);
+    query
+        .bind_output(&joined, &CollectOutput::new(), &())
+        .unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    let held: usize = report.held.iter().map(|h| h.1).sum();
+    assert_eq!(held, n as usize, "{:?}", report.held);
+    assert_eq!(
+        report.held_items.len(),
+        punctual_adapters::MAX_REPORTED_HELD
+    );
+}
