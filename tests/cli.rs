@@ -798,3 +798,64 @@ fn query_pipe_and_job_draw_a_timeline() {
         "{err}"
     );
 }
+
+/// A timeline draws the first 500 events of each lane, and says so.
+#[test]
+fn a_timeline_draws_the_first_events_of_a_long_lane() {
+    let dir = temp_dir("timeline-long");
+    let input = dir.join("many.jsonl");
+    let text: String = (0..700)
+        .map(|i| format!("{{\"kind\":\"point\",\"start\":{i},\"payload\":{{}}}}\n"))
+        .collect();
+    std::fs::write(&input, text).expect("written");
+    let svg_path = dir.join("many.svg");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&dir.join("out.jsonl")),
+        "--timeline",
+        s(&svg_path),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let svg = std::fs::read_to_string(&svg_path).expect("written");
+    assert!(
+        svg.contains(">in: in (first 500 events)<"),
+        "the lane says so"
+    );
+    let marks = svg.matches("class=\"event point \"").count();
+    assert_eq!(marks, 500);
+}
+
+/// The fields of a JSON-lines input are those of its first 1,000 lines: a field seen only
+/// later is unknown to the query unless the job lists the fields.
+#[test]
+fn fields_are_sampled_from_the_first_thousand_lines_or_listed() {
+    let dir = temp_dir("fields-sampled");
+    let mut text: String = (0..1000)
+        .map(|i| format!("{{\"t\": {i}, \"a\": 1}}\n"))
+        .collect();
+    text.push_str("{\"t\": 1000, \"a\": 1, \"late_field\": 7}\n");
+    std::fs::write(dir.join("r.jsonl"), text).expect("written");
+    let job = dir.join("job.toml");
+    let write = |fields: &str| {
+        std::fs::write(
+            &job,
+            format!("query = \"SELECT late_field FROM r TIMESTAMP BY t WHERE late_field > 0\"\n[inputs.r]\npath = \"r.jsonl\"\n{fields}[outputs.output]\npath = \"out.jsonl\"\n"),
+        )
+        .expect("written");
+    };
+    write("");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("`late_field` is not a field of `r` (its fields: t, a)"),
+        "{err}"
+    );
+    write("fields = [\"t\", \"a\", \"late_field\"]\n");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+    assert!(out.contains("\"late_field\":7"), "{out}");
+}
