@@ -498,6 +498,14 @@ fn create_input(
         CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
     };
     let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
+    if let Some(over) = &u.over_field {
+        // Stream Analytics keeps a watermark per key with the help of each event's arrival
+        // time; the file inputs have none to give.
+        return Err(usage(format!(
+            "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times, which file inputs do not have; leave OVER out (one watermark, --delay behind)",
+            over.join(".")
+        )));
+    }
     let time = match (&input.time, &u.timestamp_field) {
         (Some(t), _) => Some(t.clone()),
         (None, Some(path)) if path.len() == 1 => Some(path[0].clone()),

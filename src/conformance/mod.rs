@@ -160,7 +160,16 @@ impl StreamSpec {
 
     /// The stream's watermark strategy, if it has one.
     fn watermark_strategy(&self) -> Option<Watermark<Row>> {
-        let w = self.watermark.as_ref()?;
+        self.watermark.as_ref().map(WatermarkFile::strategy)
+    }
+}
+
+impl WatermarkFile {
+    /// The watermark strategy this setting describes (Stream Analytics' arrival strategy:
+    /// out-of-order, late and early tolerances, a policy, substreams by a field's value,
+    /// input partitions, a final CTI).
+    pub fn strategy(&self) -> Watermark<Row> {
+        let w = self;
         let mut strategy = Watermark::<Row>::arrival(w.out_of_order)
             .policy(w.policy.unwrap_or(AdvanceTimePolicy::Adjust))
             .final_cti(w.final_cti.unwrap_or(true));
@@ -180,7 +189,7 @@ impl StreamSpec {
                 h.finish()
             });
         }
-        Some(strategy)
+        strategy
     }
 }
 
