@@ -527,6 +527,17 @@ fn query_errors_point_at_the_cause() {
     );
     let (code, _, err) = cli(&[
         "query",
+        "SELECT device FROM r TIMESTAMP BY time OVER device",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("OVER device (a watermark per key) needs arrival times"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
         "SELECT 1 FROM r",
         "--input",
         &input(&csv),
