@@ -870,3 +870,99 @@ fn fields_are_sampled_from_the_first_thousand_lines_or_listed() {
     let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
     assert!(out.contains("\"late_field\":7"), "{out}");
 }
+
+/// Job inputs and outputs over TCP: an input connecting to a server that sends items, an
+/// output connecting to a server that reads the results.
+#[test]
+fn a_job_reads_and_writes_over_tcp() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+    let dir = temp_dir("job-tcp");
+    let source = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let sink = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let (source_addr, sink_addr) = (
+        source.local_addr().expect("addr"),
+        sink.local_addr().expect("addr"),
+    );
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = source.accept().expect("the job connects");
+        for i in 1..=3 {
+            writeln!(
+                conn,
+                "{{\"kind\":\"point\",\"start\":{i},\"payload\":{{\"v\":{i}}}}}"
+            )
+            .expect("sent");
+        }
+        // Closing the connection ends the input.
+    });
+    let reader = std::thread::spawn(move || {
+        let (conn, _) = sink.accept().expect("the job connects");
+        BufReader::new(conn)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "query = \"SELECT v * 10 AS w FROM r WHERE v > 1\"\n[inputs.r]\nconnect = \"{source_addr}\"\n[outputs.output]\nconnect = \"{sink_addr}\"\ntime_format = \"ticks\"\n"
+        ),
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    server.join().expect("the source ends");
+    let lines = reader.join().expect("the sink ends");
+    let events: Vec<&String> = lines.iter().filter(|l| l.contains("point")).collect();
+    assert_eq!(events.len(), 2, "{lines:?}");
+    assert!(
+        events[0].contains("\"w\":20") && events[1].contains("\"w\":30"),
+        "{lines:?}"
+    );
+    // A source and a target are one of each.
+    std::fs::write(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"r.jsonl\"\nconnect = \"127.0.0.1:1\"\n[outputs.output]\npath = \"-\"\n").expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("give one source"), "{err}");
+}
+
+/// A job input with a watermark strategy: the CTI follows the highest time, `bounded` behind;
+/// an event further behind is dropped and counted.
+#[test]
+fn a_job_input_takes_a_bounded_watermark() {
+    let dir = temp_dir("job-watermark");
+    std::fs::write(
+        dir.join("r.jsonl"),
+        "{\"t\": 10, \"v\": 1}\n{\"t\": 50, \"v\": 2}\n{\"t\": 45, \"v\": 3}\n{\"t\": 20, \"v\": 4}\n",
+    )
+    .expect("written");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\nwatermark = { bounded = \"1us\" }\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+    // 1 us = 10 ticks: after 50 the CTI is 40; 45 is on time, 20 is late.
+    let values: Vec<i64> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["payload"]["v"].as_i64())
+        .collect();
+    assert_eq!(values, vec![1, 3, 2]);
+    assert!(err.contains("dropped=1"), "{err}");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ndelay = \"1s\"\nwatermark = { bounded = \"1s\" }\n[outputs.output]\npath = \"out.jsonl\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("give `watermark`, `delay` or `generate`, one of them"),
+        "{err}"
+    );
+}

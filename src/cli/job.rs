@@ -72,7 +72,15 @@ fn yes() -> bool {
 #[serde(deny_unknown_fields)]
 pub(super) struct JobInput {
     /// The file; `-` is standard input.
+    #[serde(default)]
     pub(super) path: PathBuf,
+    /// Or a TCP server to connect to (`host:port`), reading the JSON-lines items it sends.
+    #[serde(default)]
+    pub(super) connect: Option<String>,
+    /// Or an address to listen on (`127.0.0.1:7000`), reading the JSON-lines items clients
+    /// send; the job then runs until stopped (Ctrl-C).
+    #[serde(default)]
+    pub(super) listen: Option<String>,
     /// `jsonl` or `csv` (default: by the file's extension).
     #[serde(default)]
     pub(super) format: Option<Format>,
@@ -110,6 +118,24 @@ pub(super) struct JobInput {
     /// file's header, or the fields seen in the first lines of a JSON-lines file).
     #[serde(default)]
     pub(super) fields: Option<Vec<String>>,
+    /// A watermark strategy instead of `delay` or `generate`.
+    #[serde(default)]
+    pub(super) watermark: Option<JobWatermark>,
+}
+
+/// A watermark strategy of a job input: Flink's bounded out-of-orderness (the CTI follows the
+/// highest time, `bounded` behind), with an idle timeout read from the clock.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct JobWatermark {
+    /// How far behind the highest time the CTI follows (`0s`: ascending times).
+    bounded: TimeSpan,
+    /// After this long without events (by the clock) the input counts as idle.
+    #[serde(default)]
+    idle_timeout: Option<TimeSpan>,
+    /// Whether the end of the input issues `CTI(+inf)` (default: yes).
+    #[serde(default = "yes", rename = "final")]
+    final_cti: bool,
 }
 
 /// One output of a job.
@@ -117,7 +143,11 @@ pub(super) struct JobInput {
 #[serde(deny_unknown_fields)]
 pub(super) struct JobOutput {
     /// The file; `-` is standard output.
+    #[serde(default)]
     pub(super) path: PathBuf,
+    /// Or a TCP server to connect to (`host:port`) and write the JSON lines to.
+    #[serde(default)]
+    pub(super) connect: Option<String>,
     /// `jsonl` (default) or `csv`.
     #[serde(default)]
     pub(super) format: Option<Format>,
@@ -134,7 +164,7 @@ impl Job {
         let mut job: Job = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let resolve = |p: &mut PathBuf| {
-            if p.as_os_str() != "-" && p.is_relative() {
+            if p.as_os_str() != "-" && !p.as_os_str().is_empty() && p.is_relative() {
                 *p = dir.join(&*p);
             }
         };
@@ -312,7 +342,7 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
             let Some(input) = job.inputs.get(&u.name) else {
                 continue;
             };
-            let (stream, fields) = create_input(&mut query, u, input)?;
+            let (stream, fields) = create_input(&mut query, u, input).await?;
             let capture = match timeline.as_mut() {
                 Some(t) => Some(t.input(&mut query, &u.name, &stream)?),
                 None => None,
@@ -360,6 +390,26 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
                 t.output(&mut query, name, stream)?;
             }
             let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
+            if out.path.as_os_str().is_empty() == out.connect.is_none() {
+                return Err(RunError::Usage(format!(
+                    "output `{name}`: give one target: `path` (a file, or \"-\") or `connect`"
+                )));
+            }
+            if let Some(addr) = &out.connect {
+                if out.format == Some(Format::Csv) {
+                    return Err(RunError::Usage(format!(
+                        "output `{name}`: a TCP output writes JSON lines"
+                    )));
+                }
+                query.bind_output(
+                    stream,
+                    &punctual_adapters::TcpOutput,
+                    &punctual_adapters::TcpOutputConfig {
+                        connect: addr.clone(),
+                    },
+                )?;
+                continue;
+            }
             match format_of(&out.path, out.format) {
                 Format::Jsonl => query.bind_output(
                     stream,
@@ -489,7 +539,7 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
 /// Creates one input stream as the job reads it: CSV or JSON lines; flat records timed by
 /// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
 /// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for).
-fn create_input(
+async fn create_input(
     query: &mut punctual_adapters::Query,
     u: &InputUse,
     input: &JobInput,
@@ -531,10 +581,17 @@ fn create_input(
         AdvanceTimePolicy::Drop
     });
     let mut builder = AdvanceTimeSettings::builder().policy(policy);
+    let has_import = import.is_some();
     if let Some(from) = import {
         builder = builder.import(AdvanceTimeImportSettings::new(from));
     }
+    if input.watermark.is_some() && (input.generate.is_some() || input.delay.is_some()) {
+        return Err(usage(
+            "give `watermark`, `delay` or `generate`, one of them".into(),
+        ));
+    }
     let generation = match (&input.generate, input.delay) {
+        _ if input.watermark.is_some() => None,
         (Some(_), Some(_)) => return Err(usage("give `delay` or `generate`, not both".into())),
         (Some(g), None) => {
             let b = match (g.every, g.duration) {
@@ -562,16 +619,63 @@ fn create_input(
         ),
         (None, _) => None,
     };
+    let generation_or_import = generation.is_some() || has_import;
     if let Some(g) = generation {
         builder = builder.generation(g);
     }
-    let settings = builder.build().map_err(|e| usage(e.to_string()))?;
+    let settings = if generation_or_import {
+        builder.build().map_err(|e| usage(e.to_string()))?
+    } else {
+        AdvanceTimeSettings::policy_only(policy)
+    };
     let mut options = InputOptions::new(u.name.clone(), shape).settings(settings);
+    if let Some(w) = &input.watermark {
+        let mut strategy = punctual_policies::Watermark::<Row>::bounded(w.bounded)
+            .policy(policy)
+            .final_cti(w.final_cti);
+        if let Some(t) = w.idle_timeout {
+            strategy = strategy.idle_timeout(t);
+        }
+        options = options.watermark(strategy);
+    }
     if reference {
         // Read first: the other inputs start once it is in.
         options = options.reference();
     }
     let time_format = input.time_format.unwrap_or(TimeFormat::Auto);
+    let sources = [
+        !input.path.as_os_str().is_empty(),
+        input.connect.is_some(),
+        input.listen.is_some(),
+    ];
+    if sources.iter().filter(|&&s| s).count() != 1 {
+        return Err(usage(
+            "give one source: `path` (a file, or \"-\"), `connect` or `listen`".into(),
+        ));
+    }
+    if input.connect.is_some() || input.listen.is_some() {
+        if time.is_some() || input.format == Some(Format::Csv) || input.stream.is_some() {
+            return Err(usage(
+                "a TCP input reads JSON-lines items ({\"kind\":\"point\",\"start\":...}); flat records, CSV and `stream` are for files".into(),
+            ));
+        }
+        let stream = if let Some(addr) = &input.connect {
+            query.create_stream::<_, Row, _, _>(
+                options,
+                &punctual_adapters::TcpClientInput,
+                &punctual_adapters::TcpClientConfig {
+                    connect: addr.clone(),
+                },
+            )?
+        } else {
+            let addr = input.listen.as_deref().unwrap_or_default();
+            let server = punctual_adapters::TcpServerInput::bind(addr)
+                .await
+                .map_err(|e| usage(e.to_string()))?;
+            query.create_stream::<_, Row, _, _>(options, &server, &())?
+        };
+        return Ok((stream, input.fields.clone()));
+    }
     match format_of(&input.path, input.format) {
         Format::Csv => {
             if input.stream.is_some() {
