@@ -17,6 +17,8 @@ pub(crate) enum AggFn {
     Max(E),
     /// The member first by the order (descending if `true`), as a record.
     TopOne(E, bool),
+    /// The first `k` members by the order, as a list of `{rank, value}` records.
+    CollectTop(usize, E, bool),
 }
 
 impl AggFn {
@@ -24,7 +26,7 @@ impl AggFn {
     pub(crate) fn is_aggregate(name: &str) -> bool {
         matches!(
             name.to_ascii_lowercase().as_str(),
-            "count" | "sum" | "avg" | "min" | "max" | "topone"
+            "count" | "sum" | "avg" | "min" | "max" | "topone" | "collecttop"
         )
     }
 }
@@ -38,6 +40,8 @@ pub(crate) enum AggState {
     Avg(f64, u64),
     Extremum(Option<Value>),
     Top(Option<(Value, Row)>),
+    /// The first members so far, in order.
+    Tops(Vec<(Value, Row)>),
 }
 
 /// A grouped query's aggregates, computed together.
@@ -61,6 +65,7 @@ impl Aggregate<Row> for SqlAggs {
                 AggFn::Avg(_) => AggState::Avg(0.0, 0),
                 AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
                 AggFn::TopOne(..) => AggState::Top(None),
+                AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
             })
             .collect()
     }
@@ -131,6 +136,18 @@ impl Aggregate<Row> for SqlAggs {
                         *cur = Some((v, row.clone()));
                     }
                 }
+                (AggFn::CollectTop(k, e, desc), AggState::Tops(tops)) => {
+                    let v = eval(e, row);
+                    // After every member it comes after (ties keep the first first).
+                    let at = tops.partition_point(|(c, _)| {
+                        compare_values(&v, c)
+                            .is_none_or(|o| if *desc { o.is_le() } else { o.is_ge() })
+                    });
+                    if at < *k {
+                        tops.insert(at, (v, row.clone()));
+                        tops.truncate(*k);
+                    }
+                }
                 _ => {}
             }
         }
@@ -150,6 +167,18 @@ impl Aggregate<Row> for SqlAggs {
                 AggState::Top(v) => v
                     .as_ref()
                     .map_or(Value::Null, |(_, r)| Value::Row(r.clone())),
+                AggState::Tops(tops) => Value::List(
+                    tops.iter()
+                        .enumerate()
+                        .map(|(i, (_, r))| {
+                            Value::Row(
+                                Row::new()
+                                    .with("rank", Value::Int(i as i64 + 1))
+                                    .with("value", Value::Row(r.clone())),
+                            )
+                        })
+                        .collect(),
+                ),
             })
             .collect()
     }

@@ -410,6 +410,23 @@ fn compile(
                     ("avg", _) => AggFn::Avg(one(args)?),
                     ("min", _) => AggFn::Min(one(args)?),
                     ("max", _) => AggFn::Max(one(args)?),
+                    ("collecttop", _) => {
+                        let Some((o, desc)) = order else {
+                            return Err(err(
+                                name.pos,
+                                "CollectTop needs an order: CollectTop(k) OVER (ORDER BY expr [DESC])",
+                            ));
+                        };
+                        let k = match args.as_slice() {
+                            [a] => constant(a)?,
+                            _ => return Err(err(name.pos, "CollectTop takes one argument: how many")),
+                        };
+                        let Some(k) = usize::try_from(k).ok().filter(|&k| (1..=10_000).contains(&k))
+                        else {
+                            return Err(err(args[0].pos, "CollectTop takes 1 to 10000 members"));
+                        };
+                        AggFn::CollectTop(k, member(o)?, *desc)
+                    }
                     _ => {
                         let Some((o, desc)) = order else {
                             return Err(err(
@@ -426,8 +443,8 @@ fn compile(
                 if *star && lower != "count" {
                     return Err(err(name.pos, "only COUNT takes *"));
                 }
-                if order.is_some() && lower != "topone" {
-                    return Err(err(name.pos, "only TopOne takes OVER (ORDER BY ...)"));
+                if order.is_some() && lower != "topone" && lower != "collecttop" {
+                    return Err(err(name.pos, "only TopOne and CollectTop take OVER (ORDER BY ...)"));
                 }
                 g.aggs.push(f);
                 return Ok(E::Agg(g.aggs.len() - 1));
@@ -436,7 +453,7 @@ fn compile(
                 return Err(err(
                     name.pos,
                     format!(
-                        "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne)",
+                        "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
                         name.name
                     ),
                 ));

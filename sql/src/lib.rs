@@ -30,7 +30,8 @@
 //!   CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING,
 //!   POWER, SQRT, SIGN, COALESCE.
 //! - Aggregates: `COUNT(*)`, `COUNT(e)` (non-null values), `SUM`, `AVG`, `MIN`, `MAX`,
-//!   `TopOne() OVER (ORDER BY e [DESC])` (the first member, as a record); with a window in
+//!   `TopOne() OVER (ORDER BY e [DESC])` (the first member, as a record), `CollectTop(k) OVER
+//!   (ORDER BY e [DESC])` (the first `k`, as a list of `{rank, value}` records); with a window in
 //!   `GROUP BY`: `TumblingWindow(unit, size [, offset])`, `HoppingWindow(unit, size, hop [,
 //!   offset])`, `SlidingWindow(unit, size)`, `SnapshotWindow()`. Units: `day`, `hour`,
 //!   `minute`, `second`, `millisecond`, `microsecond` (and their Stream Analytics

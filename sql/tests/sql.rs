@@ -779,3 +779,43 @@ proptest! {
         prop_assert_eq!(out["plain"].last(), Some(&StreamItem::Cti(Time::INF)));
     }
 }
+
+#[test]
+fn collect_top_keeps_the_first_k_by_the_order() {
+    let out = run(
+        "SELECT CollectTop(2) OVER (ORDER BY v DESC) AS top FROM readings GROUP BY TumblingWindow(second, 10)",
+        &[("readings", ended(vec![reading(1.0, "a", 5), reading(2.0, "b", 9), reading(3.0, "c", 5), reading(4.0, "d", 1)]))],
+    );
+    let got = events(&out["output"]);
+    let top = |rank: i64, d: &str, v: i64| {
+        Value::Row(row(&[
+            ("rank", Value::Int(rank)),
+            (
+                "value",
+                Value::Row(row(&[
+                    ("device", Value::Str(d.into())),
+                    ("v", Value::Int(v)),
+                ])),
+            ),
+        ]))
+    };
+    assert_eq!(got.len(), 1);
+    // 9 first; of the two 5s, the first to arrive.
+    assert_eq!(
+        got[0].2.get("top"),
+        Some(&Value::List(vec![top(1, "b", 9), top(2, "a", 5)]))
+    );
+    let e = build_err(
+        "SELECT CollectTop(0) OVER (ORDER BY v) AS t FROM readings GROUP BY TumblingWindow(second, 1)",
+        &["v"],
+    );
+    assert!(
+        e.contains("column 19: CollectTop takes 1 to 10000 members"),
+        "{e}"
+    );
+    let e = build_err(
+        "SELECT CollectTop(2) AS t FROM readings GROUP BY TumblingWindow(second, 1)",
+        &["v"],
+    );
+    assert!(e.contains("CollectTop needs an order"), "{e}");
+}
