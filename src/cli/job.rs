@@ -81,6 +81,12 @@ pub(super) struct JobInput {
     /// send; the job then runs until stopped (Ctrl-C).
     #[serde(default)]
     pub(super) listen: Option<String>,
+    /// Or a Kafka topic (`{ brokers, topic, group_id, until_end }`; the `kafka` feature).
+    #[serde(default)]
+    pub(super) kafka: Option<toml::Table>,
+    /// Or an MQTT topic (`{ host, port, topic, client_id, qos }`; the `mqtt` feature).
+    #[serde(default)]
+    pub(super) mqtt: Option<toml::Table>,
     /// `jsonl` or `csv` (default: by the file's extension).
     #[serde(default)]
     pub(super) format: Option<Format>,
@@ -148,6 +154,12 @@ pub(super) struct JobOutput {
     /// Or a TCP server to connect to (`host:port`) and write the JSON lines to.
     #[serde(default)]
     pub(super) connect: Option<String>,
+    /// Or a Kafka topic (the `kafka` feature).
+    #[serde(default)]
+    pub(super) kafka: Option<toml::Table>,
+    /// Or an MQTT topic (the `mqtt` feature).
+    #[serde(default)]
+    pub(super) mqtt: Option<toml::Table>,
     /// `jsonl` (default) or `csv`.
     #[serde(default)]
     pub(super) format: Option<Format>,
@@ -390,10 +402,25 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
                 t.output(&mut query, name, stream)?;
             }
             let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
-            if out.path.as_os_str().is_empty() == out.connect.is_none() {
+            let targets = [
+                !out.path.as_os_str().is_empty(),
+                out.connect.is_some(),
+                out.kafka.is_some(),
+                out.mqtt.is_some(),
+            ];
+            if targets.iter().filter(|&&t| t).count() != 1 {
                 return Err(RunError::Usage(format!(
-                    "output `{name}`: give one target: `path` (a file, or \"-\") or `connect`"
+                    "output `{name}`: give one target: `path` (a file, or \"-\"), `connect`, `kafka` or `mqtt`"
                 )));
+            }
+            let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
+            if let Some(table) = &out.kafka {
+                broker_input::kafka_output(&mut query, stream, table).map_err(bad)?;
+                continue;
+            }
+            if let Some(table) = &out.mqtt {
+                broker_input::mqtt_output(&mut query, stream, table).map_err(bad)?;
+                continue;
             }
             if let Some(addr) = &out.connect {
                 if out.format == Some(Format::Csv) {
@@ -647,11 +674,28 @@ async fn create_input(
         !input.path.as_os_str().is_empty(),
         input.connect.is_some(),
         input.listen.is_some(),
+        input.kafka.is_some(),
+        input.mqtt.is_some(),
     ];
     if sources.iter().filter(|&&s| s).count() != 1 {
         return Err(usage(
-            "give one source: `path` (a file, or \"-\"), `connect` or `listen`".into(),
+            "give one source: `path` (a file, or \"-\"), `connect`, `listen`, `kafka` or `mqtt`"
+                .into(),
         ));
+    }
+    let broker = input.kafka.is_some() || input.mqtt.is_some();
+    if broker && (time.is_some() || input.format == Some(Format::Csv) || input.stream.is_some()) {
+        return Err(usage(
+            "a Kafka or MQTT input reads JSON-lines items ({\"kind\":\"point\",\"start\":...}); flat records, CSV and `stream` are for files".into(),
+        ));
+    }
+    if let Some(table) = &input.kafka {
+        let stream = broker_input::kafka(query, options, table).map_err(usage)?;
+        return Ok((stream, input.fields.clone()));
+    }
+    if let Some(table) = &input.mqtt {
+        let stream = broker_input::mqtt(query, options, table).map_err(usage)?;
+        return Ok((stream, input.fields.clone()));
     }
     if input.connect.is_some() || input.listen.is_some() {
         if time.is_some() || input.format == Some(Format::Csv) || input.stream.is_some() {
@@ -724,6 +768,108 @@ async fn create_input(
             }
             let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
             Ok((stream, fields))
+        }
+    }
+}
+
+/// Kafka and MQTT sources and targets, present when the build has the feature.
+mod broker_input {
+    use punctual_adapters::{InputOptions, Query};
+    use punctual_core::ops::Stream;
+    use punctual_core::Row;
+
+    #[cfg(any(feature = "kafka", feature = "mqtt"))]
+    fn config<C: serde::de::DeserializeOwned>(
+        table: &toml::Table,
+        what: &str,
+    ) -> Result<C, String> {
+        toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("{what}: {}", e.message()))
+    }
+
+    #[cfg(any(not(feature = "kafka"), not(feature = "mqtt")))]
+    fn missing(feature: &str) -> String {
+        format!("this punctual was built without {feature}: install it with `cargo install --path . --features {feature}`")
+    }
+
+    /// A Kafka input.
+    pub(super) fn kafka(
+        query: &mut Query,
+        options: InputOptions,
+        table: &toml::Table,
+    ) -> Result<Stream<Row>, String> {
+        #[cfg(feature = "kafka")]
+        {
+            let c: punctual_adapters::KafkaConfig = config(table, "kafka")?;
+            query
+                .create_stream::<_, Row, _, _>(options, &punctual_adapters::KafkaInput, &c)
+                .map_err(|e| e.to_string())
+        }
+        #[cfg(not(feature = "kafka"))]
+        {
+            let _ = (query, options, table);
+            Err(missing("kafka"))
+        }
+    }
+
+    /// An MQTT input.
+    pub(super) fn mqtt(
+        query: &mut Query,
+        options: InputOptions,
+        table: &toml::Table,
+    ) -> Result<Stream<Row>, String> {
+        #[cfg(feature = "mqtt")]
+        {
+            let c: punctual_adapters::MqttConfig = config(table, "mqtt")?;
+            query
+                .create_stream::<_, Row, _, _>(options, &punctual_adapters::MqttInput, &c)
+                .map_err(|e| e.to_string())
+        }
+        #[cfg(not(feature = "mqtt"))]
+        {
+            let _ = (query, options, table);
+            Err(missing("mqtt"))
+        }
+    }
+
+    /// A Kafka output.
+    pub(super) fn kafka_output(
+        query: &mut Query,
+        stream: &Stream<Row>,
+        table: &toml::Table,
+    ) -> Result<(), String> {
+        #[cfg(feature = "kafka")]
+        {
+            let c: punctual_adapters::KafkaConfig = config(table, "kafka")?;
+            query
+                .bind_output(stream, &punctual_adapters::KafkaOutput, &c)
+                .map_err(|e| e.to_string())
+        }
+        #[cfg(not(feature = "kafka"))]
+        {
+            let _ = (query, stream, table);
+            Err(missing("kafka"))
+        }
+    }
+
+    /// An MQTT output.
+    pub(super) fn mqtt_output(
+        query: &mut Query,
+        stream: &Stream<Row>,
+        table: &toml::Table,
+    ) -> Result<(), String> {
+        #[cfg(feature = "mqtt")]
+        {
+            let c: punctual_adapters::MqttConfig = config(table, "mqtt")?;
+            query
+                .bind_output(stream, &punctual_adapters::MqttOutput, &c)
+                .map_err(|e| e.to_string())
+        }
+        #[cfg(not(feature = "mqtt"))]
+        {
+            let _ = (query, stream, table);
+            Err(missing("mqtt"))
         }
     }
 }

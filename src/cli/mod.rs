@@ -70,10 +70,11 @@ USAGE:
                                  500 events of each
     punctual job JOB.toml [--timeline FILE.svg]
                                  the same from a job file naming the query, its inputs
-                                 ([inputs.NAME]: path, connect or listen (TCP), format, time,
+                                 ([inputs.NAME]: path, connect or listen (TCP), kafka or
+                                 mqtt (with the features of those names), format, time,
                                  time_format, delay, generate or watermark, policy, import,
                                  reference, stream, fields) and outputs ([outputs.NAME]:
-                                 path or connect, format, time_format);
+                                 path, connect, kafka or mqtt, format, time_format);
                                  unknown keys are errors
     punctual timeline CASE_DIR [-o FILE.svg]
                                  run one case and draw its inputs and output on one time

@@ -141,6 +141,8 @@ pub(super) fn cmd_query(q: &QueryArgs, err: &mut dyn Write) -> u8 {
     let output = |path: &PathBuf| JobOutput {
         path: path.clone(),
         connect: None,
+        kafka: None,
+        mqtt: None,
         format: None,
         time_format: Some(q.time_format.unwrap_or(TimeFormat::Rfc3339)),
     };

@@ -1,0 +1,187 @@
+//! Job files with Kafka and MQTT inputs and outputs (features `kafka`, `mqtt`; `.ci/run` runs
+//! them): Kafka against librdkafka's in-process mock cluster, MQTT against a mosquitto broker
+//! started on a loopback port. Without the features, a job naming them is refused with the way
+//! to get them.
+
+use std::path::PathBuf;
+
+use punctual::cli::main;
+
+fn cli(args: &[&str]) -> (u8, String) {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = main(&args, &mut out, &mut err);
+    (code, String::from_utf8_lossy(&err).into_owned())
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("punctual-job-brokers-{}", std::process::id()))
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[cfg(not(feature = "kafka"))]
+#[test]
+fn without_the_feature_a_kafka_job_says_how_to_get_it() {
+    let dir = temp_dir("no-kafka");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r\"\n[inputs.r]\nkafka = { brokers = \"localhost:9092\", topic = \"r\" }\n[outputs.output]\npath = \"-\"\n",
+    )
+    .expect("written");
+    let (code, err) = cli(&["job", &job.display().to_string()]);
+    assert_eq!(code, punctual::cli::EXIT_USAGE);
+    assert!(
+        err.contains(
+            "built without kafka: install it with `cargo install --path . --features kafka`"
+        ),
+        "{err}"
+    );
+}
+
+/// One job reads a topic and writes another; a second job reads that one to a file.
+#[cfg(feature = "kafka")]
+#[test]
+fn a_job_reads_and_writes_kafka_topics() {
+    use punctual::adapters::kafka::rdkafka::config::ClientConfig;
+    use punctual::adapters::kafka::rdkafka::mocking::MockCluster;
+    use punctual::adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
+    use std::time::Duration;
+
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("readings", 1, 1).expect("topic");
+    cluster.create_topic("big", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let producer: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .create()
+            .expect("producer");
+        for v in 1..=4 {
+            let line = format!("{{\"kind\":\"point\",\"start\":{v},\"payload\":{{\"v\":{v}}}}}");
+            producer
+                .send(
+                    FutureRecord::<(), str>::to("readings").payload(&line),
+                    Duration::from_secs(5),
+                )
+                .await
+                .expect("produced");
+        }
+    });
+    let dir = temp_dir("kafka");
+    let first = dir.join("first.toml");
+    std::fs::write(
+        &first,
+        format!(
+            "query = \"SELECT v * 10 AS w FROM r WHERE v > 2\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topic = \"readings\", until_end = true }}\n[outputs.output]\nkafka = {{ brokers = \"{brokers}\", topic = \"big\" }}\n"
+        ),
+    )
+    .expect("written");
+    let (code, err) = cli(&["job", &first.display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let second = dir.join("second.toml");
+    std::fs::write(
+        &second,
+        format!(
+            "query = \"SELECT w FROM big\"\n[inputs.big]\nkafka = {{ brokers = \"{brokers}\", topic = \"big\", until_end = true }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n"
+        ),
+    )
+    .expect("written");
+    let (code, err) = cli(&["job", &second.display().to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+    let values: Vec<i64> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["payload"]["w"].as_i64())
+        .collect();
+    assert_eq!(values, vec![30, 40], "{out}");
+    // A mistake in the table is named.
+    std::fs::write(
+        &first,
+        format!("query = \"SELECT v FROM r\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topik = \"readings\" }}\n[outputs.output]\npath = \"-\"\n"),
+    )
+    .expect("written");
+    let (code, err) = cli(&["job", &first.display().to_string()]);
+    assert_eq!(code, punctual::cli::EXIT_USAGE);
+    assert!(err.contains("kafka: unknown field `topik`"), "{err}");
+}
+
+/// A job reading an MQTT topic until its `eof` line, to a file.
+#[cfg(feature = "mqtt")]
+#[test]
+fn a_job_reads_an_mqtt_topic() {
+    use punctual::adapters::mqtt::rumqttc::{AsyncClient, MqttOptions, QoS};
+    use std::process::{Command, Stdio};
+    use std::time::Duration;
+
+    // A mosquitto broker on a free loopback port (`.ci/run` installs it), stopped at the end.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let dir = temp_dir("mqtt");
+    let conf = dir.join("mosquitto.conf");
+    std::fs::write(
+        &conf,
+        format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
+    )
+    .expect("written");
+    let mut broker = Command::new("mosquitto")
+        .arg("-c")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mosquitto must be installed (apt-get install mosquitto)");
+    let up = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "mosquitto listens");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "query = \"SELECT v FROM r WHERE v > 10\"\n[inputs.r]\nmqtt = {{ host = \"127.0.0.1\", port = {port}, topic = \"in\" }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n"
+        ),
+    )
+    .expect("written");
+    let job_path = job.display().to_string();
+    let running = std::thread::spawn(move || cli(&["job", &job_path]));
+    std::thread::sleep(Duration::from_millis(700)); // the job's subscription
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let mut opts = MqttOptions::new("job-test-pub", "127.0.0.1", port);
+        opts.set_keep_alive(Duration::from_secs(30));
+        let (publisher, mut events) = AsyncClient::new(opts, 64);
+        tokio::spawn(async move { while events.poll().await.is_ok() {} });
+        for (t, v) in [(1, 5), (2, 20), (3, 30)] {
+            let line = format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{{\"v\":{v}}}}}");
+            publisher
+                .publish("in", QoS::AtLeastOnce, false, line)
+                .await
+                .expect("publishes");
+        }
+        publisher
+            .publish("in", QoS::AtLeastOnce, false, "{\"kind\":\"eof\"}")
+            .await
+            .expect("publishes");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    });
+    let (code, err) = running.join().expect("the job ends");
+    let _ = broker.kill();
+    let _ = broker.wait();
+    assert_eq!(code, 0, "{err}");
+    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+    let values: Vec<i64> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["payload"]["v"].as_i64())
+        .collect();
+    assert_eq!(values, vec![20, 30], "{out}");
+}
