@@ -19,7 +19,7 @@ use punctual_sql::{InputUse, SqlQuery};
 
 use super::capture::Timeline;
 use super::letters::DeadLetters;
-use super::{closed_output, counters_line, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use super::{counters_line, EXIT_FAILED, EXIT_USAGE};
 
 /// A job file (see `docs/query-language.md`).
 #[derive(Debug, Default, Deserialize)]
@@ -415,11 +415,11 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
             }
             let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
             if let Some(table) = &out.kafka {
-                broker_input::kafka_output(&mut query, stream, table).map_err(bad)?;
+                super::brokers::kafka_output(&mut query, stream, table).map_err(bad)?;
                 continue;
             }
             if let Some(table) = &out.mqtt {
-                broker_input::mqtt_output(&mut query, stream, table).map_err(bad)?;
+                super::brokers::mqtt_output(&mut query, stream, table).map_err(bad)?;
                 continue;
             }
             if let Some(addr) = &out.connect {
@@ -536,22 +536,7 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
         all_bad
     };
     match ran {
-        Ok(Ok(r)) => {
-            if report(err, &r) {
-                EXIT_FAILED
-            } else {
-                EXIT_OK
-            }
-        }
-        Ok(Err(failure)) if closed_output(&failure.error) => {
-            report(err, &failure.report);
-            EXIT_OK
-        }
-        Ok(Err(failure)) => {
-            report(err, &failure.report);
-            let _ = writeln!(err, "error: {}", failure.error);
-            EXIT_FAILED
-        }
+        Ok(ended) => super::exit_code(ended, err, report),
         Err(RunError::Usage(message)) => {
             let _ = writeln!(err, "error: {message}");
             EXIT_USAGE
@@ -690,11 +675,11 @@ async fn create_input(
         ));
     }
     if let Some(table) = &input.kafka {
-        let stream = broker_input::kafka(query, options, table).map_err(usage)?;
+        let stream = super::brokers::kafka(query, options, table).map_err(usage)?;
         return Ok((stream, input.fields.clone()));
     }
     if let Some(table) = &input.mqtt {
-        let stream = broker_input::mqtt(query, options, table).map_err(usage)?;
+        let stream = super::brokers::mqtt(query, options, table).map_err(usage)?;
         return Ok((stream, input.fields.clone()));
     }
     if input.connect.is_some() || input.listen.is_some() {
@@ -768,108 +753,6 @@ async fn create_input(
             }
             let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
             Ok((stream, fields))
-        }
-    }
-}
-
-/// Kafka and MQTT sources and targets, present when the build has the feature.
-mod broker_input {
-    use punctual_adapters::{InputOptions, Query};
-    use punctual_core::ops::Stream;
-    use punctual_core::Row;
-
-    #[cfg(any(feature = "kafka", feature = "mqtt"))]
-    fn config<C: serde::de::DeserializeOwned>(
-        table: &toml::Table,
-        what: &str,
-    ) -> Result<C, String> {
-        toml::Value::Table(table.clone())
-            .try_into()
-            .map_err(|e: toml::de::Error| format!("{what}: {}", e.message()))
-    }
-
-    #[cfg(any(not(feature = "kafka"), not(feature = "mqtt")))]
-    fn missing(feature: &str) -> String {
-        format!("this punctual was built without {feature}: install it with `cargo install --path . --features {feature}`")
-    }
-
-    /// A Kafka input.
-    pub(super) fn kafka(
-        query: &mut Query,
-        options: InputOptions,
-        table: &toml::Table,
-    ) -> Result<Stream<Row>, String> {
-        #[cfg(feature = "kafka")]
-        {
-            let c: punctual_adapters::KafkaConfig = config(table, "kafka")?;
-            query
-                .create_stream::<_, Row, _, _>(options, &punctual_adapters::KafkaInput, &c)
-                .map_err(|e| e.to_string())
-        }
-        #[cfg(not(feature = "kafka"))]
-        {
-            let _ = (query, options, table);
-            Err(missing("kafka"))
-        }
-    }
-
-    /// An MQTT input.
-    pub(super) fn mqtt(
-        query: &mut Query,
-        options: InputOptions,
-        table: &toml::Table,
-    ) -> Result<Stream<Row>, String> {
-        #[cfg(feature = "mqtt")]
-        {
-            let c: punctual_adapters::MqttConfig = config(table, "mqtt")?;
-            query
-                .create_stream::<_, Row, _, _>(options, &punctual_adapters::MqttInput, &c)
-                .map_err(|e| e.to_string())
-        }
-        #[cfg(not(feature = "mqtt"))]
-        {
-            let _ = (query, options, table);
-            Err(missing("mqtt"))
-        }
-    }
-
-    /// A Kafka output.
-    pub(super) fn kafka_output(
-        query: &mut Query,
-        stream: &Stream<Row>,
-        table: &toml::Table,
-    ) -> Result<(), String> {
-        #[cfg(feature = "kafka")]
-        {
-            let c: punctual_adapters::KafkaConfig = config(table, "kafka")?;
-            query
-                .bind_output(stream, &punctual_adapters::KafkaOutput, &c)
-                .map_err(|e| e.to_string())
-        }
-        #[cfg(not(feature = "kafka"))]
-        {
-            let _ = (query, stream, table);
-            Err(missing("kafka"))
-        }
-    }
-
-    /// An MQTT output.
-    pub(super) fn mqtt_output(
-        query: &mut Query,
-        stream: &Stream<Row>,
-        table: &toml::Table,
-    ) -> Result<(), String> {
-        #[cfg(feature = "mqtt")]
-        {
-            let c: punctual_adapters::MqttConfig = config(table, "mqtt")?;
-            query
-                .bind_output(stream, &punctual_adapters::MqttOutput, &c)
-                .map_err(|e| e.to_string())
-        }
-        #[cfg(not(feature = "mqtt"))]
-        {
-            let _ = (query, stream, table);
-            Err(missing("mqtt"))
         }
     }
 }

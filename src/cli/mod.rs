@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::conformance::{find_cases, run_case};
 
+mod brokers;
 mod capture;
 mod job;
 mod letters;
@@ -244,6 +245,35 @@ fn counters_line(
 /// A duration flag's value: `5s`, `250ms`, `1h30m`, or a number of ticks.
 fn duration(flag: &str, text: &str) -> Result<punctual_core::TimeSpan, String> {
     text.parse().map_err(|e| format!("{flag}: {e}"))
+}
+
+/// The exit code of a query that ran: `report` prints what it did (counters, dead letters) and
+/// says whether it read nothing but malformed lines (a failure). A closed output (the reader of
+/// a pipe went away, as `| head` does) is a normal end.
+fn exit_code(
+    ended: Result<punctual_adapters::QueryReport, punctual_adapters::QueryFailure>,
+    err: &mut dyn Write,
+    report: impl Fn(&mut dyn Write, &punctual_adapters::QueryReport) -> bool,
+) -> u8 {
+    match ended {
+        Ok(r) => {
+            if report(err, &r) {
+                EXIT_FAILED
+            } else {
+                EXIT_OK
+            }
+        }
+        Err(failure) if closed_output(&failure.error) => {
+            report(err, &failure.report);
+            EXIT_OK
+        }
+        Err(failure) => {
+            // What the run did until it failed, then why.
+            report(err, &failure.report);
+            let _ = writeln!(err, "error: {}", failure.error);
+            EXIT_FAILED
+        }
+    }
 }
 
 /// Whether a query failed because its output's reader is gone (a broken pipe).

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::letters::DeadLetters;
-use super::{closed_output, counters_line, EXIT_FAILED, EXIT_OK};
+use super::{counters_line, EXIT_FAILED};
 
 /// The arguments of `punctual pipe`.
 #[derive(Debug, Default, PartialEq)]
@@ -256,24 +256,7 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         }
     }
     match ran {
-        Ok(Ok(report)) => {
-            if print_counters(err, &report) {
-                EXIT_FAILED
-            } else {
-                EXIT_OK
-            }
-        }
-        Ok(Err(failure)) if closed_output(&failure.error) => {
-            // The reader of the output went away (`| head`): a normal end, as for any filter.
-            print_counters(err, &failure.report);
-            EXIT_OK
-        }
-        Ok(Err(failure)) => {
-            // What the run did until it failed, then why.
-            print_counters(err, &failure.report);
-            let _ = writeln!(err, "error: {}", failure.error);
-            EXIT_FAILED
-        }
+        Ok(ended) => super::exit_code(ended, err, print_counters),
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             EXIT_FAILED

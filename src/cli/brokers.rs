@@ -1,0 +1,98 @@
+//! Kafka and MQTT sources and targets of jobs, present when the build has the feature of
+//! that name (a job naming one in a build without says how to get it).
+
+use punctual_adapters::{InputOptions, Query};
+use punctual_core::ops::Stream;
+use punctual_core::Row;
+
+#[cfg(any(feature = "kafka", feature = "mqtt"))]
+fn config<C: serde::de::DeserializeOwned>(table: &toml::Table, what: &str) -> Result<C, String> {
+    toml::Value::Table(table.clone())
+        .try_into()
+        .map_err(|e: toml::de::Error| format!("{what}: {}", e.message()))
+}
+
+#[cfg(any(not(feature = "kafka"), not(feature = "mqtt")))]
+fn missing(feature: &str) -> String {
+    format!("this punctual was built without {feature}: install it with `cargo install --path . --features {feature}`")
+}
+
+/// A Kafka input.
+pub(super) fn kafka(
+    query: &mut Query,
+    options: InputOptions,
+    table: &toml::Table,
+) -> Result<Stream<Row>, String> {
+    #[cfg(feature = "kafka")]
+    {
+        let c: punctual_adapters::KafkaConfig = config(table, "kafka")?;
+        query
+            .create_stream::<_, Row, _, _>(options, &punctual_adapters::KafkaInput, &c)
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "kafka"))]
+    {
+        let _ = (query, options, table);
+        Err(missing("kafka"))
+    }
+}
+
+/// An MQTT input.
+pub(super) fn mqtt(
+    query: &mut Query,
+    options: InputOptions,
+    table: &toml::Table,
+) -> Result<Stream<Row>, String> {
+    #[cfg(feature = "mqtt")]
+    {
+        let c: punctual_adapters::MqttConfig = config(table, "mqtt")?;
+        query
+            .create_stream::<_, Row, _, _>(options, &punctual_adapters::MqttInput, &c)
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "mqtt"))]
+    {
+        let _ = (query, options, table);
+        Err(missing("mqtt"))
+    }
+}
+
+/// A Kafka output.
+pub(super) fn kafka_output(
+    query: &mut Query,
+    stream: &Stream<Row>,
+    table: &toml::Table,
+) -> Result<(), String> {
+    #[cfg(feature = "kafka")]
+    {
+        let c: punctual_adapters::KafkaConfig = config(table, "kafka")?;
+        query
+            .bind_output(stream, &punctual_adapters::KafkaOutput, &c)
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "kafka"))]
+    {
+        let _ = (query, stream, table);
+        Err(missing("kafka"))
+    }
+}
+
+/// An MQTT output.
+pub(super) fn mqtt_output(
+    query: &mut Query,
+    stream: &Stream<Row>,
+    table: &toml::Table,
+) -> Result<(), String> {
+    #[cfg(feature = "mqtt")]
+    {
+        let c: punctual_adapters::MqttConfig = config(table, "mqtt")?;
+        query
+            .bind_output(stream, &punctual_adapters::MqttOutput, &c)
+            .map_err(|e| e.to_string())
+    }
+    #[cfg(not(feature = "mqtt"))]
+    {
+        let _ = (query, stream, table);
+        Err(missing("mqtt"))
+    }
+}
