@@ -36,10 +36,12 @@ pub enum Value {
     Row(Row),
 }
 
-/// Named values in insertion order; compared as a map.
+/// Named values in insertion order; compared as a map. Cloning a row is cheap (its fields are
+/// shared, and copied on the first change), so operators that keep and repeat rows do not
+/// copy them.
 #[derive(Clone, Debug, Default)]
 pub struct Row {
-    fields: Vec<(String, Value)>,
+    fields: std::sync::Arc<Vec<(String, Value)>>,
 }
 
 impl Value {
@@ -82,10 +84,11 @@ impl Value {
                 Value::List(a.into_iter().map(Value::from_json).collect())
             }
             serde_json::Value::Object(o) => Value::Row(Row {
-                fields: o
-                    .into_iter()
-                    .map(|(k, v)| (k, Value::from_json(v)))
-                    .collect(),
+                fields: std::sync::Arc::new(
+                    o.into_iter()
+                        .map(|(k, v)| (k, Value::from_json(v)))
+                        .collect(),
+                ),
             }),
         }
     }
@@ -151,7 +154,7 @@ impl std::hash::Hash for Row {
     /// Order-insensitive, like `==`.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         let mut acc = 0u64;
-        for (k, v) in &self.fields {
+        for (k, v) in self.fields.iter() {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             (k, v).hash(&mut h);
             acc = acc.wrapping_add(std::hash::Hasher::finish(&h));
@@ -205,9 +208,10 @@ impl Row {
     pub fn set(&mut self, field: impl Into<String>, value: impl Into<Value>) {
         let field = field.into();
         let value = value.into();
-        match self.fields.iter_mut().find(|(k, _)| *k == field) {
+        let fields = std::sync::Arc::make_mut(&mut self.fields);
+        match fields.iter_mut().find(|(k, _)| *k == field) {
             Some(slot) => slot.1 = value,
-            None => self.fields.push((field, value)),
+            None => fields.push((field, value)),
         }
     }
 

@@ -525,6 +525,14 @@ fn item_name(e: &Expr, alias: &Option<Ident>, n: usize) -> String {
     }
 }
 
+/// A group's key: one value (no allocation per event for the common case of one key or none),
+/// or several.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum GroupKey {
+    One(Value),
+    Many(Vec<Value>),
+}
+
 /// The result of a grouped query before its select list: the group's keys and aggregates.
 #[derive(Clone, Debug, PartialEq)]
 struct Group {
@@ -989,13 +997,18 @@ impl Compiler<'_> {
         };
         let mut groups = windowed
             .group_by(move |r: &Row| {
-                key_exprs
-                    .iter()
-                    .map(|k| k.eval(Ctx::row(r, Time::NEG_INF)))
-                    .collect::<Vec<Value>>()
+                let cx = Ctx::row(r, Time::NEG_INF);
+                match key_exprs.as_slice() {
+                    [] => GroupKey::One(Value::Null),
+                    [one] => GroupKey::One(one.eval(cx)),
+                    many => GroupKey::Many(many.iter().map(|k| k.eval(cx)).collect()),
+                }
             })
-            .aggregate_into(aggs, |k: &Vec<Value>, aggs| Group {
-                keys: k.clone(),
+            .aggregate_into(aggs, |k: &GroupKey, aggs| Group {
+                keys: match k {
+                    GroupKey::One(v) => vec![v.clone()],
+                    GroupKey::Many(vs) => vs.clone(),
+                },
                 aggs,
             });
         if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N]
-//!                [--cti N] [--delay-ms N]
+//!                [--cti N] [--delay-ms N] [--sql]
 //! ```
 //!
 //! Each query is built with the public API only: a [`Query`], the fast stream created from the
@@ -19,6 +19,11 @@
 //! starts, from the library's [`MemoryInput`]; it imports the fast stream's CTIs (`Adjust`).
 //! It is created first, and the query runs on a current-thread runtime, so that every version
 //! is in before the fast stream's first CTI.
+//!
+//! With `--sql`, each query is written in the query language instead (`punctual::sql`), over
+//! rows (`Row` payloads with the fields `value` and `key`): the same operators, with dynamic
+//! payloads and compiled expressions in place of typed closures. It measures what a user of
+//! `punctual query` or a job file gets, apart from reading the files.
 //!
 //! Timestamps are the files' milliseconds converted to ticks. Loading the files is not timed;
 //! the timing covers building the query, replaying and draining, in wall-clock and in CPU time
@@ -209,6 +214,74 @@ impl Run<'_> {
     }
 }
 
+impl Run<'_> {
+    /// The query written in the query language, over rows; returns its totals.
+    async fn sql<O: Order>(&self, name: &str, fast: InputOptions<O>) -> Result<Totals, String> {
+        use punctual::sql::{SqlInput, SqlQuery};
+        let e = |e: punctual::adapters::QueryError| e.to_string();
+        let text = match name {
+            "filter" => "SELECT value FROM fast WHERE value >= 500000",
+            "window" => "SELECT key, COUNT(*) + SUM(value) AS x FROM fast GROUP BY key, TumblingWindow(second, 1)",
+            "join" => "SELECT f.value * r.value AS x FROM fast f JOIN reference r ON f.key = r.key",
+            other => return Err(format!("unknown query `{other}` (filter, window or join)")),
+        };
+        let sql = SqlQuery::parse(text).map_err(|e| e.show(text))?;
+        let mut query = Query::new(name);
+        let row =
+            |value: i64, key: u32| Row::new().with("value", value).with("key", i64::from(key));
+        let reference = if name == "join" {
+            let import = AdvanceTimeSettings::builder()
+                .import(AdvanceTimeImportSettings::new("fast"))
+                .policy(AdvanceTimePolicy::Adjust)
+                .build()
+                .map_err(|e| e.to_string())?;
+            let versions: Vec<StreamItem<Row>> = versions(self.reference)
+                .into_iter()
+                .map(|i| match i {
+                    StreamItem::Insert(ev) => StreamItem::Insert(Event {
+                        kind: ev.kind,
+                        payload: row(ev.payload.0, ev.payload.1),
+                    }),
+                    StreamItem::Cti(t) => StreamItem::Cti(t),
+                })
+                .collect();
+            let options = InputOptions::new("reference", EventShape::Edge).settings(import);
+            Some(
+                query
+                    .create_stream(options, &MemoryInput, &versions)
+                    .map_err(e)?,
+            )
+        } else {
+            None
+        };
+        let replay = RecordsInput::new(
+            Arc::clone(self.events),
+            |r: &Record| ms(r.0),
+            move |r: &Record| row(r.1, r.2),
+        )
+        .block(self.cti as usize);
+        let fast = fast.settings(settings(self.cti, self.delay)?);
+        let readings = query
+            .create_stream(fast, &replay, &())
+            .map_err(e)?
+            .ordered();
+        let mut inputs = vec![SqlInput::new("fast", &readings)];
+        if let Some(r) = &reference {
+            inputs.push(SqlInput::new("reference", r));
+        }
+        let outputs = sql.build(&inputs).map_err(|e| e.show(text))?;
+        let field = if name == "filter" { "value" } else { "x" };
+        let out = Checksum::new(move |sum: u64, r: &Row| {
+            sum.wrapping_add(r.get(field).and_then(|v| v.as_i64()).unwrap_or(0) as u64)
+        });
+        for (_, stream) in &outputs {
+            query.bind_output(stream, &out, &()).map_err(e)?;
+        }
+        run(query).await?;
+        Ok(out.totals())
+    }
+}
+
 async fn run(query: Query) -> Result<(), String> {
     let running = query.start().map_err(|e| e.to_string())?;
     running.wait().await.map_err(|e| e.to_string())?;
@@ -255,7 +328,7 @@ fn main_inner() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N] [--cti N] [--delay-ms N]"
+            "punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N] [--cti N] [--delay-ms N] [--sql]"
         );
         return Ok(true);
     }
@@ -263,6 +336,7 @@ fn main_inner() -> Result<bool, String> {
     let order: String = arg(&args, "--order", "arrival".to_string())?;
     let dir: String = arg(&args, "--data", "data".to_string())?;
     let reps: usize = arg(&args, "--reps", 5)?;
+    let sql = args.iter().any(|a| a == "--sql");
     let t = Instant::now();
     let events: Arc<[Record]> = load(&format!("{dir}/events.bin"))?.into();
     let reference = load(&format!("{dir}/reference.bin"))?;
@@ -288,10 +362,12 @@ fn main_inner() -> Result<bool, String> {
         let start = Instant::now();
         let cpu = ProcessTime::now();
         let fast = InputOptions::new("fast", EventShape::Point);
-        let (out, checksum) = match order.as_str() {
-            "arrival" => runtime.block_on(run.query(&query, fast.unordered()))?,
-            "ordered" => runtime.block_on(run.query(&query, fast))?,
-            other => return Err(format!("unknown order `{other}` (arrival or ordered)")),
+        let (out, checksum) = match (order.as_str(), sql) {
+            ("arrival", false) => runtime.block_on(run.query(&query, fast.unordered()))?,
+            ("ordered", false) => runtime.block_on(run.query(&query, fast))?,
+            ("arrival", true) => runtime.block_on(run.sql(&query, fast.unordered()))?,
+            ("ordered", true) => runtime.block_on(run.sql(&query, fast))?,
+            (other, _) => return Err(format!("unknown order `{other}` (arrival or ordered)")),
         };
         let secs = start.elapsed().as_secs_f64();
         let cpu_s = cpu.elapsed().as_secs_f64();
@@ -316,7 +392,8 @@ fn main_inner() -> Result<bool, String> {
     rates.sort_by(f64::total_cmp);
     cpu_rates.sort_by(f64::total_cmp);
     println!(
-        "SUMMARY peer=punctual query={query} order={order} workers=1 cti={} median_events_per_s={:.0} median_events_per_cpu_s={:.0} min={:.0} max={:.0}",
+        "SUMMARY peer={} query={query} order={order} workers=1 cti={} median_events_per_s={:.0} median_events_per_cpu_s={:.0} min={:.0} max={:.0}",
+        if sql { "punctual-sql" } else { "punctual" },
         run.cti,
         rates[rates.len() / 2],
         cpu_rates[cpu_rates.len() / 2],
