@@ -82,7 +82,9 @@ mod aggs;
 pub mod ast;
 mod compile;
 mod eval;
+mod lower;
 mod parse;
+mod scope;
 
 use std::collections::HashMap;
 

@@ -1,0 +1,234 @@
+//! Expressions compiled: fields resolved in a scope, and in a grouped select, group keys and
+//! aggregates lifted into slots.
+
+use punctual_core::Value;
+
+use crate::aggs::AggFn;
+use crate::ast::*;
+use crate::eval::{Func, E};
+use crate::scope::{canonical, err, walk, Scope};
+use crate::SqlError;
+
+/// How expressions are compiled: over rows (with the scope), or over a group (keys and
+/// aggregates lifted into slots).
+pub(crate) struct Grouping<'a> {
+    pub(crate) keys: &'a [(String, Pos)],
+    pub(crate) aggs: Vec<AggFn>,
+}
+
+pub(crate) fn compile(
+    e: &Expr,
+    scope: &Scope,
+    mut group: Option<&mut Grouping<'_>>,
+    time_ok: bool,
+) -> Result<E, SqlError> {
+    if let Some(g) = group.as_deref() {
+        let c = canonical(e);
+        if let Some(i) = g.keys.iter().position(|(k, _)| *k == c) {
+            return Ok(E::Key(i));
+        }
+    }
+    let sub = |x: &Expr, group: Option<&mut Grouping<'_>>| compile(x, scope, group, time_ok);
+    Ok(match &e.kind {
+        ExprKind::Null => E::Lit(Value::Null),
+        ExprKind::Bool(b) => E::Lit(Value::Bool(*b)),
+        ExprKind::Int(i) => E::Lit(Value::Int(*i)),
+        ExprKind::Float(f) => E::Lit(Value::Float(*f)),
+        ExprKind::Str(s) => E::Lit(Value::Str(s.clone())),
+        ExprKind::Column(path) => {
+            if group.is_some() {
+                return Err(err(
+                    e.pos,
+                    format!(
+                        "`{}` is neither a key of GROUP BY nor inside an aggregate",
+                        path.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(".")
+                    ),
+                ));
+            }
+            scope.column(path)?
+        }
+        ExprKind::Timestamp => {
+            if !time_ok {
+                return Err(err(
+                    e.pos,
+                    "System.Timestamp() is only available in the select list",
+                ));
+            }
+            E::Time
+        }
+        ExprKind::Not(a) => E::Not(Box::new(sub(a, group)?)),
+        ExprKind::Neg(a) => E::Neg(Box::new(sub(a, group)?)),
+        ExprKind::Binary(op, a, b) => {
+            let a = sub(a, group.as_deref_mut())?;
+            E::Bin(*op, Box::new(a), Box::new(sub(b, group)?))
+        }
+        ExprKind::IsNull(a, n) => E::IsNull(Box::new(sub(a, group)?), *n),
+        ExprKind::Between(a, lo, hi, n) => {
+            if let ExprKind::DateDiff(..) = a.kind {
+                return Err(err(a.pos, "DATEDIFF belongs in the ON condition of a JOIN"));
+            }
+            let a = sub(a, group.as_deref_mut())?;
+            let lo = sub(lo, group.as_deref_mut())?;
+            E::Between(Box::new(a), Box::new(lo), Box::new(sub(hi, group)?), *n)
+        }
+        ExprKind::In(a, list, n) => {
+            let a = sub(a, group.as_deref_mut())?;
+            let mut items = Vec::new();
+            for x in list {
+                items.push(sub(x, group.as_deref_mut())?);
+            }
+            E::In(Box::new(a), items, *n)
+        }
+        ExprKind::Like(a, p, n) => {
+            let a = sub(a, group.as_deref_mut())?;
+            E::Like(Box::new(a), Box::new(sub(p, group)?), *n)
+        }
+        ExprKind::Case(o, whens, other) => {
+            let o = match o {
+                Some(o) => Some(Box::new(sub(o, group.as_deref_mut())?)),
+                None => None,
+            };
+            let mut ws = Vec::new();
+            for (a, b) in whens {
+                let a = sub(a, group.as_deref_mut())?;
+                ws.push((a, sub(b, group.as_deref_mut())?));
+            }
+            let other = match other {
+                Some(x) => Some(Box::new(sub(x, group)?)),
+                None => None,
+            };
+            E::Case(o, ws, other)
+        }
+        ExprKind::Cast(a, ty) => E::Cast(Box::new(sub(a, group)?), *ty),
+        ExprKind::DateDiff(..) => {
+            return Err(err(
+                e.pos,
+                "DATEDIFF belongs in the ON condition of a JOIN, as `DATEDIFF(unit, a, b) BETWEEN x AND y`",
+            ))
+        }
+        ExprKind::Call {
+            name,
+            args,
+            star,
+            order,
+        } => {
+            if AggFn::is_aggregate(&name.name) {
+                let Some(g) = group else {
+                    return Err(err(
+                        name.pos,
+                        format!(
+                            "{} is an aggregate: it needs a window in GROUP BY (TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow)",
+                            name.name.to_uppercase()
+                        ),
+                    ));
+                };
+                let member = |x: &Expr| compile(x, scope, None, false);
+                let lower = name.name.to_ascii_lowercase();
+                let one = |args: &[Expr]| -> Result<E, SqlError> {
+                    match args {
+                        [a] => {
+                            let mut inner = false;
+                            walk(a, &mut |x| {
+                                if let ExprKind::Call { name, .. } = &x.kind {
+                                    inner |= AggFn::is_aggregate(&name.name);
+                                }
+                            });
+                            if inner {
+                                return Err(err(a.pos, "an aggregate inside an aggregate"));
+                            }
+                            member(a)
+                        }
+                        _ => Err(err(
+                            name.pos,
+                            format!("{} takes one argument", name.name.to_uppercase()),
+                        )),
+                    }
+                };
+                let f = match (lower.as_str(), star) {
+                    ("count", true) => AggFn::CountStar,
+                    ("count", false) => AggFn::Count(one(args)?),
+                    ("sum", _) => AggFn::Sum(one(args)?),
+                    ("avg", _) => AggFn::Avg(one(args)?),
+                    ("min", _) => AggFn::Min(one(args)?),
+                    ("max", _) => AggFn::Max(one(args)?),
+                    ("collecttop", _) => {
+                        let Some((o, desc)) = order else {
+                            return Err(err(
+                                name.pos,
+                                "CollectTop needs an order: CollectTop(k) OVER (ORDER BY expr [DESC])",
+                            ));
+                        };
+                        let k = match args.as_slice() {
+                            [a] => constant(a)?,
+                            _ => return Err(err(name.pos, "CollectTop takes one argument: how many")),
+                        };
+                        let Some(k) = usize::try_from(k).ok().filter(|&k| (1..=10_000).contains(&k))
+                        else {
+                            return Err(err(args[0].pos, "CollectTop takes 1 to 10000 members"));
+                        };
+                        AggFn::CollectTop(k, member(o)?, *desc)
+                    }
+                    _ => {
+                        let Some((o, desc)) = order else {
+                            return Err(err(
+                                name.pos,
+                                "TopOne needs an order: TopOne() OVER (ORDER BY expr [DESC])",
+                            ));
+                        };
+                        if !args.is_empty() {
+                            return Err(err(name.pos, "TopOne takes no arguments"));
+                        }
+                        AggFn::TopOne(member(o)?, *desc)
+                    }
+                };
+                if *star && lower != "count" {
+                    return Err(err(name.pos, "only COUNT takes *"));
+                }
+                if order.is_some() && lower != "topone" && lower != "collecttop" {
+                    return Err(err(name.pos, "only TopOne and CollectTop take OVER (ORDER BY ...)"));
+                }
+                g.aggs.push(f);
+                return Ok(E::Agg(g.aggs.len() - 1));
+            }
+            let Some((func, min, max)) = Func::lookup(&name.name) else {
+                return Err(err(
+                    name.pos,
+                    format!(
+                        "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
+                        name.name
+                    ),
+                ));
+            };
+            if *star || order.is_some() {
+                return Err(err(name.pos, format!("{} is not an aggregate", name.name.to_uppercase())));
+            }
+            if args.len() < min || args.len() > max {
+                let takes = if min == max {
+                    format!("{min}")
+                } else if max == usize::MAX {
+                    format!("at least {min}")
+                } else {
+                    format!("{min} to {max}")
+                };
+                return Err(err(
+                    name.pos,
+                    format!("{} takes {takes} arguments, not {}", name.name.to_uppercase(), args.len()),
+                ));
+            }
+            let mut compiled = Vec::new();
+            for a in args {
+                compiled.push(sub(a, group.as_deref_mut())?);
+            }
+            E::Call(func, compiled)
+        }
+    })
+}
+
+/// An integer constant (`BETWEEN` bounds of `DATEDIFF`).
+pub(crate) fn constant(e: &Expr) -> Result<i64, SqlError> {
+    match &e.kind {
+        ExprKind::Int(i) => Ok(*i),
+        ExprKind::Neg(a) => constant(a).map(|i| -i),
+        _ => Err(err(e.pos, "a whole number is needed here")),
+    }
+}
