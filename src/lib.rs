@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 pub use punctual_adapters as adapters;
+pub use punctual_cluster as cluster;
 pub use punctual_core as core;
 pub use punctual_engine as engine;
 pub use punctual_policies as policies;

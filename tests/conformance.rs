@@ -1,6 +1,9 @@
 //! Runs every conformance case: the project's own copy in `tests/conformance/` and, when it
 //! exists, every case in `../shared/conformance/` (so newly published cases are picked up).
 //!
+//! Every case also runs split over 2 and 3 workers (`punctual::cluster`, threads of this
+//! process): the same output, counters and dead letters as on one.
+//!
 //! Cases that need something this build does not have yet are listed in [`EXPECTED_UNSUPPORTED`]
 //! with the reason. Each listed case must fail with an "unsupported" error (not a wrong result);
 //! every other case must pass. A listed case that starts passing fails the test too, so the list
@@ -8,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use punctual::conformance::{find_cases, run_case, CaseError};
+use punctual::conformance::{find_cases, run_case, run_split, Case, CaseError, CaseRun};
 
 /// Cases expected to be refused as unsupported, by path relative to the conformance root.
 const EXPECTED_UNSUPPORTED: &[(&str, &str)] = &[];
@@ -20,7 +23,37 @@ fn relative(root: &Path, dir: &Path) -> String {
         .replace('\\', "/")
 }
 
-fn run_tree(root: &Path) -> (usize, Vec<String>) {
+/// Runs a case on one worker, or on `workers`; split, its counters and dead letters must be
+/// those of the run on one.
+fn run_on(dir: &Path, workers: usize) -> Result<CaseRun, CaseError> {
+    if workers == 1 {
+        return run_case(dir);
+    }
+    let split = run_split(Case::load(dir)?, workers)?;
+    let one = run_case(dir)?;
+    if split.counters != one.counters {
+        return Err(CaseError::Config(format!(
+            "on {workers} workers the counters differ: {:?} against {:?} on one",
+            split.counters, one.counters
+        )));
+    }
+    let letters = |r: &CaseRun| -> Vec<(String, usize)> {
+        r.dead_letters
+            .iter()
+            .map(|(n, l)| (n.clone(), l.len()))
+            .collect()
+    };
+    if letters(&split) != letters(&one) {
+        return Err(CaseError::Config(format!(
+            "on {workers} workers the dead letters differ: {:?} against {:?} on one",
+            letters(&split),
+            letters(&one)
+        )));
+    }
+    Ok(split)
+}
+
+fn run_tree_on(root: &Path, workers: usize) -> (usize, Vec<String>) {
     let cases = find_cases(root).expect("conformance folder is readable");
     assert!(!cases.is_empty(), "no cases under {}", root.display());
     let mut failures = Vec::new();
@@ -28,7 +61,7 @@ fn run_tree(root: &Path) -> (usize, Vec<String>) {
     for dir in &cases {
         let name = relative(root, dir);
         let expected_unsupported = EXPECTED_UNSUPPORTED.iter().find(|(n, _)| *n == name);
-        match (run_case(dir), expected_unsupported) {
+        match (run_on(dir, workers), expected_unsupported) {
             (Err(CaseError::Unsupported(_)), Some(_)) => {}
             (Err(e), None) => failures.push(format!("{name}: {e}")),
             (Err(e), Some((_, why))) => {
@@ -51,10 +84,14 @@ fn run_tree(root: &Path) -> (usize, Vec<String>) {
 }
 
 fn check(root: &Path) {
-    let (passed, failures) = run_tree(root);
+    check_on(root, 1);
+}
+
+fn check_on(root: &Path, workers: usize) {
+    let (passed, failures) = run_tree_on(root, workers);
     assert!(
         failures.is_empty(),
-        "{} conformance case(s) failed under {}:\n{}",
+        "{} conformance case(s) failed under {} on {workers} worker(s):\n{}",
         failures.len(),
         root.display(),
         failures.join("\n")
@@ -72,10 +109,19 @@ fn project_copy_of_the_cases() {
 }
 
 #[test]
+fn project_copy_of_the_cases_on_two_and_three_workers() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance");
+    check_on(&root, 2);
+    check_on(&root, 3);
+}
+
+#[test]
 fn shared_cases_when_present() {
     let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance");
     if shared.is_dir() {
         check(&shared);
+        check_on(&shared, 2);
+        check_on(&shared, 3);
     } else {
         eprintln!("no {} here: only the project's copy runs", shared.display());
     }

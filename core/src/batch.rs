@@ -425,6 +425,150 @@ impl<P> Batch<P> {
     }
 }
 
+impl<P> Batch<P> {
+    /// Moves every event to `dests[dest(payload)]` and copies every CTI to every destination,
+    /// each after the events that preceded it: each destination gets a stream of its own
+    /// events with all the CTIs (what a worker sends another when a graph runs split, see
+    /// [`crate::ops::Graph::split`]). The batch is left empty.
+    pub(crate) fn split_to(&mut self, dests: &mut [Batch<P>], mut dest: impl FnMut(&P) -> usize) {
+        let n = dests.len().max(1);
+        let mut marks = self.ctis.drain(..).peekable();
+        for (i, ((sync, other), payload)) in self
+            .sync
+            .drain(..)
+            .zip(self.other.drain(..))
+            .zip(self.payload.drain(..))
+            .enumerate()
+        {
+            while let Some(m) = marks.next_if(|m| m.after == i) {
+                dests.iter_mut().for_each(|d| d.push_cti(m.time));
+            }
+            if let Some(d) = dests.get_mut(dest(&payload) % n) {
+                d.push_event(sync, other, payload);
+            }
+        }
+        for m in marks {
+            dests.iter_mut().for_each(|d| d.push_cti(m.time));
+        }
+    }
+
+    /// Moves the events with sync time below `t` to `out`, in sync order (stable); the
+    /// rest stay, in order. For a batch of events only (no CTIs).
+    fn release_sorted_before(&mut self, t: Time, out: &mut Batch<P>) {
+        if !self.sync.is_sorted() {
+            let mut rows: Vec<(Time, Time, P)> = self
+                .sync
+                .drain(..)
+                .zip(self.other.drain(..))
+                .zip(self.payload.drain(..))
+                .map(|((s, o), p)| (s, o, p))
+                .collect();
+            rows.sort_by_key(|r| r.0);
+            for (s, o, p) in rows {
+                self.push_event(s, o, p);
+            }
+        }
+        let n = self.sync.partition_point(|&s| s < t);
+        for ((s, o), p) in self
+            .sync
+            .drain(..n)
+            .zip(self.other.drain(..n))
+            .zip(self.payload.drain(..n))
+        {
+            out.push_event(s, o, p);
+        }
+    }
+
+    /// Merges the streams several workers sent for one edge in one step (`runs`: sender
+    /// index and its stream, each a valid stream of its own) into `self`, one stream: each
+    /// run's items keep their order; between runs the smallest next item goes first (an
+    /// event by its sync time, a CTI by its time, before events at that time). A sender's
+    /// CTI updates `latest[sender]`; the merged stream gets `CTI(min(latest))` whenever that
+    /// minimum passes `emitted`, the last CTI it got. Every run is left empty.
+    ///
+    /// With `pending` (for an ordered stream), the merged stream releases each event as the
+    /// one operator would: before the first CTI above its sync time, events in sync order;
+    /// those no CTI has passed yet wait in `pending` for a later step.
+    pub(crate) fn merge_runs(
+        &mut self,
+        runs: &mut [(usize, Batch<P>)],
+        latest: &mut [Time],
+        emitted: &mut Time,
+        mut pending: Option<&mut Batch<P>>,
+    ) {
+        struct Head<P> {
+            sync: std::vec::IntoIter<Time>,
+            other: std::vec::IntoIter<Time>,
+            payload: std::vec::IntoIter<P>,
+            marks: std::vec::IntoIter<CtiMark>,
+            event: usize,
+            sender: usize,
+        }
+        let mut heads: Vec<Head<P>> = runs
+            .iter_mut()
+            .map(|(sender, run)| Head {
+                sync: std::mem::take(&mut run.sync).into_iter(),
+                other: std::mem::take(&mut run.other).into_iter(),
+                payload: std::mem::take(&mut run.payload).into_iter(),
+                marks: std::mem::take(&mut run.ctis).into_iter(),
+                event: 0,
+                sender: *sender,
+            })
+            .collect();
+        loop {
+            // The smallest next item: (time, 0) for a CTI, (sync, 1) for an event.
+            let mut best: Option<(usize, (Time, u8))> = None;
+            for (h, head) in heads.iter().enumerate() {
+                let key = match head.marks.as_slice().first() {
+                    Some(m) if m.after == head.event => (m.time, 0),
+                    _ => match head.sync.as_slice().first() {
+                        Some(&s) => (s, 1),
+                        None => continue,
+                    },
+                };
+                if best.is_none_or(|(_, k)| key < k) {
+                    best = Some((h, key));
+                }
+            }
+            let Some((h, (_, what))) = best else { break };
+            let head = &mut heads[h];
+            if what == 0 {
+                if let Some(m) = head.marks.next() {
+                    if let Some(l) = latest.get_mut(head.sender) {
+                        *l = (*l).max(m.time);
+                    }
+                    // A sender whose next item in this step is a CTI counts at that CTI:
+                    // the senders advance together through a step, as the one operator
+                    // they share would, instead of one at a time.
+                    let mut min = Time::INF;
+                    for (w, &l) in latest.iter().enumerate() {
+                        let next = heads.iter().find(|h| h.sender == w).and_then(|h| {
+                            let m = h.marks.as_slice().first()?;
+                            (m.after == h.event).then_some(m.time)
+                        });
+                        min = min.min(next.unwrap_or(l).max(l));
+                    }
+                    if min > *emitted {
+                        *emitted = min;
+                        if let Some(p) = pending.as_deref_mut() {
+                            p.release_sorted_before(min, self);
+                        }
+                        self.push_cti(min);
+                    }
+                }
+            } else if let (Some(s), Some(o), Some(p)) =
+                (head.sync.next(), head.other.next(), head.payload.next())
+            {
+                head.event += 1;
+                match pending.as_deref_mut() {
+                    Some(held) => held.push_event(s, o, p),
+                    None => self.push_event(s, o, p),
+                }
+            }
+        }
+    }
+}
+
 /// Iterator over a batch's items; see [`Batch::items`].
 #[derive(Debug)]
 pub struct Items<'a, P> {

@@ -6,7 +6,7 @@
 //! release fed in turn). Outputs keep what they produce until [`Driver::take_output`]; dead
 //! letters go to the input's sink as they happen.
 
-use punctual_core::ops::{Explanation, Graph, Held, NodeStats};
+use punctual_core::ops::{Edge, EdgeEnd, Explanation, Graph, Held, NodeStats};
 use punctual_core::{Batch, StreamItem, Time};
 use punctual_policies::{
     Arrival, ClockReading, EnqueueSummary, Enqueued, Error, Ingress, IngressCounters,
@@ -279,13 +279,61 @@ impl Driver {
     pub fn tick(&mut self, now: Time) -> bool {
         let mut issued = false;
         for i in 0..self.inputs.len() {
-            let input = &mut self.inputs[i];
-            if input.has_watermark() && !input.is_finished() && input.on_clock(now) {
-                issued = true;
-                self.propagate(i);
-            }
+            issued |= self.tick_input(i, now);
         }
         issued
+    }
+
+    /// [`Driver::tick`] for input `index` alone (an executor that runs inputs on different
+    /// workers ticks each where it runs). Returns whether it issued a CTI.
+    pub fn tick_input(&mut self, index: usize, now: Time) -> bool {
+        let Some(input) = self.inputs.get_mut(index) else {
+            return false;
+        };
+        if input.has_watermark() && !input.is_finished() && input.on_clock(now) {
+            self.propagate(index);
+            return true;
+        }
+        false
+    }
+
+    /// The inputs that import input `index`'s CTIs.
+    pub fn importers(&self, index: usize) -> &[usize] {
+        self.importers.get(index).map_or(&[], Vec::as_slice)
+    }
+
+    /// Runs this driver as worker `me` of `workers`, each running the same query (see
+    /// [`Graph::split`]): what its inputs release, and what crosses between workers, is kept
+    /// for the executor ([`Driver::graph_mut`]) instead of running on. Returns the edges
+    /// between the workers, each with the input whose stream it carries (for an input's
+    /// stream, or its late-data side output).
+    pub fn split(&mut self, me: usize, workers: usize) -> Vec<(Edge, Option<usize>)> {
+        let sources: Vec<(usize, punctual_core::ops::NodeId)> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, input)| {
+                let (node, late) = input.sources();
+                std::iter::once((i, node)).chain(late.map(|l| (i, l)))
+            })
+            .collect();
+        self.graph
+            .split(me, workers)
+            .into_iter()
+            .map(|edge| {
+                let input = match edge.to {
+                    EdgeEnd::Source(node) => sources.iter().find(|s| s.1 == node).map(|s| s.0),
+                    _ => None,
+                };
+                (edge, input)
+            })
+            .collect()
+    }
+
+    /// The operator graph, for an executor that runs it split over workers
+    /// ([`Driver::split`]): what to send, what was received.
+    pub fn graph_mut(&mut self) -> &mut Graph {
+        &mut self.graph
     }
 
     /// Ends the query: every input is closed; what its ingress still holds is counted as

@@ -44,6 +44,8 @@ pub(crate) trait Input: Send {
     /// Feeds what was released into the graph (the stream at its source node, the late-data
     /// side output at its own) and hands the dead letters to the sink.
     fn feed(&mut self, graph: &mut Graph);
+    /// Its source node and its late-data side output's, if bound.
+    fn sources(&self) -> (NodeId, Option<NodeId>);
 }
 
 impl<P: Clone + PartialEq + Send + Sync + 'static> Input for Slot<P> {
@@ -93,6 +95,10 @@ impl<P: Clone + PartialEq + Send + Sync + 'static> Input for Slot<P> {
 
     fn released_ctis(&self, into: &mut Vec<Time>) {
         into.extend(self.out.batch.ctis().iter().map(|m| m.time));
+    }
+
+    fn sources(&self) -> (NodeId, Option<NodeId>) {
+        (self.node, self.late)
     }
 
     fn feed(&mut self, graph: &mut Graph) {

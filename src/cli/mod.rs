@@ -109,7 +109,13 @@ pub const EXIT_USAGE: u8 = 2;
 /// fail the run).
 pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match args.first().map(String::as_str) {
-        Some("run") if args.len() == 2 => cmd_run(Path::new(&args[1]), out, err),
+        Some("run") if args.len() >= 2 => match workers_option(&args[1..]) {
+            Ok((workers, rest)) if rest.len() == 1 => {
+                cmd_run(Path::new(&rest[0]), workers, out, err)
+            }
+            Ok(_) => usage(err, "`run` takes one case folder", "run"),
+            Err(e) => usage(err, &e, "run"),
+        },
         Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
         Some("pipe") => match PipeArgs::parse(&args[1..]) {
             Ok(pipe) => cmd_pipe(&pipe, err),
@@ -137,11 +143,16 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         Some("timeline") if args.len() == 4 && args[2] == "-o" => {
             cmd_timeline(Path::new(&args[1]), Some(Path::new(&args[3])), out, err)
         }
-        Some("check") if args.len() >= 2 => cmd_check(
-            &args[1..].iter().map(PathBuf::from).collect::<Vec<_>>(),
-            out,
-            err,
-        ),
+        Some("check") if args.len() >= 2 => match workers_option(&args[1..]) {
+            Ok((workers, rest)) if !rest.is_empty() => cmd_check(
+                &rest.iter().map(PathBuf::from).collect::<Vec<_>>(),
+                workers,
+                out,
+                err,
+            ),
+            Ok(_) => usage(err, "`check` takes one or more paths", "check"),
+            Err(e) => usage(err, &e, "check"),
+        },
         Some("--help" | "-h" | "help") => {
             let _ = write!(out, "{HELP}");
             EXIT_OK
@@ -164,6 +175,41 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
 }
 
+/// Takes `--workers N` out of `args`: the number of workers (1 without the option) and the
+/// other arguments.
+fn workers_option(args: &[String]) -> Result<(usize, Vec<String>), String> {
+    let mut workers = 1;
+    let mut rest = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--workers" {
+            let value = it
+                .next()
+                .ok_or("`--workers` takes a number of workers (1 or more)")?;
+            workers = value
+                .parse::<usize>()
+                .ok()
+                .filter(|&w| w >= 1)
+                .ok_or_else(|| format!("`--workers {value}`: a number of workers is 1 or more"))?;
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    Ok((workers, rest))
+}
+
+/// Runs a case on one worker, or split over `workers` ([`crate::conformance::run_split`]).
+fn run_on(
+    dir: &Path,
+    workers: usize,
+) -> Result<crate::conformance::CaseRun, crate::conformance::CaseError> {
+    if workers <= 1 {
+        run_case(dir)
+    } else {
+        crate::conformance::run_split(crate::conformance::Case::load(dir)?, workers)
+    }
+}
+
 /// A bad command line: one line saying what is wrong, one with a hint; exit code 2.
 fn usage(err: &mut dyn Write, what: &str, command: &str) -> u8 {
     let _ = writeln!(err, "error: {what}");
@@ -176,8 +222,8 @@ fn usage(err: &mut dyn Write, what: &str, command: &str) -> u8 {
     EXIT_USAGE
 }
 
-fn cmd_run(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let run = match run_case(dir) {
+fn cmd_run(dir: &Path, workers: usize, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let run = match run_on(dir, workers) {
         Ok(run) => run,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -343,7 +389,7 @@ fn cmd_explain(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     EXIT_OK
 }
 
-fn cmd_check(roots: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+fn cmd_check(roots: &[PathBuf], workers: usize, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     let (mut passed, mut failed) = (0usize, 0usize);
     for root in roots {
         let cases = match find_cases(root) {
@@ -364,7 +410,7 @@ fn cmd_check(roots: &[PathBuf], out: &mut dyn Write, err: &mut dyn Write) -> u8 
             }
         };
         for dir in cases {
-            let problems: Vec<String> = match run_case(&dir) {
+            let problems: Vec<String> = match run_on(&dir, workers) {
                 Err(e) => vec![e.to_string()],
                 Ok(run) => match run.check() {
                     Ok(()) => Vec::new(),

@@ -15,6 +15,7 @@
 mod case;
 mod compare;
 mod plan;
+mod split;
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +23,7 @@ pub use case::{
     read_items, Arrival as CaseArrival, Case, Compare, StepSpec, StreamSpec, WatermarkFile,
 };
 pub use compare::Mismatch;
+pub use split::run_split;
 
 use std::hash::{Hash, Hasher};
 
@@ -237,10 +239,17 @@ fn bind(e: punctual_engine::Error) -> CaseError {
     }
 }
 
-/// Runs a loaded case through the query driver: the arrivals in their global order, each
-/// stream's `eof` as the end of its input, then the end of every other stream in declaration
-/// order, then the end of the query.
-pub fn run(case: Case) -> Result<CaseRun, CaseError> {
+/// A case's query built into a driver, with what feeds and reads it.
+pub(crate) struct Built {
+    pub(crate) driver: Driver,
+    pub(crate) inputs: Vec<punctual_engine::InputId<Row>>,
+    pub(crate) letters: Vec<DeadLetterCollector<Row>>,
+    pub(crate) output: punctual_engine::OutputId<Row>,
+}
+
+/// Builds a case's query: its streams (each with a dead-letter collector), its steps or SQL
+/// query, its output.
+pub(crate) fn build(case: &Case) -> Result<Built, CaseError> {
     let mut plan = Plan::new(case.dir.display().to_string());
     let mut inputs = Vec::new();
     let mut streams = Vec::new();
@@ -255,7 +264,58 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         letters.push(collector);
     }
     let output = plan.output(&case.query(&streams)?).map_err(bind)?;
-    let mut driver = plan.build().map_err(bind)?;
+    let driver = plan.build().map_err(bind)?;
+    Ok(Built {
+        driver,
+        inputs,
+        letters,
+        output,
+    })
+}
+
+/// Feeds one arrival (an item, a stream's end or a clock reading) to the driver.
+pub(crate) fn feed(
+    driver: &mut Driver,
+    inputs: &[punctual_engine::InputId<Row>],
+    arrival: &CaseArrival,
+) -> Outcome {
+    let i = arrival.stream;
+    match (&arrival.item, arrival.clock) {
+        (_, Some(now)) => Outcome::Clock {
+            issued: driver.tick(now),
+        },
+        // A rejected item is counted and dead-lettered by the ingress; the run goes on.
+        (Some(item), None) => {
+            let from = Arrival {
+                time: arrival.arrival,
+                partition: arrival.partition,
+            };
+            match driver.enqueue_with(inputs[i], item.clone(), from) {
+                Ok(Enqueued::Accepted) => Outcome::Accepted,
+                Ok(Enqueued::Adjusted(to)) => Outcome::Adjusted(to),
+                Ok(Enqueued::Dropped) => Outcome::Dropped,
+                Ok(Enqueued::Cti) => Outcome::Cti { advanced: true },
+                Ok(Enqueued::StaleCti) => Outcome::Cti { advanced: false },
+                Err(_) => Outcome::Rejected,
+            }
+        }
+        (None, None) => {
+            driver.finish(inputs[i].index());
+            Outcome::Eof
+        }
+    }
+}
+
+/// Runs a loaded case through the query driver: the arrivals in their global order, each
+/// stream's `eof` as the end of its input, then the end of every other stream in declaration
+/// order, then the end of the query.
+pub fn run(case: Case) -> Result<CaseRun, CaseError> {
+    let Built {
+        mut driver,
+        inputs,
+        letters,
+        output,
+    } = build(&case)?;
     let mut traces: Vec<StreamTrace> = case
         .streams
         .iter()
@@ -275,42 +335,16 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
             }
         }
     };
-    let mut ended = vec![false; case.streams.len()];
     for arrival in &case.arrivals {
-        let i = arrival.stream;
-        let outcome = match (&arrival.item, arrival.clock) {
-            (_, Some(now)) => Outcome::Clock {
-                issued: driver.tick(now),
-            },
-            // A rejected item is counted and dead-lettered by the ingress; the run goes on.
-            (Some(item), None) => {
-                let from = Arrival {
-                    time: arrival.arrival,
-                    partition: arrival.partition,
-                };
-                match driver.enqueue_with(inputs[i], item.clone(), from) {
-                    Ok(Enqueued::Accepted) => Outcome::Accepted,
-                    Ok(Enqueued::Adjusted(to)) => Outcome::Adjusted(to),
-                    Ok(Enqueued::Dropped) => Outcome::Dropped,
-                    Ok(Enqueued::Cti) => Outcome::Cti { advanced: true },
-                    Ok(Enqueued::StaleCti) => Outcome::Cti { advanced: false },
-                    Err(_) => Outcome::Rejected,
-                }
-            }
-            (None, None) => {
-                ended[i] = true;
-                driver.finish(inputs[i].index());
-                Outcome::Eof
-            }
-        };
-        traces[i].arrivals.push((arrival.item.clone(), outcome));
+        let outcome = feed(&mut driver, &inputs, arrival);
+        traces[arrival.stream]
+            .arrivals
+            .push((arrival.item.clone(), outcome));
         record(&driver, &mut traces);
     }
-    for (i, id) in inputs.iter().enumerate() {
-        if !ended[i] {
-            driver.finish(id.index());
-            record(&driver, &mut traces);
-        }
+    for i in unended(&case) {
+        driver.finish(inputs[i].index());
+        record(&driver, &mut traces);
     }
     driver.close();
     let explanations = driver.explain();
@@ -345,6 +379,18 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
         explanations,
         traces,
     })
+}
+
+/// The streams no arrival ends, in declaration order: they end after the arrivals.
+pub(crate) fn unended(case: &Case) -> Vec<usize> {
+    (0..case.streams.len())
+        .filter(|&i| {
+            !case
+                .arrivals
+                .iter()
+                .any(|a| a.stream == i && a.item.is_none() && a.clock.is_none())
+        })
+        .collect()
 }
 
 impl CaseRun {

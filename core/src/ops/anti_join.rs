@@ -322,6 +322,18 @@ macro_rules! left_held_op {
         {
             const NAME: &'static str = <$rule as LeftHeldRule>::NAME;
 
+            fn placement(&self) -> super::Placement {
+                super::Placement::ByKey
+            }
+
+            fn left_key_hash(&self, payload: &P) -> u64 {
+                super::key_hash(&(self.0.key_left)(payload))
+            }
+
+            fn right_key_hash(&self, payload: &R) -> u64 {
+                super::key_hash(&(self.0.key_right)(payload))
+            }
+
             fn output_shape(&self, left: EventShape, _right: EventShape) -> EventShape {
                 left
             }

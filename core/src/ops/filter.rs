@@ -91,6 +91,10 @@ where
 {
     const NAME: &'static str = "filter";
 
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+
     fn output_shape(&self, input: EventShape) -> EventShape {
         input
     }

@@ -15,7 +15,8 @@ use crate::event::EventShape;
 use crate::order::EventOrder;
 
 use super::filter::Predicate;
-use super::{Held, OperatorDrop};
+use super::split::Split;
+use super::{Held, OperatorDrop, Placement};
 use crate::time::Time;
 
 /// One operator's numbers, as [`Graph::for_each_operator`] visits them.
@@ -124,9 +125,28 @@ pub trait AnyBatch: Any + Send {
     /// Whether it keeps the invariants of a stream of this `order` ([`Batch::check`]) and
     /// comes after `cti`, the stream's last CTI (no event below it).
     fn check(&self, order: EventOrder, cti: Time) -> Result<(), String>;
+    /// An empty batch of the same type.
+    fn new_empty(&self) -> Box<dyn AnyBatch>;
+    /// Appends a copy of everything to `dst`, a batch of the same type.
+    fn copy_into(&self, dst: &mut dyn Any);
+    /// Splits it for `workers` workers: every event to worker `to`, every CTI to each (see
+    /// [`Graph::split`]); it is left empty.
+    fn scatter_to(&mut self, to: usize, workers: usize) -> Vec<Box<dyn AnyBatch>>;
+    /// Merges what several workers sent in one step (`runs`, batches of the same type, with
+    /// the sender's index) into this batch, as one stream: the CTI that every sender has
+    /// passed (`latest`, by sender) whenever it passes `emitted` (see [`Graph::split`]); for
+    /// an ordered stream, events wait in `pending` (a batch of the same type) until a CTI
+    /// passes them, as one operator would hold them.
+    fn merge_from(
+        &mut self,
+        runs: &mut [(usize, Box<dyn AnyBatch>)],
+        latest: &mut [Time],
+        emitted: &mut Time,
+        pending: Option<&mut dyn Any>,
+    );
 }
 
-impl<P: Send + 'static> AnyBatch for Batch<P> {
+impl<P: Clone + Send + 'static> AnyBatch for Batch<P> {
     fn is_empty(&self) -> bool {
         Batch::is_empty(self)
     }
@@ -157,6 +177,33 @@ impl<P: Send + 'static> AnyBatch for Batch<P> {
             Some(s) => Err(format!("an event at {s:?} after CTI({cti:?})")),
             None => Ok(()),
         }
+    }
+    fn new_empty(&self) -> Box<dyn AnyBatch> {
+        Box::new(Batch::<P>::new())
+    }
+    fn copy_into(&self, dst: &mut dyn Any) {
+        output::<P>(dst).append(&mut self.clone());
+    }
+    fn scatter_to(&mut self, to: usize, workers: usize) -> Vec<Box<dyn AnyBatch>> {
+        let mut dests: Vec<Batch<P>> = (0..workers.max(1)).map(|_| Batch::new()).collect();
+        self.split_to(&mut dests, |_| to);
+        dests
+            .into_iter()
+            .map(|b| Box::new(b) as Box<dyn AnyBatch>)
+            .collect()
+    }
+    fn merge_from(
+        &mut self,
+        runs: &mut [(usize, Box<dyn AnyBatch>)],
+        latest: &mut [Time],
+        emitted: &mut Time,
+        pending: Option<&mut dyn Any>,
+    ) {
+        let mut typed: Vec<(usize, Batch<P>)> = runs
+            .iter_mut()
+            .map(|(sender, b)| (*sender, std::mem::take(output::<P>(b.as_any_mut()))))
+            .collect();
+        self.merge_runs(&mut typed, latest, emitted, pending.map(output::<P>));
     }
 }
 
@@ -200,6 +247,23 @@ pub trait Node: Send {
         let _ = inputs;
         EventShape::Edge
     }
+    /// Where its input events may go when the graph runs split over workers; by default all
+    /// on one worker.
+    fn placement(&self) -> Placement {
+        Placement::One
+    }
+    /// Splits a batch arriving on `port` on worker `me` for `workers` workers, as its
+    /// [`Node::placement`] says: each event to its worker, every CTI to each.
+    fn scatter(
+        &self,
+        port: usize,
+        batch: &mut dyn AnyBatch,
+        me: usize,
+        workers: usize,
+    ) -> Vec<Box<dyn AnyBatch>> {
+        let _ = (port, me);
+        batch.scatter_to(0, workers)
+    }
 }
 
 /// Downcasts a node's input; a mismatch is a broken invariant of the typed builder.
@@ -214,30 +278,32 @@ pub(crate) fn output<P: 'static>(any: &mut dyn Any) -> &mut Batch<P> {
         .expect("the typed stream builder connects matching payload types")
 }
 
-struct Slot {
-    node: Option<Box<dyn Node>>,
+pub(super) struct Slot {
+    pub(super) node: Option<Box<dyn Node>>,
     /// The order of the node's output stream, which its batches must keep (checked in debug
     /// builds).
     #[cfg_attr(not(debug_assertions), allow(dead_code))]
-    order: EventOrder,
-    out: Box<dyn AnyBatch>,
-    consumers: Vec<(NodeId, usize)>,
+    pub(super) order: EventOrder,
+    pub(super) out: Box<dyn AnyBatch>,
+    pub(super) consumers: Vec<(NodeId, usize)>,
     /// The nodes feeding each input port.
-    inputs: Vec<NodeId>,
+    pub(super) inputs: Vec<NodeId>,
     /// The last CTI seen on each input port.
-    input_ctis: Vec<Time>,
+    pub(super) input_ctis: Vec<Time>,
     /// The last CTI this node emitted.
-    cti: Time,
+    pub(super) cti: Time,
     /// Events this node emitted so far.
-    events_out: u64,
-    label: Option<String>,
+    pub(super) events_out: u64,
+    pub(super) label: Option<String>,
     /// For outputs read from outside: what was produced since the last take.
-    kept: Option<Box<dyn AnyBatch>>,
+    pub(super) kept: Option<Box<dyn AnyBatch>>,
 }
 
 /// The operator DAG; see the module doc.
 pub struct Graph {
-    slots: Vec<Slot>,
+    pub(super) slots: Vec<Slot>,
+    /// Set when the graph runs as one worker of several ([`Graph::split`]).
+    pub(super) split: Option<Box<Split>>,
 }
 
 impl std::fmt::Debug for Graph {
@@ -257,12 +323,15 @@ impl Default for Graph {
 impl Graph {
     /// An empty graph.
     pub fn new() -> Self {
-        Graph { slots: Vec::new() }
+        Graph {
+            slots: Vec::new(),
+            split: None,
+        }
     }
 
     /// Adds a source of a stream of this order: a node with no operator whose output is
     /// whatever is fed to it.
-    pub fn add_source<P: Send + 'static>(&mut self, order: EventOrder) -> NodeId {
+    pub fn add_source<P: Clone + Send + 'static>(&mut self, order: EventOrder) -> NodeId {
         self.slots.push(Slot {
             node: None,
             order,
@@ -280,7 +349,7 @@ impl Graph {
 
     /// Adds an operator node producing `Batch<O>` of a stream of this order, consuming
     /// `inputs` (node, in port order).
-    pub fn add_node<O: Send + 'static>(
+    pub fn add_node<O: Clone + Send + 'static>(
         &mut self,
         node: Box<dyn Node>,
         inputs: &[NodeId],
@@ -310,7 +379,7 @@ impl Graph {
 
     /// Marks `node`'s output (of payload type `P`) as read from outside: what it produces is
     /// kept until [`Graph::take_output`].
-    pub fn keep_output<P: Send + 'static>(&mut self, node: NodeId) {
+    pub fn keep_output<P: Clone + Send + 'static>(&mut self, node: NodeId) {
         if let Some(slot) = self.slots.get_mut(node) {
             slot.kept.get_or_insert_with(|| Box::new(Batch::<P>::new()));
         }
@@ -328,10 +397,18 @@ impl Graph {
 
     /// Feeds a batch into source `source` and runs everything downstream of it. The batch is
     /// left empty (its capacity swapped with the source's previous buffer).
-    pub fn feed<P: Send + 'static>(&mut self, source: NodeId, batch: &mut Batch<P>) {
+    pub fn feed<P: Clone + Send + 'static>(&mut self, source: NodeId, batch: &mut Batch<P>) {
         let Some(slot) = self.slots.get_mut(source) else {
             return;
         };
+        if let Some(split) = self.split.as_mut() {
+            if let Some(edge) = split.injection(source) {
+                let mut held = Batch::<P>::new();
+                std::mem::swap(&mut held, batch);
+                split.inject_out(edge, Box::new(held));
+                return;
+            }
+        }
         std::mem::swap(output::<P>(slot.out.as_any_mut()), batch);
         batch.clear();
         self.run_from(source);
@@ -342,54 +419,83 @@ impl Graph {
         let Some(slot) = self.slots.get_mut(source) else {
             return;
         };
+        if let Some(split) = self.split.as_mut() {
+            if let Some(edge) = split.injection(source) {
+                let mut held = batch.new_empty();
+                batch.swap_with(held.as_any_mut());
+                split.inject_out(edge, held);
+                return;
+            }
+        }
         batch.swap_with(slot.out.as_any_mut());
         batch.clear();
         self.run_from(source);
     }
 
-    fn run_from(&mut self, from: NodeId) {
+    pub(super) fn run_from(&mut self, from: NodeId) {
         for i in from..self.slots.len() {
-            if self.slots[i].out.is_empty() {
-                continue;
+            self.process(i);
+        }
+    }
+
+    /// Hands what node `i` produced to its consumers (and, split, to the edges leaving this
+    /// worker), then to its kept output.
+    pub(super) fn process(&mut self, i: NodeId) {
+        if self.slots[i].out.is_empty() {
+            return;
+        }
+        #[cfg(debug_assertions)]
+        {
+            let slot = &self.slots[i];
+            if let Err(e) = slot.out.check(slot.order, slot.cti) {
+                let name = slot.node.as_ref().map_or("input", |n| n.name());
+                panic!("node {i} ({name}) broke its stream's invariants: {e}");
             }
-            #[cfg(debug_assertions)]
-            {
-                let slot = &self.slots[i];
-                if let Err(e) = slot.out.check(slot.order, slot.cti) {
-                    let name = slot.node.as_ref().map_or("input", |n| n.name());
-                    panic!("node {i} ({name}) broke its stream's invariants: {e}");
+        }
+        let cti = self.slots[i].out.last_cti();
+        if let Some(t) = cti {
+            self.slots[i].cti = t;
+        }
+        self.slots[i].events_out += self.slots[i].out.events() as u64;
+        let consumers = self.slots[i].consumers.len();
+        // The last consumer of a batch that is not kept owns it: a filter, say, then
+        // compacts it in place instead of copying what it keeps.
+        let owned_by_last = self.slots[i].kept.is_none();
+        for c in 0..consumers {
+            let (j, port) = self.slots[i].consumers[c];
+            let owned = owned_by_last && c + 1 == consumers;
+            if let Some(split) = self.split.as_mut() {
+                if let Some(edge) = split.routed(i, c) {
+                    let out = &mut self.slots[i].out;
+                    split.route_out(edge, out, owned);
+                    continue;
                 }
             }
-            let cti = self.slots[i].out.last_cti();
-            if let Some(t) = cti {
-                self.slots[i].cti = t;
+            let (before, after) = self.slots.split_at_mut(j);
+            let src = &mut before[i];
+            let dst = &mut after[0];
+            if let (Some(t), Some(slot)) = (cti, dst.input_ctis.get_mut(port)) {
+                *slot = t;
             }
-            self.slots[i].events_out += self.slots[i].out.events() as u64;
-            let consumers = self.slots[i].consumers.len();
-            // The last consumer of a batch that is not kept owns it: a filter, say, then
-            // compacts it in place instead of copying what it keeps.
-            let owned_by_last = self.slots[i].kept.is_none();
-            for c in 0..consumers {
-                let (j, port) = self.slots[i].consumers[c];
-                let (before, after) = self.slots.split_at_mut(j);
-                let src = &mut before[i];
-                let dst = &mut after[0];
-                if let (Some(t), Some(slot)) = (cti, dst.input_ctis.get_mut(port)) {
-                    *slot = t;
+            if let Some(node) = dst.node.as_mut() {
+                if owned {
+                    node.push_owned(port, src.out.as_any_mut(), dst.out.as_any_mut());
+                } else {
+                    node.push(port, src.out.as_any(), dst.out.as_any_mut());
                 }
-                if let Some(node) = dst.node.as_mut() {
-                    if owned_by_last && c + 1 == consumers {
-                        node.push_owned(port, src.out.as_any_mut(), dst.out.as_any_mut());
-                    } else {
-                        node.push(port, src.out.as_any(), dst.out.as_any_mut());
+            }
+        }
+        let slot = &mut self.slots[i];
+        match slot.kept.as_mut() {
+            Some(kept) => match self.split.as_mut().and_then(|s| s.output(i)) {
+                Some(edge) => {
+                    if let Some(split) = self.split.as_mut() {
+                        split.route_out(edge, &mut slot.out, true);
                     }
                 }
-            }
-            let slot = &mut self.slots[i];
-            match slot.kept.as_mut() {
-                Some(kept) => slot.out.move_into(kept.as_any_mut()),
-                None => slot.out.clear(),
-            }
+                None => slot.out.move_into(kept.as_any_mut()),
+            },
+            None => slot.out.clear(),
         }
     }
 

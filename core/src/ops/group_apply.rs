@@ -39,7 +39,7 @@ struct Group<P, O> {
     cti: Time,
 }
 
-impl<P: Send + 'static, O: Clone + Send + 'static> Group<P, O> {
+impl<P: Clone + Send + 'static, O: Clone + Send + 'static> Group<P, O> {
     fn new(q: SubQuery) -> Self {
         Group {
             q,
@@ -94,7 +94,7 @@ impl<P, K, O, KF, B> std::fmt::Debug for GroupApply<P, K, O, KF, B> {
 
 impl<P, K, O, KF, B> GroupApply<P, K, O, KF, B>
 where
-    P: Send + 'static,
+    P: Clone + Send + 'static,
     O: Clone + Send + 'static,
     K: Hash + Eq + Clone + Default,
     KF: Fn(&P) -> K,
@@ -123,6 +123,14 @@ where
     B: Fn(&K) -> SubQuery + Send + 'static,
 {
     const NAME: &'static str = "group and apply";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::ByKey
+    }
+
+    fn key_hash(&self, payload: &P) -> u64 {
+        super::key_hash(&(self.key)(payload))
+    }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<O>) {
         for (range, cti) in input.segments() {

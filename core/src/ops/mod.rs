@@ -23,6 +23,7 @@ mod release;
 mod rows;
 mod select;
 mod snapshot;
+mod split;
 mod stream;
 mod union;
 mod window;
@@ -40,6 +41,7 @@ pub use release::{ReleaseBuffer, Released};
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
 pub use select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
+pub use split::{Edge, EdgeEnd, Received};
 pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
 pub use union::Union;
 pub use window::{HoppingWindow, WindowOutput, WindowSpec, DEFAULT_MAX_WINDOWS_PER_EVENT};
@@ -139,6 +141,29 @@ pub trait Payload: Clone + PartialEq + Send + Sync + 'static {}
 
 impl<T: Clone + PartialEq + Send + Sync + 'static> Payload for T {}
 
+/// Where an operator's input events may go when its graph runs split over several workers
+/// ([`Graph::split`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// On whichever worker they are: the operator keeps no state across events that others
+    /// would need (filter, map, shift, union).
+    Anywhere,
+    /// By a hash of their key ([`UnaryOperator::key_hash`]): events with equal keys meet on
+    /// one worker (windows and aggregates per key, group-and-apply, equijoins). An operator
+    /// without a key hashes `()`: all its events meet on one worker.
+    ByKey,
+    /// All on one worker (an operator that does not say how it can be split).
+    One,
+}
+
+/// The hash that places a key on a worker: the same in every process (no random seed).
+pub fn key_hash<K: std::hash::Hash + ?Sized>(key: &K) -> u64 {
+    use std::hash::Hasher;
+    let mut h = FxHasher::default();
+    key.hash(&mut h);
+    h.finish()
+}
+
 /// An operator with one input.
 pub trait UnaryOperator<I, O>: Send + 'static {
     /// A short name for diagnostics.
@@ -179,6 +204,16 @@ pub trait UnaryOperator<I, O>: Send + 'static {
         let _ = input;
         EventShape::Edge
     }
+    /// Where its input events may go when the graph runs split over workers. By default all
+    /// on one worker ([`Placement::One`]).
+    fn placement(&self) -> Placement {
+        Placement::One
+    }
+    /// For [`Placement::ByKey`]: the hash of an input event's key ([`key_hash`]).
+    fn key_hash(&self, payload: &I) -> u64 {
+        let _ = payload;
+        0
+    }
 }
 
 /// An operator with two inputs of possibly different payload types.
@@ -203,6 +238,22 @@ pub trait BinaryOperator<L, R, O>: Send + 'static {
         let _ = (left, right);
         EventShape::Edge
     }
+    /// Where its input events may go when the graph runs split over workers (see
+    /// [`UnaryOperator::placement`]); for [`Placement::ByKey`] both inputs are placed by
+    /// their key. By default all on one worker.
+    fn placement(&self) -> Placement {
+        Placement::One
+    }
+    /// For [`Placement::ByKey`]: the hash of a left event's key.
+    fn left_key_hash(&self, payload: &L) -> u64 {
+        let _ = payload;
+        0
+    }
+    /// For [`Placement::ByKey`]: the hash of a right event's key.
+    fn right_key_hash(&self, payload: &R) -> u64 {
+        let _ = payload;
+        0
+    }
 }
 
 /// Adapts a typed [`UnaryOperator`] to a graph [`Node`].
@@ -215,8 +266,8 @@ impl<Op, I, O> UnaryNode<Op, I, O> {
     pub(crate) fn boxed(op: Op) -> Box<dyn Node>
     where
         Op: UnaryOperator<I, O>,
-        I: Send + 'static,
-        O: Send + 'static,
+        I: Clone + Send + 'static,
+        O: Clone + Send + 'static,
     {
         Box::new(UnaryNode {
             op,
@@ -225,7 +276,9 @@ impl<Op, I, O> UnaryNode<Op, I, O> {
     }
 }
 
-impl<Op: UnaryOperator<I, O>, I: Send + 'static, O: Send + 'static> Node for UnaryNode<Op, I, O> {
+impl<Op: UnaryOperator<I, O>, I: Clone + Send + 'static, O: Clone + Send + 'static> Node
+    for UnaryNode<Op, I, O>
+{
     fn push(&mut self, _port: usize, input: &dyn Any, out: &mut dyn Any) {
         self.op
             .on_batch(graph::input::<I>(input), graph::output::<O>(out));
@@ -257,6 +310,38 @@ impl<Op: UnaryOperator<I, O>, I: Send + 'static, O: Send + 'static> Node for Una
         self.op
             .output_shape(inputs.first().copied().unwrap_or(EventShape::Edge))
     }
+    fn placement(&self) -> Placement {
+        self.op.placement()
+    }
+    fn scatter(
+        &self,
+        _port: usize,
+        batch: &mut dyn AnyBatch,
+        me: usize,
+        workers: usize,
+    ) -> Vec<Box<dyn AnyBatch>> {
+        match self.op.placement() {
+            Placement::ByKey => scatter_by(batch, workers, |p: &I| self.op.key_hash(p)),
+            Placement::Anywhere => batch.scatter_to(me, workers),
+            Placement::One => batch.scatter_to(0, workers),
+        }
+    }
+}
+
+/// Scatters a batch of `P` to `workers` batches by a hash of each payload (see
+/// [`Node::scatter`]).
+fn scatter_by<P: Clone + Send + 'static>(
+    batch: &mut dyn AnyBatch,
+    workers: usize,
+    hash: impl Fn(&P) -> u64,
+) -> Vec<Box<dyn AnyBatch>> {
+    let n = workers.max(1);
+    let mut dests: Vec<Batch<P>> = (0..n).map(|_| Batch::new()).collect();
+    graph::output::<P>(batch.as_any_mut()).split_to(&mut dests, |p| (hash(p) % n as u64) as usize);
+    dests
+        .into_iter()
+        .map(|b| Box::new(b) as Box<dyn AnyBatch>)
+        .collect()
 }
 
 /// Adapts a typed [`BinaryOperator`] to a graph [`Node`] (port 0 left, port 1 right).
@@ -269,9 +354,9 @@ impl<Op, L, R, O> BinaryNode<Op, L, R, O> {
     pub(crate) fn boxed(op: Op) -> Box<dyn Node>
     where
         Op: BinaryOperator<L, R, O>,
-        L: Send + 'static,
-        R: Send + 'static,
-        O: Send + 'static,
+        L: Clone + Send + 'static,
+        R: Clone + Send + 'static,
+        O: Clone + Send + 'static,
     {
         Box::new(BinaryNode {
             op,
@@ -283,9 +368,9 @@ impl<Op, L, R, O> BinaryNode<Op, L, R, O> {
 impl<Op, L, R, O> Node for BinaryNode<Op, L, R, O>
 where
     Op: BinaryOperator<L, R, O>,
-    L: Send + 'static,
-    R: Send + 'static,
-    O: Send + 'static,
+    L: Clone + Send + 'static,
+    R: Clone + Send + 'static,
+    O: Clone + Send + 'static,
 {
     fn push(&mut self, port: usize, input: &dyn Any, out: &mut dyn Any) {
         let out = graph::output::<O>(out);
@@ -307,5 +392,22 @@ where
     fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
         let shape = |i: usize| inputs.get(i).copied().unwrap_or(EventShape::Edge);
         self.op.output_shape(shape(0), shape(1))
+    }
+    fn placement(&self) -> Placement {
+        self.op.placement()
+    }
+    fn scatter(
+        &self,
+        port: usize,
+        batch: &mut dyn AnyBatch,
+        me: usize,
+        workers: usize,
+    ) -> Vec<Box<dyn AnyBatch>> {
+        match (self.op.placement(), port) {
+            (Placement::ByKey, 0) => scatter_by(batch, workers, |p: &L| self.op.left_key_hash(p)),
+            (Placement::ByKey, _) => scatter_by(batch, workers, |p: &R| self.op.right_key_hash(p)),
+            (Placement::Anywhere, _) => batch.scatter_to(me, workers),
+            (Placement::One, _) => batch.scatter_to(0, workers),
+        }
     }
 }

@@ -261,6 +261,14 @@ where
 {
     const NAME: &'static str = "process";
 
+    fn placement(&self) -> super::Placement {
+        super::Placement::ByKey
+    }
+
+    fn key_hash(&self, payload: &P) -> u64 {
+        super::key_hash(&(self.key)(payload))
+    }
+
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Op::Output>) {
         for (range, cti) in input.segments() {
             for i in range {

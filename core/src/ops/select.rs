@@ -38,6 +38,10 @@ where
 {
     const NAME: &'static str = "map";
 
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+
     fn output_shape(&self, input: EventShape) -> EventShape {
         input
     }
@@ -81,6 +85,10 @@ where
 {
     const NAME: &'static str = "map";
 
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+
     fn output_shape(&self, input: EventShape) -> EventShape {
         input
     }
@@ -119,6 +127,10 @@ impl<P> Default for Reorder<P> {
 
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Reorder<P> {
     const NAME: &'static str = "reorder";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
 
     fn output_shape(&self, input: EventShape) -> EventShape {
         input
@@ -180,6 +192,10 @@ impl Shift {
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Shift {
     const NAME: &'static str = "shift";
 
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+
     fn output_shape(&self, input: EventShape) -> EventShape {
         input
     }
@@ -217,6 +233,10 @@ impl AlterDuration {
 
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for AlterDuration {
     const NAME: &'static str = "alter duration";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
 
     fn output_shape(&self, _input: EventShape) -> EventShape {
         EventShape::Interval
@@ -285,6 +305,10 @@ where
     D: Fn(Time, TimeSpan) -> TimeSpan + Send + 'static,
 {
     const NAME: &'static str = "alter lifetime";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
 
     fn output_shape(&self, _input: EventShape) -> EventShape {
         EventShape::Interval

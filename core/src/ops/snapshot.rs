@@ -120,6 +120,12 @@ where
 {
     const NAME: &'static str = "snapshot window";
 
+    /// All on one worker: a snapshot window's boundaries are every event's start and end,
+    /// whatever its group, so one group's windows depend on the others' events.
+    fn placement(&self) -> super::Placement {
+        super::Placement::One
+    }
+
     fn output_shape(&self, _input: EventShape) -> EventShape {
         EventShape::Interval
     }
@@ -246,6 +252,14 @@ where
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
     const NAME: &'static str = "count window";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::ByKey
+    }
+
+    fn key_hash(&self, payload: &P) -> u64 {
+        super::key_hash(&(self.key)(payload))
+    }
 
     fn output_shape(&self, _input: EventShape) -> EventShape {
         EventShape::Interval

@@ -185,6 +185,18 @@ impl<P: Clone + Send + 'static> Node for Union<P> {
     fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
         inputs.iter().fold(EventShape::Point, |a, &b| a.or(b))
     }
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+    fn scatter(
+        &self,
+        _port: usize,
+        batch: &mut dyn super::AnyBatch,
+        me: usize,
+        workers: usize,
+    ) -> Vec<Box<dyn super::AnyBatch>> {
+        batch.scatter_to(me, workers)
+    }
 }
 
 #[cfg(test)]

@@ -183,6 +183,18 @@ where
         EventOrder::Arrival => "join (unordered)",
     };
 
+    fn placement(&self) -> crate::ops::Placement {
+        crate::ops::Placement::ByKey
+    }
+
+    fn left_key_hash(&self, payload: &L) -> u64 {
+        crate::ops::key_hash(&(self.sweep.key_left)(payload))
+    }
+
+    fn right_key_hash(&self, payload: &R) -> u64 {
+        crate::ops::key_hash(&(self.sweep.key_right)(payload))
+    }
+
     /// A result lives where both partners do: a point when either is one.
     fn output_shape(&self, left: EventShape, right: EventShape) -> EventShape {
         if left == EventShape::Point || right == EventShape::Point {

@@ -621,6 +621,14 @@ where
 {
     const NAME: &'static str = "hopping window";
 
+    fn placement(&self) -> crate::ops::Placement {
+        crate::ops::Placement::ByKey
+    }
+
+    fn key_hash(&self, payload: &P) -> u64 {
+        crate::ops::key_hash(&(self.key)(payload))
+    }
+
     fn output_shape(&self, _input: EventShape) -> EventShape {
         match self.spec.output {
             WindowOutput::PointAtEnd => EventShape::Point,

@@ -1,0 +1,406 @@
+//! # punctual-cluster
+//!
+//! Runs a query on several workers of a [timely dataflow](https://docs.rs/timely) cluster with
+//! the same results as on one. Every worker builds the same query ([`Script::build`], the one
+//! query driver) and runs its operators on its share of the events:
+//!
+//! - each input belongs to one worker (inputs that import each other's CTIs to the same one),
+//!   which runs its ingress: CTI generation, import, Drop/Adjust against that input's own CTIs,
+//!   so policy outcomes do not depend on the number of workers;
+//! - operators that need events together (windows and aggregates per key, group-and-apply,
+//!   equijoins) get them by a hash of the key; operators without a key get all of them on one
+//!   worker; stateless operators run where the events are; outputs are gathered to worker 0;
+//! - every CTI goes to every worker, so every worker's operators see the CTIs the query would
+//!   see on one.
+//!
+//! Timely carries the batches between workers, and its progress tracking says when a step is
+//! complete everywhere: a timely time is a *step* of the run (an arrival, a clock reading, the
+//! end), never an event time. Each stage of the query (see
+//! [`Graph::split`](punctual_core::ops::Graph::split)) is one timely operator that runs the
+//! steps in order once every worker has sent what the step produced; a receiving worker merges
+//! what the senders sent into one stream whose CTI is the one every sender has passed. So the
+//! output, step by step, is the output the query gives on one worker.
+//!
+//! This release runs the workers as threads of one process; exchanging batches between
+//! processes needs their payloads to be serializable and is not built yet.
+
+#![warn(missing_docs)]
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use punctual_core::ops::{AnyBatch, Edge, EdgeEnd, Received};
+use punctual_core::Time;
+use punctual_engine::Driver;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::source;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::probe::Probe;
+use timely::dataflow::operators::Capability;
+
+/// Why a run on the cluster failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Timely could not start its workers.
+    #[error("cannot start the cluster: {0}")]
+    Start(String),
+    /// A worker could not build the query.
+    #[error("worker {worker} cannot build the query: {message}")]
+    Build {
+        /// The worker.
+        worker: usize,
+        /// Why.
+        message: String,
+    },
+    /// A worker stopped with a panic.
+    #[error("worker {worker} failed: {message}")]
+    Worker {
+        /// The worker.
+        worker: usize,
+        /// What it said.
+        message: String,
+    },
+}
+
+/// How many workers run the query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClusterConfig {
+    /// Worker threads in this process (at least one).
+    pub workers: usize,
+}
+
+impl ClusterConfig {
+    /// `workers` worker threads in this process.
+    pub fn threads(workers: usize) -> Self {
+        ClusterConfig {
+            workers: workers.max(1),
+        }
+    }
+
+    fn timely(self) -> timely::Config {
+        if self.workers <= 1 {
+            timely::Config::thread()
+        } else {
+            timely::Config::process(self.workers)
+        }
+    }
+}
+
+/// One step of a scripted run, as [`Script::step`] gives it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Step {
+    /// Something for input `i` (items, its end): [`Script::run_step`] runs on the worker that
+    /// owns it.
+    Input(usize),
+    /// A clock reading: every worker ticks the inputs it owns ([`Driver::tick_input`]).
+    Clock(Time),
+    /// The end of the query: every worker closes its driver ([`Driver::close`]).
+    Close,
+}
+
+/// A run given step by step: what builds the query on each worker, what each step does, and
+/// what each worker reports at the end. Every worker calls [`Script::build`] and must get
+/// the same query.
+pub trait Script: Send + Sync + 'static {
+    /// What a worker keeps beside its driver (input handles, dead-letter collectors).
+    type Worker: 'static;
+    /// What a worker reports at the end.
+    type Output: Send + 'static;
+    /// Builds the query's driver for worker `worker`.
+    fn build(&self, worker: usize) -> Result<(Driver, Self::Worker), String>;
+    /// How many steps the run has.
+    fn steps(&self) -> usize;
+    /// Step `step`.
+    fn step(&self, step: usize) -> Step;
+    /// Runs a [`Step::Input`] step on the worker that owns the input.
+    fn run_step(&self, step: usize, driver: &mut Driver, worker: &mut Self::Worker);
+    /// What the worker reports once the run is over; `owns[i]` says whether it owned input
+    /// `i` (its counters and dead letters are this worker's).
+    fn finish(&self, driver: &mut Driver, worker: Self::Worker, owns: &[bool]) -> Self::Output;
+}
+
+/// Which worker owns each input: inputs linked by CTI imports stay together, the groups go
+/// round-robin over the workers.
+pub fn owners(driver: &Driver, workers: usize) -> Vec<usize> {
+    let n = driver.input_count();
+    let mut group: Vec<usize> = (0..n).collect();
+    fn root(group: &mut [usize], mut i: usize) -> usize {
+        while group[i] != i {
+            group[i] = group[group[i]];
+            i = group[i];
+        }
+        i
+    }
+    for i in 0..n {
+        for &j in driver.importers(i) {
+            let (a, b) = (root(&mut group, i), root(&mut group, j));
+            group[a.max(b)] = a.min(b);
+        }
+    }
+    let mut ordinal: Vec<Option<usize>> = vec![None; n];
+    let mut next = 0;
+    (0..n)
+        .map(|i| {
+            let r = root(&mut group, i);
+            let k = *ordinal[r].get_or_insert_with(|| {
+                next += 1;
+                next - 1
+            });
+            k % workers.max(1)
+        })
+        .collect()
+}
+
+/// A batch on its way between workers: for edge `edge`, from worker `sender` to `dest`.
+pub struct Shipment {
+    dest: usize,
+    sender: usize,
+    edge: usize,
+    batch: Box<dyn AnyBatch>,
+}
+
+// Timely asks exchanged data to be serializable, for exchanges between processes; this
+// release runs one process, where timely moves batches without serializing them.
+impl serde::Serialize for Shipment {
+    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+        Err(serde::ser::Error::custom(
+            "batches cannot cross processes yet: run the workers as threads of one process",
+        ))
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Shipment {
+    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
+        Err(serde::de::Error::custom(
+            "batches cannot cross processes yet: run the workers as threads of one process",
+        ))
+    }
+}
+
+/// Steps a timely time leaves room for per input: the passes (an input's stream fed once)
+/// that one step makes, each at its own time.
+const PASSES: i64 = 64;
+
+/// Runs `script` on the cluster; returns what each worker reported, by worker index.
+pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Output>, Error> {
+    let guards = timely::execute(config.timely(), move |worker| {
+        let me = worker.index();
+        let peers = worker.peers();
+        let (mut driver, state) = script.build(me).map_err(|message| Error::Build {
+            worker: me,
+            message,
+        })?;
+        let edges = driver.split(me, peers);
+        let owner = owners(&driver, peers);
+        let inputs = driver.input_count();
+        let per_step = PASSES * (inputs.max(1) as i64);
+        let last = edges.iter().map(|(e, _)| e.to_stage).max().unwrap_or(1);
+        let shared = Rc::new(RefCell::new((driver, Some(state))));
+        let probe = timely::dataflow::ProbeHandle::new();
+        let edge_list: Rc<Vec<(Edge, Option<usize>)>> = Rc::new(edges);
+        worker.dataflow::<i64, _, _>(|scope| {
+            let ingress = {
+                let shared = Rc::clone(&shared);
+                let script = Arc::clone(&script);
+                let edges = Rc::clone(&edge_list);
+                let owner = owner.clone();
+                source(scope, "ingress", move |cap: Capability<i64>, info| {
+                    let activator = scope.activator_for(info.address);
+                    let mut cap = Some(cap);
+                    let mut step = 0usize;
+                    let steps = script.steps();
+                    move |output| {
+                        let Some(c) = cap.as_mut() else { return };
+                        let mut guard = shared.borrow_mut();
+                        let (driver, state) = &mut *guard;
+                        let mut budget = 256;
+                        while step < steps && budget > 0 {
+                            let base = step as i64 * per_step;
+                            c.downgrade(&base);
+                            let mut sent: Vec<(i64, Shipment)> = Vec::new();
+                            let mut send = |driver: &mut Driver, trigger: Option<usize>| {
+                                let mut k = [0i64; 1];
+                                let mut per_input = vec![0i64; inputs.max(1)];
+                                driver.graph_mut().take_injections(|edge, parts| {
+                                    let input = edges.get(edge).and_then(|e| e.1);
+                                    if input.is_none_or(|i| owner.get(i) != Some(&me)) {
+                                        return;
+                                    }
+                                    let (slot, pass) = match trigger {
+                                        Some(t) => (t, &mut k[0]),
+                                        None => {
+                                            let i = input.unwrap_or(0);
+                                            (i, &mut per_input[i])
+                                        }
+                                    };
+                                    let time =
+                                        base + slot as i64 * PASSES + (*pass).min(PASSES - 1);
+                                    *pass += 1;
+                                    for (dest, batch) in parts.into_iter().enumerate() {
+                                        if !batch.is_empty() {
+                                            sent.push((
+                                                time,
+                                                Shipment {
+                                                    dest,
+                                                    sender: me,
+                                                    edge,
+                                                    batch,
+                                                },
+                                            ));
+                                        }
+                                    }
+                                });
+                            };
+                            match script.step(step) {
+                                Step::Input(i) => {
+                                    if owner.get(i) == Some(&me) {
+                                        if let Some(state) = state.as_mut() {
+                                            script.run_step(step, driver, state);
+                                        }
+                                        send(driver, Some(i));
+                                    }
+                                }
+                                Step::Clock(now) => {
+                                    for (i, &o) in owner.iter().enumerate() {
+                                        if o == me && driver.tick_input(i, now) {
+                                            send(driver, Some(i));
+                                        }
+                                    }
+                                }
+                                Step::Close => {
+                                    driver.close();
+                                    send(driver, None);
+                                }
+                            }
+                            for (time, shipment) in sent {
+                                output.session(&c.delayed(&time)).give(shipment);
+                            }
+                            step += 1;
+                            budget -= 1;
+                        }
+                        if step >= steps {
+                            cap = None;
+                        } else {
+                            activator.activate();
+                        }
+                    }
+                })
+            };
+            let mut stream = ingress;
+            for stage in 1..=last {
+                let shared = Rc::clone(&shared);
+                let edges = Rc::clone(&edge_list);
+                stream = stream.unary_frontier(
+                    Exchange::new(|m: &Shipment| m.dest as u64),
+                    &format!("stage {stage}"),
+                    move |cap: Capability<i64>, _info| {
+                        let mut cap = Some(cap);
+                        let mut pending: BTreeMap<i64, Vec<Shipment>> = BTreeMap::new();
+                        move |(input, frontier), output| {
+                            input.for_each(|time, data| {
+                                // Every shipment is sent under one capability: one time.
+                                if let Some(&t) = time.least() {
+                                    pending.entry(t).or_default().append(data);
+                                }
+                            });
+                            let Some(c) = cap.as_mut() else { return };
+                            while let Some(entry) = pending.first_entry() {
+                                let time = *entry.key();
+                                if frontier.less_equal(&time) {
+                                    break;
+                                }
+                                let shipments = entry.remove();
+                                let mut guard = shared.borrow_mut();
+                                let graph = guard.0.graph_mut();
+                                let mut forward = Vec::new();
+                                let mut injected = Vec::new();
+                                let mut received: Vec<Received> = Vec::new();
+                                for s in shipments {
+                                    let Some((edge, _)) = edges.get(s.edge) else {
+                                        continue;
+                                    };
+                                    if edge.to_stage != stage {
+                                        forward.push(s);
+                                    } else if matches!(edge.to, EdgeEnd::Source(_)) {
+                                        injected.push(s);
+                                    } else {
+                                        match received.iter_mut().find(|r| r.0 == s.edge) {
+                                            Some(r) => r.1.push((s.sender, s.batch)),
+                                            None => {
+                                                received.push((s.edge, vec![(s.sender, s.batch)]))
+                                            }
+                                        }
+                                    }
+                                }
+                                injected.sort_by_key(|s| s.sender);
+                                for s in injected {
+                                    graph.receive_injection(s.edge, s.batch);
+                                }
+                                for r in &mut received {
+                                    r.1.sort_by_key(|x| x.0);
+                                }
+                                if !received.is_empty() {
+                                    graph.receive(received);
+                                }
+                                let at = c.delayed(&time);
+                                let mut session = output.session(&at);
+                                for s in forward {
+                                    session.give(s);
+                                }
+                                graph.take_routed(|edge, parts| {
+                                    for (dest, batch) in parts.into_iter().enumerate() {
+                                        if !batch.is_empty() {
+                                            session.give(Shipment {
+                                                dest,
+                                                sender: me,
+                                                edge,
+                                                batch,
+                                            });
+                                        }
+                                    }
+                                });
+                            }
+                            match frontier.frontier().first() {
+                                Some(t) => {
+                                    if *t > *c.time() {
+                                        c.downgrade(t);
+                                    }
+                                }
+                                None => {
+                                    if pending.is_empty() {
+                                        cap = None;
+                                    }
+                                }
+                            }
+                        }
+                    },
+                );
+            }
+            stream.probe_with(&probe);
+        });
+        while !probe.done() {
+            worker.step();
+        }
+        let mut guard = shared.borrow_mut();
+        let (driver, state) = &mut *guard;
+        let owns: Vec<bool> = owner.iter().map(|&o| o == me).collect();
+        let state = state.take().ok_or_else(|| Error::Worker {
+            worker: me,
+            message: "the run ended twice".to_owned(),
+        })?;
+        Ok(script.finish(driver, state, &owns))
+    })
+    .map_err(Error::Start)?;
+    let mut outputs = Vec::new();
+    for (worker, result) in guards.join().into_iter().enumerate() {
+        match result {
+            Ok(Ok(output)) => outputs.push(output),
+            Ok(Err(e)) => return Err(e),
+            Err(message) => return Err(Error::Worker { worker, message }),
+        }
+    }
+    Ok(outputs)
+}

@@ -1,0 +1,396 @@
+//! One graph run as one worker of several: [`Graph::split`].
+//!
+//! Every worker builds the same graph and runs every operator, each on its share of the
+//! events; what crosses from one worker to another travels on the graph's *edges*:
+//!
+//! - an input's stream, from the worker that owns the input (its adapter and ingress) to
+//!   every worker: the events stay on the owner, the CTIs go to all;
+//! - the input of an operator that must see events together (its [`Placement`]): events by a
+//!   hash of their key (or all to one worker), CTIs to all;
+//! - an input that crosses from one stage to a later one (see below) without a placement:
+//!   events stay, CTIs go to all;
+//! - an output: events to worker 0, where the output is read.
+//!
+//! A node's *stage* is how many routed edges lie on the longest path from an input to it
+//! (inputs' streams are stage 1, their ingress stage 0); outputs are read one stage after the
+//! last. An executor runs the stages in order for each step (an arrival, say) and hands each
+//! edge's batches from every sender to the receiving worker, which merges them into one
+//! stream ([`AnyBatch::merge_from`]): each sender's items in their order, and the CTI every
+//! sender has passed. Because every worker sees every CTI and a keyed operator's results
+//! and CTI on all its keys are the union and the minimum of its results and CTIs on each
+//! share of them, the merged output of a step is the output of the graph run whole.
+//!
+//! [`Placement`]: super::Placement
+
+use crate::time::Time;
+
+use super::graph::{AnyBatch, Graph, NodeId};
+use super::Placement;
+
+/// Where an edge of a split graph ends (see [`Graph::split`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeEnd {
+    /// An input's source node: the edge carries the input's stream from its owner.
+    Source(NodeId),
+    /// An operator's input port.
+    Port(NodeId, usize),
+    /// A kept output, read on worker 0.
+    Output(NodeId),
+}
+
+/// An edge between the workers of a split graph: what one stage sends the next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Edge {
+    /// The node whose output it carries; `None` for an input's stream (from its ingress).
+    pub from: Option<NodeId>,
+    /// Where it goes.
+    pub to: EdgeEnd,
+    /// The stage that sends it (0: the inputs' ingress).
+    pub from_stage: usize,
+    /// The stage that receives it.
+    pub to_stage: usize,
+}
+
+/// What one edge brought in one step: the edge, and each sender's batch with its index.
+pub type Received = (usize, Vec<(usize, Box<dyn AnyBatch>)>);
+
+/// A split graph's routing state (see the module doc).
+pub(super) struct Split {
+    me: usize,
+    workers: usize,
+    edges: Vec<EdgeSlot>,
+    /// For each node and each of its consumers (by position): the routed edge, if any.
+    routed: Vec<Vec<Option<usize>>>,
+    /// For each node: the edge carrying its input's stream, if it is a source.
+    injection: Vec<Option<usize>>,
+    /// For each node: the edge carrying its output to worker 0, if it is kept.
+    output: Vec<Option<usize>>,
+    /// Input streams fed since the last take, in the order fed.
+    injected: Vec<(usize, Box<dyn AnyBatch>)>,
+}
+
+struct EdgeSlot {
+    edge: Edge,
+    /// What this worker sends on it, not taken yet.
+    outbox: Option<Box<dyn AnyBatch>>,
+    /// Receiving: the last CTI from each sender, and the last CTI delivered.
+    latest: Vec<Time>,
+    emitted: Time,
+    /// Receiving an ordered stream: merged events no CTI has passed yet.
+    pending: Option<Box<dyn AnyBatch>>,
+}
+
+impl Split {
+    pub(super) fn injection(&self, node: NodeId) -> Option<usize> {
+        self.injection.get(node).copied().flatten()
+    }
+
+    pub(super) fn output(&self, node: NodeId) -> Option<usize> {
+        self.output.get(node).copied().flatten()
+    }
+
+    pub(super) fn routed(&self, node: NodeId, consumer: usize) -> Option<usize> {
+        self.routed.get(node)?.get(consumer).copied().flatten()
+    }
+
+    pub(super) fn inject_out(&mut self, edge: usize, batch: Box<dyn AnyBatch>) {
+        self.injected.push((edge, batch));
+    }
+
+    /// Moves (or copies, when others still read it) a node's output to an edge's outbox.
+    pub(super) fn route_out(&mut self, edge: usize, out: &mut Box<dyn AnyBatch>, owned: bool) {
+        let Some(slot) = self.edges.get_mut(edge) else {
+            return;
+        };
+        let outbox = slot.outbox.get_or_insert_with(|| out.new_empty());
+        if owned {
+            out.move_into(outbox.as_any_mut());
+        } else {
+            out.copy_into(outbox.as_any_mut());
+        }
+    }
+}
+
+impl Graph {
+    /// Makes this graph worker `me` of `workers`, each running the same graph (see the
+    /// module doc), and returns the edges between them, by index. From now on, a stream fed
+    /// to a source is kept for [`Graph::take_injections`] instead of running, and what
+    /// crosses an edge is kept for [`Graph::take_routed`]; the executor hands them over to
+    /// [`Graph::receive_injection`] and [`Graph::receive`] on the receiving worker.
+    pub fn split(&mut self, me: usize, workers: usize) -> Vec<Edge> {
+        let n = self.slots.len();
+        let mut stage = vec![0usize; n];
+        let mut edges = Vec::new();
+        let mut routed = vec![Vec::new(); n];
+        let mut injection = vec![None; n];
+        let mut output = vec![None; n];
+        for j in 0..n {
+            let slot = &self.slots[j];
+            stage[j] = match &slot.node {
+                None => 1,
+                Some(node) => {
+                    let keyed = node.placement() != Placement::Anywhere;
+                    slot.inputs
+                        .iter()
+                        .map(|&i| stage[i] + usize::from(keyed))
+                        .max()
+                        .unwrap_or(1)
+                }
+            };
+        }
+        let last = stage.iter().copied().max().unwrap_or(1) + 1;
+        for (j, slot) in self.slots.iter().enumerate() {
+            if slot.node.is_none() {
+                injection[j] = Some(edges.len());
+                edges.push(Edge {
+                    from: None,
+                    to: EdgeEnd::Source(j),
+                    from_stage: 0,
+                    to_stage: stage[j],
+                });
+            }
+        }
+        for (i, slot) in self.slots.iter().enumerate() {
+            for &(j, port) in &slot.consumers {
+                let keyed = self.slots[j]
+                    .node
+                    .as_ref()
+                    .is_some_and(|node| node.placement() != Placement::Anywhere);
+                routed[i].push((keyed || stage[i] != stage[j]).then(|| {
+                    edges.push(Edge {
+                        from: Some(i),
+                        to: EdgeEnd::Port(j, port),
+                        from_stage: stage[i],
+                        to_stage: stage[j],
+                    });
+                    edges.len() - 1
+                }));
+            }
+            if slot.kept.is_some() {
+                output[i] = Some(edges.len());
+                edges.push(Edge {
+                    from: Some(i),
+                    to: EdgeEnd::Output(i),
+                    from_stage: stage[i],
+                    to_stage: last,
+                });
+            }
+        }
+        let list = edges.clone();
+        self.split = Some(Box::new(Split {
+            me,
+            workers: workers.max(1),
+            edges: edges
+                .into_iter()
+                .map(|edge| EdgeSlot {
+                    edge,
+                    outbox: None,
+                    latest: vec![Time::NEG_INF; workers.max(1)],
+                    emitted: Time::NEG_INF,
+                    pending: None,
+                })
+                .collect(),
+            routed,
+            injection,
+            output,
+            injected: Vec::new(),
+        }));
+        list
+    }
+
+    /// Takes the input streams fed since the last call, in the order fed: for each, its edge
+    /// and what goes to each worker (the events to this one, the CTIs to all).
+    pub fn take_injections(&mut self, mut f: impl FnMut(usize, Vec<Box<dyn AnyBatch>>)) {
+        let Some(split) = self.split.as_mut() else {
+            return;
+        };
+        for (edge, mut batch) in split.injected.drain(..) {
+            f(edge, batch.scatter_to(split.me, split.workers));
+        }
+    }
+
+    /// Takes what this worker sends on each routed edge since the last call: for each edge
+    /// with something to send, what goes to each worker (as the receiving node's placement
+    /// says; every CTI to all).
+    pub fn take_routed(&mut self, mut f: impl FnMut(usize, Vec<Box<dyn AnyBatch>>)) {
+        let Some(split) = self.split.as_mut() else {
+            return;
+        };
+        let (me, workers) = (split.me, split.workers);
+        for (e, slot) in split.edges.iter_mut().enumerate() {
+            let Some(batch) = slot.outbox.as_mut().filter(|b| !b.is_empty()) else {
+                continue;
+            };
+            let parts = match slot.edge.to {
+                EdgeEnd::Port(j, port) => match self.slots.get(j).and_then(|s| s.node.as_ref()) {
+                    Some(node) => node.scatter(port, batch.as_mut(), me, workers),
+                    None => batch.scatter_to(me, workers),
+                },
+                EdgeEnd::Output(_) => batch.scatter_to(0, workers),
+                EdgeEnd::Source(_) => batch.scatter_to(me, workers),
+            };
+            f(e, parts);
+        }
+    }
+
+    /// Runs an input's stream received from its owner (see [`Graph::take_injections`]):
+    /// as if fed to its source here.
+    pub fn receive_injection(&mut self, edge: usize, mut batch: Box<dyn AnyBatch>) {
+        let Some(EdgeEnd::Source(source)) = self
+            .split
+            .as_ref()
+            .and_then(|s| s.edges.get(edge))
+            .map(|s| s.edge.to)
+        else {
+            return;
+        };
+        let Some(slot) = self.slots.get_mut(source) else {
+            return;
+        };
+        batch.move_into(slot.out.as_any_mut());
+        self.run_from(source);
+    }
+
+    /// Runs one step's batches received on routed edges: for each edge, the batch each
+    /// sender sent (with the sender's index). Each edge's batches are merged into one stream
+    /// (see the module doc); they reach their nodes in the order the unsplit graph would
+    /// have pushed them (by the node that sent them), each node running when its turn comes.
+    pub fn receive(&mut self, mut received: Vec<Received>) {
+        let Some(split) = self.split.as_mut() else {
+            return;
+        };
+        let mut merged: Vec<(usize, NodeId, EdgeEnd, Box<dyn AnyBatch>)> = Vec::new();
+        for (edge, runs) in &mut received {
+            let Some(slot) = split.edges.get_mut(*edge) else {
+                continue;
+            };
+            let Some(first) = runs.first() else {
+                continue;
+            };
+            let mut batch = first.1.new_empty();
+            let order = slot
+                .edge
+                .from
+                .and_then(|i| self.slots.get(i))
+                .map(|s| s.order);
+            let pending = match order {
+                Some(crate::order::EventOrder::Sorted) => {
+                    let held = slot.pending.get_or_insert_with(|| first.1.new_empty());
+                    Some(held.as_any_mut())
+                }
+                _ => None,
+            };
+            batch.merge_from(runs, &mut slot.latest, &mut slot.emitted, pending);
+            let from = slot.edge.from.unwrap_or(0);
+            merged.push((*edge, from, slot.edge.to, batch));
+        }
+        merged.sort_by_key(|m| (m.1, m.0));
+        let mut next = merged.into_iter().peekable();
+        for i in 0..self.slots.len() {
+            while let Some((_, _, to, mut batch)) = next.next_if(|m| m.1 == i) {
+                self.deliver(to, batch.as_mut());
+            }
+            self.process(i);
+        }
+    }
+
+    /// Pushes a merged batch into its node's port (or a kept output).
+    fn deliver(&mut self, to: EdgeEnd, batch: &mut dyn AnyBatch) {
+        match to {
+            EdgeEnd::Port(j, port) => {
+                let Some(dst) = self.slots.get_mut(j) else {
+                    return;
+                };
+                if let (Some(t), Some(c)) = (batch.last_cti(), dst.input_ctis.get_mut(port)) {
+                    *c = t;
+                }
+                if let Some(node) = dst.node.as_mut() {
+                    node.push_owned(port, batch.as_any_mut(), dst.out.as_any_mut());
+                }
+            }
+            EdgeEnd::Output(o) => {
+                if let Some(kept) = self.slots.get_mut(o).and_then(|s| s.kept.as_mut()) {
+                    batch.move_into(kept.as_any_mut());
+                }
+            }
+            EdgeEnd::Source(s) => {
+                if let Some(slot) = self.slots.get_mut(s) {
+                    batch.move_into(slot.out.as_any_mut());
+                }
+            }
+        }
+    }
+
+    /// Whether the graph runs split ([`Graph::split`]).
+    pub fn is_split(&self) -> bool {
+        self.split.is_some()
+    }
+}
+
+/// Typed access for tests of the merge.
+#[cfg(test)]
+fn typed<P: 'static>(b: &mut Box<dyn AnyBatch>) -> &mut crate::batch::Batch<P> {
+    super::graph::output::<P>(b.as_any_mut())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::Batch;
+    use crate::event::StreamItem;
+
+    fn items(b: &mut Batch<u32>) -> Vec<StreamItem<u32>> {
+        let mut v = Vec::new();
+        b.drain_items(|i| v.push(i));
+        v
+    }
+
+    #[test]
+    fn a_merge_keeps_each_senders_order_and_gives_the_cti_all_passed() {
+        let t = Time::from_ticks;
+        let mut a = Batch::<u32>::new();
+        a.push_point(t(12), 1); // released before its CTI, as a window releases
+        a.push_cti(t(10));
+        let mut b = Batch::<u32>::new();
+        b.push_point(t(5), 2);
+        b.push_cti(t(8));
+        b.push_point(t(9), 3);
+        b.push_cti(t(11));
+        let mut runs: Vec<(usize, Box<dyn AnyBatch>)> = vec![(0, Box::new(a)), (1, Box::new(b))];
+        let mut latest = vec![Time::NEG_INF; 2];
+        let mut emitted = Time::NEG_INF;
+        let mut out: Box<dyn AnyBatch> = Box::new(Batch::<u32>::new());
+        out.merge_from(&mut runs, &mut latest, &mut emitted, None);
+        let got = items(typed::<u32>(&mut out));
+        assert_eq!(
+            got,
+            vec![
+                StreamItem::point(t(5), 2),
+                StreamItem::point(t(9), 3),
+                StreamItem::point(t(12), 1),
+                StreamItem::Cti(t(10)),
+            ]
+        );
+        assert_eq!(emitted, t(10));
+        assert_eq!(latest, vec![t(10), t(11)]);
+    }
+
+    #[test]
+    fn scattering_sends_every_cti_to_every_worker() {
+        let t = Time::from_ticks;
+        let mut a: Box<dyn AnyBatch> = Box::new(Batch::<u32>::new());
+        typed::<u32>(&mut a).push_point(t(1), 7);
+        typed::<u32>(&mut a).push_cti(t(2));
+        let mut parts = a.scatter_to(1, 3);
+        assert_eq!(parts.len(), 3);
+        assert_eq!(
+            items(typed::<u32>(&mut parts[1])),
+            vec![StreamItem::point(t(1), 7), StreamItem::Cti(t(2))]
+        );
+        assert_eq!(
+            items(typed::<u32>(&mut parts[0])),
+            vec![StreamItem::Cti(t(2))]
+        );
+        assert!(a.is_empty());
+    }
+}
