@@ -162,3 +162,131 @@ fn pipe_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
         want.len()
     );
 }
+
+/// `n` free loopback ports (bound at once, so they differ, then released).
+fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().expect("bound").port())
+        .collect()
+}
+
+/// Every conformance case on two processes (of one worker each, and of two), each started by
+/// `check` itself on free loopback ports, gives the expected output and counters.
+#[test]
+fn check_runs_every_case_on_two_processes() {
+    use std::process::Command;
+    let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance");
+    let out = Command::new(env!("CARGO_BIN_EXE_punctual"))
+        .args(["check", "--processes", "2", "--workers", "1", cases])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(" passed, 0 failed"), "{text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_punctual"))
+        .args([
+            "check",
+            "--processes",
+            "2",
+            "--workers",
+            "2",
+            &format!("{cases}/operators"),
+            &format!("{cases}/sql/datediff-join"),
+        ])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("8 passed, 0 failed"), "{text}");
+}
+
+/// A process killed mid-run: the other one stops with an error that names it, well within
+/// 10 seconds, instead of waiting for it.
+#[test]
+fn a_lost_process_stops_the_others_with_its_name() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("punctual-lost-{}", std::process::id()));
+    let case = dir.join("case");
+    std::fs::create_dir_all(&case).expect("temp dir");
+    std::fs::write(
+        case.join("case.toml"),
+        "description = \"a long run\"\n[streams.s]\nshape = \"point\"\n\
+         generate = { every = 10, delay = 0, final = true }\n[query]\noutput = \"w\"\n\
+         [[query.step]]\nname = \"w\"\nop = \"tumbling\"\ninput = \"s\"\nsize = 100\n\
+         group_by = \"k\"\naggregates = [{ fn = \"sum\", field = \"v\", as = \"total\" }]\n",
+    )
+    .expect("written");
+    let mut arrivals = String::new();
+    for i in 0..400_000 {
+        arrivals.push_str(&format!(
+            "{{\"stream\":\"s\",\"kind\":\"point\",\"start\":{i},\"payload\":{{\"k\":{},\"v\":1}}}}\n",
+            i % 7
+        ));
+    }
+    std::fs::write(case.join("arrivals.jsonl"), arrivals).expect("written");
+    let hosts = dir.join("hosts");
+    let lines: Vec<String> = free_ports(2)
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    std::fs::write(&hosts, lines.join("\n")).expect("written");
+    let start = |i: usize| {
+        Command::new(env!("CARGO_BIN_EXE_punctual"))
+            .args([
+                "run",
+                s(&case),
+                "--processes",
+                "2",
+                "--process",
+                &i.to_string(),
+            ])
+            .args(["--hosts", s(&hosts)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starts")
+    };
+    let mut first = start(0);
+    let mut second = start(1);
+    // Mid-run: once process 0 says every process is connected, and a moment more.
+    let mut said = String::new();
+    let mut lines = std::io::BufReader::new(first.stderr.take().expect("stderr"));
+    std::io::BufRead::read_line(&mut lines, &mut said).expect("reads");
+    assert!(said.contains("all processes connected"), "{said}");
+    let rest = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::io::Read::read_to_string(&mut lines, &mut text);
+        text
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        first.try_wait().expect("waits").is_none(),
+        "the run ended before the kill: make it longer"
+    );
+    second.kill().expect("killed");
+    let _ = second.wait();
+    let killed = Instant::now();
+    let status = loop {
+        if let Some(status) = first.try_wait().expect("waits") {
+            break Some(status);
+        }
+        if killed.elapsed() > Duration::from_secs(10) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let Some(status) = status else {
+        let _ = first.kill();
+        panic!("process 0 still runs 10 s after process 1 was killed");
+    };
+    let err = rest.join().expect("stderr read");
+    assert_ne!(status.code(), Some(0), "{err}");
+    assert!(err.contains("lost process 1 (127.0.0.1:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

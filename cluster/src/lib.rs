@@ -21,10 +21,16 @@
 //! what the senders sent into one stream whose CTI is the one every sender has passed. So the
 //! output, step by step, is the output the query gives on one worker.
 //!
-//! This release runs the workers as threads of one process; exchanging batches between
-//! processes needs their payloads to be serializable and is not built yet.
+//! Workers run as threads of one process ([`ClusterConfig::threads`]) or in several
+//! processes, on one machine or many ([`ClusterConfig::processes`]): then every payload type
+//! that crosses between workers needs a codec ([`Codecs`], checked when the run starts).
 
 #![warn(missing_docs)]
+
+mod codec;
+
+use codec::Codec;
+pub use codec::Codecs;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -55,6 +61,24 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// The workers run in several processes and a payload type that crosses between them has
+    /// no codec ([`Script::codecs`]).
+    #[error("payload types cross processes without a codec (add them to Script::codecs): {}", types.join(", "))]
+    Codec {
+        /// The types.
+        types: Vec<String>,
+    },
+    /// Another process of the run was lost (it died, or its connection broke): there is no
+    /// recovery; every process of the run stops with this error.
+    #[error("lost process {process} ({address}): {message}; the run stops (there is no recovery)")]
+    LostPeer {
+        /// The lost process's index.
+        process: usize,
+        /// Its address, from the configuration.
+        address: String,
+        /// What the connection said.
+        message: String,
+    },
     /// A worker stopped with a panic.
     #[error("worker {worker} failed: {message}")]
     Worker {
@@ -65,11 +89,17 @@ pub enum Error {
     },
 }
 
-/// How many workers run the query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where the workers run: threads of this process, or also other processes (on this machine
+/// or others), each running the same program with the same configuration but its own
+/// `process` index.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterConfig {
-    /// Worker threads in this process (at least one).
+    /// Worker threads in each process (at least one).
     pub workers: usize,
+    /// This process's index, in `0..hosts.len()` (0 with one process).
+    pub process: usize,
+    /// Each process's `host:port`, by index; empty for one process.
+    pub hosts: Vec<String>,
 }
 
 impl ClusterConfig {
@@ -77,11 +107,40 @@ impl ClusterConfig {
     pub fn threads(workers: usize) -> Self {
         ClusterConfig {
             workers: workers.max(1),
+            process: 0,
+            hosts: Vec::new(),
         }
     }
 
-    fn timely(self) -> timely::Config {
-        if self.workers <= 1 {
+    /// `workers` worker threads in each of the processes at `hosts` (`host:port`, one per
+    /// process), this one being number `process`. Process `i` connects to processes `0..i`
+    /// and accepts connections from the others, so they may start in any order.
+    pub fn processes(workers: usize, process: usize, hosts: Vec<String>) -> Self {
+        ClusterConfig {
+            workers: workers.max(1),
+            process,
+            hosts,
+        }
+    }
+
+    /// How many processes run workers.
+    pub fn process_count(&self) -> usize {
+        self.hosts.len().max(1)
+    }
+
+    fn timely(&self) -> timely::Config {
+        if self.hosts.len() > 1 {
+            timely::Config {
+                communication: timely::CommunicationConfig::Cluster {
+                    threads: self.workers,
+                    process: self.process,
+                    addresses: self.hosts.clone(),
+                    report: false,
+                    zerocopy: false,
+                },
+                worker: timely::WorkerConfig::default(),
+            }
+        } else if self.workers <= 1 {
             timely::Config::thread()
         } else {
             timely::Config::process(self.workers)
@@ -111,6 +170,16 @@ pub trait Script: Send + Sync + 'static {
     type Output: Send + 'static;
     /// Builds the query's driver for worker `worker`.
     fn build(&self, worker: usize) -> Result<(Driver, Self::Worker), String>;
+    /// The codecs of the payload types that cross between workers, for a run on several
+    /// processes. None by default.
+    fn codecs(&self) -> Codecs {
+        Codecs::new()
+    }
+    /// Called on each worker once every process of the run is connected and its dataflow is
+    /// built, before the first step (`worker` of `workers` in all). Nothing by default.
+    fn started(&self, worker: usize, workers: usize) {
+        let _ = (worker, workers);
+    }
     /// How many steps the run has.
     fn steps(&self) -> usize;
     /// Step `step`.
@@ -159,24 +228,74 @@ pub struct Shipment {
     dest: usize,
     sender: usize,
     edge: usize,
-    batch: Box<dyn AnyBatch>,
+    batch: Carried,
+    codec: Option<Arc<dyn Codec>>,
 }
 
-// Timely asks exchanged data to be serializable, for exchanges between processes; this
-// release runs one process, where timely moves batches without serializing them.
+/// A shipment's batch: as it is between threads, as bytes from another process.
+enum Carried {
+    Batch(Box<dyn AnyBatch>),
+    Bytes(Vec<u8>),
+}
+
+impl Shipment {
+    fn new(
+        dest: usize,
+        sender: usize,
+        edge: usize,
+        batch: Box<dyn AnyBatch>,
+        codecs: &[Option<Arc<dyn Codec>>],
+    ) -> Self {
+        Shipment {
+            dest,
+            sender,
+            edge,
+            batch: Carried::Batch(batch),
+            codec: codecs.get(edge).cloned().flatten(),
+        }
+    }
+}
+
+// Timely serializes what goes to a worker of another process (never between threads).
 impl serde::Serialize for Shipment {
-    fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
-        Err(serde::ser::Error::custom(
-            "batches cannot cross processes yet: run the workers as threads of one process",
-        ))
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let bytes = match (&self.batch, &self.codec) {
+            (Carried::Bytes(b), _) => std::borrow::Cow::Borrowed(b),
+            (Carried::Batch(b), Some(codec)) => std::borrow::Cow::Owned(
+                codec
+                    .encode(b.as_ref())
+                    .map_err(serde::ser::Error::custom)?,
+            ),
+            (Carried::Batch(b), None) => {
+                return Err(serde::ser::Error::custom(format!(
+                    "no codec for {}",
+                    b.payload_name()
+                )))
+            }
+        };
+        serde::Serialize::serialize(
+            &(
+                self.dest as u64,
+                self.sender as u64,
+                self.edge as u64,
+                &*bytes,
+            ),
+            s,
+        )
     }
 }
 
 impl<'de> serde::Deserialize<'de> for Shipment {
-    fn deserialize<D: serde::Deserializer<'de>>(_: D) -> Result<Self, D::Error> {
-        Err(serde::de::Error::custom(
-            "batches cannot cross processes yet: run the workers as threads of one process",
-        ))
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (dest, sender, edge, bytes): (u64, u64, u64, Vec<u8>) =
+            serde::Deserialize::deserialize(d)?;
+        Ok(Shipment {
+            dest: dest as usize,
+            sender: sender as usize,
+            edge: edge as usize,
+            batch: Carried::Bytes(bytes),
+            codec: None,
+        })
     }
 }
 
@@ -184,8 +303,88 @@ impl<'de> serde::Deserialize<'de> for Shipment {
 /// that one step makes, each at its own time.
 const PASSES: i64 = 64;
 
-/// Runs `script` on the cluster; returns what each worker reported, by worker index.
+/// The first lost connection to another process, as timely's network threads report it
+/// (`timely:recv-N` / `timely:send-N`, `N` the other process's index).
+static LOST: std::sync::Mutex<Option<(usize, String)>> = std::sync::Mutex::new(None);
+
+/// Installs (once) a panic hook that turns the panics of timely's network threads, and the
+/// workers' panics that follow from them, into one record in [`LOST`] instead of a backtrace
+/// each; every other panic goes to the hook that was there before.
+fn watch_connections() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let thread = std::thread::current();
+            let name = thread.name().unwrap_or("");
+            let peer = name
+                .strip_prefix("timely:recv-")
+                .or_else(|| name.strip_prefix("timely:send-"))
+                .and_then(|n| n.parse::<usize>().ok());
+            let message = info
+                .payload()
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| {
+                    info.payload()
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_owned())
+                })
+                .unwrap_or_default();
+            let mut lost = LOST
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match peer {
+                Some(p) => {
+                    lost.get_or_insert((p, message.replace("timely communication error: ", "")));
+                }
+                // A worker whose channels broke with the connection, or the join of the
+                // network threads: already reported.
+                None if lost.is_some()
+                    && (name.starts_with("timely:work-") || message.contains("thread panic")) => {}
+                None => {
+                    drop(lost);
+                    previous(info);
+                }
+            }
+        }));
+    });
+}
+
+/// Runs `script` on the cluster; returns what each of this process's workers reported, by
+/// worker index. If another process is lost mid-run, every process ends with
+/// [`Error::LostPeer`] (timely has no recovery: its peers' channels break).
 pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Output>, Error> {
+    if config.process_count() <= 1 {
+        return run_timely(script, config);
+    }
+    watch_connections();
+    let hosts = config.hosts.clone();
+    let result =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_timely(script, config)));
+    let lost = LOST
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    match (result, lost) {
+        (_, Some((process, message))) => Err(Error::LostPeer {
+            process,
+            address: hosts.get(process).cloned().unwrap_or_default(),
+            message,
+        }),
+        (Ok(r), None) => r,
+        (Err(panic), None) => Err(Error::Worker {
+            worker: 0,
+            message: panic
+                .downcast_ref::<String>()
+                .cloned()
+                .unwrap_or_else(|| "a panic".to_owned()),
+        }),
+    }
+}
+
+fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Output>, Error> {
+    let processes = config.process_count();
     let guards = timely::execute(config.timely(), move |worker| {
         let me = worker.index();
         let peers = worker.peers();
@@ -194,6 +393,29 @@ pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Ou
             message,
         })?;
         let edges = driver.split(me, peers);
+        // The codec of each edge's payload type, for what crosses processes.
+        let codecs = script.codecs();
+        let edge_codecs: Vec<Option<Arc<dyn Codec>>> = (0..edges.len())
+            .map(|e| {
+                driver
+                    .graph_mut()
+                    .edge_batch(e)
+                    .and_then(|b| codecs.get(b))
+            })
+            .collect();
+        if processes > 1 {
+            let mut missing: Vec<String> = (0..edges.len())
+                .filter(|&e| edge_codecs[e].is_none())
+                .filter_map(|e| driver.graph_mut().edge_batch(e).map(|b| b.payload_name().to_owned()))
+                .collect();
+            missing.sort();
+            missing.dedup();
+            if !missing.is_empty() {
+                return Err(Error::Codec { types: missing });
+            }
+        }
+        let edge_codecs = Rc::new(edge_codecs);
+        let failure: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
         let owner = owners(&driver, peers);
         let inputs = driver.input_count();
         let per_step = PASSES * (inputs.max(1) as i64);
@@ -206,12 +428,14 @@ pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Ou
                 let shared = Rc::clone(&shared);
                 let script = Arc::clone(&script);
                 let edges = Rc::clone(&edge_list);
+                let codecs = Rc::clone(&edge_codecs);
                 let owner = owner.clone();
                 source(scope, "ingress", move |cap: Capability<i64>, info| {
                     let activator = scope.activator_for(info.address);
                     let mut cap = Some(cap);
                     let mut step = 0usize;
                     let steps = script.steps();
+                    script.started(me, peers);
                     move |output| {
                         let Some(c) = cap.as_mut() else { return };
                         let mut guard = shared.borrow_mut();
@@ -243,12 +467,7 @@ pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Ou
                                         if !batch.is_empty() {
                                             sent.push((
                                                 time,
-                                                Shipment {
-                                                    dest,
-                                                    sender: me,
-                                                    edge,
-                                                    batch,
-                                                },
+                                                Shipment::new(dest, me, edge, batch, &codecs),
                                             ));
                                         }
                                     }
@@ -293,6 +512,8 @@ pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Ou
             for stage in 1..=last {
                 let shared = Rc::clone(&shared);
                 let edges = Rc::clone(&edge_list);
+                let codecs = Rc::clone(&edge_codecs);
+                let failure = Rc::clone(&failure);
                 stream = stream.unary_frontier(
                     Exchange::new(|m: &Shipment| m.dest as u64),
                     &format!("stage {stage}"),
@@ -324,20 +545,42 @@ pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Ou
                                     };
                                     if edge.to_stage != stage {
                                         forward.push(s);
-                                    } else if matches!(edge.to, EdgeEnd::Source(_)) {
-                                        injected.push(s);
+                                        continue;
+                                    }
+                                    // From another process: bytes, decoded by the edge's codec.
+                                    let batch = match s.batch {
+                                        Carried::Batch(b) => b,
+                                        Carried::Bytes(bytes) => {
+                                            let decoded = codecs
+                                                .get(s.edge)
+                                                .cloned()
+                                                .flatten()
+                                                .ok_or_else(|| "no codec".to_owned())
+                                                .and_then(|c| c.decode(&bytes));
+                                            match decoded {
+                                                Ok(b) => b,
+                                                Err(e) => {
+                                                    failure.borrow_mut().get_or_insert(format!(
+                                                        "a batch from worker {} cannot be read: {e}",
+                                                        s.sender
+                                                    ));
+                                                    continue;
+                                                }
+                                            }
+                                        }
+                                    };
+                                    if matches!(edge.to, EdgeEnd::Source(_)) {
+                                        injected.push((s.sender, s.edge, batch));
                                     } else {
                                         match received.iter_mut().find(|r| r.0 == s.edge) {
-                                            Some(r) => r.1.push((s.sender, s.batch)),
-                                            None => {
-                                                received.push((s.edge, vec![(s.sender, s.batch)]))
-                                            }
+                                            Some(r) => r.1.push((s.sender, batch)),
+                                            None => received.push((s.edge, vec![(s.sender, batch)])),
                                         }
                                     }
                                 }
-                                injected.sort_by_key(|s| s.sender);
-                                for s in injected {
-                                    graph.receive_injection(s.edge, s.batch);
+                                injected.sort_by_key(|s| s.0);
+                                for (_, edge, batch) in injected {
+                                    graph.receive_injection(edge, batch);
                                 }
                                 for r in &mut received {
                                     r.1.sort_by_key(|x| x.0);
@@ -353,12 +596,7 @@ pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Ou
                                 graph.take_routed(|edge, parts| {
                                     for (dest, batch) in parts.into_iter().enumerate() {
                                         if !batch.is_empty() {
-                                            session.give(Shipment {
-                                                dest,
-                                                sender: me,
-                                                edge,
-                                                batch,
-                                            });
+                                            session.give(Shipment::new(dest, me, edge, batch, &codecs));
                                         }
                                     }
                                 });
@@ -383,6 +621,9 @@ pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Ou
         });
         while !probe.done() {
             worker.step();
+        }
+        if let Some(message) = failure.borrow_mut().take() {
+            return Err(Error::Worker { worker: me, message });
         }
         let mut guard = shared.borrow_mut();
         let (driver, state) = &mut *guard;

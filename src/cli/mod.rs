@@ -8,6 +8,7 @@ use crate::conformance::{find_cases, run_case};
 
 mod brokers;
 mod capture;
+mod cluster;
 mod job;
 mod letters;
 mod pipe;
@@ -21,10 +22,18 @@ pub const HELP: &str = "\
 punctual: run Punctual conformance cases from the command line
 
 USAGE:
-    punctual run CASE_DIR        run one case; print its output as JSON lines (stdout)
-                                 and each input stream's counters and dead letters (stderr)
-    punctual check PATH...       run every case at or below each PATH, print a diff for
-                                 each failing case and a closing line `N passed, N failed`
+    punctual run CASE_DIR [--workers W] [--processes P --process I --hosts FILE]
+                                 run one case; print its output as JSON lines (stdout)
+                                 and each input stream's counters and dead letters (stderr).
+                                 --workers W: split over W worker threads (same results);
+                                 --processes P: this is process I of P, each running the
+                                 same command with its own I; FILE has one host:port per
+                                 process (line I is this one); the output is on process 0
+    punctual check [--workers W] [--processes P] PATH...
+                                 run every case at or below each PATH, print a diff for
+                                 each failing case and a closing line `N passed, N failed`;
+                                 with --processes P, each case runs as P processes of this
+                                 program on free loopback ports (a 120 s deadline each)
     punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
                                  and the input holding it back (start here for 'no output?')
     punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN | --time-field FIELD]
@@ -86,6 +95,7 @@ USAGE:
 EXAMPLES:
     punctual run tests/conformance/ingress/unordered-with-delay
     punctual check tests/conformance
+    punctual check --processes 2 --workers 2 tests/conformance
     punctual pipe -i samples/data/readings.jsonl --delay 5s | head
     cat readings.csv | punctual pipe --csv time --in-order > ordered.jsonl
     punctual query 'SELECT device, AVG(celsius) AS mean FROM readings TIMESTAMP BY time
@@ -109,9 +119,9 @@ pub const EXIT_USAGE: u8 = 2;
 /// fail the run).
 pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     match args.first().map(String::as_str) {
-        Some("run") if args.len() >= 2 => match workers_option(&args[1..]) {
-            Ok((workers, rest)) if rest.len() == 1 => {
-                cmd_run(Path::new(&rest[0]), workers, out, err)
+        Some("run") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
+            Ok((placement, rest)) if rest.len() == 1 => {
+                cmd_run(Path::new(&rest[0]), &placement, out, err)
             }
             Ok(_) => usage(err, "`run` takes one case folder", "run"),
             Err(e) => usage(err, &e, "run"),
@@ -143,10 +153,10 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         Some("timeline") if args.len() == 4 && args[2] == "-o" => {
             cmd_timeline(Path::new(&args[1]), Some(Path::new(&args[3])), out, err)
         }
-        Some("check") if args.len() >= 2 => match workers_option(&args[1..]) {
-            Ok((workers, rest)) if !rest.is_empty() => cmd_check(
+        Some("check") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
+            Ok((placement, rest)) if !rest.is_empty() => cmd_check(
                 &rest.iter().map(PathBuf::from).collect::<Vec<_>>(),
-                workers,
+                &placement,
                 out,
                 err,
             ),
@@ -175,41 +185,6 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
 }
 
-/// Takes `--workers N` out of `args`: the number of workers (1 without the option) and the
-/// other arguments.
-fn workers_option(args: &[String]) -> Result<(usize, Vec<String>), String> {
-    let mut workers = 1;
-    let mut rest = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        if a == "--workers" {
-            let value = it
-                .next()
-                .ok_or("`--workers` takes a number of workers (1 or more)")?;
-            workers = value
-                .parse::<usize>()
-                .ok()
-                .filter(|&w| w >= 1)
-                .ok_or_else(|| format!("`--workers {value}`: a number of workers is 1 or more"))?;
-        } else {
-            rest.push(a.clone());
-        }
-    }
-    Ok((workers, rest))
-}
-
-/// Runs a case on one worker, or split over `workers` ([`crate::conformance::run_split`]).
-fn run_on(
-    dir: &Path,
-    workers: usize,
-) -> Result<crate::conformance::CaseRun, crate::conformance::CaseError> {
-    if workers <= 1 {
-        run_case(dir)
-    } else {
-        crate::conformance::run_split(crate::conformance::Case::load(dir)?, workers)
-    }
-}
-
 /// A bad command line: one line saying what is wrong, one with a hint; exit code 2.
 fn usage(err: &mut dyn Write, what: &str, command: &str) -> u8 {
     let _ = writeln!(err, "error: {what}");
@@ -222,8 +197,13 @@ fn usage(err: &mut dyn Write, what: &str, command: &str) -> u8 {
     EXIT_USAGE
 }
 
-fn cmd_run(dir: &Path, workers: usize, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let run = match run_on(dir, workers) {
+fn cmd_run(
+    dir: &Path,
+    placement: &cluster::Placement,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
+    let (run, owned) = match cluster::run(dir, placement) {
         Ok(run) => run,
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -233,7 +213,8 @@ fn cmd_run(dir: &Path, workers: usize, out: &mut dyn Write, err: &mut dyn Write)
     for line in run.output_lines() {
         let _ = writeln!(out, "{line}");
     }
-    for (name, c) in &run.counters {
+    cluster::note_share(err, placement);
+    for ((name, c), _) in run.counters.iter().zip(&owned).filter(|(_, o)| **o) {
         let _ = writeln!(
             err,
             "{}",
@@ -389,7 +370,12 @@ fn cmd_explain(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     EXIT_OK
 }
 
-fn cmd_check(roots: &[PathBuf], workers: usize, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+fn cmd_check(
+    roots: &[PathBuf],
+    placement: &cluster::Placement,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     let (mut passed, mut failed) = (0usize, 0usize);
     for root in roots {
         let cases = match find_cases(root) {
@@ -410,8 +396,15 @@ fn cmd_check(roots: &[PathBuf], workers: usize, out: &mut dyn Write, err: &mut d
             }
         };
         for dir in cases {
-            let problems: Vec<String> = match run_on(&dir, workers) {
-                Err(e) => vec![e.to_string()],
+            let ran = if placement.processes > 1 {
+                cluster::check_on_processes(&dir, placement.workers, placement.processes)
+            } else {
+                cluster::run(&dir, placement)
+                    .map(|r| r.0)
+                    .map_err(|e| e.to_string())
+            };
+            let problems: Vec<String> = match ran {
+                Err(e) => vec![e],
                 Ok(run) => match run.check() {
                     Ok(()) => Vec::new(),
                     Err(ms) => ms

@@ -23,7 +23,7 @@ pub use case::{
     read_items, Arrival as CaseArrival, Case, Compare, StepSpec, StreamSpec, WatermarkFile,
 };
 pub use compare::Mismatch;
-pub use split::run_split;
+pub use split::{run_cluster, run_split, ClusterRun};
 
 use std::hash::{Hash, Hasher};
 

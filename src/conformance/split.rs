@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use punctual_cluster::{ClusterConfig, Script, Step};
+use punctual_cluster::{ClusterConfig, Codecs, Script, Step};
 use punctual_core::{Batch, Row, StreamItem};
 use punctual_engine::Driver;
 use punctual_policies::{DeadLetter, IngressCounters};
@@ -14,6 +14,9 @@ use super::{build, feed, unended, Built, Case, CaseError, CaseRun};
 struct CaseScript {
     case: Case,
     unended: Vec<usize>,
+    /// With several processes of this many workers each: say on stderr when they are
+    /// connected (once per process).
+    announce: Option<usize>,
 }
 
 /// What a worker keeps beside its driver.
@@ -52,6 +55,16 @@ impl Script for CaseScript {
                 output,
             },
         ))
+    }
+
+    fn codecs(&self) -> Codecs {
+        Codecs::new().with_json::<Row>()
+    }
+
+    fn started(&self, worker: usize, workers: usize) {
+        if self.announce.is_some_and(|per| worker.is_multiple_of(per.max(1))) {
+            eprintln!("all processes connected ({workers} workers): running");
+        }
     }
 
     fn steps(&self) -> usize {
@@ -124,10 +137,32 @@ impl Script for CaseScript {
 /// (the counters and dead letters of each input from the worker that owns it; what operators
 /// held, from every worker). Per-arrival traces are not kept.
 pub fn run_split(case: Case, workers: usize) -> Result<CaseRun, CaseError> {
+    run_cluster(case, &ClusterConfig::threads(workers)).map(|r| r.run)
+}
+
+/// This process's share of a case run on a cluster ([`run_cluster`]).
+#[derive(Debug)]
+pub struct ClusterRun {
+    /// The output (all of it on the process of worker 0, none elsewhere), the counters and
+    /// dead letters of the inputs this process's workers own (default elsewhere), what its
+    /// operators held.
+    pub run: CaseRun,
+    /// For each input stream, whether this process's workers own it.
+    pub owned: Vec<bool>,
+}
+
+/// Runs a loaded case as this process's part of a cluster run (see [`run_split`]; with
+/// several processes, every process runs this with the same case and configuration but its
+/// own process index).
+pub fn run_cluster(case: Case, config: &ClusterConfig) -> Result<ClusterRun, CaseError> {
     let unended = unended(&case);
     let names: Vec<String> = case.streams.iter().map(|s| s.name.clone()).collect();
-    let script = Arc::new(CaseScript { case, unended });
-    let reports = punctual_cluster::run(Arc::clone(&script), ClusterConfig::threads(workers))
+    let script = Arc::new(CaseScript {
+        case,
+        unended,
+        announce: (config.process_count() > 1).then_some(config.workers),
+    });
+    let reports = punctual_cluster::run(Arc::clone(&script), config.clone())
         .map_err(|e| CaseError::Config(e.to_string()))?;
     let mut reports = reports
         .into_iter()
@@ -138,6 +173,7 @@ pub fn run_split(case: Case, workers: usize) -> Result<CaseRun, CaseError> {
         .map_err(|_| CaseError::Config("the cluster kept the case".to_owned()))?;
     let mut counters = Vec::new();
     let mut dead_letters = Vec::new();
+    let mut owned = Vec::new();
     for (i, name) in names.iter().enumerate() {
         let owner = reports.iter().position(|r| r.counters[i].is_some());
         let c = owner
@@ -148,20 +184,28 @@ pub fn run_split(case: Case, workers: usize) -> Result<CaseRun, CaseError> {
             .unwrap_or_default();
         counters.push((name.clone(), c));
         dead_letters.push((name.clone(), l));
+        owned.push(owner.is_some());
     }
     let held = reports.iter_mut().flat_map(|r| r.held.drain(..)).collect();
-    let first = reports.first_mut();
+    let first = if config.process == 0 {
+        reports.first_mut()
+    } else {
+        None
+    };
     let output = first.as_ref().map(|r| r.output.clone()).unwrap_or_default();
     let explanations = first
         .map(|r| std::mem::take(&mut r.explanations))
         .unwrap_or_default();
-    Ok(CaseRun {
-        case,
-        output,
-        counters,
-        dead_letters,
-        held,
-        explanations,
-        traces: Vec::new(),
+    Ok(ClusterRun {
+        run: CaseRun {
+            case,
+            output,
+            counters,
+            dead_letters,
+            held,
+            explanations,
+            traces: Vec::new(),
+        },
+        owned,
     })
 }

@@ -127,6 +127,8 @@ pub trait AnyBatch: Any + Send {
     fn check(&self, order: EventOrder, cti: Time) -> Result<(), String>;
     /// An empty batch of the same type.
     fn new_empty(&self) -> Box<dyn AnyBatch>;
+    /// The name of its payload type, for messages.
+    fn payload_name(&self) -> &'static str;
     /// Appends a copy of everything to `dst`, a batch of the same type.
     fn copy_into(&self, dst: &mut dyn Any);
     /// Splits it for `workers` workers: every event to worker `to`, every CTI to each (see
@@ -180,6 +182,9 @@ impl<P: Clone + Send + 'static> AnyBatch for Batch<P> {
     }
     fn new_empty(&self) -> Box<dyn AnyBatch> {
         Box::new(Batch::<P>::new())
+    }
+    fn payload_name(&self) -> &'static str {
+        std::any::type_name::<P>()
     }
     fn copy_into(&self, dst: &mut dyn Any) {
         output::<P>(dst).append(&mut self.clone());

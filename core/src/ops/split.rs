@@ -321,6 +321,17 @@ impl Graph {
         }
     }
 
+    /// An empty batch of the type edge `edge` carries (to tell its payload type).
+    pub fn edge_batch(&self, edge: usize) -> Option<&dyn AnyBatch> {
+        let e = self.split.as_ref()?.edges.get(edge)?.edge;
+        let node = match (e.from, e.to) {
+            (Some(i), _) => i,
+            (None, EdgeEnd::Source(s)) => s,
+            (None, _) => return None,
+        };
+        self.slots.get(node).map(|s| s.out.as_ref())
+    }
+
     /// Whether the graph runs split ([`Graph::split`]).
     pub fn is_split(&self) -> bool {
         self.split.is_some()

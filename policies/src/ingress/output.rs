@@ -11,7 +11,8 @@ use super::Ingress;
 
 /// Per-stream counters. Accounting: `events_in = released + dropped + rejected + buffered +
 /// unreleased + filtered` at every moment.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct IngressCounters {
     /// Events enqueued (valid or not).
     pub events_in: u64,

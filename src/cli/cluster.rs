@@ -1,0 +1,307 @@
+//! Cases on several workers and processes: `run --workers W [--processes P --process I
+//! --hosts FILE]` and `check --workers W --processes P`, which starts the processes itself.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use punctual_adapters::line::{item_to_json, parse_line};
+use punctual_cluster::ClusterConfig;
+use punctual_core::{Row, StreamItem};
+use punctual_policies::IngressCounters;
+
+use crate::conformance::{run_case, run_cluster, Case, CaseError, CaseRun};
+
+/// How long `check --processes` waits for a case's processes before it kills them.
+const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Where a case runs: `--workers W` threads in each of `--processes P` processes; this one
+/// is `--process I`, the processes' addresses are in `--hosts FILE` (one `host:port` a line);
+/// `--report FILE` writes what this process saw as JSON (for `check`).
+#[derive(Debug, Default)]
+pub(super) struct Placement {
+    pub(super) workers: usize,
+    pub(super) processes: usize,
+    pub(super) process: Option<usize>,
+    pub(super) hosts: Option<PathBuf>,
+    pub(super) report: Option<PathBuf>,
+}
+
+impl Placement {
+    /// Takes the placement options out of `args`; returns them and the other arguments.
+    pub(super) fn parse(args: &[String]) -> Result<(Placement, Vec<String>), String> {
+        let mut p = Placement {
+            workers: 1,
+            processes: 1,
+            ..Placement::default()
+        };
+        let mut rest = Vec::new();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            let mut value = |what: &str| {
+                it.next()
+                    .cloned()
+                    .ok_or_else(|| format!("`{a}` takes {what}"))
+            };
+            let count = |v: String, what: &str| {
+                v.parse::<usize>()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .ok_or_else(|| format!("`{a} {v}`: {what} is a number, 1 or more"))
+            };
+            match a.as_str() {
+                "--workers" => p.workers = count(value("a number of workers")?, "workers")?,
+                "--processes" => {
+                    p.processes = count(value("a number of processes")?, "processes")?;
+                }
+                "--process" => {
+                    let v = value("this process's index")?;
+                    p.process = Some(v.parse::<usize>().map_err(|_| {
+                        format!("`--process {v}`: a process index is a number from 0")
+                    })?);
+                }
+                "--hosts" => p.hosts = Some(PathBuf::from(value("a file of host:port lines")?)),
+                "--report" => p.report = Some(PathBuf::from(value("a file to write")?)),
+                _ => rest.push(a.clone()),
+            }
+        }
+        Ok((p, rest))
+    }
+
+    /// The cluster configuration of `run`: one process, or this one of `--processes` with
+    /// `--process` and `--hosts`.
+    pub(super) fn config(&self) -> Result<ClusterConfig, String> {
+        if self.processes == 1 {
+            return Ok(ClusterConfig::threads(self.workers));
+        }
+        let (Some(process), Some(hosts)) = (self.process, &self.hosts) else {
+            return Err(format!(
+                "`--processes {}` needs `--process I` (this process's index) and `--hosts FILE`",
+                self.processes
+            ));
+        };
+        let text = std::fs::read_to_string(hosts)
+            .map_err(|e| format!("cannot read the hosts file {}: {e}", hosts.display()))?;
+        let addresses: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(str::to_owned)
+            .collect();
+        if addresses.len() != self.processes {
+            return Err(format!(
+                "the hosts file {} has {} addresses, for `--processes {}`",
+                hosts.display(),
+                addresses.len(),
+                self.processes
+            ));
+        }
+        if process >= self.processes {
+            return Err(format!(
+                "`--process {process}`: the processes are numbered 0 to {}",
+                self.processes - 1
+            ));
+        }
+        Ok(ClusterConfig::processes(self.workers, process, addresses))
+    }
+}
+
+/// Runs a case where `placement` says: on one worker, on threads, or as one process of
+/// several. With `--report FILE`, also writes what this process saw there. Returns the run
+/// and, for each input, whether this process owns it (its counters are here).
+pub(super) fn run(dir: &Path, placement: &Placement) -> Result<(CaseRun, Vec<bool>), CaseError> {
+    let config = placement.config().map_err(CaseError::Config)?;
+    if config.workers == 1 && config.process_count() == 1 {
+        let run = run_case(dir)?;
+        let owned = vec![true; run.counters.len()];
+        return Ok((run, owned));
+    }
+    let share = run_cluster(Case::load(dir)?, &config)?;
+    if let Some(path) = &placement.report {
+        let report = serde_json::json!({
+            "output": share.run.output.iter().map(|i| item_to_json(i.as_ref())).collect::<Vec<_>>(),
+            "counters": share.run.counters.iter().zip(&share.owned)
+                .filter(|(_, owned)| **owned)
+                .map(|((name, c), _)| (name.clone(), serde_json::to_value(c).unwrap_or_default()))
+                .collect::<serde_json::Map<_, _>>(),
+        });
+        std::fs::write(path, report.to_string()).map_err(|e| CaseError::Io {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok((share.run, share.owned))
+}
+
+/// `check --processes P`: runs the case in `dir` as P processes of this program on free
+/// loopback ports, each with a deadline, and puts their reports together: the output of
+/// process 0, each input's counters from the process that owns it. A process that fails or
+/// does not finish in time fails the case (the others are stopped).
+pub(super) fn check_on_processes(
+    dir: &Path,
+    workers: usize,
+    processes: usize,
+) -> Result<CaseRun, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let scratch = std::env::temp_dir().join(format!("punctual-check-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let result = run_processes(&exe, dir, workers, processes, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn run_processes(
+    exe: &Path,
+    dir: &Path,
+    workers: usize,
+    processes: usize,
+    scratch: &Path,
+) -> Result<CaseRun, String> {
+    let hosts = scratch.join("hosts");
+    let ports = free_ports(processes)?;
+    let lines: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
+    std::fs::write(&hosts, lines.join("\n")).map_err(|e| format!("{}: {e}", hosts.display()))?;
+    let mut children: Vec<(Child, PathBuf, PathBuf)> = Vec::new();
+    for i in 0..processes {
+        let report = scratch.join(format!("report-{i}.json"));
+        let log = scratch.join(format!("stderr-{i}.txt"));
+        let stderr = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let child = Command::new(exe)
+            .arg("run")
+            .arg(dir)
+            .args(["--workers", &workers.to_string()])
+            .args(["--processes", &processes.to_string()])
+            .args(["--process", &i.to_string()])
+            .arg("--hosts")
+            .arg(&hosts)
+            .arg("--report")
+            .arg(&report)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn();
+        match child {
+            Ok(c) => children.push((c, report, log)),
+            Err(e) => {
+                stop(&mut children);
+                return Err(format!("cannot start process {i}: {e}"));
+            }
+        }
+    }
+    let deadline = Instant::now() + DEADLINE;
+    let mut done = vec![false; processes];
+    while done.iter().any(|d| !d) {
+        for (i, (child, _, log)) in children.iter_mut().enumerate() {
+            if done[i] {
+                continue;
+            }
+            match child.try_wait() {
+                Ok(Some(status)) if status.success() => done[i] = true,
+                Ok(Some(status)) => {
+                    let said = std::fs::read_to_string(log.as_path()).unwrap_or_default();
+                    stop(&mut children);
+                    return Err(format!(
+                        "process {i} of {processes} failed ({status}): {}",
+                        said.trim()
+                    ));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    stop(&mut children);
+                    return Err(format!("cannot wait for process {i}: {e}"));
+                }
+            }
+        }
+        if Instant::now() > deadline {
+            stop(&mut children);
+            return Err(format!(
+                "the processes did not finish within {}s",
+                DEADLINE.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let case = Case::load(dir).map_err(|e| e.to_string())?;
+    let mut output = Vec::new();
+    let mut counters: Vec<(String, Option<IngressCounters>)> = case
+        .streams
+        .iter()
+        .map(|s| (s.name.clone(), None))
+        .collect();
+    for (i, (_, report, _)) in children.iter().enumerate() {
+        let text = std::fs::read_to_string(report)
+            .map_err(|e| format!("process {i} wrote no report: {e}"))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("process {i}'s report: {e}"))?;
+        if i == 0 {
+            for line in json["output"].as_array().into_iter().flatten() {
+                let item: Option<StreamItem<Row>> = parse_line::<Row>(&line.to_string())
+                    .and_then(|l| l.into_item_or_default())
+                    .map_err(|e| format!("process 0's output: {e}"))?;
+                output.extend(item);
+            }
+        }
+        for (name, c) in json["counters"].as_object().into_iter().flatten() {
+            let c: IngressCounters = serde_json::from_value(c.clone())
+                .map_err(|e| format!("process {i}'s counters of `{name}`: {e}"))?;
+            if let Some(slot) = counters.iter_mut().find(|(n, _)| n == name) {
+                slot.1 = Some(c);
+            }
+        }
+    }
+    let counters = counters
+        .into_iter()
+        .map(|(name, c)| {
+            c.map(|c| (name.clone(), c))
+                .ok_or_else(|| format!("no process reported the counters of `{name}`"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let dead_letters = counters
+        .iter()
+        .map(|(n, _)| (n.clone(), Vec::new()))
+        .collect();
+    Ok(CaseRun {
+        case,
+        output,
+        counters,
+        dead_letters,
+        held: Vec::new(),
+        explanations: Vec::new(),
+        traces: Vec::new(),
+    })
+}
+
+/// `n` loopback ports free now: bound all at once (so they differ), then released.
+fn free_ports(n: usize) -> Result<Vec<u16>, String> {
+    let listeners = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("cannot find a free port: {e}"))?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("cannot find a free port: {e}"))
+}
+
+fn stop(children: &mut [(Child, PathBuf, PathBuf)]) {
+    for (child, _, _) in children.iter_mut() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// Writes a one-line note when a process of a run on several is not the one with the output.
+pub(super) fn note_share(err: &mut dyn Write, placement: &Placement) {
+    if placement.processes > 1 && placement.process.is_some_and(|p| p > 0) {
+        let _ = writeln!(
+            err,
+            "process {} of {}: the output is on process 0; the counters below are of the inputs this process owns",
+            placement.process.unwrap_or(0),
+            placement.processes
+        );
+    }
+}
