@@ -167,9 +167,24 @@ fn a_bad_command_line_exits_2_with_help() {
     assert_eq!(out, format!("punctual {}\n", env!("CARGO_PKG_VERSION")));
     let (code, out, _) = cli(&["--help"]);
     assert_eq!(code, EXIT_OK);
-    assert!(out.contains("punctual check PATH..."));
+    assert!(out.contains("punctual check [--workers W] [--processes P] PATH..."));
     let (code, _, _) = cli(&["check", "/nonexistent/cases"]);
     assert_eq!(code, EXIT_FAILED);
+    let (code, _, err) = cli(&["check", "--workers", "0", "tests"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.starts_with("error: `--workers 0`: workers is a number, 1 or more\n"),
+        "{err}"
+    );
+    let dir = cases().join("operators/filter");
+    let (code, _, err) = cli(&["run", s(&dir), "--processes", "2"]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(
+        err.contains(
+            "`--processes 2` needs `--process I` (this process's index) and `--hosts FILE`"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

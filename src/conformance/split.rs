@@ -62,7 +62,10 @@ impl Script for CaseScript {
     }
 
     fn started(&self, worker: usize, workers: usize) {
-        if self.announce.is_some_and(|per| worker.is_multiple_of(per.max(1))) {
+        if self
+            .announce
+            .is_some_and(|per| worker.is_multiple_of(per.max(1)))
+        {
             eprintln!("all processes connected ({workers} workers): running");
         }
     }
