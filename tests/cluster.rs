@@ -1,238 +1,15 @@
 //! The same query on one worker and split over several (`punctual::cluster`): on random
-//! inputs (events permuted between CTIs, two inputs interleaved), every operator gives the
-//! same output, CTI by CTI (the events between two CTIs compared as a multiset), on 1, 2 and
-//! 3 workers as through the driver alone; and a policy's drops are counted the same.
-
-use std::sync::Arc;
+//! inputs (two inputs interleaved, events in any order between CTIs), every operator gives
+//! the same output, CTI by CTI (the events between two CTIs compared as a multiset), and the
+//! same drops, on 1, 2 and 3 worker threads, and on 2 processes of 1 and of 2 workers over
+//! loopback, as through the driver alone.
 
 use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
 
-use punctual::cluster::{ClusterConfig, Script, Step};
-use punctual::core::ops::{Count, Payload, Stream, Sum, WindowOutput};
-use punctual::core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
-use punctual::engine::{Driver, InputId, InputOptions, OutputId, Plan};
-use punctual::policies::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
-
-/// A payload: a unique id, a group key and a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Pl {
-    id: u32,
-    key: u8,
-    v: i64,
-}
-
-type Build<O> = Arc<dyn Fn(&[Stream<Pl>]) -> Stream<O> + Send + Sync>;
-
-/// Inputs given item by item (`None`: the items are the input's own; a CTI generator with
-/// the Drop policy otherwise), fed in a fixed interleaving: one item of each input in turn.
-struct Run<O> {
-    inputs: Vec<Vec<StreamItem<Pl>>>,
-    generated: bool,
-    build: Build<O>,
-    /// Step index to (input, item).
-    order: Vec<(usize, usize)>,
-}
-
-impl<O: Payload> Run<O> {
-    fn new(inputs: Vec<Vec<StreamItem<Pl>>>, generated: bool, build: Build<O>) -> Self {
-        let longest = inputs.iter().map(Vec::len).max().unwrap_or(0);
-        let order = (0..longest)
-            .flat_map(|i| (0..inputs.len()).map(move |k| (k, i)))
-            .filter(|&(k, i)| i < inputs[k].len())
-            .collect();
-        Run {
-            inputs,
-            generated,
-            build,
-            order,
-        }
-    }
-
-    fn plan(&self) -> (Driver, Vec<InputId<Pl>>, OutputId<O>) {
-        let mut plan = Plan::new("cluster");
-        let (ids, sources): (Vec<_>, Vec<Stream<Pl>>) = (0..self.inputs.len())
-            .map(|k| {
-                let mut options = InputOptions::new(format!("in{k}"), EventShape::Edge);
-                if self.generated {
-                    let generation = AdvanceTimeGenerationSettings::every_events(3)
-                        .delay(TimeSpan::from_ticks(5))
-                        .final_cti(true)
-                        .build()
-                        .expect("valid settings");
-                    let settings = AdvanceTimeSettings::builder()
-                        .generation(generation)
-                        .policy(AdvanceTimePolicy::Drop)
-                        .build()
-                        .expect("valid settings");
-                    options = options.settings(settings);
-                }
-                plan.input::<Pl, Ordered>(options).expect("a valid input")
-            })
-            .unzip();
-        let output = plan
-            .output(&(self.build)(&sources))
-            .expect("a stream of the plan");
-        (plan.build().expect("a valid plan"), ids, output)
-    }
-
-    /// Through the driver alone: the output and the total of dropped events.
-    fn local(&self) -> (Vec<StreamItem<O>>, u64) {
-        let (mut driver, ids, output) = self.plan();
-        for &(k, i) in &self.order {
-            let _ = driver.enqueue(ids[k], self.inputs[k][i].clone());
-        }
-        for id in &ids {
-            driver.finish(id.index());
-        }
-        driver.close();
-        let mut batch = Batch::new();
-        driver.take_output(&output, &mut batch);
-        let mut items = Vec::new();
-        batch.drain_items(|i| items.push(i));
-        let dropped = (0..ids.len())
-            .filter_map(|i| driver.counters(i))
-            .map(|c| c.dropped)
-            .sum();
-        (items, dropped)
-    }
-}
-
-struct Worker<O> {
-    ids: Vec<InputId<Pl>>,
-    output: OutputId<O>,
-}
-
-impl<O: Payload> Script for Run<O> {
-    type Worker = Worker<O>;
-    type Output = (Vec<StreamItem<O>>, u64);
-
-    fn build(&self, _worker: usize) -> Result<(Driver, Worker<O>), String> {
-        let (driver, ids, output) = self.plan();
-        Ok((driver, Worker { ids, output }))
-    }
-
-    fn steps(&self) -> usize {
-        self.order.len() + self.inputs.len() + 1
-    }
-
-    fn step(&self, step: usize) -> Step {
-        match self.order.get(step) {
-            Some(&(k, _)) => Step::Input(k),
-            None if step < self.order.len() + self.inputs.len() => {
-                Step::Input(step - self.order.len())
-            }
-            None => Step::Close,
-        }
-    }
-
-    fn run_step(&self, step: usize, driver: &mut Driver, w: &mut Worker<O>) {
-        match self.order.get(step) {
-            Some(&(k, i)) => {
-                let _ = driver.enqueue(w.ids[k], self.inputs[k][i].clone());
-            }
-            None => {
-                driver.finish(w.ids[step - self.order.len()].index());
-            }
-        }
-    }
-
-    fn finish(&self, driver: &mut Driver, w: Worker<O>, owns: &[bool]) -> Self::Output {
-        let mut batch = Batch::new();
-        driver.take_output(&w.output, &mut batch);
-        let mut items = Vec::new();
-        batch.drain_items(|i| items.push(i));
-        let dropped = (0..w.ids.len())
-            .filter(|&i| owns[i])
-            .filter_map(|i| driver.counters(i))
-            .map(|c| c.dropped)
-            .sum();
-        (items, dropped)
-    }
-}
-
-/// The output cut at its CTIs: each segment's events sorted (by their debug text), then its CTI.
-fn segments<O: std::fmt::Debug>(items: &[StreamItem<O>]) -> Vec<(Vec<String>, Option<Time>)> {
-    let mut out = Vec::new();
-    let mut seg = Vec::new();
-    for item in items {
-        match item {
-            StreamItem::Insert(e) => seg.push(format!("{e:?}")),
-            StreamItem::Cti(t) => {
-                seg.sort();
-                out.push((std::mem::take(&mut seg), Some(*t)));
-            }
-        }
-    }
-    seg.sort();
-    out.push((seg, None));
-    out
-}
-
-/// Runs on 1, 2 and 3 workers; each must give the local output and drop count.
-fn same_everywhere<O: Payload + std::fmt::Debug>(run: Run<O>) -> Result<(), TestCaseError> {
-    let (local, dropped) = run.local();
-    let want = segments(&local);
-    let run = Arc::new(run);
-    for workers in 1..=3 {
-        let reports = punctual::cluster::run(Arc::clone(&run), ClusterConfig::threads(workers))
-            .map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(reports.len(), workers);
-        let got = segments(&reports[0].0);
-        prop_assert_eq!(&got, &want, "{} workers", workers);
-        let total: u64 = reports.iter().map(|r| r.1).sum();
-        prop_assert_eq!(total, dropped, "dropped on {} workers", workers);
-        for (w, r) in reports.iter().enumerate().skip(1) {
-            let events =
-                r.0.iter()
-                    .filter(|i| matches!(i, StreamItem::Insert(_)))
-                    .count();
-            prop_assert_eq!(events, 0, "worker {} kept output events", w);
-        }
-    }
-    Ok(())
-}
-
-fn items(raw: &[(i64, u8, u8, i64)], ctis: &[i64], base: u32) -> Vec<StreamItem<Pl>> {
-    let t = Time::from_ticks;
-    let mut evs: Vec<(i64, StreamItem<Pl>)> = raw
-        .iter()
-        .enumerate()
-        .map(|(i, &(s, len, key, v))| {
-            let p = Pl {
-                id: base + i as u32,
-                key,
-                v,
-            };
-            let item = if len == 0 {
-                StreamItem::point(t(s), p)
-            } else {
-                StreamItem::interval(t(s), t(s + i64::from(len)), p)
-            };
-            (s, item)
-        })
-        .collect();
-    // Each event before the first CTI above it (its order within a segment as generated).
-    let mut out = Vec::new();
-    let mut from = i64::MIN;
-    for &c in ctis.iter().chain(std::iter::once(&i64::MAX)) {
-        out.extend(
-            evs.iter()
-                .filter(|(s, _)| *s >= from && *s < c)
-                .map(|(_, i)| i.clone()),
-        );
-        out.push(StreamItem::Cti(if c == i64::MAX {
-            Time::INF
-        } else {
-            t(c)
-        }));
-        from = c;
-    }
-    evs.clear();
-    out
-}
-
-/// Raw events (start, length (0: a point), key, value) and CTIs.
-type RawInput = (Vec<(i64, u8, u8, i64)>, Vec<i64>);
+use punctual::cluster::ClusterConfig;
+use punctual_tests::split_cases::{local, segments, Cases, Outcome, RawInput, Shape, Spec};
 
 fn input() -> impl Strategy<Value = RawInput> {
     (
@@ -241,70 +18,176 @@ fn input() -> impl Strategy<Value = RawInput> {
     )
 }
 
+fn shape() -> impl Strategy<Value = Shape> {
+    prop_oneof![
+        Just(Shape::StatelessUnion),
+        Just(Shape::JoinThenWindow),
+        (1i64..15).prop_map(Shape::TumblingPerKey),
+        (1i64..15).prop_map(Shape::HoppingAll),
+        Just(Shape::SnapshotPerKey),
+        Just(Shape::CountPerKey),
+        Just(Shape::AntiJoin),
+        Just(Shape::Clip),
+        Just(Shape::GroupApply),
+        Just(Shape::GeneratedJoin),
+    ]
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (shape(), input(), input()).prop_map(|(shape, a, b)| Spec {
+        shape,
+        inputs: if shape.inputs() == 1 {
+            vec![a]
+        } else {
+            vec![a, b]
+        },
+    })
+}
+
+/// Compares one case's outcomes on a cluster (one per worker; worker 0 has the output) with
+/// the driver's alone.
+fn same(spec: &Spec, want: &Outcome, got: &[Outcome], how: &str) -> Result<(), String> {
+    let output = &got[0].output;
+    if segments(output) != segments(&want.output) {
+        return Err(format!(
+            "{how}: {:?}\nalone:    {:?}\nsplit:    {:?}",
+            spec.shape, want.output, output
+        ));
+    }
+    let dropped: u64 = got.iter().map(|o| o.dropped).sum();
+    if dropped != want.dropped {
+        return Err(format!("{how}: dropped {dropped}, alone {}", want.dropped));
+    }
+    if let Some(w) = got
+        .iter()
+        .skip(1)
+        .position(|o| o.output.iter().any(|i| !i.starts_with("CTI ")))
+    {
+        return Err(format!("{how}: worker {} kept output events", w + 1));
+    }
+    Ok(())
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
+    /// Each case alone, on 1, 2 and 3 worker threads.
     #[test]
-    fn stateless_and_union(a in input(), b in input()) {
-        let inputs = vec![items(&a.0, &a.1, 0), items(&b.0, &b.1, 1000)];
-        same_everywhere(Run::new(inputs, false, Arc::new(|s: &[Stream<Pl>]| {
-            s[0].filter(|p| p.v % 2 == 0).map(|p| Pl { v: p.v * 3, ..*p }).union(&[&s[1].shift(TimeSpan::from_ticks(2))])
-        })))?;
+    fn one_case_on_threads(spec in spec()) {
+        let case = spec.case();
+        let want = local(&case);
+        for workers in 1..=3 {
+            let reports = punctual::cluster::run(Cases::shared(vec![case.clone()]), ClusterConfig::threads(workers))
+                .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert_eq!(reports.len(), workers);
+            let got: Vec<Outcome> = reports.into_iter().map(|mut r| r.remove(0)).collect();
+            same(&spec, &want, &got, &format!("{workers} threads")).map_err(TestCaseError::fail)?;
+        }
     }
+}
 
-    #[test]
-    fn equijoin_then_window_on_another_key(a in input(), b in input()) {
-        let inputs = vec![items(&a.0, &a.1, 0), items(&b.0, &b.1, 1000)];
-        same_everywhere(Run::new(inputs, false, Arc::new(|s: &[Stream<Pl>]| {
-            s[0].join_on(&s[1], |p| p.key, |p| p.key, |x, y| Pl { id: x.id, key: (y.v.rem_euclid(3)) as u8, v: x.v + y.v })
-                .hopping_window(TimeSpan::from_ticks(10), TimeSpan::from_ticks(5))
-                .group_by(|p| p.key)
-                .aggregate((Count, Sum::of(|p: &Pl| p.v as f64)))
-        })))?;
-    }
+/// `n` random cases, the same on every run (a fixed seed).
+fn sample(n: usize) -> Vec<Spec> {
+    let mut runner = TestRunner::deterministic();
+    (0..n)
+        .map(|_| spec().new_tree(&mut runner).expect("a case").current())
+        .collect()
+}
 
-    #[test]
-    fn windows_with_and_without_keys(a in input(), size in 1i64..15) {
-        let inputs = vec![items(&a.0, &a.1, 0)];
-        same_everywhere(Run::new(inputs.clone(), false, Arc::new(move |s: &[Stream<Pl>]| {
-            s[0].tumbling_window(TimeSpan::from_ticks(size)).output(WindowOutput::Window).group_by(|p| p.key).aggregate(Count)
-        })))?;
-        same_everywhere(Run::new(inputs.clone(), false, Arc::new(move |s: &[Stream<Pl>]| {
-            s[0].hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(1)).aggregate(Sum::of(|p: &Pl| p.v as f64))
-        })))?;
-        same_everywhere(Run::new(inputs.clone(), false, Arc::new(|s: &[Stream<Pl>]| {
-            s[0].snapshot_window().group_by(|p| p.key).aggregate(Count)
-        })))?;
-        same_everywhere(Run::new(inputs, false, Arc::new(|s: &[Stream<Pl>]| {
-            s[0].count_window(2).group_by(|p| p.key).aggregate(Count)
-        })))?;
-    }
+/// Many random cases as one run, on 3 worker threads: every case's output as alone.
+#[test]
+fn many_cases_in_one_run_on_threads() {
+    let specs = sample(200);
+    let cases: Vec<_> = specs.iter().map(Spec::case).collect();
+    let reports = punctual::cluster::run(Cases::shared(cases.clone()), ClusterConfig::threads(3))
+        .expect("runs");
+    check_all(&specs, &reports, "3 threads");
+}
 
-    #[test]
-    fn anti_join_clip_and_group_apply(a in input(), b in input()) {
-        let inputs = vec![items(&a.0, &a.1, 0), items(&b.0, &b.1, 1000)];
-        same_everywhere(Run::new(inputs.clone(), false, Arc::new(|s: &[Stream<Pl>]| {
-            s[0].anti_join_on(&s[1], |p| p.key, |p| p.key)
-        })))?;
-        same_everywhere(Run::new(inputs.clone(), false, Arc::new(|s: &[Stream<Pl>]| {
-            s[0].clip_duration_on(&s[1], |p| p.key, |p| p.key)
-        })))?;
-        same_everywhere(Run::new(inputs, false, Arc::new(|s: &[Stream<Pl>]| {
-            s[0].group_apply(|p| p.key, |k, g| {
-                let k = *k;
-                g.tumbling_window(TimeSpan::from_ticks(7)).aggregate(Count).map(move |c| (k, *c))
-            })
-        })))?;
+fn check_all(specs: &[Spec], reports: &[Vec<Outcome>], how: &str) {
+    let mut failures = Vec::new();
+    for (c, spec) in specs.iter().enumerate() {
+        let want = local(&spec.case());
+        let got: Vec<Outcome> = reports.iter().map(|r| r[c].clone()).collect();
+        if let Err(e) = same(spec, &want, &got, how) {
+            failures.push(format!("case {c}: {e}"));
+        }
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
 
-    #[test]
-    fn generated_ctis_and_drops(a in input(), b in input()) {
-        // The inputs' own CTIs are ignored by a generator: events arrive in generated order
-        // and late ones are dropped, counted once, on the worker that owns the input.
-        let strip = |v: Vec<StreamItem<Pl>>| v.into_iter().filter(|i| matches!(i, StreamItem::Insert(_))).collect::<Vec<_>>();
-        let inputs = vec![strip(items(&a.0, &[], 0)), strip(items(&b.0, &[], 1000))];
-        same_everywhere(Run::new(inputs, true, Arc::new(|s: &[Stream<Pl>]| {
-            s[0].join_on(&s[1], |p| p.key, |p| p.key, |x, y| (x.id, y.id))
-        })))?;
+/// The same 200 random cases on 2 processes of 1 worker, and of 2, over loopback: each
+/// process is the `split-cases` program, on free ports, with a deadline.
+#[test]
+fn many_cases_on_two_processes() {
+    let specs = sample(200);
+    let dir = std::env::temp_dir().join(format!("punctual-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("specs.json");
+    std::fs::write(&file, serde_json::to_string(&specs).expect("json")).expect("written");
+    for workers in [1, 2] {
+        let reports = on_processes(&dir, &file, workers, 2);
+        check_all(&specs, &reports, &format!("2 processes x {workers}"));
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs the specs as `processes` processes of `workers` workers; every worker's outcomes.
+fn on_processes(
+    dir: &std::path::Path,
+    specs: &std::path::Path,
+    workers: usize,
+    processes: usize,
+) -> Vec<Vec<Outcome>> {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let listeners: Vec<std::net::TcpListener> = (0..processes)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("a free port"))
+        .collect();
+    let hosts: Vec<String> = listeners
+        .iter()
+        .map(|l| format!("127.0.0.1:{}", l.local_addr().expect("bound").port()))
+        .collect();
+    drop(listeners);
+    let hosts_file = dir.join(format!("hosts-{workers}"));
+    std::fs::write(&hosts_file, hosts.join("\n")).expect("written");
+    let mut children: Vec<_> = (0..processes)
+        .map(|i| {
+            let report = dir.join(format!("report-{workers}-{i}.json"));
+            let child = Command::new(env!("CARGO_BIN_EXE_split-cases"))
+                .arg(specs)
+                .arg(workers.to_string())
+                .arg(i.to_string())
+                .arg(&hosts_file)
+                .arg(&report)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("starts");
+            (child, report)
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut reports = Vec::new();
+    for (i, (child, report)) in children.iter_mut().enumerate() {
+        loop {
+            if let Some(status) = child.try_wait().expect("waits") {
+                let mut err = String::new();
+                if let Some(mut e) = child.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                }
+                assert!(status.success(), "process {i} failed: {err}");
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("process {i} did not finish in time");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let text = std::fs::read_to_string(report).expect("a report");
+        let mine: Vec<Vec<Outcome>> = serde_json::from_str(&text).expect("a report");
+        reports.extend(mine);
+    }
+    reports
 }
