@@ -4,6 +4,8 @@
 # with the ratios.
 #   bench/compare.sh                          all three queries, 5 repetitions a process, 3 rounds
 #   REPS=3 ROUNDS=1 bench/compare.sh window   one query, one round
+#   CLUSTER=1 bench/compare.sh window join    also the cluster executor (`--workers 1` and
+#                                             `2`) against timely with as many workers
 # Peers and data come from ../shared/bench (built into $BENCH_WORK, default /tmp/punctual-bench).
 # Flink runs too when its venv exists ($BENCH_WORK/flink-venv; `peers.sh setup-flink` makes it).
 #
@@ -64,8 +66,16 @@ run_punctual() { # query order -> "cpu wall"
   echo "$(echo "$s" | field median_events_per_cpu_s) $(echo "$s" | field median_events_per_s)"
 }
 
-run_timely() { # query -> "cpu wall"
-  local s; s="$("$SHARED/peers.sh" timely "$1")"
+run_cluster() { # query order workers -> "cpu wall"
+  local out; out="$("$BIN" --query "$1" --order "$2" --workers "$3" --data "$DATA" --reps "$REPS" 2>/dev/null)"
+  if echo "$out" | grep -q MISMATCH; then echo "$out" >&2; fail "punctual-cluster $1 --order $2 --workers $3: checksum mismatch"; fi
+  check "punctual-cluster($2, $3)" "$1" "$(echo "$out" | grep '^query=' | sed -n 's/.* out=\([0-9]*\) checksum=\([0-9]*\).*/\1 \2/p')"
+  local s; s="$(echo "$out" | grep SUMMARY)"
+  echo "$(echo "$s" | field median_events_per_cpu_s) $(echo "$s" | field median_events_per_s)"
+}
+
+run_timely() { # query [workers] -> "cpu wall"
+  local s; s="$("$SHARED/peers.sh" timely "$1" --workers "${2:-1}")"
   check timely "$1" "$(echo "$s" | sed -n 's/.* out=\([0-9]*\) checksum=\([0-9]*\).*/\1 \2/p')"
   echo "$(echo "$s" | field median_events_per_cpu_s) $(echo "$s" | field median_events_per_s)"
 }
@@ -108,10 +118,51 @@ for q in $QUERIES; do
 "
   unset cpu wall med
 done
+if [ "${CLUSTER:-0}" = 1 ]; then
+  ctable=""
+  for q in $QUERIES; do
+    [ "$q" = filter ] && continue
+    for w in 1 2; do
+      declare -A cpu=() wall=()
+      for round in $(seq 1 "$ROUNDS"); do
+        line="round $round $q workers=$w:"
+        for prog in arrival ordered timely; do
+          case "$prog" in
+            arrival|ordered) r="$(run_cluster "$q" "$prog" "$w")" ;;
+            timely) r="$(run_timely "$q" "$w")" ;;
+          esac
+          c="${r% *}"; wl="${r#* }"
+          cpu[$prog]="${cpu[$prog]:-} $c"; wall[$prog]="${wall[$prog]:-} $wl"
+          line="$line $prog=$(mev "$c") ($(mev "$wl"))"
+        done
+        echo "$line"
+      done
+      row="$q | $w"
+      declare -A med=()
+      for prog in arrival ordered timely; do
+        med[$prog]="$(echo ${cpu[$prog]:-} | tr ' ' '\n' | median)"
+        wl="$(echo ${wall[$prog]:-} | tr ' ' '\n' | median)"
+        row="$row | $(mev "${med[$prog]}") ($(mev "$wl")) [$(echo ${cpu[$prog]:-} | tr ' ' '\n' | spread)]"
+      done
+      row="$row | $(ratio "${med[arrival]}" "${med[timely]}") | $(ratio "${med[ordered]}" "${med[timely]}")"
+      ctable="$ctable| $row |
+"
+      unset cpu wall med
+    done
+  done
+fi
 echo
 echo "| query | Punctual arrival | Punctual ordered | timely | Flink | arrival / timely | ordered / timely | arrival / Flink | ordered / Flink |"
 echo "|---|---|---|---|---|---|---|---|---|"
 printf '%s' "$table"
 echo
 echo "(M events per CPU second, the median over rounds; in parentheses per wall second; in brackets the lowest and highest round per CPU second; ratios per CPU second)"
+if [ "${CLUSTER:-0}" = 1 ]; then
+  echo
+  echo "The cluster executor (punctual-bench --workers W, the fast stream in W partitions) and timely with as many workers:"
+  echo
+  echo "| query | workers | cluster arrival | cluster ordered | timely | arrival / timely | ordered / timely |"
+  echo "|---|---|---|---|---|---|---|"
+  printf '%s' "$ctable"
+fi
 echo "SUMMARY compare all checksums matched"

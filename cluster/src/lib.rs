@@ -180,12 +180,26 @@ pub trait Script: Send + Sync + 'static {
     fn started(&self, worker: usize, workers: usize) {
         let _ = (worker, workers);
     }
+    /// Whether the outputs are gathered on worker 0 (by default): one stream, as on one
+    /// worker. Without, each worker's outputs keep the results its operators made, and
+    /// [`Script::drain`] reads them on every worker (for an output adapter that counts or
+    /// stores wherever the results are, as a sink on every timely worker does).
+    fn gather_outputs(&self) -> bool {
+        true
+    }
     /// How many steps the run has.
     fn steps(&self) -> usize;
     /// Step `step`.
     fn step(&self, step: usize) -> Step;
     /// Runs a [`Step::Input`] step on the worker that owns the input.
     fn run_step(&self, step: usize, driver: &mut Driver, worker: &mut Self::Worker);
+    /// Takes what the outputs produced so far, as an output adapter would (the outputs are
+    /// on worker 0, or on every worker without [`Script::gather_outputs`]): called on every
+    /// worker after each step has reached the outputs. Nothing by default: the outputs keep
+    /// everything for [`Script::finish`].
+    fn drain(&self, driver: &mut Driver, worker: &mut Self::Worker) {
+        let _ = (driver, worker);
+    }
     /// What the worker reports once the run is over; `owns[i]` says whether it owned input
     /// `i` (its counters and dead letters are this worker's).
     fn finish(&self, driver: &mut Driver, worker: Self::Worker, owns: &[bool]) -> Self::Output;
@@ -392,7 +406,12 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
             worker: me,
             message,
         })?;
-        let edges = driver.split(me, peers);
+        // One worker has nobody to exchange with: its graph runs whole.
+        let edges = if peers > 1 {
+            driver.split(me, peers, script.gather_outputs())
+        } else {
+            Vec::new()
+        };
         // The codec of each edge's payload type, for what crosses processes.
         let codecs = script.codecs();
         let edge_codecs: Vec<Option<Arc<dyn Codec>>> = (0..edges.len())
@@ -419,7 +438,7 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
         let owner = owners(&driver, peers);
         let inputs = driver.input_count();
         let per_step = PASSES * (inputs.max(1) as i64);
-        let last = edges.iter().map(|(e, _)| e.to_stage).max().unwrap_or(1);
+        let last = edges.iter().map(|(e, _)| e.to_stage).max().unwrap_or(0);
         let shared = Rc::new(RefCell::new((driver, Some(state))));
         let probe = timely::dataflow::ProbeHandle::new();
         let edge_list: Rc<Vec<(Edge, Option<usize>)>> = Rc::new(edges);
@@ -497,6 +516,11 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
                             for (time, shipment) in sent {
                                 output.session(&c.delayed(&time)).give(shipment);
                             }
+                            if last == 0 {
+                                if let Some(state) = state.as_mut() {
+                                    script.drain(driver, state);
+                                }
+                            }
                             step += 1;
                             budget -= 1;
                         }
@@ -511,6 +535,7 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
             let mut stream = ingress;
             for stage in 1..=last {
                 let shared = Rc::clone(&shared);
+                let script = Arc::clone(&script);
                 let edges = Rc::clone(&edge_list);
                 let codecs = Rc::clone(&edge_codecs);
                 let failure = Rc::clone(&failure);
@@ -588,6 +613,13 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
                                 if !received.is_empty() {
                                     graph.receive(received);
                                 }
+                                if stage == last {
+                                    let (driver, state) = &mut *guard;
+                                    if let Some(state) = state.as_mut() {
+                                        script.drain(driver, state);
+                                    }
+                                }
+                                let graph = guard.0.graph_mut();
                                 let at = c.delayed(&time);
                                 let mut session = output.session(&at);
                                 for s in forward {
@@ -619,8 +651,9 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
             }
             stream.probe_with(&probe);
         });
+        // Park when there is nothing to do: a message or an activation wakes the worker.
         while !probe.done() {
-            worker.step();
+            worker.step_or_park(None);
         }
         if let Some(message) = failure.borrow_mut().take() {
             return Err(Error::Worker { worker: me, message });

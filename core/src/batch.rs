@@ -432,6 +432,13 @@ impl<P> Batch<P> {
     /// [`crate::ops::Graph::split`]). The batch is left empty.
     pub(crate) fn split_to(&mut self, dests: &mut [Batch<P>], mut dest: impl FnMut(&P) -> usize) {
         let n = dests.len().max(1);
+        // Room for an even share and some more, so that most splits do not grow a column.
+        let share = self.sync.len() / n + self.sync.len() / (4 * n) + 16;
+        for d in dests.iter_mut() {
+            d.sync.reserve(share);
+            d.other.reserve(share);
+            d.payload.reserve(share);
+        }
         let mut marks = self.ctis.drain(..).peekable();
         for (i, ((sync, other), payload)) in self
             .sync
@@ -450,6 +457,13 @@ impl<P> Batch<P> {
         for m in marks {
             dests.iter_mut().for_each(|d| d.push_cti(m.time));
         }
+    }
+
+    /// Room for `n` more events.
+    fn reserve(&mut self, n: usize) {
+        self.sync.reserve(n);
+        self.other.reserve(n);
+        self.payload.reserve(n);
     }
 
     /// Moves the events with sync time below `t` to `out`, in sync order (stable); the
@@ -496,21 +510,27 @@ impl<P> Batch<P> {
         emitted: &mut Time,
         mut pending: Option<&mut Batch<P>>,
     ) {
-        struct Head<P> {
-            sync: std::vec::IntoIter<Time>,
-            other: std::vec::IntoIter<Time>,
-            payload: std::vec::IntoIter<P>,
-            marks: std::vec::IntoIter<CtiMark>,
+        struct Head<'a, P> {
+            sync: std::iter::Peekable<std::vec::Drain<'a, Time>>,
+            other: std::vec::Drain<'a, Time>,
+            payload: std::vec::Drain<'a, P>,
+            marks: std::iter::Peekable<std::vec::Drain<'a, CtiMark>>,
             event: usize,
             sender: usize,
         }
-        let mut heads: Vec<Head<P>> = runs
+        let total: usize = runs.iter().map(|(_, r)| r.sync.len()).sum();
+        match pending.as_deref_mut() {
+            Some(p) => p.reserve(total),
+            None => self.reserve(total),
+        }
+        // Drained, not consumed: each run keeps its capacity for the next step.
+        let mut heads: Vec<Head<'_, P>> = runs
             .iter_mut()
             .map(|(sender, run)| Head {
-                sync: std::mem::take(&mut run.sync).into_iter(),
-                other: std::mem::take(&mut run.other).into_iter(),
-                payload: std::mem::take(&mut run.payload).into_iter(),
-                marks: std::mem::take(&mut run.ctis).into_iter(),
+                sync: run.sync.drain(..).peekable(),
+                other: run.other.drain(..),
+                payload: run.payload.drain(..),
+                marks: run.ctis.drain(..).peekable(),
                 event: 0,
                 sender: *sender,
             })
@@ -518,10 +538,10 @@ impl<P> Batch<P> {
         loop {
             // The smallest next item: (time, 0) for a CTI, (sync, 1) for an event.
             let mut best: Option<(usize, (Time, u8))> = None;
-            for (h, head) in heads.iter().enumerate() {
-                let key = match head.marks.as_slice().first() {
+            for (h, head) in heads.iter_mut().enumerate() {
+                let key = match head.marks.peek() {
                     Some(m) if m.after == head.event => (m.time, 0),
-                    _ => match head.sync.as_slice().first() {
+                    _ => match head.sync.peek() {
                         Some(&s) => (s, 1),
                         None => continue,
                     },
@@ -531,8 +551,8 @@ impl<P> Batch<P> {
                 }
             }
             let Some((h, (_, what))) = best else { break };
-            let head = &mut heads[h];
             if what == 0 {
+                let head = &mut heads[h];
                 if let Some(m) = head.marks.next() {
                     if let Some(l) = latest.get_mut(head.sender) {
                         *l = (*l).max(m.time);
@@ -542,9 +562,10 @@ impl<P> Batch<P> {
                     // they share would, instead of one at a time.
                     let mut min = Time::INF;
                     for (w, &l) in latest.iter().enumerate() {
-                        let next = heads.iter().find(|h| h.sender == w).and_then(|h| {
-                            let m = h.marks.as_slice().first()?;
-                            (m.after == h.event).then_some(m.time)
+                        let next = heads.iter_mut().find(|h| h.sender == w).and_then(|h| {
+                            let event = h.event;
+                            let m = h.marks.peek()?;
+                            (m.after == event).then_some(m.time)
                         });
                         min = min.min(next.unwrap_or(l).max(l));
                     }
@@ -556,7 +577,10 @@ impl<P> Batch<P> {
                         self.push_cti(min);
                     }
                 }
-            } else if let (Some(s), Some(o), Some(p)) =
+                continue;
+            }
+            let head = &mut heads[h];
+            if let (Some(s), Some(o), Some(p)) =
                 (head.sync.next(), head.other.next(), head.payload.next())
             {
                 head.event += 1;

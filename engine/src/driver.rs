@@ -303,11 +303,12 @@ impl Driver {
     }
 
     /// Runs this driver as worker `me` of `workers`, each running the same query (see
-    /// [`Graph::split`]): what its inputs release, and what crosses between workers, is kept
-    /// for the executor ([`Driver::graph_mut`]) instead of running on. Returns the edges
-    /// between the workers, each with the input whose stream it carries (for an input's
-    /// stream, or its late-data side output).
-    pub fn split(&mut self, me: usize, workers: usize) -> Vec<(Edge, Option<usize>)> {
+    /// [`Graph::split`]; `gather`: whether outputs are gathered on worker 0): what its inputs
+    /// release, and what crosses between workers, is kept for the executor
+    /// ([`Driver::graph_mut`]) instead of running on. Returns the edges between the workers,
+    /// each with the input whose stream it carries (for an input's stream, or its late-data
+    /// side output).
+    pub fn split(&mut self, me: usize, workers: usize, gather: bool) -> Vec<(Edge, Option<usize>)> {
         let sources: Vec<(usize, punctual_core::ops::NodeId)> = self
             .inputs
             .iter()
@@ -318,7 +319,7 @@ impl Driver {
             })
             .collect();
         self.graph
-            .split(me, workers)
+            .split(me, workers, gather)
             .into_iter()
             .map(|edge| {
                 let input = match edge.to {

@@ -131,9 +131,9 @@ pub trait AnyBatch: Any + Send {
     fn payload_name(&self) -> &'static str;
     /// Appends a copy of everything to `dst`, a batch of the same type.
     fn copy_into(&self, dst: &mut dyn Any);
-    /// Splits it for `workers` workers: every event to worker `to`, every CTI to each (see
-    /// [`Graph::split`]); it is left empty.
-    fn scatter_to(&mut self, to: usize, workers: usize) -> Vec<Box<dyn AnyBatch>>;
+    /// Splits it over `dests` (empty batches of the same type, one per worker): every event
+    /// to worker `to`, every CTI to each (see [`Graph::split`]); it is left empty.
+    fn scatter_to(&mut self, to: usize, dests: &mut [Box<dyn AnyBatch>]);
     /// Merges what several workers sent in one step (`runs`, batches of the same type, with
     /// the sender's index) into this batch, as one stream: the CTI that every sender has
     /// passed (`latest`, by sender) whenever it passes `emitted` (see [`Graph::split`]); for
@@ -189,13 +189,21 @@ impl<P: Clone + Send + 'static> AnyBatch for Batch<P> {
     fn copy_into(&self, dst: &mut dyn Any) {
         output::<P>(dst).append(&mut self.clone());
     }
-    fn scatter_to(&mut self, to: usize, workers: usize) -> Vec<Box<dyn AnyBatch>> {
-        let mut dests: Vec<Batch<P>> = (0..workers.max(1)).map(|_| Batch::new()).collect();
-        self.split_to(&mut dests, |_| to);
-        dests
-            .into_iter()
-            .map(|b| Box::new(b) as Box<dyn AnyBatch>)
-            .collect()
+    fn scatter_to(&mut self, to: usize, dests: &mut [Box<dyn AnyBatch>]) {
+        // Every event to one worker: the batch itself goes there (its buffer stays here), the
+        // others get the CTIs.
+        for (w, d) in dests.iter_mut().enumerate() {
+            if w != to {
+                let d = output::<P>(d.as_any_mut());
+                for m in self.ctis() {
+                    d.push_cti(m.time);
+                }
+            }
+        }
+        match dests.get_mut(to) {
+            Some(d) => std::mem::swap(self, output::<P>(d.as_any_mut())),
+            None => self.clear(),
+        }
     }
     fn merge_from(
         &mut self,
@@ -257,17 +265,18 @@ pub trait Node: Send {
     fn placement(&self) -> Placement {
         Placement::One
     }
-    /// Splits a batch arriving on `port` on worker `me` for `workers` workers, as its
-    /// [`Node::placement`] says: each event to its worker, every CTI to each.
+    /// Splits a batch arriving on `port` on worker `me` over `dests` (empty batches of its
+    /// type, one per worker), as its [`Node::placement`] says: each event to its worker,
+    /// every CTI to each.
     fn scatter(
         &self,
         port: usize,
         batch: &mut dyn AnyBatch,
         me: usize,
-        workers: usize,
-    ) -> Vec<Box<dyn AnyBatch>> {
+        dests: &mut [Box<dyn AnyBatch>],
+    ) {
         let _ = (port, me);
-        batch.scatter_to(0, workers)
+        batch.scatter_to(0, dests);
     }
 }
 
@@ -408,9 +417,7 @@ impl Graph {
         };
         if let Some(split) = self.split.as_mut() {
             if let Some(edge) = split.injection(source) {
-                let mut held = Batch::<P>::new();
-                std::mem::swap(&mut held, batch);
-                split.inject_out(edge, Box::new(held));
+                split.inject_out(edge, batch);
                 return;
             }
         }
@@ -426,9 +433,7 @@ impl Graph {
         };
         if let Some(split) = self.split.as_mut() {
             if let Some(edge) = split.injection(source) {
-                let mut held = batch.new_empty();
-                batch.swap_with(held.as_any_mut());
-                split.inject_out(edge, held);
+                split.inject_out(edge, batch);
                 return;
             }
         }

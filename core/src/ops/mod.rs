@@ -43,7 +43,7 @@ pub use select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift}
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use split::{Edge, EdgeEnd, Received};
 pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
-pub use union::Union;
+pub use union::{ArrivalUnion, Union};
 pub use window::{HoppingWindow, WindowOutput, WindowSpec, DEFAULT_MAX_WINDOWS_PER_EVENT};
 
 use std::any::Any;
@@ -318,12 +318,12 @@ impl<Op: UnaryOperator<I, O>, I: Clone + Send + 'static, O: Clone + Send + 'stat
         _port: usize,
         batch: &mut dyn AnyBatch,
         me: usize,
-        workers: usize,
-    ) -> Vec<Box<dyn AnyBatch>> {
+        dests: &mut [Box<dyn AnyBatch>],
+    ) {
         match self.op.placement() {
-            Placement::ByKey => scatter_by(batch, workers, |p: &I| self.op.key_hash(p)),
-            Placement::Anywhere => batch.scatter_to(me, workers),
-            Placement::One => batch.scatter_to(0, workers),
+            Placement::ByKey => scatter_by(batch, dests, |p: &I| self.op.key_hash(p)),
+            Placement::Anywhere => batch.scatter_to(me, dests),
+            Placement::One => batch.scatter_to(0, dests),
         }
     }
 }
@@ -332,16 +332,21 @@ impl<Op: UnaryOperator<I, O>, I: Clone + Send + 'static, O: Clone + Send + 'stat
 /// [`Node::scatter`]).
 fn scatter_by<P: Clone + Send + 'static>(
     batch: &mut dyn AnyBatch,
-    workers: usize,
+    dests: &mut [Box<dyn AnyBatch>],
     hash: impl Fn(&P) -> u64,
-) -> Vec<Box<dyn AnyBatch>> {
-    let n = workers.max(1);
-    let mut dests: Vec<Batch<P>> = (0..n).map(|_| Batch::new()).collect();
-    graph::output::<P>(batch.as_any_mut()).split_to(&mut dests, |p| (hash(p) % n as u64) as usize);
-    dests
-        .into_iter()
-        .map(|b| Box::new(b) as Box<dyn AnyBatch>)
-        .collect()
+) {
+    let n = dests.len().max(1) as u128;
+    // The destinations' columns, taken out of their boxes (their capacity with them).
+    let mut typed: Vec<Batch<P>> = dests
+        .iter_mut()
+        .map(|d| std::mem::take(graph::output::<P>(d.as_any_mut())))
+        .collect();
+    // The worker of a hash: its high bits scaled to 0..n (a multiply, not a division).
+    graph::output::<P>(batch.as_any_mut())
+        .split_to(&mut typed, |p| ((u128::from(hash(p)) * n) >> 64) as usize);
+    for (d, b) in dests.iter_mut().zip(typed) {
+        *graph::output::<P>(d.as_any_mut()) = b;
+    }
 }
 
 /// Adapts a typed [`BinaryOperator`] to a graph [`Node`] (port 0 left, port 1 right).
@@ -401,13 +406,13 @@ where
         port: usize,
         batch: &mut dyn AnyBatch,
         me: usize,
-        workers: usize,
-    ) -> Vec<Box<dyn AnyBatch>> {
+        dests: &mut [Box<dyn AnyBatch>],
+    ) {
         match (self.op.placement(), port) {
-            (Placement::ByKey, 0) => scatter_by(batch, workers, |p: &L| self.op.left_key_hash(p)),
-            (Placement::ByKey, _) => scatter_by(batch, workers, |p: &R| self.op.right_key_hash(p)),
-            (Placement::Anywhere, _) => batch.scatter_to(me, workers),
-            (Placement::One, _) => batch.scatter_to(0, workers),
+            (Placement::ByKey, 0) => scatter_by(batch, dests, |p: &L| self.op.left_key_hash(p)),
+            (Placement::ByKey, _) => scatter_by(batch, dests, |p: &R| self.op.right_key_hash(p)),
+            (Placement::Anywhere, _) => batch.scatter_to(me, dests),
+            (Placement::One, _) => batch.scatter_to(0, dests),
         }
     }
 }

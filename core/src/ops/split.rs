@@ -78,6 +78,26 @@ struct EdgeSlot {
     emitted: Time,
     /// Receiving an ordered stream: merged events no CTI has passed yet.
     pending: Option<Box<dyn AnyBatch>>,
+    /// Emptied batches of the edge's type, with their capacity, for the next sends: every
+    /// worker sends and receives on every edge, so what one receives it reuses to send.
+    spare: Vec<Box<dyn AnyBatch>>,
+}
+
+impl EdgeSlot {
+    /// `n` empty batches like `like`, from the spares first.
+    fn empties(&mut self, like: &dyn AnyBatch, n: usize) -> Vec<Box<dyn AnyBatch>> {
+        (0..n)
+            .map(|_| self.spare.pop().unwrap_or_else(|| like.new_empty()))
+            .collect()
+    }
+
+    /// Keeps an emptied batch for reuse (a few per worker at most).
+    fn keep(&mut self, mut batch: Box<dyn AnyBatch>, workers: usize) {
+        if self.spare.len() < 4 * workers {
+            batch.clear();
+            self.spare.push(batch);
+        }
+    }
 }
 
 impl Split {
@@ -93,8 +113,15 @@ impl Split {
         self.routed.get(node)?.get(consumer).copied().flatten()
     }
 
-    pub(super) fn inject_out(&mut self, edge: usize, batch: Box<dyn AnyBatch>) {
-        self.injected.push((edge, batch));
+    /// Keeps what a source was fed, for [`Graph::take_injections`]: `batch`'s contents move
+    /// out, and it gets an emptied buffer of the edge in return.
+    pub(super) fn inject_out(&mut self, edge: usize, batch: &mut dyn AnyBatch) {
+        let Some(slot) = self.edges.get_mut(edge) else {
+            return;
+        };
+        let mut held = slot.spare.pop().unwrap_or_else(|| batch.new_empty());
+        batch.swap_with(held.as_any_mut());
+        self.injected.push((edge, held));
     }
 
     /// Moves (or copies, when others still read it) a node's output to an edge's outbox.
@@ -117,7 +144,11 @@ impl Graph {
     /// to a source is kept for [`Graph::take_injections`] instead of running, and what
     /// crosses an edge is kept for [`Graph::take_routed`]; the executor hands them over to
     /// [`Graph::receive_injection`] and [`Graph::receive`] on the receiving worker.
-    pub fn split(&mut self, me: usize, workers: usize) -> Vec<Edge> {
+    ///
+    /// With `gather` false, outputs are not gathered: each worker keeps the part of each
+    /// output its own operators made (for an output adapter on every worker; each part's CTIs
+    /// are that worker's).
+    pub fn split(&mut self, me: usize, workers: usize, gather: bool) -> Vec<Edge> {
         let n = self.slots.len();
         let mut stage = vec![0usize; n];
         let mut edges = Vec::new();
@@ -166,7 +197,7 @@ impl Graph {
                     edges.len() - 1
                 }));
             }
-            if slot.kept.is_some() {
+            if slot.kept.is_some() && gather {
                 output[i] = Some(edges.len());
                 edges.push(Edge {
                     from: Some(i),
@@ -188,6 +219,7 @@ impl Graph {
                     latest: vec![Time::NEG_INF; workers.max(1)],
                     emitted: Time::NEG_INF,
                     pending: None,
+                    spare: Vec::new(),
                 })
                 .collect(),
             routed,
@@ -204,8 +236,15 @@ impl Graph {
         let Some(split) = self.split.as_mut() else {
             return;
         };
-        for (edge, mut batch) in split.injected.drain(..) {
-            f(edge, batch.scatter_to(split.me, split.workers));
+        let (me, workers) = (split.me, split.workers);
+        for (edge, mut batch) in std::mem::take(&mut split.injected) {
+            let Some(slot) = split.edges.get_mut(edge) else {
+                continue;
+            };
+            let mut parts = slot.empties(batch.as_ref(), workers);
+            batch.scatter_to(me, &mut parts);
+            slot.keep(batch, workers);
+            f(edge, parts);
         }
     }
 
@@ -218,17 +257,24 @@ impl Graph {
         };
         let (me, workers) = (split.me, split.workers);
         for (e, slot) in split.edges.iter_mut().enumerate() {
-            let Some(batch) = slot.outbox.as_mut().filter(|b| !b.is_empty()) else {
+            let Some(mut batch) = slot.outbox.take() else {
                 continue;
             };
-            let parts = match slot.edge.to {
+            if batch.is_empty() {
+                slot.outbox = Some(batch);
+                continue;
+            }
+            let mut parts = slot.empties(batch.as_ref(), workers);
+            match slot.edge.to {
                 EdgeEnd::Port(j, port) => match self.slots.get(j).and_then(|s| s.node.as_ref()) {
-                    Some(node) => node.scatter(port, batch.as_mut(), me, workers),
-                    None => batch.scatter_to(me, workers),
+                    Some(node) => node.scatter(port, batch.as_mut(), me, &mut parts),
+                    None => batch.scatter_to(me, &mut parts),
                 },
-                EdgeEnd::Output(_) => batch.scatter_to(0, workers),
-                EdgeEnd::Source(_) => batch.scatter_to(me, workers),
-            };
+                EdgeEnd::Output(_) => batch.scatter_to(0, &mut parts),
+                EdgeEnd::Source(_) => batch.scatter_to(me, &mut parts),
+            }
+            batch.clear();
+            slot.outbox = Some(batch);
             f(e, parts);
         }
     }
@@ -249,6 +295,10 @@ impl Graph {
         };
         batch.move_into(slot.out.as_any_mut());
         self.run_from(source);
+        if let Some(slot) = self.split.as_mut().and_then(|s| s.edges.get_mut(edge)) {
+            let workers = slot.latest.len();
+            slot.keep(batch, workers);
+        }
     }
 
     /// Runs one step's batches received on routed edges: for each edge, the batch each
@@ -259,6 +309,7 @@ impl Graph {
         let Some(split) = self.split.as_mut() else {
             return;
         };
+        let workers = split.workers;
         let mut merged: Vec<(usize, NodeId, EdgeEnd, Box<dyn AnyBatch>)> = Vec::new();
         for (edge, runs) in &mut received {
             let Some(slot) = split.edges.get_mut(*edge) else {
@@ -267,7 +318,7 @@ impl Graph {
             let Some(first) = runs.first() else {
                 continue;
             };
-            let mut batch = first.1.new_empty();
+            let mut batch = slot.spare.pop().unwrap_or_else(|| first.1.new_empty());
             let order = slot
                 .edge
                 .from
@@ -281,14 +332,20 @@ impl Graph {
                 _ => None,
             };
             batch.merge_from(runs, &mut slot.latest, &mut slot.emitted, pending);
+            for (_, run) in runs.drain(..) {
+                slot.keep(run, workers);
+            }
             let from = slot.edge.from.unwrap_or(0);
             merged.push((*edge, from, slot.edge.to, batch));
         }
         merged.sort_by_key(|m| (m.1, m.0));
         let mut next = merged.into_iter().peekable();
         for i in 0..self.slots.len() {
-            while let Some((_, _, to, mut batch)) = next.next_if(|m| m.1 == i) {
+            while let Some((edge, _, to, mut batch)) = next.next_if(|m| m.1 == i) {
                 self.deliver(to, batch.as_mut());
+                if let Some(slot) = self.split.as_mut().and_then(|s| s.edges.get_mut(edge)) {
+                    slot.keep(batch, workers);
+                }
             }
             self.process(i);
         }
@@ -392,8 +449,8 @@ mod tests {
         let mut a: Box<dyn AnyBatch> = Box::new(Batch::<u32>::new());
         typed::<u32>(&mut a).push_point(t(1), 7);
         typed::<u32>(&mut a).push_cti(t(2));
-        let mut parts = a.scatter_to(1, 3);
-        assert_eq!(parts.len(), 3);
+        let mut parts: Vec<Box<dyn AnyBatch>> = (0..3).map(|_| a.new_empty()).collect();
+        a.scatter_to(1, &mut parts);
         assert_eq!(
             items(typed::<u32>(&mut parts[1])),
             vec![StreamItem::point(t(1), 7), StreamItem::Cti(t(2))]

@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::batch::Batch;
 use crate::event::EventShape;
-use crate::order::{EventOrder, Order, Ordered};
+use crate::order::{EventOrder, Order, Ordered, Unordered};
 use crate::time::{Time, TimeSpan};
 
 use super::aggregate::{Aggregate, Count};
@@ -50,7 +50,7 @@ use super::join::Join;
 use super::process::{Process, ProcessOperator};
 use super::select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
-use super::union::Union;
+use super::union::{ArrivalUnion, Union};
 use super::window::{HoppingWindow, WindowOutput, WindowSpec};
 use super::{BinaryNode, BinaryOperator, Payload, UnaryNode, UnaryOperator};
 
@@ -642,6 +642,48 @@ impl<P: Payload> Stream<P, Ordered> {
             kind: WindowKind::Count(n),
             group: Ungrouped,
         }
+    }
+}
+
+impl<P: Payload> Stream<P, Unordered> {
+    /// Merges this unordered stream with `others`: every event passes on as it arrives, and
+    /// the output CTI is the minimum of the inputs' CTIs.
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Time, Unordered};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let (a, b) = (graph.source::<u32, Unordered>(), graph.source::<u32, Unordered>());
+    /// let both = a.union(&[&b]);
+    /// graph.keep_output(&both);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(t(9), 1);
+    /// batch.push_cti(t(5));
+    /// graph.feed(&a, &mut batch);
+    /// batch.push_point(t(3), 2);
+    /// batch.push_cti(t(4));
+    /// graph.feed(&b, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&both, &mut out);
+    /// assert_eq!(out.payloads(), &[1, 2]); // as they came
+    /// assert_eq!(out.last_cti(), Some(t(4))); // the minimum
+    /// ```
+    pub fn union(&self, others: &[&Stream<P, Unordered>]) -> Stream<P, Unordered> {
+        let mut inputs = vec![self.node];
+        for o in others {
+            assert!(
+                self.graph.same(&o.graph),
+                "a union's streams must belong to one query"
+            );
+            inputs.push(o.node);
+        }
+        let node = self.graph.lock().add_node::<P>(
+            Box::new(ArrivalUnion::<P>::new(inputs.len())),
+            &inputs,
+            EventOrder::Arrival,
+        );
+        self.graph.stream(node)
     }
 }
 

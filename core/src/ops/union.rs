@@ -193,9 +193,63 @@ impl<P: Clone + Send + 'static> Node for Union<P> {
         _port: usize,
         batch: &mut dyn super::AnyBatch,
         me: usize,
-        workers: usize,
-    ) -> Vec<Box<dyn super::AnyBatch>> {
-        batch.scatter_to(me, workers)
+        dests: &mut [Box<dyn super::AnyBatch>],
+    ) {
+        batch.scatter_to(me, dests);
+    }
+}
+
+/// The union of n unordered streams ([`Unordered`](crate::Unordered)): every event passes on
+/// as it arrives (it is at or after its own input's CTI, so at or after the minimum); the
+/// output CTI is the minimum of the inputs' CTIs. Nothing is held.
+#[derive(Debug)]
+pub struct ArrivalUnion<P> {
+    frontier: CtiFrontier,
+    _payload: std::marker::PhantomData<fn() -> P>,
+}
+
+impl<P: Clone + Send + 'static> ArrivalUnion<P> {
+    /// A union of `inputs` unordered inputs.
+    pub fn new(inputs: usize) -> Self {
+        ArrivalUnion {
+            frontier: CtiFrontier::new(inputs),
+            _payload: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<P: Clone + Send + 'static> Node for ArrivalUnion<P> {
+    fn push(&mut self, port: usize, batch: &dyn Any, out: &mut dyn Any) {
+        let batch = input::<P>(batch);
+        let out = output::<P>(out);
+        for (range, cti) in batch.segments() {
+            out.extend_from_columns(
+                &batch.sync()[range.clone()],
+                &batch.other()[range.clone()],
+                &batch.payloads()[range],
+            );
+            if let Some(t) = cti.and_then(|t| self.frontier.advance(port, t)) {
+                out.push_cti(t);
+            }
+        }
+    }
+    fn name(&self) -> &'static str {
+        "union"
+    }
+    fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
+        inputs.iter().fold(EventShape::Point, |a, &b| a.or(b))
+    }
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+    fn scatter(
+        &self,
+        _port: usize,
+        batch: &mut dyn super::AnyBatch,
+        me: usize,
+        dests: &mut [Box<dyn super::AnyBatch>],
+    ) {
+        batch.scatter_to(me, dests);
     }
 }
 

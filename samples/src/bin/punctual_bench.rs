@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N]
-//!                [--cti N] [--delay-ms N] [--sql]
+//!                [--cti N] [--delay-ms N] [--sql] [--workers N [--step-blocks N]]
 //! ```
 //!
 //! Each query is built with the public API only: a [`Query`], the fast stream created from the
@@ -25,6 +25,17 @@
 //! payloads and compiled expressions in place of typed closures. It measures what a user of
 //! `punctual query` or a job file gets, apart from reading the files.
 //!
+//! With `--workers N` (window and join), the query runs on the cluster executor
+//! (`punctual::cluster`) with N worker threads: a [`Script`] whose steps are the reference
+//! versions (for the join), then the fast stream's records in blocks of `--cti`, then the ends
+//! of the inputs; each worker builds the same plan with the typed operators, and checksums the
+//! results its operators made (the outputs are not gathered, as each timely worker's sink
+//! counts its own). A step enqueues `--step-blocks` blocks (16
+//! by default: a timely step costs some microseconds). The fast stream is read as N
+//! partitions (step `s` in partition `s % N`, as the timely peer splits its input by block), each an input of its
+//! own with its own settings, owned by one worker, and their union is the stream the query
+//! reads; the reference stream imports the first partition's CTIs.
+//!
 //! Timestamps are the files' milliseconds converted to ticks. Loading the files is not timed;
 //! the timing covers building the query, replaying and draining, in wall-clock and in CPU time
 //! (the process' user and system time). The checksums for the default 10 M events are
@@ -40,7 +51,9 @@ use punctual::adapters::{
     AdapterError, InputOptions, MemoryInput, OutputAdapter, OutputAdapterFactory, Query,
     RecordsInput,
 };
+use punctual::cluster::{ClusterConfig, Script, Step};
 use punctual::core::ops::{Count, Sum};
+use punctual::engine::{Driver, Plan};
 use punctual::prelude::*;
 use punctual_samples::{arg, exit_code, ms};
 
@@ -149,6 +162,8 @@ struct Run<'a> {
     reference: &'a [Record],
     cti: u64,
     delay: TimeSpan,
+    /// On the cluster: blocks of `cti` records per step.
+    step_blocks: usize,
 }
 
 impl Run<'_> {
@@ -282,6 +297,246 @@ impl Run<'_> {
     }
 }
 
+/// The window or join query on the cluster executor: see the module doc.
+struct ClusterBench<O> {
+    query: String,
+    events: Arc<[Record]>,
+    versions: Vec<StreamItem<Reading>>,
+    block: usize,
+    fast: AdvanceTimeSettings,
+    partitions: usize,
+    /// The fast stream's options in its order.
+    order: fn(punctual::engine::InputOptions) -> punctual::engine::InputOptions<O>,
+    /// The union of the partitions, in that order.
+    union: Union<O>,
+    totals: Arc<Mutex<Totals>>,
+}
+
+/// The union of a stream's partitions.
+type Union<O> = fn(
+    &punctual::core::ops::Stream<Reading, O>,
+    &[&punctual::core::ops::Stream<Reading, O>],
+) -> punctual::core::ops::Stream<Reading, O>;
+
+/// A worker's handles.
+struct BenchHandles {
+    fast: Vec<punctual::engine::InputId<Reading>>,
+    reference: Option<punctual::engine::InputId<Reading>>,
+    out: BenchOut,
+}
+
+enum BenchOut {
+    Window(
+        punctual::engine::OutputId<(u32, (u64, f64))>,
+        Batch<(u32, (u64, f64))>,
+    ),
+    Join(punctual::engine::OutputId<(i64, i64)>, Batch<(i64, i64)>),
+}
+
+impl<O: Order> ClusterBench<O> {
+    fn blocks(&self) -> usize {
+        self.events.len().div_ceil(self.block.max(1))
+    }
+    /// The reference stream's input index.
+    fn reference(&self) -> usize {
+        self.partitions
+    }
+    fn join(&self) -> bool {
+        self.query == "join"
+    }
+}
+
+impl<O: Order> Script for ClusterBench<O> {
+    type Worker = BenchHandles;
+    type Output = ();
+
+    fn build(&self, _worker: usize) -> Result<(Driver, BenchHandles), String> {
+        let e = |e: punctual::engine::Error| e.to_string();
+        let mut plan = Plan::new(self.query.clone());
+        let mut fast = Vec::new();
+        let mut parts = Vec::new();
+        for p in 0..self.partitions {
+            let options = (self.order)(
+                punctual::engine::InputOptions::new(format!("fast{p}"), EventShape::Point)
+                    .settings(self.fast.clone()),
+            );
+            let (id, stream) = plan.input::<Reading, O>(options).map_err(e)?;
+            fast.push(id);
+            parts.push(stream);
+        }
+        let others: Vec<&punctual::core::ops::Stream<Reading, O>> = parts.iter().skip(1).collect();
+        let readings = match &others[..] {
+            [] => parts[0].clone(),
+            _ => (self.union)(&parts[0], &others),
+        };
+        let (reference, out) = if self.join() {
+            let import = AdvanceTimeSettings::builder()
+                .import(AdvanceTimeImportSettings::new("fast0"))
+                .policy(AdvanceTimePolicy::Adjust)
+                .build()
+                .map_err(|e| e.to_string())?;
+            let (id, versions) = plan
+                .input::<Reading, Ordered>(
+                    punctual::engine::InputOptions::new("reference", EventShape::Edge)
+                        .settings(import),
+                )
+                .map_err(e)?;
+            let joined = readings.join_on(&versions, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
+            (
+                Some(id),
+                BenchOut::Join(plan.output(&joined).map_err(e)?, Batch::new()),
+            )
+        } else {
+            let per_key = readings
+                .tumbling_window(TimeSpan::from_secs(1))
+                .group_by(|p: &Reading| p.1)
+                .aggregate((Count, Sum::of(|p: &Reading| p.0 as f64)));
+            (
+                None,
+                BenchOut::Window(plan.output(&per_key).map_err(e)?, Batch::new()),
+            )
+        };
+        let driver = plan.build().map_err(e)?;
+        Ok((
+            driver,
+            BenchHandles {
+                fast,
+                reference,
+                out,
+            },
+        ))
+    }
+
+    /// Each worker checksums its own results, as each timely worker's sink does.
+    fn gather_outputs(&self) -> bool {
+        false
+    }
+
+    fn steps(&self) -> usize {
+        let r = usize::from(self.join());
+        r + self.blocks() + self.partitions + r + 1
+    }
+
+    /// The reference versions; the blocks, each on its partition; the end of each partition;
+    /// the end of the reference stream; the end.
+    fn step(&self, step: usize) -> Step {
+        let r = usize::from(self.join());
+        let blocks = self.blocks();
+        if step < r {
+            Step::Input(self.reference())
+        } else if step < r + blocks {
+            Step::Input((step - r) % self.partitions)
+        } else if step < r + blocks + self.partitions {
+            Step::Input(step - r - blocks)
+        } else if step < r + blocks + self.partitions + r {
+            Step::Input(self.reference())
+        } else {
+            Step::Close
+        }
+    }
+
+    fn run_step(&self, step: usize, driver: &mut Driver, w: &mut BenchHandles) {
+        let r = usize::from(self.join());
+        let blocks = self.blocks();
+        let result = if step < r {
+            w.reference.map(|id| {
+                driver
+                    .enqueue_items(id, self.versions.iter().cloned())
+                    .map(|_| ())
+            })
+        } else if step < r + blocks {
+            let b = step - r;
+            let end = ((b + 1) * self.block).min(self.events.len());
+            let records = &self.events[b * self.block..end];
+            Some(
+                driver
+                    .enqueue_point_records(
+                        w.fast[b % self.partitions],
+                        records,
+                        |r: &Record| ms(r.0),
+                        |r| (r.1, r.2),
+                    )
+                    .map(|_| ()),
+            )
+        } else if step < r + blocks + self.partitions {
+            driver.finish(w.fast[step - r - blocks].index());
+            None
+        } else {
+            if let Some(id) = w.reference {
+                driver.finish(id.index());
+            }
+            None
+        };
+        if let Some(Err(e)) = result {
+            eprintln!("rejected: {e}");
+        }
+    }
+
+    fn drain(&self, driver: &mut Driver, w: &mut BenchHandles) {
+        let (n, sum) = match &mut w.out {
+            BenchOut::Window(id, batch) => {
+                driver.take_output(id, batch);
+                let sum = batch.payloads().iter().fold(0u64, |s, p| {
+                    s.wrapping_add(p.1 .0).wrapping_add(p.1 .1 as u64)
+                });
+                let n = batch.len() as u64;
+                batch.clear();
+                (n, sum)
+            }
+            BenchOut::Join(id, batch) => {
+                driver.take_output(id, batch);
+                let sum = batch
+                    .payloads()
+                    .iter()
+                    .fold(0u64, |s, p| s.wrapping_add((p.0 * p.1) as u64));
+                let n = batch.len() as u64;
+                batch.clear();
+                (n, sum)
+            }
+        };
+        if n > 0 {
+            let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
+            totals.0 += n;
+            totals.1 = totals.1.wrapping_add(sum);
+        }
+    }
+
+    fn finish(&self, driver: &mut Driver, mut w: BenchHandles, _owns: &[bool]) {
+        self.drain(driver, &mut w);
+    }
+}
+
+impl Run<'_> {
+    /// The window or join query on the cluster executor with `workers` threads.
+    fn cluster<O: Order>(
+        &self,
+        name: &str,
+        workers: usize,
+        order: fn(punctual::engine::InputOptions) -> punctual::engine::InputOptions<O>,
+        union: Union<O>,
+    ) -> Result<Totals, String> {
+        if name != "window" && name != "join" {
+            return Err(format!("--workers runs window or join, not `{name}`"));
+        }
+        let totals = Arc::new(Mutex::new((0, 0)));
+        let script = Arc::new(ClusterBench::<O> {
+            query: name.to_owned(),
+            events: Arc::clone(self.events),
+            versions: versions(self.reference),
+            block: self.cti as usize * self.step_blocks.max(1),
+            fast: settings(self.cti, self.delay)?,
+            partitions: workers.max(1),
+            order,
+            union,
+            totals: Arc::clone(&totals),
+        });
+        punctual::cluster::run(script, ClusterConfig::threads(workers))
+            .map_err(|e| e.to_string())?;
+        let t = *totals.lock().unwrap_or_else(PoisonError::into_inner);
+        Ok(t)
+    }
+}
+
 async fn run(query: Query) -> Result<(), String> {
     let running = query.start().map_err(|e| e.to_string())?;
     running.wait().await.map_err(|e| e.to_string())?;
@@ -328,7 +583,7 @@ fn main_inner() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N] [--cti N] [--delay-ms N] [--sql]"
+            "punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N] [--cti N] [--delay-ms N] [--sql] [--workers N [--step-blocks N]]"
         );
         return Ok(true);
     }
@@ -337,6 +592,10 @@ fn main_inner() -> Result<bool, String> {
     let dir: String = arg(&args, "--data", "data".to_string())?;
     let reps: usize = arg(&args, "--reps", 5)?;
     let sql = args.iter().any(|a| a == "--sql");
+    let workers: Option<usize> = match args.iter().position(|a| a == "--workers") {
+        Some(_) => Some(arg(&args, "--workers", 1)?),
+        None => None,
+    };
     let t = Instant::now();
     let events: Arc<[Record]> = load(&format!("{dir}/events.bin"))?.into();
     let reference = load(&format!("{dir}/reference.bin"))?;
@@ -351,6 +610,7 @@ fn main_inner() -> Result<bool, String> {
         reference: &reference,
         cti: arg(&args, "--cti", 1000)?,
         delay: TimeSpan::from_millis(arg(&args, "--delay-ms", 2000)?),
+        step_blocks: arg(&args, "--step-blocks", 16)?,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -363,6 +623,16 @@ fn main_inner() -> Result<bool, String> {
         let cpu = ProcessTime::now();
         let fast = InputOptions::new("fast", EventShape::Point);
         let (out, checksum) = match (order.as_str(), sql) {
+            _ if workers.is_some() => match order.as_str() {
+                "ordered" => run.cluster(&query, workers.unwrap_or(1), |o| o, |a, o| a.union(o))?,
+                "arrival" => run.cluster(
+                    &query,
+                    workers.unwrap_or(1),
+                    |o| o.unordered(),
+                    |a, o| a.union(o),
+                )?,
+                other => return Err(format!("unknown order `{other}` (arrival or ordered)")),
+            },
             ("arrival", false) => runtime.block_on(run.query(&query, fast.unordered()))?,
             ("ordered", false) => runtime.block_on(run.query(&query, fast))?,
             ("arrival", true) => runtime.block_on(run.sql(&query, fast.unordered()))?,
@@ -392,8 +662,13 @@ fn main_inner() -> Result<bool, String> {
     rates.sort_by(f64::total_cmp);
     cpu_rates.sort_by(f64::total_cmp);
     println!(
-        "SUMMARY peer={} query={query} order={order} workers=1 cti={} median_events_per_s={:.0} median_events_per_cpu_s={:.0} min={:.0} max={:.0}",
-        if sql { "punctual-sql" } else { "punctual" },
+        "SUMMARY peer={} query={query} order={order} workers={} cti={} median_events_per_s={:.0} median_events_per_cpu_s={:.0} min={:.0} max={:.0}",
+        match (workers, sql) {
+            (Some(_), _) => "punctual-cluster",
+            (None, true) => "punctual-sql",
+            (None, false) => "punctual",
+        },
+        workers.unwrap_or(1),
         run.cti,
         rates[rates.len() / 2],
         cpu_rates[cpu_rates.len() / 2],
