@@ -466,33 +466,6 @@ impl<P> Batch<P> {
         self.payload.reserve(n);
     }
 
-    /// Moves the events with sync time below `t` to `out`, in sync order (stable); the
-    /// rest stay, in order. For a batch of events only (no CTIs).
-    fn release_sorted_before(&mut self, t: Time, out: &mut Batch<P>) {
-        if !self.sync.is_sorted() {
-            let mut rows: Vec<(Time, Time, P)> = self
-                .sync
-                .drain(..)
-                .zip(self.other.drain(..))
-                .zip(self.payload.drain(..))
-                .map(|((s, o), p)| (s, o, p))
-                .collect();
-            rows.sort_by_key(|r| r.0);
-            for (s, o, p) in rows {
-                self.push_event(s, o, p);
-            }
-        }
-        let n = self.sync.partition_point(|&s| s < t);
-        for ((s, o), p) in self
-            .sync
-            .drain(..n)
-            .zip(self.other.drain(..n))
-            .zip(self.payload.drain(..n))
-        {
-            out.push_event(s, o, p);
-        }
-    }
-
     /// Merges the streams several workers sent for one edge in one step (`runs`: sender
     /// index and its stream, each a valid stream of its own) into `self`, one stream: each
     /// run's items keep their order; between runs the smallest next item goes first (an
@@ -502,14 +475,16 @@ impl<P> Batch<P> {
     ///
     /// With `pending` (for an ordered stream), the merged stream releases each event as the
     /// one operator would: before the first CTI above its sync time, events in sync order;
-    /// those no CTI has passed yet wait in `pending` for a later step.
+    /// those no CTI has passed yet wait in `pending` (the release buffer) for a later step.
     pub(crate) fn merge_runs(
         &mut self,
         runs: &mut [(usize, Batch<P>)],
         latest: &mut [Time],
         emitted: &mut Time,
-        mut pending: Option<&mut Batch<P>>,
-    ) {
+        mut pending: Option<&mut crate::ops::ReleaseBuffer<P>>,
+    ) where
+        P: Clone,
+    {
         struct Head<'a, P> {
             sync: std::iter::Peekable<std::vec::Drain<'a, Time>>,
             other: std::vec::Drain<'a, Time>,
@@ -518,10 +493,8 @@ impl<P> Batch<P> {
             event: usize,
             sender: usize,
         }
-        let total: usize = runs.iter().map(|(_, r)| r.sync.len()).sum();
-        match pending.as_deref_mut() {
-            Some(p) => p.reserve(total),
-            None => self.reserve(total),
+        if pending.is_none() {
+            self.reserve(runs.iter().map(|(_, r)| r.sync.len()).sum());
         }
         // Drained, not consumed: each run keeps its capacity for the next step.
         let mut heads: Vec<Head<'_, P>> = runs
@@ -536,58 +509,68 @@ impl<P> Batch<P> {
             })
             .collect();
         loop {
-            // The smallest next item: (time, 0) for a CTI, (sync, 1) for an event.
-            let mut best: Option<(usize, (Time, u8))> = None;
-            for (h, head) in heads.iter_mut().enumerate() {
-                let key = match head.marks.peek() {
-                    Some(m) if m.after == head.event => (m.time, 0),
-                    _ => match head.sync.peek() {
-                        Some(&s) => (s, 1),
-                        None => continue,
-                    },
-                };
-                if best.is_none_or(|(_, k)| key < k) {
-                    best = Some((h, key));
-                }
-            }
-            let Some((h, (_, what))) = best else { break };
-            if what == 0 {
-                let head = &mut heads[h];
-                if let Some(m) = head.marks.next() {
-                    if let Some(l) = latest.get_mut(head.sender) {
-                        *l = (*l).max(m.time);
-                    }
-                    // A sender whose next item in this step is a CTI counts at that CTI:
-                    // the senders advance together through a step, as the one operator
-                    // they share would, instead of one at a time.
-                    let mut min = Time::INF;
-                    for (w, &l) in latest.iter().enumerate() {
-                        let next = heads.iter_mut().find(|h| h.sender == w).and_then(|h| {
-                            let event = h.event;
-                            let m = h.marks.peek()?;
-                            (m.after == event).then_some(m.time)
-                        });
-                        min = min.min(next.unwrap_or(l).max(l));
-                    }
-                    if min > *emitted {
-                        *emitted = min;
-                        if let Some(p) = pending.as_deref_mut() {
-                            p.release_sorted_before(min, self);
-                        }
-                        self.push_cti(min);
-                    }
-                }
-                continue;
-            }
-            let head = &mut heads[h];
-            if let (Some(s), Some(o), Some(p)) =
-                (head.sync.next(), head.other.next(), head.payload.next())
-            {
-                head.event += 1;
+            // Every run's events up to its next CTI, in bulk (an ordered stream's wait in
+            // `pending`, which releases them sorted).
+            for head in heads.iter_mut() {
+                let upto = head.marks.peek().map_or(usize::MAX, |m| m.after);
+                let n = upto.saturating_sub(head.event);
                 match pending.as_deref_mut() {
-                    Some(held) => held.push_event(s, o, p),
-                    None => self.push_event(s, o, p),
+                    Some(held) => {
+                        let events = head
+                            .sync
+                            .by_ref()
+                            .take(n)
+                            .zip(head.other.by_ref())
+                            .zip(head.payload.by_ref());
+                        for ((s, o), p) in events {
+                            held.push(s, o, p);
+                            head.event += 1;
+                        }
+                    }
+                    None => {
+                        let before = self.sync.len();
+                        self.sync.extend(head.sync.by_ref().take(n));
+                        let taken = self.sync.len() - before;
+                        self.other.extend(head.other.by_ref().take(taken));
+                        self.payload.extend(head.payload.by_ref().take(taken));
+                        head.event += taken;
+                    }
                 }
+            }
+            // Then the smallest next CTI (ties: the lower run).
+            let mut best: Option<(usize, Time)> = None;
+            for (h, head) in heads.iter_mut().enumerate() {
+                if let Some(m) = head.marks.peek() {
+                    if best.is_none_or(|(_, t)| m.time < t) {
+                        best = Some((h, m.time));
+                    }
+                }
+            }
+            let Some((h, _)) = best else { break };
+            let head = &mut heads[h];
+            if let Some(m) = head.marks.next() {
+                if let Some(l) = latest.get_mut(head.sender) {
+                    *l = (*l).max(m.time);
+                }
+            }
+            // A sender whose next item in this step is a CTI counts at that CTI: the senders
+            // advance together through a step, as the one operator they share would, instead
+            // of one at a time.
+            let mut min = Time::INF;
+            for (w, &l) in latest.iter().enumerate() {
+                let next = heads.iter_mut().find(|h| h.sender == w).and_then(|h| {
+                    let event = h.event;
+                    let m = h.marks.peek()?;
+                    (m.after == event).then_some(m.time)
+                });
+                min = min.min(next.unwrap_or(l).max(l));
+            }
+            if min > *emitted {
+                *emitted = min;
+                if let Some(p) = pending.as_deref_mut() {
+                    p.release_into(min, self);
+                }
+                self.push_cti(min);
             }
         }
     }

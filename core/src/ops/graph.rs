@@ -129,6 +129,8 @@ pub trait AnyBatch: Any + Send {
     fn new_empty(&self) -> Box<dyn AnyBatch>;
     /// The name of its payload type, for messages.
     fn payload_name(&self) -> &'static str;
+    /// An empty release buffer of its payload type (see [`AnyBatch::merge_from`]).
+    fn new_release_buffer(&self) -> Box<dyn Any + Send>;
     /// Appends a copy of everything to `dst`, a batch of the same type.
     fn copy_into(&self, dst: &mut dyn Any);
     /// Splits it over `dests` (empty batches of the same type, one per worker): every event
@@ -137,8 +139,9 @@ pub trait AnyBatch: Any + Send {
     /// Merges what several workers sent in one step (`runs`, batches of the same type, with
     /// the sender's index) into this batch, as one stream: the CTI that every sender has
     /// passed (`latest`, by sender) whenever it passes `emitted` (see [`Graph::split`]); for
-    /// an ordered stream, events wait in `pending` (a batch of the same type) until a CTI
-    /// passes them, as one operator would hold them.
+    /// an ordered stream, events wait in `pending` (a release buffer of the payload type,
+    /// [`AnyBatch::new_release_buffer`]) until a CTI passes them, as one operator would hold
+    /// them.
     fn merge_from(
         &mut self,
         runs: &mut [(usize, Box<dyn AnyBatch>)],
@@ -186,6 +189,9 @@ impl<P: Clone + Send + 'static> AnyBatch for Batch<P> {
     fn payload_name(&self) -> &'static str {
         std::any::type_name::<P>()
     }
+    fn new_release_buffer(&self) -> Box<dyn Any + Send> {
+        Box::new(super::ReleaseBuffer::<P>::new())
+    }
     fn copy_into(&self, dst: &mut dyn Any) {
         output::<P>(dst).append(&mut self.clone());
     }
@@ -216,7 +222,8 @@ impl<P: Clone + Send + 'static> AnyBatch for Batch<P> {
             .iter_mut()
             .map(|(sender, b)| (*sender, std::mem::take(output::<P>(b.as_any_mut()))))
             .collect();
-        self.merge_runs(&mut typed, latest, emitted, pending.map(output::<P>));
+        let pending = pending.and_then(|p| p.downcast_mut::<super::ReleaseBuffer<P>>());
+        self.merge_runs(&mut typed, latest, emitted, pending);
     }
 }
 

@@ -76,8 +76,8 @@ struct EdgeSlot {
     /// Receiving: the last CTI from each sender, and the last CTI delivered.
     latest: Vec<Time>,
     emitted: Time,
-    /// Receiving an ordered stream: merged events no CTI has passed yet.
-    pending: Option<Box<dyn AnyBatch>>,
+    /// Receiving an ordered stream: merged events no CTI has passed yet (a release buffer).
+    pending: Option<Box<dyn std::any::Any + Send>>,
     /// Emptied batches of the edge's type, with their capacity, for the next sends: every
     /// worker sends and receives on every edge, so what one receives it reuses to send.
     spare: Vec<Box<dyn AnyBatch>>,
@@ -326,8 +326,10 @@ impl Graph {
                 .map(|s| s.order);
             let pending = match order {
                 Some(crate::order::EventOrder::Sorted) => {
-                    let held = slot.pending.get_or_insert_with(|| first.1.new_empty());
-                    Some(held.as_any_mut())
+                    let held = slot
+                        .pending
+                        .get_or_insert_with(|| first.1.new_release_buffer());
+                    Some(held.as_mut() as &mut dyn std::any::Any)
                 }
                 _ => None,
             };
@@ -413,8 +415,7 @@ mod tests {
         v
     }
 
-    #[test]
-    fn a_merge_keeps_each_senders_order_and_gives_the_cti_all_passed() {
+    fn runs() -> Vec<(usize, Box<dyn AnyBatch>)> {
         let t = Time::from_ticks;
         let mut a = Batch::<u32>::new();
         a.push_point(t(12), 1); // released before its CTI, as a window releases
@@ -424,23 +425,61 @@ mod tests {
         b.push_cti(t(8));
         b.push_point(t(9), 3);
         b.push_cti(t(11));
-        let mut runs: Vec<(usize, Box<dyn AnyBatch>)> = vec![(0, Box::new(a)), (1, Box::new(b))];
+        vec![(0, Box::new(a)), (1, Box::new(b))]
+    }
+
+    /// On a sorted stream, merged events wait until a CTI passes them, and come out sorted;
+    /// the merged CTI is the one every sender has passed.
+    #[test]
+    fn a_merge_of_sorted_streams_releases_as_one_operator() {
+        let t = Time::from_ticks;
+        let mut runs = runs();
         let mut latest = vec![Time::NEG_INF; 2];
         let mut emitted = Time::NEG_INF;
         let mut out: Box<dyn AnyBatch> = Box::new(Batch::<u32>::new());
-        out.merge_from(&mut runs, &mut latest, &mut emitted, None);
-        let got = items(typed::<u32>(&mut out));
+        let mut pending = crate::ops::ReleaseBuffer::<u32>::new();
+        out.merge_from(&mut runs, &mut latest, &mut emitted, Some(&mut pending));
         assert_eq!(
-            got,
+            items(typed::<u32>(&mut out)),
             vec![
                 StreamItem::point(t(5), 2),
+                StreamItem::Cti(t(8)),
                 StreamItem::point(t(9), 3),
-                StreamItem::point(t(12), 1),
                 StreamItem::Cti(t(10)),
             ]
         );
         assert_eq!(emitted, t(10));
         assert_eq!(latest, vec![t(10), t(11)]);
+        // What no CTI has passed yet waits for a later step.
+        let mut rest = Batch::new();
+        pending.release_into(Time::INF, &mut rest);
+        assert_eq!(items(&mut rest), vec![StreamItem::point(t(12), 1)]);
+        // The runs are emptied, their capacity kept for reuse.
+        assert!(runs.iter().all(|(_, r)| r.is_empty()));
+    }
+
+    /// On an unordered stream, every event goes on; each sender's events stay after the
+    /// CTIs it sent before them.
+    #[test]
+    fn a_merge_of_unordered_streams_keeps_every_event_after_its_ctis() {
+        let t = Time::from_ticks;
+        let mut runs = runs();
+        let mut latest = vec![Time::NEG_INF; 2];
+        let mut emitted = Time::NEG_INF;
+        let mut out: Box<dyn AnyBatch> = Box::new(Batch::<u32>::new());
+        out.merge_from(&mut runs, &mut latest, &mut emitted, None);
+        let got = items(typed::<u32>(&mut out));
+        let position = |item: StreamItem<u32>| got.iter().position(|i| *i == item);
+        assert_eq!(got.len(), 5);
+        assert!(position(StreamItem::Cti(t(8))) < position(StreamItem::point(t(9), 3)));
+        let mut cti = Time::NEG_INF;
+        for item in &got {
+            match item {
+                StreamItem::Cti(c) => cti = *c,
+                StreamItem::Insert(e) => assert!(e.kind.encode().0 >= cti, "{got:?}"),
+            }
+        }
+        assert_eq!(emitted, t(10));
     }
 
     #[test]
