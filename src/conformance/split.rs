@@ -62,10 +62,10 @@ impl Script for CaseScript {
     }
 
     fn started(&self, worker: usize, workers: usize) {
-        if self
-            .announce
-            .is_some_and(|per| worker.is_multiple_of(per.max(1)))
-        {
+        // (`%`, not `is_multiple_of`: the workspace builds on Rust 1.86.)
+        #[allow(clippy::manual_is_multiple_of)]
+        let first_of_process = self.announce.is_some_and(|per| worker % per.max(1) == 0);
+        if first_of_process {
             eprintln!("all processes connected ({workers} workers): running");
         }
     }
