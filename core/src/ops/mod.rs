@@ -43,7 +43,7 @@ pub use select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift}
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use split::{Edge, EdgeEnd, Received};
 pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
-pub use union::{ArrivalUnion, Union};
+pub use union::Union;
 pub use window::{HoppingWindow, WindowOutput, WindowSpec, DEFAULT_MAX_WINDOWS_PER_EVENT};
 
 use std::any::Any;

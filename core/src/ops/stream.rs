@@ -50,7 +50,7 @@ use super::join::Join;
 use super::process::{Process, ProcessOperator};
 use super::select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
 use super::snapshot::{CountWindow, SnapshotWindow};
-use super::union::{ArrivalUnion, Union};
+use super::union::Union;
 use super::window::{HoppingWindow, WindowOutput, WindowSpec};
 use super::{BinaryNode, BinaryOperator, Payload, UnaryNode, UnaryOperator};
 
@@ -550,20 +550,7 @@ impl<P: Payload> Stream<P, Ordered> {
 
     /// Merges this stream with `others`. Output CTI = the minimum of the inputs' CTIs.
     pub fn union(&self, others: &[&Stream<P>]) -> Stream<P> {
-        let mut inputs = vec![self.node];
-        for o in others {
-            assert!(
-                self.graph.same(&o.graph),
-                "a union's streams must belong to one query"
-            );
-            inputs.push(o.node);
-        }
-        let node = self.graph.lock().add_node::<P>(
-            Box::new(Union::<P>::new(inputs.len())),
-            &inputs,
-            EventOrder::Sorted,
-        );
-        self.graph.stream(node)
+        self.union_with(others, Union::<P>::new, EventOrder::Sorted)
     }
 
     /// Left anti-semi-join on a key: the parts of each event's lifetime where no event of
@@ -645,6 +632,31 @@ impl<P: Payload> Stream<P, Ordered> {
     }
 }
 
+impl<P: Payload, O: Order> Stream<P, O> {
+    /// A union node over this stream and `others` (of one query), made by `make` for the
+    /// number of inputs, with an output of `order`.
+    fn union_with(
+        &self,
+        others: &[&Stream<P, O>],
+        make: fn(usize) -> Union<P>,
+        order: EventOrder,
+    ) -> Stream<P, O> {
+        let mut inputs = vec![self.node];
+        for o in others {
+            assert!(
+                self.graph.same(&o.graph),
+                "a union's streams must belong to one query"
+            );
+            inputs.push(o.node);
+        }
+        let node = self
+            .graph
+            .lock()
+            .add_node::<P>(Box::new(make(inputs.len())), &inputs, order);
+        self.graph.stream(node)
+    }
+}
+
 impl<P: Payload> Stream<P, Unordered> {
     /// Merges this unordered stream with `others`: every event passes on as it arrives, and
     /// the output CTI is the minimum of the inputs' CTIs.
@@ -670,20 +682,7 @@ impl<P: Payload> Stream<P, Unordered> {
     /// assert_eq!(out.last_cti(), Some(t(4))); // the minimum
     /// ```
     pub fn union(&self, others: &[&Stream<P, Unordered>]) -> Stream<P, Unordered> {
-        let mut inputs = vec![self.node];
-        for o in others {
-            assert!(
-                self.graph.same(&o.graph),
-                "a union's streams must belong to one query"
-            );
-            inputs.push(o.node);
-        }
-        let node = self.graph.lock().add_node::<P>(
-            Box::new(ArrivalUnion::<P>::new(inputs.len())),
-            &inputs,
-            EventOrder::Arrival,
-        );
-        self.graph.stream(node)
+        self.union_with(others, Union::<P>::arrival, EventOrder::Arrival)
     }
 }
 

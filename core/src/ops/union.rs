@@ -2,7 +2,8 @@
 //!
 //! CTI rule: output CTI = the minimum of the inputs' CTIs ([`CtiFrontier`]). Every event passes
 //! unchanged, held until the output CTI passes its sync time, so the output is sorted and each
-//! segment is the same whatever the interleaving of the inputs.
+//! segment is the same whatever the interleaving of the inputs. A union of unordered streams
+//! ([`Union::arrival`]) holds nothing: each event passes on as it arrives.
 //!
 //! Each input arrives sorted (its batches are sorted and sealed by its CTIs), so each is held in
 //! its own release buffer, in order, and a release merges the inputs' released prefixes (ties in
@@ -21,6 +22,10 @@ use super::{CtiFrontier, Held, HeldWhat, ReleaseBuffer};
 #[derive(Debug)]
 pub struct Union<P> {
     frontier: CtiFrontier,
+    /// Whether the inputs are sorted streams (held until the output CTI passes them, then
+    /// merged) or unordered ones (passed on as they arrive: each event is at or after its
+    /// input's CTI, so at or after the minimum).
+    sorted: bool,
     held: Vec<ReleaseBuffer<P>>,
     /// Scratch: each input's released prefix, before the merge.
     released: Vec<Batch<P>>,
@@ -33,14 +38,40 @@ impl<P: Clone + Send + 'static> Union<P> {
     pub fn new(inputs: usize) -> Self {
         Union {
             frontier: CtiFrontier::new(inputs),
+            sorted: true,
             held: (0..inputs).map(|_| ReleaseBuffer::new()).collect(),
             released: (0..inputs).map(|_| Batch::new()).collect(),
             at: vec![0; inputs],
         }
     }
 
+    /// A union of `inputs` unordered inputs ([`Unordered`](crate::Unordered)): nothing is
+    /// held, every event passes on as it arrives.
+    pub fn arrival(inputs: usize) -> Self {
+        Union {
+            frontier: CtiFrontier::new(inputs),
+            sorted: false,
+            held: Vec::new(),
+            released: Vec::new(),
+            at: Vec::new(),
+        }
+    }
+
     /// Processes a batch of input `port`.
     pub fn on_batch(&mut self, port: usize, batch: &Batch<P>, out: &mut Batch<P>) {
+        if !self.sorted {
+            for (range, cti) in batch.segments() {
+                out.extend_from_columns(
+                    &batch.sync()[range.clone()],
+                    &batch.other()[range.clone()],
+                    &batch.payloads()[range],
+                );
+                if let Some(t) = cti.and_then(|t| self.frontier.advance(port, t)) {
+                    out.push_cti(t);
+                }
+            }
+            return;
+        }
         for (range, cti) in batch.segments() {
             if let Some(held) = self.held.get_mut(port) {
                 let columns = batch.sync()[range.clone()]
@@ -177,60 +208,6 @@ impl<P: Clone + Send + 'static> Node for Union<P> {
     fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
         for buffer in &self.held {
             buffer.for_each(|s, o, p| f(Held::encoded(HeldWhat::Event, s, o, p)));
-        }
-    }
-    fn name(&self) -> &'static str {
-        "union"
-    }
-    fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
-        inputs.iter().fold(EventShape::Point, |a, &b| a.or(b))
-    }
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-    fn scatter(
-        &self,
-        _port: usize,
-        batch: &mut dyn super::AnyBatch,
-        me: usize,
-        dests: &mut [Box<dyn super::AnyBatch>],
-    ) {
-        batch.scatter_to(me, dests);
-    }
-}
-
-/// The union of n unordered streams ([`Unordered`](crate::Unordered)): every event passes on
-/// as it arrives (it is at or after its own input's CTI, so at or after the minimum); the
-/// output CTI is the minimum of the inputs' CTIs. Nothing is held.
-#[derive(Debug)]
-pub struct ArrivalUnion<P> {
-    frontier: CtiFrontier,
-    _payload: std::marker::PhantomData<fn() -> P>,
-}
-
-impl<P: Clone + Send + 'static> ArrivalUnion<P> {
-    /// A union of `inputs` unordered inputs.
-    pub fn new(inputs: usize) -> Self {
-        ArrivalUnion {
-            frontier: CtiFrontier::new(inputs),
-            _payload: std::marker::PhantomData,
-        }
-    }
-}
-
-impl<P: Clone + Send + 'static> Node for ArrivalUnion<P> {
-    fn push(&mut self, port: usize, batch: &dyn Any, out: &mut dyn Any) {
-        let batch = input::<P>(batch);
-        let out = output::<P>(out);
-        for (range, cti) in batch.segments() {
-            out.extend_from_columns(
-                &batch.sync()[range.clone()],
-                &batch.other()[range.clone()],
-                &batch.payloads()[range],
-            );
-            if let Some(t) = cti.and_then(|t| self.frontier.advance(port, t)) {
-                out.push_cti(t);
-            }
         }
     }
     fn name(&self) -> &'static str {
