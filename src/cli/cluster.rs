@@ -148,7 +148,17 @@ pub(super) fn check_on_processes(
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let scratch = std::env::temp_dir().join(format!("punctual-check-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-    let result = run_processes(&exe, dir, workers, processes, &scratch);
+    // A port found free may be taken by someone else before a process binds it: then the
+    // case runs again on other ports (twice at most).
+    let mut result = run_processes(&exe, dir, workers, processes, &scratch);
+    for _ in 0..2 {
+        match &result {
+            Err(e) if e.contains("Address already in use") => {
+                result = run_processes(&exe, dir, workers, processes, &scratch);
+            }
+            _ => break,
+        }
+    }
     let _ = std::fs::remove_dir_all(&scratch);
     result
 }
