@@ -27,6 +27,7 @@ mod split;
 mod stream;
 mod union;
 mod window;
+mod windowed;
 
 pub use aggregate::{Aggregate, Avg, Count, Max, Min, Sum, TopK};
 pub use anti_join::{AntiSemiJoin, ClipDuration};
@@ -42,9 +43,10 @@ pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPre
 pub use select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use split::{Edge, EdgeEnd, Received};
-pub use stream::{GroupedBy, QueryGraph, Stream, Ungrouped, Windowed};
+pub use stream::{QueryGraph, Stream};
 pub use union::Union;
 pub use window::{HoppingWindow, WindowOutput, WindowSpec, DEFAULT_MAX_WINDOWS_PER_EVENT};
+pub use windowed::{GroupedBy, Ungrouped, Windowed};
 
 use std::any::Any;
 use std::marker::PhantomData;
