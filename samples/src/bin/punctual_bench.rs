@@ -156,6 +156,35 @@ fn settings(cti: u64, delay: TimeSpan) -> Result<AdvanceTimeSettings, String> {
         .map_err(|e| e.to_string())
 }
 
+/// A window result: the key, the count and the sum.
+type PerKey = (u32, (u64, f64));
+
+/// The window query: a 1 s tumbling count and sum of the values per key.
+fn per_key<O: Order>(readings: &punctual::core::ops::Stream<Reading, O>) -> Stream<PerKey> {
+    readings
+        .tumbling_window(TimeSpan::from_secs(1))
+        .group_by(|p: &Reading| p.1)
+        .aggregate((Count, Sum::of(|p: &Reading| p.0 as f64)))
+}
+
+/// The join query: each reading with its key's reference version in force, (value, version).
+fn joined<O: Order>(
+    readings: &punctual::core::ops::Stream<Reading, O>,
+    reference: &Stream<Reading>,
+) -> punctual::core::ops::Stream<(i64, i64), O> {
+    readings.join_on(reference, |p| p.1, |r| r.1, |p, r| (p.0, r.0))
+}
+
+/// The window query's checksum: count plus sum, over the results.
+fn window_fold(sum: u64, p: &PerKey) -> u64 {
+    sum.wrapping_add(p.1 .0).wrapping_add(p.1 .1 as u64)
+}
+
+/// The join query's checksum: value times version, over the results.
+fn join_fold(sum: u64, p: &(i64, i64)) -> u64 {
+    sum.wrapping_add((p.0 * p.1) as u64)
+}
+
 /// The query's parts: the data, its settings, and which query.
 struct Run<'a> {
     events: &'a Arc<[Record]>,
@@ -204,22 +233,18 @@ impl Run<'_> {
                 out.totals()
             }
             ("window", _) => {
-                let out = Checksum::new(|sum: u64, p: &(u32, (u64, f64))| {
-                    sum.wrapping_add(p.1 .0).wrapping_add(p.1 .1 as u64)
-                });
-                let per_key = readings
-                    .tumbling_window(TimeSpan::from_secs(1))
-                    .group_by(|p: &Reading| p.1)
-                    .aggregate((Count, Sum::of(|p: &Reading| p.0 as f64)));
-                query.bind_output(&per_key, &out, &()).map_err(e)?;
+                let out = Checksum::new(window_fold);
+                query
+                    .bind_output(&per_key(&readings), &out, &())
+                    .map_err(e)?;
                 run(query).await?;
                 out.totals()
             }
             ("join", Some(reference)) => {
-                let out =
-                    Checksum::new(|sum: u64, p: &(i64, i64)| sum.wrapping_add((p.0 * p.1) as u64));
-                let joined = readings.join_on(&reference, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
-                query.bind_output(&joined, &out, &()).map_err(e)?;
+                let out = Checksum::new(join_fold);
+                query
+                    .bind_output(&joined(&readings, &reference), &out, &())
+                    .map_err(e)?;
                 run(query).await?;
                 out.totals()
             }
@@ -381,20 +406,11 @@ impl<O: Order> Script for ClusterBench<O> {
                         .settings(import),
                 )
                 .map_err(e)?;
-            let joined = readings.join_on(&versions, |p| p.1, |r| r.1, |p, r| (p.0, r.0));
-            (
-                Some(id),
-                BenchOut::Join(plan.output(&joined).map_err(e)?, Batch::new()),
-            )
+            let out = plan.output(&joined(&readings, &versions)).map_err(e)?;
+            (Some(id), BenchOut::Join(out, Batch::new()))
         } else {
-            let per_key = readings
-                .tumbling_window(TimeSpan::from_secs(1))
-                .group_by(|p: &Reading| p.1)
-                .aggregate((Count, Sum::of(|p: &Reading| p.0 as f64)));
-            (
-                None,
-                BenchOut::Window(plan.output(&per_key).map_err(e)?, Batch::new()),
-            )
+            let out = plan.output(&per_key(&readings)).map_err(e)?;
+            (None, BenchOut::Window(out, Batch::new()))
         };
         let driver = plan.build().map_err(e)?;
         Ok((
@@ -473,26 +489,22 @@ impl<O: Order> Script for ClusterBench<O> {
     }
 
     fn drain(&self, driver: &mut Driver, w: &mut BenchHandles) {
+        /// Takes an output's results and folds them; how many, and the sum.
+        fn take<P: Payload>(
+            driver: &mut Driver,
+            id: &punctual::engine::OutputId<P>,
+            batch: &mut Batch<P>,
+            fold: fn(u64, &P) -> u64,
+        ) -> (u64, u64) {
+            driver.take_output(id, batch);
+            let sum = batch.payloads().iter().fold(0u64, fold);
+            let n = batch.len() as u64;
+            batch.clear();
+            (n, sum)
+        }
         let (n, sum) = match &mut w.out {
-            BenchOut::Window(id, batch) => {
-                driver.take_output(id, batch);
-                let sum = batch.payloads().iter().fold(0u64, |s, p| {
-                    s.wrapping_add(p.1 .0).wrapping_add(p.1 .1 as u64)
-                });
-                let n = batch.len() as u64;
-                batch.clear();
-                (n, sum)
-            }
-            BenchOut::Join(id, batch) => {
-                driver.take_output(id, batch);
-                let sum = batch
-                    .payloads()
-                    .iter()
-                    .fold(0u64, |s, p| s.wrapping_add((p.0 * p.1) as u64));
-                let n = batch.len() as u64;
-                batch.clear();
-                (n, sum)
-            }
+            BenchOut::Window(id, batch) => take(driver, id, batch, window_fold),
+            BenchOut::Join(id, batch) => take(driver, id, batch, join_fold),
         };
         if n > 0 {
             let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
