@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use punctual::adapters::{CollectOutput, MemoryInput, Query, QueryError, QueryReport};
 use punctual::cluster::{Codecs, Script, Step};
 use punctual::core::ops::{Count, Stream, Sum, WindowOutput};
 use punctual::core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
@@ -219,6 +220,28 @@ fn text(item: StreamItem<String>) -> String {
     match item {
         StreamItem::Cti(t) => format!("CTI {t:?}"),
         StreamItem::Insert(e) => format!("{:?} {}", e.kind, e.payload),
+    }
+}
+
+/// The case as a user writes it: a [`Query`] whose inputs replay the case's items
+/// ([`MemoryInput`]) and whose output goes to `out`.
+pub fn query(case: &Case, out: &CollectOutput<String>) -> Result<Query, QueryError> {
+    let mut query = Query::new("case");
+    let mut sources = Vec::new();
+    for (k, items) in case.inputs.iter().enumerate() {
+        let options = input_options(format!("in{k}"), case.shape.generated());
+        sources.push(query.create_stream(options, &MemoryInput, items)?);
+    }
+    let results = case.shape.build(&sources);
+    query.bind_output(&results, out, &())?;
+    Ok(query)
+}
+
+/// What a run of [`query`] gave: its output as text, and the events its inputs dropped.
+pub fn outcome(out: &CollectOutput<String>, report: &QueryReport) -> Outcome {
+    Outcome {
+        output: out.items().into_iter().map(text).collect(),
+        dropped: report.streams.iter().map(|(_, c)| c.dropped).sum(),
     }
 }
 

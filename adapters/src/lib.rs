@@ -52,8 +52,8 @@ pub use punctual_core::ops::Stream;
 pub use punctual_engine::{DeadLetterCollector, DeadLetterSink, InputOptions};
 pub use punctual_policies::EnqueueSummary;
 pub use query::{
-    Ending, HeldItem, Monitor, Query, QueryFailure, QueryReport, RunningQuery, StopHandle,
-    StopMode, MAX_REPORTED_HELD,
+    Ending, Exchange, HeldItem, Monitor, Query, QueryFailure, QueryReport, QueryWorker,
+    RunningQuery, StopHandle, StopMode, MAX_REPORTED_HELD,
 };
 pub use replay::{ReplayOptions, MAX_LINE_BYTES};
 pub use tcp::{TcpClientConfig, TcpClientInput, TcpOutput, TcpOutputConfig, TcpServerInput};

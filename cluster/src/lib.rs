@@ -28,6 +28,8 @@
 #![warn(missing_docs)]
 
 mod codec;
+mod live;
+pub use live::{run_query, ClusterReport};
 
 use codec::Codec;
 pub use codec::Codecs;
@@ -37,7 +39,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use punctual_core::ops::{AnyBatch, Edge, EdgeEnd, Received};
+use punctual_core::ops::{AnyBatch, Edge, EdgeEnd, Graph, Received};
 use punctual_core::Time;
 use punctual_engine::Driver;
 use timely::dataflow::channels::pact::Exchange;
@@ -77,6 +79,14 @@ pub enum Error {
         /// Its address, from the configuration.
         address: String,
         /// What the connection said.
+        message: String,
+    },
+    /// The query failed on a worker (an adapter's error, say): [`run_query`].
+    #[error("worker {worker}: the query failed: {message}")]
+    Query {
+        /// The worker.
+        worker: usize,
+        /// What went wrong.
         message: String,
     },
     /// A worker stopped with a panic.
@@ -128,7 +138,7 @@ impl ClusterConfig {
         self.hosts.len().max(1)
     }
 
-    fn timely(&self) -> timely::Config {
+    pub(crate) fn timely(&self) -> timely::Config {
         if self.hosts.len() > 1 {
             timely::Config {
                 communication: timely::CommunicationConfig::Cluster {
@@ -205,38 +215,6 @@ pub trait Script: Send + Sync + 'static {
     fn finish(&self, driver: &mut Driver, worker: Self::Worker, owns: &[bool]) -> Self::Output;
 }
 
-/// Which worker owns each input: inputs linked by CTI imports stay together, the groups go
-/// round-robin over the workers.
-pub fn owners(driver: &Driver, workers: usize) -> Vec<usize> {
-    let n = driver.input_count();
-    let mut group: Vec<usize> = (0..n).collect();
-    fn root(group: &mut [usize], mut i: usize) -> usize {
-        while group[i] != i {
-            group[i] = group[group[i]];
-            i = group[i];
-        }
-        i
-    }
-    for i in 0..n {
-        for &j in driver.importers(i) {
-            let (a, b) = (root(&mut group, i), root(&mut group, j));
-            group[a.max(b)] = a.min(b);
-        }
-    }
-    let mut ordinal: Vec<Option<usize>> = vec![None; n];
-    let mut next = 0;
-    (0..n)
-        .map(|i| {
-            let r = root(&mut group, i);
-            let k = *ordinal[r].get_or_insert_with(|| {
-                next += 1;
-                next - 1
-            });
-            k % workers.max(1)
-        })
-        .collect()
-}
-
 /// A batch on its way between workers: for edge `edge`, from worker `sender` to `dest`.
 pub struct Shipment {
     dest: usize,
@@ -253,7 +231,7 @@ enum Carried {
 }
 
 impl Shipment {
-    fn new(
+    pub(crate) fn new(
         dest: usize,
         sender: usize,
         edge: usize,
@@ -369,13 +347,23 @@ fn watch_connections() {
 /// worker index. If another process is lost mid-run, every process ends with
 /// [`Error::LostPeer`] (timely has no recovery: its peers' channels break).
 pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Output>, Error> {
+    let timely = config.clone();
+    guarded(&config, move || run_timely(script, timely))
+}
+
+/// Runs `f` (a run on the cluster `config` describes); with several processes, a lost
+/// connection to one of them (its network thread's panic, and the panics of the workers
+/// that follow) becomes [`Error::LostPeer`].
+pub(crate) fn guarded<T>(
+    config: &ClusterConfig,
+    f: impl FnOnce() -> Result<T, Error>,
+) -> Result<T, Error> {
     if config.process_count() <= 1 {
-        return run_timely(script, config);
+        return f();
     }
     watch_connections();
     let hosts = config.hosts.clone();
-    let result =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_timely(script, config)));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     let lost = LOST
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -395,6 +383,85 @@ pub fn run<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Ou
                 .unwrap_or_else(|| "a panic".to_owned()),
         }),
     }
+}
+
+/// Hands a stage's shipments at one time to this worker's graph: those for later stages come back to be forwarded. Each sender's batches for one
+/// edge are joined in the order sent, so that the graph merges one stream per sender.
+pub(crate) fn arrive(
+    graph: &mut Graph,
+    stage: usize,
+    shipments: Vec<Shipment>,
+    edges: &[(Edge, Option<usize>)],
+    codecs: &[Option<Arc<dyn Codec>>],
+    failure: &mut Option<String>,
+) -> Vec<Shipment> {
+    let mut forward = Vec::new();
+    let mut injected: Vec<(usize, usize, Box<dyn AnyBatch>)> = Vec::new();
+    let mut received: Vec<Received> = Vec::new();
+    for s in shipments {
+        let Some((edge, _)) = edges.get(s.edge) else {
+            continue;
+        };
+        if edge.to_stage != stage {
+            forward.push(s);
+            continue;
+        }
+        // From another process: bytes, decoded by the edge's codec.
+        let mut batch = match s.batch {
+            Carried::Batch(b) => b,
+            Carried::Bytes(bytes) => {
+                let decoded = codecs
+                    .get(s.edge)
+                    .cloned()
+                    .flatten()
+                    .ok_or_else(|| "no codec".to_owned())
+                    .and_then(|c| c.decode(&bytes));
+                match decoded {
+                    Ok(b) => b,
+                    Err(e) => {
+                        failure.get_or_insert(format!(
+                            "a batch from worker {} cannot be read: {e}",
+                            s.sender
+                        ));
+                        continue;
+                    }
+                }
+            }
+        };
+        if matches!(edge.to, EdgeEnd::Source(_)) {
+            injected.push((s.sender, s.edge, batch));
+        } else {
+            match received.iter_mut().find(|r| r.0 == s.edge) {
+                Some(r) => match r.1.iter_mut().find(|(sender, _)| *sender == s.sender) {
+                    Some((_, joined)) => batch.move_into(joined.as_any_mut()),
+                    None => r.1.push((s.sender, batch)),
+                },
+                None => received.push((s.edge, vec![(s.sender, batch)])),
+            }
+        }
+    }
+    injected.sort_by_key(|s| s.0);
+    for (_, edge, batch) in injected {
+        graph.receive_injection(edge, batch);
+    }
+    for r in &mut received {
+        r.1.sort_by_key(|x| x.0);
+    }
+    if !received.is_empty() {
+        graph.receive(received);
+    }
+    forward
+}
+
+/// Adds what this worker's graph routed to other workers (and itself) to `give`.
+pub(crate) fn route(graph: &mut Graph, me: usize, codecs: &[Option<Arc<dyn Codec>>], give: &mut Vec<Shipment>) {
+    graph.take_routed(|edge, parts| {
+        for (dest, batch) in parts.into_iter().enumerate() {
+            if !batch.is_empty() {
+                give.push(Shipment::new(dest, me, edge, batch, codecs));
+            }
+        }
+    });
 }
 
 fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Output>, Error> {
@@ -435,7 +502,7 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
         }
         let edge_codecs = Rc::new(edge_codecs);
         let failure: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
-        let owner = owners(&driver, peers);
+        let owner = driver.owners(peers);
         let inputs = driver.input_count();
         let per_step = PASSES * (inputs.max(1) as i64);
         let last = edges.iter().map(|(e, _)| e.to_stage).max().unwrap_or(0);
@@ -560,78 +627,24 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
                                 }
                                 let shipments = entry.remove();
                                 let mut guard = shared.borrow_mut();
-                                let graph = guard.0.graph_mut();
-                                let mut forward = Vec::new();
-                                let mut injected = Vec::new();
-                                let mut received: Vec<Received> = Vec::new();
-                                for s in shipments {
-                                    let Some((edge, _)) = edges.get(s.edge) else {
-                                        continue;
-                                    };
-                                    if edge.to_stage != stage {
-                                        forward.push(s);
-                                        continue;
-                                    }
-                                    // From another process: bytes, decoded by the edge's codec.
-                                    let batch = match s.batch {
-                                        Carried::Batch(b) => b,
-                                        Carried::Bytes(bytes) => {
-                                            let decoded = codecs
-                                                .get(s.edge)
-                                                .cloned()
-                                                .flatten()
-                                                .ok_or_else(|| "no codec".to_owned())
-                                                .and_then(|c| c.decode(&bytes));
-                                            match decoded {
-                                                Ok(b) => b,
-                                                Err(e) => {
-                                                    failure.borrow_mut().get_or_insert(format!(
-                                                        "a batch from worker {} cannot be read: {e}",
-                                                        s.sender
-                                                    ));
-                                                    continue;
-                                                }
-                                            }
-                                        }
-                                    };
-                                    if matches!(edge.to, EdgeEnd::Source(_)) {
-                                        injected.push((s.sender, s.edge, batch));
-                                    } else {
-                                        match received.iter_mut().find(|r| r.0 == s.edge) {
-                                            Some(r) => r.1.push((s.sender, batch)),
-                                            None => received.push((s.edge, vec![(s.sender, batch)])),
-                                        }
-                                    }
-                                }
-                                injected.sort_by_key(|s| s.0);
-                                for (_, edge, batch) in injected {
-                                    graph.receive_injection(edge, batch);
-                                }
-                                for r in &mut received {
-                                    r.1.sort_by_key(|x| x.0);
-                                }
-                                if !received.is_empty() {
-                                    graph.receive(received);
-                                }
+                                let mut fail = failure.borrow_mut();
+                                let mut give = arrive(
+                                    guard.0.graph_mut(),
+                                    stage,
+                                    shipments,
+                                    &edges,
+                                    &codecs,
+                                    &mut fail,
+                                );
                                 if stage == last {
                                     let (driver, state) = &mut *guard;
                                     if let Some(state) = state.as_mut() {
                                         script.drain(driver, state);
                                     }
                                 }
-                                let graph = guard.0.graph_mut();
+                                route(guard.0.graph_mut(), me, &codecs, &mut give);
                                 let at = c.delayed(&time);
-                                let mut session = output.session(&at);
-                                for s in forward {
-                                    session.give(s);
-                                }
-                                graph.take_routed(|edge, parts| {
-                                    for (dest, batch) in parts.into_iter().enumerate() {
-                                        if !batch.is_empty() {
-                                            session.give(Shipment::new(dest, me, edge, batch, &codecs));
-                                        }
-                                    }
-                                });
+                                output.session(&at).give_iterator(give.into_iter());
                             }
                             match frontier.frontier().first() {
                                 Some(t) => {

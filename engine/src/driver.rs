@@ -302,6 +302,38 @@ impl Driver {
         self.importers.get(index).map_or(&[], Vec::as_slice)
     }
 
+    /// Which worker owns each input: inputs linked by CTI imports stay together, the groups go
+    /// round-robin over the workers.
+    pub fn owners(&self, workers: usize) -> Vec<usize> {
+        let n = self.input_count();
+        let mut group: Vec<usize> = (0..n).collect();
+        fn root(group: &mut [usize], mut i: usize) -> usize {
+            while group[i] != i {
+                group[i] = group[group[i]];
+                i = group[i];
+            }
+            i
+        }
+        for i in 0..n {
+            for &j in self.importers(i) {
+                let (a, b) = (root(&mut group, i), root(&mut group, j));
+                group[a.max(b)] = a.min(b);
+            }
+        }
+        let mut ordinal: Vec<Option<usize>> = vec![None; n];
+        let mut next = 0;
+        (0..n)
+            .map(|i| {
+                let r = root(&mut group, i);
+                let k = *ordinal[r].get_or_insert_with(|| {
+                    next += 1;
+                    next - 1
+                });
+                k % workers.max(1)
+            })
+            .collect()
+    }
+
     /// Runs this driver as worker `me` of `workers`, each running the same query (see
     /// [`Graph::split`]; `gather`: whether outputs are gathered on worker 0): what its inputs
     /// release, and what crosses between workers, is kept for the executor

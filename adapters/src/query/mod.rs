@@ -49,6 +49,8 @@ pub(crate) mod shell;
 mod show;
 pub use shell::held_items;
 mod tasks;
+mod worker;
+pub use worker::{Exchange, QueryWorker};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,7 +70,7 @@ use crate::checkpoint::Checkpoints;
 use crate::clock::{Clock, SystemClock};
 use crate::error::QueryError;
 use ports::{ErasedOutput, PendingOutput};
-use shell::{Shell, Signals};
+use shell::{Shell, Signals, WorkerSide};
 use tasks::{ErasedInput, PendingInput, Tasks};
 
 #[cfg(doc)]
@@ -367,9 +369,24 @@ impl Query {
     /// `#[tokio::main]` and `#[tokio::test]` build it); otherwise it returns an error. The
     /// operators move into the query's driver: compose every operator before starting
     /// (operators added to this query's streams afterwards are not part of it).
-    pub fn start(self) -> Result<RunningQuery, QueryError> {
+    pub fn start(mut self) -> Result<RunningQuery, QueryError> {
         check_runtime()?;
-        let driver = self.plan.build()?;
+        let driver = self.take_plan().build()?;
+        self.launch(driver, None)
+    }
+
+    /// The plan, moved out for its driver (an empty one left in its place).
+    fn take_plan(&mut self) -> Plan {
+        let name = self.plan.name().to_owned();
+        std::mem::replace(&mut self.plan, Plan::new(name))
+    }
+
+    /// Starts the adapters around `driver`, the query's own or one worker's share of it.
+    fn launch(
+        self,
+        driver: punctual_engine::Driver,
+        worker: Option<(usize, WorkerSide)>,
+    ) -> Result<RunningQuery, QueryError> {
         let clocked = (0..driver.input_count()).any(|i| driver.has_watermark(i));
         if let Some(c) = &self.checkpoints {
             let refusal = if let Some(name) = self.not_replayable.first() {
@@ -392,10 +409,15 @@ impl Query {
         }
         let signals = Arc::new(Signals::new());
         let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
-        let shell = Arc::new(Shell::new(driver, signals, self.shows));
+        // As one worker of several: the outputs are read on worker 0 only.
+        let (outputs, side) = match worker {
+            Some((0, side)) => (self.outputs, Some(side)),
+            Some((_, side)) => (Vec::new(), Some(side)),
+            None => (self.outputs, None),
+        };
+        let shell = Arc::new(Shell::new(driver, signals, self.shows, side));
         self.monitor.attach(&shell);
-        let ports = self
-            .outputs
+        let ports = outputs
             .into_iter()
             .map(|o| {
                 o.spawn(
@@ -413,9 +435,12 @@ impl Query {
         if tracing::enabled!(target: "punctual::explain", tracing::Level::DEBUG) {
             tasks::spawn_explain_log(&mut tasks, &shell);
         }
-        let no_inputs = self.inputs.is_empty();
+        let mut no_inputs = true;
         for input in self.inputs {
-            input.spawn(&mut tasks, &shell);
+            if shell.owns(input.index()) {
+                no_inputs = false;
+                input.spawn(&mut tasks, &shell);
+            }
         }
         if no_inputs {
             // Nothing will end an input: the query is over at once.

@@ -18,6 +18,7 @@ use punctual_policies::{ClockReading, IngressCounters};
 
 use super::running::{Ending, HeldItem, QueryReport, StopMode, MAX_REPORTED_HELD};
 use super::show::Shows;
+use super::worker::Exchange;
 use crate::error::EnqueueError;
 use crate::observe::{OperatorMetrics, StreamMetrics};
 
@@ -257,18 +258,43 @@ pub(crate) struct Shell {
     unready: watch::Sender<usize>,
     /// Payload types the report shows.
     show: Shows,
+    /// As one worker of several: the executor's side, and the inputs this worker owns.
+    worker: Option<WorkerSide>,
+}
+
+/// A worker's shell (see [`Query::start_worker`](super::Query::start_worker)): which inputs
+/// run here, and the executor that carries what crosses to the other workers.
+pub(crate) struct WorkerSide {
+    pub(crate) exchange: Arc<dyn Exchange>,
+    pub(crate) owned: Vec<bool>,
 }
 
 impl Shell {
-    pub(crate) fn new(driver: Driver, signals: Arc<Signals>, show: Shows) -> Self {
+    pub(crate) fn new(
+        driver: Driver,
+        signals: Arc<Signals>,
+        show: Shows,
+        worker: Option<WorkerSide>,
+    ) -> Self {
         let streams: Vec<StreamView> = (0..driver.input_count())
             .map(|i| {
                 let name = driver.input_name(i).unwrap_or_default().to_owned();
                 StreamView::new(name, driver.is_reference(i))
             })
             .collect();
+        if let Some(w) = &worker {
+            // Another worker's input is not waited for here.
+            for (view, owned) in streams.iter().zip(&w.owned) {
+                if !owned {
+                    view.ready.store(true, Ordering::SeqCst);
+                }
+            }
+        }
         let unready = streams.iter().filter(|s| !s.is_ready()).count();
-        let live = driver.input_count();
+        let live = match &worker {
+            Some(w) => w.owned.iter().filter(|o| **o).count(),
+            None => driver.input_count(),
+        };
         Shell {
             name: driver.name().to_owned(),
             engine: AsyncMutex::new(Engine {
@@ -281,6 +307,21 @@ impl Shell {
             signals,
             unready: watch::channel(unready).0,
             show,
+            worker,
+        }
+    }
+
+    /// Whether input `index` runs here (always, unless this is one worker of several).
+    pub(crate) fn owns(&self, index: usize) -> bool {
+        self.worker
+            .as_ref()
+            .is_none_or(|w| w.owned.get(index).copied().unwrap_or(false))
+    }
+
+    /// Hands what the inputs sent to the other workers to the executor.
+    fn exchange(&self, driver: &mut Driver) {
+        if let Some(w) = &self.worker {
+            w.exchange.sent(driver);
         }
     }
 
@@ -317,12 +358,43 @@ impl Shell {
     ) -> Result<R, EnqueueError> {
         let mut engine = self.engine.lock().await;
         let r = f(&mut engine.driver);
+        self.exchange(&mut engine.driver);
         self.publish(&mut engine);
         let Engine { driver, ports, .. } = &mut *engine;
         for port in ports.iter_mut() {
             port.flush(driver, &mut mode).await?;
         }
         Ok(r)
+    }
+
+    /// As one worker of several: runs `f` (what came from the other workers) on the driver
+    /// and sends what the outputs produced, whatever happens (the outputs are behind: it
+    /// waits).
+    pub(crate) async fn receive<R>(&self, f: impl FnOnce(&mut Driver) -> R) -> R {
+        let mut engine = self.engine.lock().await;
+        let r = f(&mut engine.driver);
+        self.publish(&mut engine);
+        let Engine { driver, ports, .. } = &mut *engine;
+        for port in ports.iter_mut() {
+            // An output that is gone has failed and reported it.
+            let _ = port.flush(driver, &mut SendMode::Always).await;
+        }
+        r
+    }
+
+    /// As one worker of several: every worker has ended; the outputs close and the query
+    /// ends.
+    pub(crate) async fn end_worker(&self) {
+        let mut engine = self.engine.lock().await;
+        self.publish(&mut engine);
+        let Engine { driver, ports, .. } = &mut *engine;
+        for port in ports.iter_mut() {
+            let _ = port.flush(driver, &mut SendMode::Always).await;
+        }
+        let report = self.report_of(&engine.driver, self.signals.ending(), false);
+        *lock(&self.signals.report) = Some(report);
+        engine.ports.clear();
+        self.signals.done.send_replace(true);
     }
 
     /// [`Shell::drive`] if it can run now without waiting (the engine is free and every
@@ -333,6 +405,7 @@ impl Shell {
             return None;
         }
         let r = f(&mut engine.driver);
+        self.exchange(&mut engine.driver);
         self.publish(&mut engine);
         let Engine { driver, ports, .. } = &mut *engine;
         for port in ports.iter_mut() {
@@ -412,6 +485,11 @@ impl Shell {
             for (i, view) in self.streams.iter().enumerate() {
                 view.lock().clock_record = engine.driver.clock_record(i).to_vec();
             }
+            if let Some(w) = &self.worker {
+                // Its inputs have ended; the query goes on until every worker's have.
+                w.exchange.sent(&mut engine.driver);
+                w.exchange.ended(&mut engine.driver);
+            }
         }
         self.publish(engine);
         let Engine { driver, ports, .. } = &mut *engine;
@@ -419,7 +497,7 @@ impl Shell {
             // An output that is gone has failed and reported it.
             let _ = port.flush(driver, &mut SendMode::Always).await;
         }
-        if engine.live == 0 {
+        if engine.live == 0 && self.worker.is_none() {
             let report = self.report_of(&engine.driver, self.signals.ending(), false);
             *lock(&self.signals.report) = Some(report);
             engine.ports.clear();

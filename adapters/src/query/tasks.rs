@@ -99,10 +99,16 @@ pub(crate) struct PendingInput<P: Payload> {
 
 /// An input adapter with its payload type erased.
 pub(crate) trait ErasedInput: Send {
+    /// The input's index in the query.
+    fn index(&self) -> usize;
     fn spawn(self: Box<Self>, tasks: &mut Tasks, shell: &Arc<Shell>);
 }
 
 impl<P: Payload> ErasedInput for PendingInput<P> {
+    fn index(&self) -> usize {
+        self.id.index()
+    }
+
     /// Runs the adapter until it returns (or, after a stop, until the grace period is over),
     /// then ends its input: the final CTI where configured, unless the query failed.
     fn spawn(self: Box<Self>, tasks: &mut Tasks, shell: &Arc<Shell>) {

@@ -380,6 +380,11 @@ impl Graph {
         }
     }
 
+    /// How many edges the split graph has (none unless split).
+    pub fn edge_count(&self) -> usize {
+        self.split.as_ref().map_or(0, |s| s.edges.len())
+    }
+
     /// An empty batch of the type edge `edge` carries (to tell its payload type).
     pub fn edge_batch(&self, edge: usize) -> Option<&dyn AnyBatch> {
         let e = self.split.as_ref()?.edges.get(edge)?.edge;

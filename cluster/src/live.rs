@@ -1,0 +1,402 @@
+//! [`run_query`]: a [`Query`] built with the ordinary API, run on the cluster with its own
+//! adapters.
+//!
+//! Every worker builds the same query and starts it as one worker of several
+//! ([`Query::start_worker`]) on a tokio runtime of this process: the adapters of the inputs
+//! a worker owns run there, the output adapters on worker 0. The timely side carries the
+//! batches: each worker's inputs hand what they release to its `ingress` operator, which
+//! sends it at a timely time that is the worker's CTI (the least CTI of the inputs it owns
+//! that have not ended) and holds its capability there; so a stage runs what was sent at
+//! time `t` once every worker's inputs have passed `t`: the frontier is the global CTI.
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use punctual_adapters::{Exchange, Query, QueryError, QueryReport};
+use punctual_core::Time;
+use punctual_engine::Driver;
+use timely::dataflow::channels::pact::Exchange as ExchangePact;
+use timely::dataflow::operators::generic::operator::source;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::probe::Probe;
+use timely::dataflow::operators::Capability;
+use timely::scheduling::SyncActivator;
+
+use crate::codec::Codec;
+use crate::{arrive, guarded, route, ClusterConfig, Codecs, Error, Shipment};
+
+/// What a run of [`run_query`] reports in this process: each of its workers' report, and who
+/// owns each input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterReport {
+    /// The report of each worker of this process, from worker `first_worker` on.
+    pub workers: Vec<QueryReport>,
+    /// The index of this process's first worker.
+    pub first_worker: usize,
+    /// Which worker owns each input, by input (creation order).
+    pub owners: Vec<usize>,
+}
+
+impl ClusterReport {
+    /// One report for the query as this process saw it: each input's counters (and clock
+    /// records) from the worker that owns it (zero for an input of another process), what
+    /// every worker's operators held and dropped, and the first ending that is not
+    /// `Completed`.
+    pub fn report(&self) -> QueryReport {
+        let mut merged = QueryReport {
+            streams: Vec::new(),
+            clock_records: Vec::new(),
+            ending: punctual_adapters::Ending::Completed,
+            held: Vec::new(),
+            held_items: Vec::new(),
+            dropped: Vec::new(),
+        };
+        let owner_of = |input: usize| {
+            self.owners
+                .get(input)
+                .and_then(|o| o.checked_sub(self.first_worker))
+                .and_then(|w| self.workers.get(w))
+        };
+        let names = self.workers.first().map(|r| r.streams.as_slice()).unwrap_or(&[]);
+        for (i, (name, _)) in names.iter().enumerate() {
+            let owner = owner_of(i);
+            let counters = owner
+                .and_then(|r| r.counters(name))
+                .unwrap_or_default();
+            merged.streams.push((name.clone(), counters));
+            if let Some(r) = owner.and_then(|r| r.clock_records.iter().find(|(n, _)| n == name)) {
+                merged.clock_records.push(r.clone());
+            }
+        }
+        for r in &self.workers {
+            merged.held.extend(r.held.iter().cloned());
+            merged.held_items.extend(r.held_items.iter().cloned());
+            merged.dropped.extend(r.dropped.iter().cloned());
+            if merged.ending == punctual_adapters::Ending::Completed {
+                merged.ending = r.ending.clone();
+            }
+        }
+        merged
+    }
+}
+
+/// What a worker's inputs sent, for its `ingress` operator.
+enum Sent {
+    /// Batches for the workers, then the worker's CTI (`None`: every input it owns has
+    /// finished).
+    Batches(Vec<Shipment>, Option<i64>),
+    /// Every input the worker owns has ended.
+    Ended,
+}
+
+/// The executor's side of one worker's query: under the query's lock, takes what the inputs
+/// released for the workers and hands it to the worker's timely thread.
+struct Outbox {
+    me: usize,
+    workers: usize,
+    codecs: Codecs,
+    /// Set on the first call: who owns each input, each edge's codec.
+    setup: OnceLock<(Vec<usize>, Vec<Option<Arc<dyn Codec>>>)>,
+    tx: Mutex<Sender<Sent>>,
+    activator: OnceLock<SyncActivator>,
+}
+
+impl Outbox {
+    fn send(&self, sent: Sent) {
+        let tx = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
+        // The timely side is gone only once the run is over.
+        let _ = tx.send(sent);
+        if let Some(a) = self.activator.get() {
+            let _ = a.activate();
+        }
+    }
+}
+
+/// Each edge's codec, by the payload type it carries.
+fn edge_codecs(driver: &mut Driver, edges: usize, codecs: &Codecs) -> Vec<Option<Arc<dyn Codec>>> {
+    (0..edges)
+        .map(|e| {
+            driver
+                .graph_mut()
+                .edge_batch(e)
+                .and_then(|b| codecs.get(b))
+        })
+        .collect()
+}
+
+impl Exchange for Outbox {
+    fn sent(&self, driver: &mut Driver) {
+        let (owners, codecs) = self.setup.get_or_init(|| {
+            let owners = driver.owners(self.workers);
+            let edges = driver.graph_mut().edge_count();
+            (owners, edge_codecs(driver, edges, &self.codecs))
+        });
+        let me = self.me;
+        let mut shipments = Vec::new();
+        driver.graph_mut().take_injections(|edge, parts| {
+            for (dest, batch) in parts.into_iter().enumerate() {
+                if !batch.is_empty() {
+                    shipments.push(Shipment::new(dest, me, edge, batch, codecs));
+                }
+            }
+        });
+        let cti = (0..driver.input_count())
+            .filter(|&i| owners.get(i) == Some(&me) && !driver.is_finished(i))
+            .map(|i| driver.counters(i).map_or(Time::NEG_INF, |c| c.cti).ticks())
+            .min();
+        self.send(Sent::Batches(shipments, cti));
+    }
+
+    fn ended(&self, _driver: &mut Driver) {
+        self.send(Sent::Ended);
+    }
+}
+
+/// Runs the query `build` makes on the cluster, with its adapters: `build(worker)` is called
+/// on every worker of every process and must make the same query (the same inputs, operators
+/// and outputs, in the same order). Each input's adapter runs on the worker that owns it
+/// (inputs that import each other's CTIs together, round robin otherwise); the output
+/// adapters run on worker 0 and get the query's output as one stream, as on one worker.
+/// With several processes, `codecs` has the payload types that cross between them.
+///
+/// Returns what this process's workers report ([`ClusterReport::report`] makes it one
+/// report). A query that fails on a worker (an adapter's error) ends with [`Error::Query`].
+///
+/// The query ends when every input has ended everywhere; a stop from the outside is not
+/// carried to the other workers yet, nor is there backpressure from a worker that is
+/// behind to the inputs of the others: what an input releases waits in memory until the
+/// workers take it.
+///
+/// ```
+/// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+/// use punctual_cluster::{run_query, ClusterConfig, Codecs};
+/// use punctual_core::ops::Count;
+/// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+/// use punctual_policies::AdvanceTimeSettings;
+///
+/// let t = Time::from_ticks;
+/// let out = CollectOutput::new();
+/// let sink = out.clone();
+/// let reports = run_query(ClusterConfig::threads(2), Codecs::new(), move |_worker| {
+///     let mut query = Query::new("counts");
+///     let items: Vec<StreamItem<i64>> = (0..20).map(|i| StreamItem::point(t(i), i % 3)).collect();
+///     let input = query.create_stream(
+///         InputOptions::new("in", EventShape::Point)
+///             .settings(AdvanceTimeSettings::strictly_increasing_start_time()),
+///         &MemoryInput,
+///         &items,
+///     )?;
+///     let counts = input
+///         .tumbling_window(TimeSpan::from_ticks(10))
+///         .group_by(|k: &i64| *k)
+///         .aggregate(Count);
+///     query.bind_output(&counts, &sink, &())?;
+///     Ok(query)
+/// })
+/// .unwrap();
+/// assert_eq!(reports.workers.len(), 2);
+/// assert_eq!(reports.report().counters("in").unwrap().events_in, 20);
+/// let events = out.items().iter().filter(|i| matches!(i, StreamItem::Insert(_))).count();
+/// assert_eq!(events, 6); // two windows, three keys each
+/// ```
+pub fn run_query<F>(config: ClusterConfig, codecs: Codecs, build: F) -> Result<ClusterReport, Error>
+where
+    F: Fn(usize) -> Result<Query, QueryError> + Send + Sync + 'static,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.workers.max(1))
+        .thread_name("punctual-cluster-io")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Start(format!("cannot start the adapters' runtime: {e}")))?;
+    let handle = runtime.handle().clone();
+    let build = Arc::new(build);
+    let processes = config.process_count();
+    let first_worker = config.process * config.workers;
+    let result = guarded(&config, || {
+        let guards = timely::execute(config.timely(), move |worker| {
+            run_worker(worker, &handle, &*build, &codecs, processes)
+        })
+        .map_err(Error::Start)?;
+        let mut report = ClusterReport {
+            workers: Vec::new(),
+            first_worker,
+            owners: Vec::new(),
+        };
+        for (worker, result) in guards.join().into_iter().enumerate() {
+            match result {
+                Ok(Ok((r, owners))) => {
+                    report.workers.push(r);
+                    report.owners = owners;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(message) => return Err(Error::Worker { worker, message }),
+            }
+        }
+        Ok(report)
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    result
+}
+
+/// One worker of [`run_query`].
+fn run_worker(
+    worker: &mut timely::worker::Worker,
+    handle: &tokio::runtime::Handle,
+    build: &(dyn Fn(usize) -> Result<Query, QueryError> + Send + Sync),
+    codecs: &Codecs,
+    processes: usize,
+) -> Result<(QueryReport, Vec<usize>), Error> {
+    let me = worker.index();
+    let peers = worker.peers();
+    let _runtime = handle.enter();
+    let query = build(me).map_err(|e| Error::Build {
+        worker: me,
+        message: e.to_string(),
+    })?;
+    let (tx, rx): (Sender<Sent>, Receiver<Sent>) = channel();
+    let outbox = Arc::new(Outbox {
+        me,
+        workers: peers,
+        codecs: codecs.clone(),
+        setup: OnceLock::new(),
+        tx: Mutex::new(tx),
+        activator: OnceLock::new(),
+    });
+    let (running, query) = query
+        .start_worker(me, peers, Arc::clone(&outbox) as Arc<dyn Exchange>)
+        .map_err(|e| Error::Build {
+            worker: me,
+            message: e.to_string(),
+        })?;
+    let edges = query.edges().to_vec();
+    let owners = query.owners().to_vec();
+    let edge_codecs = handle.block_on(query.receive(|d| edge_codecs(d, edges.len(), codecs)));
+    if processes > 1 {
+        let mut missing: Vec<String> = handle.block_on(query.receive(|d| {
+            (0..edges.len())
+                .filter(|&e| edge_codecs[e].is_none())
+                .filter_map(|e| d.graph_mut().edge_batch(e).map(|b| b.payload_name().to_owned()))
+                .collect()
+        }));
+        missing.sort();
+        missing.dedup();
+        if !missing.is_empty() {
+            return Err(Error::Codec { types: missing });
+        }
+    }
+    let query = Arc::new(query);
+    let edges = Arc::new(edges);
+    let edge_codecs = Arc::new(edge_codecs);
+    let failure: Arc<Mutex<Option<String>>> = Arc::default();
+    let last = edges.iter().map(|(e, _)| e.to_stage).max().unwrap_or(0);
+    let probe = timely::dataflow::ProbeHandle::new();
+    // The ingress operator's address, for the inputs' wake-ups.
+    let address = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    worker.dataflow::<i64, _, _>(|scope| {
+        let at = std::rc::Rc::clone(&address);
+        let ingress = source(scope, "ingress", move |cap: Capability<i64>, info| {
+            *at.borrow_mut() = info.address.to_vec();
+            let heartbeat = scope.activator_for(info.address);
+            let mut cap = Some(cap);
+            move |output| {
+                let Some(c) = cap.as_mut() else { return };
+                let mut ended = false;
+                while let Ok(sent) = rx.try_recv() {
+                    match sent {
+                        Sent::Batches(shipments, cti) => {
+                            if !shipments.is_empty() {
+                                output.session(&*c).give_iterator(shipments.into_iter());
+                            }
+                            if let Some(t) = cti {
+                                if t > *c.time() {
+                                    c.downgrade(&t);
+                                }
+                            }
+                        }
+                        Sent::Ended => ended = true,
+                    }
+                }
+                if ended {
+                    cap = None;
+                } else {
+                    // A wake-up beside the inputs' own, in case one came before the
+                    // activator was in place.
+                    heartbeat.activate_after(Duration::from_millis(20));
+                }
+            }
+        });
+        let mut stream = ingress;
+        for stage in 1..=last {
+            let query = Arc::clone(&query);
+            let edges = Arc::clone(&edges);
+            let codecs = Arc::clone(&edge_codecs);
+            let failure = Arc::clone(&failure);
+            let handle = handle.clone();
+            stream = stream.unary_frontier(
+                ExchangePact::new(|m: &Shipment| m.dest as u64),
+                &format!("stage {stage}"),
+                move |cap: Capability<i64>, _info| {
+                    let mut cap = Some(cap);
+                    let mut pending: BTreeMap<i64, Vec<Shipment>> = BTreeMap::new();
+                    move |(input, frontier), output| {
+                        input.for_each(|time, data| {
+                            if let Some(&t) = time.least() {
+                                pending.entry(t).or_default().append(data);
+                            }
+                        });
+                        let Some(c) = cap.as_mut() else { return };
+                        while let Some(entry) = pending.first_entry() {
+                            let time = *entry.key();
+                            if frontier.less_equal(&time) {
+                                break;
+                            }
+                            let shipments = entry.remove();
+                            let give = handle.block_on(query.receive(|driver| {
+                                let mut fail =
+                                    failure.lock().unwrap_or_else(PoisonError::into_inner);
+                                let graph = driver.graph_mut();
+                                let mut give =
+                                    arrive(graph, stage, shipments, &edges, &codecs, &mut fail);
+                                route(graph, me, &codecs, &mut give);
+                                give
+                            }));
+                            output.session(&c.delayed(&time)).give_iterator(give.into_iter());
+                        }
+                        match frontier.frontier().first() {
+                            Some(t) if *t > *c.time() => c.downgrade(t),
+                            Some(_) => {}
+                            None if pending.is_empty() => cap = None,
+                            None => {}
+                        }
+                    }
+                },
+            );
+        }
+        stream.probe_with(&probe);
+    });
+    let activator = worker.sync_activator_for(address.borrow().clone());
+    let _ = activator.activate();
+    let _ = outbox.activator.set(activator);
+    while !probe.done() {
+        worker.step_or_park(Some(Duration::from_millis(100)));
+    }
+    handle.block_on(query.finish());
+    let message = failure
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let result = handle.block_on(running.wait());
+    if let Some(message) = message {
+        return Err(Error::Worker { worker: me, message });
+    }
+    match result {
+        Ok(report) => Ok((report, owners)),
+        Err(failure) => Err(Error::Query {
+            worker: me,
+            message: failure.error.to_string(),
+        }),
+    }
+}

@@ -1,0 +1,222 @@
+//! A query built with the ordinary API (`Query`, input and output adapters) run on the
+//! cluster executor (`punctual::cluster::run_query`) with its own adapters: on random inputs,
+//! every query shape gives the output it gives on the local runtime (`Query::start`), with the
+//! same drops, on 1, 2 and 3 worker threads: the same events, the same last CTI, a valid
+//! stream, and each event released no later (the CTI after it is at most the one after it
+//! on the runtime). The CTIs in between may be more: the workers' CTIs are merged as they
+//! come (the least every worker has passed), so a CTI one worker's operators hold back and
+//! the others do not shows up on its own where the runtime jumps over it.
+
+use proptest::prelude::*;
+
+use punctual::adapters::CollectOutput;
+use punctual::cluster::{run_query, ClusterConfig, Codecs};
+use punctual_tests::split_cases::{outcome, query, Outcome, RawInput, Shape, Spec};
+
+fn input() -> impl Strategy<Value = RawInput> {
+    (
+        prop::collection::vec((0i64..60, 0u8..12, 0u8..5, -5i64..20), 0..20),
+        prop::collection::btree_set(1i64..70, 0..6).prop_map(|s| s.into_iter().collect()),
+    )
+}
+
+fn shape() -> impl Strategy<Value = Shape> {
+    prop_oneof![
+        Just(Shape::StatelessUnion),
+        Just(Shape::JoinThenWindow),
+        (1i64..15).prop_map(Shape::TumblingPerKey),
+        (1i64..15).prop_map(Shape::HoppingAll),
+        Just(Shape::SnapshotPerKey),
+        Just(Shape::CountPerKey),
+        Just(Shape::AntiJoin),
+        Just(Shape::Clip),
+        Just(Shape::GroupApply),
+        Just(Shape::GeneratedJoin),
+    ]
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (shape(), input(), input()).prop_map(|(shape, a, b)| Spec {
+        shape,
+        inputs: if shape.inputs() == 1 {
+            vec![a]
+        } else {
+            vec![a, b]
+        },
+    })
+}
+
+/// An output item: an event's sync time (`None` for a CTI), and a CTI's time.
+fn parse(item: &str) -> (Option<i64>, i64) {
+    let number = |s: &str| -> i64 {
+        let digits: String = s
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
+            .collect();
+        match digits.as_str() {
+            "+" => i64::MAX,
+            "-" => i64::MIN,
+            d => d.parse().unwrap_or(i64::MAX),
+        }
+    };
+    match item.strip_prefix("CTI ") {
+        Some(t) => (None, number(t)),
+        None => {
+            // Its sync time: an end edge's end, every other event's start.
+            let after = |key: &str| item.split(key).nth(1).map(number);
+            let sync = if item.starts_with("EndEdge") {
+                after("end: ")
+            } else {
+                after("start: ")
+                    .or_else(|| after("Point("))
+                    .or_else(|| after("StartEdge("))
+            };
+            (Some(sync.unwrap_or(i64::MIN)), 0)
+        }
+    }
+}
+
+/// Each event with the CTI that follows it (`i64::MAX` if none), and the stream's CTIs; fails
+/// if an event comes after a CTI above its start, or the CTIs go back.
+fn released(output: &[String]) -> Result<(Vec<(String, i64)>, Vec<i64>), String> {
+    let mut events: Vec<(String, i64)> = Vec::new();
+    let mut ctis = Vec::new();
+    let mut open = Vec::new();
+    let mut last = i64::MIN;
+    for item in output {
+        match parse(item) {
+            (None, t) => {
+                if t < last {
+                    return Err(format!("CTI {t} after CTI {last}"));
+                }
+                last = t;
+                ctis.push(t);
+                for e in open.drain(..) {
+                    events.push((e, t));
+                }
+            }
+            (Some(start), _) => {
+                if start < last {
+                    return Err(format!("{item} after CTI {last}"));
+                }
+                open.push(item.clone());
+            }
+        }
+    }
+    events.extend(open.into_iter().map(|e| (e, i64::MAX)));
+    events.sort();
+    Ok((events, ctis))
+}
+
+/// Whether `got` (on the cluster) is `want` (on the runtime) as the module doc says.
+fn same(got: &Outcome, want: &Outcome) -> Result<(), String> {
+    let (g, g_ctis) = released(&got.output)?;
+    let (w, w_ctis) = released(&want.output)?;
+    let names = |v: &[(String, i64)]| v.iter().map(|e| e.0.clone()).collect::<Vec<_>>();
+    if names(&g) != names(&w) {
+        return Err(format!("events differ:\n cluster {:?}\n runtime {:?}", g, w));
+    }
+    if let Some(((e, a), (_, b))) = g.iter().zip(&w).find(|((_, a), (_, b))| a > b) {
+        return Err(format!("{e} released after CTI {a}, on the runtime after CTI {b}"));
+    }
+    if g_ctis.last() != w_ctis.last() {
+        return Err(format!("last CTI {:?}, on the runtime {:?}", g_ctis.last(), w_ctis.last()));
+    }
+    if got.dropped != want.dropped {
+        return Err(format!("dropped {}, on the runtime {}", got.dropped, want.dropped));
+    }
+    Ok(())
+}
+
+/// The case on the local runtime.
+fn on_runtime(spec: &Spec) -> Outcome {
+    let case = spec.case();
+    let out = CollectOutput::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let report = runtime.block_on(async {
+        let query = query(&case, &out).expect("the query builds");
+        query.start().expect("it starts").wait().await
+    });
+    outcome(&out, &report.expect("the query runs"))
+}
+
+/// The case on `workers` worker threads of the cluster executor.
+fn on_cluster(spec: &Spec, workers: usize) -> Outcome {
+    let case = spec.case();
+    let out = CollectOutput::new();
+    let sink = out.clone();
+    let report = run_query(ClusterConfig::threads(workers), Codecs::new(), move |_| {
+        query(&case, &sink)
+    })
+    .expect("the query runs on the cluster");
+    outcome(&out, &report.report())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_query_gives_on_the_cluster_what_it_gives_on_the_runtime(spec in spec()) {
+        let want = on_runtime(&spec);
+        for workers in [1, 2, 3] {
+            let got = on_cluster(&spec, workers);
+            if let Err(why) = same(&got, &want) {
+                prop_assert!(
+                    false,
+                    "{:?} on {} workers: {}\n cluster {:?}\n runtime {:?}",
+                    spec.shape, workers, why, got.output, want.output
+                );
+            }
+        }
+    }
+}
+
+/// The report says who owns each input, and one report has each input's counters from its
+/// owner: a join's two inputs (one imports nothing) on two workers.
+#[test]
+fn the_report_takes_each_input_s_counters_from_its_owner() {
+    let spec = Spec {
+        shape: Shape::AntiJoin,
+        inputs: vec![
+            (vec![(1, 0, 1, 1), (2, 0, 2, 2), (3, 0, 1, 3)], vec![10]),
+            (vec![(1, 5, 1, 7)], vec![10]),
+        ],
+    };
+    let case = spec.case();
+    let out = CollectOutput::new();
+    let sink = out.clone();
+    let report = run_query(ClusterConfig::threads(2), Codecs::new(), move |_| {
+        query(&case, &sink)
+    })
+    .expect("the query runs");
+    assert_eq!(report.owners, vec![0, 1], "two inputs, round robin");
+    assert_eq!(report.workers.len(), 2);
+    let merged = report.report();
+    assert_eq!(merged.counters("in0").map(|c| c.events_in), Some(3));
+    assert_eq!(merged.counters("in1").map(|c| c.events_in), Some(1));
+    // Each worker's own report has only its input's events.
+    assert_eq!(report.workers[0].counters("in1").map(|c| c.events_in), Some(0));
+    assert_eq!(report.workers[1].counters("in0").map(|c| c.events_in), Some(0));
+}
+
+/// The comparison finds what it should: an event after a CTI above it, an event released
+/// later than on the runtime.
+#[test]
+fn the_comparison_fails_when_it_should() {
+    let out = |items: &[&str]| Outcome {
+        output: items.iter().map(|s| (*s).to_owned()).collect(),
+        dropped: 0,
+    };
+    let want = out(&["CTI 0", "Point(3) a", "CTI 5", "CTI +inf"]);
+    assert!(same(&out(&["CTI 0", "Point(3) a", "CTI 4", "CTI 5", "CTI +inf"]), &want).is_ok());
+    assert!(same(&out(&["CTI 0", "CTI 4", "Point(3) a", "CTI +inf"]), &want).is_err());
+    assert!(same(&out(&["CTI 0", "CTI 2", "Point(3) a", "CTI 6", "CTI +inf"]), &want).is_err());
+    assert!(same(&out(&["CTI 0", "Point(3) b", "CTI 5", "CTI +inf"]), &want).is_err());
+    assert!(same(&out(&["CTI 0", "Point(3) a", "CTI 5"]), &want).is_err());
+    assert_eq!(parse("EndEdge { start: 1, end: 7 } x"), (Some(7), 0));
+    assert_eq!(parse("Interval { start: 2, end: 7 } x"), (Some(2), 0));
+    assert_eq!(parse("CTI +inf"), (None, i64::MAX));
+}
