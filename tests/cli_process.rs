@@ -290,3 +290,132 @@ fn a_lost_process_stops_the_others_with_its_name() {
     assert!(!err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The sensors job (readings joined with calibration data that imports their CTIs, averaged
+/// per device over hopping windows), as a job file writing to `out`.
+fn sensors_job(dir: &std::path::Path, out: &std::path::Path) -> std::path::PathBuf {
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/samples/data/sensors.jsonl");
+    let job = format!(
+        "query = \"\"\"\nSELECT r.device, AVG(r.raw * c.factor + c.offset) AS average, COUNT(*) AS n\n\
+         INTO averages FROM readings r JOIN calibration c ON r.device = c.device\n\
+         GROUP BY r.device, HoppingWindow(second, 60, 10)\n\"\"\"\n\
+         [inputs.readings]\npath = {data:?}\nstream = \"readings\"\n\
+         generate = {{ every = 20, delay = \"3s\" }}\npolicy = \"drop\"\n\
+         [inputs.calibration]\npath = {data:?}\nstream = \"calibration\"\n\
+         [outputs.averages]\npath = {:?}\n",
+        s(out)
+    );
+    let path = dir.join("sensors.toml");
+    std::fs::write(&path, job).expect("written");
+    path
+}
+
+/// A job's output file as the comparison sees it: the events, sorted, their numbers to nine
+/// significant digits (a window sums its events in the order they reach it, which differs
+/// between runs on several workers), and the last CTI.
+fn job_output(path: &std::path::Path) -> (Vec<String>, String) {
+    fn round(v: serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Number(n) if n.is_f64() => {
+                serde_json::Value::String(format!("{:.9e}", n.as_f64().unwrap_or_default()))
+            }
+            serde_json::Value::Object(o) => {
+                serde_json::Value::Object(o.into_iter().map(|(k, v)| (k, round(v))).collect())
+            }
+            other => other,
+        }
+    }
+    let text = std::fs::read_to_string(path).expect("the output file");
+    let mut events = Vec::new();
+    let mut last_cti = String::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        if v["kind"] == "cti" {
+            last_cti = v["time"].to_string();
+        } else {
+            events.push(round(v).to_string());
+        }
+    }
+    events.sort();
+    (events, last_cti)
+}
+
+/// `punctual job` on two worker threads, and as two processes of two workers over loopback,
+/// writes the events it writes on the local runtime, with the same last CTI.
+#[test]
+fn a_job_runs_on_workers_and_processes_with_the_same_results() {
+    use std::process::{Command, Stdio};
+    let dir = std::env::temp_dir().join(format!("punctual-job-cluster-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let run = |name: &str, args: &[&str]| {
+        let out = dir.join(name);
+        let job = sensors_job(&dir.join(name.replace(".jsonl", "")), &out);
+        let status = Command::new(env!("CARGO_BIN_EXE_punctual"))
+            .arg("job")
+            .arg(&job)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("runs");
+        assert_eq!(status.code(), Some(0), "{name}");
+        out
+    };
+    for sub in ["local", "threads", "procs"] {
+        std::fs::create_dir_all(dir.join(sub)).expect("temp dir");
+    }
+    let local = job_output(&run("local.jsonl", &[]));
+    assert!(local.0.len() > 3000, "{} results", local.0.len());
+    assert_eq!(local.1, "\"inf\"", "the final CTI");
+    let threads = job_output(&run("threads.jsonl", &["--workers", "2"]));
+    assert!(threads == local, "on two workers the output differs");
+    let hosts = dir.join("hosts");
+    let lines: Vec<String> = free_ports(2)
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    std::fs::write(&hosts, lines.join("\n")).expect("written");
+    let out = dir.join("procs.jsonl");
+    let job = sensors_job(&dir.join("procs"), &out);
+    let start = |i: usize| {
+        Command::new(env!("CARGO_BIN_EXE_punctual"))
+            .arg("job")
+            .arg(&job)
+            .args([
+                "--workers",
+                "2",
+                "--processes",
+                "2",
+                "--process",
+                &i.to_string(),
+            ])
+            .args(["--hosts", s(&hosts)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starts")
+    };
+    let mut children = [start(0), start(1)];
+    // A deadline, so that a process that hangs fails the test instead of holding it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    for i in 0..children.len() {
+        let code = loop {
+            if let Some(status) = children[i].try_wait().expect("waits") {
+                break status.code();
+            }
+            if std::time::Instant::now() > deadline {
+                for c in children.iter_mut() {
+                    let _ = c.kill();
+                }
+                panic!("process {i} did not finish within 120 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        };
+        assert_eq!(code, Some(0), "process {i}");
+    }
+    assert!(
+        job_output(&out) == local,
+        "on two processes the output differs"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

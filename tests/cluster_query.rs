@@ -114,16 +114,28 @@ fn same(got: &Outcome, want: &Outcome) -> Result<(), String> {
     let (w, w_ctis) = released(&want.output)?;
     let names = |v: &[(String, i64)]| v.iter().map(|e| e.0.clone()).collect::<Vec<_>>();
     if names(&g) != names(&w) {
-        return Err(format!("events differ:\n cluster {:?}\n runtime {:?}", g, w));
+        return Err(format!(
+            "events differ:\n cluster {:?}\n runtime {:?}",
+            g, w
+        ));
     }
     if let Some(((e, a), (_, b))) = g.iter().zip(&w).find(|((_, a), (_, b))| a > b) {
-        return Err(format!("{e} released after CTI {a}, on the runtime after CTI {b}"));
+        return Err(format!(
+            "{e} released after CTI {a}, on the runtime after CTI {b}"
+        ));
     }
     if g_ctis.last() != w_ctis.last() {
-        return Err(format!("last CTI {:?}, on the runtime {:?}", g_ctis.last(), w_ctis.last()));
+        return Err(format!(
+            "last CTI {:?}, on the runtime {:?}",
+            g_ctis.last(),
+            w_ctis.last()
+        ));
     }
     if got.dropped != want.dropped {
-        return Err(format!("dropped {}, on the runtime {}", got.dropped, want.dropped));
+        return Err(format!(
+            "dropped {}, on the runtime {}",
+            got.dropped, want.dropped
+        ));
     }
     Ok(())
 }
@@ -198,8 +210,14 @@ fn the_report_takes_each_input_s_counters_from_its_owner() {
     assert_eq!(merged.counters("in0").map(|c| c.events_in), Some(3));
     assert_eq!(merged.counters("in1").map(|c| c.events_in), Some(1));
     // Each worker's own report has only its input's events.
-    assert_eq!(report.workers[0].counters("in1").map(|c| c.events_in), Some(0));
-    assert_eq!(report.workers[1].counters("in0").map(|c| c.events_in), Some(0));
+    assert_eq!(
+        report.workers[0].counters("in1").map(|c| c.events_in),
+        Some(0)
+    );
+    assert_eq!(
+        report.workers[1].counters("in0").map(|c| c.events_in),
+        Some(0)
+    );
 }
 
 /// The comparison finds what it should: an event after a CTI above it, an event released
@@ -211,9 +229,17 @@ fn the_comparison_fails_when_it_should() {
         dropped: 0,
     };
     let want = out(&["CTI 0", "Point(3) a", "CTI 5", "CTI +inf"]);
-    assert!(same(&out(&["CTI 0", "Point(3) a", "CTI 4", "CTI 5", "CTI +inf"]), &want).is_ok());
+    assert!(same(
+        &out(&["CTI 0", "Point(3) a", "CTI 4", "CTI 5", "CTI +inf"]),
+        &want
+    )
+    .is_ok());
     assert!(same(&out(&["CTI 0", "CTI 4", "Point(3) a", "CTI +inf"]), &want).is_err());
-    assert!(same(&out(&["CTI 0", "CTI 2", "Point(3) a", "CTI 6", "CTI +inf"]), &want).is_err());
+    assert!(same(
+        &out(&["CTI 0", "CTI 2", "Point(3) a", "CTI 6", "CTI +inf"]),
+        &want
+    )
+    .is_err());
     assert!(same(&out(&["CTI 0", "Point(3) b", "CTI 5", "CTI +inf"]), &want).is_err());
     assert!(same(&out(&["CTI 0", "Point(3) a", "CTI 5"]), &want).is_err());
     assert_eq!(parse("EndEdge { start: 1, end: 7 } x"), (Some(7), 0));

@@ -21,7 +21,7 @@
 //! use punctual_adapters::{InputOptions, Query, TcpServerInput};
 //! use punctual_core::{EventShape, Row};
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = TcpServerInput::bind("127.0.0.1:7000").await?;
+//! let server = TcpServerInput::bind("127.0.0.1:7000")?;
 //! let mut query = Query::new("tcp");
 //! let lines = query.create_stream::<_, Row, _, _>(InputOptions::new("in", EventShape::Point), &server, &())?;
 //! # let _ = lines; Ok(()) }
@@ -186,10 +186,14 @@ pub struct TcpServerInput {
 }
 
 impl TcpServerInput {
-    /// Listens on `addr` (`127.0.0.1:0` picks a free port; see [`TcpServerInput::local_addr`]).
-    pub async fn bind(addr: &str) -> Result<Self, AdapterError> {
-        let listener = TcpListener::bind(addr)
-            .await
+    /// Listens on `addr` (`127.0.0.1:0` picks a free port; see [`TcpServerInput::local_addr`]),
+    /// at once. Call it within a tokio runtime (a task, or a thread that entered one).
+    pub fn bind(addr: &str) -> Result<Self, AdapterError> {
+        let listener = std::net::TcpListener::bind(addr)
+            .and_then(|l| {
+                l.set_nonblocking(true)?;
+                TcpListener::from_std(l)
+            })
             .map_err(net_error(addr.to_owned()))?;
         let addr = listener.local_addr().map_err(net_error(addr.to_owned()))?;
         Ok(TcpServerInput {

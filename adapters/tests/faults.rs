@@ -138,7 +138,7 @@ fn an_input_that_spins_cannot_hang_the_stop() {
 #[tokio::test]
 async fn bad_tcp_peers_are_malformed_lines_and_the_query_stops_cleanly() {
     tokio::time::timeout(LIMIT, async {
-        let server = TcpServerInput::bind("127.0.0.1:0").await.expect("binds");
+        let server = TcpServerInput::bind("127.0.0.1:0").expect("binds");
         let addr = server.local_addr();
         let mut query = Query::new("bad-peers").stop_grace(Duration::from_secs(5));
         let s = query

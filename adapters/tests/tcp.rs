@@ -21,7 +21,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 #[tokio::test]
 async fn a_server_input_takes_lines_from_several_clients() {
     tokio::time::timeout(LIMIT, async {
-        let server = TcpServerInput::bind("127.0.0.1:0").await.expect("binds");
+        let server = TcpServerInput::bind("127.0.0.1:0").expect("binds");
         let addr = server.local_addr();
         let mut query = Query::new("tcp-in").stop_grace(Duration::from_secs(2));
         let s = query
@@ -159,7 +159,7 @@ async fn an_output_writes_json_lines_to_a_server() {
 #[tokio::test]
 async fn a_line_that_is_not_utf8_is_malformed_and_the_connection_goes_on() {
     tokio::time::timeout(LIMIT, async {
-        let server = TcpServerInput::bind("127.0.0.1:0").await.expect("binds");
+        let server = TcpServerInput::bind("127.0.0.1:0").expect("binds");
         let addr = server.local_addr();
         let mut query = Query::new("tcp-bytes").stop_grace(Duration::from_secs(2));
         let s = query
@@ -194,7 +194,6 @@ async fn a_line_that_is_not_utf8_is_malformed_and_the_connection_goes_on() {
 async fn a_server_input_limits_its_connections_and_closes_them_at_stop() {
     tokio::time::timeout(LIMIT, async {
         let server = TcpServerInput::bind("127.0.0.1:0")
-            .await
             .expect("binds")
             .max_connections(1);
         let addr = server.local_addr();

@@ -454,7 +454,12 @@ pub(crate) fn arrive(
 }
 
 /// Adds what this worker's graph routed to other workers (and itself) to `give`.
-pub(crate) fn route(graph: &mut Graph, me: usize, codecs: &[Option<Arc<dyn Codec>>], give: &mut Vec<Shipment>) {
+pub(crate) fn route(
+    graph: &mut Graph,
+    me: usize,
+    codecs: &[Option<Arc<dyn Codec>>],
+    give: &mut Vec<Shipment>,
+) {
     graph.take_routed(|edge, parts| {
         for (dest, batch) in parts.into_iter().enumerate() {
             if !batch.is_empty() {
@@ -482,17 +487,17 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
         // The codec of each edge's payload type, for what crosses processes.
         let codecs = script.codecs();
         let edge_codecs: Vec<Option<Arc<dyn Codec>>> = (0..edges.len())
-            .map(|e| {
-                driver
-                    .graph_mut()
-                    .edge_batch(e)
-                    .and_then(|b| codecs.get(b))
-            })
+            .map(|e| driver.graph_mut().edge_batch(e).and_then(|b| codecs.get(b)))
             .collect();
         if processes > 1 {
             let mut missing: Vec<String> = (0..edges.len())
                 .filter(|&e| edge_codecs[e].is_none())
-                .filter_map(|e| driver.graph_mut().edge_batch(e).map(|b| b.payload_name().to_owned()))
+                .filter_map(|e| {
+                    driver
+                        .graph_mut()
+                        .edge_batch(e)
+                        .map(|b| b.payload_name().to_owned())
+                })
                 .collect();
             missing.sort();
             missing.dedup();
@@ -669,7 +674,10 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
             worker.step_or_park(None);
         }
         if let Some(message) = failure.borrow_mut().take() {
-            return Err(Error::Worker { worker: me, message });
+            return Err(Error::Worker {
+                worker: me,
+                message,
+            });
         }
         let mut guard = shared.borrow_mut();
         let (driver, state) = &mut *guard;

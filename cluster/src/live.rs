@@ -40,8 +40,9 @@ pub struct ClusterReport {
 }
 
 impl ClusterReport {
-    /// One report for the query as this process saw it: each input's counters (and clock
-    /// records) from the worker that owns it (zero for an input of another process), what
+    /// One report for the query as this process saw it: the counters (and clock records) of
+    /// each input this process owns, from the worker that owns it (another process's inputs
+    /// are in that process's report), what
     /// every worker's operators held and dropped, and the first ending that is not
     /// `Completed`.
     pub fn report(&self) -> QueryReport {
@@ -59,14 +60,18 @@ impl ClusterReport {
                 .and_then(|o| o.checked_sub(self.first_worker))
                 .and_then(|w| self.workers.get(w))
         };
-        let names = self.workers.first().map(|r| r.streams.as_slice()).unwrap_or(&[]);
+        let names = self
+            .workers
+            .first()
+            .map(|r| r.streams.as_slice())
+            .unwrap_or(&[]);
         for (i, (name, _)) in names.iter().enumerate() {
-            let owner = owner_of(i);
-            let counters = owner
-                .and_then(|r| r.counters(name))
-                .unwrap_or_default();
-            merged.streams.push((name.clone(), counters));
-            if let Some(r) = owner.and_then(|r| r.clock_records.iter().find(|(n, _)| n == name)) {
+            // An input of another process is in that process's report.
+            let Some(owner) = owner_of(i) else { continue };
+            merged
+                .streams
+                .push((name.clone(), owner.counters(name).unwrap_or_default()));
+            if let Some(r) = owner.clock_records.iter().find(|(n, _)| n == name) {
                 merged.clock_records.push(r.clone());
             }
         }
@@ -117,12 +122,7 @@ impl Outbox {
 /// Each edge's codec, by the payload type it carries.
 fn edge_codecs(driver: &mut Driver, edges: usize, codecs: &Codecs) -> Vec<Option<Arc<dyn Codec>>> {
     (0..edges)
-        .map(|e| {
-            driver
-                .graph_mut()
-                .edge_batch(e)
-                .and_then(|b| codecs.get(b))
-        })
+        .map(|e| driver.graph_mut().edge_batch(e).and_then(|b| codecs.get(b)))
         .collect()
 }
 
@@ -278,7 +278,11 @@ fn run_worker(
         let mut missing: Vec<String> = handle.block_on(query.receive(|d| {
             (0..edges.len())
                 .filter(|&e| edge_codecs[e].is_none())
-                .filter_map(|e| d.graph_mut().edge_batch(e).map(|b| b.payload_name().to_owned()))
+                .filter_map(|e| {
+                    d.graph_mut()
+                        .edge_batch(e)
+                        .map(|b| b.payload_name().to_owned())
+                })
                 .collect()
         }));
         missing.sort();
@@ -363,7 +367,9 @@ fn run_worker(
                                 route(graph, me, &codecs, &mut give);
                                 give
                             }));
-                            output.session(&c.delayed(&time)).give_iterator(give.into_iter());
+                            output
+                                .session(&c.delayed(&time))
+                                .give_iterator(give.into_iter());
                         }
                         match frontier.frontier().first() {
                             Some(t) if *t > *c.time() => c.downgrade(t),
@@ -390,7 +396,10 @@ fn run_worker(
         .take();
     let result = handle.block_on(running.wait());
     if let Some(message) = message {
-        return Err(Error::Worker { worker: me, message });
+        return Err(Error::Worker {
+            worker: me,
+            message,
+        });
     }
     match result {
         Ok(report) => Ok((report, owners)),

@@ -69,6 +69,18 @@ impl Placement {
         Ok((p, rest))
     }
 
+    /// The cluster configuration of `job`: none (the local runtime) without `--workers` or
+    /// `--processes`; `--report` is for `run` only.
+    pub(super) fn job_config(&self) -> Result<Option<ClusterConfig>, String> {
+        if self.report.is_some() {
+            return Err("`--report` is for `run`".to_owned());
+        }
+        if self.workers == 1 && self.processes == 1 {
+            return Ok(None);
+        }
+        self.config().map(Some)
+    }
+
     /// The cluster configuration of `run`: one process, or this one of `--processes` with
     /// `--process` and `--hosts`.
     pub(super) fn config(&self) -> Result<ClusterConfig, String> {

@@ -17,12 +17,14 @@ use punctual_policies::{
 };
 use punctual_sql::{InputUse, SqlQuery};
 
+use punctual_cluster::{ClusterConfig, Codecs};
+
 use super::capture::Timeline;
 use super::letters::DeadLetters;
 use super::{counters_line, EXIT_FAILED, EXIT_USAGE};
 
 /// A job file (see `docs/query-language.md`).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct Job {
     /// The query.
@@ -270,6 +272,7 @@ fn json_fields(path: &Path, flat: bool, stream: Option<&str>) -> Option<Vec<Stri
 enum RunError {
     Usage(String),
     Query(QueryError),
+    Cluster(punctual_cluster::Error),
 }
 
 impl From<QueryError> for RunError {
@@ -281,8 +284,140 @@ impl From<QueryError> for RunError {
 /// The first malformed line of each input: where and why.
 type FirstBad = Arc<Mutex<std::collections::BTreeMap<String, String>>>;
 
+/// What builds a job's query: on the runtime once, on the cluster once per worker.
+struct Parts {
+    job: Job,
+    sql: SqlQuery,
+    uses: Vec<InputUse>,
+    letters: Arc<Mutex<DeadLetters>>,
+    first_bad: FirstBad,
+}
+
+impl Parts {
+    /// The job's query: its inputs, the query's operators, its outputs; with `timeline`,
+    /// captured for the picture.
+    fn build(
+        &self,
+        mut timeline: Option<&mut Timeline>,
+    ) -> Result<punctual_adapters::Query, RunError> {
+        let mut query = punctual_adapters::Query::new("job");
+        let Parts {
+            job,
+            sql,
+            uses,
+            letters,
+            first_bad,
+        } = self;
+        let text = &job.query;
+        let mut streams = Vec::new();
+        for u in uses {
+            let Some(input) = job.inputs.get(&u.name) else {
+                continue;
+            };
+            let (stream, fields) = create_input(&mut query, u, input)?;
+            let capture = match timeline.as_mut() {
+                Some(t) => Some(t.input(&mut query, &u.name, &stream)?),
+                None => None,
+            };
+            let sink_letters = Arc::clone(letters);
+            let sink_bad = Arc::clone(first_bad);
+            let name = u.name.clone();
+            query.bind_dead_letters(
+                &stream,
+                move |letter: punctual_policies::DeadLetter<Row>| {
+                    if let punctual_policies::DeadLetterReason::Malformed(m) = &letter.reason {
+                        if let Ok(mut bad) = sink_bad.lock() {
+                            bad.entry(name.clone())
+                                .or_insert_with(|| format!("{}: {}", m.location, m.message));
+                        }
+                    }
+                    if let Some(c) = &capture {
+                        c.letter(&letter);
+                    }
+                    if let Ok(mut l) = sink_letters.lock() {
+                        l.add(&letter);
+                    }
+                },
+            )?;
+            streams.push((u.name.clone(), stream, fields));
+        }
+        let inputs: Vec<punctual_sql::SqlInput<'_>> = streams
+            .iter()
+            .map(|(n, s, f)| {
+                let i = punctual_sql::SqlInput::new(n, s);
+                match f {
+                    Some(f) => i.fields(f),
+                    None => i,
+                }
+            })
+            .collect();
+        let built = sql
+            .build(&inputs)
+            .map_err(|e| RunError::Usage(e.show(text)))?;
+        for (name, stream) in &built {
+            let Some(out) = job.outputs.get(name) else {
+                continue;
+            };
+            if let Some(t) = timeline.as_mut() {
+                t.output(&mut query, name, stream)?;
+            }
+            let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
+            let targets = [
+                !out.path.as_os_str().is_empty(),
+                out.connect.is_some(),
+                out.kafka.is_some(),
+                out.mqtt.is_some(),
+            ];
+            if targets.iter().filter(|&&t| t).count() != 1 {
+                return Err(RunError::Usage(format!(
+                    "output `{name}`: give one target: `path` (a file, or \"-\"), `connect`, `kafka` or `mqtt`"
+                )));
+            }
+            let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
+            if let Some(table) = &out.kafka {
+                super::brokers::kafka_output(&mut query, stream, table).map_err(bad)?;
+                continue;
+            }
+            if let Some(table) = &out.mqtt {
+                super::brokers::mqtt_output(&mut query, stream, table).map_err(bad)?;
+                continue;
+            }
+            if let Some(addr) = &out.connect {
+                if out.format == Some(Format::Csv) {
+                    return Err(RunError::Usage(format!(
+                        "output `{name}`: a TCP output writes JSON lines"
+                    )));
+                }
+                query.bind_output(
+                    stream,
+                    &punctual_adapters::TcpOutput,
+                    &punctual_adapters::TcpOutputConfig {
+                        connect: addr.clone(),
+                    },
+                )?;
+                continue;
+            }
+            match format_of(&out.path, out.format) {
+                Format::Jsonl => query.bind_output(
+                    stream,
+                    &punctual_adapters::JsonLinesOutput,
+                    &punctual_adapters::JsonLinesOutputConfig::new(&out.path).time_format(times),
+                )?,
+                Format::Csv => query.bind_output(
+                    stream,
+                    &punctual_adapters::CsvOutput,
+                    &punctual_adapters::CsvOutputConfig {
+                        path: out.path.clone(),
+                    },
+                )?,
+            }
+        }
+        Ok(query)
+    }
+}
+
 /// Runs a job: counters, dead letters and what was left held on `err`; the exit code.
-pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
+pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write) -> u8 {
     let text = job.query.clone();
     let sql = match SqlQuery::parse(&text) {
         Ok(sql) => sql,
@@ -347,143 +482,72 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
     };
     let first_bad: FirstBad = Arc::default();
     let mut timeline = job.timeline.as_ref().map(|_| Timeline::default());
-    let run = async {
-        let mut query = punctual_adapters::Query::new("job");
-        let mut streams = Vec::new();
-        for u in &uses {
-            let Some(input) = job.inputs.get(&u.name) else {
-                continue;
+    let parts = Parts {
+        job: job.clone(),
+        sql: sql.clone(),
+        uses: uses.clone(),
+        letters: Arc::clone(&letters),
+        first_bad: Arc::clone(&first_bad),
+    };
+    if cluster.is_some() && job.timeline.is_some() {
+        let _ = writeln!(
+            err,
+            "error: a timeline is drawn on one worker only (without --workers and --processes)"
+        );
+        return EXIT_USAGE;
+    }
+    let ran = match cluster {
+        Some(config) => {
+            let build = move |_| {
+                parts.build(None).map_err(|e| match e {
+                    RunError::Usage(m) => QueryError::Bind(m),
+                    RunError::Query(e) => e,
+                    RunError::Cluster(e) => QueryError::Bind(e.to_string()),
+                })
             };
-            let (stream, fields) = create_input(&mut query, u, input).await?;
-            let capture = match timeline.as_mut() {
-                Some(t) => Some(t.input(&mut query, &u.name, &stream)?),
-                None => None,
-            };
-            let sink_letters = Arc::clone(&letters);
-            let sink_bad = Arc::clone(&first_bad);
-            let name = u.name.clone();
-            query.bind_dead_letters(
-                &stream,
-                move |letter: punctual_policies::DeadLetter<Row>| {
-                    if let punctual_policies::DeadLetterReason::Malformed(m) = &letter.reason {
-                        if let Ok(mut bad) = sink_bad.lock() {
-                            bad.entry(name.clone())
-                                .or_insert_with(|| format!("{}: {}", m.location, m.message));
+            match punctual_cluster::run_query(config, Codecs::new().with_json::<Row>(), build) {
+                Ok(r) => Ok(Ok(r.report())),
+                Err(e) => Err(RunError::Cluster(e)),
+            }
+        }
+        None => {
+            let run = async {
+                let query = parts.build(timeline.as_mut())?;
+                let running = query.start()?;
+                let stop = running.stop_handle();
+                let done = running.wait();
+                tokio::pin!(done);
+                let interrupted = tokio::signal::ctrl_c();
+                tokio::pin!(interrupted);
+                let mut interrupts = 0;
+                loop {
+                    tokio::select! {
+                        r = &mut done => return Ok::<_, RunError>(r),
+                        _ = &mut interrupted, if interrupts < 2 => {
+                            // Ctrl-C: stop with a drain (what is held comes out); again: abort.
+                            interrupts += 1;
+                            interrupted.set(tokio::signal::ctrl_c());
+                            if interrupts == 1 { stop.stop() } else { stop.abort() }
                         }
                     }
-                    if let Some(c) = &capture {
-                        c.letter(&letter);
-                    }
-                    if let Ok(mut l) = sink_letters.lock() {
-                        l.add(&letter);
-                    }
-                },
-            )?;
-            streams.push((u.name.clone(), stream, fields));
-        }
-        let inputs: Vec<punctual_sql::SqlInput<'_>> = streams
-            .iter()
-            .map(|(n, s, f)| {
-                let i = punctual_sql::SqlInput::new(n, s);
-                match f {
-                    Some(f) => i.fields(f),
-                    None => i,
                 }
-            })
-            .collect();
-        let built = sql
-            .build(&inputs)
-            .map_err(|e| RunError::Usage(e.show(&text)))?;
-        for (name, stream) in &built {
-            let Some(out) = job.outputs.get(name) else {
-                continue;
             };
-            if let Some(t) = timeline.as_mut() {
-                t.output(&mut query, name, stream)?;
-            }
-            let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
-            let targets = [
-                !out.path.as_os_str().is_empty(),
-                out.connect.is_some(),
-                out.kafka.is_some(),
-                out.mqtt.is_some(),
-            ];
-            if targets.iter().filter(|&&t| t).count() != 1 {
-                return Err(RunError::Usage(format!(
-                    "output `{name}`: give one target: `path` (a file, or \"-\"), `connect`, `kafka` or `mqtt`"
-                )));
-            }
-            let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
-            if let Some(table) = &out.kafka {
-                super::brokers::kafka_output(&mut query, stream, table).map_err(bad)?;
-                continue;
-            }
-            if let Some(table) = &out.mqtt {
-                super::brokers::mqtt_output(&mut query, stream, table).map_err(bad)?;
-                continue;
-            }
-            if let Some(addr) = &out.connect {
-                if out.format == Some(Format::Csv) {
-                    return Err(RunError::Usage(format!(
-                        "output `{name}`: a TCP output writes JSON lines"
-                    )));
+            let runtime = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = writeln!(err, "error: {e}");
+                    return EXIT_FAILED;
                 }
-                query.bind_output(
-                    stream,
-                    &punctual_adapters::TcpOutput,
-                    &punctual_adapters::TcpOutputConfig {
-                        connect: addr.clone(),
-                    },
-                )?;
-                continue;
-            }
-            match format_of(&out.path, out.format) {
-                Format::Jsonl => query.bind_output(
-                    stream,
-                    &punctual_adapters::JsonLinesOutput,
-                    &punctual_adapters::JsonLinesOutputConfig::new(&out.path).time_format(times),
-                )?,
-                Format::Csv => query.bind_output(
-                    stream,
-                    &punctual_adapters::CsvOutput,
-                    &punctual_adapters::CsvOutputConfig {
-                        path: out.path.clone(),
-                    },
-                )?,
-            }
-        }
-        let running = query.start()?;
-        let stop = running.stop_handle();
-        let done = running.wait();
-        tokio::pin!(done);
-        let interrupted = tokio::signal::ctrl_c();
-        tokio::pin!(interrupted);
-        let mut interrupts = 0;
-        loop {
-            tokio::select! {
-                r = &mut done => return Ok::<_, RunError>(r),
-                _ = &mut interrupted, if interrupts < 2 => {
-                    // Ctrl-C: stop with a drain (what is held comes out); again: abort.
-                    interrupts += 1;
-                    interrupted.set(tokio::signal::ctrl_c());
-                    if interrupts == 1 { stop.stop() } else { stop.abort() }
-                }
-            }
+            };
+            let ran = runtime.block_on(run);
+            // A read of standard input that never returns is not waited for.
+            runtime.shutdown_background();
+            ran
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(err, "error: {e}");
-            return EXIT_FAILED;
-        }
-    };
-    let ran = runtime.block_on(run);
-    // A read of standard input that never returns is not waited for.
-    runtime.shutdown_background();
     if let (Some(t), Some(path)) = (&timeline, &job.timeline) {
         let title = job.query.split_whitespace().collect::<Vec<_>>().join(" ");
         if let Err(e) = t.write(&title, path) {
@@ -545,13 +609,17 @@ pub(super) fn run(job: &Job, err: &mut dyn Write) -> u8 {
             let _ = writeln!(err, "error: {e}");
             EXIT_FAILED
         }
+        Err(RunError::Cluster(e)) => {
+            let _ = writeln!(err, "error: {e}");
+            EXIT_FAILED
+        }
     }
 }
 
 /// Creates one input stream as the job reads it: CSV or JSON lines; flat records timed by
 /// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
 /// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for).
-async fn create_input(
+fn create_input(
     query: &mut punctual_adapters::Query,
     u: &InputUse,
     input: &JobInput,
@@ -698,9 +766,8 @@ async fn create_input(
             )?
         } else {
             let addr = input.listen.as_deref().unwrap_or_default();
-            let server = punctual_adapters::TcpServerInput::bind(addr)
-                .await
-                .map_err(|e| usage(e.to_string()))?;
+            let server =
+                punctual_adapters::TcpServerInput::bind(addr).map_err(|e| usage(e.to_string()))?;
             query.create_stream::<_, Row, _, _>(options, &server, &())?
         };
         return Ok((stream, input.fields.clone()));

@@ -135,20 +135,34 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             Ok(q) => cmd_query(&q, err),
             Err(e) => usage(err, &e, "query"),
         },
-        Some("job") if args.len() == 2 || (args.len() == 4 && args[2] == "--timeline") => {
-            match job::Job::load(Path::new(&args[1])) {
-                Ok(mut j) => {
-                    if let Some(t) = args.get(3) {
-                        j.timeline = Some(PathBuf::from(t));
+        Some("job") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
+            Ok((placement, rest))
+                if rest.len() == 1 || (rest.len() == 3 && rest[1] == "--timeline") =>
+            {
+                let config = match placement.job_config() {
+                    Ok(c) => c,
+                    Err(e) => return usage(err, &e, "job"),
+                };
+                match job::Job::load(Path::new(&rest[0])) {
+                    Ok(mut j) => {
+                        if let Some(t) = rest.get(2) {
+                            j.timeline = Some(PathBuf::from(t));
+                        }
+                        job::run(&j, config, err)
                     }
-                    job::run(&j, err)
-                }
-                Err(e) => {
-                    let _ = writeln!(err, "error: {e}");
-                    EXIT_USAGE
+                    Err(e) => {
+                        let _ = writeln!(err, "error: {e}");
+                        EXIT_USAGE
+                    }
                 }
             }
-        }
+            Ok(_) => usage(
+                err,
+                "`job` takes one job file, and --timeline FILE.svg if you like",
+                "job",
+            ),
+            Err(e) => usage(err, &e, "job"),
+        },
         Some("timeline") if args.len() == 2 => cmd_timeline(Path::new(&args[1]), None, out, err),
         Some("timeline") if args.len() == 4 && args[2] == "-o" => {
             cmd_timeline(Path::new(&args[1]), Some(Path::new(&args[3])), out, err)

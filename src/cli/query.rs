@@ -168,5 +168,5 @@ pub(super) fn cmd_query(q: &QueryArgs, err: &mut dyn Write) -> u8 {
             }
         }
     }
-    super::job::run(&job, err)
+    super::job::run(&job, None, err)
 }
