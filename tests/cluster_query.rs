@@ -76,9 +76,12 @@ fn parse(item: &str) -> (Option<i64>, i64) {
     }
 }
 
+/// Events with the CTI after each, and the CTIs.
+type Released = (Vec<(String, i64)>, Vec<i64>);
+
 /// Each event with the CTI that follows it (`i64::MAX` if none), and the stream's CTIs; fails
 /// if an event comes after a CTI above its start, or the CTIs go back.
-fn released(output: &[String]) -> Result<(Vec<(String, i64)>, Vec<i64>), String> {
+fn released(output: &[String]) -> Result<Released, String> {
     let mut events: Vec<(String, i64)> = Vec::new();
     let mut ctis = Vec::new();
     let mut open = Vec::new();

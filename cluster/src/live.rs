@@ -96,6 +96,9 @@ enum Sent {
     Ended,
 }
 
+/// Each edge's codec, by edge index.
+type EdgeCodecs = Vec<Option<Arc<dyn Codec>>>;
+
 /// The executor's side of one worker's query: under the query's lock, takes what the inputs
 /// released for the workers and hands it to the worker's timely thread.
 struct Outbox {
@@ -103,7 +106,7 @@ struct Outbox {
     workers: usize,
     codecs: Codecs,
     /// Set on the first call: who owns each input, each edge's codec.
-    setup: OnceLock<(Vec<usize>, Vec<Option<Arc<dyn Codec>>>)>,
+    setup: OnceLock<(Vec<usize>, EdgeCodecs)>,
     tx: Mutex<Sender<Sent>>,
     activator: OnceLock<SyncActivator>,
 }
@@ -120,7 +123,7 @@ impl Outbox {
 }
 
 /// Each edge's codec, by the payload type it carries.
-fn edge_codecs(driver: &mut Driver, edges: usize, codecs: &Codecs) -> Vec<Option<Arc<dyn Codec>>> {
+fn edge_codecs(driver: &mut Driver, edges: usize, codecs: &Codecs) -> EdgeCodecs {
     (0..edges)
         .map(|e| driver.graph_mut().edge_batch(e).and_then(|b| codecs.get(b)))
         .collect()

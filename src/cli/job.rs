@@ -9,7 +9,6 @@ use serde::Deserialize;
 
 use punctual_adapters::line::TimeFormat;
 use punctual_adapters::QueryError;
-use punctual_core::ops::Stream;
 use punctual_core::{EventShape, Row, TimeSpan};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimeImportSettings, AdvanceTimePolicy,
@@ -18,6 +17,9 @@ use punctual_policies::{
 use punctual_sql::{InputUse, SqlQuery};
 
 use punctual_cluster::{ClusterConfig, Codecs};
+
+mod input;
+use input::create_input;
 
 use super::capture::Timeline;
 use super::letters::DeadLetters;
@@ -612,214 +614,6 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
         Err(RunError::Cluster(e)) => {
             let _ = writeln!(err, "error: {e}");
             EXIT_FAILED
-        }
-    }
-}
-
-/// Creates one input stream as the job reads it: CSV or JSON lines; flat records timed by
-/// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
-/// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for).
-fn create_input(
-    query: &mut punctual_adapters::Query,
-    u: &InputUse,
-    input: &JobInput,
-) -> Result<(Stream<Row>, Option<Vec<String>>), RunError> {
-    use punctual_adapters::{
-        CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
-    };
-    let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
-    if let Some(over) = &u.over_field {
-        // Stream Analytics keeps a watermark per key with the help of each event's arrival
-        // time; the file inputs have none to give.
-        return Err(usage(format!(
-            "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times, which file inputs do not have; leave OVER out (one watermark, --delay behind)",
-            over.join(".")
-        )));
-    }
-    let time = match (&input.time, &u.timestamp_field) {
-        (Some(t), _) => Some(t.clone()),
-        (None, Some(path)) if path.len() == 1 => Some(path[0].clone()),
-        (None, Some(path)) => {
-            return Err(usage(format!(
-                "TIMESTAMP BY {} is a nested field; name the time field (time = \"FIELD\", or --input {}=FILE,time=FIELD)",
-                path.join("."),
-                u.name
-            )))
-        }
-        (None, None) => None,
-    };
-    let shape = match (&time, &input.end) {
-        (Some(_), None) => EventShape::Point,
-        (Some(_), Some(_)) => EventShape::Interval,
-        (None, _) => EventShape::Edge,
-    };
-    let reference = input.reference.unwrap_or(u.reference_of.is_some());
-    let import = input.import.clone().or_else(|| u.reference_of.clone());
-    let policy = input.policy.unwrap_or(if reference {
-        AdvanceTimePolicy::Adjust
-    } else {
-        AdvanceTimePolicy::Drop
-    });
-    let mut builder = AdvanceTimeSettings::builder().policy(policy);
-    let has_import = import.is_some();
-    if let Some(from) = import {
-        builder = builder.import(AdvanceTimeImportSettings::new(from));
-    }
-    if input.watermark.is_some() && (input.generate.is_some() || input.delay.is_some()) {
-        return Err(usage(
-            "give `watermark`, `delay` or `generate`, one of them".into(),
-        ));
-    }
-    let generation = match (&input.generate, input.delay) {
-        _ if input.watermark.is_some() => None,
-        (Some(_), Some(_)) => return Err(usage("give `delay` or `generate`, not both".into())),
-        (Some(g), None) => {
-            let b = match (g.every, g.duration) {
-                (Some(n), None) if n > 0 => AdvanceTimeGenerationSettings::every_events(n),
-                (None, Some(d)) if d.ticks() > 0 => AdvanceTimeGenerationSettings::every_duration(d),
-                _ => {
-                    return Err(usage(
-                        "generate takes `every = N` (events, above zero) or `duration = \"5s\"` (above zero), one of them".into(),
-                    ))
-                }
-            };
-            Some(
-                b.delay(g.delay)
-                    .final_cti(g.final_cti)
-                    .build()
-                    .map_err(|e| usage(e.to_string()))?,
-            )
-        }
-        (None, delay) if !reference || delay.is_some() => Some(
-            AdvanceTimeGenerationSettings::every_events(1)
-                .delay(delay.unwrap_or(TimeSpan::ZERO))
-                .final_cti(true)
-                .build()
-                .map_err(|e| usage(e.to_string()))?,
-        ),
-        (None, _) => None,
-    };
-    let generation_or_import = generation.is_some() || has_import;
-    if let Some(g) = generation {
-        builder = builder.generation(g);
-    }
-    let settings = if generation_or_import {
-        builder.build().map_err(|e| usage(e.to_string()))?
-    } else {
-        AdvanceTimeSettings::policy_only(policy)
-    };
-    let mut options = InputOptions::new(u.name.clone(), shape).settings(settings);
-    if let Some(w) = &input.watermark {
-        let mut strategy = punctual_policies::Watermark::<Row>::bounded(w.bounded)
-            .policy(policy)
-            .final_cti(w.final_cti);
-        if let Some(t) = w.idle_timeout {
-            strategy = strategy.idle_timeout(t);
-        }
-        options = options.watermark(strategy);
-    }
-    if reference {
-        // Read first: the other inputs start once it is in.
-        options = options.reference();
-    }
-    let time_format = input.time_format.unwrap_or(TimeFormat::Auto);
-    let sources = [
-        !input.path.as_os_str().is_empty(),
-        input.connect.is_some(),
-        input.listen.is_some(),
-        input.kafka.is_some(),
-        input.mqtt.is_some(),
-    ];
-    if sources.iter().filter(|&&s| s).count() != 1 {
-        return Err(usage(
-            "give one source: `path` (a file, or \"-\"), `connect`, `listen`, `kafka` or `mqtt`"
-                .into(),
-        ));
-    }
-    let broker = input.kafka.is_some() || input.mqtt.is_some();
-    if broker && (time.is_some() || input.format == Some(Format::Csv) || input.stream.is_some()) {
-        return Err(usage(
-            "a Kafka or MQTT input reads JSON-lines items ({\"kind\":\"point\",\"start\":...}); flat records, CSV and `stream` are for files".into(),
-        ));
-    }
-    if let Some(table) = &input.kafka {
-        let stream = super::brokers::kafka(query, options, table).map_err(usage)?;
-        return Ok((stream, input.fields.clone()));
-    }
-    if let Some(table) = &input.mqtt {
-        let stream = super::brokers::mqtt(query, options, table).map_err(usage)?;
-        return Ok((stream, input.fields.clone()));
-    }
-    if input.connect.is_some() || input.listen.is_some() {
-        if time.is_some() || input.format == Some(Format::Csv) || input.stream.is_some() {
-            return Err(usage(
-                "a TCP input reads JSON-lines items ({\"kind\":\"point\",\"start\":...}); flat records, CSV and `stream` are for files".into(),
-            ));
-        }
-        let stream = if let Some(addr) = &input.connect {
-            query.create_stream::<_, Row, _, _>(
-                options,
-                &punctual_adapters::TcpClientInput,
-                &punctual_adapters::TcpClientConfig {
-                    connect: addr.clone(),
-                },
-            )?
-        } else {
-            let addr = input.listen.as_deref().unwrap_or_default();
-            let server =
-                punctual_adapters::TcpServerInput::bind(addr).map_err(|e| usage(e.to_string()))?;
-            query.create_stream::<_, Row, _, _>(options, &server, &())?
-        };
-        return Ok((stream, input.fields.clone()));
-    }
-    match format_of(&input.path, input.format) {
-        Format::Csv => {
-            if input.stream.is_some() {
-                return Err(usage("`stream` is for JSON-lines arrival logs".into()));
-            }
-            let Some(time) = time else {
-                return Err(usage(
-                    "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\")".into(),
-                ));
-            };
-            let header = input.fields.clone().or_else(|| csv_header(&input.path));
-            if let Some(h) = &header {
-                for column in std::iter::once(&time).chain(input.end.as_ref()) {
-                    if !h.contains(column) {
-                        return Err(usage(format!(
-                            "{} has no column `{column}` (its columns: {})",
-                            input.path.display(),
-                            h.join(", ")
-                        )));
-                    }
-                }
-            }
-            let mut config = CsvInputConfig::new(&input.path, time).time_format(time_format);
-            if let Some(end) = &input.end {
-                config = config.end(end.clone());
-            }
-            let stream = query.create_stream::<_, Row, _, _>(options, &CsvInput, &config)?;
-            Ok((stream, header))
-        }
-        Format::Jsonl => {
-            if input.end.is_some() {
-                return Err(usage(
-                    "`end` is for CSV inputs; JSON lines give intervals as items".into(),
-                ));
-            }
-            let fields = input
-                .fields
-                .clone()
-                .or_else(|| json_fields(&input.path, time.is_some(), input.stream.as_deref()));
-            let mut config = JsonLinesInputConfig::new(&input.path);
-            if let Some(time) = time {
-                config = config.flat(time, time_format);
-            }
-            if let Some(stream) = &input.stream {
-                config = config.stream(stream.clone());
-            }
-            let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
-            Ok((stream, fields))
         }
     }
 }

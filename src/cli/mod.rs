@@ -79,13 +79,16 @@ USAGE:
                                  (each result with its values) on one time axis, the first
                                  500 events of each
     punctual job JOB.toml [--timeline FILE.svg]
+                  [--workers W] [--processes P --process I --hosts FILE]
                                  the same from a job file naming the query, its inputs
                                  ([inputs.NAME]: path, connect or listen (TCP), kafka or
                                  mqtt (with the features of those names), format, time,
                                  time_format, delay, generate or watermark, policy, import,
                                  reference, stream, fields) and outputs ([outputs.NAME]:
                                  path, connect, kafka or mqtt, format, time_format);
-                                 unknown keys are errors
+                                 unknown keys are errors. --workers, --processes: on the
+                                 cluster, as for `run` (each input read where its owner
+                                 runs, the outputs written by process 0; no timeline)
     punctual timeline CASE_DIR [-o FILE.svg]
                                  run one case and draw its inputs and output on one time
                                  axis as SVG (to FILE, or standard output)
