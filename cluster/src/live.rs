@@ -109,15 +109,24 @@ struct Outbox {
     setup: OnceLock<(Vec<usize>, EdgeCodecs)>,
     tx: Mutex<Sender<Sent>>,
     activator: OnceLock<SyncActivator>,
+    /// Whether something was sent that the timely side has not read: only the first send
+    /// after a read wakes it.
+    unread: std::sync::atomic::AtomicBool,
 }
+
+/// The timely side reads what the inputs sent at most once per this long, however often they
+/// send (a wake-up of another thread costs more than a small batch): the latency it adds.
+const READ_EVERY: Duration = Duration::from_millis(1);
 
 impl Outbox {
     fn send(&self, sent: Sent) {
         let tx = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
         // The timely side is gone only once the run is over.
         let _ = tx.send(sent);
-        if let Some(a) = self.activator.get() {
-            let _ = a.activate();
+        if !self.unread.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            if let Some(a) = self.activator.get() {
+                let _ = a.activate();
+            }
         }
     }
 }
@@ -267,6 +276,7 @@ fn run_worker(
         setup: OnceLock::new(),
         tx: Mutex::new(tx),
         activator: OnceLock::new(),
+        unread: std::sync::atomic::AtomicBool::new(false),
     });
     let (running, query) = query
         .start_worker(me, peers, Arc::clone(&outbox) as Arc<dyn Exchange>)
@@ -302,14 +312,25 @@ fn run_worker(
     let probe = timely::dataflow::ProbeHandle::new();
     // The ingress operator's address, for the inputs' wake-ups.
     let address = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let inbox = Arc::clone(&outbox);
     worker.dataflow::<i64, _, _>(|scope| {
         let at = std::rc::Rc::clone(&address);
         let ingress = source(scope, "ingress", move |cap: Capability<i64>, info| {
             *at.borrow_mut() = info.address.to_vec();
-            let heartbeat = scope.activator_for(info.address);
+            let later = scope.activator_for(info.address);
+            let mut read_at: Option<std::time::Instant> = None;
             let mut cap = Some(cap);
             move |output| {
                 let Some(c) = cap.as_mut() else { return };
+                if let Some(wait) = read_at.and_then(|t| READ_EVERY.checked_sub(t.elapsed())) {
+                    // Read a moment ago: what came since waits for a batch to gather.
+                    later.activate_after(wait);
+                    return;
+                }
+                read_at = Some(std::time::Instant::now());
+                inbox
+                    .unread
+                    .store(false, std::sync::atomic::Ordering::Release);
                 let mut ended = false;
                 while let Ok(sent) = rx.try_recv() {
                     match sent {
@@ -328,10 +349,6 @@ fn run_worker(
                 }
                 if ended {
                     cap = None;
-                } else {
-                    // A wake-up beside the inputs' own, in case one came before the
-                    // activator was in place.
-                    heartbeat.activate_after(Duration::from_millis(20));
                 }
             }
         });
@@ -386,9 +403,11 @@ fn run_worker(
         }
         stream.probe_with(&probe);
     });
+    // In place first, then one wake-up: what the inputs sent before it was in place is read
+    // then, what they send after wakes the operator itself.
     let activator = worker.sync_activator_for(address.borrow().clone());
+    let _ = outbox.activator.set(activator.clone());
     let _ = activator.activate();
-    let _ = outbox.activator.set(activator);
     while !probe.done() {
         worker.step_or_park(Some(Duration::from_millis(100)));
     }

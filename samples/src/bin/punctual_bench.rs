@@ -25,16 +25,16 @@
 //! payloads and compiled expressions in place of typed closures. It measures what a user of
 //! `punctual query` or a job file gets, apart from reading the files.
 //!
-//! With `--workers N` (window and join), the query runs on the cluster executor
-//! (`punctual::cluster`) with N worker threads: a [`Script`] whose steps are the reference
-//! versions (for the join), then the fast stream's records in blocks of `--cti`, then the ends
-//! of the inputs; each worker builds the same plan with the typed operators, and checksums the
-//! results its operators made (the outputs are not gathered, as each timely worker's sink
-//! counts its own). A step enqueues `--step-blocks` blocks (16
-//! by default: a timely step costs some microseconds). The fast stream is read as N
-//! partitions (step `s` in partition `s % N`, as the timely peer splits its input by block), each an input of its
-//! own with its own settings, owned by one worker, and their union is the stream the query
-//! reads; the reference stream imports the first partition's CTIs.
+//! With `--workers N` (window and join), the same query runs on the cluster executor with N
+//! worker threads, as a user runs a `Query` there: `punctual::cluster::run_query` with a
+//! function that builds it on every worker. The fast stream is read as N partitions, each an
+//! input of its own (`fast0`, `fast1`, ...) with its own settings and a [`RecordsInput`] over
+//! its share of the records (block `b` of `--step-blocks` x `--cti` records in partition
+//! `b % N`, as the timely peer splits its input by block; 16 blocks by default), and their
+//! union is the stream the query reads; the reference stream (reference data: the partition
+//! whose CTIs it imports waits for it) imports the first partition's CTIs. Each input's adapter
+//! runs on the worker that owns it, and the results are gathered on worker 0, where the
+//! checksum adapter runs.
 //!
 //! Timestamps are the files' milliseconds converted to ticks. Loading the files is not timed;
 //! the timing covers building the query, replaying and draining, in wall-clock and in CPU time
@@ -51,9 +51,8 @@ use punctual::adapters::{
     AdapterError, InputOptions, MemoryInput, OutputAdapter, OutputAdapterFactory, Query,
     RecordsInput,
 };
-use punctual::cluster::{ClusterConfig, Script, Step};
+use punctual::cluster::{ClusterConfig, Codecs};
 use punctual::core::ops::{Count, Sum};
-use punctual::engine::{Driver, Plan};
 use punctual::prelude::*;
 use punctual_samples::{arg, exit_code, ms};
 
@@ -191,8 +190,10 @@ struct Run<'a> {
     reference: &'a [Record],
     cti: u64,
     delay: TimeSpan,
-    /// On the cluster: blocks of `cti` records per step.
+    /// On the cluster: blocks of `cti` records per enqueue call.
     step_blocks: usize,
+    /// On the cluster: the fast stream's partitions, one per worker (made before timing).
+    partitions: Vec<Arc<[Record]>>,
 }
 
 impl Run<'_> {
@@ -322,230 +323,92 @@ impl Run<'_> {
     }
 }
 
-/// The window or join query on the cluster executor: see the module doc.
-struct ClusterBench<O> {
-    query: String,
-    events: Arc<[Record]>,
-    versions: Vec<StreamItem<Reading>>,
-    block: usize,
-    fast: AdvanceTimeSettings,
-    partitions: usize,
-    /// The fast stream's options in its order.
-    order: fn(punctual::engine::InputOptions) -> punctual::engine::InputOptions<O>,
-    /// The union of the partitions, in that order.
-    union: Union<O>,
-    totals: Arc<Mutex<Totals>>,
-}
-
-/// The union of a stream's partitions.
+/// The union of a stream's partitions (one function per order: `union` is each order's own).
 type Union<O> = fn(
     &punctual::core::ops::Stream<Reading, O>,
     &[&punctual::core::ops::Stream<Reading, O>],
 ) -> punctual::core::ops::Stream<Reading, O>;
 
-/// A worker's handles.
-struct BenchHandles {
-    fast: Vec<punctual::engine::InputId<Reading>>,
-    reference: Option<punctual::engine::InputId<Reading>>,
-    out: BenchOut,
-}
-
-enum BenchOut {
-    Window(
-        punctual::engine::OutputId<(u32, (u64, f64))>,
-        Batch<(u32, (u64, f64))>,
-    ),
-    Join(punctual::engine::OutputId<(i64, i64)>, Batch<(i64, i64)>),
-}
-
-impl<O: Order> ClusterBench<O> {
-    fn blocks(&self) -> usize {
-        self.events.len().div_ceil(self.block.max(1))
+/// The fast stream's records as `n` partitions: block `b` (of `block` records) in partition
+/// `b % n`, as the timely peer splits its input by block.
+fn partitions(events: &[Record], block: usize, n: usize) -> Vec<Arc<[Record]>> {
+    let mut parts: Vec<Vec<Record>> = vec![Vec::new(); n.max(1)];
+    for (b, chunk) in events.chunks(block.max(1)).enumerate() {
+        parts[b % n.max(1)].extend_from_slice(chunk);
     }
-    /// The reference stream's input index.
-    fn reference(&self) -> usize {
-        self.partitions
-    }
-    fn join(&self) -> bool {
-        self.query == "join"
-    }
-}
-
-impl<O: Order> Script for ClusterBench<O> {
-    type Worker = BenchHandles;
-    type Output = ();
-
-    fn build(&self, _worker: usize) -> Result<(Driver, BenchHandles), String> {
-        let e = |e: punctual::engine::Error| e.to_string();
-        let mut plan = Plan::new(self.query.clone());
-        let mut fast = Vec::new();
-        let mut parts = Vec::new();
-        for p in 0..self.partitions {
-            let options = (self.order)(
-                punctual::engine::InputOptions::new(format!("fast{p}"), EventShape::Point)
-                    .settings(self.fast.clone()),
-            );
-            let (id, stream) = plan.input::<Reading, O>(options).map_err(e)?;
-            fast.push(id);
-            parts.push(stream);
-        }
-        let others: Vec<&punctual::core::ops::Stream<Reading, O>> = parts.iter().skip(1).collect();
-        let readings = match &others[..] {
-            [] => parts[0].clone(),
-            _ => (self.union)(&parts[0], &others),
-        };
-        let (reference, out) = if self.join() {
-            let import = AdvanceTimeSettings::builder()
-                .import(AdvanceTimeImportSettings::new("fast0"))
-                .policy(AdvanceTimePolicy::Adjust)
-                .build()
-                .map_err(|e| e.to_string())?;
-            let (id, versions) = plan
-                .input::<Reading, Ordered>(
-                    punctual::engine::InputOptions::new("reference", EventShape::Edge)
-                        .settings(import),
-                )
-                .map_err(e)?;
-            let out = plan.output(&joined(&readings, &versions)).map_err(e)?;
-            (Some(id), BenchOut::Join(out, Batch::new()))
-        } else {
-            let out = plan.output(&per_key(&readings)).map_err(e)?;
-            (None, BenchOut::Window(out, Batch::new()))
-        };
-        let driver = plan.build().map_err(e)?;
-        Ok((
-            driver,
-            BenchHandles {
-                fast,
-                reference,
-                out,
-            },
-        ))
-    }
-
-    /// Each worker checksums its own results, as each timely worker's sink does.
-    fn gather_outputs(&self) -> bool {
-        false
-    }
-
-    fn steps(&self) -> usize {
-        let r = usize::from(self.join());
-        r + self.blocks() + self.partitions + r + 1
-    }
-
-    /// The reference versions; the blocks, each on its partition; the end of each partition;
-    /// the end of the reference stream; the end.
-    fn step(&self, step: usize) -> Step {
-        let r = usize::from(self.join());
-        let blocks = self.blocks();
-        if step < r {
-            Step::Input(self.reference())
-        } else if step < r + blocks {
-            Step::Input((step - r) % self.partitions)
-        } else if step < r + blocks + self.partitions {
-            Step::Input(step - r - blocks)
-        } else if step < r + blocks + self.partitions + r {
-            Step::Input(self.reference())
-        } else {
-            Step::Close
-        }
-    }
-
-    fn run_step(&self, step: usize, driver: &mut Driver, w: &mut BenchHandles) {
-        let r = usize::from(self.join());
-        let blocks = self.blocks();
-        let result = if step < r {
-            w.reference.map(|id| {
-                driver
-                    .enqueue_items(id, self.versions.iter().cloned())
-                    .map(|_| ())
-            })
-        } else if step < r + blocks {
-            let b = step - r;
-            let end = ((b + 1) * self.block).min(self.events.len());
-            let records = &self.events[b * self.block..end];
-            Some(
-                driver
-                    .enqueue_point_records(
-                        w.fast[b % self.partitions],
-                        records,
-                        |r: &Record| ms(r.0),
-                        |r| (r.1, r.2),
-                    )
-                    .map(|_| ()),
-            )
-        } else if step < r + blocks + self.partitions {
-            driver.finish(w.fast[step - r - blocks].index());
-            None
-        } else {
-            if let Some(id) = w.reference {
-                driver.finish(id.index());
-            }
-            None
-        };
-        if let Some(Err(e)) = result {
-            eprintln!("rejected: {e}");
-        }
-    }
-
-    fn drain(&self, driver: &mut Driver, w: &mut BenchHandles) {
-        /// Takes an output's results and folds them; how many, and the sum.
-        fn take<P: Payload>(
-            driver: &mut Driver,
-            id: &punctual::engine::OutputId<P>,
-            batch: &mut Batch<P>,
-            fold: fn(u64, &P) -> u64,
-        ) -> (u64, u64) {
-            driver.take_output(id, batch);
-            let sum = batch.payloads().iter().fold(0u64, fold);
-            let n = batch.len() as u64;
-            batch.clear();
-            (n, sum)
-        }
-        let (n, sum) = match &mut w.out {
-            BenchOut::Window(id, batch) => take(driver, id, batch, window_fold),
-            BenchOut::Join(id, batch) => take(driver, id, batch, join_fold),
-        };
-        if n > 0 {
-            let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
-            totals.0 += n;
-            totals.1 = totals.1.wrapping_add(sum);
-        }
-    }
-
-    fn finish(&self, driver: &mut Driver, mut w: BenchHandles, _owns: &[bool]) {
-        self.drain(driver, &mut w);
-    }
+    parts.into_iter().map(Arc::from).collect()
 }
 
 impl Run<'_> {
-    /// The window or join query on the cluster executor with `workers` threads.
+    /// The window or join query on the cluster executor with `workers` threads: see the
+    /// module doc.
     fn cluster<O: Order>(
         &self,
         name: &str,
         workers: usize,
-        order: fn(punctual::engine::InputOptions) -> punctual::engine::InputOptions<O>,
+        order: fn(InputOptions) -> InputOptions<O>,
         union: Union<O>,
     ) -> Result<Totals, String> {
         if name != "window" && name != "join" {
             return Err(format!("--workers runs window or join, not `{name}`"));
         }
-        let totals = Arc::new(Mutex::new((0, 0)));
-        let script = Arc::new(ClusterBench::<O> {
-            query: name.to_owned(),
-            events: Arc::clone(self.events),
-            versions: versions(self.reference),
-            block: self.cti as usize * self.step_blocks.max(1),
-            fast: settings(self.cti, self.delay)?,
-            partitions: workers.max(1),
-            order,
-            union,
-            totals: Arc::clone(&totals),
-        });
-        punctual::cluster::run(script, ClusterConfig::threads(workers))
+        let parts = self.partitions.clone();
+        let versions = versions(self.reference);
+        let fast = settings(self.cti, self.delay)?;
+        let block = self.cti as usize * self.step_blocks.max(1);
+        let join = name == "join";
+        let (window_out, join_out) = (Checksum::new(window_fold), Checksum::new(join_fold));
+        let (w, j) = (window_out.clone(), join_out.clone());
+        let name = name.to_owned();
+        let build = move |_worker: usize| -> Result<Query, punctual::adapters::QueryError> {
+            let bind = |e: String| punctual::adapters::QueryError::Bind(e);
+            let mut query = Query::new(name.clone());
+            // The reference data first: the partition whose CTIs it imports waits for it.
+            let reference = if join {
+                let import = AdvanceTimeSettings::builder()
+                    .import(AdvanceTimeImportSettings::new("fast0"))
+                    .policy(AdvanceTimePolicy::Adjust)
+                    .build()
+                    .map_err(|e| bind(e.to_string()))?;
+                let options = InputOptions::new("reference", EventShape::Edge)
+                    .settings(import)
+                    .reference();
+                Some(query.create_stream(options, &MemoryInput, &versions)?)
+            } else {
+                None
+            };
+            let mut streams = Vec::new();
+            for (p, records) in parts.iter().enumerate() {
+                let replay = RecordsInput::new(
+                    Arc::clone(records),
+                    |r: &Record| ms(r.0),
+                    |r: &Record| (r.1, r.2),
+                )
+                .block(block);
+                let options = order(
+                    InputOptions::new(format!("fast{p}"), EventShape::Point).settings(fast.clone()),
+                );
+                streams.push(query.create_stream(options, &replay, &())?);
+            }
+            let others: Vec<&punctual::core::ops::Stream<Reading, O>> =
+                streams.iter().skip(1).collect();
+            let readings = match &others[..] {
+                [] => streams[0].clone(),
+                _ => union(&streams[0], &others),
+            };
+            match &reference {
+                Some(r) => query.bind_output(&joined(&readings, r), &j, &())?,
+                None => query.bind_output(&per_key(&readings), &w, &())?,
+            }
+            Ok(query)
+        };
+        punctual::cluster::run_query(ClusterConfig::threads(workers), Codecs::new(), build)
             .map_err(|e| e.to_string())?;
-        let t = *totals.lock().unwrap_or_else(PoisonError::into_inner);
-        Ok(t)
+        Ok(if join {
+            join_out.totals()
+        } else {
+            window_out.totals()
+        })
     }
 }
 
@@ -617,12 +480,18 @@ fn main_inner() -> Result<bool, String> {
         reference.len(),
         t.elapsed()
     );
+    let cti: u64 = arg(&args, "--cti", 1000)?;
+    let step_blocks: usize = arg(&args, "--step-blocks", 16)?;
     let run = Run {
         events: &events,
         reference: &reference,
-        cti: arg(&args, "--cti", 1000)?,
+        cti,
         delay: TimeSpan::from_millis(arg(&args, "--delay-ms", 2000)?),
-        step_blocks: arg(&args, "--step-blocks", 16)?,
+        step_blocks,
+        partitions: match workers {
+            Some(n) => partitions(&events, cti as usize * step_blocks.max(1), n),
+            None => Vec::new(),
+        },
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
