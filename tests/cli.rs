@@ -461,6 +461,31 @@ fn query_reads_csv_and_joins_reference_data() {
             r#"{"kind":"point","start":12000,"payload":{"device":"a","scaled":9}}"#,
         ]
     );
+    // The same query on two worker threads of the cluster executor: the same events.
+    let split = dir.join("split.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT r.device, r.v * k.rate AS scaled FROM readings r TIMESTAMP BY ts
+         JOIN rates k ON r.device = k.device",
+        "--input",
+        &format!("readings={}", s(&readings)),
+        "--input",
+        &format!("rates={},time=from,end=to", s(&rates)),
+        "--time-format",
+        "epoch-ms",
+        "--output",
+        s(&split),
+        "--workers",
+        "2",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let text = std::fs::read_to_string(&split).expect("written");
+    let mut got: Vec<&str> = text.lines().filter(|l| l.contains("point")).collect();
+    got.sort();
+    let mut want = events.clone();
+    want.sort();
+    assert_eq!(got, want, "on two workers");
+    assert!(err.contains("stream readings: events_in=3"), "{err}");
 }
 
 /// What cannot run says so in one line with where, and exits non-zero: a field the input does

@@ -60,6 +60,7 @@ USAGE:
     punctual query 'SELECT ...' | --file QUERY.sql  --input NAME=FILE[,time=FIELD][,end=FIELD]...
                   [--output FILE | --output NAME=FILE...] [--time-format FORMAT]
                   [--delay DURATION] [--dead-letters FILE] [--timeline FILE.svg]
+                  [--workers W] [--processes P --process I --hosts FILE]
                                  run a query in the query language (Stream Analytics-style
                                  SQL: WHERE, GROUP BY with TumblingWindow, HoppingWindow,
                                  SlidingWindow or SnapshotWindow, JOIN, UNION, WITH) over
@@ -77,7 +78,8 @@ USAGE:
                                  --timeline FILE.svg (query, job, pipe): the inputs (what
                                  they released, what was dropped or rejected) and outputs
                                  (each result with its values) on one time axis, the first
-                                 500 events of each
+                                 500 events of each. --workers, --processes: on the
+                                 cluster, as for `job`
     punctual job JOB.toml [--timeline FILE.svg]
                   [--workers W] [--processes P --process I --hosts FILE]
                                  the same from a job file naming the query, its inputs
@@ -134,10 +136,15 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             Ok(pipe) => cmd_pipe(&pipe, err),
             Err(e) => usage(err, &e, "pipe"),
         },
-        Some("query") => match QueryArgs::parse(&args[1..]) {
-            Ok(q) => cmd_query(&q, err),
-            Err(e) => usage(err, &e, "query"),
-        },
+        Some("query") => {
+            let parsed = cluster::Placement::parse(&args[1..]).and_then(|(placement, rest)| {
+                Ok((placement.job_config()?, QueryArgs::parse(&rest)?))
+            });
+            match parsed {
+                Ok((config, q)) => cmd_query(&q, config, err),
+                Err(e) => usage(err, &e, "query"),
+            }
+        }
         Some("job") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
             Ok((placement, rest))
                 if rest.len() == 1 || (rest.len() == 3 && rest[1] == "--timeline") =>

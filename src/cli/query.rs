@@ -109,7 +109,11 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
 
 /// Runs `punctual query`: the arguments made into a job (one output without a name takes the
 /// query's only output; standard output by default).
-pub(super) fn cmd_query(q: &QueryArgs, err: &mut dyn Write) -> u8 {
+pub(super) fn cmd_query(
+    q: &QueryArgs,
+    cluster: Option<punctual_cluster::ClusterConfig>,
+    err: &mut dyn Write,
+) -> u8 {
     let text = q.sql.clone().unwrap_or_default();
     let outputs = match punctual_sql::SqlQuery::parse(&text) {
         Ok(sql) => sql.outputs(),
@@ -168,5 +172,5 @@ pub(super) fn cmd_query(q: &QueryArgs, err: &mut dyn Write) -> u8 {
             }
         }
     }
-    super::job::run(&job, None, err)
+    super::job::run(&job, cluster, err)
 }
