@@ -38,10 +38,11 @@ pub enum Value {
 
 /// Named values in insertion order; compared as a map. Cloning a row is cheap (its fields are
 /// shared, and copied on the first change), so operators that keep and repeat rows do not
-/// copy them.
+/// copy them. Field names are shared too (`Arc<str>`): rows built with the names of one
+/// schema (a CSV header, a query's output columns) hold the same names, not copies.
 #[derive(Clone, Debug, Default)]
 pub struct Row {
-    fields: std::sync::Arc<Vec<(String, Value)>>,
+    fields: std::sync::Arc<Vec<(std::sync::Arc<str>, Value)>>,
 }
 
 impl Value {
@@ -86,7 +87,7 @@ impl Value {
             serde_json::Value::Object(o) => Value::Row(Row {
                 fields: std::sync::Arc::new(
                     o.into_iter()
-                        .map(|(k, v)| (k, Value::from_json(v)))
+                        .map(|(k, v)| (std::sync::Arc::from(k), Value::from_json(v)))
                         .collect(),
                 ),
             }),
@@ -201,11 +202,14 @@ impl Row {
 
     /// The value of `field`, if present.
     pub fn get(&self, field: &str) -> Option<&Value> {
-        self.fields.iter().find(|(k, _)| k == field).map(|(_, v)| v)
+        self.fields
+            .iter()
+            .find(|(k, _)| &**k == field)
+            .map(|(_, v)| v)
     }
 
     /// Sets `field` (replacing an existing value), keeping first-insertion order.
-    pub fn set(&mut self, field: impl Into<String>, value: impl Into<Value>) {
+    pub fn set(&mut self, field: impl Into<std::sync::Arc<str>>, value: impl Into<Value>) {
         let field = field.into();
         let value = value.into();
         let fields = std::sync::Arc::make_mut(&mut self.fields);
@@ -216,13 +220,36 @@ impl Row {
     }
 
     /// The row with `field` set; for building rows in one expression.
-    pub fn with(mut self, field: impl Into<String>, value: impl Into<Value>) -> Row {
+    pub fn with(mut self, field: impl Into<std::sync::Arc<str>>, value: impl Into<Value>) -> Row {
         self.set(field, value);
         self
     }
 
+    /// Sets every field of `other`, in its order (sharing its field names): a field both
+    /// have takes `other`'s value, in its place here.
+    ///
+    /// ```
+    /// use punctual_core::Row;
+    /// let mut a = Row::new().with("k", "A").with("v", 1);
+    /// a.extend(&Row::new().with("v", 2).with("w", 3));
+    /// let fields: Vec<String> = a.fields().map(|(k, v)| format!("{k}={v:?}")).collect();
+    /// assert_eq!(fields, ["k=Str(\"A\")", "v=Int(2)", "w=Int(3)"]);
+    /// ```
+    pub fn extend(&mut self, other: &Row) {
+        if self.is_empty() {
+            *self = other.clone();
+            return;
+        }
+        for (k, v) in other.fields.iter() {
+            self.set(std::sync::Arc::clone(k), v.clone());
+        }
+    }
+
     /// The row with every `(field, value)` set, in order.
-    pub fn with_all(mut self, fields: impl IntoIterator<Item = (String, Value)>) -> Row {
+    pub fn with_all<K: Into<std::sync::Arc<str>>>(
+        mut self,
+        fields: impl IntoIterator<Item = (K, Value)>,
+    ) -> Row {
         for (k, v) in fields {
             self.set(k, v);
         }
@@ -231,7 +258,7 @@ impl Row {
 
     /// Fields in insertion order.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.fields.iter().map(|(k, v)| (k.as_str(), v))
+        self.fields.iter().map(|(k, v)| (&**k, v))
     }
 
     /// Number of fields.
@@ -257,7 +284,7 @@ impl Row {
         serde_json::Value::Object(
             self.fields
                 .iter()
-                .map(|(k, v)| (k.clone(), v.to_json()))
+                .map(|(k, v)| (k.to_string(), v.to_json()))
                 .collect(),
         )
     }

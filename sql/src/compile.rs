@@ -269,15 +269,16 @@ impl Compiler<'_> {
             for x in &parts.rest {
                 rest.push(compile(x, &combined, None, false)?);
             }
-            let lref = scope.sources[0].0.clone();
+            let lref: std::sync::Arc<str> = scope.sources[0].0.as_str().into();
+            let rname: std::sync::Arc<str> = rref.as_str().into();
             let first = j == 0;
             let combine = move |a: &Row, b: &Row| -> Option<Row> {
                 let row = if first {
                     Row::new()
                         .with(lref.clone(), Value::Row(a.clone()))
-                        .with(rref.clone(), Value::Row(b.clone()))
+                        .with(rname.clone(), Value::Row(b.clone()))
                 } else {
-                    a.clone().with(rref.clone(), Value::Row(b.clone()))
+                    a.clone().with(rname.clone(), Value::Row(b.clone()))
                 };
                 rest.iter()
                     .all(|c| truthy(&c.eval(Ctx::row(&row, Time::NEG_INF))))
@@ -336,7 +337,7 @@ impl Compiler<'_> {
                 SelectItem::Star(_) => {
                     if scope.nested {
                         for (r, fields) in &scope.sources {
-                            items.push(Item::Copy(r.clone(), vec![r.clone()]));
+                            items.push(Item::Copy(r.as_str().into(), vec![r.clone()]));
                             push_name(&mut names, Some(r.clone()));
                             let _ = fields;
                         }
@@ -382,7 +383,7 @@ impl Compiler<'_> {
                         }
                     }
                     push_name(&mut names, Some(name.clone()));
-                    items.push(Item::Expr(name, compile(e, &scope, None, true)?));
+                    items.push(Item::Expr(name.into(), compile(e, &scope, None, true)?));
                 }
             }
         }
@@ -509,7 +510,10 @@ impl Compiler<'_> {
                 ));
             }
             names.push(name.clone());
-            items.push((name, compile(e, scope, Some(&mut grouping), true)?));
+            items.push((
+                std::sync::Arc::<str>::from(name),
+                compile(e, scope, Some(&mut grouping), true)?,
+            ));
         }
         let having = match &s.having {
             Some(h) => Some(compile(h, scope, Some(&mut grouping), false)?),
@@ -634,20 +638,20 @@ enum Item {
     /// `source.*`: every field of the record at this path (the row itself if empty).
     Spread(Vec<String>),
     /// A whole source's record under a name (`*` after a join).
-    Copy(String, Vec<String>),
+    Copy(std::sync::Arc<str>, Vec<String>),
     /// A computed column.
-    Expr(String, E),
+    Expr(std::sync::Arc<str>, E),
 }
 
 fn project(items: &[Item], r: &Row, t: Time) -> Row {
+    if let [Item::All] = items {
+        // The row as it is: shared, not copied.
+        return r.clone();
+    }
     let mut out = Row::new();
     for item in items {
         match item {
-            Item::All => {
-                for (k, v) in r.fields() {
-                    out.set(k, v.clone());
-                }
-            }
+            Item::All => out.extend(r),
             Item::Spread(path) => {
                 let rec = match path.first() {
                     None => Some(r),
@@ -657,9 +661,7 @@ fn project(items: &[Item], r: &Row, t: Time) -> Row {
                     },
                 };
                 if let Some(rec) = rec {
-                    for (k, v) in rec.fields() {
-                        out.set(k, v.clone());
-                    }
+                    out.extend(rec);
                 }
             }
             Item::Copy(name, path) => {
