@@ -249,3 +249,83 @@ fn the_comparison_fails_when_it_should() {
     assert_eq!(parse("Interval { start: 2, end: 7 } x"), (Some(2), 0));
     assert_eq!(parse("CTI +inf"), (None, i64::MAX));
 }
+
+/// An input adapter that enqueues a few points and then fails, as a source that breaks does.
+struct Breaks;
+
+#[async_trait::async_trait]
+impl punctual::adapters::InputAdapter<i64> for Breaks {
+    async fn run(
+        &mut self,
+        ctx: &mut punctual::adapters::InputContext<i64>,
+    ) -> Result<(), punctual::adapters::AdapterError> {
+        for i in 0..3 {
+            ctx.enqueue_point(punctual::core::Time::from_ticks(i), i)
+                .await?;
+        }
+        Err(punctual::adapters::AdapterError::Config(
+            "the source broke".to_owned(),
+        ))
+    }
+}
+
+impl punctual::adapters::InputAdapterFactory<(), i64> for Breaks {
+    type Adapter = Breaks;
+    fn create(
+        &self,
+        _: &(),
+        _: punctual::core::EventShape,
+    ) -> Result<Breaks, punctual::adapters::AdapterError> {
+        Ok(Breaks)
+    }
+}
+
+/// An input whose adapter fails on one worker fails the run (nothing looks complete): the
+/// error names the worker and says why, while the other worker's input ran to its end.
+#[test]
+fn an_input_that_fails_on_one_worker_fails_the_run() {
+    use punctual::adapters::{InputOptions, MemoryInput, Query};
+    use punctual::core::{EventShape, StreamItem, Time};
+    let out = CollectOutput::new();
+    let sink = out.clone();
+    let result = run_query(ClusterConfig::threads(2), Codecs::new(), move |_| {
+        let mut query = Query::new("breaks");
+        let items: Vec<StreamItem<i64>> = (0..5)
+            .map(|i| StreamItem::point(Time::from_ticks(i), i))
+            .collect();
+        // Both issue a CTI after each event and a final one when they end well.
+        let settings = punctual::policies::AdvanceTimeSettings::increasing_start_time;
+        let good = query.create_stream(
+            InputOptions::new("good", EventShape::Point).settings(settings()),
+            &MemoryInput,
+            &items,
+        )?;
+        let bad = query.create_stream(
+            InputOptions::new("bad", EventShape::Point).settings(settings()),
+            &Breaks,
+            &(),
+        )?;
+        query.bind_output(&good.union(&[&bad]), &sink, &())?;
+        Ok(query)
+    });
+    match result {
+        Err(punctual::cluster::Error::Query { worker, message }) => {
+            assert_eq!(worker, 1, "the second input is on the second worker");
+            assert!(message.contains("the source broke"), "{message}");
+        }
+        other => panic!("expected the run to fail, got {other:?}"),
+    }
+    // What the CTIs released went through (the union's CTI is the broken input's last, 2:
+    // the points at 0 and 1 of each input); no final CTI: the output does not look complete.
+    let events = out
+        .items()
+        .iter()
+        .filter(|i| matches!(i, StreamItem::Insert(_)))
+        .count();
+    assert_eq!(events, 4, "{:?}", out.items());
+    assert!(
+        !out.items().contains(&StreamItem::Cti(Time::INF)),
+        "{:?}",
+        out.items()
+    );
+}
