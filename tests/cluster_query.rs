@@ -11,40 +11,8 @@ use proptest::prelude::*;
 
 use punctual::adapters::CollectOutput;
 use punctual::cluster::{run_query, ClusterConfig, Codecs};
-use punctual_tests::split_cases::{outcome, query, Outcome, RawInput, Shape, Spec};
-
-fn input() -> impl Strategy<Value = RawInput> {
-    (
-        prop::collection::vec((0i64..60, 0u8..12, 0u8..5, -5i64..20), 0..20),
-        prop::collection::btree_set(1i64..70, 0..6).prop_map(|s| s.into_iter().collect()),
-    )
-}
-
-fn shape() -> impl Strategy<Value = Shape> {
-    prop_oneof![
-        Just(Shape::StatelessUnion),
-        Just(Shape::JoinThenWindow),
-        (1i64..15).prop_map(Shape::TumblingPerKey),
-        (1i64..15).prop_map(Shape::HoppingAll),
-        Just(Shape::SnapshotPerKey),
-        Just(Shape::CountPerKey),
-        Just(Shape::AntiJoin),
-        Just(Shape::Clip),
-        Just(Shape::GroupApply),
-        Just(Shape::GeneratedJoin),
-    ]
-}
-
-fn spec() -> impl Strategy<Value = Spec> {
-    (shape(), input(), input()).prop_map(|(shape, a, b)| Spec {
-        shape,
-        inputs: if shape.inputs() == 1 {
-            vec![a]
-        } else {
-            vec![a, b]
-        },
-    })
-}
+use punctual_tests::split_cases::strategy::spec;
+use punctual_tests::split_cases::{outcome, query, Outcome, Shape, Spec};
 
 /// An output item: an event's sync time (`None` for a CTI), and a CTI's time.
 fn parse(item: &str) -> (Option<i64>, i64) {

@@ -455,3 +455,47 @@ pub fn items(
     }
     out
 }
+
+/// Random specs for the property tests (`tests/cluster.rs`, `tests/cluster_query.rs`): a query
+/// shape and its inputs.
+pub mod strategy {
+    use proptest::prelude::*;
+
+    use super::{RawInput, Shape, Spec};
+
+    /// One input: up to 20 events and up to 6 CTIs.
+    pub fn input() -> impl Strategy<Value = RawInput> {
+        (
+            prop::collection::vec((0i64..60, 0u8..12, 0u8..5, -5i64..20), 0..20),
+            prop::collection::btree_set(1i64..70, 0..6).prop_map(|s| s.into_iter().collect()),
+        )
+    }
+
+    /// Any shape.
+    pub fn shape() -> impl Strategy<Value = Shape> {
+        prop_oneof![
+            Just(Shape::StatelessUnion),
+            Just(Shape::JoinThenWindow),
+            (1i64..15).prop_map(Shape::TumblingPerKey),
+            (1i64..15).prop_map(Shape::HoppingAll),
+            Just(Shape::SnapshotPerKey),
+            Just(Shape::CountPerKey),
+            Just(Shape::AntiJoin),
+            Just(Shape::Clip),
+            Just(Shape::GroupApply),
+            Just(Shape::GeneratedJoin),
+        ]
+    }
+
+    /// A shape with as many inputs as it reads.
+    pub fn spec() -> impl Strategy<Value = Spec> {
+        (shape(), input(), input()).prop_map(|(shape, a, b)| Spec {
+            shape,
+            inputs: if shape.inputs() == 1 {
+                vec![a]
+            } else {
+                vec![a, b]
+            },
+        })
+    }
+}

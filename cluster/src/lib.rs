@@ -385,6 +385,49 @@ pub(crate) fn guarded<T>(
     }
 }
 
+/// Stage `stage` of a split query as a timely operator: what the workers sent at each timely
+/// time goes to `process` once the frontier says every worker has sent all of it, times in
+/// order; what `process` returns goes on at the same time.
+pub(crate) fn run_stage<'scope>(
+    stream: timely::dataflow::StreamVec<'scope, i64, Shipment>,
+    stage: usize,
+    mut process: impl FnMut(Vec<Shipment>) -> Vec<Shipment> + 'static,
+) -> timely::dataflow::StreamVec<'scope, i64, Shipment> {
+    stream.unary_frontier(
+        Exchange::new(|m: &Shipment| m.dest as u64),
+        &format!("stage {stage}"),
+        move |cap: Capability<i64>, _info| {
+            let mut cap = Some(cap);
+            let mut pending: BTreeMap<i64, Vec<Shipment>> = BTreeMap::new();
+            move |(input, frontier), output| {
+                input.for_each(|time, data| {
+                    // Every shipment is sent under one capability: one time.
+                    if let Some(&t) = time.least() {
+                        pending.entry(t).or_default().append(data);
+                    }
+                });
+                let Some(c) = cap.as_mut() else { return };
+                while let Some(entry) = pending.first_entry() {
+                    let time = *entry.key();
+                    if frontier.less_equal(&time) {
+                        break;
+                    }
+                    let give = process(entry.remove());
+                    output
+                        .session(&c.delayed(&time))
+                        .give_iterator(give.into_iter());
+                }
+                match frontier.frontier().first() {
+                    Some(t) if *t > *c.time() => c.downgrade(t),
+                    Some(_) => {}
+                    None if pending.is_empty() => cap = None,
+                    None => {}
+                }
+            }
+        },
+    )
+}
+
 /// Hands a stage's shipments at one time to this worker's graph: those for later stages come back to be forwarded. Each sender's batches for one
 /// edge are joined in the order sent, so that the graph merges one stream per sender.
 pub(crate) fn arrive(
@@ -611,61 +654,26 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
                 let edges = Rc::clone(&edge_list);
                 let codecs = Rc::clone(&edge_codecs);
                 let failure = Rc::clone(&failure);
-                stream = stream.unary_frontier(
-                    Exchange::new(|m: &Shipment| m.dest as u64),
-                    &format!("stage {stage}"),
-                    move |cap: Capability<i64>, _info| {
-                        let mut cap = Some(cap);
-                        let mut pending: BTreeMap<i64, Vec<Shipment>> = BTreeMap::new();
-                        move |(input, frontier), output| {
-                            input.for_each(|time, data| {
-                                // Every shipment is sent under one capability: one time.
-                                if let Some(&t) = time.least() {
-                                    pending.entry(t).or_default().append(data);
-                                }
-                            });
-                            let Some(c) = cap.as_mut() else { return };
-                            while let Some(entry) = pending.first_entry() {
-                                let time = *entry.key();
-                                if frontier.less_equal(&time) {
-                                    break;
-                                }
-                                let shipments = entry.remove();
-                                let mut guard = shared.borrow_mut();
-                                let mut fail = failure.borrow_mut();
-                                let mut give = arrive(
-                                    guard.0.graph_mut(),
-                                    stage,
-                                    shipments,
-                                    &edges,
-                                    &codecs,
-                                    &mut fail,
-                                );
-                                if stage == last {
-                                    let (driver, state) = &mut *guard;
-                                    if let Some(state) = state.as_mut() {
-                                        script.drain(driver, state);
-                                    }
-                                }
-                                route(guard.0.graph_mut(), me, &codecs, &mut give);
-                                let at = c.delayed(&time);
-                                output.session(&at).give_iterator(give.into_iter());
-                            }
-                            match frontier.frontier().first() {
-                                Some(t) => {
-                                    if *t > *c.time() {
-                                        c.downgrade(t);
-                                    }
-                                }
-                                None => {
-                                    if pending.is_empty() {
-                                        cap = None;
-                                    }
-                                }
-                            }
+                stream = run_stage(stream, stage, move |shipments| {
+                    let mut guard = shared.borrow_mut();
+                    let mut fail = failure.borrow_mut();
+                    let mut give = arrive(
+                        guard.0.graph_mut(),
+                        stage,
+                        shipments,
+                        &edges,
+                        &codecs,
+                        &mut fail,
+                    );
+                    if stage == last {
+                        let (driver, state) = &mut *guard;
+                        if let Some(state) = state.as_mut() {
+                            script.drain(driver, state);
                         }
-                    },
-                );
+                    }
+                    route(guard.0.graph_mut(), me, &codecs, &mut give);
+                    give
+                });
             }
             stream.probe_with(&probe);
         });

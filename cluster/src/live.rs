@@ -9,7 +9,6 @@
 //! that have not ended) and holds its capability there; so a stage runs what was sent at
 //! time `t` once every worker's inputs have passed `t`: the frontier is the global CTI.
 
-use std::collections::BTreeMap;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -17,15 +16,13 @@ use std::time::Duration;
 use punctual_adapters::{Exchange, Query, QueryError, QueryReport};
 use punctual_core::Time;
 use punctual_engine::Driver;
-use timely::dataflow::channels::pact::Exchange as ExchangePact;
 use timely::dataflow::operators::generic::operator::source;
-use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::probe::Probe;
 use timely::dataflow::operators::Capability;
 use timely::scheduling::SyncActivator;
 
 use crate::codec::Codec;
-use crate::{arrive, guarded, route, ClusterConfig, Codecs, Error, Shipment};
+use crate::{arrive, guarded, route, run_stage, ClusterConfig, Codecs, Error, Shipment};
 
 /// What a run of [`run_query`] reports in this process: each of its workers' report, and who
 /// owns each input.
@@ -359,47 +356,15 @@ fn run_worker(
             let codecs = Arc::clone(&edge_codecs);
             let failure = Arc::clone(&failure);
             let handle = handle.clone();
-            stream = stream.unary_frontier(
-                ExchangePact::new(|m: &Shipment| m.dest as u64),
-                &format!("stage {stage}"),
-                move |cap: Capability<i64>, _info| {
-                    let mut cap = Some(cap);
-                    let mut pending: BTreeMap<i64, Vec<Shipment>> = BTreeMap::new();
-                    move |(input, frontier), output| {
-                        input.for_each(|time, data| {
-                            if let Some(&t) = time.least() {
-                                pending.entry(t).or_default().append(data);
-                            }
-                        });
-                        let Some(c) = cap.as_mut() else { return };
-                        while let Some(entry) = pending.first_entry() {
-                            let time = *entry.key();
-                            if frontier.less_equal(&time) {
-                                break;
-                            }
-                            let shipments = entry.remove();
-                            let give = handle.block_on(query.receive(|driver| {
-                                let mut fail =
-                                    failure.lock().unwrap_or_else(PoisonError::into_inner);
-                                let graph = driver.graph_mut();
-                                let mut give =
-                                    arrive(graph, stage, shipments, &edges, &codecs, &mut fail);
-                                route(graph, me, &codecs, &mut give);
-                                give
-                            }));
-                            output
-                                .session(&c.delayed(&time))
-                                .give_iterator(give.into_iter());
-                        }
-                        match frontier.frontier().first() {
-                            Some(t) if *t > *c.time() => c.downgrade(t),
-                            Some(_) => {}
-                            None if pending.is_empty() => cap = None,
-                            None => {}
-                        }
-                    }
-                },
-            );
+            stream = run_stage(stream, stage, move |shipments| {
+                handle.block_on(query.receive(|driver| {
+                    let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);
+                    let graph = driver.graph_mut();
+                    let mut give = arrive(graph, stage, shipments, &edges, &codecs, &mut fail);
+                    route(graph, me, &codecs, &mut give);
+                    give
+                }))
+            });
         }
         stream.probe_with(&probe);
     });
