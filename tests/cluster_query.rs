@@ -2,10 +2,13 @@
 //! cluster executor (`punctual::cluster::run_query`) with its own adapters: on random inputs,
 //! every query shape gives the output it gives on the local runtime (`Query::start`), with the
 //! same drops, on 1, 2 and 3 worker threads: the same events, the same last CTI, a valid
-//! stream, and each event released no later (the CTI after it is at most the one after it
-//! on the runtime). The CTIs in between may be more: the workers' CTIs are merged as they
-//! come (the least every worker has passed), so a CTI one worker's operators hold back and
-//! the others do not shows up on its own where the runtime jumps over it.
+//! stream (no event before a CTI above its sync time). Where an event falls between the CTIs
+//! is not compared: the inputs' adapters run side by side, so the order in which one input's
+//! events meet the other's CTIs differs from run to run (on the runtime too); and the CTIs in
+//! between differ: the workers' CTIs are merged as they come (the least every worker has
+//! passed), so a CTI one worker's operators hold back and the others do not shows up on its
+//! own where the runtime jumps over it, and CTIs that reach an operator together are passed
+//! on as the last of them.
 
 use proptest::prelude::*;
 
@@ -88,11 +91,6 @@ fn same(got: &Outcome, want: &Outcome) -> Result<(), String> {
         return Err(format!(
             "events differ:\n cluster {:?}\n runtime {:?}",
             g, w
-        ));
-    }
-    if let Some(((e, a), (_, b))) = g.iter().zip(&w).find(|((_, a), (_, b))| a > b) {
-        return Err(format!(
-            "{e} released after CTI {a}, on the runtime after CTI {b}"
         ));
     }
     if g_ctis.last() != w_ctis.last() {
@@ -191,8 +189,8 @@ fn the_report_takes_each_input_s_counters_from_its_owner() {
     );
 }
 
-/// The comparison finds what it should: an event after a CTI above it, an event released
-/// later than on the runtime.
+/// The comparison finds what it should: an event after a CTI above it, an event missing or
+/// different, a missing final CTI; other CTIs in between are allowed.
 #[test]
 fn the_comparison_fails_when_it_should() {
     let out = |items: &[&str]| Outcome {
@@ -206,11 +204,12 @@ fn the_comparison_fails_when_it_should() {
     )
     .is_ok());
     assert!(same(&out(&["CTI 0", "CTI 4", "Point(3) a", "CTI +inf"]), &want).is_err());
+    // Other CTIs in between: the same.
     assert!(same(
         &out(&["CTI 0", "CTI 2", "Point(3) a", "CTI 6", "CTI +inf"]),
         &want
     )
-    .is_err());
+    .is_ok());
     assert!(same(&out(&["CTI 0", "Point(3) b", "CTI 5", "CTI +inf"]), &want).is_err());
     assert!(same(&out(&["CTI 0", "Point(3) a", "CTI 5"]), &want).is_err());
     assert_eq!(parse("EndEdge { start: 1, end: 7 } x"), (Some(7), 0));
