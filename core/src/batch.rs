@@ -425,38 +425,78 @@ impl<P> Batch<P> {
     }
 }
 
+thread_local! {
+    /// [`Batch::split_to`]'s destination of each event and cursor of each destination (kept:
+    /// no allocation per split).
+    static SPLIT_SCRATCH: std::cell::RefCell<(Vec<u32>, Vec<usize>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
 impl<P> Batch<P> {
     /// Moves every event to `dests[dest(payload)]` and copies every CTI to every destination,
     /// each after the events that preceded it: each destination gets a stream of its own
     /// events with all the CTIs (what a worker sends another when a graph runs split, see
     /// [`crate::ops::Graph::split`]). The batch is left empty.
     pub(crate) fn split_to(&mut self, dests: &mut [Batch<P>], mut dest: impl FnMut(&P) -> usize) {
-        let n = dests.len().max(1);
-        // Room for an even share and some more, so that most splits do not grow a column.
-        let share = self.sync.len() / n + self.sync.len() / (4 * n) + 16;
-        for d in dests.iter_mut() {
-            d.sync.reserve(share);
-            d.other.reserve(share);
-            d.payload.reserve(share);
-        }
-        let mut marks = self.ctis.drain(..).peekable();
-        for (i, ((sync, other), payload)) in self
-            .sync
-            .drain(..)
-            .zip(self.other.drain(..))
-            .zip(self.payload.drain(..))
-            .enumerate()
-        {
-            while let Some(m) = marks.next_if(|m| m.after == i) {
-                dests.iter_mut().for_each(|d| d.push_cti(m.time));
+        let Some(last) = dests.len().checked_sub(1) else {
+            self.clear();
+            return;
+        };
+        SPLIT_SCRATCH.with(|scratch| {
+            let (to, at) = &mut *scratch.borrow_mut();
+            // Each event's destination, and each destination's share: its time columns
+            // grow by exactly that, and each event's times are written at the destination's
+            // cursor (no capacity check per event, no branch on the destination).
+            to.clear();
+            to.extend(self.payload.iter().map(|p| dest(p).min(last) as u32));
+            at.clear();
+            at.resize(dests.len(), 0);
+            for &d in to.iter() {
+                at[d as usize] += 1;
             }
-            if let Some(d) = dests.get_mut(dest(&payload) % n) {
-                d.push_event(sync, other, payload);
+            for (d, a) in dests.iter_mut().zip(at.iter_mut()) {
+                let len = d.sync.len();
+                d.sync.resize(len + *a, Time::default());
+                d.other.resize(len + *a, Time::default());
+                d.payload.reserve(*a);
+                *a = len;
             }
-        }
-        for m in marks {
-            dests.iter_mut().for_each(|d| d.push_cti(m.time));
-        }
+            let mut marks = self.ctis.drain(..).peekable();
+            for (i, ((&d, &sync), &other)) in to.iter().zip(&self.sync).zip(&self.other).enumerate()
+            {
+                while let Some(m) = marks.next_if(|m| m.after == i) {
+                    for (dst, &after) in dests.iter_mut().zip(at.iter()) {
+                        dst.ctis.push(CtiMark {
+                            after,
+                            time: m.time,
+                        });
+                    }
+                }
+                let d = d as usize;
+                if let (Some(dst), Some(k)) = (dests.get_mut(d), at.get_mut(d)) {
+                    if let (Some(s), Some(o)) = (dst.sync.get_mut(*k), dst.other.get_mut(*k)) {
+                        *s = sync;
+                        *o = other;
+                    }
+                    *k += 1;
+                }
+            }
+            for m in marks {
+                for (dst, &after) in dests.iter_mut().zip(at.iter()) {
+                    dst.ctis.push(CtiMark {
+                        after,
+                        time: m.time,
+                    });
+                }
+            }
+            for (payload, &d) in self.payload.drain(..).zip(to.iter()) {
+                if let Some(dst) = dests.get_mut(d as usize) {
+                    dst.payload.push(payload);
+                }
+            }
+            self.sync.clear();
+            self.other.clear();
+        });
     }
 
     /// Room for `n` more events.
@@ -685,6 +725,59 @@ mod tests {
                 .map(|i| i.map(|p| p.parse::<i64>().unwrap()))
                 .collect();
             assert_eq!(got_strings, expected, "strings, marks at {ctis_at:?}");
+        }
+    }
+
+    /// A split gives each destination its events in order, with every CTI after the events
+    /// that came before it, whatever the CTIs' positions (first, last, several in a row).
+    #[test]
+    fn a_split_keeps_each_destination_s_events_after_their_ctis() {
+        let t = Time::from_ticks;
+        for ctis_at in [
+            vec![],
+            vec![0],
+            vec![0, 0, 5, 12],
+            vec![3, 7, 12],
+            vec![12, 12],
+        ] {
+            for workers in [1usize, 2, 3, 9] {
+                let mut b: Batch<String> = Batch::new();
+                let mut marks = ctis_at.iter().peekable();
+                let mut time = 100;
+                for i in 0..12i64 {
+                    while marks.next_if(|&&c| c == i).is_some() {
+                        time += 1;
+                        b.push_cti(t(time));
+                    }
+                    b.push_event(t(i * 10), t(i * 10 + 1), format!("{}", i * 7 % 5));
+                }
+                for _ in marks {
+                    time += 1;
+                    b.push_cti(t(time));
+                }
+                let all: Vec<StreamItem<String>> =
+                    b.items().map(|i| i.map(|p| p.clone())).collect();
+                let dest = |p: &String| p.parse::<usize>().unwrap_or(0) % workers;
+                let mut dests: Vec<Batch<String>> = (0..workers).map(|_| Batch::new()).collect();
+                b.split_to(&mut dests, dest);
+                assert!(b.is_empty() && b.ctis.is_empty());
+                for (w, d) in dests.iter().enumerate() {
+                    let expected: Vec<StreamItem<String>> = all
+                        .iter()
+                        .filter(|i| match i {
+                            StreamItem::Insert(e) => dest(&e.payload) == w,
+                            StreamItem::Cti(_) => true,
+                        })
+                        .cloned()
+                        .collect();
+                    let got: Vec<StreamItem<String>> =
+                        d.items().map(|i| i.map(|p| p.clone())).collect();
+                    assert_eq!(
+                        got, expected,
+                        "CTIs at {ctis_at:?}, worker {w} of {workers}"
+                    );
+                }
+            }
         }
     }
 }

@@ -95,6 +95,10 @@ where
         super::Placement::Anywhere
     }
 
+    fn keeps_payloads(&self) -> bool {
+        true
+    }
+
     fn output_shape(&self, input: EventShape) -> EventShape {
         input
     }

@@ -272,6 +272,12 @@ pub trait Node: Send {
     fn placement(&self) -> Placement {
         Placement::One
     }
+    /// Whether every event it emits carries the payload of an event it received, unchanged
+    /// (see [`UnaryOperator::keeps_payloads`](super::UnaryOperator::keeps_payloads); a
+    /// union's are its inputs'). By default `false`.
+    fn keeps_payloads(&self) -> bool {
+        false
+    }
     /// Splits a batch arriving on `port` on worker `me` over `dests` (empty batches of its
     /// type, one per worker), as its [`Node::placement`] says: each event to its worker,
     /// every CTI to each.

@@ -211,6 +211,15 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     fn placement(&self) -> Placement {
         Placement::One
     }
+    /// Whether every event it emits carries the payload of an event it received, unchanged
+    /// (it may drop events or change their times: filter, reorder, shift, lifetimes). Then
+    /// events placed by a key before it are still placed by that key after it, and a split
+    /// graph places an input's events by the key of the operator that such operators lead
+    /// to right where the input is read ([`Graph::split`](graph::Graph::split)). By default
+    /// `false`.
+    fn keeps_payloads(&self) -> bool {
+        false
+    }
     /// For [`Placement::ByKey`]: the hash of an input event's key ([`key_hash`]).
     fn key_hash(&self, payload: &I) -> u64 {
         let _ = payload;
@@ -314,6 +323,9 @@ impl<Op: UnaryOperator<I, O>, I: Clone + Send + 'static, O: Clone + Send + 'stat
     }
     fn placement(&self) -> Placement {
         self.op.placement()
+    }
+    fn keeps_payloads(&self) -> bool {
+        self.op.keeps_payloads()
     }
     fn scatter(
         &self,

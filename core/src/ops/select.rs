@@ -132,6 +132,10 @@ impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Reorder<P> {
         super::Placement::Anywhere
     }
 
+    fn keeps_payloads(&self) -> bool {
+        true
+    }
+
     fn output_shape(&self, input: EventShape) -> EventShape {
         input
     }
@@ -196,6 +200,10 @@ impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Shift {
         super::Placement::Anywhere
     }
 
+    fn keeps_payloads(&self) -> bool {
+        true
+    }
+
     fn output_shape(&self, input: EventShape) -> EventShape {
         input
     }
@@ -236,6 +244,10 @@ impl<P: Clone + Send + 'static> UnaryOperator<P, P> for AlterDuration {
 
     fn placement(&self) -> super::Placement {
         super::Placement::Anywhere
+    }
+
+    fn keeps_payloads(&self) -> bool {
+        true
     }
 
     fn output_shape(&self, _input: EventShape) -> EventShape {
@@ -308,6 +320,10 @@ where
 
     fn placement(&self) -> super::Placement {
         super::Placement::Anywhere
+    }
+
+    fn keeps_payloads(&self) -> bool {
+        true
     }
 
     fn output_shape(&self, _input: EventShape) -> EventShape {

@@ -4,7 +4,11 @@
 //! events; what crosses from one worker to another travels on the graph's *edges*:
 //!
 //! - an input's stream, from the worker that owns the input (its adapter and ingress) to
-//!   every worker: the events stay on the owner, the CTIs go to all;
+//!   every worker: the CTIs go to all; the events stay on the owner, unless the stream leads,
+//!   through operators that keep payloads (filter, union, shift, ...:
+//!   [`Node::keeps_payloads`]), to an operator that must see events together: then they go
+//!   where that operator needs them as soon as they are read, and its input does not cross
+//!   workers again;
 //! - the input of an operator that must see events together (its [`Placement`]): events by a
 //!   hash of their key (or all to one worker), CTIs to all;
 //! - an input that crosses from one stage to a later one (see below) without a placement:
@@ -21,6 +25,7 @@
 //! share of them, the merged output of a step is the output of the graph run whole.
 //!
 //! [`Placement`]: super::Placement
+//! [`Node::keeps_payloads`]: super::graph::Node::keeps_payloads
 
 use crate::time::Time;
 
@@ -65,6 +70,9 @@ pub(super) struct Split {
     injection: Vec<Option<usize>>,
     /// For each node: the edge carrying its output to worker 0, if it is kept.
     output: Vec<Option<usize>>,
+    /// For each node: the operator input by whose placement its events are placed, if any
+    /// (see [`Graph::placed_by`]).
+    placed: Vec<Option<(NodeId, usize)>>,
     /// Input streams fed since the last take, in the order fed.
     injected: Vec<(usize, Box<dyn AnyBatch>)>,
 }
@@ -150,23 +158,31 @@ impl Graph {
     /// are that worker's).
     pub fn split(&mut self, me: usize, workers: usize, gather: bool) -> Vec<Edge> {
         let n = self.slots.len();
+        let placed = self.placed_by();
         let mut stage = vec![0usize; n];
         let mut edges = Vec::new();
         let mut routed = vec![Vec::new(); n];
         let mut injection = vec![None; n];
         let mut output = vec![None; n];
+        // Whether the events node `i` sends to port `port` of `j` must cross workers.
+        let keyed_edge = |i: NodeId, j: NodeId, port: usize| {
+            self.slots[j]
+                .node
+                .as_ref()
+                .is_some_and(|node| node.placement() != Placement::Anywhere)
+                && placed[i] != Some((j, port))
+        };
         for j in 0..n {
             let slot = &self.slots[j];
             stage[j] = match &slot.node {
                 None => 1,
-                Some(node) => {
-                    let keyed = node.placement() != Placement::Anywhere;
-                    slot.inputs
-                        .iter()
-                        .map(|&i| stage[i] + usize::from(keyed))
-                        .max()
-                        .unwrap_or(1)
-                }
+                Some(_) => slot
+                    .inputs
+                    .iter()
+                    .enumerate()
+                    .map(|(port, &i)| stage[i] + usize::from(keyed_edge(i, j, port)))
+                    .max()
+                    .unwrap_or(1),
             };
         }
         let last = stage.iter().copied().max().unwrap_or(1) + 1;
@@ -183,10 +199,7 @@ impl Graph {
         }
         for (i, slot) in self.slots.iter().enumerate() {
             for &(j, port) in &slot.consumers {
-                let keyed = self.slots[j]
-                    .node
-                    .as_ref()
-                    .is_some_and(|node| node.placement() != Placement::Anywhere);
+                let keyed = keyed_edge(i, j, port);
                 routed[i].push((keyed || stage[i] != stage[j]).then(|| {
                     edges.push(Edge {
                         from: Some(i),
@@ -225,9 +238,53 @@ impl Graph {
             routed,
             injection,
             output,
+            placed,
             injected: Vec::new(),
         }));
         list
+    }
+
+    /// For each node, the operator input (node and port) by whose placement its events are
+    /// placed on the workers, when they are: an input's stream is placed by the placement of
+    /// the operator it leads to through operators that keep payloads (each the only
+    /// consumer of the one before: filter, union, shift, ...), where it is read, so that
+    /// this operator gets its events without another crossing; an operator that keeps
+    /// payloads, whose inputs are all placed by the same, is placed by it too.
+    fn placed_by(&self) -> Vec<Option<(NodeId, usize)>> {
+        let keeps = |j: NodeId| {
+            self.slots[j].node.as_ref().is_some_and(|node| {
+                node.placement() == Placement::Anywhere && node.keeps_payloads()
+            })
+        };
+        let mut placed: Vec<Option<(NodeId, usize)>> = vec![None; self.slots.len()];
+        for j in 0..self.slots.len() {
+            placed[j] = match &self.slots[j].node {
+                None => {
+                    // Follow the only consumer while it keeps payloads.
+                    let mut at = j;
+                    loop {
+                        match self.slots[at].consumers[..] {
+                            [(next, _)] if keeps(next) => at = next,
+                            [(next, port)] => {
+                                break self.slots[next]
+                                    .node
+                                    .as_ref()
+                                    .filter(|node| node.placement() != Placement::Anywhere)
+                                    .map(|_| (next, port))
+                            }
+                            _ => break None,
+                        }
+                    }
+                }
+                Some(_) if keeps(j) => {
+                    let inputs = &self.slots[j].inputs;
+                    let first = inputs.first().and_then(|&i| placed[i]);
+                    first.filter(|_| inputs.iter().all(|&i| placed[i] == first))
+                }
+                Some(_) => None,
+            };
+        }
+        placed
     }
 
     /// Takes the input streams fed since the last call, in the order fed: for each, its edge
@@ -242,7 +299,16 @@ impl Graph {
                 continue;
             };
             let mut parts = slot.empties(batch.as_ref(), workers);
-            batch.scatter_to(me, &mut parts);
+            // Placed where it is read by the operator it leads to, if any; otherwise the
+            // events stay here.
+            let placed = match slot.edge.to {
+                EdgeEnd::Source(source) => split.placed.get(source).copied().flatten(),
+                _ => None,
+            };
+            match placed.and_then(|(j, port)| Some((self.slots.get(j)?.node.as_ref()?, port))) {
+                Some((node, port)) => node.scatter(port, batch.as_mut(), me, &mut parts),
+                None => batch.scatter_to(me, &mut parts),
+            }
             slot.keep(batch, workers);
             f(edge, parts);
         }
@@ -504,5 +570,51 @@ mod tests {
             vec![StreamItem::Cti(t(2))]
         );
         assert!(a.is_empty());
+    }
+
+    /// Where each edge goes, by kind, and the stage that reads it.
+    fn plan(graph: &crate::ops::QueryGraph) -> Vec<(&'static str, usize)> {
+        let mut g = graph.take_graph();
+        g.split(0, 2, true)
+            .iter()
+            .map(|e| {
+                let kind = match e.to {
+                    EdgeEnd::Source(_) => "source",
+                    EdgeEnd::Port(..) => "port",
+                    EdgeEnd::Output(_) => "output",
+                };
+                (kind, e.to_stage)
+            })
+            .collect()
+    }
+
+    /// An input read through operators that keep payloads (union, filter) into a window per
+    /// key is placed by the window's key where it is read: the window runs in the first
+    /// stage, no edge leads into it. After an operator that changes payloads, the window's
+    /// input crosses workers again.
+    #[test]
+    fn inputs_are_placed_by_the_key_of_the_operator_they_lead_to() {
+        use crate::ops::{Count, QueryGraph};
+        use crate::Unordered;
+        let graph = QueryGraph::new();
+        let a = graph.source::<(u32, i64), Unordered>();
+        let b = graph.source::<(u32, i64), Unordered>();
+        let counts = a
+            .union(&[&b.filter(|p| p.1 > 0)])
+            .tumbling_window(crate::TimeSpan::from_ticks(10))
+            .group_by(|p| p.0)
+            .aggregate(Count);
+        graph.keep_output(&counts);
+        assert_eq!(plan(&graph), vec![("source", 1), ("source", 1), ("output", 2)]);
+
+        let graph = QueryGraph::new();
+        let a = graph.source::<(u32, i64), Unordered>();
+        let counts = a
+            .map(|p| (p.0 + 1, p.1))
+            .tumbling_window(crate::TimeSpan::from_ticks(10))
+            .group_by(|p| p.0)
+            .aggregate(Count);
+        graph.keep_output(&counts);
+        assert_eq!(plan(&graph), vec![("source", 1), ("port", 2), ("output", 3)]);
     }
 }

@@ -219,6 +219,9 @@ impl<P: Clone + Send + 'static> Node for Union<P> {
     fn placement(&self) -> super::Placement {
         super::Placement::Anywhere
     }
+    fn keeps_payloads(&self) -> bool {
+        true
+    }
     fn scatter(
         &self,
         _port: usize,
