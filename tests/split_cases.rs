@@ -51,6 +51,9 @@ pub enum Shape {
     /// An equijoin by key of inputs whose CTIs are generated (every 3 events, 5 behind), with
     /// the Drop policy.
     GeneratedJoin,
+    /// An equijoin by key with filtered reference data (the second input, replicated to
+    /// every worker), then tumbling windows per another key.
+    ReferenceJoin,
 }
 
 impl Shape {
@@ -68,6 +71,11 @@ impl Shape {
     /// Whether its inputs generate their CTIs (their own CTIs are dropped from the items).
     pub fn generated(self) -> bool {
         matches!(self, Shape::GeneratedJoin)
+    }
+
+    /// Whether its second input is reference data ([`InputOptions::reference`]).
+    pub fn reference(self) -> bool {
+        matches!(self, Shape::ReferenceJoin)
     }
 
     /// The query on `s`, its results as text.
@@ -134,6 +142,21 @@ impl Shape {
             Shape::GeneratedJoin => s[0]
                 .join_on(&s[1], |p| p.key, |p| p.key, |x, y| (x.id, y.id))
                 .map(move |r| text(r)),
+            Shape::ReferenceJoin => s[0]
+                .join_on(
+                    &s[1].filter(|p| p.v % 3 != 0),
+                    |p| p.key,
+                    |p| p.key,
+                    |x, y| Pl {
+                        id: x.id,
+                        key: (x.v + y.v).rem_euclid(2) as u8,
+                        v: x.v * y.v,
+                    },
+                )
+                .tumbling_window(TimeSpan::from_ticks(6))
+                .group_by(|p| p.key)
+                .aggregate((Count, Sum::of(|p: &Pl| p.v as f64)))
+                .map(move |r| text(r)),
         }
     }
 }
@@ -196,8 +219,11 @@ pub struct Outcome {
     pub dropped: u64,
 }
 
-fn input_options(name: String, generated: bool) -> InputOptions {
+fn input_options(name: String, generated: bool, reference: bool) -> InputOptions {
     let mut options = InputOptions::new(name, EventShape::Edge);
+    if reference {
+        options = options.reference();
+    }
     if generated {
         let generation = AdvanceTimeGenerationSettings::every_events(3)
             .delay(TimeSpan::from_ticks(5))
@@ -229,7 +255,11 @@ pub fn query(case: &Case, out: &CollectOutput<String>) -> Result<Query, QueryErr
     let mut query = Query::new("case");
     let mut sources = Vec::new();
     for (k, items) in case.inputs.iter().enumerate() {
-        let options = input_options(format!("in{k}"), case.shape.generated());
+        let options = input_options(
+            format!("in{k}"),
+            case.shape.generated(),
+            k == 1 && case.shape.reference(),
+        );
         sources.push(query.create_stream(options, &MemoryInput, items)?);
     }
     let results = case.shape.build(&sources);
@@ -323,6 +353,7 @@ impl Script for Cases {
                     .input::<Pl, Ordered>(input_options(
                         format!("c{c}in{k}"),
                         case.shape.generated(),
+                        k == 1 && case.shape.reference(),
                     ))
                     .map_err(|e| e.to_string())?;
                 ids.push(id);
@@ -484,6 +515,7 @@ pub mod strategy {
             Just(Shape::Clip),
             Just(Shape::GroupApply),
             Just(Shape::GeneratedJoin),
+            Just(Shape::ReferenceJoin),
         ]
     }
 

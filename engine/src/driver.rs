@@ -350,8 +350,16 @@ impl Driver {
                 std::iter::once((i, node)).chain(late.map(|l| (i, l)))
             })
             .collect();
+        // Reference data may be replicated to every worker (see `Graph::split`).
+        let replicable: Vec<punctual_core::ops::NodeId> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.is_reference(*i))
+            .map(|(_, input)| input.sources().0)
+            .collect();
         self.graph
-            .split(me, workers, gather)
+            .split(me, workers, gather, &replicable)
             .into_iter()
             .map(|edge| {
                 let input = match edge.to {

@@ -326,6 +326,10 @@ macro_rules! left_held_op {
                 super::Placement::ByKey
             }
 
+            fn replicable_right(&self) -> bool {
+                true
+            }
+
             fn left_key_hash(&self, payload: &P) -> u64 {
                 super::key_hash(&(self.0.key_left)(payload))
             }

@@ -278,6 +278,13 @@ pub trait Node: Send {
     fn keeps_payloads(&self) -> bool {
         false
     }
+    /// For an operator with two inputs: whether every worker may get all of its right input
+    /// and keep its left events where they are (see
+    /// [`BinaryOperator::replicable_right`](super::BinaryOperator::replicable_right)). By
+    /// default `false`.
+    fn replicable_right(&self) -> bool {
+        false
+    }
     /// Splits a batch arriving on `port` on worker `me` over `dests` (empty batches of its
     /// type, one per worker), as its [`Node::placement`] says: each event to its worker,
     /// every CTI to each.

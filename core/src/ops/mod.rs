@@ -255,6 +255,14 @@ pub trait BinaryOperator<L, R, O>: Send + 'static {
     fn placement(&self) -> Placement {
         Placement::One
     }
+    /// Whether each result comes from one left event and the right events it meets (none
+    /// from right events alone: an inner join, an anti-semi-join, a clip). Then a split graph
+    /// may give every worker all of a right input that is reference data, and leave the left
+    /// events where they are: each worker's results are those of its left events. By default
+    /// `false`.
+    fn replicable_right(&self) -> bool {
+        false
+    }
     /// For [`Placement::ByKey`]: the hash of a left event's key.
     fn left_key_hash(&self, payload: &L) -> u64 {
         let _ = payload;
@@ -414,6 +422,9 @@ where
     }
     fn placement(&self) -> Placement {
         self.op.placement()
+    }
+    fn replicable_right(&self) -> bool {
+        self.op.replicable_right()
     }
     fn scatter(
         &self,

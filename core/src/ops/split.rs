@@ -9,6 +9,9 @@
 //!   [`Node::keeps_payloads`]), to an operator that must see events together: then they go
 //!   where that operator needs them as soon as they are read, and its input does not cross
 //!   workers again;
+//! - an input of reference data ([`Graph::split`]'s `replicable`) that is the right input
+//!   of a join (or an anti-semi-join, a clip): to every worker, events and CTIs, so that the
+//!   join's left events need not cross at all;
 //! - the input of an operator that must see events together (its [`Placement`]): events by a
 //!   hash of their key (or all to one worker), CTIs to all;
 //! - an input that crosses from one stage to a later one (see below) without a placement:
@@ -56,6 +59,16 @@ pub struct Edge {
     pub to_stage: usize,
 }
 
+/// Where a node's events are, on a split graph, when it is known (see `Graph::placed_by`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Place {
+    /// By the placement of an operator's input (node and port).
+    By(NodeId, usize),
+    /// On every worker: reference data replicated to the right input of an operator that
+    /// allows it ([`Node::replicable_right`](super::graph::Node::replicable_right)).
+    Everywhere,
+}
+
 /// What one edge brought in one step: the edge, and each sender's batch with its index.
 pub type Received = (usize, Vec<(usize, Box<dyn AnyBatch>)>);
 
@@ -70,9 +83,9 @@ pub(super) struct Split {
     injection: Vec<Option<usize>>,
     /// For each node: the edge carrying its output to worker 0, if it is kept.
     output: Vec<Option<usize>>,
-    /// For each node: the operator input by whose placement its events are placed, if any
-    /// (see [`Graph::placed_by`]).
-    placed: Vec<Option<(NodeId, usize)>>,
+    /// For each node: where its events are placed, if that is known (see
+    /// `Graph::placed_by`).
+    placed: Vec<Option<Place>>,
     /// Input streams fed since the last take, in the order fed.
     injected: Vec<(usize, Box<dyn AnyBatch>)>,
 }
@@ -156,9 +169,20 @@ impl Graph {
     /// With `gather` false, outputs are not gathered: each worker keeps the part of each
     /// output its own operators made (for an output adapter on every worker; each part's CTIs
     /// are that worker's).
-    pub fn split(&mut self, me: usize, workers: usize, gather: bool) -> Vec<Edge> {
+    ///
+    /// `replicable` are sources of reference data (slow, small streams that fast ones are
+    /// looked up in): one whose only consumer is the right input of a join, an
+    /// anti-semi-join or a clip (through filters or shifts) goes whole to every worker, and
+    /// the operator's left events stay where they are instead of crossing by key.
+    pub fn split(
+        &mut self,
+        me: usize,
+        workers: usize,
+        gather: bool,
+        replicable: &[NodeId],
+    ) -> Vec<Edge> {
         let n = self.slots.len();
-        let placed = self.placed_by();
+        let (placed, replicated) = self.placed_by(replicable);
         let mut stage = vec![0usize; n];
         let mut edges = Vec::new();
         let mut routed = vec![Vec::new(); n];
@@ -170,7 +194,8 @@ impl Graph {
                 .node
                 .as_ref()
                 .is_some_and(|node| node.placement() != Placement::Anywhere)
-                && placed[i] != Some((j, port))
+                && placed[i] != Some(Place::By(j, port))
+                && !replicated[j]
         };
         for j in 0..n {
             let slot = &self.slots[j];
@@ -244,38 +269,79 @@ impl Graph {
         list
     }
 
-    /// For each node, the operator input (node and port) by whose placement its events are
-    /// placed on the workers, when they are: an input's stream is placed by the placement of
-    /// the operator it leads to through operators that keep payloads (each the only
-    /// consumer of the one before: filter, union, shift, ...), where it is read, so that
-    /// this operator gets its events without another crossing; an operator that keeps
-    /// payloads, whose inputs are all placed by the same, is placed by it too.
-    fn placed_by(&self) -> Vec<Option<(NodeId, usize)>> {
+    /// Where each node's events are placed on the workers, when it is known, and which
+    /// operators get their right input on every worker:
+    ///
+    /// - a `replicable` input (reference data) whose only consumer is, through operators
+    ///   with one input that keep payloads, the right input of an operator that allows it
+    ///   ([`Node::replicable_right`](super::graph::Node::replicable_right)) goes to every
+    ///   worker; that operator's left events stay where they are;
+    /// - any other input's stream is placed, where it is read, by the placement of the
+    ///   operator it leads to through operators that keep payloads (each the only consumer of
+    ///   the one before: filter, union, shift, ...), so that this operator gets its events
+    ///   without another crossing;
+    /// - an operator that keeps payloads is placed as its inputs are, when they all are
+    ///   placed alike.
+    fn placed_by(&self, replicable: &[NodeId]) -> (Vec<Option<Place>>, Vec<bool>) {
+        let n = self.slots.len();
         let keeps = |j: NodeId| {
             self.slots[j].node.as_ref().is_some_and(|node| {
                 node.placement() == Placement::Anywhere && node.keeps_payloads()
             })
         };
-        let mut placed: Vec<Option<(NodeId, usize)>> = vec![None; self.slots.len()];
-        for j in 0..self.slots.len() {
-            placed[j] = match &self.slots[j].node {
-                None => {
-                    // Follow the only consumer while it keeps payloads.
-                    let mut at = j;
-                    loop {
-                        match self.slots[at].consumers[..] {
-                            [(next, _)] if keeps(next) => at = next,
-                            [(next, port)] => {
-                                break self.slots[next]
-                                    .node
-                                    .as_ref()
-                                    .filter(|node| node.placement() != Placement::Anywhere)
-                                    .map(|_| (next, port))
-                            }
-                            _ => break None,
-                        }
+        // The operator input that a chain of only consumers keeping payloads leads to from
+        // `j`, with the chain (`single`: through operators with one input only).
+        let lead = |j: NodeId, single: bool| -> (Option<(NodeId, usize)>, Vec<NodeId>) {
+            let mut at = j;
+            let mut chain = vec![j];
+            loop {
+                match self.slots[at].consumers[..] {
+                    [(next, _)]
+                        if keeps(next) && (!single || self.slots[next].inputs.len() == 1) =>
+                    {
+                        at = next;
+                        chain.push(next);
                     }
+                    [(next, port)] => {
+                        let keyed = self.slots[next]
+                            .node
+                            .as_ref()
+                            .is_some_and(|node| node.placement() != Placement::Anywhere);
+                        break (keyed.then_some((next, port)), chain);
+                    }
+                    _ => break (None, chain),
                 }
+            }
+        };
+        let mut placed: Vec<Option<Place>> = vec![None; n];
+        let mut replicated = vec![false; n];
+        for &source in replicable {
+            if self.slots.get(source).is_none_or(|s| s.node.is_some()) {
+                continue;
+            }
+            if let (Some((j, 1)), chain) = lead(source, true) {
+                if self.slots[j]
+                    .node
+                    .as_ref()
+                    .is_some_and(|n| n.replicable_right())
+                {
+                    replicated[j] = true;
+                    chain
+                        .iter()
+                        .for_each(|&c| placed[c] = Some(Place::Everywhere));
+                }
+            }
+        }
+        for j in 0..n {
+            if placed[j].is_some() {
+                continue;
+            }
+            placed[j] = match &self.slots[j].node {
+                None => match lead(j, false).0 {
+                    // Left events of an operator whose right input is everywhere stay.
+                    Some((k, _)) if replicated[k] => None,
+                    found => found.map(|(k, port)| Place::By(k, port)),
+                },
                 Some(_) if keeps(j) => {
                     let inputs = &self.slots[j].inputs;
                     let first = inputs.first().and_then(|&i| placed[i]);
@@ -284,7 +350,7 @@ impl Graph {
                 Some(_) => None,
             };
         }
-        placed
+        (placed, replicated)
     }
 
     /// Takes the input streams fed since the last call, in the order fed: for each, its edge
@@ -305,8 +371,19 @@ impl Graph {
                 EdgeEnd::Source(source) => split.placed.get(source).copied().flatten(),
                 _ => None,
             };
-            match placed.and_then(|(j, port)| Some((self.slots.get(j)?.node.as_ref()?, port))) {
-                Some((node, port)) => node.scatter(port, batch.as_mut(), me, &mut parts),
+            match placed {
+                Some(Place::Everywhere) => {
+                    if let Some((last, rest)) = parts.split_last_mut() {
+                        for part in rest {
+                            batch.copy_into(part.as_any_mut());
+                        }
+                        batch.move_into(last.as_any_mut());
+                    }
+                }
+                Some(Place::By(j, port)) => match self.slots.get(j).and_then(|s| s.node.as_ref()) {
+                    Some(node) => node.scatter(port, batch.as_mut(), me, &mut parts),
+                    None => batch.scatter_to(me, &mut parts),
+                },
                 None => batch.scatter_to(me, &mut parts),
             }
             slot.keep(batch, workers);
@@ -574,8 +651,15 @@ mod tests {
 
     /// Where each edge goes, by kind, and the stage that reads it.
     fn plan(graph: &crate::ops::QueryGraph) -> Vec<(&'static str, usize)> {
+        plan_with(graph, &[])
+    }
+
+    fn plan_with(
+        graph: &crate::ops::QueryGraph,
+        replicable: &[NodeId],
+    ) -> Vec<(&'static str, usize)> {
         let mut g = graph.take_graph();
-        g.split(0, 2, true)
+        g.split(0, 2, true, replicable)
             .iter()
             .map(|e| {
                 let kind = match e.to {
@@ -605,7 +689,10 @@ mod tests {
             .group_by(|p| p.0)
             .aggregate(Count);
         graph.keep_output(&counts);
-        assert_eq!(plan(&graph), vec![("source", 1), ("source", 1), ("output", 2)]);
+        assert_eq!(
+            plan(&graph),
+            vec![("source", 1), ("source", 1), ("output", 2)]
+        );
 
         let graph = QueryGraph::new();
         let a = graph.source::<(u32, i64), Unordered>();
@@ -615,6 +702,79 @@ mod tests {
             .group_by(|p| p.0)
             .aggregate(Count);
         graph.keep_output(&counts);
-        assert_eq!(plan(&graph), vec![("source", 1), ("port", 2), ("output", 3)]);
+        assert_eq!(
+            plan(&graph),
+            vec![("source", 1), ("port", 2), ("output", 3)]
+        );
+    }
+
+    /// Reference data that is the right input of a join (through a filter) goes to every
+    /// worker, and the join's left events stay where they are read: the join runs in the
+    /// first stage. Reference data read by anything else is not replicated.
+    #[test]
+    fn reference_data_is_replicated_to_a_join_s_right_input() {
+        use crate::Ordered;
+        // Where one event of each input goes, from worker 0 of 2, with the reference data
+        // replicable or not.
+        let events = |replicable: bool| {
+            let graph = crate::ops::QueryGraph::new();
+            let fast = graph.source::<(u32, i64), Ordered>();
+            let other = graph.source::<(u32, i64), Ordered>();
+            let reference = graph.source::<(u32, i64), Ordered>();
+            let joined = fast.union(&[&other]).join_on(
+                &reference.filter(|r| r.1 > 0),
+                |p| p.0,
+                |r| r.0,
+                |p, r| p.1 + r.1,
+            );
+            graph.keep_output(&joined);
+            let mut g = graph.take_graph();
+            let replicable = if replicable {
+                vec![reference.node()]
+            } else {
+                vec![]
+            };
+            let stages: Vec<usize> = g
+                .split(0, 2, true, &replicable)
+                .iter()
+                .map(|e| e.to_stage)
+                .collect();
+            assert_eq!(stages, vec![1, 1, 1, 2], "the join runs in the first stage");
+            for (node, key) in [
+                (fast.node(), 1u32),
+                (other.node(), 2),
+                (reference.node(), 3),
+            ] {
+                let mut b = Batch::<(u32, i64)>::new();
+                b.push_point(Time::from_ticks(1), (key, 5));
+                g.feed(node, &mut b);
+            }
+            let mut to = Vec::new();
+            g.take_injections(|_, parts| {
+                to.push(parts.iter().map(|p| p.events()).collect::<Vec<_>>())
+            });
+            to
+        };
+        // The reference event goes to both workers, the others stay here.
+        assert_eq!(events(true), vec![vec![1, 0], vec![1, 0], vec![1, 1]]);
+        // Not reference data: every input is placed by the join's keys.
+        let by_key = |k: u32| {
+            let w = ((u128::from(crate::ops::key_hash(&k)) * 2) >> 64) as usize;
+            (0..2).map(|i| usize::from(i == w)).collect::<Vec<_>>()
+        };
+        assert_eq!(events(false), vec![by_key(1), by_key(2), by_key(3)]);
+        // Reference data read by a window is not replicated: the window's input crosses.
+        let graph = crate::ops::QueryGraph::new();
+        let reference = graph.source::<(u32, i64), Ordered>();
+        let sums = reference
+            .map(|r| (r.0, r.1 * 2))
+            .tumbling_window(crate::TimeSpan::from_ticks(5))
+            .group_by(|r| r.0)
+            .aggregate(crate::ops::Count);
+        graph.keep_output(&sums);
+        assert_eq!(
+            plan_with(&graph, &[reference.node()]),
+            vec![("source", 1), ("port", 2), ("output", 3)]
+        );
     }
 }

@@ -187,6 +187,10 @@ where
         crate::ops::Placement::ByKey
     }
 
+    fn replicable_right(&self) -> bool {
+        true
+    }
+
     fn left_key_hash(&self, payload: &L) -> u64 {
         crate::ops::key_hash(&(self.sweep.key_left)(payload))
     }
