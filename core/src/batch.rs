@@ -391,6 +391,41 @@ impl<P> Batch<P> {
         self.payload.append(&mut other.payload);
     }
 
+    /// Moves every event of `other` to the end of this batch, and each of its CTIs that
+    /// `cti` maps to a time (at or before it: the CTIs of a union, say), leaving `other`
+    /// empty. The columns move whole when this batch has no events (no copy).
+    pub(crate) fn append_mapping_ctis(
+        &mut self,
+        other: &mut Batch<P>,
+        mut cti: impl FnMut(Time) -> Option<Time>,
+    ) {
+        let base = self.sync.len();
+        let mut marks = std::mem::take(&mut other.ctis);
+        marks.retain_mut(|m| match cti(m.time) {
+            Some(t) => {
+                debug_assert!(
+                    t <= m.time,
+                    "a mapped CTI must not pass the events after it"
+                );
+                m.time = t;
+                m.after += base;
+                true
+            }
+            None => false,
+        });
+        if base == 0 {
+            std::mem::swap(&mut self.sync, &mut other.sync);
+            std::mem::swap(&mut self.other, &mut other.other);
+            std::mem::swap(&mut self.payload, &mut other.payload);
+        } else {
+            self.sync.append(&mut other.sync);
+            self.other.append(&mut other.other);
+            self.payload.append(&mut other.payload);
+        }
+        self.ctis.append(&mut marks);
+        other.ctis = marks;
+    }
+
     /// Events and CTIs in stream order, payloads borrowed.
     pub fn items(&self) -> Items<'_, P> {
         Items {

@@ -30,6 +30,9 @@
 //! [`Placement`]: super::Placement
 //! [`Node::keeps_payloads`]: super::graph::Node::keeps_payloads
 
+use std::any::TypeId;
+use std::sync::{Mutex, PoisonError};
+
 use crate::time::Time;
 
 use super::graph::{AnyBatch, Graph, NodeId};
@@ -107,19 +110,56 @@ struct EdgeSlot {
 impl EdgeSlot {
     /// `n` empty batches like `like`, from the spares first.
     fn empties(&mut self, like: &dyn AnyBatch, n: usize) -> Vec<Box<dyn AnyBatch>> {
-        (0..n)
-            .map(|_| self.spare.pop().unwrap_or_else(|| like.new_empty()))
-            .collect()
+        (0..n).map(|_| self.empty(like)).collect()
     }
 
-    /// Keeps an emptied batch for reuse (a few per worker at most).
+    /// An empty batch like `like`: this edge's spare, or one another worker of this process
+    /// put back ([`SPARES`]), or a new one.
+    fn empty(&mut self, like: &dyn AnyBatch) -> Box<dyn AnyBatch> {
+        self.spare
+            .pop()
+            .or_else(|| {
+                let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+                let kind = like.as_any().type_id();
+                spares.iter_mut().find(|(k, _)| *k == kind)?.1.pop()
+            })
+            .unwrap_or_else(|| like.new_empty())
+    }
+
+    /// Keeps an emptied batch for reuse: a few per worker on the edge, more for the other
+    /// workers of this process (a worker that only receives on an edge gives back what one
+    /// that only sends needs).
     fn keep(&mut self, mut batch: Box<dyn AnyBatch>, workers: usize) {
+        batch.clear();
         if self.spare.len() < 4 * workers {
-            batch.clear();
             self.spare.push(batch);
+            return;
+        }
+        let mut spares = SPARES.lock().unwrap_or_else(PoisonError::into_inner);
+        let kind = batch.as_any().type_id();
+        let index = match spares.iter().position(|(k, _)| *k == kind) {
+            Some(i) => i,
+            None => {
+                spares.push((kind, Vec::new()));
+                spares.len() - 1
+            }
+        };
+        if spares[index].1.len() < SPARES_PER_TYPE {
+            spares[index].1.push(batch);
         }
     }
 }
+
+/// Emptied batches, with their capacity, by type, that the workers of this process share:
+/// on an edge that one worker only sends on and another only receives on, what the receiver
+/// empties is what the sender fills next (no allocation per step).
+static SPARES: Mutex<Vec<Spares>> = Mutex::new(Vec::new());
+
+/// Emptied batches of one type ([`SPARES`]).
+type Spares = (TypeId, Vec<Box<dyn AnyBatch>>);
+
+/// How many emptied batches of one type [`SPARES`] keeps.
+const SPARES_PER_TYPE: usize = 32;
 
 impl Split {
     pub(super) fn injection(&self, node: NodeId) -> Option<usize> {
@@ -140,7 +180,7 @@ impl Split {
         let Some(slot) = self.edges.get_mut(edge) else {
             return;
         };
-        let mut held = slot.spare.pop().unwrap_or_else(|| batch.new_empty());
+        let mut held = slot.empty(batch);
         batch.swap_with(held.as_any_mut());
         self.injected.push((edge, held));
     }
@@ -461,7 +501,7 @@ impl Graph {
             let Some(first) = runs.first() else {
                 continue;
             };
-            let mut batch = slot.spare.pop().unwrap_or_else(|| first.1.new_empty());
+            let mut batch = slot.empty(first.1.as_ref());
             let order = slot
                 .edge
                 .from

@@ -202,6 +202,15 @@ impl<P: Clone + Send + 'static> Node for Union<P> {
     fn push(&mut self, port: usize, batch: &dyn Any, out: &mut dyn Any) {
         self.on_batch(port, input::<P>(batch), output::<P>(out));
     }
+    fn push_owned(&mut self, port: usize, batch: &mut dyn Any, out: &mut dyn Any) {
+        if self.sorted {
+            return self.on_batch(port, input::<P>(batch), output::<P>(out));
+        }
+        // Unordered: the events pass on as they are (moved, not copied), each CTI as the
+        // frontier over the inputs says.
+        let frontier = &mut self.frontier;
+        output::<P>(out).append_mapping_ctis(output::<P>(batch), |t| frontier.advance(port, t));
+    }
     fn state_size(&self) -> usize {
         self.held.iter().map(ReleaseBuffer::len).sum()
     }
@@ -280,6 +289,48 @@ mod tests {
             let got: String = out.payloads().iter().collect();
             assert_eq!(got, "iaebcfjghdk", "arrival order {order:?}");
             assert_eq!(out.last_cti(), Some(t(20)));
+        }
+    }
+
+    /// An unordered union given batches it may take (`push_owned`) gives what it gives when
+    /// it reads them (`push`), item for item, into an empty output or after what is there.
+    #[test]
+    fn an_unordered_union_moves_owned_batches_with_the_same_output() {
+        let t = Time::from_ticks;
+        // (port, events, CTI after them)
+        let steps: [(usize, &[i64], Option<i64>); 6] = [
+            (0, &[5, 3], Some(3)),
+            (1, &[7], None),
+            (1, &[4, 9], Some(4)),
+            (0, &[6], Some(8)),
+            (1, &[], Some(10)),
+            (0, &[12, 11], Some(11)),
+        ];
+        for drain_each in [true, false] {
+            let (mut read, mut owned) = (Union::<i64>::arrival(2), Union::<i64>::arrival(2));
+            let (mut out_read, mut out_owned): (Batch<i64>, Batch<i64>) =
+                (Batch::new(), Batch::new());
+            let (mut items_read, mut items_owned) = (Vec::new(), Vec::new());
+            for &(port, events, cti) in &steps {
+                let mut b = Batch::new();
+                for &e in events {
+                    b.push_event(t(e), t(e + 1), e);
+                }
+                if let Some(c) = cti {
+                    b.push_cti(t(c));
+                }
+                Node::push(&mut read, port, &b, &mut out_read);
+                Node::push_owned(&mut owned, port, &mut b, &mut out_owned);
+                assert!(b.is_empty(), "an owned batch is taken");
+                if drain_each {
+                    out_read.drain_items(|i| items_read.push(i));
+                    out_owned.drain_items(|i| items_owned.push(i));
+                }
+            }
+            out_read.drain_items(|i| items_read.push(i));
+            out_owned.drain_items(|i| items_owned.push(i));
+            assert_eq!(items_owned, items_read);
+            assert!(items_read.contains(&crate::event::StreamItem::Cti(t(8))));
         }
     }
 }
