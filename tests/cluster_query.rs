@@ -12,10 +12,11 @@
 
 use proptest::prelude::*;
 
-use punctual::adapters::CollectOutput;
+use punctual::adapters::{AdapterError, CollectOutput, OutputAdapterFactory};
 use punctual::cluster::{run_query, ClusterConfig, Codecs};
+use punctual::core::EventShape;
 use punctual_tests::split_cases::strategy::spec;
-use punctual_tests::split_cases::{outcome, query, Outcome, Shape, Spec};
+use punctual_tests::split_cases::{outcome, query, text, Outcome, Shape, Spec};
 
 /// An output item: an event's sync time (`None` for a CTI), and a CTI's time.
 fn parse(item: &str) -> (Option<i64>, i64) {
@@ -152,6 +153,56 @@ proptest! {
                 );
             }
         }
+    }
+}
+
+/// An output each worker writes its share of ([`OutputAdapterFactory::per_worker`]), into
+/// a collector of its own.
+struct PerWorker(CollectOutput<String>);
+
+impl OutputAdapterFactory<(), String> for PerWorker {
+    type Adapter = <CollectOutput<String> as OutputAdapterFactory<(), String>>::Adapter;
+    fn create(&self, config: &(), shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        self.0.create(config, shape)
+    }
+    fn per_worker(&self, _: &()) -> bool {
+        true
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// An output written by every worker: each worker's share is a valid stream that ends
+    /// with the runtime's last CTI, and the shares hold the runtime's events between them.
+    #[test]
+    fn each_worker_writes_its_share_of_a_per_worker_output(spec in spec()) {
+        let want = on_runtime(&spec);
+        let (_, want_ctis) = released(&want.output).map_err(TestCaseError::fail)?;
+        let mut want_events: Vec<String> = released(&want.output)
+            .map_err(TestCaseError::fail)?
+            .0
+            .into_iter()
+            .map(|e| e.0)
+            .collect();
+        want_events.sort();
+        let case = spec.case();
+        let shares: Vec<CollectOutput<String>> = (0..2).map(|_| CollectOutput::new()).collect();
+        let sinks = shares.clone();
+        run_query(ClusterConfig::threads(2), Codecs::new(), move |worker| {
+            query(&case, &PerWorker(sinks[worker].clone()))
+        })
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut events = Vec::new();
+        for (worker, share) in shares.iter().enumerate() {
+            let items: Vec<String> = share.items().into_iter().map(text).collect();
+            let (e, ctis) = released(&items)
+                .map_err(|why| TestCaseError::fail(format!("worker {worker}: {why}")))?;
+            prop_assert_eq!(ctis.last(), want_ctis.last(), "worker {}'s last CTI", worker);
+            events.extend(e.into_iter().map(|e| e.0));
+        }
+        events.sort();
+        prop_assert_eq!(events, want_events, "{:?}", spec.shape);
     }
 }
 

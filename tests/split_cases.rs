@@ -7,7 +7,9 @@
 
 use std::sync::Arc;
 
-use punctual::adapters::{CollectOutput, MemoryInput, Query, QueryError, QueryReport};
+use punctual::adapters::{
+    CollectOutput, MemoryInput, OutputAdapterFactory, Query, QueryError, QueryReport,
+};
 use punctual::cluster::{Codecs, Script, Step};
 use punctual::core::ops::{Count, Stream, Sum, WindowOutput};
 use punctual::core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
@@ -242,7 +244,8 @@ fn input_options(name: String, generated: bool, reference: bool) -> InputOptions
     options
 }
 
-fn text(item: StreamItem<String>) -> String {
+/// An output item as text: an event's debug text, `CTI t`.
+pub fn text(item: StreamItem<String>) -> String {
     match item {
         StreamItem::Cti(t) => format!("CTI {t:?}"),
         StreamItem::Insert(e) => format!("{:?} {}", e.kind, e.payload),
@@ -250,8 +253,11 @@ fn text(item: StreamItem<String>) -> String {
 }
 
 /// The case as a user writes it: a [`Query`] whose inputs replay the case's items
-/// ([`MemoryInput`]) and whose output goes to `out`.
-pub fn query(case: &Case, out: &CollectOutput<String>) -> Result<Query, QueryError> {
+/// ([`MemoryInput`]) and whose output goes to an adapter `out` makes (a [`CollectOutput`]).
+pub fn query<F: OutputAdapterFactory<(), String>>(
+    case: &Case,
+    out: &F,
+) -> Result<Query, QueryError> {
     let mut query = Query::new("case");
     let mut sources = Vec::new();
     for (k, items) in case.inputs.iter().enumerate() {

@@ -200,4 +200,15 @@ pub trait OutputAdapterFactory<C, P: Payload> {
     type Adapter: OutputAdapter<P> + 'static;
     /// Makes an adapter for a stream of the given shape; a bad configuration is an error.
     fn create(&self, config: &C, shape: EventShape) -> Result<Self::Adapter, AdapterError>;
+
+    /// Whether, when the query runs on several workers (the cluster executor), each worker
+    /// may write its own share of the output through an adapter of its own, made from
+    /// `config` on that worker: a sink that puts the shares together itself (a counter, a
+    /// topic, a table). Each adapter gets the events of its worker's operators and every
+    /// CTI. By default (`false`) the output is gathered on worker 0 and written there once,
+    /// one stream as on one worker. One worker makes no difference.
+    fn per_worker(&self, config: &C) -> bool {
+        let _ = config;
+        false
+    }
 }

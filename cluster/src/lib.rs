@@ -523,7 +523,8 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
         })?;
         // One worker has nobody to exchange with: its graph runs whole.
         let edges = if peers > 1 {
-            driver.split(me, peers, script.gather_outputs())
+            let gather = script.gather_outputs();
+            driver.split(me, peers, &|_| gather)
         } else {
             Vec::new()
         };

@@ -167,7 +167,10 @@ impl Exchange for Outbox {
 /// on every worker of every process and must make the same query (the same inputs, operators
 /// and outputs, in the same order). Each input's adapter runs on the worker that owns it
 /// (inputs that import each other's CTIs together, round robin otherwise); the output
-/// adapters run on worker 0 and get the query's output as one stream, as on one worker.
+/// adapters run on worker 0 and get the query's output as one stream, as on one worker (an
+/// output whose factory says
+/// [`per_worker`](punctual_adapters::OutputAdapterFactory::per_worker) runs on every worker
+/// instead, each adapter with its worker's share).
 /// With several processes, `codecs` has the payload types that cross between them.
 ///
 /// Returns what this process's workers report ([`ClusterReport::report`] makes it one

@@ -335,12 +335,18 @@ impl Driver {
     }
 
     /// Runs this driver as worker `me` of `workers`, each running the same query (see
-    /// [`Graph::split`]; `gather`: whether outputs are gathered on worker 0): what its inputs
+    /// [`Graph::split`]; `gather`: whether an output, by its node, is gathered on worker 0,
+    /// or left in parts on every worker): what its inputs
     /// release, and what crosses between workers, is kept for the executor
     /// ([`Driver::graph_mut`]) instead of running on. Returns the edges between the workers,
     /// each with the input whose stream it carries (for an input's stream, or its late-data
     /// side output).
-    pub fn split(&mut self, me: usize, workers: usize, gather: bool) -> Vec<(Edge, Option<usize>)> {
+    pub fn split(
+        &mut self,
+        me: usize,
+        workers: usize,
+        gather: &dyn Fn(punctual_core::ops::NodeId) -> bool,
+    ) -> Vec<(Edge, Option<usize>)> {
         let sources: Vec<(usize, punctual_core::ops::NodeId)> = self
             .inputs
             .iter()

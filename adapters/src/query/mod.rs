@@ -341,6 +341,7 @@ impl Query {
             ordered: O::ORDER == punctual_core::EventOrder::Sorted,
             id,
             adapter: Box::new(adapter),
+            per_worker: factory.per_worker(config),
         }));
         Ok(())
     }
@@ -409,10 +410,17 @@ impl Query {
         }
         let signals = Arc::new(Signals::new());
         let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
-        // As one worker of several: the outputs are read on worker 0 only.
+        // As one worker of several: the outputs are read on worker 0, but for those each
+        // worker writes its share of.
         let (outputs, side) = match worker {
             Some((0, side)) => (self.outputs, Some(side)),
-            Some((_, side)) => (Vec::new(), Some(side)),
+            Some((_, side)) => (
+                self.outputs
+                    .into_iter()
+                    .filter(|o| o.per_worker())
+                    .collect(),
+                Some(side),
+            ),
             None => (self.outputs, None),
         };
         let shell = Arc::new(Shell::new(driver, signals, self.shows, side));

@@ -25,12 +25,18 @@ pub(crate) struct PendingOutput<P: Payload> {
     pub(crate) ordered: bool,
     pub(crate) id: OutputId<P>,
     pub(crate) adapter: Box<dyn OutputAdapter<P>>,
+    /// Whether each worker writes its share ([`OutputAdapterFactory::per_worker`]).
+    ///
+    /// [`OutputAdapterFactory::per_worker`]: crate::OutputAdapterFactory::per_worker
+    pub(crate) per_worker: bool,
 }
 
 /// An output binding with its payload type erased.
 pub(crate) trait ErasedOutput: Send {
     /// The stream's node.
     fn node(&self) -> punctual_core::ops::NodeId;
+    /// Whether each worker of several writes its share of the output.
+    fn per_worker(&self) -> bool;
     /// Why it cannot take part in checkpoints, if it cannot.
     fn checkpoint_refusal(&self) -> Option<String>;
     /// Spawns the output task; returns the shell's port to it.
@@ -46,6 +52,10 @@ pub(crate) trait ErasedOutput: Send {
 impl<P: Payload> ErasedOutput for PendingOutput<P> {
     fn node(&self) -> punctual_core::ops::NodeId {
         self.id.node()
+    }
+
+    fn per_worker(&self) -> bool {
+        self.per_worker
     }
 
     fn checkpoint_refusal(&self) -> Option<String> {

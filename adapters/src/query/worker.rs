@@ -83,7 +83,9 @@ impl QueryWorker {
 
 impl Query {
     /// Starts the query as worker `worker` of `workers`, each running the same query (see the
-    /// module doc): the adapters of the inputs this worker owns, the outputs' on worker 0;
+    /// module doc): the adapters of the inputs this worker owns, the outputs' on worker 0
+    /// (an output whose factory says [`per_worker`](crate::OutputAdapterFactory::per_worker):
+    /// on every worker, each with its worker's share);
     /// `exchange` takes what the inputs send. Must be called within a tokio runtime with
     /// timers enabled. With one worker, this is [`Query::start`] with an exchange that is
     /// told when the inputs have ended. Checkpoints do not run on several workers.
@@ -100,8 +102,14 @@ impl Query {
             ));
         }
         let mut driver = self.take_plan().build()?;
+        let per_worker: Vec<_> = self
+            .outputs
+            .iter()
+            .filter(|o| o.per_worker())
+            .map(|o| o.node())
+            .collect();
         let edges = if workers > 1 {
-            driver.split(worker, workers, true)
+            driver.split(worker, workers, &|node| !per_worker.contains(&node))
         } else {
             Vec::new()
         };

@@ -206,9 +206,9 @@ impl Graph {
     /// crosses an edge is kept for [`Graph::take_routed`]; the executor hands them over to
     /// [`Graph::receive_injection`] and [`Graph::receive`] on the receiving worker.
     ///
-    /// With `gather` false, outputs are not gathered: each worker keeps the part of each
-    /// output its own operators made (for an output adapter on every worker; each part's CTIs
-    /// are that worker's).
+    /// An output for which `gather` is false is not gathered: each worker keeps the part of
+    /// it its own operators made (for an output adapter on every worker; each part has every
+    /// CTI).
     ///
     /// `replicable` are sources of reference data (slow, small streams that fast ones are
     /// looked up in): one whose only consumer is the right input of a join, an
@@ -218,7 +218,7 @@ impl Graph {
         &mut self,
         me: usize,
         workers: usize,
-        gather: bool,
+        gather: &dyn Fn(NodeId) -> bool,
         replicable: &[NodeId],
     ) -> Vec<Edge> {
         let n = self.slots.len();
@@ -275,7 +275,7 @@ impl Graph {
                     edges.len() - 1
                 }));
             }
-            if slot.kept.is_some() && gather {
+            if slot.kept.is_some() && gather(i) {
                 output[i] = Some(edges.len());
                 edges.push(Edge {
                     from: Some(i),
@@ -699,7 +699,7 @@ mod tests {
         replicable: &[NodeId],
     ) -> Vec<(&'static str, usize)> {
         let mut g = graph.take_graph();
-        g.split(0, 2, true, replicable)
+        g.split(0, 2, &|_| true, replicable)
             .iter()
             .map(|e| {
                 let kind = match e.to {
@@ -775,7 +775,7 @@ mod tests {
                 vec![]
             };
             let stages: Vec<usize> = g
-                .split(0, 2, true, &replicable)
+                .split(0, 2, &|_| true, &replicable)
                 .iter()
                 .map(|e| e.to_stage)
                 .collect();

@@ -33,8 +33,9 @@
 //! `b % N`, as the timely peer splits its input by block; 16 blocks by default), and their
 //! union is the stream the query reads; the reference stream (reference data: the partition
 //! whose CTIs it imports waits for it) imports the first partition's CTIs. Each input's adapter
-//! runs on the worker that owns it, and the results are gathered on worker 0, where the
-//! checksum adapter runs.
+//! runs on the worker that owns it, and each worker's checksum adapter folds the results of
+//! its own operators into the shared totals (`OutputAdapterFactory::per_worker`: a sum needs
+//! no gathering).
 //!
 //! Timestamps are the files' milliseconds converted to ticks. Loading the files is not timed;
 //! the timing covers building the query, replaying and draining, in wall-clock and in CPU time
@@ -138,6 +139,11 @@ where
     type Adapter = Checksum<F>;
     fn create(&self, _: &(), _: EventShape) -> Result<Checksum<F>, AdapterError> {
         Ok(self.clone())
+    }
+    /// A count and a wrapping sum add up over shares: on the cluster, each worker folds its
+    /// own results (as the timely peer's sink does), nothing is gathered.
+    fn per_worker(&self, _: &()) -> bool {
+        true
     }
 }
 
