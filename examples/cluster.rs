@@ -1,18 +1,39 @@
 //! One query on several workers (`punctual::cluster::run_query`): readings joined with a
 //! reference stream that imports their CTIs, counted per name in tumbling windows, built
 //! with the ordinary `Query` API and run on the local runtime and on three worker threads;
-//! the results are the same.
+//! the results are the same. Then again with an output that every worker writes its own
+//! share of (`OutputAdapterFactory::per_worker`): nothing is gathered, the shares hold the
+//! same results between them.
 //!
 //! `cargo run --example cluster`
 
-use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query, QueryError};
+use punctual::adapters::{
+    AdapterError, CollectOutput, InputOptions, MemoryInput, OutputAdapterFactory, Query, QueryError,
+};
 use punctual::cluster::{run_query, ClusterConfig, Codecs};
 use punctual::core::ops::Count;
 use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual::policies::{AdvanceTimeImportSettings, AdvanceTimeSettings};
 
+/// A window's result: the name and its count.
+type NameCount = (&'static str, u64);
+
+/// A collector that each worker of a cluster run writes its share into (for a sink that puts
+/// shares together itself: a counter, a topic, a table).
+struct PerWorker(CollectOutput<NameCount>);
+
+impl OutputAdapterFactory<(), NameCount> for PerWorker {
+    type Adapter = <CollectOutput<NameCount> as OutputAdapterFactory<(), NameCount>>::Adapter;
+    fn create(&self, config: &(), shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        self.0.create(config, shape)
+    }
+    fn per_worker(&self, _: &()) -> bool {
+        true
+    }
+}
+
 /// The query, the same wherever it runs: what `run_query` calls on every worker.
-fn build(out: &CollectOutput<(&'static str, u64)>) -> Result<Query, QueryError> {
+fn build<F: OutputAdapterFactory<(), NameCount>>(out: &F) -> Result<Query, QueryError> {
     let t = Time::from_ticks;
     let mut query = Query::new("per-name counts");
     // The reference data: a name per sensor, valid from the start; it imports the readings'
@@ -112,5 +133,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "{} results, the same on the runtime and on three workers",
         got.len()
     );
+
+    // Each worker writes the results of its own windows: none gathered on worker 0.
+    let shares = CollectOutput::new();
+    let sink = shares.clone();
+    run_query(ClusterConfig::threads(3), Codecs::new(), move |_worker| {
+        build(&PerWorker(sink.clone()))
+    })?;
+    let (got, got_last) = results(&shares);
+    assert_eq!(got, want, "the workers' shares hold the same results");
+    assert_eq!(
+        got_last, want_last,
+        "every share ends with the same last CTI"
+    );
+    println!("the same {} results, written by each worker", got.len());
     Ok(())
 }
