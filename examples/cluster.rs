@@ -2,13 +2,13 @@
 //! reference stream that imports their CTIs, counted per name in tumbling windows, built
 //! with the ordinary `Query` API and run on the local runtime and on three worker threads;
 //! the results are the same. Then again with an output that every worker writes its own
-//! share of (`OutputAdapterFactory::per_worker`): nothing is gathered, the shares hold the
-//! same results between them.
+//! share of (`CollectOutput::each_worker`, `OutputAdapterFactory::per_worker`): nothing is
+//! gathered, the shares hold the same results between them.
 //!
 //! `cargo run --example cluster`
 
 use punctual::adapters::{
-    AdapterError, CollectOutput, InputOptions, MemoryInput, OutputAdapterFactory, Query, QueryError,
+    CollectOutput, InputOptions, MemoryInput, OutputAdapterFactory, Query, QueryError,
 };
 use punctual::cluster::{run_query, ClusterConfig, Codecs};
 use punctual::core::ops::Count;
@@ -17,20 +17,6 @@ use punctual::policies::{AdvanceTimeImportSettings, AdvanceTimeSettings};
 
 /// A window's result: the name and its count.
 type NameCount = (&'static str, u64);
-
-/// A collector that each worker of a cluster run writes its share into (for a sink that puts
-/// shares together itself: a counter, a topic, a table).
-struct PerWorker(CollectOutput<NameCount>);
-
-impl OutputAdapterFactory<(), NameCount> for PerWorker {
-    type Adapter = <CollectOutput<NameCount> as OutputAdapterFactory<(), NameCount>>::Adapter;
-    fn create(&self, config: &(), shape: EventShape) -> Result<Self::Adapter, AdapterError> {
-        self.0.create(config, shape)
-    }
-    fn per_worker(&self, _: &()) -> bool {
-        true
-    }
-}
 
 /// The query, the same wherever it runs: what `run_query` calls on every worker.
 fn build<F: OutputAdapterFactory<(), NameCount>>(out: &F) -> Result<Query, QueryError> {
@@ -138,7 +124,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let shares = CollectOutput::new();
     let sink = shares.clone();
     run_query(ClusterConfig::threads(3), Codecs::new(), move |_worker| {
-        build(&PerWorker(sink.clone()))
+        build(&sink.clone().each_worker())
     })?;
     let (got, got_last) = results(&shares);
     assert_eq!(got, want, "the workers' shares hold the same results");

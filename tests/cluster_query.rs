@@ -12,9 +12,8 @@
 
 use proptest::prelude::*;
 
-use punctual::adapters::{AdapterError, CollectOutput, OutputAdapterFactory};
+use punctual::adapters::CollectOutput;
 use punctual::cluster::{run_query, ClusterConfig, Codecs};
-use punctual::core::EventShape;
 use punctual_tests::split_cases::strategy::spec;
 use punctual_tests::split_cases::{outcome, query, text, Outcome, Shape, Spec};
 
@@ -156,20 +155,6 @@ proptest! {
     }
 }
 
-/// An output each worker writes its share of ([`OutputAdapterFactory::per_worker`]), into
-/// a collector of its own.
-struct PerWorker(CollectOutput<String>);
-
-impl OutputAdapterFactory<(), String> for PerWorker {
-    type Adapter = <CollectOutput<String> as OutputAdapterFactory<(), String>>::Adapter;
-    fn create(&self, config: &(), shape: EventShape) -> Result<Self::Adapter, AdapterError> {
-        self.0.create(config, shape)
-    }
-    fn per_worker(&self, _: &()) -> bool {
-        true
-    }
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
@@ -190,7 +175,7 @@ proptest! {
         let shares: Vec<CollectOutput<String>> = (0..2).map(|_| CollectOutput::new()).collect();
         let sinks = shares.clone();
         run_query(ClusterConfig::threads(2), Codecs::new(), move |worker| {
-            query(&case, &PerWorker(sinks[worker].clone()))
+            query(&case, &sinks[worker].clone().each_worker())
         })
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
         let mut events = Vec::new();

@@ -425,6 +425,8 @@ impl<P: Payload> OutputAdapterFactory<(), P> for StreamOutput<P> {
 pub struct CollectOutput<P> {
     items: Arc<Mutex<Vec<StreamItem<P>>>>,
     finished: Arc<Mutex<Option<Ending>>>,
+    /// Whether each worker of a cluster run writes its share ([`CollectOutput::each_worker`]).
+    each_worker: bool,
 }
 
 impl<P> Clone for CollectOutput<P> {
@@ -432,6 +434,7 @@ impl<P> Clone for CollectOutput<P> {
         CollectOutput {
             items: Arc::clone(&self.items),
             finished: Arc::clone(&self.finished),
+            each_worker: self.each_worker,
         }
     }
 }
@@ -441,6 +444,7 @@ impl<P> Default for CollectOutput<P> {
         CollectOutput {
             items: Arc::new(Mutex::new(Vec::new())),
             finished: Arc::new(Mutex::new(None)),
+            each_worker: false,
         }
     }
 }
@@ -449,6 +453,15 @@ impl<P: Clone> CollectOutput<P> {
     /// An empty collector.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same collector, written by every worker of a cluster run, each its own share
+    /// ([`OutputAdapterFactory::per_worker`]) instead of the whole output on worker 0: each
+    /// worker's items are a stream with every CTI, and the workers' items interleave in this
+    /// one list (give each worker a collector of its own to read its share as a stream).
+    pub fn each_worker(mut self) -> Self {
+        self.each_worker = true;
+        self
     }
 
     /// Every item received so far, in order.
@@ -506,5 +519,9 @@ impl<P: Payload> OutputAdapterFactory<(), P> for CollectOutput<P> {
 
     fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
         Ok(self.clone())
+    }
+
+    fn per_worker(&self, _: &()) -> bool {
+        self.each_worker
     }
 }
