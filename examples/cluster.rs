@@ -1,5 +1,6 @@
-//! One query on several workers (`punctual::cluster::run_query`): readings joined with a
-//! reference stream that imports their CTIs, counted per name in tumbling windows, built
+//! One query on several workers (`punctual::cluster::run_query`): readings from three
+//! partitions (each read on its own worker) joined with a reference stream that imports their
+//! CTIs, counted per name in tumbling windows, built
 //! with the ordinary `Query` API and run on the local runtime and on three worker threads;
 //! the results are the same. Then again with an output that every worker writes its own
 //! share of (`CollectOutput::each_worker`, `OutputAdapterFactory::per_worker`): nothing is
@@ -8,7 +9,7 @@
 //! `cargo run --example cluster`
 
 use punctual::adapters::{
-    CollectOutput, InputOptions, MemoryInput, OutputAdapterFactory, Query, QueryError,
+    CollectOutput, InputOptions, MemoryInput, OutputAdapterFactory, Partitioned, Query, QueryError,
 };
 use punctual::cluster::{run_query, ClusterConfig, Codecs};
 use punctual::core::ops::Count;
@@ -40,18 +41,24 @@ fn build<F: OutputAdapterFactory<(), NameCount>>(out: &F) -> Result<Query, Query
         &MemoryInput,
         &names,
     )?;
-    // The readings: a sensor and a value, a CTI every 10 ticks.
-    let mut readings = Vec::new();
+    // The readings: a sensor and a value, a CTI every 10 ticks, from three partitions (a
+    // list of items each, one per sensor; files matched by a wildcard work the same way):
+    // each partition is an input of its own, read on its own worker, and `fast` is their
+    // union.
+    let mut readings = vec![Vec::new(); 3];
     for i in 0..60i64 {
-        readings.push(StreamItem::point(t(i), ((i % 3) as u32 + 1, i)));
+        let sensor = (i % 3) as u32 + 1;
+        readings[sensor as usize - 1].push(StreamItem::point(t(i), (sensor, i)));
         if i % 10 == 9 {
-            readings.push(StreamItem::cti(t(i + 1)));
+            for partition in &mut readings {
+                partition.push(StreamItem::cti(t(i + 1)));
+            }
         }
     }
     let fast = query.create_stream(
         InputOptions::new("readings", EventShape::Point),
         &MemoryInput,
-        &readings,
+        &Partitioned(readings),
     )?;
     let counts = fast
         .join_on(&slow, |r| r.0, |n| n.0, |_, n| n.1)
@@ -94,19 +101,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map_err(QueryError::from)
     })?;
 
-    // On three worker threads: each builds the same query; the readings and the names (which
-    // import the readings' CTIs) run on one of them, the windows per name on all three.
+    // On three worker threads: each builds the same query; each reads one partition of the
+    // readings (the names, which import the first partition's CTIs, go with it), and the
+    // windows per name run on all three.
     let split = CollectOutput::new();
     let sink = split.clone();
     let report = run_query(ClusterConfig::threads(3), Codecs::new(), move |_worker| {
         build(&sink)
     })?;
     let merged = report.report();
-    println!(
-        "readings owned by worker {}, {} events in",
-        report.owners[1],
-        merged.counters("readings").map_or(0, |c| c.events_in)
-    );
+    for (input, (name, counters)) in merged.streams.iter().enumerate() {
+        println!(
+            "{name} read by worker {}: {} events in",
+            report.owners[input], counters.events_in
+        );
+    }
 
     let (want, want_last) = results(&local);
     let (got, got_last) = results(&split);

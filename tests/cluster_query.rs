@@ -332,3 +332,268 @@ fn an_input_that_fails_on_one_worker_fails_the_run() {
         out.items()
     );
 }
+
+/// A source of partitions: each partition's `(time, key)` points in arrival order, with CTIs
+/// generated per partition (every 3 events, 5 behind, Drop), read as one stream and counted
+/// per key over tumbling windows of 10.
+fn partitioned_query(
+    partitions: &[Vec<(i64, u32)>],
+    out: &CollectOutput<String>,
+) -> Result<punctual::adapters::Query, punctual::adapters::QueryError> {
+    use punctual::adapters::{InputOptions, MemoryInput, Query};
+    use punctual::core::ops::{Count, WindowOutput};
+    use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
+    use punctual::policies::{
+        AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings,
+    };
+    let bind = |e: punctual::policies::Error| punctual::adapters::QueryError::Bind(e.to_string());
+    let generation = AdvanceTimeGenerationSettings::every_events(3)
+        .delay(TimeSpan::from_ticks(5))
+        .final_cti(true)
+        .build()
+        .map_err(bind)?;
+    let settings = AdvanceTimeSettings::builder()
+        .generation(generation)
+        .policy(AdvanceTimePolicy::Drop)
+        .build()
+        .map_err(bind)?;
+    let items: Vec<Vec<StreamItem<u32>>> = partitions
+        .iter()
+        .map(|p| {
+            p.iter()
+                .map(|&(t, k)| StreamItem::point(Time::from_ticks(t), k))
+                .collect()
+        })
+        .collect();
+    let items = punctual::adapters::Partitioned(items);
+    let mut query = Query::new("partitions");
+    let options = InputOptions::new("readings", EventShape::Point).settings(settings);
+    let readings = query.create_stream(options, &MemoryInput, &items)?;
+    let counts = readings
+        .tumbling_window(TimeSpan::from_ticks(10))
+        .output(WindowOutput::Window)
+        .group_by(|k: &u32| *k)
+        .aggregate(Count)
+        .map(|r| format!("{r:?}"));
+    query.bind_output(&counts, out, &())?;
+    Ok(query)
+}
+
+/// Events as text, sorted; the last CTI; the events the partitions dropped.
+fn partitioned_outcome(out: &CollectOutput<String>, dropped: u64) -> (Vec<String>, i64, u64) {
+    let items: Vec<String> = out.items().into_iter().map(text).collect();
+    let (events, ctis) = released(&items).unwrap_or_default();
+    let mut events: Vec<String> = events.into_iter().map(|e| e.0).collect();
+    events.sort();
+    (events, ctis.last().copied().unwrap_or(i64::MIN), dropped)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
+
+    /// A source of several partitions: each partition is an input of its own, its CTIs and
+    /// drops its own; on 2 and 3 workers, the partitions go round-robin over the workers
+    /// (each worker reads its own), and the counts, the final CTI and the drops are the
+    /// runtime's.
+    #[test]
+    fn a_partitioned_source_gives_on_the_cluster_what_it_gives_on_the_runtime(
+        events in proptest::collection::vec((0i64..120, 0u32..4), 1..60),
+        n in 1usize..5,
+    ) {
+        let mut partitions = vec![Vec::new(); n];
+        for (i, e) in events.iter().enumerate() {
+            partitions[i % n].push(*e);
+        }
+        let out = CollectOutput::new();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let report = runtime
+            .block_on(async {
+                let query = partitioned_query(&partitions, &out).map_err(|e| e.to_string())?;
+                let running = query.start().map_err(|e| e.to_string())?;
+                running.wait().await.map_err(|e| e.to_string())
+            })
+            .map_err(TestCaseError::fail)?;
+        let names: Vec<String> = report.streams.iter().map(|(n, _)| n.clone()).collect();
+        let want_names: Vec<String> = match n {
+            1 => vec!["readings".to_owned()],
+            _ => (0..n).map(|p| format!("readings#{p}")).collect(),
+        };
+        prop_assert_eq!(names, want_names);
+        let dropped = report.streams.iter().map(|(_, c)| c.dropped).sum();
+        let want = partitioned_outcome(&out, dropped);
+        prop_assert_eq!(want.1, i64::MAX, "the runtime's output ends");
+        for workers in [2, 3] {
+            let got = CollectOutput::new();
+            let sink = got.clone();
+            let parts = partitions.clone();
+            let report = run_query(ClusterConfig::threads(workers), Codecs::new(), move |_| {
+                partitioned_query(&parts, &sink)
+            })
+            .map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let owners: Vec<usize> = (0..n).map(|p| p % workers).collect();
+            prop_assert_eq!(&report.owners, &owners, "round robin");
+            // Each worker read its own partitions only.
+            for (w, r) in report.workers.iter().enumerate() {
+                let read: u64 = r.streams.iter().map(|(_, c)| c.events_in).sum();
+                let own: usize = (0..n).filter(|p| p % workers == w).map(|p| partitions[p].len()).sum();
+                prop_assert_eq!(read, own as u64, "worker {}", w);
+            }
+            let dropped = report.report().streams.iter().map(|(_, c)| c.dropped).sum();
+            let got = partitioned_outcome(&got, dropped);
+            prop_assert_eq!(&got, &want, "{} workers", workers);
+        }
+    }
+}
+
+/// A clock that moves 100 ms of application time at every reading.
+#[derive(Clone)]
+struct SteppingClock(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl punctual::adapters::Clock for SteppingClock {
+    fn now(&self) -> punctual::core::Time {
+        let step = punctual::core::TimeSpan::from_millis(100).ticks();
+        punctual::core::Time::from_ticks(
+            self.0.fetch_add(step, std::sync::atomic::Ordering::SeqCst),
+        )
+    }
+}
+
+/// A live source of two partitions: partition 0 enqueues points at 1 s to 5 s, partition 1
+/// nothing; both stay open until `done` is set (or the query stops).
+struct Live {
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    partition: usize,
+}
+
+#[async_trait::async_trait]
+impl punctual::adapters::InputAdapter<u32> for Live {
+    async fn run(
+        &mut self,
+        ctx: &mut punctual::adapters::InputContext<u32>,
+    ) -> Result<(), punctual::adapters::AdapterError> {
+        use punctual::core::{Time, TimeSpan};
+        if self.partition == 0 {
+            for s in 1..=5 {
+                ctx.enqueue_point(Time::EPOCH + TimeSpan::from_secs(s), s as u32)
+                    .await?;
+            }
+        }
+        while !self.done.load(std::sync::atomic::Ordering::SeqCst) && !ctx.is_stopping() {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        Ok(())
+    }
+}
+
+impl punctual::adapters::InputAdapterFactory<(), u32> for Live {
+    type Adapter = Live;
+    fn create(
+        &self,
+        _: &(),
+        _: punctual::core::EventShape,
+    ) -> Result<Live, punctual::adapters::AdapterError> {
+        self.create_partition(&(), punctual::core::EventShape::Point, 0)
+    }
+    fn partitions(&self, _: &()) -> usize {
+        2
+    }
+    fn create_partition(
+        &self,
+        _: &(),
+        _: punctual::core::EventShape,
+        partition: usize,
+    ) -> Result<Live, punctual::adapters::AdapterError> {
+        Ok(Live {
+            done: std::sync::Arc::clone(&self.done),
+            partition,
+        })
+    }
+}
+
+/// Runs the live source on two workers (a partition each) with a bounded watermark (1 s) and
+/// an idle timeout of `idle` seconds, the stepping clock read every millisecond; ends the
+/// sources once the output holds the five events, or after 20 s of waiting for them. Returns
+/// whether they came before the end, and the output before the end.
+fn quiet_partition_run(idle: i64) -> (bool, Vec<punctual::core::StreamItem<u32>>) {
+    use punctual::adapters::{InputOptions, Query};
+    use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
+    use punctual::policies::Watermark;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let source = Live {
+        done: std::sync::Arc::clone(&done),
+        partition: 0,
+    };
+    let out = CollectOutput::new();
+    let sink = out.clone();
+    let start = (Time::EPOCH + TimeSpan::from_secs(10)).ticks();
+    let run = std::thread::spawn(move || {
+        run_query(ClusterConfig::threads(2), Codecs::new(), move |_| {
+            let strategy = Watermark::<u32>::bounded(TimeSpan::from_secs(1))
+                .idle_timeout(TimeSpan::from_secs(idle));
+            let clock = SteppingClock(std::sync::Arc::new(std::sync::atomic::AtomicI64::new(
+                start,
+            )));
+            let mut query = Query::new("quiet")
+                .clock(clock)
+                .clock_interval(std::time::Duration::from_millis(1));
+            let options = InputOptions::new("readings", EventShape::Point).watermark(strategy);
+            let readings = query.create_stream(options, &source, &())?;
+            query.bind_output(&readings, &sink, &())?;
+            Ok(query)
+        })
+    });
+    // Wait for the five points before the end of the input (a guard against a hang, not a
+    // measurement: the clock moves at every reading, however fast the machine is).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let count = |items: &[StreamItem<u32>]| {
+        items
+            .iter()
+            .filter(|i| matches!(i, StreamItem::Insert(_)))
+            .count()
+    };
+    let mut in_time = false;
+    while std::time::Instant::now() < deadline {
+        if count(&out.items()) == 5 {
+            in_time = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let before_end = out.items();
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let ran = run.join().expect("the run does not panic");
+    assert!(ran.is_ok(), "{ran:?}");
+    (in_time, before_end)
+}
+
+/// One partition of a source stays quiet while the other has events: with an idle timeout,
+/// the quiet one advances by the injected clock (`CTI(now - timeout)`), so the union of the
+/// two (read on two workers) releases the events before the input ends.
+#[test]
+fn a_quiet_partition_advances_by_the_clock_and_does_not_hold_the_cluster_back() {
+    use punctual::core::{StreamItem, Time, TimeSpan};
+    let (in_time, items) = quiet_partition_run(2);
+    assert!(
+        in_time,
+        "the events were not released while the input was open: {items:?}"
+    );
+    let events: Vec<u32> = items
+        .iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some(e.payload),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    assert_eq!(events, [1, 2, 3, 4, 5]);
+    // Released by a CTI past them, from the clock, not the final one.
+    let past = Time::EPOCH + TimeSpan::from_secs(5);
+    assert!(
+        items
+            .iter()
+            .any(|i| matches!(i, StreamItem::Cti(t) if *t > past && *t < Time::INF)),
+        "{items:?}"
+    );
+}

@@ -359,3 +359,51 @@ async fn the_benchmark_queries_in_sql_give_what_the_rust_queries_give() {
         assert_eq!(got, expected[q], "{name}");
     }
 }
+
+/// A job input whose path has wildcards reads every matching file as a partition of the
+/// source (an input each, with its own counters and CTIs): on one worker and on two (a
+/// partition each), the totals are those of both files.
+#[test]
+fn a_job_reads_the_files_a_wildcard_matches_as_partitions() {
+    let dir = std::env::temp_dir().join(format!("punctual-job-parts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("r-1.csv"), "t,device,v\n1000,a,1\n2000,b,5\n").expect("written");
+    std::fs::write(dir.join("r-2.csv"), "t,device,v\n1500,a,10\n12000,a,7\n").expect("written");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        r#"
+query = "SELECT device, SUM(v) AS total INTO totals FROM r TIMESTAMP BY t GROUP BY device, TumblingWindow(second, 10)"
+[inputs.r]
+path = "r-*.csv"
+time_format = "epoch-ms"
+[outputs.totals]
+path = "totals.jsonl"
+time_format = "epoch-ms"
+"#,
+    )
+    .expect("written");
+    for workers in ["1", "2"] {
+        let args: Vec<String> = ["job", &job.display().to_string(), "--workers", workers]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = main(&args, &mut out, &mut err);
+        let err = String::from_utf8_lossy(&err);
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(err.contains("r#0") && err.contains("r#1"), "{err}");
+        let written = std::fs::read_to_string(dir.join("totals.jsonl")).expect("written");
+        let mut lines: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                r#"{"kind":"point","start":10000,"payload":{"device":"a","total":11}}"#,
+                r#"{"kind":"point","start":10000,"payload":{"device":"b","total":5}}"#,
+                r#"{"kind":"point","start":20000,"payload":{"device":"a","total":7}}"#,
+            ],
+            "{workers} worker(s)"
+        );
+    }
+}

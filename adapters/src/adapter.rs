@@ -192,6 +192,30 @@ pub trait InputAdapterFactory<C, P: Payload> {
         let _ = config;
         false
     }
+
+    /// How many partitions the source `config` names has: parts read independently of each
+    /// other (several files, a topic's partitions, several connections). Each partition
+    /// becomes an input of its own ([`Query::create_stream`](crate::Query::create_stream)):
+    /// its own adapter ([`InputAdapterFactory::create_partition`]), its own CTIs and policy,
+    /// read on the worker it is assigned to when the query runs on several. The default is
+    /// one; zero is an error.
+    fn partitions(&self, config: &C) -> usize {
+        let _ = config;
+        1
+    }
+
+    /// Makes the adapter that reads partition `partition` (of
+    /// [`InputAdapterFactory::partitions`]). The default, for a source of one partition, is
+    /// [`InputAdapterFactory::create`].
+    fn create_partition(
+        &self,
+        config: &C,
+        shape: EventShape,
+        partition: usize,
+    ) -> Result<Self::Adapter, AdapterError> {
+        let _ = partition;
+        self.create(config, shape)
+    }
 }
 
 /// Makes output adapters from a configuration `C`.
@@ -210,5 +234,109 @@ pub trait OutputAdapterFactory<C, P: Payload> {
     fn per_worker(&self, config: &C) -> bool {
         let _ = config;
         false
+    }
+}
+
+/// A source read as several partitions, one configuration each: with any factory, the
+/// configuration `Partitioned(vec![a, b, ...])` makes a source whose partitions are those of
+/// `a`, then those of `b`, and so on (one each, unless a configuration names several itself,
+/// as a wildcard file path does). Each partition is an input of its own
+/// ([`InputAdapterFactory::partitions`]); the advance-time settings the factory declares are
+/// those of the first configuration.
+///
+/// ```
+/// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Partitioned, Query};
+/// use punctual_core::{EventShape, StreamItem, Time};
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let t = Time::from_ticks;
+/// let sensors = Partitioned(vec![
+///     vec![StreamItem::point(t(1), "a"), StreamItem::Cti(t(2))],
+///     vec![StreamItem::point(t(3), "b"), StreamItem::Cti(t(9))],
+/// ]);
+/// let mut query = Query::new("two sensors");
+/// let readings = query.create_stream(InputOptions::new("readings", EventShape::Point), &MemoryInput, &sensors)?;
+/// let out = CollectOutput::new();
+/// query.bind_output(&readings, &out, &())?;
+/// let report = query.start()?.wait().await?;
+/// assert_eq!(report.streams[1].0, "readings#1");
+/// // The stream's CTI is the least of its partitions' CTIs.
+/// assert_eq!(out.items()[..2], [StreamItem::point(t(1), "a"), StreamItem::Cti(t(2))]);
+/// # Ok::<(), punctual_adapters::QueryError>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Partitioned<C>(pub Vec<C>);
+
+impl<C> Partitioned<C> {
+    /// The configuration and its own partition that global partition `p` is.
+    fn locate<P: Payload, F: InputAdapterFactory<C, P> + ?Sized>(
+        &self,
+        factory: &F,
+        mut p: usize,
+    ) -> Option<(&C, usize)> {
+        for config in &self.0 {
+            let n = factory.partitions(config);
+            if p < n {
+                return Some((config, p));
+            }
+            p -= n;
+        }
+        None
+    }
+}
+
+impl<C, P: Payload, F: InputAdapterFactory<C, P>> InputAdapterFactory<Partitioned<C>, P> for F {
+    type Adapter = F::Adapter;
+
+    /// The first partition.
+    fn create(
+        &self,
+        config: &Partitioned<C>,
+        shape: EventShape,
+    ) -> Result<F::Adapter, AdapterError> {
+        InputAdapterFactory::<Partitioned<C>, P>::create_partition(self, config, shape, 0)
+    }
+
+    fn declare_advance_time_properties(
+        &self,
+        config: &Partitioned<C>,
+        shape: EventShape,
+    ) -> Option<AdapterAdvanceTimeSettings> {
+        let first = config.0.first()?;
+        InputAdapterFactory::<C, P>::declare_advance_time_properties(self, first, shape)
+    }
+
+    /// Every configuration is.
+    fn replayable(&self, config: &Partitioned<C>) -> bool {
+        config
+            .0
+            .iter()
+            .all(|c| InputAdapterFactory::<C, P>::replayable(self, c))
+    }
+
+    fn partitions(&self, config: &Partitioned<C>) -> usize {
+        config
+            .0
+            .iter()
+            .map(|c| InputAdapterFactory::<C, P>::partitions(self, c))
+            .sum()
+    }
+
+    fn create_partition(
+        &self,
+        config: &Partitioned<C>,
+        shape: EventShape,
+        partition: usize,
+    ) -> Result<F::Adapter, AdapterError> {
+        let Some((c, p)) = config.locate::<P, F>(self, partition) else {
+            return Err(AdapterError::Config(format!(
+                "partition {partition} of a source of {}",
+                InputAdapterFactory::<Partitioned<C>, P>::partitions(self, config)
+            )));
+        };
+        match InputAdapterFactory::<C, P>::partitions(self, c) {
+            1 => InputAdapterFactory::<C, P>::create(self, c, shape),
+            _ => InputAdapterFactory::<C, P>::create_partition(self, c, shape, p),
+        }
     }
 }

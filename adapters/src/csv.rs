@@ -48,7 +48,10 @@ use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CsvInputConfig {
-    /// The file; `-` is standard input.
+    /// The file; `-` is standard input. A file name with `*` (any characters) or `?` (one
+    /// character) names every matching file of its directory, sorted by name: each is a
+    /// partition of the source, an input of its own
+    /// ([`InputAdapterFactory::partitions`](crate::InputAdapterFactory::partitions)).
     pub path: PathBuf,
     /// The column holding each event's start time.
     pub start: String,
@@ -201,15 +204,33 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
         crate::replay::replayable(&config.path, config.replay)
     }
 
+    /// A file name with `*` or `?` in it names several files: one partition each.
+    fn partitions(&self, config: &CsvInputConfig) -> usize {
+        crate::replay::partition_files(&config.path).map_or(1, |files| files.len())
+    }
+
     fn create(
         &self,
         config: &CsvInputConfig,
+        shape: EventShape,
+    ) -> Result<CsvReader<P>, AdapterError> {
+        self.create_partition(config, shape, 0)
+    }
+
+    fn create_partition(
+        &self,
+        config: &CsvInputConfig,
         _shape: EventShape,
+        partition: usize,
     ) -> Result<CsvReader<P>, AdapterError> {
         if config.start.is_empty() {
             return Err(AdapterError::Config("`start` must name a column".into()));
         }
         config.replay.validate()?;
+        let config = &CsvInputConfig {
+            path: crate::replay::partition_file(&config.path, partition)?,
+            ..config.clone()
+        };
         Ok(CsvReader {
             config: config.clone(),
             _payload: PhantomData,

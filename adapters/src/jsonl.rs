@@ -56,7 +56,10 @@ pub use crate::replay::MalformedLines;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JsonLinesInputConfig {
-    /// The file to read; `-` is standard input.
+    /// The file to read; `-` is standard input. A file name with `*` (any characters) or `?`
+    /// (one character) names every matching file of its directory, sorted by name: each is a
+    /// partition of the source, an input of its own
+    /// ([`InputAdapterFactory::partitions`](crate::InputAdapterFactory::partitions)).
     pub path: PathBuf,
     /// What to do with malformed lines (default: skip, count and dead-letter them).
     #[serde(default = "skip")]
@@ -153,12 +156,30 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
         crate::replay::replayable(&config.path, config.replay)
     }
 
+    /// A file name with `*` or `?` in it names several files: one partition each.
+    fn partitions(&self, config: &JsonLinesInputConfig) -> usize {
+        crate::replay::partition_files(&config.path).map_or(1, |files| files.len())
+    }
+
     fn create(
         &self,
         config: &JsonLinesInputConfig,
+        shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        self.create_partition(config, shape, 0)
+    }
+
+    fn create_partition(
+        &self,
+        config: &JsonLinesInputConfig,
         _shape: EventShape,
+        partition: usize,
     ) -> Result<Self::Adapter, AdapterError> {
         config.replay.validate()?;
+        let config = &JsonLinesInputConfig {
+            path: crate::replay::partition_file(&config.path, partition)?,
+            ..config.clone()
+        };
         Ok(JsonLinesReader {
             config: config.clone(),
             _payload: PhantomData,

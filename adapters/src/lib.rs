@@ -30,7 +30,8 @@ pub mod replay;
 pub mod tcp;
 
 pub use adapter::{
-    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, OutputContext, Payload,
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, OutputContext,
+    Partitioned, Payload,
 };
 pub use checkpoint::Checkpoints;
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -84,7 +84,9 @@ impl<P: Payload> InputAdapterFactory<Vec<StreamItem<P>>, P> for MemoryInput {
 /// events in blocks through [`InputContext::enqueue_point_records`]: each record's start time
 /// and payload are read by the functions given, straight into the stream's ingress, without
 /// building items or columns first. The fastest way to feed a stream from memory; the records
-/// are shared, not copied, by every adapter the factory makes.
+/// are shared, not copied, by every adapter the factory makes. With
+/// [`RecordsInput::partitions`], the records are a source of several partitions (block `b` in
+/// partition `b % n`), each its own input: on several workers, each reads its own.
 ///
 /// ```
 /// use punctual_adapters::{CollectOutput, InputOptions, Query, RecordsInput};
@@ -112,6 +114,7 @@ pub struct RecordsInput<R, T, F> {
     time: T,
     payload: F,
     block: usize,
+    partitions: usize,
 }
 
 impl<R, T, F> std::fmt::Debug for RecordsInput<R, T, F> {
@@ -119,6 +122,7 @@ impl<R, T, F> std::fmt::Debug for RecordsInput<R, T, F> {
         f.debug_struct("RecordsInput")
             .field("records", &self.records.len())
             .field("block", &self.block)
+            .field("partitions", &self.partitions)
             .finish()
     }
 }
@@ -132,12 +136,47 @@ impl<R, T, F> RecordsInput<R, T, F> {
             time,
             payload,
             block: BATCH,
+            partitions: 1,
         }
     }
 
     /// How many records each call enqueues (at least one).
     pub fn block(mut self, records: usize) -> Self {
         self.block = records.max(1);
+        self
+    }
+
+    /// Reads the records as `n` partitions (at least one): block `b` (of
+    /// [`RecordsInput::block`] records) goes to partition `b % n`. Each partition is an input
+    /// of its own, with its own CTIs ([`InputAdapterFactory::partitions`]).
+    ///
+    /// ```
+    /// use punctual_adapters::{CollectOutput, InputOptions, Query, RecordsInput};
+    /// use punctual_core::{EventShape, StreamItem, Time};
+    /// use punctual_policies::AdvanceTimeSettings;
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let replay = RecordsInput::new(vec![1_i64, 2, 3, 4, 5], |r: &i64| Time::from_ticks(*r), |r: &i64| *r)
+    ///     .block(2)
+    ///     .partitions(2); // [1, 2] and [5] in partition 0, [3, 4] in partition 1
+    /// let mut query = Query::new("split");
+    /// let options = InputOptions::new("n", EventShape::Point)
+    ///     .settings(AdvanceTimeSettings::increasing_start_time());
+    /// let n = query.create_stream(options, &replay, &())?;
+    /// let out = CollectOutput::new();
+    /// query.bind_output(&n, &out, &())?;
+    /// let report = query.start()?.wait().await?;
+    /// let names: Vec<&str> = report.streams.iter().map(|(n, _)| n.as_str()).collect();
+    /// assert_eq!(names, ["n#0", "n#1"]);
+    /// let events: Vec<i64> = out.items().into_iter().filter_map(|i| match i {
+    ///     StreamItem::Insert(e) => Some(e.payload),
+    ///     StreamItem::Cti(_) => None,
+    /// }).collect();
+    /// assert_eq!(events, [1, 2, 3, 4, 5]); // the union of the two, in time order
+    /// # Ok::<(), punctual_adapters::QueryError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn partitions(mut self, n: usize) -> Self {
+        self.partitions = n.max(1);
         self
     }
 }
@@ -151,12 +190,26 @@ where
 {
     type Adapter = RecordsAdapter<R, T, F>;
 
-    fn create(&self, _: &(), _shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+    fn create(&self, _: &(), shape: EventShape) -> Result<Self::Adapter, AdapterError> {
+        self.create_partition(&(), shape, 0)
+    }
+
+    fn partitions(&self, _: &()) -> usize {
+        self.partitions
+    }
+
+    fn create_partition(
+        &self,
+        _: &(),
+        _shape: EventShape,
+        partition: usize,
+    ) -> Result<Self::Adapter, AdapterError> {
         Ok(RecordsAdapter {
             records: Arc::clone(&self.records),
             time: self.time.clone(),
             payload: self.payload.clone(),
             block: self.block,
+            partition: (partition, self.partitions),
         })
     }
 }
@@ -167,6 +220,8 @@ pub struct RecordsAdapter<R, T, F> {
     time: T,
     payload: F,
     block: usize,
+    /// Which partition it reads, of how many.
+    partition: (usize, usize),
 }
 
 #[async_trait]
@@ -178,7 +233,8 @@ where
     F: Fn(&R) -> P + Send + Sync + 'static,
 {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
-        for block in self.records.chunks(self.block) {
+        let (p, n) = self.partition;
+        for block in self.records.chunks(self.block).skip(p).step_by(n.max(1)) {
             ctx.enqueue_point_records(block, &self.time, &self.payload)
                 .await?;
         }

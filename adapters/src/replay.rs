@@ -105,6 +105,79 @@ pub(crate) fn replayable(path: &Path, replay: ReplayOptions) -> bool {
         && std::fs::metadata(path).map_or(true, |m| m.is_file())
 }
 
+/// The files a file input's `path` names, one partition each: the path itself, or, when its
+/// file name holds `*` (any characters) or `?` (one character), every file of its directory
+/// whose name matches, sorted by name. A pattern that matches nothing is an error naming it.
+pub(crate) fn partition_files(path: &Path) -> Result<Vec<PathBuf>, AdapterError> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Ok(vec![path.to_owned()]);
+    };
+    if !name.contains(['*', '?']) {
+        return Ok(vec![path.to_owned()]);
+    }
+    let pattern: Vec<char> = name.chars().collect();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let entries = std::fs::read_dir(&dir).map_err(|error| AdapterError::Io {
+        path: dir.clone(),
+        error,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| {
+            let name: Vec<char> = e.file_name().to_string_lossy().chars().collect();
+            wildcard(&pattern, &name)
+        })
+        .map(|e| dir.join(e.file_name()))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(AdapterError::Config(format!(
+            "no file matches `{}`",
+            path.display()
+        )));
+    }
+    Ok(files)
+}
+
+/// Whether `name` matches `pattern` (`*`: any characters, `?`: one).
+fn wildcard(pattern: &[char], name: &[char]) -> bool {
+    // Matches of the pattern's prefix against each prefix of the name, row by row.
+    let mut row = vec![false; name.len() + 1];
+    row[0] = true;
+    for &p in pattern {
+        let mut next = vec![false; name.len() + 1];
+        if p == '*' {
+            next[0] = row[0];
+            for j in 1..=name.len() {
+                next[j] = row[j] || next[j - 1];
+            }
+        } else {
+            for j in 1..=name.len() {
+                next[j] = row[j - 1] && (p == '?' || p == name[j - 1]);
+            }
+        }
+        row = next;
+    }
+    row[name.len()]
+}
+
+/// The file of partition `partition` of a file input's `path` (see [`partition_files`]).
+pub(crate) fn partition_file(path: &Path, partition: usize) -> Result<PathBuf, AdapterError> {
+    let mut files = partition_files(path)?;
+    let n = files.len();
+    if partition >= n {
+        return Err(AdapterError::Config(format!(
+            "partition {partition} of `{}`, which names {n} file(s)",
+            path.display()
+        )));
+    }
+    Ok(files.swap_remove(partition))
+}
+
 /// A line source: the reader, and whether it is live (standard input, a FIFO, a device: lines
 /// come when someone writes them) rather than a regular file.
 pub(crate) struct Lines {
@@ -438,6 +511,18 @@ pub(crate) async fn open_sink(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wildcards_match_any_characters_or_one() {
+        let m = |p: &str, n: &str| {
+            let (p, n): (Vec<char>, Vec<char>) = (p.chars().collect(), n.chars().collect());
+            wildcard(&p, &n)
+        };
+        assert!(m("*.csv", "a.csv") && m("*.csv", ".csv") && m("p-?.csv", "p-1.csv"));
+        assert!(m("*-*", "a-b-c") && m("*", "") && m("a*b*c", "abc"));
+        assert!(!m("p-?.csv", "p-12.csv") && !m("*.csv", "a.csvx") && !m("a*b", "ba"));
+        assert!(!m("?", ""));
+    }
 
     #[test]
     fn a_tiny_or_huge_gap_at_a_tiny_speed_waits_far_but_never_panics() {

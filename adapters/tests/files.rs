@@ -523,3 +523,55 @@ async fn a_drained_stop_is_not_a_checkpoint() {
         std::fs::read_to_string(&expected).expect("written")
     );
 }
+
+/// A file name with wildcards names several files, sorted by name: each is a partition of the
+/// source, an input of its own with its own counters and CTIs, and the stream is their union.
+/// A pattern that matches nothing is refused with the pattern.
+#[tokio::test]
+async fn a_wildcard_path_reads_each_matching_file_as_a_partition() {
+    let a = temp("parts-a.csv", "time,v\n1,1\n5,5\n");
+    temp("parts-b.csv", "time,v\n3,3\n");
+    temp("parts-bb.csv", "time,v\n4,4\n"); // `?` is one character: not matched
+    let pattern = a.with_file_name("parts-?.csv");
+    let mut query = Query::new("files");
+    let s = query
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("in", EventShape::Point),
+            &CsvInput,
+            &CsvInputConfig::new(&pattern, "time"),
+        )
+        .expect("binds");
+    let out = CollectOutput::new();
+    query.bind_output(&s, &out, &()).expect("binds");
+    let report = query.start().expect("starts").wait().await.expect("runs");
+    let read: Vec<(&str, u64)> = report
+        .streams
+        .iter()
+        .map(|(n, c)| (n.as_str(), c.events_in))
+        .collect();
+    assert_eq!(read, [("in#0", 2), ("in#1", 1)]);
+    let times: Vec<Time> = out
+        .items()
+        .iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some(e.kind.start()),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    assert_eq!(times, [t(1), t(3), t(5)]);
+
+    let mut query = Query::new("none");
+    let refused = query.create_stream::<_, Row, _, _>(
+        InputOptions::new("in", EventShape::Point),
+        &JsonLinesInput,
+        &JsonLinesInputConfig::new(a.with_file_name("nothing-*.jsonl")),
+    );
+    let why = refused
+        .map(|_| ())
+        .expect_err("nothing matches")
+        .to_string();
+    assert!(
+        why.contains("no file matches") && why.contains("nothing-*.jsonl"),
+        "{why}"
+    );
+}

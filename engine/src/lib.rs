@@ -56,7 +56,7 @@ mod sink;
 
 pub use driver::Driver;
 pub use options::InputOptions;
-pub use plan::{InputId, OutputId, Plan};
+pub use plan::{InputId, OutputId, PartitionedInput, Plan};
 pub use sink::{DeadLetterCollector, DeadLetterSink};
 
 /// Why a query's plan cannot be built.

@@ -5,6 +5,7 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use punctual_core::ops::{Graph, NodeId, Payload, QueryGraph, Stream};
 use punctual_core::{EventOrder, EventShape, Order, Ordered};
@@ -41,6 +42,10 @@ impl<P> InputId<P> {
         self.index
     }
 }
+
+/// What [`Plan::partitioned_input`] gives: a handle per partition, and the source's stream
+/// (the union of theirs).
+pub type PartitionedInput<P, O> = (Vec<InputId<P>>, Stream<P, O>);
 
 /// A handle on a stream read from outside, for taking what it produced from the [`Driver`].
 #[derive(Debug)]
@@ -146,6 +151,9 @@ pub struct Plan {
     inputs: Vec<Box<dyn PendingInput>>,
     outputs: Vec<NodeId>,
     shapes: HashMap<NodeId, EventShape>,
+    /// Partitioned inputs: the source's name, the union of its partitions, and the inputs
+    /// that are its partitions.
+    partitioned: Vec<(String, NodeId, Vec<usize>)>,
     max_held: usize,
 }
 
@@ -172,6 +180,7 @@ impl Plan {
             inputs: Vec::new(),
             outputs: Vec::new(),
             shapes: HashMap::new(),
+            partitioned: Vec::new(),
             max_held: crate::DEFAULT_MAX_HELD,
         }
     }
@@ -197,7 +206,7 @@ impl Plan {
         &mut self,
         options: InputOptions<O>,
     ) -> Result<(InputId<P>, Stream<P, O>)> {
-        if self.inputs.iter().any(|s| s.name() == options.name) {
+        if self.has_input(&options.name) {
             return Err(Error::Bind(format!(
                 "query `{}` already has a stream named `{}`",
                 self.name, options.name
@@ -274,6 +283,69 @@ impl Plan {
         Ok((id, stream))
     }
 
+    /// Adds a source of `partitions` parts read independently (files, log partitions,
+    /// connections): one input per partition, named `NAME#0`, `NAME#1`, ..., each with the
+    /// settings of `options` applied to its own items (its own CTIs, generated or imported,
+    /// and its own Drop/Adjust against them, so that what a policy does does not depend on
+    /// where the partition is read), and the union of their streams under `NAME`, whose CTI
+    /// is the least of theirs. On several workers, the partitions go round-robin over them
+    /// ([`Driver::owners`]). A stream that imports CTIs from `NAME` imports those of its first
+    /// partition; late events and dead letters of `NAME` are those of every partition. One
+    /// partition is [`Plan::input`].
+    ///
+    /// ```
+    /// use punctual_core::{Batch, EventShape, StreamItem, Time};
+    /// use punctual_engine::{InputOptions, Plan};
+    /// let t = Time::from_ticks;
+    /// let mut plan = Plan::new("q");
+    /// let (parts, readings) = plan
+    ///     .partitioned_input::<u32, _>(InputOptions::new("readings", EventShape::Point), 2)
+    ///     .unwrap();
+    /// let out = plan.output(&readings).unwrap();
+    /// let mut driver = plan.build().unwrap();
+    /// assert_eq!(driver.input_name(parts[1].index()), Some("readings#1"));
+    /// driver.enqueue(parts[0], StreamItem::point(t(5), 1)).unwrap();
+    /// driver.enqueue(parts[0], StreamItem::Cti(t(9))).unwrap();
+    /// driver.enqueue(parts[1], StreamItem::point(t(3), 2)).unwrap();
+    /// driver.enqueue(parts[1], StreamItem::Cti(t(4))).unwrap();
+    /// let mut got = Batch::new();
+    /// driver.take_output(&out, &mut got);
+    /// assert_eq!(got.payloads(), &[2]); // 1 waits for partition 1 to pass 5
+    /// assert_eq!(got.last_cti(), Some(t(4)));
+    /// ```
+    pub fn partitioned_input<P: Payload, O: Order>(
+        &mut self,
+        options: InputOptions<O>,
+        partitions: usize,
+    ) -> Result<PartitionedInput<P, O>> {
+        if partitions <= 1 {
+            let (id, stream) = self.input(options)?;
+            return Ok((vec![id], stream));
+        }
+        if self.has_input(&options.name) {
+            return Err(Error::Bind(format!(
+                "query `{}` already has a stream named `{}`",
+                self.name, options.name
+            )));
+        }
+        let mut ids = Vec::with_capacity(partitions);
+        let mut streams = Vec::with_capacity(partitions);
+        for p in 0..partitions {
+            let mut part = options.clone();
+            part.name = format!("{}#{p}", options.name);
+            let (id, stream) = self.input::<P, O>(part)?;
+            ids.push(id);
+            streams.push(stream);
+        }
+        let others: Vec<&Stream<P, O>> = streams[1..].iter().collect();
+        let stream = streams[0].union(&others).named(options.name.clone());
+        self.shapes.insert(stream.node(), options.shape);
+        let members = ids.iter().map(|id| id.index).collect();
+        self.partitioned
+            .push((options.name, stream.node(), members));
+        Ok((ids, stream))
+    }
+
     /// Marks a stream (an input or an operator's output, of either order) as read from
     /// outside: what it produces is kept for [`Driver::take_output`].
     pub fn output<P: Payload, O: Order>(&mut self, stream: &Stream<P, O>) -> Result<OutputId<P>> {
@@ -309,6 +381,21 @@ impl Plan {
     /// Whether the plan has an input of this name.
     pub fn has_input(&self, name: &str) -> bool {
         self.inputs.iter().any(|s| s.name() == name)
+            || self.partitioned.iter().any(|(n, _, _)| n == name)
+    }
+
+    /// The inputs of the source whose stream starts at `node`: a partitioned source's
+    /// partitions, or the one input (none for an operator's output).
+    fn members(&self, node: NodeId) -> Vec<usize> {
+        match self.partitioned.iter().find(|(_, n, _)| *n == node) {
+            Some((_, _, members)) => members.clone(),
+            None => self
+                .inputs
+                .iter()
+                .position(|s| s.node() == node)
+                .into_iter()
+                .collect(),
+        }
     }
 
     /// The name of an input.
@@ -324,12 +411,21 @@ impl Plan {
         stream: &Stream<P, O>,
     ) -> Result<Stream<LateEvent<P>>> {
         let graph = self.graph.clone();
-        let pending = self.pending::<P, O>(stream, "late events")?;
-        let name = format!("late events of `{}`", pending.name);
-        let late = pending
-            .late
-            .get_or_insert_with(|| graph.source::<LateEvent<P>, Ordered>().named(name))
-            .clone();
+        let mut lates = Vec::new();
+        for i in self.inputs_of(stream, "late events")? {
+            let pending = self.pending::<P>(i)?;
+            let name = format!("late events of `{}`", pending.name);
+            let late = pending
+                .late
+                .get_or_insert_with(|| graph.source::<LateEvent<P>, Ordered>().named(name))
+                .clone();
+            lates.push(late);
+        }
+        let others: Vec<&Stream<LateEvent<P>>> = lates[1..].iter().collect();
+        let late = match others.is_empty() {
+            true => lates[0].clone(),
+            false => lates[0].union(&others),
+        };
         // Each late event is a point at the CTI it broke.
         self.shapes.insert(late.node(), EventShape::Point);
         Ok(late)
@@ -342,7 +438,21 @@ impl Plan {
         stream: &Stream<P, O>,
         sink: impl DeadLetterSink<P> + 'static,
     ) -> Result<()> {
-        self.pending::<P, O>(stream, "dead letters")?.sink = Some(Box::new(sink));
+        let inputs = self.inputs_of(stream, "dead letters")?;
+        if let [i] = inputs[..] {
+            self.pending::<P>(i)?.sink = Some(Box::new(sink));
+            return Ok(());
+        }
+        // The partitions of one source share its sink.
+        let shared = Arc::new(Mutex::new(sink));
+        for i in inputs {
+            let sink = Arc::clone(&shared);
+            self.pending::<P>(i)?.sink = Some(Box::new(move |letter| {
+                sink.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .dead_letter(letter)
+            }));
+        }
         Ok(())
     }
 
@@ -352,7 +462,18 @@ impl Plan {
     /// ([`Filter`](punctual_core::ops::Filter)). The operator graph moves into the driver:
     /// operators composed on the plan's streams afterwards are not part of it.
     pub fn build(self) -> Result<Driver> {
-        let index = |name: &str| self.inputs.iter().position(|s| s.name() == name);
+        // A partitioned source's name stands for its first partition.
+        let index = |name: &str| {
+            self.inputs
+                .iter()
+                .position(|s| s.name() == name)
+                .or_else(|| {
+                    self.partitioned
+                        .iter()
+                        .find(|(n, _, _)| n == name)
+                        .and_then(|(_, _, m)| m.first().copied())
+                })
+        };
         let mut importers = vec![Vec::new(); self.inputs.len()];
         for (i, s) in self.inputs.iter().enumerate() {
             if let Some(source) = s.import() {
@@ -412,20 +533,26 @@ impl Plan {
     }
 
     /// The pending input whose stream this is.
-    fn pending<P: Payload, O: Order>(
-        &mut self,
+    /// The inputs whose stream `stream` is: one input, or a partitioned source's partitions.
+    fn inputs_of<P: Payload, O: Order>(
+        &self,
         stream: &Stream<P, O>,
         what: &str,
-    ) -> Result<&mut Pending<P>> {
+    ) -> Result<Vec<usize>> {
         self.check(stream)?;
+        let inputs = self.members(stream.node());
+        if inputs.is_empty() {
+            return Err(Error::Bind(format!(
+                "{what} belong to input streams, not operator outputs"
+            )));
+        }
+        Ok(inputs)
+    }
+
+    fn pending<P: Payload>(&mut self, index: usize) -> Result<&mut Pending<P>> {
         self.inputs
-            .iter_mut()
-            .find(|s| s.node() == stream.node())
+            .get_mut(index)
             .and_then(|s| s.as_any().downcast_mut::<Pending<P>>())
-            .ok_or_else(|| {
-                Error::Bind(format!(
-                    "{what} belong to input streams, not operator outputs"
-                ))
-            })
+            .ok_or_else(|| Error::Bind("an input of another payload type".to_owned()))
     }
 }

@@ -423,3 +423,59 @@ fn an_edge_key_is_for_the_streams_payload_type() {
     }
     assert_eq!(driver.counters(0).map(|c| c.rejected), Some(0));
 }
+
+/// A partitioned source: an input per partition, each with its own CTIs and its own drops
+/// (Drop against its own CTI); a stream importing the source's name follows its first
+/// partition; the source's late events and dead letters are every partition's; its name is
+/// taken.
+#[test]
+fn a_partitioned_source_is_an_input_per_partition() {
+    let mut plan = Plan::new("q");
+    let options = InputOptions::new("fast", EventShape::Point)
+        .settings(AdvanceTimeSettings::increasing_start_time());
+    let (parts, fast) = plan
+        .partitioned_input::<i64, Ordered>(options, 3)
+        .expect("a valid source");
+    assert_eq!(parts.len(), 3);
+    let again = plan.input::<i64, Ordered>(InputOptions::new("fast", EventShape::Point));
+    assert!(
+        matches!(&again, Err(Error::Bind(why)) if why.contains("already has a stream named `fast`")),
+        "{again:?}"
+    );
+    let (slow, _) = input(&mut plan, "slow", importing("fast"));
+    let letters = DeadLetterCollector::new();
+    plan.dead_letters(&fast, letters.clone()).expect("a source");
+    let late = plan.late_events(&fast).expect("a source");
+    let (late_out, out) = (
+        plan.output(&late).expect("a stream"),
+        plan.output(&fast).expect("a stream"),
+    );
+    let mut driver = plan.build().expect("a valid plan");
+    let names: Vec<&str> = (0..4).filter_map(|i| driver.input_name(i)).collect();
+    assert_eq!(names, ["fast#0", "fast#1", "fast#2", "slow"]);
+    assert_eq!(driver.importers(parts[0].index()), &[slow.index()]);
+    // Partition 0 moves to 10, partition 1 to 4: a point at 6 is late in partition 0 only,
+    // one at 3 in partition 1.
+    for (p, at) in [(0, 10), (1, 4), (2, 20), (0, 6), (1, 6), (1, 3)] {
+        let _ = driver.enqueue(parts[p], StreamItem::point(t(at), at));
+    }
+    assert_eq!(driver.counters(slow.index()).map(|c| c.cti), Some(t(10)));
+    let dropped: Vec<u64> = (0..3)
+        .filter_map(|p| driver.counters(p).map(|c| c.dropped))
+        .collect();
+    assert_eq!(dropped, [1, 1, 0], "each partition against its own CTI");
+    assert_eq!(letters.letters().len(), 2, "one sink for every partition");
+    for p in &parts {
+        driver.finish(p.index());
+    }
+    let mut late_events = Batch::new();
+    driver.take_output(&late_out, &mut late_events);
+    assert_eq!(late_events.len(), 2, "late events of every partition");
+    let mut events = Batch::new();
+    driver.take_output(&out, &mut events);
+    assert_eq!(
+        events.payloads(),
+        &[4, 6, 10, 20],
+        "the union, in time order"
+    );
+}

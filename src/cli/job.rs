@@ -590,7 +590,11 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
                 let first = first_bad
                     .lock()
                     .ok()
-                    .and_then(|b| b.get(name).cloned())
+                    .and_then(|b| {
+                        // A partition (`NAME#p`) of a source read from several files.
+                        let source = name.rsplit_once('#').map_or(name.as_str(), |(n, _)| n);
+                        b.get(name).or_else(|| b.get(source)).cloned()
+                    })
                     .unwrap_or_default();
                 let _ = writeln!(
                     err,

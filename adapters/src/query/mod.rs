@@ -68,7 +68,7 @@ pub use running::{
 use crate::adapter::{InputAdapterFactory, OutputAdapterFactory, Payload};
 use crate::checkpoint::Checkpoints;
 use crate::clock::{Clock, SystemClock};
-use crate::error::QueryError;
+use crate::error::{AdapterError, QueryError};
 use ports::{ErasedOutput, PendingOutput};
 use shell::{Shell, Signals, WorkerSide};
 use tasks::{ErasedInput, PendingInput, Tasks};
@@ -220,6 +220,12 @@ impl Query {
     /// reorder buffer for operators that do not need the order (windows, filters, the join's
     /// left side); see [`punctual_core::order`].
     ///
+    /// A source of several partitions ([`InputAdapterFactory::partitions`]) becomes one input
+    /// per partition, named `NAME#0`, `NAME#1`, ..., each with its own adapter and with the
+    /// settings applied to its own items, and the stream returned is their union (see
+    /// [`Plan::partitioned_input`]): on several workers, each worker reads the partitions
+    /// assigned to it. The stream's counters are each partition's.
+    ///
     /// ```
     /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
     /// use punctual_core::ops::Count;
@@ -282,22 +288,42 @@ impl Query {
                 None => options,
             },
         };
-        let adapter =
-            factory
-                .create(config, options.shape())
-                .map_err(|source| QueryError::Create {
-                    stream: name.clone(),
-                    error: source,
-                })?;
+        let partitions = factory.partitions(config);
+        if partitions == 0 {
+            return Err(QueryError::Create {
+                stream: name,
+                error: AdapterError::Config("the source has no partitions".into()),
+            });
+        }
+        let mut adapters = Vec::with_capacity(partitions);
+        for p in 0..partitions {
+            let made = match partitions {
+                1 => factory.create(config, options.shape()),
+                _ => factory.create_partition(config, options.shape(), p),
+            };
+            adapters.push(made.map_err(|source| QueryError::Create {
+                stream: match partitions {
+                    1 => name.clone(),
+                    _ => format!("{name}#{p}"),
+                },
+                error: source,
+            })?);
+        }
         if !factory.replayable(config) {
             self.not_replayable.push(name.clone());
         }
-        let (id, stream) = self.plan.input::<P, O>(options)?;
-        self.inputs.push(Box::new(PendingInput {
-            id,
-            name,
-            adapter: Box::new(adapter),
-        }));
+        let (ids, stream) = self.plan.partitioned_input::<P, O>(options, partitions)?;
+        for (id, adapter) in ids.into_iter().zip(adapters) {
+            let name = self
+                .plan
+                .input_name(id)
+                .map_or_else(|| name.clone(), str::to_owned);
+            self.inputs.push(Box::new(PendingInput {
+                id,
+                name,
+                adapter: Box::new(adapter),
+            }));
+        }
         Ok(stream)
     }
 

@@ -513,13 +513,16 @@ impl Shell {
         }
     }
 
-    /// A clock reading for every stream with a watermark strategy.
+    /// A clock reading for every stream with a watermark strategy (as one worker of several:
+    /// every stream this worker reads; another worker's are ticked there).
     pub(crate) async fn tick(&self, now: Time) {
         let _ = self
             .drive(SendMode::Always, |driver| {
-                driver.tick(now);
+                for i in (0..driver.input_count()).filter(|&i| self.owns(i)) {
+                    driver.tick_input(i, now);
+                }
                 for (i, view) in self.streams.iter().enumerate() {
-                    if driver.has_watermark(i) {
+                    if driver.has_watermark(i) && self.owns(i) {
                         let cti = driver.counters(i).map_or(Time::NEG_INF, |c| c.cti);
                         view.lock().metrics.record_clock(now, cti);
                     }

@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::batch::Batch;
 use crate::event::EventShape;
-use crate::order::{EventOrder, Order, Ordered, Unordered};
+use crate::order::{EventOrder, Order, Ordered};
 use crate::time::{Time, TimeSpan};
 
 use super::anti_join::{AntiSemiJoin, ClipDuration};
@@ -550,11 +550,6 @@ impl<P: Payload> Stream<P, Ordered> {
             .clip_duration_on(self, key.clone(), key)
     }
 
-    /// Merges this stream with `others`. Output CTI = the minimum of the inputs' CTIs.
-    pub fn union(&self, others: &[&Stream<P>]) -> Stream<P> {
-        self.union_with(others, Union::<P>::new, EventOrder::Sorted)
-    }
-
     /// Left anti-semi-join on a key: the parts of each event's lifetime where no event of
     /// `right` with an equal key overlaps it.
     pub fn anti_join_on<R: Payload, K>(
@@ -635,33 +630,10 @@ impl<P: Payload> Stream<P, Ordered> {
 }
 
 impl<P: Payload, O: Order> Stream<P, O> {
-    /// A union node over this stream and `others` (of one query), made by `make` for the
-    /// number of inputs, with an output of `order`.
-    fn union_with(
-        &self,
-        others: &[&Stream<P, O>],
-        make: fn(usize) -> Union<P>,
-        order: EventOrder,
-    ) -> Stream<P, O> {
-        let mut inputs = vec![self.node];
-        for o in others {
-            assert!(
-                self.graph.same(&o.graph),
-                "a union's streams must belong to one query"
-            );
-            inputs.push(o.node);
-        }
-        let node = self
-            .graph
-            .lock()
-            .add_node::<P>(Box::new(make(inputs.len())), &inputs, order);
-        self.graph.stream(node)
-    }
-}
-
-impl<P: Payload> Stream<P, Unordered> {
-    /// Merges this unordered stream with `others`: every event passes on as it arrives, and
-    /// the output CTI is the minimum of the inputs' CTIs.
+    /// Merges this stream with `others` (of the same order): the output CTI is the minimum
+    /// of the inputs' CTIs. Ordered streams are merged in sync order (each input's events wait
+    /// until every input's CTI has passed them); on unordered streams every event passes on as
+    /// it arrives.
     ///
     /// ```
     /// use punctual_core::ops::QueryGraph;
@@ -683,7 +655,35 @@ impl<P: Payload> Stream<P, Unordered> {
     /// assert_eq!(out.payloads(), &[1, 2]); // as they came
     /// assert_eq!(out.last_cti(), Some(t(4))); // the minimum
     /// ```
-    pub fn union(&self, others: &[&Stream<P, Unordered>]) -> Stream<P, Unordered> {
-        self.union_with(others, Union::<P>::arrival, EventOrder::Arrival)
+    pub fn union(&self, others: &[&Stream<P, O>]) -> Stream<P, O> {
+        match O::ORDER {
+            EventOrder::Sorted => self.union_with(others, Union::<P>::new, EventOrder::Sorted),
+            EventOrder::Arrival => {
+                self.union_with(others, Union::<P>::arrival, EventOrder::Arrival)
+            }
+        }
+    }
+
+    /// A union node over this stream and `others` (of one query), made by `make` for the
+    /// number of inputs, with an output of `order`.
+    fn union_with(
+        &self,
+        others: &[&Stream<P, O>],
+        make: fn(usize) -> Union<P>,
+        order: EventOrder,
+    ) -> Stream<P, O> {
+        let mut inputs = vec![self.node];
+        for o in others {
+            assert!(
+                self.graph.same(&o.graph),
+                "a union's streams must belong to one query"
+            );
+            inputs.push(o.node);
+        }
+        let node = self
+            .graph
+            .lock()
+            .add_node::<P>(Box::new(make(inputs.len())), &inputs, order);
+        self.graph.stream(node)
     }
 }

@@ -27,12 +27,12 @@
 //!
 //! With `--workers N` (window and join), the same query runs on the cluster executor with N
 //! worker threads, as a user runs a `Query` there: `punctual::cluster::run_query` with a
-//! function that builds it on every worker. The fast stream is read as N partitions, each an
-//! input of its own (`fast0`, `fast1`, ...) with its own settings and a [`RecordsInput`] over
-//! its share of the records (block `b` of `--step-blocks` x `--cti` records in partition
-//! `b % N`, as the timely peer splits its input by block; 16 blocks by default), and their
-//! union is the stream the query reads; the reference stream (reference data: the partition
-//! whose CTIs it imports waits for it) imports the first partition's CTIs. Each input's adapter
+//! function that builds it on every worker. The fast stream is one source of N partitions
+//! ([`RecordsInput::partitions`]: block `b` of `--step-blocks` x `--cti` records in partition
+//! `b % N`, as the timely peer splits its input by block; 16 blocks by default), each an input
+//! of its own (`fast#0`, `fast#1`, ...) with its own settings, the stream the query reads
+//! their union; the reference stream (reference data, read whole by every worker) imports
+//! the first partition's CTIs. Each input's adapter
 //! runs on the worker that owns it, and each worker's checksum adapter folds the results of
 //! its own operators into the shared totals (`OutputAdapterFactory::per_worker`: a sum needs
 //! no gathering).
@@ -198,8 +198,6 @@ struct Run<'a> {
     delay: TimeSpan,
     /// On the cluster: blocks of `cti` records per enqueue call.
     step_blocks: usize,
-    /// On the cluster: the fast stream's partitions, one per worker (made before timing).
-    partitions: Vec<Arc<[Record]>>,
 }
 
 impl Run<'_> {
@@ -329,22 +327,6 @@ impl Run<'_> {
     }
 }
 
-/// The union of a stream's partitions (one function per order: `union` is each order's own).
-type Union<O> = fn(
-    &punctual::core::ops::Stream<Reading, O>,
-    &[&punctual::core::ops::Stream<Reading, O>],
-) -> punctual::core::ops::Stream<Reading, O>;
-
-/// The fast stream's records as `n` partitions: block `b` (of `block` records) in partition
-/// `b % n`, as the timely peer splits its input by block.
-fn partitions(events: &[Record], block: usize, n: usize) -> Vec<Arc<[Record]>> {
-    let mut parts: Vec<Vec<Record>> = vec![Vec::new(); n.max(1)];
-    for (b, chunk) in events.chunks(block.max(1)).enumerate() {
-        parts[b % n.max(1)].extend_from_slice(chunk);
-    }
-    parts.into_iter().map(Arc::from).collect()
-}
-
 impl Run<'_> {
     /// The window or join query on the cluster executor with `workers` threads: see the
     /// module doc.
@@ -353,12 +335,11 @@ impl Run<'_> {
         name: &str,
         workers: usize,
         order: fn(InputOptions) -> InputOptions<O>,
-        union: Union<O>,
     ) -> Result<Totals, String> {
         if name != "window" && name != "join" {
             return Err(format!("--workers runs window or join, not `{name}`"));
         }
-        let parts = self.partitions.clone();
+        let events = Arc::clone(self.events);
         let versions = versions(self.reference);
         let fast = settings(self.cti, self.delay)?;
         let block = self.cti as usize * self.step_blocks.max(1);
@@ -372,7 +353,7 @@ impl Run<'_> {
             // The reference data first: the partition whose CTIs it imports waits for it.
             let reference = if join {
                 let import = AdvanceTimeSettings::builder()
-                    .import(AdvanceTimeImportSettings::new("fast0"))
+                    .import(AdvanceTimeImportSettings::new("fast"))
                     .policy(AdvanceTimePolicy::Adjust)
                     .build()
                     .map_err(|e| bind(e.to_string()))?;
@@ -383,25 +364,16 @@ impl Run<'_> {
             } else {
                 None
             };
-            let mut streams = Vec::new();
-            for (p, records) in parts.iter().enumerate() {
-                let replay = RecordsInput::new(
-                    Arc::clone(records),
-                    |r: &Record| ms(r.0),
-                    |r: &Record| (r.1, r.2),
-                )
-                .block(block);
-                let options = order(
-                    InputOptions::new(format!("fast{p}"), EventShape::Point).settings(fast.clone()),
-                );
-                streams.push(query.create_stream(options, &replay, &())?);
-            }
-            let others: Vec<&punctual::core::ops::Stream<Reading, O>> =
-                streams.iter().skip(1).collect();
-            let readings = match &others[..] {
-                [] => streams[0].clone(),
-                _ => union(&streams[0], &others),
-            };
+            let replay = RecordsInput::new(
+                Arc::clone(&events),
+                |r: &Record| ms(r.0),
+                |r: &Record| (r.1, r.2),
+            )
+            .block(block)
+            .partitions(workers);
+            let options =
+                order(InputOptions::new("fast", EventShape::Point).settings(fast.clone()));
+            let readings = query.create_stream(options, &replay, &())?;
             match &reference {
                 Some(r) => query.bind_output(&joined(&readings, r), &j, &())?,
                 None => query.bind_output(&per_key(&readings), &w, &())?,
@@ -494,10 +466,6 @@ fn main_inner() -> Result<bool, String> {
         cti,
         delay: TimeSpan::from_millis(arg(&args, "--delay-ms", 2000)?),
         step_blocks,
-        partitions: match workers {
-            Some(n) => partitions(&events, cti as usize * step_blocks.max(1), n),
-            None => Vec::new(),
-        },
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
@@ -511,13 +479,8 @@ fn main_inner() -> Result<bool, String> {
         let fast = InputOptions::new("fast", EventShape::Point);
         let (out, checksum) = match (order.as_str(), sql) {
             _ if workers.is_some() => match order.as_str() {
-                "ordered" => run.cluster(&query, workers.unwrap_or(1), |o| o, |a, o| a.union(o))?,
-                "arrival" => run.cluster(
-                    &query,
-                    workers.unwrap_or(1),
-                    |o| o.unordered(),
-                    |a, o| a.union(o),
-                )?,
+                "ordered" => run.cluster(&query, workers.unwrap_or(1), |o| o)?,
+                "arrival" => run.cluster(&query, workers.unwrap_or(1), |o| o.unordered())?,
                 other => return Err(format!("unknown order `{other}` (arrival or ordered)")),
             },
             ("arrival", false) => runtime.block_on(run.query(&query, fast.unordered()))?,
