@@ -12,8 +12,13 @@
 //! assert_eq!(a.get("k"), Some(&Value::from("A")));
 //! ```
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasherDefault;
+use std::sync::Arc;
 
+use crate::ops::fxhash::FxHasher;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One field value of a [`Row`].
@@ -38,11 +43,84 @@ pub enum Value {
 
 /// Named values in insertion order; compared as a map. Cloning a row is cheap (its fields are
 /// shared, and copied on the first change), so operators that keep and repeat rows do not
-/// copy them. Field names are shared too (`Arc<str>`): rows built with the names of one
-/// schema (a CSV header, a query's output columns) hold the same names, not copies.
+/// copy them. A row's fields are one allocation (none for an empty row), made once when it is
+/// built in one go ([`Row::from_fields`], `collect`). Field names are shared too (`Arc<str>`):
+/// a name given as text is the one [`field_name`] gives for that text, so rows hold the same
+/// names, not copies, and finding a field by a shared name ([`Row::field`]) compares pointers
+/// first.
 #[derive(Clone, Debug, Default)]
 pub struct Row {
-    fields: std::sync::Arc<Vec<(std::sync::Arc<str>, Value)>>,
+    fields: Option<Arc<Fields>>,
+}
+
+/// A row's fields: names and values, in order.
+type Fields = [(Arc<str>, Value)];
+
+/// What can name a field of a [`Row`]: text (`&str`, `String`), made the shared name of that
+/// text ([`field_name`]), or a shared name (`Arc<str>`) taken as it is.
+pub trait FieldName {
+    /// The name, shared.
+    fn into_name(self) -> Arc<str>;
+}
+
+impl FieldName for &str {
+    fn into_name(self) -> Arc<str> {
+        field_name(self)
+    }
+}
+
+impl FieldName for String {
+    fn into_name(self) -> Arc<str> {
+        field_name(&self)
+    }
+}
+
+impl FieldName for &String {
+    fn into_name(self) -> Arc<str> {
+        field_name(self)
+    }
+}
+
+impl FieldName for Arc<str> {
+    fn into_name(self) -> Arc<str> {
+        self
+    }
+}
+
+impl FieldName for &Arc<str> {
+    fn into_name(self) -> Arc<str> {
+        Arc::clone(self)
+    }
+}
+
+/// Names a thread keeps shared before it stops adding (then names are allocated per use).
+const MAX_NAMES: usize = 4096;
+
+thread_local! {
+    static NAMES: RefCell<HashMap<Box<str>, Arc<str>, BuildHasherDefault<FxHasher>>> =
+        RefCell::new(HashMap::default());
+}
+
+/// The shared name for `text`: the same `Arc` every time on a thread (for the first 4,096
+/// names it sees), so that rows built field by field do not allocate a name per field and
+/// lookups by a shared name compare pointers.
+///
+/// ```
+/// use punctual_core::row::field_name;
+/// assert!(std::sync::Arc::ptr_eq(&field_name("device"), &field_name("device")));
+/// ```
+pub fn field_name(text: &str) -> Arc<str> {
+    NAMES.with(|names| {
+        let mut names = names.borrow_mut();
+        if let Some(name) = names.get(text) {
+            return Arc::clone(name);
+        }
+        let name: Arc<str> = Arc::from(text);
+        if names.len() < MAX_NAMES {
+            names.insert(Box::from(text), Arc::clone(&name));
+        }
+        name
+    })
 }
 
 impl Value {
@@ -84,13 +162,11 @@ impl Value {
             serde_json::Value::Array(a) => {
                 Value::List(a.into_iter().map(Value::from_json).collect())
             }
-            serde_json::Value::Object(o) => Value::Row(Row {
-                fields: std::sync::Arc::new(
-                    o.into_iter()
-                        .map(|(k, v)| (std::sync::Arc::from(k), Value::from_json(v)))
-                        .collect(),
-                ),
-            }),
+            serde_json::Value::Object(o) => Value::Row(
+                o.into_iter()
+                    .map(|(k, v)| (field_name(&k), Value::from_json(v)))
+                    .collect(),
+            ),
         }
     }
 
@@ -155,12 +231,12 @@ impl std::hash::Hash for Row {
     /// Order-insensitive, like `==`.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         let mut acc = 0u64;
-        for (k, v) in self.fields.iter() {
+        for (k, v) in self.slice() {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             (k, v).hash(&mut h);
             acc = acc.wrapping_add(std::hash::Hasher::finish(&h));
         }
-        (self.fields.len(), acc).hash(state);
+        (self.len(), acc).hash(state);
     }
 }
 
@@ -200,27 +276,74 @@ impl Row {
         Row::default()
     }
 
+    /// A row of these fields, in order, in one allocation (a name given twice keeps its first
+    /// place and its last value). Names given as shared names (`&Arc<str>`, made once with
+    /// [`field_name`]) cost a reference count each; names given as text are looked up in the
+    /// thread's names first.
+    ///
+    /// ```
+    /// use punctual_core::{Row, Value};
+    /// let row = Row::from_fields([("k", Value::from("A")), ("v", Value::from(4))]);
+    /// assert_eq!(row, Row::new().with("k", "A").with("v", 4));
+    /// ```
+    pub fn from_fields<K: FieldName>(fields: impl IntoIterator<Item = (K, Value)>) -> Row {
+        fields.into_iter().collect()
+    }
+
+    fn slice(&self) -> &Fields {
+        self.fields.as_deref().unwrap_or(&[])
+    }
+
     /// The value of `field`, if present.
     pub fn get(&self, field: &str) -> Option<&Value> {
-        self.fields
+        self.slice()
             .iter()
             .find(|(k, _)| &**k == field)
             .map(|(_, v)| v)
     }
 
+    /// The value of the field named `name` (a shared name: compared by pointer first, then by
+    /// text), if present: what a query compiled against field names uses.
+    #[inline]
+    pub fn field(&self, name: &Arc<str>) -> Option<&Value> {
+        let fields = self.slice();
+        fields
+            .iter()
+            .find(|(k, _)| Arc::ptr_eq(k, name))
+            .or_else(|| fields.iter().find(|(k, _)| **k == **name))
+            .map(|(_, v)| v)
+    }
+
     /// Sets `field` (replacing an existing value), keeping first-insertion order.
-    pub fn set(&mut self, field: impl Into<std::sync::Arc<str>>, value: impl Into<Value>) {
-        let field = field.into();
+    pub fn set(&mut self, field: impl FieldName, value: impl Into<Value>) {
+        let field = field.into_name();
         let value = value.into();
-        let fields = std::sync::Arc::make_mut(&mut self.fields);
-        match fields.iter_mut().find(|(k, _)| *k == field) {
-            Some(slot) => slot.1 = value,
-            None => fields.push((field, value)),
+        let Some(fields) = self.fields.as_mut() else {
+            self.fields = Some(Arc::from([(field, value)]));
+            return;
+        };
+        if let Some(i) = fields.iter().position(|(k, _)| *k == field) {
+            Arc::make_mut(fields)[i].1 = value;
+            return;
         }
+        // One more field: a new allocation, the old fields moved into it when not shared.
+        let grown: Arc<Fields> = match Arc::get_mut(fields) {
+            Some(own) => own
+                .iter_mut()
+                .map(|(k, v)| (Arc::clone(k), std::mem::take(v)))
+                .chain(std::iter::once((field, value)))
+                .collect(),
+            None => fields
+                .iter()
+                .cloned()
+                .chain(std::iter::once((field, value)))
+                .collect(),
+        };
+        *fields = grown;
     }
 
     /// The row with `field` set; for building rows in one expression.
-    pub fn with(mut self, field: impl Into<std::sync::Arc<str>>, value: impl Into<Value>) -> Row {
+    pub fn with(mut self, field: impl FieldName, value: impl Into<Value>) -> Row {
         self.set(field, value);
         self
     }
@@ -240,16 +363,19 @@ impl Row {
             *self = other.clone();
             return;
         }
-        for (k, v) in other.fields.iter() {
-            self.set(std::sync::Arc::clone(k), v.clone());
-        }
+        *self = self
+            .slice()
+            .iter()
+            .chain(other.slice())
+            .map(|(k, v)| (k, v.clone()))
+            .collect();
     }
 
     /// The row with every `(field, value)` set, in order.
-    pub fn with_all<K: Into<std::sync::Arc<str>>>(
-        mut self,
-        fields: impl IntoIterator<Item = (K, Value)>,
-    ) -> Row {
+    pub fn with_all<K: FieldName>(mut self, fields: impl IntoIterator<Item = (K, Value)>) -> Row {
+        if self.is_empty() {
+            return fields.into_iter().collect();
+        }
         for (k, v) in fields {
             self.set(k, v);
         }
@@ -258,17 +384,17 @@ impl Row {
 
     /// Fields in insertion order.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.fields.iter().map(|(k, v)| (&**k, v))
+        self.slice().iter().map(|(k, v)| (&**k, v))
     }
 
     /// Number of fields.
     pub fn len(&self) -> usize {
-        self.fields.len()
+        self.slice().len()
     }
 
     /// Whether the row has no fields.
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.slice().is_empty()
     }
 
     /// Converts a JSON value; anything but an object is an error naming what it was.
@@ -282,12 +408,49 @@ impl Row {
     /// The row as a JSON object.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::Value::Object(
-            self.fields
+            self.slice()
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_json()))
                 .collect(),
         )
     }
+}
+
+/// A row of these fields in one allocation: a name given twice keeps its first place and its
+/// last value.
+impl<K: FieldName> FromIterator<(K, Value)> for Row {
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Row {
+        fn build(
+            fields: &mut Vec<(Arc<str>, Value)>,
+            iter: impl Iterator<Item = (Arc<str>, Value)>,
+        ) -> Row {
+            for (k, v) in iter {
+                match fields.iter_mut().find(|(n, _)| *n == k) {
+                    Some(slot) => slot.1 = v,
+                    None => fields.push((k, v)),
+                }
+            }
+            Row {
+                // A drain knows its length: one allocation, of the row's size.
+                fields: (!fields.is_empty()).then(|| fields.drain(..).collect()),
+            }
+        }
+        let iter = iter.into_iter().map(|(k, v)| (k.into_name(), v));
+        // The fields are gathered in a vector the thread keeps (unless a row is being built
+        // from the values of this one: nested rows), so that a row costs one allocation.
+        SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
+            Ok(mut fields) => {
+                fields.clear();
+                build(&mut fields, iter)
+            }
+            Err(_) => build(&mut Vec::new(), iter),
+        })
+    }
+}
+
+thread_local! {
+    /// Where [`Row`]'s `from_iter` gathers fields.
+    static SCRATCH: RefCell<Vec<(Arc<str>, Value)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl From<Row> for Value {
@@ -314,8 +477,7 @@ pub struct NotAnObject(pub &'static str);
 
 impl PartialEq for Row {
     fn eq(&self, other: &Row) -> bool {
-        self.fields.len() == other.fields.len()
-            && self.fields.iter().all(|(k, v)| other.get(k) == Some(v))
+        self.len() == other.len() && self.slice().iter().all(|(k, v)| other.field(k) == Some(v))
     }
 }
 
@@ -377,6 +539,37 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(h(&a), h(&b));
         assert_ne!(h(&Value::Str("4".into())), h(&Value::Int(4)));
+    }
+
+    #[test]
+    fn building_changing_and_sharing_rows() {
+        // A name given twice: its first place, its last value.
+        let r = Row::from_fields([
+            ("a", Value::from(1)),
+            ("b", Value::from(2)),
+            ("a", Value::from(3)),
+        ]);
+        let fields: Vec<(&str, &Value)> = r.fields().collect();
+        assert_eq!(fields, [("a", &Value::Int(3)), ("b", &Value::Int(2))]);
+        // A change to a shared row leaves the other copy as it was.
+        let mut changed = r.clone();
+        changed.set("c", 4);
+        changed.set("a", 5);
+        assert_eq!(r, Row::new().with("a", 3).with("b", 2));
+        assert_eq!(changed, Row::new().with("a", 5).with("b", 2).with("c", 4));
+        // Found by a shared name, by another `Arc` of the same text, and by text.
+        let other: Arc<str> = Arc::from("b");
+        assert_eq!(changed.field(&field_name("b")), Some(&Value::Int(2)));
+        assert_eq!(changed.field(&other), Some(&Value::Int(2)));
+        assert_eq!(changed.get("c"), Some(&Value::Int(4)));
+        assert_eq!(changed.field(&field_name("zz")), None);
+        // Rows inside rows (each built while the outer one is).
+        let nested: Row = serde_json::from_str(r#"{"x": {"y": {"z": 1}}, "w": 2}"#).unwrap();
+        assert_eq!(nested.to_json().to_string(), r#"{"x":{"y":{"z":1}},"w":2}"#);
+        assert!(Row::new().is_empty() && Row::from_fields::<&str>([]).is_empty());
+        let mut ext = Row::new().with("k", 1);
+        ext.extend(&Row::new().with("k", 2).with("l", 3));
+        assert_eq!(ext, Row::new().with("k", 2).with("l", 3));
     }
 
     #[test]

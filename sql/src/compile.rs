@@ -3,9 +3,10 @@
 //! `union`), so a query runs as fast as its Rust form.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use punctual_core::ops::{Join, Stream};
-use punctual_core::{Ordered, Row, Time, TimeSpan, Value};
+use punctual_core::{field_name, Ordered, Row, Time, TimeSpan, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
 use crate::ast::*;
@@ -337,7 +338,7 @@ impl Compiler<'_> {
                 SelectItem::Star(_) => {
                     if scope.nested {
                         for (r, fields) in &scope.sources {
-                            items.push(Item::Copy(r.as_str().into(), vec![r.clone()]));
+                            items.push(Item::Copy(field_name(r), crate::eval::path([r])));
                             push_name(&mut names, Some(r.clone()));
                             let _ = fields;
                         }
@@ -383,7 +384,10 @@ impl Compiler<'_> {
                         }
                     }
                     push_name(&mut names, Some(name.clone()));
-                    items.push(Item::Expr(name.into(), compile(e, &scope, None, true)?));
+                    items.push(Item::Expr(
+                        field_name(&name),
+                        compile(e, &scope, None, true)?,
+                    ));
                 }
             }
         }
@@ -638,15 +642,34 @@ enum Item {
     /// `source.*`: every field of the record at this path (the row itself if empty).
     Spread(Vec<String>),
     /// A whole source's record under a name (`*` after a join).
-    Copy(std::sync::Arc<str>, Vec<String>),
+    Copy(Arc<str>, crate::eval::Path),
     /// A computed column.
-    Expr(std::sync::Arc<str>, E),
+    Expr(Arc<str>, E),
+}
+
+/// A column of the result: its name and value (`None` for `*` and `source.*`).
+fn column<'i>(item: &'i Item, r: &Row, t: Time) -> Option<(&'i Arc<str>, Value)> {
+    match item {
+        Item::Copy(name, path) => {
+            let v = path.first().and_then(|p| r.field(p)).cloned();
+            Some((name, v.unwrap_or(Value::Null)))
+        }
+        Item::Expr(name, e) => Some((name, e.eval(Ctx::row(r, t)))),
+        Item::All | Item::Spread(_) => None,
+    }
 }
 
 fn project(items: &[Item], r: &Row, t: Time) -> Row {
     if let [Item::All] = items {
         // The row as it is: shared, not copied.
         return r.clone();
+    }
+    if items
+        .iter()
+        .all(|i| matches!(i, Item::Copy(..) | Item::Expr(..)))
+    {
+        // Named columns only: the row in one allocation.
+        return items.iter().filter_map(|i| column(i, r, t)).collect();
     }
     let mut out = Row::new();
     for item in items {
@@ -664,15 +687,11 @@ fn project(items: &[Item], r: &Row, t: Time) -> Row {
                     out.extend(rec);
                 }
             }
-            Item::Copy(name, path) => {
-                let v = path
-                    .first()
-                    .and_then(|p| r.get(p))
-                    .cloned()
-                    .unwrap_or(Value::Null);
-                out.set(name.clone(), v);
+            Item::Copy(..) | Item::Expr(..) => {
+                if let Some((name, v)) = column(item, r, t) {
+                    out.set(name, v);
+                }
             }
-            Item::Expr(name, e) => out.set(name.clone(), e.eval(Ctx::row(r, t))),
         }
     }
     out

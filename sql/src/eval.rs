@@ -3,7 +3,9 @@
 use std::cmp::Ordering;
 
 use punctual_core::ops::compare_values;
-use punctual_core::{Row, Time, Value};
+use std::sync::Arc;
+
+use punctual_core::{field_name, Row, Time, Value};
 
 use crate::ast::{BinOp, SqlType};
 
@@ -62,10 +64,10 @@ impl Func {
 pub(crate) enum E {
     Lit(Value),
     /// A path into the row.
-    Field(Vec<String>),
+    Field(Path),
     /// The first of these paths the row has (an unqualified name in a join whose inputs'
     /// fields are not known).
-    FirstOf(Vec<Vec<String>>),
+    FirstOf(Vec<Path>),
     /// A group key of a grouped query.
     Key(usize),
     /// An aggregate's value in a grouped query.
@@ -104,12 +106,21 @@ impl<'a> Ctx<'a> {
     }
 }
 
-fn lookup<'r>(row: &'r Row, path: &[String]) -> Option<&'r Value> {
+/// A path into a row: field names (shared, so that a lookup compares pointers first).
+pub(crate) type Path = Vec<Arc<str>>;
+
+/// The path of these names.
+pub(crate) fn path<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Path {
+    names.into_iter().map(|n| field_name(n.as_ref())).collect()
+}
+
+#[inline]
+fn lookup<'r>(row: &'r Row, path: &[Arc<str>]) -> Option<&'r Value> {
     let (first, rest) = path.split_first()?;
-    let mut v = row.get(first)?;
+    let mut v = row.field(first)?;
     for p in rest {
         match v {
-            Value::Row(r) => v = r.get(p)?,
+            Value::Row(r) => v = r.field(p)?,
             _ => return None,
         }
     }

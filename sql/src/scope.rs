@@ -54,11 +54,11 @@ impl Scope {
                         ),
                     ));
                 }
-                let rest = path[1..].iter().map(|p| p.name.clone());
+                let rest = path[1..].iter().map(|p| p.name.as_str());
                 return Ok(E::Field(if self.nested {
-                    std::iter::once(r.clone()).chain(rest).collect()
+                    crate::eval::path(std::iter::once(r.as_str()).chain(rest))
                 } else {
-                    rest.collect()
+                    crate::eval::path(rest)
                 }));
             }
         }
@@ -75,7 +75,7 @@ impl Scope {
                     ),
                 ));
             }
-            return Ok(E::Field(names));
+            return Ok(E::Field(crate::eval::path(&names)));
         }
         let candidates: Vec<&(String, Option<Vec<String>>)> = self
             .sources
@@ -83,11 +83,8 @@ impl Scope {
             .filter(|(_, f)| Scope::has(f, &first.name) != Some(false))
             .collect();
         let known = candidates.iter().all(|(_, f)| f.is_some());
-        let with = |r: &str| {
-            std::iter::once(r.to_owned())
-                .chain(names.iter().cloned())
-                .collect()
-        };
+        let with =
+            |r: &str| crate::eval::path(std::iter::once(r).chain(names.iter().map(String::as_str)));
         match (candidates.as_slice(), known) {
             ([], _) => Err(err(
                 first.pos,

@@ -12,7 +12,7 @@ mod aggregate;
 mod anti_join;
 mod filter;
 mod frontier;
-mod fxhash;
+pub(crate) mod fxhash;
 mod graph;
 mod group_apply;
 mod groups;
