@@ -270,16 +270,17 @@ impl Compiler<'_> {
             for x in &parts.rest {
                 rest.push(compile(x, &combined, None, false)?);
             }
-            let lref: std::sync::Arc<str> = scope.sources[0].0.as_str().into();
-            let rname: std::sync::Arc<str> = rref.as_str().into();
+            let lref = field_name(&scope.sources[0].0);
+            let rname = field_name(&rref);
             let first = j == 0;
             let combine = move |a: &Row, b: &Row| -> Option<Row> {
                 let row = if first {
-                    Row::new()
-                        .with(lref.clone(), Value::Row(a.clone()))
-                        .with(rname.clone(), Value::Row(b.clone()))
+                    Row::from_fields([
+                        (&lref, Value::Row(a.clone())),
+                        (&rname, Value::Row(b.clone())),
+                    ])
                 } else {
-                    a.clone().with(rname.clone(), Value::Row(b.clone()))
+                    a.clone().with(&rname, Value::Row(b.clone()))
                 };
                 rest.iter()
                     .all(|c| truthy(&c.eval(Ctx::row(&row, Time::NEG_INF))))
@@ -287,15 +288,20 @@ impl Compiler<'_> {
             };
             // A key with a NULL matches nothing: such rows get a key of their side alone.
             let key = |keys: Vec<E>, side: u8| {
-                move |r: &Row| -> (u8, Vec<Value>) {
-                    let values: Vec<Value> = keys
-                        .iter()
-                        .map(|k| k.eval(Ctx::row(r, Time::NEG_INF)))
-                        .collect();
-                    if values.iter().any(|v| matches!(v, Value::Null)) {
-                        (side, Vec::new())
+                move |r: &Row| -> (u8, GroupKey) {
+                    let cx = Ctx::row(r, Time::NEG_INF);
+                    let key = match &keys[..] {
+                        [one] => GroupKey::One(one.eval(cx)),
+                        many => GroupKey::Many(many.iter().map(|k| k.eval(cx)).collect()),
+                    };
+                    let null = match &key {
+                        GroupKey::One(v) => matches!(v, Value::Null),
+                        GroupKey::Many(vs) => vs.iter().any(|v| matches!(v, Value::Null)),
+                    };
+                    if null {
+                        (side, GroupKey::Many(Vec::new()))
                     } else {
-                        (2, values)
+                        (2, key)
                     }
                 }
             };
