@@ -561,7 +561,7 @@ impl<P> Batch<P> {
         P: Clone,
     {
         struct Head<'a, P> {
-            sync: std::iter::Peekable<std::vec::Drain<'a, Time>>,
+            sync: std::vec::Drain<'a, Time>,
             other: std::vec::Drain<'a, Time>,
             payload: std::vec::Drain<'a, P>,
             marks: std::iter::Peekable<std::vec::Drain<'a, CtiMark>>,
@@ -575,7 +575,7 @@ impl<P> Batch<P> {
         let mut heads: Vec<Head<'_, P>> = runs
             .iter_mut()
             .map(|(sender, run)| Head {
-                sync: run.sync.drain(..).peekable(),
+                sync: run.sync.drain(..),
                 other: run.other.drain(..),
                 payload: run.payload.drain(..),
                 marks: run.ctis.drain(..).peekable(),
@@ -590,6 +590,21 @@ impl<P> Batch<P> {
                 let upto = head.marks.peek().map_or(usize::MAX, |m| m.after);
                 let n = upto.saturating_sub(head.event);
                 match pending.as_deref_mut() {
+                    Some(held) if !std::mem::needs_drop::<P>() => {
+                        // Copies: the run's events in bulk, then skipped.
+                        let n = n.min(head.sync.len());
+                        held.push_run(
+                            &head.sync.as_slice()[..n],
+                            &head.other.as_slice()[..n],
+                            &head.payload.as_slice()[..n],
+                        );
+                        if n > 0 {
+                            head.sync.nth(n - 1);
+                            head.other.nth(n - 1);
+                            head.payload.nth(n - 1);
+                        }
+                        head.event += n;
+                    }
                     Some(held) => {
                         let events = head
                             .sync

@@ -74,13 +74,11 @@ impl<P: Clone + Send + 'static> Union<P> {
         }
         for (range, cti) in batch.segments() {
             if let Some(held) = self.held.get_mut(port) {
-                let columns = batch.sync()[range.clone()]
-                    .iter()
-                    .zip(&batch.other()[range.clone()])
-                    .zip(&batch.payloads()[range]);
-                for ((&s, &o), p) in columns {
-                    held.push(s, o, p.clone());
-                }
+                held.push_run(
+                    &batch.sync()[range.clone()],
+                    &batch.other()[range.clone()],
+                    &batch.payloads()[range],
+                );
             }
             if let Some(t) = cti.and_then(|t| self.frontier.advance(port, t)) {
                 self.release(t, out);

@@ -125,6 +125,46 @@ impl<P> ReleaseBuffer<P> {
         }
     }
 
+    /// Holds results given as columns (in arrival order): [`ReleaseBuffer::push`] for each,
+    /// in bulk when they are points ([`ReleaseBuffer::push_point_run`]: runs in sync order
+    /// extend the main run with one copy per column), one by one otherwise.
+    ///
+    /// ```
+    /// use punctual_core::ops::ReleaseBuffer;
+    /// use punctual_core::{Batch, Time};
+    /// let t = Time::from_ticks;
+    /// let mut buf = ReleaseBuffer::new();
+    /// buf.push_run(&[t(1), t(3)], &[t(2), t(4)], &['a', 'b']); // points
+    /// buf.push_run(&[t(2)], &[t(9)], &['c']); // an interval
+    /// let mut out = Batch::new();
+    /// buf.release(t(5), &mut out);
+    /// assert_eq!(out.payloads(), &['a', 'c', 'b']);
+    /// assert_eq!(out.other(), &[t(2), t(9), t(4)]);
+    /// ```
+    ///
+    /// # Panics
+    /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
+    pub fn push_run(&mut self, sync: &[Time], other: &[Time], payloads: &[P])
+    where
+        P: Clone,
+    {
+        assert!(
+            sync.len() == other.len() && sync.len() == payloads.len(),
+            "one other time and one payload per sync time"
+        );
+        let points = sync
+            .iter()
+            .zip(other)
+            .fold(true, |all, (s, o)| all & (*o == s.next_tick()));
+        if points {
+            self.push_point_run(sync, payloads);
+        } else {
+            for ((&s, &o), p) in sync.iter().zip(other).zip(payloads) {
+                self.push(s, o, p.clone());
+            }
+        }
+    }
+
     /// [`ReleaseBuffer::push_point_run`] for points given as records, with the functions that
     /// read a record's start time and payload (each may be called more than once for a
     /// record), from the start of `records` while their start times lie in `admit` (an

@@ -66,6 +66,21 @@ fn releases_are_a_stable_sort<P: Clone + std::fmt::Debug>(
                     proptest::prop_assert!(reference.iter().all(|r| r.2 % 2 != parity));
                 }
             }
+            // A run of three given as columns (times up, down, up: in and out of order).
+            2 => {
+                let times = [cti + sync, cti + sync - 2, cti + sync + 1];
+                let sync: Vec<Time> = times.iter().map(|&x| t(x)).collect();
+                let other: Vec<Time> = times
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &x)| if interval && k == 1 { t(x + 5) } else { t(x + 1) })
+                    .collect();
+                let payloads: Vec<P> = (0..3).map(|k| p(n * 10 + k)).collect();
+                buf.push_run(&sync, &other, &payloads);
+                for k in 0..3 {
+                    reference.push((sync[k], other[k], n * 10 + k));
+                }
+            }
             _ => {
                 let s = t(cti + sync);
                 let o = if interval {
@@ -73,8 +88,8 @@ fn releases_are_a_stable_sort<P: Clone + std::fmt::Debug>(
                 } else {
                     s.next_tick()
                 };
-                buf.push(s, o, p(n));
-                reference.push((s, o, n));
+                buf.push(s, o, p(n * 10));
+                reference.push((s, o, n * 10));
             }
         }
         proptest::prop_assert_eq!(buf.len(), reference.len());
