@@ -42,9 +42,9 @@ fn build<F: OutputAdapterFactory<(), NameCount>>(out: &F) -> Result<Query, Query
         &names,
     )?;
     // The readings: a sensor and a value, a CTI every 10 ticks, from three partitions (a
-    // list of items each, one per sensor; files matched by a wildcard work the same way):
-    // each partition is an input of its own, read on its own worker, and `fast` is their
-    // union.
+    // list of items each, one per sensor, through `Partitioned(MemoryInput)`; files matched
+    // by a wildcard work the same way): each partition is an input of its own, read on its
+    // own worker, and `fast` is their union.
     let mut readings = vec![Vec::new(); 3];
     for i in 0..60i64 {
         let sensor = (i % 3) as u32 + 1;
@@ -57,8 +57,8 @@ fn build<F: OutputAdapterFactory<(), NameCount>>(out: &F) -> Result<Query, Query
     }
     let fast = query.create_stream(
         InputOptions::new("readings", EventShape::Point),
-        &MemoryInput,
-        &Partitioned(readings),
+        &Partitioned(MemoryInput),
+        &readings,
     )?;
     let counts = fast
         .join_on(&slow, |r| r.0, |n| n.0, |_, n| n.1)

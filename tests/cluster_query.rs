@@ -365,10 +365,14 @@ fn partitioned_query(
                 .collect()
         })
         .collect();
-    let items = punctual::adapters::Partitioned(items);
+
     let mut query = Query::new("partitions");
     let options = InputOptions::new("readings", EventShape::Point).settings(settings);
-    let readings = query.create_stream(options, &MemoryInput, &items)?;
+    let readings = query.create_stream(
+        options,
+        &punctual::adapters::Partitioned(MemoryInput),
+        &items,
+    )?;
     let counts = readings
         .tumbling_window(TimeSpan::from_ticks(10))
         .output(WindowOutput::Window)

@@ -237,10 +237,10 @@ pub trait OutputAdapterFactory<C, P: Payload> {
     }
 }
 
-/// A source read as several partitions, one configuration each: with any factory, the
-/// configuration `Partitioned(vec![a, b, ...])` makes a source whose partitions are those of
-/// `a`, then those of `b`, and so on (one each, unless a configuration names several itself,
-/// as a wildcard file path does). Each partition is an input of its own
+/// A factory whose configuration is a list, one configuration of `F` per partition: with
+/// `Partitioned(factory)` and `vec![a, b, ...]`, a source whose partitions are those of `a`,
+/// then those of `b`, and so on (one each, unless a configuration names several itself, as a
+/// wildcard file path does). Each partition is an input of its own
 /// ([`InputAdapterFactory::partitions`]); the advance-time settings the factory declares are
 /// those of the first configuration.
 ///
@@ -249,12 +249,13 @@ pub trait OutputAdapterFactory<C, P: Payload> {
 /// use punctual_core::{EventShape, StreamItem, Time};
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let t = Time::from_ticks;
-/// let sensors = Partitioned(vec![
+/// let sensors = vec![
 ///     vec![StreamItem::point(t(1), "a"), StreamItem::Cti(t(2))],
 ///     vec![StreamItem::point(t(3), "b"), StreamItem::Cti(t(9))],
-/// ]);
+/// ];
 /// let mut query = Query::new("two sensors");
-/// let readings = query.create_stream(InputOptions::new("readings", EventShape::Point), &MemoryInput, &sensors)?;
+/// let options = InputOptions::new("readings", EventShape::Point);
+/// let readings = query.create_stream(options, &Partitioned(MemoryInput), &sensors)?;
 /// let out = CollectOutput::new();
 /// query.bind_output(&readings, &out, &())?;
 /// let report = query.start()?.wait().await?;
@@ -264,18 +265,17 @@ pub trait OutputAdapterFactory<C, P: Payload> {
 /// # Ok::<(), punctual_adapters::QueryError>(())
 /// # }).unwrap();
 /// ```
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Partitioned<C>(pub Vec<C>);
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Partitioned<F>(pub F);
 
-impl<C> Partitioned<C> {
-    /// The configuration and its own partition that global partition `p` is.
-    fn locate<P: Payload, F: InputAdapterFactory<C, P> + ?Sized>(
-        &self,
-        factory: &F,
-        mut p: usize,
-    ) -> Option<(&C, usize)> {
-        for config in &self.0 {
-            let n = factory.partitions(config);
+impl<F> Partitioned<F> {
+    /// The configuration and its own partition that partition `p` of the list is.
+    fn locate<'c, C, P: Payload>(&self, configs: &'c [C], mut p: usize) -> Option<(&'c C, usize)>
+    where
+        F: InputAdapterFactory<C, P>,
+    {
+        for config in configs {
+            let n = self.0.partitions(config);
             if p < n {
                 return Some((config, p));
             }
@@ -285,58 +285,49 @@ impl<C> Partitioned<C> {
     }
 }
 
-impl<C, P: Payload, F: InputAdapterFactory<C, P>> InputAdapterFactory<Partitioned<C>, P> for F {
+impl<C, P: Payload, F: InputAdapterFactory<C, P>> InputAdapterFactory<Vec<C>, P>
+    for Partitioned<F>
+{
     type Adapter = F::Adapter;
 
     /// The first partition.
-    fn create(
-        &self,
-        config: &Partitioned<C>,
-        shape: EventShape,
-    ) -> Result<F::Adapter, AdapterError> {
-        InputAdapterFactory::<Partitioned<C>, P>::create_partition(self, config, shape, 0)
+    fn create(&self, configs: &Vec<C>, shape: EventShape) -> Result<F::Adapter, AdapterError> {
+        self.create_partition(configs, shape, 0)
     }
 
     fn declare_advance_time_properties(
         &self,
-        config: &Partitioned<C>,
+        configs: &Vec<C>,
         shape: EventShape,
     ) -> Option<AdapterAdvanceTimeSettings> {
-        let first = config.0.first()?;
-        InputAdapterFactory::<C, P>::declare_advance_time_properties(self, first, shape)
+        self.0
+            .declare_advance_time_properties(configs.first()?, shape)
     }
 
     /// Every configuration is.
-    fn replayable(&self, config: &Partitioned<C>) -> bool {
-        config
-            .0
-            .iter()
-            .all(|c| InputAdapterFactory::<C, P>::replayable(self, c))
+    fn replayable(&self, configs: &Vec<C>) -> bool {
+        configs.iter().all(|c| self.0.replayable(c))
     }
 
-    fn partitions(&self, config: &Partitioned<C>) -> usize {
-        config
-            .0
-            .iter()
-            .map(|c| InputAdapterFactory::<C, P>::partitions(self, c))
-            .sum()
+    fn partitions(&self, configs: &Vec<C>) -> usize {
+        configs.iter().map(|c| self.0.partitions(c)).sum()
     }
 
     fn create_partition(
         &self,
-        config: &Partitioned<C>,
+        configs: &Vec<C>,
         shape: EventShape,
         partition: usize,
     ) -> Result<F::Adapter, AdapterError> {
-        let Some((c, p)) = config.locate::<P, F>(self, partition) else {
+        let Some((c, p)) = self.locate::<C, P>(configs, partition) else {
             return Err(AdapterError::Config(format!(
                 "partition {partition} of a source of {}",
-                InputAdapterFactory::<Partitioned<C>, P>::partitions(self, config)
+                self.partitions(configs)
             )));
         };
-        match InputAdapterFactory::<C, P>::partitions(self, c) {
-            1 => InputAdapterFactory::<C, P>::create(self, c, shape),
-            _ => InputAdapterFactory::<C, P>::create_partition(self, c, shape, p),
+        match self.0.partitions(c) {
+            1 => self.0.create(c, shape),
+            _ => self.0.create_partition(c, shape, p),
         }
     }
 }

@@ -15,6 +15,10 @@
 //! skipped, counted and dead-lettered with topic, partition and offset. The factories declare no
 //! advance-time settings: give the stream a (partitioned) watermark strategy.
 //!
+//! To read the topic's partitions on several workers, name them
+//! ([`KafkaConfig::partitions`]): each is then a partition of the source, an input of its own
+//! assigned that Kafka partition, with its own CTIs (and idle timeout) where it is read.
+//!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, KafkaConfig, KafkaInput, Query};
 //! use punctual_core::{EventShape, Row, TimeSpan};
@@ -72,6 +76,12 @@ pub struct KafkaConfig {
     /// Input: end once every partition has reached its end (default: run until stopped).
     #[serde(default)]
     pub until_end: bool,
+    /// Input: read these partitions of the topic, each as a partition of the source (an
+    /// input of its own, read on its own worker: [`InputAdapterFactory::partitions`]),
+    /// assigned rather than balanced by the consumer group. Default: the whole topic as one
+    /// input, its partitions balanced by the group.
+    #[serde(default)]
+    pub partitions: Option<Vec<i32>>,
 }
 
 impl KafkaConfig {
@@ -82,7 +92,14 @@ impl KafkaConfig {
             topic: topic.into(),
             group_id: None,
             until_end: false,
+            partitions: None,
         }
+    }
+
+    /// Read these partitions of the topic, each as a partition of the source.
+    pub fn partitions(mut self, partitions: impl IntoIterator<Item = i32>) -> Self {
+        self.partitions = Some(partitions.into_iter().collect());
+        self
     }
 
     /// End the input once every partition has reached its end.
@@ -100,9 +117,11 @@ fn kafka_error(e: KafkaError) -> AdapterError {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KafkaInput;
 
-/// Consumes one topic into a stream.
+/// Consumes one topic (or one partition of it) into a stream.
 pub struct KafkaReader<P> {
     config: KafkaConfig,
+    /// The partition it is assigned, if any (else it subscribes to the topic).
+    partition: Option<i32>,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -112,15 +131,37 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<KafkaConfig, P> for Kafk
     fn create(
         &self,
         config: &KafkaConfig,
+        shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        self.create_partition(config, shape, 0)
+    }
+
+    /// One per partition named in [`KafkaConfig::partitions`] (one for the whole topic
+    /// otherwise).
+    fn partitions(&self, config: &KafkaConfig) -> usize {
+        config.partitions.as_ref().map_or(1, |p| p.len().max(1))
+    }
+
+    fn create_partition(
+        &self,
+        config: &KafkaConfig,
         _shape: EventShape,
+        partition: usize,
     ) -> Result<Self::Adapter, AdapterError> {
         if config.topic.is_empty() || config.brokers.is_empty() {
             return Err(AdapterError::Config(
                 "brokers and topic must not be empty".into(),
             ));
         }
+        let assigned = match &config.partitions {
+            None => None,
+            Some(list) => Some(*list.get(partition).ok_or_else(|| {
+                AdapterError::Config("`partitions` must name at least one partition".into())
+            })?),
+        };
         Ok(KafkaReader {
             config: config.clone(),
+            partition: assigned,
             _payload: PhantomData,
         })
     }
@@ -211,11 +252,14 @@ impl<P: Payload + DeserializeOwned> KafkaReader<P> {
             Ok(m) => m,
             Err(KafkaError::PartitionEOF(p)) => {
                 at_end.insert(p);
-                let partitions = consumer
-                    .fetch_metadata(Some(&self.config.topic), Duration::from_secs(5))
-                    .ok()
-                    .and_then(|m| m.topics().first().map(|t| t.partitions().len()))
-                    .unwrap_or(usize::MAX);
+                let partitions = match self.partition {
+                    Some(_) => 1,
+                    None => consumer
+                        .fetch_metadata(Some(&self.config.topic), Duration::from_secs(5))
+                        .ok()
+                        .and_then(|m| m.topics().first().map(|t| t.partitions().len()))
+                        .unwrap_or(usize::MAX),
+                };
                 let ended = self.config.until_end && at_end.len() >= partitions;
                 return Ok(if ended {
                     Received::End
@@ -275,9 +319,17 @@ async fn flush<P: Payload>(
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let consumer = self.consumer()?;
-        consumer
-            .subscribe(&[&self.config.topic])
-            .map_err(kafka_error)?;
+        match self.partition {
+            Some(p) => {
+                let mut list = TopicPartitionList::new();
+                list.add_partition_offset(&self.config.topic, p, rdkafka::Offset::Beginning)
+                    .map_err(kafka_error)?;
+                consumer.assign(&list).map_err(kafka_error)?
+            }
+            None => consumer
+                .subscribe(&[&self.config.topic])
+                .map_err(kafka_error)?,
+        }
         let mut at_end = std::collections::BTreeSet::new();
         let mut paused = Vec::new();
         // `held`: a block read, enqueued once the next one is read (or nothing more is there).

@@ -127,3 +127,49 @@ async fn an_output_produces_json_lines() {
     .await
     .expect("finishes in time");
 }
+
+/// Partitions named in the configuration are partitions of the source: an input each,
+/// assigned its Kafka partition, with its own counters and CTIs (a watermark each), the
+/// stream their union; each ends at its partition's end.
+#[tokio::test]
+async fn named_partitions_are_inputs_of_their_own() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("parts", 2, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let line = |t: i64, v: i64| format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}");
+    let (a, b, c) = (line(10, 1), line(20, 2), line(5, 3));
+    produce(&brokers, "parts", &[(0, &a), (0, &b), (1, &c)]).await;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut query = Query::new("kafka-parts");
+        let s = query
+            .create_stream::<_, i64, _, _>(
+                InputOptions::new("readings", EventShape::Point)
+                    .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
+                &KafkaInput,
+                &KafkaConfig::new(brokers.clone(), "parts")
+                    .partitions([0, 1])
+                    .until_end(),
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let report = query.start().expect("starts").wait().await.expect("runs");
+        let read: Vec<(&str, u64)> = report
+            .streams
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.events_in))
+            .collect();
+        assert_eq!(read, [("readings#0", 2), ("readings#1", 1)]);
+        let payloads: Vec<i64> = out
+            .items()
+            .into_iter()
+            .filter_map(|i| match i {
+                StreamItem::Insert(e) => Some(e.payload),
+                StreamItem::Cti(_) => None,
+            })
+            .collect();
+        assert_eq!(payloads, [3, 1, 2], "the union, in time order");
+    })
+    .await
+    .expect("finishes in time");
+}

@@ -73,7 +73,13 @@ fn releases_are_a_stable_sort<P: Clone + std::fmt::Debug>(
                 let other: Vec<Time> = times
                     .iter()
                     .enumerate()
-                    .map(|(k, &x)| if interval && k == 1 { t(x + 5) } else { t(x + 1) })
+                    .map(|(k, &x)| {
+                        if interval && k == 1 {
+                            t(x + 5)
+                        } else {
+                            t(x + 1)
+                        }
+                    })
                     .collect();
                 let payloads: Vec<P> = (0..3).map(|k| p(n * 10 + k)).collect();
                 buf.push_run(&sync, &other, &payloads);
