@@ -51,7 +51,7 @@ pub struct CsvInputConfig {
     /// The file; `-` is standard input. A file name with `*` (any characters) or `?` (one
     /// character) names every matching file of its directory, sorted by name: each is a
     /// partition of the source, an input of its own
-    /// ([`InputAdapterFactory::partitions`](crate::InputAdapterFactory::partitions)).
+    /// ([`InputAdapterFactory::partitions`]).
     pub path: PathBuf,
     /// The column holding each event's start time.
     pub start: String,

@@ -59,7 +59,7 @@ pub struct JsonLinesInputConfig {
     /// The file to read; `-` is standard input. A file name with `*` (any characters) or `?`
     /// (one character) names every matching file of its directory, sorted by name: each is a
     /// partition of the source, an input of its own
-    /// ([`InputAdapterFactory::partitions`](crate::InputAdapterFactory::partitions)).
+    /// ([`InputAdapterFactory::partitions`]).
     pub path: PathBuf,
     /// What to do with malformed lines (default: skip, count and dead-letter them).
     #[serde(default = "skip")]
