@@ -152,7 +152,7 @@ impl<R, T, F> RecordsInput<R, T, F> {
     ///
     /// ```
     /// use punctual_adapters::{CollectOutput, InputOptions, Query, RecordsInput};
-    /// use punctual_core::{EventShape, StreamItem, Time};
+    /// use punctual_core::{EventShape, Time};
     /// use punctual_policies::AdvanceTimeSettings;
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// let replay = RecordsInput::new(vec![1_i64, 2, 3, 4, 5], |r: &i64| Time::from_ticks(*r), |r: &i64| *r)
@@ -167,11 +167,7 @@ impl<R, T, F> RecordsInput<R, T, F> {
     /// let report = query.start()?.wait().await?;
     /// let names: Vec<&str> = report.streams.iter().map(|(n, _)| n.as_str()).collect();
     /// assert_eq!(names, ["n#0", "n#1"]);
-    /// let events: Vec<i64> = out.items().into_iter().filter_map(|i| match i {
-    ///     StreamItem::Insert(e) => Some(e.payload),
-    ///     StreamItem::Cti(_) => None,
-    /// }).collect();
-    /// assert_eq!(events, [1, 2, 3, 4, 5]); // the union of the two, in time order
+    /// assert_eq!(out.payloads(), [1, 2, 3, 4, 5]); // the union of the two, in time order
     /// # Ok::<(), punctual_adapters::QueryError>(())
     /// # }).unwrap();
     /// ```
@@ -526,6 +522,33 @@ impl<P: Clone> CollectOutput<P> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The payloads of the events received so far, in order (the CTIs left out).
+    ///
+    /// ```
+    /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+    /// use punctual_core::{EventShape, StreamItem, Time};
+    /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+    /// let items = vec![StreamItem::point(Time::from_ticks(1), 'a'), StreamItem::Cti(Time::INF)];
+    /// let mut query = Query::new("q");
+    /// let s = query.create_stream(InputOptions::new("in", EventShape::Point), &MemoryInput, &items)?;
+    /// let out = CollectOutput::new();
+    /// query.bind_output(&s, &out, &())?;
+    /// query.start()?.wait().await?;
+    /// assert_eq!(out.payloads(), ['a']);
+    /// # Ok::<(), punctual_adapters::QueryError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn payloads(&self) -> Vec<P> {
+        let items = self.items.lock().unwrap_or_else(PoisonError::into_inner);
+        items
+            .iter()
+            .filter_map(|i| match i {
+                StreamItem::Insert(e) => Some(e.payload.clone()),
+                StreamItem::Cti(_) => None,
+            })
+            .collect()
     }
 
     /// How many items have been received so far.

@@ -160,15 +160,7 @@ async fn named_partitions_are_inputs_of_their_own() {
             .map(|(n, c)| (n.as_str(), c.events_in))
             .collect();
         assert_eq!(read, [("readings#0", 2), ("readings#1", 1)]);
-        let payloads: Vec<i64> = out
-            .items()
-            .into_iter()
-            .filter_map(|i| match i {
-                StreamItem::Insert(e) => Some(e.payload),
-                StreamItem::Cti(_) => None,
-            })
-            .collect();
-        assert_eq!(payloads, [3, 1, 2], "the union, in time order");
+        assert_eq!(out.payloads(), [3, 1, 2], "the union, in time order");
     })
     .await
     .expect("finishes in time");
