@@ -390,12 +390,15 @@ fn a_job_runs_on_workers_and_processes_with_the_same_results() {
                 &i.to_string(),
             ])
             .args(["--hosts", s(&hosts)])
-            .stdout(Stdio::null())
+            .stdout(std::fs::File::create(dir.join(format!("stdout-{i}"))).expect("created"))
             .stderr(Stdio::null())
             .spawn()
             .expect("starts")
     };
-    let mut children = [start(0), start(1)];
+    // Process 1 first: it waits for process 0, quietly (standard output is the output's).
+    let second = start(1);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut children = [start(0), second];
     // A deadline, so that a process that hangs fails the test instead of holding it.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     for i in 0..children.len() {
@@ -417,5 +420,12 @@ fn a_job_runs_on_workers_and_processes_with_the_same_results() {
         job_output(&out) == local,
         "on two processes the output differs"
     );
+    for i in 0..2 {
+        let printed = std::fs::read_to_string(dir.join(format!("stdout-{i}"))).expect("read");
+        assert!(
+            !printed.contains("connect") && !printed.contains("retrying"),
+            "process {i} printed on standard output: {printed}"
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -29,6 +29,7 @@
 
 mod codec;
 mod live;
+mod net;
 pub use live::{run_query, ClusterReport};
 
 use codec::Codec;
@@ -514,7 +515,7 @@ pub(crate) fn route(
 
 fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Output>, Error> {
     let processes = config.process_count();
-    let guards = timely::execute(config.timely(), move |worker| {
+    let guards = crate::net::execute(&config, move |worker| {
         let me = worker.index();
         let peers = worker.peers();
         let (mut driver, state) = script.build(me).map_err(|message| Error::Build {
@@ -696,8 +697,7 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
             message: "the run ended twice".to_owned(),
         })?;
         Ok(script.finish(driver, state, &owns))
-    })
-    .map_err(Error::Start)?;
+    })?;
     let mut outputs = Vec::new();
     for (worker, result) in guards.join().into_iter().enumerate() {
         match result {

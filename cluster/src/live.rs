@@ -228,10 +228,9 @@ where
     let processes = config.process_count();
     let first_worker = config.process * config.workers;
     let result = guarded(&config, || {
-        let guards = timely::execute(config.timely(), move |worker| {
+        let guards = crate::net::execute(&config, move |worker| {
             run_worker(worker, &handle, &*build, &codecs, processes)
-        })
-        .map_err(Error::Start)?;
+        })?;
         let mut report = ClusterReport {
             workers: Vec::new(),
             first_worker,

@@ -1,0 +1,92 @@
+//! The connections between the processes of a run, made here rather than by timely (whose own
+//! setup prints every failed attempt on standard output, where a query's output may go): the
+//! same protocol (process `i` connects to processes `0..i` and sends its index as a big-endian
+//! `u64`, and accepts the connections of processes `i+1..`), retried quietly until the peer
+//! is there, then handed to timely's network threads.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::thread::sleep;
+use std::time::Duration;
+
+use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+use timely::communication::allocator::{AllocatorBuilder, ProcessBuilder};
+use timely::communication::{Hooks, WorkerGuards};
+use timely::worker::Worker;
+
+use crate::{ClusterConfig, Error};
+
+/// How long to wait between two attempts to reach a peer that is not there yet.
+const RETRY: Duration = Duration::from_millis(50);
+
+/// Runs `func` on every worker of this process, as `timely::execute` does: on one process
+/// without a network; on several, over connections made by [`connect`].
+pub(crate) fn execute<T, F>(config: &ClusterConfig, func: F) -> Result<WorkerGuards<T>, Error>
+where
+    T: Send + 'static,
+    F: Fn(&mut Worker) -> T + Send + Sync + 'static,
+{
+    let setup = |e: String| Error::Start(e);
+    if config.hosts.len() <= 1 {
+        return timely::execute(config.timely(), func).map_err(setup);
+    }
+    let sockets = connect(&config.hosts, config.process).map_err(setup)?;
+    let hooks = Hooks::default();
+    let local =
+        ProcessBuilder::new_typed_vector(config.workers, hooks.refill.clone(), hooks.spill.clone());
+    let (builders, guard) =
+        initialize_networking_from_sockets(local, sockets, config.process, config.workers, hooks)
+            .map_err(|e| setup(format!("the network threads: {e}")))?;
+    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+    timely::execute::execute_from(
+        builders,
+        Box::new(guard),
+        timely::WorkerConfig::default(),
+        func,
+    )
+    .map_err(setup)
+}
+
+/// A connection to every other process (`None` at `me`), in process order.
+pub(crate) fn connect(hosts: &[String], me: usize) -> Result<Vec<Option<TcpStream>>, String> {
+    let own = hosts
+        .get(me)
+        .ok_or_else(|| format!("process {me} of {}", hosts.len()))?;
+    // Listening first: a process that connects to this one waits in the backlog meanwhile.
+    let listener = TcpListener::bind(own.trim()).map_err(|e| format!("listening on {own}: {e}"))?;
+    let mut sockets: Vec<Option<TcpStream>> = (0..hosts.len()).map(|_| None).collect();
+    for (peer, address) in hosts.iter().enumerate().take(me) {
+        let mut stream = loop {
+            match TcpStream::connect(address.trim()) {
+                Ok(s) => break s,
+                // Not there yet: it starts in its own time (the caller bounds the wait).
+                Err(_) => sleep(RETRY),
+            }
+        };
+        let sent = stream
+            .set_nodelay(true)
+            .and_then(|()| stream.write_all(&(me as u64).to_be_bytes()));
+        sent.map_err(|e| format!("process {peer} ({address}): {e}"))?;
+        sockets[peer] = Some(stream);
+    }
+    while sockets.iter().skip(me + 1).any(Option::is_none) {
+        let (mut stream, from) = listener
+            .accept()
+            .map_err(|e| format!("accepting on {own}: {e}"))?;
+        let mut index = [0u8; 8];
+        stream
+            .set_nodelay(true)
+            .and_then(|()| stream.read_exact(&mut index))
+            .map_err(|e| format!("a connection from {from}: {e}"))?;
+        let peer = usize::try_from(u64::from_be_bytes(index)).unwrap_or(usize::MAX);
+        match sockets.get_mut(peer) {
+            Some(slot @ None) if peer > me => *slot = Some(stream),
+            _ => {
+                return Err(format!(
+                    "a connection from {from} says it is process {peer}"
+                ))
+            }
+        }
+    }
+    Ok(sockets)
+}
