@@ -407,3 +407,50 @@ time_format = "epoch-ms"
         );
     }
 }
+
+/// A job input split by byte ranges (`split`): the same totals as the file read whole, an
+/// input per part; `split` on a CSV input is refused with the reason.
+#[test]
+fn a_job_reads_a_json_lines_file_split_by_byte_ranges() {
+    let dir = std::env::temp_dir().join(format!("punctual-job-split-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let lines: Vec<String> = (0..30)
+        .map(|i| format!(r#"{{"t":{},"device":"d{}","v":{i}}}"#, i * 1000, i % 3))
+        .collect();
+    std::fs::write(dir.join("r.jsonl"), lines.join("\n")).expect("written");
+    let run = |split: &str, path: &str| {
+        let job = dir.join("job.toml");
+        std::fs::write(
+            &job,
+            format!(
+                "query = \"SELECT device, SUM(v) AS total INTO totals FROM r TIMESTAMP BY t GROUP BY device, TumblingWindow(second, 10)\"\n\
+                 [inputs.r]\npath = \"{path}\"\ntime_format = \"epoch-ms\"\n{split}\n\
+                 [outputs.totals]\npath = \"totals.jsonl\"\ntime_format = \"epoch-ms\"\n"
+            ),
+        )
+        .expect("written");
+        let args: Vec<String> = vec!["job".into(), job.display().to_string()];
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = main(&args, &mut out, &mut err);
+        let written = std::fs::read_to_string(dir.join("totals.jsonl")).unwrap_or_default();
+        // The results (the CTIs in between depend on how the parts' CTIs meet).
+        let mut results: Vec<String> = written
+            .lines()
+            .filter(|l| l.contains("point"))
+            .map(str::to_owned)
+            .collect();
+        results.sort();
+        (code, String::from_utf8_lossy(&err).into_owned(), results)
+    };
+    let (code, err, whole) = run("", "r.jsonl");
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(whole.len(), 9, "{whole:?}");
+    let (code, err, parts) = run("split = 3", "r.jsonl");
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(err.contains("r#2"), "{err}");
+    assert_eq!(parts, whole);
+    std::fs::write(dir.join("r.csv"), "t,device,v\n1000,a,1\n").expect("written");
+    let (code, err, _) = run("split = 2", "r.csv");
+    assert_ne!(code, EXIT_OK);
+    assert!(err.contains("`split` is for JSON-lines files"), "{err}");
+}

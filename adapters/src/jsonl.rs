@@ -4,6 +4,10 @@
 //! Both are generic over the payload: a serde type for typed streams, or
 //! [`Row`](punctual_core::Row) for untyped ones whose fields are only known at run time.
 //!
+//! One input can be several partitions (inputs of their own, read on several workers): every
+//! file a wildcard path names, and each file split by byte ranges
+//! ([`JsonLinesInputConfig::split`]).
+//!
 //! A malformed line (not JSON, an unknown field, a missing time, a payload of the wrong shape)
 //! is reported with the file and line number. With [`MalformedLines::Skip`] (the default) the
 //! line is counted as `malformed`, sent to the stream's dead letters with its text, and reading
@@ -80,6 +84,12 @@ pub struct JsonLinesInputConfig {
     /// are read; the others are counted as `skipped`.
     #[serde(default)]
     pub stream: Option<String>,
+    /// Read each file as this many partitions, by byte range: partition `k` of `n` reads the
+    /// lines that start in the `k`-th `n`-th of the file's bytes (a regular file; with a
+    /// wildcard path, every file is split so). Line numbers in messages count from the start
+    /// of the part.
+    #[serde(default)]
+    pub split: Option<usize>,
 }
 
 fn skip() -> MalformedLines {
@@ -96,7 +106,14 @@ impl JsonLinesInputConfig {
             time_field: None,
             time_format: TimeFormat::Auto,
             stream: None,
+            split: None,
         }
+    }
+
+    /// Read each file as `parts` partitions, by byte range (see [`JsonLinesInputConfig::split`]).
+    pub fn split(mut self, parts: usize) -> Self {
+        self.split = Some(parts);
+        self
     }
 
     /// Reads only the lines of `stream` from a multi-stream arrival log (each line names
@@ -143,6 +160,8 @@ pub struct JsonLinesInput;
 #[derive(Debug)]
 pub struct JsonLinesReader<P> {
     config: JsonLinesInputConfig,
+    /// The byte range it reads: part `k` of `n` of its file.
+    part: Option<(usize, usize)>,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -158,7 +177,8 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
 
     /// A file name with `*` or `?` in it names several files: one partition each.
     fn partitions(&self, config: &JsonLinesInputConfig) -> usize {
-        crate::replay::partition_files(&config.path).map_or(1, |files| files.len())
+        let files = crate::replay::partition_files(&config.path).map_or(1, |files| files.len());
+        files * config.split.unwrap_or(1).max(1)
     }
 
     fn create(
@@ -176,12 +196,20 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
         partition: usize,
     ) -> Result<Self::Adapter, AdapterError> {
         config.replay.validate()?;
+        let parts = config.split.unwrap_or(1).max(1);
+        if parts > 1 && (config.replay.follow || config.path.as_os_str() == "-") {
+            return Err(AdapterError::Config(
+                "`split` reads a regular file by byte ranges: not standard input or follow mode"
+                    .into(),
+            ));
+        }
         let config = &JsonLinesInputConfig {
-            path: crate::replay::partition_file(&config.path, partition)?,
+            path: crate::replay::partition_file(&config.path, partition / parts)?,
             ..config.clone()
         };
         Ok(JsonLinesReader {
             config: config.clone(),
+            part: (parts > 1).then_some((partition % parts, parts)),
             _payload: PhantomData,
         })
     }
@@ -198,8 +226,14 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.config.path.clone();
-        let Lines { mut reader, live } = open_lines(&path).await?;
-        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed, live);
+        let (Lines { mut reader, live }, shown) = match self.part {
+            None => (open_lines(&path).await?, path.clone()),
+            Some((k, n)) => (
+                crate::replay::open_range(&path, k, n).await?,
+                PathBuf::from(format!("{} (part {} of {n})", path.display(), k + 1)),
+            ),
+        };
+        let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
         let mut number = 0usize;
         // After an `eof` line (not following the file), the lines left are read and counted.
         let mut ended = false;

@@ -205,6 +205,123 @@ pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
     })
 }
 
+/// Opens part `part` of `parts` of a regular file for line reading: the lines that start in
+/// its share of the file's bytes (`[len * part / parts, len * (part + 1) / parts)`), the last
+/// one read to its end wherever that is. Every line of the file is in exactly one part.
+pub(crate) async fn open_range(
+    path: &Path,
+    part: usize,
+    parts: usize,
+) -> Result<Lines, AdapterError> {
+    use tokio::io::AsyncSeekExt;
+    let io = |source| AdapterError::Io {
+        path: path.to_owned(),
+        error: source,
+    };
+    let file = tokio::fs::File::open(path).await.map_err(io)?;
+    let meta = file.metadata().await.map_err(io)?;
+    if !meta.is_file() {
+        return Err(AdapterError::Config(format!(
+            "`{}` is not a regular file: only a file can be split by byte ranges",
+            path.display()
+        )));
+    }
+    let share = |k: usize| (u128::from(meta.len()) * k as u128 / parts.max(1) as u128) as u64;
+    let (start, end) = (share(part), share(part + 1));
+    let mut reader = BufReader::new(file);
+    let mut at = start;
+    if start > 0 {
+        // The line in progress at `start` belongs to the part before: skip to its end (from
+        // the byte before `start`, so that a line starting exactly at `start` is kept).
+        reader
+            .seek(std::io::SeekFrom::Start(start - 1))
+            .await
+            .map_err(io)?;
+        let mut skipped = Vec::new();
+        let n = reader.read_until(b'\n', &mut skipped).await.map_err(io)?;
+        at = start - 1 + n as u64;
+    }
+    Ok(Lines {
+        reader: Box::new(RangeLines {
+            inner: reader,
+            left: end.saturating_sub(at),
+            open: false,
+            done: at >= end,
+        }),
+        live: false,
+    })
+}
+
+/// A reader of the lines that start before a limit: `left` bytes, then the rest of the line
+/// they end in.
+struct RangeLines {
+    inner: BufReader<tokio::fs::File>,
+    /// Bytes left before the limit.
+    left: u64,
+    /// Whether the last byte handed out ends no line (a line is in progress).
+    open: bool,
+    done: bool,
+}
+
+impl tokio::io::AsyncRead for RangeLines {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use tokio::io::AsyncBufRead as _;
+        let available = match self.as_mut().poll_fill_buf(cx) {
+            std::task::Poll::Ready(Ok(b)) => b,
+            std::task::Poll::Ready(Err(e)) => return std::task::Poll::Ready(Err(e)),
+            std::task::Poll::Pending => return std::task::Poll::Pending,
+        };
+        let n = available.len().min(buf.remaining());
+        buf.put_slice(&available[..n]);
+        self.consume(n);
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncBufRead for RangeLines {
+    fn poll_fill_buf(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.done {
+            return std::task::Poll::Ready(Ok(&[]));
+        }
+        let (left, open) = (this.left, this.open);
+        let buf = match std::pin::Pin::new(&mut this.inner).poll_fill_buf(cx) {
+            std::task::Poll::Ready(Ok(b)) => b,
+            other => return other,
+        };
+        let n = if left > 0 {
+            buf.len().min(usize::try_from(left).unwrap_or(usize::MAX))
+        } else if open {
+            // Past the limit: the rest of the line in progress, up to its end.
+            buf.iter()
+                .position(|&b| b == b'\n')
+                .map_or(buf.len(), |i| i + 1)
+        } else {
+            0
+        };
+        std::task::Poll::Ready(Ok(&buf[..n]))
+    }
+
+    fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        if amt == 0 {
+            return;
+        }
+        // What was handed out is still in the inner buffer until it is consumed.
+        this.open = this.inner.buffer().get(amt - 1) != Some(&b'\n');
+        this.left = this.left.saturating_sub(amt as u64);
+        std::pin::Pin::new(&mut this.inner).consume(amt);
+        this.done = this.left == 0 && !this.open;
+    }
+}
+
 /// How long a live input may keep the lines read so far waiting for the rest of a batch.
 pub(crate) const LIVE_FLUSH_AFTER: Duration = Duration::from_millis(10);
 

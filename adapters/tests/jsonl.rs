@@ -256,3 +256,68 @@ async fn a_file_input_reports_the_next_batch_to_a_look_ahead_strategy() {
     );
     assert_eq!(without.last(), Some(&2499));
 }
+
+/// A file split by byte ranges: every line is read by exactly one part, whatever the number of
+/// parts (more parts than lines too), each part an input of its own; a line that does not parse
+/// is located in its part.
+#[tokio::test]
+async fn a_file_split_by_byte_ranges_reads_every_line_once() {
+    use punctual_adapters::line::TimeFormat;
+    // Lines of different lengths, the last without a line end.
+    let lines: Vec<String> = (0..40)
+        .map(|i| format!(r#"{{"t":{i},"pad":"{}"}}"#, "x".repeat(i * 7 % 23)))
+        .collect();
+    let path = temp_file("split.jsonl", &lines.join("\n"));
+    for parts in [1, 2, 3, 7, 64] {
+        let mut query = Query::new("split");
+        let config = JsonLinesInputConfig::new(&path)
+            .flat("t", TimeFormat::Ticks)
+            .split(parts);
+        let s = query
+            .create_stream::<_, Row, _, _>(
+                InputOptions::new("in", EventShape::Point),
+                &JsonLinesInput,
+                &config,
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let report = query.start().expect("starts").wait().await.expect("runs");
+        assert_eq!(report.streams.len(), parts, "an input per part");
+        let read: u64 = report.streams.iter().map(|(_, c)| c.events_in).sum();
+        assert_eq!(read, 40, "{parts} parts");
+        let times: Vec<i64> = out
+            .payloads()
+            .iter()
+            .filter_map(|r| r.get("t").and_then(|v| v.as_i64()))
+            .collect();
+        assert_eq!(times, (0..40).collect::<Vec<i64>>(), "{parts} parts");
+    }
+    let bad = temp_file(
+        "split-bad.jsonl",
+        "{\"t\":1}\n{\"t\":2}\nnot json\n{\"t\":4}\n",
+    );
+    let letters = DeadLetterCollector::new();
+    let mut query = Query::new("split-bad");
+    let s = query
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("in", EventShape::Point),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&bad)
+                .flat("t", TimeFormat::Ticks)
+                .split(2),
+        )
+        .expect("binds");
+    query.bind_dead_letters(&s, letters.clone()).expect("binds");
+    query
+        .bind_output(&s, &CollectOutput::new(), &())
+        .expect("binds");
+    query.start().expect("starts").wait().await.expect("runs");
+    let located: Vec<String> = letters
+        .letters()
+        .iter()
+        .map(|l| l.reason.to_string())
+        .collect();
+    assert_eq!(located.len(), 1, "{located:?}");
+    assert!(located[0].contains("(part 2 of 2):1"), "{located:?}");
+}

@@ -105,6 +105,9 @@ pub(super) struct JobInput {
     /// The field holding each record's end (intervals; CSV).
     #[serde(default)]
     pub(super) end: Option<String>,
+    /// JSON lines: read the file as this many partitions, by byte range.
+    #[serde(default)]
+    pub(super) split: Option<usize>,
     /// How times are written (default: integers are ticks, text RFC 3339).
     #[serde(default)]
     pub(super) time_format: Option<TimeFormat>,

@@ -127,6 +127,11 @@ pub(super) fn create_input(
         ));
     }
     let broker = input.kafka.is_some() || input.mqtt.is_some();
+    if input.split.is_some() && (broker || input.connect.is_some() || input.listen.is_some()) {
+        return Err(usage(
+            "`split` reads a file by byte ranges; a Kafka topic's partitions are `partitions = [...]` in `kafka`".into(),
+        ));
+    }
     if broker && (time.is_some() || input.format == Some(Format::Csv) || input.stream.is_some()) {
         return Err(usage(
             "a Kafka or MQTT input reads JSON-lines items ({\"kind\":\"point\",\"start\":...}); flat records, CSV and `stream` are for files".into(),
@@ -166,6 +171,11 @@ pub(super) fn create_input(
         Format::Csv => {
             if input.stream.is_some() {
                 return Err(usage("`stream` is for JSON-lines arrival logs".into()));
+            }
+            if input.split.is_some() {
+                return Err(usage(
+                    "`split` is for JSON-lines files (a CSV field may hold a line end); name several files with a wildcard instead".into(),
+                ));
             }
             let Some(time) = time else {
                 return Err(usage(
@@ -207,6 +217,9 @@ pub(super) fn create_input(
             }
             if let Some(stream) = &input.stream {
                 config = config.stream(stream.clone());
+            }
+            if let Some(parts) = input.split {
+                config = config.split(parts);
             }
             let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
             Ok((stream, fields))
