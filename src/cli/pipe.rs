@@ -207,9 +207,9 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
                     if interrupts == 1 { stop.stop() } else { stop.abort() }
                 }
                 _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
-                    if let Some(c) = monitor.counters("in") {
-                        bar.set_position(c.events_in + c.malformed);
-                    }
+                    // The input's lines read (every partition's, for a wildcard path).
+                    let read = monitor.streams().iter().map(|(_, c)| c.events_in + c.malformed).sum();
+                    bar.set_position(read);
                 }
             }
         }
