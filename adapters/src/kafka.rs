@@ -15,9 +15,10 @@
 //! skipped, counted and dead-lettered with topic, partition and offset. The factories declare no
 //! advance-time settings: give the stream a (partitioned) watermark strategy.
 //!
-//! To read the topic's partitions on several workers, name them
-//! ([`KafkaConfig::partitions`]): each is then a partition of the source, an input of its own
-//! assigned that Kafka partition, with its own CTIs (and idle timeout) where it is read.
+//! To read the topic's partitions on several workers, name them ([`KafkaConfig::partitions`])
+//! or take them all ([`KafkaConfig::each_partition`]): each is then a partition of the
+//! source, an input of its own assigned that Kafka partition, with its own CTIs (and idle
+//! timeout) where it is read.
 //!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, KafkaConfig, KafkaInput, Query};
@@ -82,6 +83,11 @@ pub struct KafkaConfig {
     /// input, its partitions balanced by the group.
     #[serde(default)]
     pub partitions: Option<Vec<i32>>,
+    /// Input: read every partition of the topic, each as a partition of the source, as if
+    /// [`KafkaConfig::partitions`] named them all: the partitions are found from the
+    /// brokers' metadata when the query is built (a blocking call of up to 5 s).
+    #[serde(default)]
+    pub each_partition: bool,
 }
 
 impl KafkaConfig {
@@ -93,7 +99,46 @@ impl KafkaConfig {
             group_id: None,
             until_end: false,
             partitions: None,
+            each_partition: false,
         }
+    }
+
+    /// Read every partition of the topic, each as a partition of the source (see
+    /// [`KafkaConfig::each_partition`]).
+    pub fn each_partition(mut self) -> Self {
+        self.each_partition = true;
+        self
+    }
+
+    /// The partitions read as partitions of the source: those named, or every partition of
+    /// the topic (asking the brokers), or none (the topic as one input).
+    fn partition_list(&self) -> Result<Option<Vec<i32>>, AdapterError> {
+        if let Some(list) = &self.partitions {
+            return Ok(Some(list.clone()));
+        }
+        if !self.each_partition {
+            return Ok(None);
+        }
+        let consumer: rdkafka::consumer::BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.brokers)
+            .create()
+            .map_err(kafka_error)?;
+        let metadata = consumer
+            .fetch_metadata(Some(&self.topic), Duration::from_secs(5))
+            .map_err(kafka_error)?;
+        let ids: Vec<i32> = metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == self.topic)
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        if ids.is_empty() {
+            return Err(AdapterError::Config(format!(
+                "topic `{}` has no partitions at {}",
+                self.topic, self.brokers
+            )));
+        }
+        Ok(Some(ids))
     }
 
     /// Read these partitions of the topic, each as a partition of the source.
@@ -136,10 +181,14 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<KafkaConfig, P> for Kafk
         self.create_partition(config, shape, 0)
     }
 
-    /// One per partition named in [`KafkaConfig::partitions`] (one for the whole topic
-    /// otherwise).
+    /// One per partition named in [`KafkaConfig::partitions`], or per partition of the topic
+    /// with [`KafkaConfig::each_partition`] (one for the whole topic otherwise).
     fn partitions(&self, config: &KafkaConfig) -> usize {
-        config.partitions.as_ref().map_or(1, |p| p.len().max(1))
+        // A failure to ask the brokers shows when the first partition is made.
+        match config.partition_list() {
+            Ok(Some(list)) => list.len().max(1),
+            _ => 1,
+        }
     }
 
     fn create_partition(
@@ -153,7 +202,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<KafkaConfig, P> for Kafk
                 "brokers and topic must not be empty".into(),
             ));
         }
-        let assigned = match &config.partitions {
+        let assigned = match config.partition_list()? {
             None => None,
             Some(list) => Some(*list.get(partition).ok_or_else(|| {
                 AdapterError::Config("`partitions` must name at least one partition".into())

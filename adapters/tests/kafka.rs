@@ -165,3 +165,42 @@ async fn named_partitions_are_inputs_of_their_own() {
     .await
     .expect("finishes in time");
 }
+
+/// Every partition of a topic, found from the brokers when the query is built: an input each.
+#[tokio::test]
+async fn each_partition_of_a_topic_is_an_input_of_its_own() {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("three", 3, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let line = |t: i64, v: i64| format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}");
+    let (a, b, c) = (line(1, 1), line(2, 2), line(3, 3));
+    produce(&brokers, "three", &[(0, &a), (1, &b), (2, &c)]).await;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut query = Query::new("kafka-each");
+        let s = query
+            .create_stream::<_, i64, _, _>(
+                InputOptions::new("readings", EventShape::Point)
+                    .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
+                &KafkaInput,
+                &KafkaConfig::new(brokers.clone(), "three")
+                    .each_partition()
+                    .until_end(),
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let report = query.start().expect("starts").wait().await.expect("runs");
+        let read: Vec<(&str, u64)> = report
+            .streams
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.events_in))
+            .collect();
+        assert_eq!(
+            read,
+            [("readings#0", 1), ("readings#1", 1), ("readings#2", 1)]
+        );
+        assert_eq!(out.payloads(), [1, 2, 3]);
+    })
+    .await
+    .expect("finishes in time");
+}
