@@ -128,79 +128,75 @@ async fn an_output_produces_json_lines() {
     .expect("finishes in time");
 }
 
+/// Reads topic `topic` (made with `partitions` partitions, holding one point per message
+/// given as `(partition, time, payload)`) with `config` to its end, each event with a
+/// watermark of its own input; returns each input's name and events read, and the payloads.
+async fn read_partitioned(
+    topic: &str,
+    partitions: i32,
+    messages: &[(i32, i64, i64)],
+    config: impl Fn(KafkaConfig) -> KafkaConfig,
+) -> (Vec<(String, u64)>, Vec<i64>) {
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic(topic, partitions, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    let lines: Vec<(i32, String)> = messages
+        .iter()
+        .map(|&(p, t, v)| {
+            (
+                p,
+                format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}"),
+            )
+        })
+        .collect();
+    let borrowed: Vec<(i32, &str)> = lines.iter().map(|(p, l)| (*p, l.as_str())).collect();
+    produce(&brokers, topic, &borrowed).await;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut query = Query::new("kafka-partitions");
+        let s = query
+            .create_stream::<_, i64, _, _>(
+                InputOptions::new("readings", EventShape::Point)
+                    .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
+                &KafkaInput,
+                &config(KafkaConfig::new(brokers.clone(), topic).until_end()),
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let report = query.start().expect("starts").wait().await.expect("runs");
+        let read = report
+            .streams
+            .iter()
+            .map(|(n, c)| (n.clone(), c.events_in))
+            .collect();
+        (read, out.payloads())
+    })
+    .await
+    .expect("finishes in time")
+}
+
 /// Partitions named in the configuration are partitions of the source: an input each,
 /// assigned its Kafka partition, with its own counters and CTIs (a watermark each), the
 /// stream their union; each ends at its partition's end.
 #[tokio::test]
 async fn named_partitions_are_inputs_of_their_own() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("parts", 2, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
-    let line = |t: i64, v: i64| format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}");
-    let (a, b, c) = (line(10, 1), line(20, 2), line(5, 3));
-    produce(&brokers, "parts", &[(0, &a), (0, &b), (1, &c)]).await;
-    tokio::time::timeout(Duration::from_secs(60), async {
-        let mut query = Query::new("kafka-parts");
-        let s = query
-            .create_stream::<_, i64, _, _>(
-                InputOptions::new("readings", EventShape::Point)
-                    .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
-                &KafkaInput,
-                &KafkaConfig::new(brokers.clone(), "parts")
-                    .partitions([0, 1])
-                    .until_end(),
-            )
-            .expect("binds");
-        let out = CollectOutput::new();
-        query.bind_output(&s, &out, &()).expect("binds");
-        let report = query.start().expect("starts").wait().await.expect("runs");
-        let read: Vec<(&str, u64)> = report
-            .streams
-            .iter()
-            .map(|(n, c)| (n.as_str(), c.events_in))
-            .collect();
-        assert_eq!(read, [("readings#0", 2), ("readings#1", 1)]);
-        assert_eq!(out.payloads(), [3, 1, 2], "the union, in time order");
-    })
-    .await
-    .expect("finishes in time");
+    let messages = [(0, 10, 1), (0, 20, 2), (1, 5, 3)];
+    let (read, payloads) = read_partitioned("parts", 2, &messages, |c| c.partitions([0, 1])).await;
+    let names: Vec<(&str, u64)> = read.iter().map(|(n, e)| (n.as_str(), *e)).collect();
+    assert_eq!(names, [("readings#0", 2), ("readings#1", 1)]);
+    assert_eq!(payloads, [3, 1, 2], "the union, in time order");
 }
 
 /// Every partition of a topic, found from the brokers when the query is built: an input each.
 #[tokio::test]
 async fn each_partition_of_a_topic_is_an_input_of_its_own() {
-    let cluster = MockCluster::new(1).expect("mock cluster");
-    cluster.create_topic("three", 3, 1).expect("topic");
-    let brokers = cluster.bootstrap_servers();
-    let line = |t: i64, v: i64| format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}");
-    let (a, b, c) = (line(1, 1), line(2, 2), line(3, 3));
-    produce(&brokers, "three", &[(0, &a), (1, &b), (2, &c)]).await;
-    tokio::time::timeout(Duration::from_secs(60), async {
-        let mut query = Query::new("kafka-each");
-        let s = query
-            .create_stream::<_, i64, _, _>(
-                InputOptions::new("readings", EventShape::Point)
-                    .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
-                &KafkaInput,
-                &KafkaConfig::new(brokers.clone(), "three")
-                    .each_partition()
-                    .until_end(),
-            )
-            .expect("binds");
-        let out = CollectOutput::new();
-        query.bind_output(&s, &out, &()).expect("binds");
-        let report = query.start().expect("starts").wait().await.expect("runs");
-        let read: Vec<(&str, u64)> = report
-            .streams
-            .iter()
-            .map(|(n, c)| (n.as_str(), c.events_in))
-            .collect();
-        assert_eq!(
-            read,
-            [("readings#0", 1), ("readings#1", 1), ("readings#2", 1)]
-        );
-        assert_eq!(out.payloads(), [1, 2, 3]);
-    })
-    .await
-    .expect("finishes in time");
+    let messages = [(0, 1, 1), (1, 2, 2), (2, 3, 3)];
+    let (read, payloads) =
+        read_partitioned("three", 3, &messages, KafkaConfig::each_partition).await;
+    let names: Vec<(&str, u64)> = read.iter().map(|(n, e)| (n.as_str(), *e)).collect();
+    assert_eq!(
+        names,
+        [("readings#0", 1), ("readings#1", 1), ("readings#2", 1)]
+    );
+    assert_eq!(payloads, [1, 2, 3]);
 }
