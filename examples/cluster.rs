@@ -11,13 +11,13 @@
 use punctual::adapters::{
     CollectOutput, InputOptions, MemoryInput, OutputAdapterFactory, Partitioned, Query, QueryError,
 };
-use punctual::cluster::{run_query, ClusterConfig, Codecs};
+use punctual::cluster::{run_query, ClusterConfig};
 use punctual::core::ops::Count;
 use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual::policies::{AdvanceTimeImportSettings, AdvanceTimeSettings};
 
 /// A window's result: the name and its count.
-type NameCount = (&'static str, u64);
+type NameCount = (String, u64);
 
 /// The query, the same wherever it runs: what `run_query` calls on every worker.
 fn build<F: OutputAdapterFactory<(), NameCount>>(out: &F) -> Result<Query, QueryError> {
@@ -25,10 +25,10 @@ fn build<F: OutputAdapterFactory<(), NameCount>>(out: &F) -> Result<Query, Query
     let mut query = Query::new("per-name counts");
     // The reference data: a name per sensor, valid from the start; it imports the readings'
     // CTIs, so it never holds the join back.
-    let names: Vec<StreamItem<(u32, &'static str)>> = vec![
-        StreamItem::start_edge(t(0), (1, "boiler")),
-        StreamItem::start_edge(t(0), (2, "chiller")),
-        StreamItem::start_edge(t(0), (3, "pump")),
+    let names: Vec<StreamItem<(u32, String)>> = vec![
+        StreamItem::start_edge(t(0), (1, "boiler".to_owned())),
+        StreamItem::start_edge(t(0), (2, "chiller".to_owned())),
+        StreamItem::start_edge(t(0), (3, "pump".to_owned())),
     ];
     let import = AdvanceTimeSettings::builder()
         .import(AdvanceTimeImportSettings::new("readings"))
@@ -61,16 +61,16 @@ fn build<F: OutputAdapterFactory<(), NameCount>>(out: &F) -> Result<Query, Query
         &readings,
     )?;
     let counts = fast
-        .join_on(&slow, |r| r.0, |n| n.0, |_, n| n.1)
+        .join_on(&slow, |r| r.0, |n| n.0, |_, n| n.1.clone())
         .tumbling_window(TimeSpan::from_ticks(10))
-        .group_by(|name: &&'static str| *name)
+        .group_by(|name: &String| name.clone())
         .aggregate(Count);
     query.bind_output(&counts, out, &())?;
     Ok(query)
 }
 
 /// The events (sorted: their order between two CTIs is free) and the last CTI.
-fn results(out: &CollectOutput<(&'static str, u64)>) -> (Vec<String>, Option<Time>) {
+fn results(out: &CollectOutput<NameCount>) -> (Vec<String>, Option<Time>) {
     let items = out.items();
     let mut events: Vec<String> = items
         .iter()
@@ -106,9 +106,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // windows per name run on all three.
     let split = CollectOutput::new();
     let sink = split.clone();
-    let report = run_query(ClusterConfig::threads(3), Codecs::new(), move |_worker| {
-        build(&sink)
-    })?;
+    let report = run_query(ClusterConfig::threads(3), move |_worker| build(&sink))?;
     let merged = report.report();
     for (input, (name, counters)) in merged.streams.iter().enumerate() {
         println!(
@@ -132,7 +130,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Each worker writes the results of its own windows: none gathered on worker 0.
     let shares = CollectOutput::new();
     let sink = shares.clone();
-    run_query(ClusterConfig::threads(3), Codecs::new(), move |_worker| {
+    run_query(ClusterConfig::threads(3), move |_worker| {
         build(&sink.clone().each_worker())
     })?;
     let (got, got_last) = results(&shares);

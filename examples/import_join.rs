@@ -14,12 +14,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Time::from_ticks;
     // Prices per product: edges, valid until the next price.
     let prices = vec![
-        StreamItem::start_edge(t(0), ("apple", 3)),
-        StreamItem::start_edge(t(0), ("pear", 5)),
+        StreamItem::start_edge(t(0), ("apple".to_owned(), 3)),
+        StreamItem::start_edge(t(0), ("pear".to_owned(), 5)),
     ];
-    let orders: Vec<StreamItem<(&str, i64)>> = vec![
-        StreamItem::point(t(5), ("apple", 2)),
-        StreamItem::point(t(7), ("pear", 1)),
+    let orders: Vec<StreamItem<(String, i64)>> = vec![
+        StreamItem::point(t(5), ("apple".to_owned(), 2)),
+        StreamItem::point(t(7), ("pear".to_owned(), 1)),
     ];
     let mut query = Query::new("orders");
     let o = query.create_stream(
@@ -44,14 +44,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &MemoryInput,
         &prices,
     )?;
-    let totals = o.join_on(&p, |o| o.0, |p| p.0, |o, p| (o.0, o.1 * p.1));
+    let totals = o.join_on(
+        &p,
+        |o| o.0.clone(),
+        |p| p.0.clone(),
+        |o, p| (o.0.clone(), o.1 * p.1),
+    );
     let out = CollectOutput::new();
     query.bind_output(&totals, &out, &())?;
     let report = query.start()?.wait().await?;
     assert_eq!(report.counters("prices").map(|c| c.dropped), Some(0));
     let items = out.items();
     items.iter().for_each(|i| println!("{i:?}"));
-    assert!(items.contains(&StreamItem::point(t(5), ("apple", 6))));
-    assert!(items.contains(&StreamItem::point(t(7), ("pear", 5))));
+    assert!(items.contains(&StreamItem::point(t(5), ("apple".to_owned(), 6))));
+    assert!(items.contains(&StreamItem::point(t(7), ("pear".to_owned(), 5))));
     Ok(())
 }

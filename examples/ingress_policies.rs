@@ -11,10 +11,10 @@ use punctual::prelude::*;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Time::from_ticks;
-    let readings: Vec<StreamItem<&str>> =
+    let readings: Vec<StreamItem<String>> =
         [(10, "a"), (8, "b"), (12, "c"), (6, "too late"), (9, "d")]
             .into_iter()
-            .map(|(at, p)| StreamItem::point(t(at), p))
+            .map(|(at, p)| StreamItem::point(t(at), p.to_owned()))
             .collect();
     let mut query = Query::new("ingress");
     let s = query.create_stream(

@@ -25,16 +25,16 @@ struct Sessions {
     gap: TimeSpan,
 }
 
-impl Process<(&'static str, u32), &'static str> for Sessions {
+impl Process<(String, u32), String> for Sessions {
     type State = Session;
-    type Output = (&'static str, u32, Time);
+    type Output = (String, u32, Time);
 
     fn on_event(
         &mut self,
-        _user: &&'static str,
+        _user: &String,
         session: &mut Session,
-        click: &Event<(&'static str, u32)>,
-        ctx: &mut ProcessContext<'_, &'static str, (&'static str, u32, Time)>,
+        click: &Event<(String, u32)>,
+        ctx: &mut ProcessContext<'_, String, (String, u32, Time)>,
     ) {
         let at = click.kind.start();
         session.first.get_or_insert(at);
@@ -48,13 +48,13 @@ impl Process<(&'static str, u32), &'static str> for Sessions {
 
     fn on_timer(
         &mut self,
-        user: &&'static str,
+        user: &String,
         session: &mut Session,
         at: Time,
-        ctx: &mut ProcessContext<'_, &'static str, (&'static str, u32, Time)>,
+        ctx: &mut ProcessContext<'_, String, (String, u32, Time)>,
     ) {
         let first = session.first.unwrap_or(at);
-        ctx.emit_point(at, (*user, session.clicks, first));
+        ctx.emit_point(at, (user.clone(), session.clicks, first));
         ctx.clear_state();
     }
 }
@@ -64,7 +64,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let s = |x: i64| Time::EPOCH + TimeSpan::from_secs(x);
     // (second, user): ann clicks at 0, 10, 25, then after a pause at 100; bob at 5 and 50;
     // some clicks arrive out of order (within 10 s).
-    let clicks: Vec<StreamItem<(&str, u32)>> = [
+    let clicks: Vec<StreamItem<(String, u32)>> = [
         (0, "ann"),
         (10, "ann"),
         (5, "bob"),
@@ -75,7 +75,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ]
     .into_iter()
     .enumerate()
-    .map(|(n, (at, user))| StreamItem::point(s(at), (user, n as u32)))
+    .map(|(n, (at, user))| StreamItem::point(s(at), (user.to_owned(), n as u32)))
     .collect();
     let mut query = Query::new("sessions");
     let input = query.create_stream(
@@ -86,7 +86,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &clicks,
     )?;
     let sessions = input.process(
-        |c: &(&'static str, u32)| c.0,
+        |c: &(String, u32)| c.0.clone(),
         Sessions {
             gap: TimeSpan::from_secs(30),
         },
@@ -95,7 +95,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     query.bind_output(&sessions, &out, &())?;
     query.start()?.wait().await?;
     let secs = |t: Time| (t - Time::EPOCH).ticks() / 10_000_000;
-    let got: Vec<(&str, i64, i64, u32)> = out
+    let got: Vec<(String, i64, i64, u32)> = out
         .items()
         .into_iter()
         .filter_map(|i| match i {
@@ -114,8 +114,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // ann: 0, 10, 25 (closes at 55); bob: 5 (closes at 35), then 50 (closes at 80); ann: 100,
     // 101 (closes at 131, released by the final CTI).
     assert_eq!(
-        got,
-        vec![
+        got.iter()
+            .map(|(user, from, to, clicks)| (user.as_str(), *from, *to, *clicks))
+            .collect::<Vec<_>>(),
+        [
             ("bob", 5, 35, 1),
             ("ann", 0, 55, 3),
             ("bob", 50, 80, 1),

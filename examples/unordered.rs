@@ -58,9 +58,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let big_ordered = ordered.filter(|r| r.1 >= 40);
     let big_unordered = unordered.filter(|r| r.1 >= 40).ordered();
     // A reference stream: each key's name.
-    let names: Vec<StreamItem<(char, &str)>> = vec![
-        StreamItem::interval(t(0), t(100), ('a', "alpha")),
-        StreamItem::interval(t(0), t(100), ('b', "beta")),
+    let names: Vec<StreamItem<(char, String)>> = vec![
+        StreamItem::interval(t(0), t(100), ('a', "alpha".to_owned())),
+        StreamItem::interval(t(0), t(100), ('b', "beta".to_owned())),
     ];
     let reference = query.create_stream(
         InputOptions::new("names", EventShape::Interval)
@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &MemoryInput,
         &names,
     )?;
-    let named = |r: &Reading, n: &(char, &'static str)| (n.1, r.1);
+    let named = |r: &Reading, n: &(char, String)| (n.1.clone(), r.1);
     let named_ordered = ordered.join_on(&reference, |r| r.0, |n| n.0, named);
     let named_unordered = unordered.join_on(&reference, |r| r.0, |n| n.0, named);
 
@@ -78,8 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     query.bind_output(&sums_unordered, &outs[1], &())?;
     query.bind_output(&big_ordered, &bigs[0], &())?;
     query.bind_output(&big_unordered, &bigs[1], &())?;
-    let joined: [CollectOutput<(&'static str, i64)>; 2] =
-        [CollectOutput::new(), CollectOutput::new()];
+    let joined: [CollectOutput<(String, i64)>; 2] = [CollectOutput::new(), CollectOutput::new()];
     query.bind_output(&named_ordered, &joined[0], &())?;
     query.bind_output(&named_unordered, &joined[1], &())?;
     let report = query.start()?.wait().await?;
@@ -108,7 +107,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("readings >= 40, in order: {:?}", bigs[1].items());
     assert_eq!(bigs[0].items(), bigs[1].items());
     // The joins: the same results (each final once the names' CTI passes it), any order.
-    let results = |out: &CollectOutput<(&'static str, i64)>| -> Vec<(Time, (&'static str, i64))> {
+    let results = |out: &CollectOutput<(String, i64)>| -> Vec<(Time, (String, i64))> {
         let mut r: Vec<_> = out
             .items()
             .into_iter()

@@ -13,7 +13,7 @@
 use proptest::prelude::*;
 
 use punctual::adapters::CollectOutput;
-use punctual::cluster::{run_query, ClusterConfig, Codecs};
+use punctual::cluster::{run_query, ClusterConfig};
 use punctual_tests::split_cases::strategy::spec;
 use punctual_tests::split_cases::{outcome, query, text, Outcome, Shape, Spec};
 
@@ -129,7 +129,7 @@ fn on_cluster(spec: &Spec, workers: usize) -> Outcome {
     let case = spec.case();
     let out = CollectOutput::new();
     let sink = out.clone();
-    let report = run_query(ClusterConfig::threads(workers), Codecs::new(), move |_| {
+    let report = run_query(ClusterConfig::threads(workers), move |_| {
         query(&case, &sink)
     })
     .expect("the query runs on the cluster");
@@ -174,7 +174,7 @@ proptest! {
         let case = spec.case();
         let shares: Vec<CollectOutput<String>> = (0..2).map(|_| CollectOutput::new()).collect();
         let sinks = shares.clone();
-        run_query(ClusterConfig::threads(2), Codecs::new(), move |worker| {
+        run_query(ClusterConfig::threads(2), move |worker| {
             query(&case, &sinks[worker].clone().each_worker())
         })
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -205,10 +205,8 @@ fn the_report_takes_each_input_s_counters_from_its_owner() {
     let case = spec.case();
     let out = CollectOutput::new();
     let sink = out.clone();
-    let report = run_query(ClusterConfig::threads(2), Codecs::new(), move |_| {
-        query(&case, &sink)
-    })
-    .expect("the query runs");
+    let report =
+        run_query(ClusterConfig::threads(2), move |_| query(&case, &sink)).expect("the query runs");
     assert_eq!(report.owners, vec![0, 1], "two inputs, round robin");
     assert_eq!(report.workers.len(), 2);
     let merged = report.report();
@@ -291,7 +289,7 @@ fn an_input_that_fails_on_one_worker_fails_the_run() {
     use punctual::core::{EventShape, StreamItem, Time};
     let out = CollectOutput::new();
     let sink = out.clone();
-    let result = run_query(ClusterConfig::threads(2), Codecs::new(), move |_| {
+    let result = run_query(ClusterConfig::threads(2), move |_| {
         let mut query = Query::new("breaks");
         let items: Vec<StreamItem<i64>> = (0..5)
             .map(|i| StreamItem::point(Time::from_ticks(i), i))
@@ -433,7 +431,7 @@ proptest! {
             let got = CollectOutput::new();
             let sink = got.clone();
             let parts = partitions.clone();
-            let report = run_query(ClusterConfig::threads(workers), Codecs::new(), move |_| {
+            let report = run_query(ClusterConfig::threads(workers), move |_| {
                 partitioned_query(&parts, &sink)
             })
             .map_err(|e| TestCaseError::fail(e.to_string()))?;
@@ -534,7 +532,7 @@ fn quiet_partition_run(idle: i64) -> (bool, Vec<punctual::core::StreamItem<u32>>
     let sink = out.clone();
     let start = (Time::EPOCH + TimeSpan::from_secs(10)).ticks();
     let run = std::thread::spawn(move || {
-        run_query(ClusterConfig::threads(2), Codecs::new(), move |_| {
+        run_query(ClusterConfig::threads(2), move |_| {
             let strategy = Watermark::<u32>::bounded(TimeSpan::from_secs(1))
                 .idle_timeout(TimeSpan::from_secs(idle));
             let clock = SteppingClock(std::sync::Arc::new(std::sync::atomic::AtomicI64::new(

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use punctual::adapters::line::TimeFormat;
 use punctual::adapters::{
@@ -19,20 +19,20 @@ fn samples() -> PathBuf {
         .join("samples")
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Reading {
     device: String,
     raw: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Calibration {
     device: String,
     factor: f64,
     offset: f64,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Calibrated {
     device: String,
     value: f64,

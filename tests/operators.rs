@@ -16,7 +16,9 @@ use punctual::core::{Batch, EventKind, EventShape, Ordered, StreamItem, Time, Ti
 use punctual::engine::{InputOptions, Plan};
 
 /// A payload: a unique id, a group key and a value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 struct Pl {
     id: u32,
     key: u8,

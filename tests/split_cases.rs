@@ -10,7 +10,7 @@ use std::sync::Arc;
 use punctual::adapters::{
     CollectOutput, MemoryInput, OutputAdapterFactory, Query, QueryError, QueryReport,
 };
-use punctual::cluster::{Codecs, Script, Step};
+use punctual::cluster::{Script, Step};
 use punctual::core::ops::{Count, Stream, Sum, WindowOutput};
 use punctual::core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
 use punctual::engine::{Driver, InputId, InputOptions, OutputId, Plan};
@@ -370,13 +370,6 @@ impl Script for Cases {
         }
         let driver = plan.build().map_err(|e| e.to_string())?;
         Ok((driver, Handles { ids, outputs }))
-    }
-
-    fn codecs(&self) -> Codecs {
-        Codecs::new()
-            .with::<Pl>()
-            .with::<String>()
-            .with::<(u32, u32)>()
     }
 
     fn steps(&self) -> usize {

@@ -250,8 +250,8 @@ pub trait OutputAdapterFactory<C, P: Payload> {
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let t = Time::from_ticks;
 /// let sensors = vec![
-///     vec![StreamItem::point(t(1), "a"), StreamItem::Cti(t(2))],
-///     vec![StreamItem::point(t(3), "b"), StreamItem::Cti(t(9))],
+///     vec![StreamItem::point(t(1), 'a'), StreamItem::Cti(t(2))],
+///     vec![StreamItem::point(t(3), 'b'), StreamItem::Cti(t(9))],
 /// ];
 /// let mut query = Query::new("two sensors");
 /// let options = InputOptions::new("readings", EventShape::Point);
@@ -261,7 +261,7 @@ pub trait OutputAdapterFactory<C, P: Payload> {
 /// let report = query.start()?.wait().await?;
 /// assert_eq!(report.streams[1].0, "readings#1");
 /// // The stream's CTI is the least of its partitions' CTIs.
-/// assert_eq!(out.items()[..2], [StreamItem::point(t(1), "a"), StreamItem::Cti(t(2))]);
+/// assert_eq!(out.items()[..2], [StreamItem::point(t(1), 'a'), StreamItem::Cti(t(2))]);
 /// # Ok::<(), punctual_adapters::QueryError>(())
 /// # }).unwrap();
 /// ```

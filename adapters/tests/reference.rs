@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use punctual_adapters::line::parse_line;
 use punctual_adapters::{
@@ -23,13 +23,13 @@ use punctual_policies::{
     AdvanceTimeSettings,
 };
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Reading {
     device: String,
     raw: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Calibration {
     device: String,
     factor: f64,

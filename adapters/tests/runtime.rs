@@ -1074,9 +1074,9 @@ async fn an_unordered_join_runs_through_the_runtime() {
             &readings,
         )
         .unwrap();
-    let names: Vec<StreamItem<(u8, &str)>> = vec![
-        StreamItem::interval(t(0), t(100), (1, "one")),
-        StreamItem::interval(t(0), t(100), (2, "two")),
+    let names: Vec<StreamItem<(u8, String)>> = vec![
+        StreamItem::interval(t(0), t(100), (1, "one".to_owned())),
+        StreamItem::interval(t(0), t(100), (2, "two".to_owned())),
     ];
     let reference = query
         .create_stream(
@@ -1086,14 +1086,14 @@ async fn an_unordered_join_runs_through_the_runtime() {
             &names,
         )
         .unwrap();
-    let named = fast.join_on(&reference, |r| r.0, |n| n.0, |r, n| (n.1, r.1));
+    let named = fast.join_on(&reference, |r| r.0, |n| n.0, |r, n| (n.1.clone(), r.1));
     let out = CollectOutput::new();
     query.bind_output(&named, &out, &()).unwrap();
     let report = query.start().unwrap().wait().await.unwrap();
     assert_eq!(report.counters("readings").unwrap().dropped, 1); // 1 after CTI(2)
     let items = out.items();
     assert_eq!(items.last(), Some(&StreamItem::Cti(Time::INF)));
-    let mut results: Vec<(Time, (&str, i64))> = items
+    let mut results: Vec<(Time, (String, i64))> = items
         .into_iter()
         .filter_map(|i| match i {
             StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
@@ -1104,11 +1104,8 @@ async fn an_unordered_join_runs_through_the_runtime() {
     // Key 3 has no name: no result.
     assert_eq!(
         results,
-        vec![
-            (t(2), ("two", 20)),
-            (t(5), ("one", 50)),
-            (t(9), ("one", 90))
-        ]
+        [(2, "two", 20), (5, "one", 50), (9, "one", 90)]
+            .map(|(at, name, v)| (t(at), (name.to_owned(), v)))
     );
 }
 
@@ -1330,7 +1327,7 @@ async fn open_start_edges_count_against_the_budget() {
 }
 
 /// A payload the report can show only when asked to.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Reading {
     device: i64,
 }

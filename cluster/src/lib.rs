@@ -22,18 +22,16 @@
 //! output, step by step, is the output the query gives on one worker.
 //!
 //! Workers run as threads of one process ([`ClusterConfig::threads`]) or in several
-//! processes, on one machine or many ([`ClusterConfig::processes`]): then every payload type
-//! that crosses between workers needs a codec ([`Codecs`], checked when the run starts).
+//! processes, on one machine or many ([`ClusterConfig::processes`]): then what crosses
+//! between processes travels as bytes ([`Batch::to_bytes`](punctual_core::Batch::to_bytes));
+//! every payload type is serializable ([`Payload`](punctual_core::ops::Payload)), so
+//! whether a query can run on several processes is checked when it compiles.
 
 #![warn(missing_docs)]
 
-mod codec;
 mod live;
 mod net;
 pub use live::{run_query, ClusterReport};
-
-use codec::Codec;
-pub use codec::Codecs;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -63,13 +61,6 @@ pub enum Error {
         worker: usize,
         /// Why.
         message: String,
-    },
-    /// The workers run in several processes and a payload type that crosses between them has
-    /// no codec ([`Script::codecs`]).
-    #[error("payload types cross processes without a codec (add them to Script::codecs): {}", types.join(", "))]
-    Codec {
-        /// The types.
-        types: Vec<String>,
     },
     /// Another process of the run was lost (it died, or its connection broke): there is no
     /// recovery; every process of the run stops with this error.
@@ -181,11 +172,6 @@ pub trait Script: Send + Sync + 'static {
     type Output: Send + 'static;
     /// Builds the query's driver for worker `worker`.
     fn build(&self, worker: usize) -> Result<(Driver, Self::Worker), String>;
-    /// The codecs of the payload types that cross between workers, for a run on several
-    /// processes. None by default.
-    fn codecs(&self) -> Codecs {
-        Codecs::new()
-    }
     /// Called on each worker once every process of the run is connected and its dataflow is
     /// built, before the first step (`worker` of `workers` in all). Nothing by default.
     fn started(&self, worker: usize, workers: usize) {
@@ -222,7 +208,6 @@ pub struct Shipment {
     sender: usize,
     edge: usize,
     batch: Carried,
-    codec: Option<Arc<dyn Codec>>,
 }
 
 /// A shipment's batch: as it is between threads, as bytes from another process.
@@ -232,19 +217,12 @@ enum Carried {
 }
 
 impl Shipment {
-    pub(crate) fn new(
-        dest: usize,
-        sender: usize,
-        edge: usize,
-        batch: Box<dyn AnyBatch>,
-        codecs: &[Option<Arc<dyn Codec>>],
-    ) -> Self {
+    pub(crate) fn new(dest: usize, sender: usize, edge: usize, batch: Box<dyn AnyBatch>) -> Self {
         Shipment {
             dest,
             sender,
             edge,
             batch: Carried::Batch(batch),
-            codec: codecs.get(edge).cloned().flatten(),
         }
     }
 }
@@ -252,18 +230,10 @@ impl Shipment {
 // Timely serializes what goes to a worker of another process (never between threads).
 impl serde::Serialize for Shipment {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let bytes = match (&self.batch, &self.codec) {
-            (Carried::Bytes(b), _) => std::borrow::Cow::Borrowed(b),
-            (Carried::Batch(b), Some(codec)) => std::borrow::Cow::Owned(
-                codec
-                    .encode(b.as_ref())
-                    .map_err(serde::ser::Error::custom)?,
-            ),
-            (Carried::Batch(b), None) => {
-                return Err(serde::ser::Error::custom(format!(
-                    "no codec for {}",
-                    b.payload_name()
-                )))
+        let bytes = match &self.batch {
+            Carried::Bytes(b) => std::borrow::Cow::Borrowed(b),
+            Carried::Batch(b) => {
+                std::borrow::Cow::Owned(b.encode().map_err(serde::ser::Error::custom)?)
             }
         };
         serde::Serialize::serialize(
@@ -287,7 +257,6 @@ impl<'de> serde::Deserialize<'de> for Shipment {
             sender: sender as usize,
             edge: edge as usize,
             batch: Carried::Bytes(bytes),
-            codec: None,
         })
     }
 }
@@ -436,7 +405,6 @@ pub(crate) fn arrive(
     stage: usize,
     shipments: Vec<Shipment>,
     edges: &[(Edge, Option<usize>)],
-    codecs: &[Option<Arc<dyn Codec>>],
     failure: &mut Option<String>,
 ) -> Vec<Shipment> {
     let mut forward = Vec::new();
@@ -450,16 +418,14 @@ pub(crate) fn arrive(
             forward.push(s);
             continue;
         }
-        // From another process: bytes, decoded by the edge's codec.
+        // From another process: bytes, read as a batch of the edge's payload type.
         let mut batch = match s.batch {
             Carried::Batch(b) => b,
             Carried::Bytes(bytes) => {
-                let decoded = codecs
-                    .get(s.edge)
-                    .cloned()
-                    .flatten()
-                    .ok_or_else(|| "no codec".to_owned())
-                    .and_then(|c| c.decode(&bytes));
+                let decoded = graph
+                    .edge_batch(s.edge)
+                    .ok_or_else(|| "an edge this worker does not have".to_owned())
+                    .and_then(|b| b.decode(&bytes).map_err(|e| e.to_string()));
                 match decoded {
                     Ok(b) => b,
                     Err(e) => {
@@ -498,23 +464,17 @@ pub(crate) fn arrive(
 }
 
 /// Adds what this worker's graph routed to other workers (and itself) to `give`.
-pub(crate) fn route(
-    graph: &mut Graph,
-    me: usize,
-    codecs: &[Option<Arc<dyn Codec>>],
-    give: &mut Vec<Shipment>,
-) {
+pub(crate) fn route(graph: &mut Graph, me: usize, give: &mut Vec<Shipment>) {
     graph.take_routed(|edge, parts| {
         for (dest, batch) in parts.into_iter().enumerate() {
             if !batch.is_empty() {
-                give.push(Shipment::new(dest, me, edge, batch, codecs));
+                give.push(Shipment::new(dest, me, edge, batch));
             }
         }
     });
 }
 
 fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Output>, Error> {
-    let processes = config.process_count();
     let guards = crate::net::execute(&config, move |worker| {
         let me = worker.index();
         let peers = worker.peers();
@@ -529,28 +489,6 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
         } else {
             Vec::new()
         };
-        // The codec of each edge's payload type, for what crosses processes.
-        let codecs = script.codecs();
-        let edge_codecs: Vec<Option<Arc<dyn Codec>>> = (0..edges.len())
-            .map(|e| driver.graph_mut().edge_batch(e).and_then(|b| codecs.get(b)))
-            .collect();
-        if processes > 1 {
-            let mut missing: Vec<String> = (0..edges.len())
-                .filter(|&e| edge_codecs[e].is_none())
-                .filter_map(|e| {
-                    driver
-                        .graph_mut()
-                        .edge_batch(e)
-                        .map(|b| b.payload_name().to_owned())
-                })
-                .collect();
-            missing.sort();
-            missing.dedup();
-            if !missing.is_empty() {
-                return Err(Error::Codec { types: missing });
-            }
-        }
-        let edge_codecs = Rc::new(edge_codecs);
         let failure: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
         let owner = driver.owners(peers);
         let inputs = driver.input_count();
@@ -564,7 +502,6 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
                 let shared = Rc::clone(&shared);
                 let script = Arc::clone(&script);
                 let edges = Rc::clone(&edge_list);
-                let codecs = Rc::clone(&edge_codecs);
                 let owner = owner.clone();
                 source(scope, "ingress", move |cap: Capability<i64>, info| {
                     let activator = scope.activator_for(info.address);
@@ -601,10 +538,7 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
                                     *pass += 1;
                                     for (dest, batch) in parts.into_iter().enumerate() {
                                         if !batch.is_empty() {
-                                            sent.push((
-                                                time,
-                                                Shipment::new(dest, me, edge, batch, &codecs),
-                                            ));
+                                            sent.push((time, Shipment::new(dest, me, edge, batch)));
                                         }
                                     }
                                 });
@@ -654,26 +588,18 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
                 let shared = Rc::clone(&shared);
                 let script = Arc::clone(&script);
                 let edges = Rc::clone(&edge_list);
-                let codecs = Rc::clone(&edge_codecs);
                 let failure = Rc::clone(&failure);
                 stream = run_stage(stream, stage, move |shipments| {
                     let mut guard = shared.borrow_mut();
                     let mut fail = failure.borrow_mut();
-                    let mut give = arrive(
-                        guard.0.graph_mut(),
-                        stage,
-                        shipments,
-                        &edges,
-                        &codecs,
-                        &mut fail,
-                    );
+                    let mut give = arrive(guard.0.graph_mut(), stage, shipments, &edges, &mut fail);
                     if stage == last {
                         let (driver, state) = &mut *guard;
                         if let Some(state) = state.as_mut() {
                             script.drain(driver, state);
                         }
                     }
-                    route(guard.0.graph_mut(), me, &codecs, &mut give);
+                    route(guard.0.graph_mut(), me, &mut give);
                     give
                 });
             }

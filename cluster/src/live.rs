@@ -21,8 +21,7 @@ use timely::dataflow::operators::probe::Probe;
 use timely::dataflow::operators::Capability;
 use timely::scheduling::SyncActivator;
 
-use crate::codec::Codec;
-use crate::{arrive, guarded, route, run_stage, ClusterConfig, Codecs, Error, Shipment};
+use crate::{arrive, guarded, route, run_stage, ClusterConfig, Error, Shipment};
 
 /// What a run of [`run_query`] reports in this process: each of its workers' report, and who
 /// owns each input.
@@ -93,17 +92,13 @@ enum Sent {
     Ended,
 }
 
-/// Each edge's codec, by edge index.
-type EdgeCodecs = Vec<Option<Arc<dyn Codec>>>;
-
 /// The executor's side of one worker's query: under the query's lock, takes what the inputs
 /// released for the workers and hands it to the worker's timely thread.
 struct Outbox {
     me: usize,
     workers: usize,
-    codecs: Codecs,
-    /// Set on the first call: who owns each input, each edge's codec.
-    setup: OnceLock<(Vec<usize>, EdgeCodecs)>,
+    /// Set on the first call: who owns each input.
+    owners: OnceLock<Vec<usize>>,
     tx: Mutex<Sender<Sent>>,
     activator: OnceLock<SyncActivator>,
     /// Whether something was sent that the timely side has not read: only the first send
@@ -128,26 +123,15 @@ impl Outbox {
     }
 }
 
-/// Each edge's codec, by the payload type it carries.
-fn edge_codecs(driver: &mut Driver, edges: usize, codecs: &Codecs) -> EdgeCodecs {
-    (0..edges)
-        .map(|e| driver.graph_mut().edge_batch(e).and_then(|b| codecs.get(b)))
-        .collect()
-}
-
 impl Exchange for Outbox {
     fn sent(&self, driver: &mut Driver) {
-        let (owners, codecs) = self.setup.get_or_init(|| {
-            let owners = driver.owners(self.workers);
-            let edges = driver.graph_mut().edge_count();
-            (owners, edge_codecs(driver, edges, &self.codecs))
-        });
+        let owners = self.owners.get_or_init(|| driver.owners(self.workers));
         let me = self.me;
         let mut shipments = Vec::new();
         driver.graph_mut().take_injections(|edge, parts| {
             for (dest, batch) in parts.into_iter().enumerate() {
                 if !batch.is_empty() {
-                    shipments.push(Shipment::new(dest, me, edge, batch, codecs));
+                    shipments.push(Shipment::new(dest, me, edge, batch));
                 }
             }
         });
@@ -171,7 +155,6 @@ impl Exchange for Outbox {
 /// output whose factory says
 /// [`per_worker`](punctual_adapters::OutputAdapterFactory::per_worker) runs on every worker
 /// instead, each adapter with its worker's share).
-/// With several processes, `codecs` has the payload types that cross between them.
 ///
 /// Returns what this process's workers report ([`ClusterReport::report`] makes it one
 /// report). A query that fails on a worker (an adapter's error) ends with [`Error::Query`].
@@ -183,7 +166,7 @@ impl Exchange for Outbox {
 ///
 /// ```
 /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
-/// use punctual_cluster::{run_query, ClusterConfig, Codecs};
+/// use punctual_cluster::{run_query, ClusterConfig};
 /// use punctual_core::ops::Count;
 /// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 /// use punctual_policies::AdvanceTimeSettings;
@@ -191,7 +174,7 @@ impl Exchange for Outbox {
 /// let t = Time::from_ticks;
 /// let out = CollectOutput::new();
 /// let sink = out.clone();
-/// let reports = run_query(ClusterConfig::threads(2), Codecs::new(), move |_worker| {
+/// let reports = run_query(ClusterConfig::threads(2), move |_worker| {
 ///     let mut query = Query::new("counts");
 ///     let items: Vec<StreamItem<i64>> = (0..20).map(|i| StreamItem::point(t(i), i % 3)).collect();
 ///     let input = query.create_stream(
@@ -213,7 +196,7 @@ impl Exchange for Outbox {
 /// let events = out.items().iter().filter(|i| matches!(i, StreamItem::Insert(_))).count();
 /// assert_eq!(events, 6); // two windows, three keys each
 /// ```
-pub fn run_query<F>(config: ClusterConfig, codecs: Codecs, build: F) -> Result<ClusterReport, Error>
+pub fn run_query<F>(config: ClusterConfig, build: F) -> Result<ClusterReport, Error>
 where
     F: Fn(usize) -> Result<Query, QueryError> + Send + Sync + 'static,
 {
@@ -225,12 +208,10 @@ where
         .map_err(|e| Error::Start(format!("cannot start the adapters' runtime: {e}")))?;
     let handle = runtime.handle().clone();
     let build = Arc::new(build);
-    let processes = config.process_count();
     let first_worker = config.process * config.workers;
     let result = guarded(&config, || {
-        let guards = crate::net::execute(&config, move |worker| {
-            run_worker(worker, &handle, &*build, &codecs, processes)
-        })?;
+        let guards =
+            crate::net::execute(&config, move |worker| run_worker(worker, &handle, &*build))?;
         let mut report = ClusterReport {
             workers: Vec::new(),
             first_worker,
@@ -257,8 +238,6 @@ fn run_worker(
     worker: &mut timely::worker::Worker,
     handle: &tokio::runtime::Handle,
     build: &(dyn Fn(usize) -> Result<Query, QueryError> + Send + Sync),
-    codecs: &Codecs,
-    processes: usize,
 ) -> Result<(QueryReport, Vec<usize>), Error> {
     let me = worker.index();
     let peers = worker.peers();
@@ -271,8 +250,7 @@ fn run_worker(
     let outbox = Arc::new(Outbox {
         me,
         workers: peers,
-        codecs: codecs.clone(),
-        setup: OnceLock::new(),
+        owners: OnceLock::new(),
         tx: Mutex::new(tx),
         activator: OnceLock::new(),
         unread: std::sync::atomic::AtomicBool::new(false),
@@ -285,27 +263,8 @@ fn run_worker(
         })?;
     let edges = query.edges().to_vec();
     let owners = query.owners().to_vec();
-    let edge_codecs = handle.block_on(query.receive(|d| edge_codecs(d, edges.len(), codecs)));
-    if processes > 1 {
-        let mut missing: Vec<String> = handle.block_on(query.receive(|d| {
-            (0..edges.len())
-                .filter(|&e| edge_codecs[e].is_none())
-                .filter_map(|e| {
-                    d.graph_mut()
-                        .edge_batch(e)
-                        .map(|b| b.payload_name().to_owned())
-                })
-                .collect()
-        }));
-        missing.sort();
-        missing.dedup();
-        if !missing.is_empty() {
-            return Err(Error::Codec { types: missing });
-        }
-    }
     let query = Arc::new(query);
     let edges = Arc::new(edges);
-    let edge_codecs = Arc::new(edge_codecs);
     let failure: Arc<Mutex<Option<String>>> = Arc::default();
     let last = edges.iter().map(|(e, _)| e.to_stage).max().unwrap_or(0);
     let probe = timely::dataflow::ProbeHandle::new();
@@ -355,15 +314,14 @@ fn run_worker(
         for stage in 1..=last {
             let query = Arc::clone(&query);
             let edges = Arc::clone(&edges);
-            let codecs = Arc::clone(&edge_codecs);
             let failure = Arc::clone(&failure);
             let handle = handle.clone();
             stream = run_stage(stream, stage, move |shipments| {
                 handle.block_on(query.receive(|driver| {
                     let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);
                     let graph = driver.graph_mut();
-                    let mut give = arrive(graph, stage, shipments, &edges, &codecs, &mut fail);
-                    route(graph, me, &codecs, &mut give);
+                    let mut give = arrive(graph, stage, shipments, &edges, &mut fail);
+                    route(graph, me, &mut give);
                     give
                 }))
             });

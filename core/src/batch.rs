@@ -36,7 +36,7 @@ use crate::order::EventOrder;
 use crate::time::Time;
 
 /// A CTI between the events of a batch.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CtiMark {
     /// How many of the batch's events come before this CTI.
     pub after: usize,
@@ -693,6 +693,9 @@ impl<'a, P> Iterator for Items<'a, P> {
         }))
     }
 }
+
+mod wire;
+pub use wire::WireError;
 
 #[cfg(test)]
 mod tests;

@@ -52,7 +52,7 @@ impl EventShape {
 }
 
 /// When an event happens: the four kinds of event and their times.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 pub enum EventKind {
     /// A point event at the given time, lifetime `[t, t+1)`.
     Point(Time),
@@ -75,7 +75,7 @@ pub enum EventKind {
 }
 
 /// Why an item is not a valid event. Invalid items are rejected at ingress and never forwarded.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, thiserror::Error, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum InvalidEvent {
     /// An interval (or end edge) whose end is not after its start.
@@ -189,7 +189,7 @@ impl EventKind {
 }
 
 /// An event: when it happens and what it carries.
-#[derive(Clone, PartialEq, Debug)]
+#[derive(Clone, PartialEq, Debug, Serialize, Deserialize)]
 pub struct Event<P> {
     /// Its kind and times.
     pub kind: EventKind,

@@ -487,27 +487,85 @@ impl fmt::Display for Row {
     }
 }
 
+/// As a JSON object in human-readable formats; as a list of `(name, value)` pairs in compact
+/// ones (bincode, for rows that travel between processes).
 impl Serialize for Row {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_json().serialize(s)
+        if s.is_human_readable() {
+            self.to_json().serialize(s)
+        } else {
+            s.collect_seq(self.fields())
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for Row {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Row, D::Error> {
-        Row::from_json(serde_json::Value::deserialize(d)?).map_err(serde::de::Error::custom)
+        if d.is_human_readable() {
+            Row::from_json(serde_json::Value::deserialize(d)?).map_err(serde::de::Error::custom)
+        } else {
+            Vec::<(String, Value)>::deserialize(d).map(Row::from_fields)
+        }
     }
 }
 
+/// A value in a compact format: tagged by its kind (the variants in [`Value`]'s order).
+#[derive(Serialize)]
+enum TaggedRef<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(&'a str),
+    List(&'a [Value]),
+    Row(&'a Row),
+}
+
+/// What [`TaggedRef`] reads back as.
+#[derive(Deserialize)]
+enum Tagged {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    List(Vec<Value>),
+    Row(Row),
+}
+
+/// As JSON's value in human-readable formats; tagged by its kind in compact ones.
 impl Serialize for Value {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_json().serialize(s)
+        if s.is_human_readable() {
+            return self.to_json().serialize(s);
+        }
+        match self {
+            Value::Null => TaggedRef::Null,
+            Value::Bool(b) => TaggedRef::Bool(*b),
+            Value::Int(i) => TaggedRef::Int(*i),
+            Value::Float(f) => TaggedRef::Float(*f),
+            Value::Str(t) => TaggedRef::Str(t),
+            Value::List(l) => TaggedRef::List(l),
+            Value::Row(r) => TaggedRef::Row(r),
+        }
+        .serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for Value {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-        serde_json::Value::deserialize(d).map(Value::from_json)
+        if d.is_human_readable() {
+            return serde_json::Value::deserialize(d).map(Value::from_json);
+        }
+        Ok(match Tagged::deserialize(d)? {
+            Tagged::Null => Value::Null,
+            Tagged::Bool(b) => Value::Bool(b),
+            Tagged::Int(i) => Value::Int(i),
+            Tagged::Float(f) => Value::Float(f),
+            Tagged::Str(t) => Value::Str(t),
+            Tagged::List(l) => Value::List(l),
+            Tagged::Row(r) => Value::Row(r),
+        })
     }
 }
 

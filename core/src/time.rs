@@ -309,10 +309,14 @@ impl Lifetime {
     }
 }
 
-/// Serialized as an integer number of ticks, or the strings `"inf"` / `"-inf"`; deserialized from
-/// those or from RFC 3339 text.
+/// In human-readable formats, serialized as an integer number of ticks, or the strings `"inf"`
+/// / `"-inf"`, and deserialized from those or from RFC 3339 text; in compact ones (bincode),
+/// always the number of ticks.
 impl Serialize for Time {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if !s.is_human_readable() {
+            return s.serialize_i64(self.0);
+        }
         match *self {
             Time::INF => s.serialize_str("inf"),
             Time::NEG_INF => s.serialize_str("-inf"),
@@ -323,6 +327,9 @@ impl Serialize for Time {
 
 impl<'de> Deserialize<'de> for Time {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
+        if !d.is_human_readable() {
+            return i64::deserialize(d).map(Time);
+        }
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Repr {
@@ -347,6 +354,9 @@ impl Serialize for TimeSpan {
 /// (see [`TimeSpan::from_str`](std::str::FromStr)).
 impl<'de> Deserialize<'de> for TimeSpan {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<TimeSpan, D::Error> {
+        if !d.is_human_readable() {
+            return i64::deserialize(d).map(TimeSpan);
+        }
         #[derive(Deserialize)]
         #[serde(untagged)]
         enum Repr {

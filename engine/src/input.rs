@@ -4,7 +4,7 @@
 
 use std::any::Any;
 
-use punctual_core::ops::{Graph, NodeId};
+use punctual_core::ops::{Graph, NodeId, Payload};
 use punctual_core::Time;
 use punctual_policies::{ClockReading, Ingress, IngressCounters, IngressOutput};
 
@@ -48,7 +48,7 @@ pub(crate) trait Input: Send {
     fn sources(&self) -> (NodeId, Option<NodeId>);
 }
 
-impl<P: Clone + PartialEq + Send + Sync + 'static> Input for Slot<P> {
+impl<P: Payload> Input for Slot<P> {
     fn name(&self) -> &str {
         &self.name
     }

@@ -29,19 +29,19 @@
 //! let import = AdvanceTimeSettings::builder()
 //!     .import(AdvanceTimeImportSettings::new("readings"))
 //!     .build()?;
-//! let (slow, names) = plan.input::<(u32, &str), Ordered>(
+//! let (slow, names) = plan.input::<(u32, String), Ordered>(
 //!     InputOptions::new("names", EventShape::Edge).settings(import),
 //! )?;
-//! let named = readings.join_on(&names, |r| r.0, |n| n.0, |r, n| (n.1, r.1));
+//! let named = readings.join_on(&names, |r| r.0, |n| n.0, |r, n| (n.1.clone(), r.1));
 //! let out = plan.output(&named)?;
 //! let mut driver = plan.build()?;
 //!
-//! driver.enqueue(slow, StreamItem::start_edge(t(0), (7, "seven")))?;
+//! driver.enqueue(slow, StreamItem::start_edge(t(0), (7, "seven".to_owned())))?;
 //! driver.enqueue(fast, StreamItem::point(t(5), (7, 50)))?; // CTI(5) reaches `names` at once
 //! driver.enqueue(fast, StreamItem::point(t(6), (7, 60)))?;
 //! let mut results = Batch::new();
 //! driver.take_output(&out, &mut results);
-//! assert_eq!(results.payloads(), &[("seven", 50)]);
+//! assert_eq!(results.payloads(), &[("seven".to_owned(), 50)]);
 //! assert_eq!(results.last_cti(), Some(t(6)));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

@@ -31,7 +31,7 @@ use punctual_core::{EventShape, InvalidEvent, Time};
 
 /// Errors of this crate: rejected items and invalid settings. Policy outcomes (dropped,
 /// adjusted) are not errors; they are counted.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum Error {
     /// The item is not a valid event.
@@ -67,9 +67,11 @@ pub enum Error {
         /// The stream's shape.
         shape: EventShape,
         /// The event's kind: `an interval`, `a start edge` or `an end edge`.
-        kind: &'static str,
+        #[serde(deserialize_with = "known_text")]
+        kind: StaticText,
         /// What the shape takes.
-        takes: &'static str,
+        #[serde(deserialize_with = "known_text")]
+        takes: StaticText,
     },
     /// Columns of one set of events with different lengths.
     #[error("{times} start times for {payloads} payloads: the columns must have equal lengths")]
@@ -86,6 +88,26 @@ impl From<InvalidEvent> for Error {
     fn from(e: InvalidEvent) -> Self {
         Error::Invalid(e)
     }
+}
+
+/// A text of the program (not borrowed from what is deserialized: see [`known_text`]).
+type StaticText = &'static str;
+
+/// The texts of [`Error::WrongShape`], read back as the same `'static` texts (an error that
+/// travels between processes in a late event's reason).
+fn known_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    const KNOWN: [&str; 5] = [
+        "an interval",
+        "a start edge",
+        "an end edge",
+        "points only",
+        "points and intervals",
+    ];
+    let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+    KNOWN
+        .into_iter()
+        .find(|k| *k == text)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown text {text:?}")))
 }
 
 /// Result with this crate's [`Error`].

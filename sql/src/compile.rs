@@ -66,7 +66,7 @@ enum GroupKey {
 }
 
 /// The result of a grouped query before its select list: the group's keys and aggregates.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Group {
     keys: Vec<Value>,
     aggs: Vec<Value>,

@@ -16,7 +16,7 @@ use punctual_policies::{
 };
 use punctual_sql::{InputUse, SqlQuery};
 
-use punctual_cluster::{ClusterConfig, Codecs};
+use punctual_cluster::ClusterConfig;
 
 mod input;
 use input::create_input;
@@ -510,7 +510,7 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
                     RunError::Cluster(e) => QueryError::Bind(e.to_string()),
                 })
             };
-            match punctual_cluster::run_query(config, Codecs::new().with_json::<Row>(), build) {
+            match punctual_cluster::run_query(config, build) {
                 Ok(r) => Ok(Ok(r.report())),
                 Err(e) => Err(RunError::Cluster(e)),
             }

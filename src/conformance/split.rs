@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use punctual_cluster::{ClusterConfig, Codecs, Script, Step};
+use punctual_cluster::{ClusterConfig, Script, Step};
 use punctual_core::{Batch, Row, StreamItem};
 use punctual_engine::Driver;
 use punctual_policies::{DeadLetter, IngressCounters};
@@ -55,10 +55,6 @@ impl Script for CaseScript {
                 output,
             },
         ))
-    }
-
-    fn codecs(&self) -> Codecs {
-        Codecs::new().with_json::<Row>()
     }
 
     fn started(&self, worker: usize, workers: usize) {

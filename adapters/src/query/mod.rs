@@ -22,7 +22,7 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 //! let t = Time::from_ticks;
 //! let mut query = Query::new("demo");
-//! let items = vec![StreamItem::point(t(3), "b"), StreamItem::point(t(1), "a")];
+//! let items = vec![StreamItem::point(t(3), 'b'), StreamItem::point(t(1), 'a')];
 //! let input = query.create_stream(
 //!     InputOptions::new("in", EventShape::Point)
 //!         .settings(AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5))),
@@ -36,7 +36,7 @@
 //! // period; the final CTI releases both, sorted.
 //! assert_eq!(out.items(), vec![
 //!     StreamItem::Cti(t(-2)),
-//!     StreamItem::point(t(1), "a"), StreamItem::point(t(3), "b"), StreamItem::Cti(Time::INF),
+//!     StreamItem::point(t(1), 'a'), StreamItem::point(t(3), 'b'), StreamItem::Cti(Time::INF),
 //! ]);
 //! assert_eq!(report.counters("in").unwrap().released, 2);
 //! # Ok::<(), punctual_adapters::QueryError>(())
@@ -235,9 +235,9 @@ impl Query {
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// let t = Time::from_ticks;
     /// let mut query = Query::new("counts");
-    /// let items: Vec<StreamItem<&str>> = [12, 3, 15, 7, 21]
+    /// let items: Vec<StreamItem<char>> = [12, 3, 15, 7, 21]
     ///     .into_iter()
-    ///     .map(|x| StreamItem::point(t(x), "reading"))
+    ///     .map(|x| StreamItem::point(t(x), 'r'))
     ///     .collect();
     /// let input = query.create_stream(
     ///     InputOptions::new("in", EventShape::Point)

@@ -10,13 +10,13 @@
 
 use std::any::Any;
 
-use crate::batch::Batch;
+use crate::batch::{Batch, WireError};
 use crate::event::EventShape;
 use crate::order::EventOrder;
 
 use super::filter::Predicate;
 use super::split::Split;
-use super::{Held, OperatorDrop, Placement};
+use super::{Held, OperatorDrop, Payload, Placement};
 use crate::time::Time;
 
 /// One operator's numbers, as [`Graph::for_each_operator`] visits them.
@@ -149,9 +149,21 @@ pub trait AnyBatch: Any + Send {
         emitted: &mut Time,
         pending: Option<&mut dyn Any>,
     );
+    /// Its contents as bytes, for a batch that travels to another process
+    /// ([`Batch::to_bytes`]).
+    fn encode(&self) -> Result<Vec<u8>, WireError>;
+    /// A batch of the same payload type read from bytes that [`AnyBatch::encode`] wrote
+    /// ([`Batch::from_bytes`]).
+    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn AnyBatch>, WireError>;
 }
 
-impl<P: Clone + Send + 'static> AnyBatch for Batch<P> {
+impl<P: Payload> AnyBatch for Batch<P> {
+    fn encode(&self) -> Result<Vec<u8>, WireError> {
+        self.to_bytes()
+    }
+    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn AnyBatch>, WireError> {
+        Ok(Box::new(Batch::<P>::from_bytes(bytes)?))
+    }
     fn is_empty(&self) -> bool {
         Batch::is_empty(self)
     }
@@ -365,7 +377,7 @@ impl Graph {
 
     /// Adds a source of a stream of this order: a node with no operator whose output is
     /// whatever is fed to it.
-    pub fn add_source<P: Clone + Send + 'static>(&mut self, order: EventOrder) -> NodeId {
+    pub fn add_source<P: Payload>(&mut self, order: EventOrder) -> NodeId {
         self.slots.push(Slot {
             node: None,
             order,
@@ -383,7 +395,7 @@ impl Graph {
 
     /// Adds an operator node producing `Batch<O>` of a stream of this order, consuming
     /// `inputs` (node, in port order).
-    pub fn add_node<O: Clone + Send + 'static>(
+    pub fn add_node<O: Payload>(
         &mut self,
         node: Box<dyn Node>,
         inputs: &[NodeId],
@@ -413,7 +425,7 @@ impl Graph {
 
     /// Marks `node`'s output (of payload type `P`) as read from outside: what it produces is
     /// kept until [`Graph::take_output`].
-    pub fn keep_output<P: Clone + Send + 'static>(&mut self, node: NodeId) {
+    pub fn keep_output<P: Payload>(&mut self, node: NodeId) {
         if let Some(slot) = self.slots.get_mut(node) {
             slot.kept.get_or_insert_with(|| Box::new(Batch::<P>::new()));
         }
@@ -431,7 +443,7 @@ impl Graph {
 
     /// Feeds a batch into source `source` and runs everything downstream of it. The batch is
     /// left empty (its capacity swapped with the source's previous buffer).
-    pub fn feed<P: Clone + Send + 'static>(&mut self, source: NodeId, batch: &mut Batch<P>) {
+    pub fn feed<P: Payload>(&mut self, source: NodeId, batch: &mut Batch<P>) {
         let Some(slot) = self.slots.get_mut(source) else {
             return;
         };

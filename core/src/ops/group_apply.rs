@@ -18,7 +18,7 @@ use crate::batch::Batch;
 use crate::time::Time;
 
 use super::graph::{Graph, NodeId};
-use super::{Held, HeldWhat, ReleaseBuffer, UnaryOperator};
+use super::{Held, HeldWhat, Payload, ReleaseBuffer, UnaryOperator};
 
 /// One instance of a sub-query: its graph, where to feed it, where its results come out.
 #[derive(Debug)]
@@ -39,7 +39,7 @@ struct Group<P, O> {
     cti: Time,
 }
 
-impl<P: Clone + Send + 'static, O: Clone + Send + 'static> Group<P, O> {
+impl<P: Payload, O: Payload> Group<P, O> {
     fn new(q: SubQuery) -> Self {
         Group {
             q,
@@ -94,8 +94,8 @@ impl<P, K, O, KF, B> std::fmt::Debug for GroupApply<P, K, O, KF, B> {
 
 impl<P, K, O, KF, B> GroupApply<P, K, O, KF, B>
 where
-    P: Clone + Send + 'static,
-    O: Clone + Send + 'static,
+    P: Payload,
+    O: Payload,
     K: Hash + Eq + Clone + Default,
     KF: Fn(&P) -> K,
     B: Fn(&K) -> SubQuery,
@@ -116,8 +116,8 @@ where
 
 impl<P, K, O, KF, B> UnaryOperator<P, O> for GroupApply<P, K, O, KF, B>
 where
-    P: Clone + Send + 'static,
-    O: Clone + Send + 'static,
+    P: Payload,
+    O: Payload,
     K: Hash + Eq + Clone + Default + Send + 'static,
     KF: Fn(&P) -> K + Send + 'static,
     B: Fn(&K) -> SubQuery + Send + 'static,

@@ -137,11 +137,51 @@ impl<'a> Held<'a> {
 pub const MAX_KEPT_DROPS: usize = 1024;
 
 /// What a payload type needs to travel through a query: `Clone` (operators keep and repeat
-/// payloads), `PartialEq` (an end edge is matched to its start edge by payload), and
-/// `Send + Sync + 'static` to cross tasks.
-pub trait Payload: Clone + PartialEq + Send + Sync + 'static {}
+/// payloads), `PartialEq` (an end edge is matched to its start edge by payload),
+/// `Send + Sync + 'static` to cross tasks and threads, and `Serialize + DeserializeOwned` to
+/// cross processes: the same query runs on one worker or on a cluster of processes
+/// (`punctual-cluster`), where any stream may travel between them, so a payload type that
+/// could not travel is refused when the query compiles rather than when a cluster run
+/// starts. Derive them:
+///
+/// ```
+/// use punctual_core::ops::Payload;
+/// #[derive(Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+/// struct Reading {
+///     device: String,
+///     value: f64,
+/// }
+/// fn travels<P: Payload>() {}
+/// travels::<Reading>();
+/// travels::<(u32, String)>();
+/// ```
+///
+/// A type without them, or one that borrows (`&'static str`: it cannot be read back from
+/// bytes), is not a payload:
+///
+/// ```compile_fail
+/// use punctual_core::ops::Payload;
+/// #[derive(Clone, PartialEq)]
+/// struct Reading {
+///     value: f64,
+/// }
+/// fn travels<P: Payload>() {}
+/// travels::<Reading>();
+/// ```
+///
+/// ```compile_fail
+/// fn travels<P: punctual_core::ops::Payload>() {}
+/// travels::<(&'static str, u64)>();
+/// ```
+pub trait Payload:
+    Clone + PartialEq + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + 'static
+{
+}
 
-impl<T: Clone + PartialEq + Send + Sync + 'static> Payload for T {}
+impl<T> Payload for T where
+    T: Clone + PartialEq + Send + Sync + serde::Serialize + serde::de::DeserializeOwned + 'static
+{
+}
 
 /// Where an operator's input events may go when its graph runs split over several workers
 /// ([`Graph::split`]).

@@ -4,7 +4,7 @@
 //! use punctual_core::ops::{Avg, QueryGraph};
 //! use punctual_core::{Batch, Ordered, Time, TimeSpan};
 //!
-//! #[derive(Clone, PartialEq, Debug)]
+//! #[derive(Clone, PartialEq, Debug, serde::Serialize, serde::Deserialize)]
 //! struct Reading { device: u32, value: f64 }
 //!
 //! let graph = QueryGraph::new();
@@ -354,12 +354,12 @@ impl<P: Payload, O: Order> Stream<P, O> {
     /// let t = Time::from_ticks;
     /// let graph = QueryGraph::new();
     /// let fast = graph.source::<(u32, i64), Unordered>();
-    /// let reference = graph.source::<(u32, &str), Ordered>();
+    /// let reference = graph.source::<(u32, char), Ordered>();
     /// let named = fast.join_on(&reference, |f| f.0, |r| r.0, |f, r| (r.1, f.1));
     /// graph.keep_output(&named);
     /// let mut versions = Batch::new();
-    /// versions.push_event(t(0), t(100), (1, "one"));
-    /// versions.push_event(t(0), t(100), (2, "two"));
+    /// versions.push_event(t(0), t(100), (1, 'A'));
+    /// versions.push_event(t(0), t(100), (2, 'B'));
     /// versions.push_cti(t(5));
     /// graph.feed(&reference, &mut versions);
     /// let mut readings = Batch::new();
@@ -369,12 +369,12 @@ impl<P: Payload, O: Order> Stream<P, O> {
     /// graph.feed(&fast, &mut readings);
     /// let mut out = Batch::new();
     /// graph.take_output(&named, &mut out);
-    /// assert_eq!(out.payloads(), &[("one", 30)]);
+    /// assert_eq!(out.payloads(), &[('A', 30)]);
     /// let mut cti = Batch::new();
     /// cti.push_cti(t(10));
     /// graph.feed(&reference, &mut cti);
     /// graph.take_output(&named, &mut out);
-    /// assert_eq!(out.payloads(), &[("one", 30), ("two", 80)]);
+    /// assert_eq!(out.payloads(), &[('A', 30), ('B', 80)]);
     /// assert_eq!(out.last_cti(), Some(t(3))); // min of both sides' CTIs
     /// ```
     pub fn join_on<R: Payload, K, Out: Payload>(
@@ -476,14 +476,14 @@ impl<P: Payload> Stream<P, Ordered> {
     /// use punctual_core::{Batch, Ordered, Time, TimeSpan};
     /// let t = Time::from_ticks;
     /// let graph = QueryGraph::new();
-    /// let input = graph.source::<&str, Ordered>();
+    /// let input = graph.source::<char, Ordered>();
     /// // Each event starts at its start rounded down to 10 and lasts twice as long.
     /// let altered = input.alter_lifetime_with(|s| Time::from_ticks(s.ticks() / 10 * 10), |_, d| {
     ///     TimeSpan::from_ticks(d.ticks().saturating_mul(2))
     /// });
     /// graph.keep_output(&altered);
     /// let mut batch = Batch::new();
-    /// batch.push_event(t(13), t(16), "a");
+    /// batch.push_event(t(13), t(16), 'a');
     /// batch.push_cti(t(20));
     /// graph.feed(&input, &mut batch);
     /// let mut out = Batch::new();

@@ -116,7 +116,7 @@ impl<P: Payload, O: Order> Windowed<P, Ungrouped, O> {
 
 impl<P: Payload, K, F, O: Order> Windowed<P, GroupedBy<F>, O>
 where
-    K: Payload + Hash + Eq,
+    K: Clone + Hash + Eq + Send + 'static,
     F: Fn(&P) -> K + Send + 'static,
 {
     /// Aggregates each window's members per group; results are `(key, value)`.
@@ -124,6 +124,7 @@ where
     where
         A: Aggregate<P>,
         A::Output: Payload,
+        K: Payload,
     {
         self.aggregate_into(agg, |k: &K, o| (k.clone(), o))
     }
@@ -148,7 +149,10 @@ where
     }
 
     /// Counts each window's members per group.
-    pub fn count(self) -> Stream<(K, u64)> {
+    pub fn count(self) -> Stream<(K, u64)>
+    where
+        K: Payload,
+    {
         self.aggregate(Count)
     }
 }

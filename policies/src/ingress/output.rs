@@ -70,7 +70,7 @@ pub struct IngressCounters {
 }
 
 /// Why an item went to the dead-letter output.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[non_exhaustive]
 pub enum DeadLetterReason {
     /// Dropped by the policy for breaking the CTI.
@@ -86,7 +86,7 @@ pub enum DeadLetterReason {
 }
 
 /// An input record that an adapter could not parse into an item.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MalformedRecord {
     /// Where it was (`file:line`, `socket peer:line`).
     pub location: String,
@@ -126,7 +126,7 @@ pub struct DeadLetter<P> {
 
 /// An event dropped by a policy or a watermark strategy, as the late-data side output carries
 /// it: the event as it arrived, why, and the CTI it broke.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LateEvent<P> {
     /// The event as it arrived.
     pub event: Event<P>,

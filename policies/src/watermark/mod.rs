@@ -421,7 +421,7 @@ pub struct ClockReading {
 }
 
 /// Why a watermark dropped an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum DropCause {
     /// Its time was too far after its arrival.
     Early,

@@ -52,7 +52,7 @@ use punctual::adapters::{
     AdapterError, InputOptions, MemoryInput, OutputAdapter, OutputAdapterFactory, Query,
     RecordsInput,
 };
-use punctual::cluster::{ClusterConfig, Codecs};
+use punctual::cluster::ClusterConfig;
 use punctual::core::field_name;
 use punctual::core::ops::{Count, Sum};
 use punctual::prelude::*;
@@ -385,7 +385,7 @@ impl Run<'_> {
             }
             Ok(query)
         };
-        punctual::cluster::run_query(ClusterConfig::threads(workers), Codecs::new(), build)
+        punctual::cluster::run_query(ClusterConfig::threads(workers), build)
             .map_err(|e| e.to_string())?;
         Ok(if join {
             join_out.totals()

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use async_trait::async_trait;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use punctual::adapters::{
     AdapterError, DeadLetterCollector, InputOptions, JsonLinesInput, JsonLinesInputConfig,
@@ -19,7 +19,7 @@ use punctual::policies::DeadLetterReason;
 use punctual::prelude::*;
 
 /// One reading, as the file has it.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 struct Reading {
     device: String,
     temperature: f64,
