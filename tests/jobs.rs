@@ -408,10 +408,10 @@ time_format = "epoch-ms"
     }
 }
 
-/// A job input split by byte ranges (`split`): the same totals as the file read whole, an
-/// input per part; `split` on a CSV input is refused with the reason.
+/// A job input split by byte ranges (`split`), JSON lines or CSV: the same totals as the file
+/// read whole, an input per part.
 #[test]
-fn a_job_reads_a_json_lines_file_split_by_byte_ranges() {
+fn a_job_reads_a_file_split_by_byte_ranges() {
     let dir = std::env::temp_dir().join(format!("punctual-job-split-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let lines: Vec<String> = (0..30)
@@ -449,8 +449,14 @@ fn a_job_reads_a_json_lines_file_split_by_byte_ranges() {
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(err.contains("r#2"), "{err}");
     assert_eq!(parts, whole);
-    std::fs::write(dir.join("r.csv"), "t,device,v\n1000,a,1\n").expect("written");
-    let (code, err, _) = run("split = 2", "r.csv");
-    assert_ne!(code, EXIT_OK);
-    assert!(err.contains("`split` is for JSON-lines files"), "{err}");
+    // The same records as CSV, split in 4 (each part with the file's header).
+    let mut csv = String::from("t,device,v\n");
+    for i in 0..30 {
+        csv.push_str(&format!("{},d{},{i}\n", i * 1000, i % 3));
+    }
+    std::fs::write(dir.join("r.csv"), csv).expect("written");
+    let (code, err, csv_parts) = run("split = 4", "r.csv");
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(err.contains("r#3"), "{err}");
+    assert_eq!(csv_parts, whole);
 }

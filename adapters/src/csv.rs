@@ -70,6 +70,9 @@ pub struct CsvInputConfig {
     /// How the time columns are written (default: integers are ticks, text is RFC 3339).
     #[serde(default)]
     pub time_format: TimeFormat,
+    /// Read each file as this many partitions, by byte range (see [`CsvInputConfig::split`]).
+    #[serde(default)]
+    pub split: Option<usize>,
 }
 
 fn comma() -> char {
@@ -91,7 +94,25 @@ impl CsvInputConfig {
             malformed: MalformedLines::Skip,
             replay: ReplayOptions::default(),
             time_format: TimeFormat::Auto,
+            split: None,
         }
+    }
+
+    /// Reads each file as `parts` partitions, each an input of its own
+    /// ([`InputAdapterFactory::partitions`]): part `k` reads the records whose line starts in
+    /// the `k`-th share of the file's bytes (every record in exactly one part), with the
+    /// header of the file's first line. A record is one line (a quoted field does not hold a
+    /// line end), which is what makes the split exact. A regular file only: not standard
+    /// input or follow mode.
+    ///
+    /// ```
+    /// use punctual_adapters::CsvInputConfig;
+    /// let config = CsvInputConfig::new("readings.csv", "time").split(4);
+    /// assert_eq!(config.split, Some(4));
+    /// ```
+    pub fn split(mut self, parts: usize) -> Self {
+        self.split = Some(parts);
+        self
     }
 
     /// Time columns written in `format`.
@@ -204,9 +225,11 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
         crate::replay::replayable(&config.path, config.replay)
     }
 
-    /// A file name with `*` or `?` in it names several files: one partition each.
+    /// A file name with `*` or `?` in it names several files: one partition each, times
+    /// [`CsvInputConfig::split`] parts per file.
     fn partitions(&self, config: &CsvInputConfig) -> usize {
-        crate::replay::partition_files(&config.path).map_or(1, |files| files.len())
+        let files = crate::replay::partition_files(&config.path).map_or(1, |files| files.len());
+        files * config.split.unwrap_or(1).max(1)
     }
 
     fn create(
@@ -227,12 +250,20 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
             return Err(AdapterError::Config("`start` must name a column".into()));
         }
         config.replay.validate()?;
+        let parts = config.split.unwrap_or(1).max(1);
+        if parts > 1 && (config.replay.follow || config.path.as_os_str() == "-") {
+            return Err(AdapterError::Config(
+                "`split` reads a regular file by byte ranges: not standard input or follow mode"
+                    .into(),
+            ));
+        }
         let config = &CsvInputConfig {
-            path: crate::replay::partition_file(&config.path, partition)?,
+            path: crate::replay::partition_file(&config.path, partition / parts)?,
             ..config.clone()
         };
         Ok(CsvReader {
             config: config.clone(),
+            part: (parts > 1).then_some((partition % parts, parts)),
             _payload: PhantomData,
         })
     }
@@ -242,6 +273,8 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
 #[derive(Debug)]
 pub struct CsvReader<P> {
     config: CsvInputConfig,
+    /// The byte range it reads: part `k` of `n` of its file.
+    part: Option<(usize, usize)>,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -297,9 +330,20 @@ impl<P: DeserializeOwned> CsvReader<P> {
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.config.path.clone();
-        let Lines { mut reader, live } = open_lines(&path).await?;
-        let mut feed = Feeder::new(&path, self.config.replay, self.config.malformed, live);
-        let Some(header_line) = feed.next_line(ctx, reader.as_mut(), &path).await? else {
+        let (Lines { mut reader, live }, shown) = match self.part {
+            None => (open_lines(&path).await?, path.clone()),
+            Some((k, n)) => (
+                crate::replay::open_range(&path, k, n).await?,
+                PathBuf::from(format!("{} (part {} of {n})", path.display(), k + 1)),
+            ),
+        };
+        let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
+        // The header: the first line of the file, which only the first part reads as its own.
+        let header_line = match self.part {
+            Some((k, _)) if k > 0 => first_line(&path).await?.map(Ok),
+            _ => feed.next_line(ctx, reader.as_mut(), &path).await?,
+        };
+        let Some(header_line) = header_line else {
             if ctx.is_stopping() {
                 return Ok(());
             }
@@ -316,7 +360,11 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
         let header_line = header_line.strip_prefix('\u{feff}').unwrap_or(&header_line);
         let header = split_record(header_line, self.config.delimiter)
             .ok_or_else(|| malformed_header("the header has an unterminated quote".into()))?;
-        let mut number = 1usize;
+        // Lines are numbered in what this reader reads: the file, or its part.
+        let mut number = match self.part {
+            Some((k, _)) if k > 0 => 0usize,
+            _ => 1,
+        };
         loop {
             if ctx.is_stopping() {
                 return feed.stopped(ctx).await;
@@ -346,6 +394,22 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
         }
         feed.finish(ctx).await
     }
+}
+
+/// The first line of a file (without its line end), `None` for an empty file.
+async fn first_line(path: &Path) -> Result<Option<String>, AdapterError> {
+    use tokio::io::AsyncBufReadExt;
+    let io = |source| AdapterError::Io {
+        path: path.to_owned(),
+        error: source,
+    };
+    let file = tokio::fs::File::open(path).await.map_err(io)?;
+    let mut line = String::new();
+    let n = tokio::io::BufReader::new(file)
+        .read_line(&mut line)
+        .await
+        .map_err(io)?;
+    Ok((n > 0).then(|| line.trim_end_matches(['\n', '\r']).to_owned()))
 }
 
 /// Configuration of [`CsvOutput`].

@@ -575,3 +575,76 @@ async fn a_wildcard_path_reads_each_matching_file_as_a_partition() {
         "{why}"
     );
 }
+
+/// A CSV file split by byte ranges: every record is read by exactly one part, whatever the
+/// number of parts (more parts than lines too), each with the file's header (the first part
+/// does not take the header for a record); a record that does not parse is located in its
+/// part; standard input cannot be split.
+#[tokio::test]
+async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header() {
+    // Records of different lengths, quoted fields, the last line without a line end.
+    let mut text = String::from("time,name,v\n");
+    let records: Vec<String> = (0..40)
+        .map(|i| format!("{i},\"n, {}\",{}", "x".repeat(i * 7 % 23), i * 10))
+        .collect();
+    text.push_str(&records.join("\n"));
+    let path = temp("split.csv", &text);
+    for parts in [1, 2, 3, 7, 64] {
+        let mut query = Query::new("split");
+        let s = query
+            .create_stream::<_, Row, _, _>(
+                InputOptions::new("in", EventShape::Point),
+                &CsvInput,
+                &CsvInputConfig::new(&path, "time").split(parts),
+            )
+            .expect("binds");
+        let letters = DeadLetterCollector::new();
+        query.bind_dead_letters(&s, letters.clone()).expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let report = query.start().expect("starts").wait().await.expect("runs");
+        assert_eq!(report.streams.len(), parts, "an input per part");
+        assert!(letters.letters().is_empty(), "{parts} parts");
+        let rows = out.payloads();
+        let got: Vec<(i64, i64)> = rows
+            .iter()
+            .filter_map(|r| Some((r.get("time")?.as_i64()?, r.get("v")?.as_i64()?)))
+            .collect();
+        let expected: Vec<(i64, i64)> = (0..40).map(|i| (i, i * 10)).collect();
+        assert_eq!(got, expected, "{parts} parts");
+        assert!(rows.iter().all(|r| r.len() == 3), "{parts} parts");
+    }
+    let bad = temp("split-bad.csv", "time,v\n1,1\n2,2\n3,\"open\n4,4\n");
+    let letters = DeadLetterCollector::new();
+    let mut query = Query::new("split-bad");
+    let s = query
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("in", EventShape::Point),
+            &CsvInput,
+            &CsvInputConfig::new(&bad, "time").split(2),
+        )
+        .expect("binds");
+    query.bind_dead_letters(&s, letters.clone()).expect("binds");
+    query
+        .bind_output(&s, &CollectOutput::new(), &())
+        .expect("binds");
+    query.start().expect("starts").wait().await.expect("runs");
+    let located: Vec<String> = letters
+        .letters()
+        .iter()
+        .map(|l| l.reason.to_string())
+        .collect();
+    assert_eq!(located.len(), 1, "{located:?}");
+    assert!(
+        located[0].contains("(part 2 of 2):1") && located[0].contains("unterminated quote"),
+        "{located:?}"
+    );
+    let mut query = Query::new("stdin");
+    let refused = query.create_stream::<_, Row, _, _>(
+        InputOptions::new("in", EventShape::Point),
+        &CsvInput,
+        &CsvInputConfig::new("-", "time").split(2),
+    );
+    let why = refused.map(|_| ()).expect_err("refused").to_string();
+    assert!(why.contains("not standard input"), "{why}");
+}

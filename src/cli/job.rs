@@ -105,7 +105,7 @@ pub(super) struct JobInput {
     /// The field holding each record's end (intervals; CSV).
     #[serde(default)]
     pub(super) end: Option<String>,
-    /// JSON lines: read the file as this many partitions, by byte range.
+    /// Read the file as this many partitions, by byte range (JSON lines or CSV).
     #[serde(default)]
     pub(super) split: Option<usize>,
     /// How times are written (default: integers are ticks, text RFC 3339).

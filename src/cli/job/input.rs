@@ -172,11 +172,6 @@ pub(super) fn create_input(
             if input.stream.is_some() {
                 return Err(usage("`stream` is for JSON-lines arrival logs".into()));
             }
-            if input.split.is_some() {
-                return Err(usage(
-                    "`split` is for JSON-lines files (a CSV field may hold a line end); name several files with a wildcard instead".into(),
-                ));
-            }
             let Some(time) = time else {
                 return Err(usage(
                     "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\")".into(),
@@ -197,6 +192,9 @@ pub(super) fn create_input(
             let mut config = CsvInputConfig::new(&input.path, time).time_format(time_format);
             if let Some(end) = &input.end {
                 config = config.end(end.clone());
+            }
+            if let Some(parts) = input.split {
+                config = config.split(parts);
             }
             let stream = query.create_stream::<_, Row, _, _>(options, &CsvInput, &config)?;
             Ok((stream, header))
