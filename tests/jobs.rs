@@ -408,6 +408,73 @@ time_format = "epoch-ms"
     }
 }
 
+/// A job input that connects to a list of TCP servers reads each as a partition of the
+/// source (an input each): on one worker and on two (a partition each), the totals are those
+/// of both servers' items.
+#[test]
+fn a_job_reads_each_tcp_server_of_a_list_as_a_partition() {
+    let dir = std::env::temp_dir().join(format!("punctual-job-tcp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let point = |ms: i64, device: &str, v: i64| {
+        format!(
+            "{{\"kind\":\"point\",\"start\":{},\"payload\":{{\"device\":\"{device}\",\"v\":{v}}}}}\n",
+            ms * 10_000
+        )
+    };
+    let end = "{\"kind\":\"cti\",\"time\":1000000000}\n";
+    let sends = [
+        format!("{}{}{end}", point(1000, "a", 1), point(2000, "b", 5)),
+        format!("{}{}{end}", point(1500, "a", 10), point(12000, "a", 7)),
+    ];
+    // Two servers, each serving its lines to one connection per run (two runs).
+    let mut addrs = Vec::new();
+    for lines in sends {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        addrs.push(format!("\"{}\"", listener.local_addr().expect("addr")));
+        std::thread::spawn(move || {
+            use std::io::Write;
+            for conn in listener.incoming().take(2) {
+                let mut conn = conn.expect("accepts");
+                conn.write_all(lines.as_bytes()).expect("writes");
+            }
+        });
+    }
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "query = \"SELECT device, SUM(v) AS total INTO totals FROM r GROUP BY device, TumblingWindow(second, 10)\"\n\
+             [inputs.r]\nconnect = [{}]\n\
+             [outputs.totals]\npath = \"totals.jsonl\"\ntime_format = \"epoch-ms\"\n",
+            addrs.join(", ")
+        ),
+    )
+    .expect("written");
+    for workers in ["1", "2"] {
+        let args: Vec<String> = ["job", &job.display().to_string(), "--workers", workers]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = main(&args, &mut out, &mut err);
+        let err = String::from_utf8_lossy(&err);
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(err.contains("r#0") && err.contains("r#1"), "{err}");
+        let written = std::fs::read_to_string(dir.join("totals.jsonl")).expect("written");
+        let mut lines: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                r#"{"kind":"point","start":10000,"payload":{"device":"a","total":11}}"#,
+                r#"{"kind":"point","start":10000,"payload":{"device":"b","total":5}}"#,
+                r#"{"kind":"point","start":20000,"payload":{"device":"a","total":7}}"#,
+            ],
+            "{workers} worker(s)"
+        );
+    }
+}
+
 /// A job input split by byte ranges (`split`), JSON lines or CSV: the same totals as the file
 /// read whole, an input per part.
 #[test]

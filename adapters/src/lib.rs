@@ -57,4 +57,7 @@ pub use query::{
     RunningQuery, StopHandle, StopMode, MAX_REPORTED_HELD,
 };
 pub use replay::{ReplayOptions, MAX_LINE_BYTES};
-pub use tcp::{TcpClientConfig, TcpClientInput, TcpOutput, TcpOutputConfig, TcpServerInput};
+pub use tcp::{
+    TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput, TcpOutputConfig,
+    TcpServerInput,
+};

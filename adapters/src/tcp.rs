@@ -7,7 +7,12 @@
 //!   control holds the senders back. The readers and their sockets end with the input; an
 //!   error accepting a connection (no file descriptor left, say) is logged and retried after
 //!   [`ACCEPT_BACKOFF`], never a busy loop.
-//! - [`TcpClientInput`]: connects to a server and enqueues the lines it sends.
+//! - [`TcpListenInput`]: the same server, listening on the address of its configuration
+//!   when its adapter starts, on the worker that reads it: several addresses are several
+//!   partitions of one source (`Partitioned(TcpListenInput)` with a list of configurations),
+//!   each read on its own worker of a cluster.
+//! - [`TcpClientInput`]: connects to a server and enqueues the lines it sends (several
+//!   servers: `Partitioned(TcpClientInput)`, one partition each).
 //! - [`TcpOutput`]: connects to a server and writes the stream's events and CTIs as lines.
 //!
 //! Lines longer than [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES) are malformed (the rest of such a
@@ -220,6 +225,8 @@ impl TcpServerInput {
 /// themselves).
 pub struct TcpServerAdapter<P> {
     listener: Option<TcpListener>,
+    /// Where to listen when it starts, for a [`TcpListenInput`].
+    bind: Option<String>,
     max_connections: usize,
     _payload: PhantomData<fn() -> P>,
 }
@@ -236,6 +243,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<(), P> for TcpServerInpu
             .ok_or_else(|| AdapterError::Config("a TcpServerInput feeds one stream".into()))?;
         Ok(TcpServerAdapter {
             listener: Some(listener),
+            bind: None,
             max_connections: self.max_connections,
             _payload: PhantomData,
         })
@@ -245,8 +253,12 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<(), P> for TcpServerInpu
 #[async_trait]
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpServerAdapter<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
-        let Some(listener) = self.listener.take() else {
-            return Ok(());
+        let listener = match (self.listener.take(), self.bind.take()) {
+            (Some(listener), _) => listener,
+            (None, Some(addr)) => TcpListener::bind(&addr)
+                .await
+                .map_err(net_error(addr.clone()))?,
+            (None, None) => return Ok(()),
         };
         let (tx, mut rx) = mpsc::channel::<Received<P>>(BATCH);
         let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(self.max_connections));
@@ -273,6 +285,72 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpServerAdapter<P> {
             r = pump(&mut rx, ctx) => r,
             () = accept => Ok(()),
         }
+    }
+}
+
+/// Configuration of [`TcpListenInput`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpListenConfig {
+    /// The address to listen on (`0.0.0.0:7000`).
+    pub listen: String,
+    /// Clients served at once (default [`DEFAULT_MAX_CONNECTIONS`]).
+    #[serde(default)]
+    pub max_connections: Option<usize>,
+}
+
+impl TcpListenConfig {
+    /// Listens on `addr`.
+    pub fn new(addr: impl Into<String>) -> Self {
+        TcpListenConfig {
+            listen: addr.into(),
+            max_connections: None,
+        }
+    }
+}
+
+/// Factory of TCP server inputs that listen on their configuration's address once their
+/// adapter starts, where it runs: unlike [`TcpServerInput`] (bound when made, so that port 0
+/// gives a port to tell clients), nothing is bound on a worker that does not read the input,
+/// so one source can listen on several addresses, a partition each, spread over the workers
+/// of a cluster. An address that cannot be bound fails the query with the address.
+///
+/// ```no_run
+/// use punctual_adapters::{InputOptions, Partitioned, Query, TcpListenConfig, TcpListenInput};
+/// use punctual_core::{EventShape, Row};
+/// # fn demo() -> Result<(), punctual_adapters::QueryError> {
+/// let mut query = Query::new("two ports");
+/// let ports = vec![TcpListenConfig::new("0.0.0.0:7000"), TcpListenConfig::new("0.0.0.0:7001")];
+/// let lines = query.create_stream::<_, Row, _, _>(
+///     InputOptions::new("in", EventShape::Point),
+///     &Partitioned(TcpListenInput),
+///     &ports,
+/// )?; // inputs `in#0` (port 7000) and `in#1` (port 7001)
+/// # let _ = lines; Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TcpListenInput;
+
+impl<P: Payload + DeserializeOwned> InputAdapterFactory<TcpListenConfig, P> for TcpListenInput {
+    type Adapter = TcpServerAdapter<P>;
+
+    fn create(
+        &self,
+        config: &TcpListenConfig,
+        _shape: EventShape,
+    ) -> Result<Self::Adapter, AdapterError> {
+        if config.listen.is_empty() {
+            return Err(AdapterError::Config("`listen` must name an address".into()));
+        }
+        Ok(TcpServerAdapter {
+            listener: None,
+            bind: Some(config.listen.clone()),
+            max_connections: config
+                .max_connections
+                .unwrap_or(DEFAULT_MAX_CONNECTIONS)
+                .max(1),
+            _payload: PhantomData,
+        })
     }
 }
 

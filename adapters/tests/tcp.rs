@@ -6,8 +6,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use punctual_adapters::{
-    CollectOutput, InputOptions, MemoryInput, Query, TcpClientConfig, TcpClientInput, TcpOutput,
-    TcpOutputConfig, TcpServerInput,
+    CollectOutput, InputOptions, MemoryInput, Partitioned, Query, QueryError, TcpClientConfig,
+    TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput, TcpOutputConfig, TcpServerInput,
 };
 use punctual_core::{EventShape, StreamItem, Time};
 use punctual_policies::AdvanceTimeSettings;
@@ -225,6 +225,94 @@ async fn a_server_input_limits_its_connections_and_closes_them_at_stop() {
             .await
             .unwrap_or(0);
         assert_eq!(n, 0, "the reader closed its connection at the stop");
+    })
+    .await
+    .expect("finishes in time");
+}
+
+/// Connects to `addr`, retrying while the server is not listening yet (a [`TcpListenInput`]
+/// binds when its adapter starts).
+async fn connect_when_up(addr: &str) -> TcpStream {
+    loop {
+        match TcpStream::connect(addr).await {
+            Ok(conn) => return conn,
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+/// A source that listens on two addresses is two partitions, `in#0` and `in#1`, each with
+/// its own counters and CTIs, listening once the query starts; the stream is their union. An
+/// address that is taken fails the query with the address.
+#[tokio::test]
+async fn a_source_listening_on_several_addresses_is_a_partition_each() {
+    tokio::time::timeout(LIMIT, async {
+        let free = || {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+            l.local_addr().expect("addr").to_string()
+        };
+        let addrs = [free(), free()];
+        let ports: Vec<TcpListenConfig> = addrs.iter().map(TcpListenConfig::new).collect();
+        let mut query = Query::new("two ports").stop_grace(Duration::from_secs(2));
+        let s = query
+            .create_stream::<_, i64, _, _>(
+                InputOptions::new("in", EventShape::Point),
+                &Partitioned(TcpListenInput),
+                &ports,
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let running = query.start().expect("starts");
+        for (i, addr) in addrs.iter().enumerate() {
+            let mut conn = connect_when_up(addr).await;
+            let lines = format!(
+                "{{\"kind\":\"point\",\"start\":{i},\"payload\":{i}}}\n{{\"kind\":\"cti\",\"time\":10}}\n"
+            );
+            conn.write_all(lines.as_bytes()).await.expect("writes");
+            conn.shutdown().await.expect("closes");
+        }
+        // Both points, then the CTI both partitions have passed.
+        while out.len() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let report = running.stop().await.expect("stops");
+        let read: Vec<(&str, u64)> = report
+            .streams
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.events_in))
+            .collect();
+        assert_eq!(read, [("in#0", 1), ("in#1", 1)]);
+        assert_eq!(
+            out.items()[..3],
+            [
+                StreamItem::point(t(0), 0),
+                StreamItem::point(t(1), 1),
+                StreamItem::Cti(t(10))
+            ]
+        );
+
+        // A taken address: the query fails and says which.
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        let addr = taken.local_addr().expect("addr").to_string();
+        let mut query = Query::new("taken");
+        let s = query
+            .create_stream::<_, i64, _, _>(
+                InputOptions::new("in", EventShape::Point),
+                &TcpListenInput,
+                &TcpListenConfig::new(&addr),
+            )
+            .expect("binds");
+        query
+            .bind_output(&s, &CollectOutput::new(), &())
+            .expect("binds");
+        let failed = query.start().expect("starts").wait().await;
+        let why = match failed {
+            Err(f) if matches!(f.error, QueryError::Adapter { .. }) => f.to_string(),
+            Err(f) => panic!("another failure: {f}"),
+            Ok(_) => panic!("a taken address fails the query"),
+        };
+        assert!(why.contains(&addr), "{why}");
     })
     .await
     .expect("finishes in time");

@@ -72,19 +72,41 @@ fn yes() -> bool {
 }
 
 /// One input of a job.
+/// One network address, or a list of them (a partition each).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum Addresses {
+    /// `"host:port"`.
+    One(String),
+    /// `["host:port", ...]`.
+    Many(Vec<String>),
+}
+
+impl Addresses {
+    /// The addresses, in order.
+    pub(super) fn list(&self) -> Vec<String> {
+        match self {
+            Addresses::One(a) => vec![a.clone()],
+            Addresses::Many(list) => list.clone(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct JobInput {
     /// The file; `-` is standard input.
     #[serde(default)]
     pub(super) path: PathBuf,
-    /// Or a TCP server to connect to (`host:port`), reading the JSON-lines items it sends.
+    /// Or a TCP server to connect to (`host:port`), reading the JSON-lines items it sends;
+    /// a list of servers is a partition each.
     #[serde(default)]
-    pub(super) connect: Option<String>,
+    pub(super) connect: Option<Addresses>,
     /// Or an address to listen on (`127.0.0.1:7000`), reading the JSON-lines items clients
-    /// send; the job then runs until stopped (Ctrl-C).
+    /// send; the job then runs until stopped (Ctrl-C). A list of addresses is a partition
+    /// each, listening where it is read.
     #[serde(default)]
-    pub(super) listen: Option<String>,
+    pub(super) listen: Option<Addresses>,
     /// Or a Kafka topic (`{ brokers, topic, group_id, until_end }`; the `kafka` feature).
     #[serde(default)]
     pub(super) kafka: Option<toml::Table>,

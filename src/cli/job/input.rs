@@ -151,19 +151,33 @@ pub(super) fn create_input(
                 "a TCP input reads JSON-lines items ({\"kind\":\"point\",\"start\":...}); flat records, CSV and `stream` are for files".into(),
             ));
         }
-        let stream = if let Some(addr) = &input.connect {
-            query.create_stream::<_, Row, _, _>(
-                options,
-                &punctual_adapters::TcpClientInput,
-                &punctual_adapters::TcpClientConfig {
-                    connect: addr.clone(),
-                },
-            )?
+        // One partition per address (an input `NAME#p` each, read on its own worker); a
+        // server listens where its partition is read.
+        let stream = if let Some(addrs) = &input.connect {
+            let servers: Vec<_> = addrs
+                .list()
+                .into_iter()
+                .map(|connect| punctual_adapters::TcpClientConfig { connect })
+                .collect();
+            if servers.is_empty() {
+                return Err(usage("`connect` names no server".into()));
+            }
+            let clients = punctual_adapters::Partitioned(punctual_adapters::TcpClientInput);
+            query.create_stream::<_, Row, _, _>(options, &clients, &servers)?
         } else {
-            let addr = input.listen.as_deref().unwrap_or_default();
-            let server =
-                punctual_adapters::TcpServerInput::bind(addr).map_err(|e| usage(e.to_string()))?;
-            query.create_stream::<_, Row, _, _>(options, &server, &())?
+            let ports: Vec<_> = input
+                .listen
+                .as_ref()
+                .map(|a| a.list())
+                .unwrap_or_default()
+                .into_iter()
+                .map(punctual_adapters::TcpListenConfig::new)
+                .collect();
+            if ports.is_empty() {
+                return Err(usage("`listen` names no address".into()));
+            }
+            let servers = punctual_adapters::Partitioned(punctual_adapters::TcpListenInput);
+            query.create_stream::<_, Row, _, _>(options, &servers, &ports)?
         };
         return Ok((stream, input.fields.clone()));
     }
