@@ -1,0 +1,69 @@
+//! Helpers the runtime tests share: closures as input adapters, factories of one adapter.
+
+#![allow(dead_code)] // each test crate uses its share
+
+use futures::future::BoxFuture;
+
+use punctual_adapters::{
+    AdapterError, InputAdapter, InputAdapterFactory, InputContext, OutputAdapter,
+    OutputAdapterFactory,
+};
+use punctual_core::{EventShape, Time};
+
+pub fn t(x: i64) -> Time {
+    Time::from_ticks(x)
+}
+
+/// An input adapter defined by a closure over its context.
+pub struct FnInput<F>(Option<F>);
+
+pub type Run<'a> = BoxFuture<'a, Result<(), AdapterError>>;
+
+#[async_trait::async_trait]
+impl<F> InputAdapter<i64> for FnInput<F>
+where
+    F: for<'a> FnOnce(&'a mut InputContext<i64>) -> Run<'a> + Send,
+{
+    async fn run(&mut self, ctx: &mut InputContext<i64>) -> Result<(), AdapterError> {
+        match self.0.take() {
+            Some(f) => f(ctx).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// A factory handing out one pre-built adapter.
+pub struct Given<A>(std::sync::Mutex<Option<A>>);
+
+pub fn given<A>(a: A) -> Given<A> {
+    Given(std::sync::Mutex::new(Some(a)))
+}
+
+impl<A: InputAdapter<i64> + 'static> InputAdapterFactory<(), i64> for Given<A> {
+    type Adapter = A;
+    fn create(&self, _: &(), _: EventShape) -> Result<A, AdapterError> {
+        self.0
+            .lock()
+            .expect("no test panics while holding it")
+            .take()
+            .ok_or_else(|| AdapterError::Config("used".into()))
+    }
+}
+
+impl<A: OutputAdapter<i64> + 'static> OutputAdapterFactory<(), i64> for Given<A> {
+    type Adapter = A;
+    fn create(&self, _: &(), _: EventShape) -> Result<A, AdapterError> {
+        self.0
+            .lock()
+            .expect("no test panics while holding it")
+            .take()
+            .ok_or_else(|| AdapterError::Config("used".into()))
+    }
+}
+
+pub fn input<F>(f: F) -> Given<FnInput<F>>
+where
+    F: for<'a> FnOnce(&'a mut InputContext<i64>) -> Run<'a> + Send + 'static,
+{
+    given(FnInput(Some(f)))
+}

@@ -1,0 +1,92 @@
+//! Helpers the query-language tests share: run a query over items, build rows, read outputs.
+
+#![allow(dead_code)] // each test crate uses its share
+
+use std::collections::HashMap;
+
+use punctual_core::{Batch, EventShape, Ordered, Row, StreamItem, Time, Value};
+use punctual_engine::{InputOptions, Plan};
+use punctual_sql::{SqlInput, SqlQuery};
+
+pub const S: i64 = 10_000_000;
+
+pub fn t(secs: f64) -> Time {
+    Time::from_ticks((secs * S as f64) as i64)
+}
+
+/// Runs `sql` over the inputs (each one's items in order, the inputs interleaved item by
+/// item) and returns every output's items.
+pub fn run(
+    sql: &str,
+    inputs: &[(&str, Vec<StreamItem<Row>>)],
+) -> HashMap<String, Vec<StreamItem<Row>>> {
+    let query = SqlQuery::parse(sql).unwrap_or_else(|e| panic!("{}", e.show(sql)));
+    let mut plan = Plan::new("sql");
+    let streams: Vec<_> = inputs
+        .iter()
+        .map(|(name, _)| {
+            plan.input::<Row, Ordered>(InputOptions::new(*name, EventShape::Edge))
+                .expect("a valid input")
+        })
+        .collect();
+    let sql_inputs: Vec<SqlInput<'_>> = inputs
+        .iter()
+        .zip(&streams)
+        .map(|((name, _), (_, s))| SqlInput::new(name, s))
+        .collect();
+    let outputs = query
+        .build(&sql_inputs)
+        .unwrap_or_else(|e| panic!("{}", e.show(sql)));
+    let ids: Vec<_> = outputs
+        .iter()
+        .map(|(n, s)| (n.clone(), plan.output(s).expect("a stream of the plan")))
+        .collect();
+    let mut driver = plan.build().expect("a valid plan");
+    let longest = inputs.iter().map(|i| i.1.len()).max().unwrap_or(0);
+    for step in 0..longest {
+        for ((_, items), (id, _)) in inputs.iter().zip(&streams) {
+            if let Some(item) = items.get(step) {
+                driver.enqueue(*id, item.clone()).expect("valid items");
+            }
+        }
+    }
+    ids.into_iter()
+        .map(|(name, id)| {
+            let mut batch = Batch::new();
+            driver.take_output(&id, &mut batch);
+            let mut items = Vec::new();
+            batch.drain_items(|i| items.push(i));
+            (name, items)
+        })
+        .collect()
+}
+
+pub fn row(fields: &[(&str, Value)]) -> Row {
+    Row::new().with_all(fields.iter().map(|(k, v)| (k.to_string(), v.clone())))
+}
+
+pub fn reading(at: f64, device: &str, v: i64) -> StreamItem<Row> {
+    StreamItem::point(
+        t(at),
+        row(&[("device", Value::Str(device.into())), ("v", Value::Int(v))]),
+    )
+}
+
+/// The events of an output as (start, end, row), CTIs left out.
+pub fn events(items: &[StreamItem<Row>]) -> Vec<(Time, Time, Row)> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => {
+                let (s, o) = e.kind.encode();
+                Some((s.min(o), s.max(o), e.payload.clone()))
+            }
+            StreamItem::Cti(_) => None,
+        })
+        .collect()
+}
+
+pub fn ended(mut items: Vec<StreamItem<Row>>) -> Vec<StreamItem<Row>> {
+    items.push(StreamItem::Cti(Time::INF));
+    items
+}
