@@ -1,0 +1,50 @@
+//! Helpers the command-line tests share: run the CLI in process, make case folders.
+
+#![allow(dead_code)] // each test crate uses its share
+
+use std::path::{Path, PathBuf};
+
+use punctual::cli::main;
+
+pub fn cli(args: &[&str]) -> (u8, String, String) {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = main(&args, &mut out, &mut err);
+    (
+        code,
+        String::from_utf8(out).expect("utf-8 output"),
+        String::from_utf8(err).expect("utf-8 output"),
+    )
+}
+
+pub fn cases() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance")
+}
+
+/// A case folder in a fresh temp dir, from the three files' texts.
+pub fn case(name: &str, toml: &str, arrivals: &str, expected: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("punctual-cli-{}", std::process::id()))
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("temp dir is writable");
+    for (file, text) in [
+        ("case.toml", toml),
+        ("arrivals.jsonl", arrivals),
+        ("expected.jsonl", expected),
+    ] {
+        std::fs::write(dir.join(file), text).expect("temp dir is writable");
+    }
+    dir
+}
+
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir()
+        .join(format!("punctual-cli-{}", std::process::id()))
+        .join(name);
+    std::fs::create_dir_all(&dir).expect("temp dir is writable");
+    dir
+}

@@ -1,0 +1,647 @@
+//! The `punctual` command line beyond cases: `query`, `job` and `pipe` over files and sockets,
+//! the query language's errors, human units, timelines.
+
+use punctual::cli::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+
+mod cli_common;
+use std::path::Path;
+
+use cli_common::{case, cli, s, temp_dir};
+
+/// `query` over flat JSON lines timed by TIMESTAMP BY: a tumbling window per key, times in
+/// RFC 3339 in and out, late events dropped behind --delay and counted.
+#[test]
+fn query_runs_sql_over_flat_json_lines() {
+    let dir = temp_dir("query-json");
+    let input = dir.join("readings.jsonl");
+    std::fs::write(
+        &input,
+        [
+            r#"{"time": "2026-12-01T10:00:00Z", "device": "a", "celsius": 20.5}"#,
+            r#"{"time": "2026-12-01T10:00:03Z", "device": "b", "celsius": 30}"#,
+            r#"{"time": "2026-12-01T10:00:02Z", "device": "a", "celsius": 21.5}"#,
+            r#"{"time": "2026-12-01T10:00:11Z", "device": "a", "celsius": 22}"#,
+            r#"{"time": "2026-12-01T09:59:00Z", "device": "a", "celsius": 99}"#,
+        ]
+        .join("\n"),
+    )
+    .expect("written");
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device, COUNT(*) AS n, AVG(celsius) AS mean, System.Timestamp() AS window_end
+         FROM readings TIMESTAMP BY time
+         GROUP BY device, TumblingWindow(second, 10)",
+        "--input",
+        &format!("readings={}", s(&input)),
+        "--output",
+        s(&output),
+        "--delay",
+        "2s",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&output).expect("written");
+    let events: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+    assert_eq!(
+        events,
+        vec![
+            r#"{"kind":"point","start":"2026-12-01T10:00:10Z","payload":{"device":"a","n":2,"mean":21.0,"window_end":"2026-12-01T10:00:10Z"}}"#,
+            r#"{"kind":"point","start":"2026-12-01T10:00:10Z","payload":{"device":"b","n":1,"mean":30.0,"window_end":"2026-12-01T10:00:10Z"}}"#,
+            r#"{"kind":"point","start":"2026-12-01T10:00:20Z","payload":{"device":"a","n":1,"mean":22.0,"window_end":"2026-12-01T10:00:20Z"}}"#,
+        ]
+    );
+    assert!(
+        written.ends_with("{\"kind\":\"cti\",\"time\":\"inf\"}\n"),
+        "{written}"
+    );
+    assert!(
+        err.contains("events_in=5") && err.contains("dropped=1"),
+        "{err}"
+    );
+    assert!(err.contains("max_start=2026-12-01T10:00:11Z"), "{err}");
+    assert!(err.contains("dead letters: 1 (late 1)"), "{err}");
+}
+
+/// `query` over CSV with epoch milliseconds in and out, and a reference join whose reference
+/// input imports the readings' CTIs.
+#[test]
+fn query_reads_csv_and_joins_reference_data() {
+    let dir = temp_dir("query-csv");
+    let readings = dir.join("readings.csv");
+    std::fs::write(&readings, "ts,device,v\n1000,a,1\n2000,b,2\n12000,a,3\n").expect("written");
+    let rates = dir.join("rates.csv");
+    std::fs::write(
+        &rates,
+        "from,to,device,rate\n0,10000,a,2\n10000,20000,a,3\n0,20000,b,10\n",
+    )
+    .expect("written");
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT r.device, r.v * k.rate AS scaled FROM readings r TIMESTAMP BY ts
+         JOIN rates k ON r.device = k.device",
+        "--input",
+        &format!("readings={}", s(&readings)),
+        "--input",
+        &format!("rates={},time=from,end=to", s(&rates)),
+        "--time-format",
+        "epoch-ms",
+        "--output",
+        s(&output),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let out = std::fs::read_to_string(&output).expect("written");
+    let events: Vec<&str> = out.lines().filter(|l| l.contains("point")).collect();
+    assert_eq!(
+        events,
+        vec![
+            r#"{"kind":"point","start":1000,"payload":{"device":"a","scaled":2}}"#,
+            r#"{"kind":"point","start":2000,"payload":{"device":"b","scaled":20}}"#,
+            r#"{"kind":"point","start":12000,"payload":{"device":"a","scaled":9}}"#,
+        ]
+    );
+    // The same query on two worker threads of the cluster executor: the same events.
+    let split = dir.join("split.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT r.device, r.v * k.rate AS scaled FROM readings r TIMESTAMP BY ts
+         JOIN rates k ON r.device = k.device",
+        "--input",
+        &format!("readings={}", s(&readings)),
+        "--input",
+        &format!("rates={},time=from,end=to", s(&rates)),
+        "--time-format",
+        "epoch-ms",
+        "--output",
+        s(&split),
+        "--workers",
+        "2",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let text = std::fs::read_to_string(&split).expect("written");
+    let mut got: Vec<&str> = text.lines().filter(|l| l.contains("point")).collect();
+    got.sort();
+    let mut want = events.clone();
+    want.sort();
+    assert_eq!(got, want, "on two workers");
+    assert!(err.contains("stream readings: events_in=3"), "{err}");
+}
+
+/// What cannot run says so in one line with where, and exits non-zero: a field the input does
+/// not have, a syntax error, a time field no line has, a column the CSV does not have, an
+/// input not given.
+#[test]
+fn query_errors_point_at_the_cause() {
+    let dir = temp_dir("query-errors");
+    let csv = dir.join("r.csv");
+    std::fs::write(&csv, "time,device\n2026-12-01T10:00:00Z,a\n").expect("written");
+    let json = dir.join("r.jsonl");
+    std::fs::write(&json, "{\"time\": 1, \"device\": \"a\"}\n{\"time\": 2}\n").expect("written");
+    let input = |p: &Path| format!("r={}", s(p));
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT devise FROM r TIMESTAMP BY time",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("line 1, column 8: `devise` is not a field of `r` (its fields: time, device)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("  |        ^"),
+        "a caret under the column: {err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device FROM r WHERE",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("syntax error at line 1, column 27: expected an expression"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device FROM r TIMESTAMP BY tiem",
+        "--input",
+        &input(&json),
+    ]);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(
+        err.contains("error: input `r`: every line (2) was malformed; the first: ")
+            && err.contains("r.jsonl:1: no field `tiem` (the event time)"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device FROM r TIMESTAMP BY tiem",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("has no column `tiem` (its columns: time, device)"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["query", "SELECT device FROM r TIMESTAMP BY time"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("the query reads `r`: give it an input ([inputs.r], or --input r=FILE)"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device INTO a FROM r TIMESTAMP BY time; SELECT device INTO b FROM r TIMESTAMP BY time",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("the query writes INTO a, b: give each an output ([outputs.NAME], or --output NAME=FILE)"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device FROM r TIMESTAMP BY time OVER device",
+        "--input",
+        &input(&csv),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("OVER device (a watermark per key) needs arrival times"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT 1 FROM r",
+        "--input",
+        &input(&csv),
+        "--time-format",
+        "days",
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("`days` is not a time format"), "{err}");
+}
+
+/// A job file: every query input and output named, unknown keys refused by name, paths
+/// relative to the file.
+#[test]
+fn job_files_run_and_refuse_what_they_do_not_know() {
+    let dir = temp_dir("job");
+    std::fs::write(dir.join("r.csv"), "t,device,v\n1000,a,1\n2000,a,5\n").expect("written");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        r#"
+query = "SELECT device, SUM(v) AS total INTO totals FROM r TIMESTAMP BY t GROUP BY device, TumblingWindow(second, 10)"
+[inputs.r]
+path = "r.csv"
+time_format = "epoch-ms"
+[outputs.totals]
+path = "totals.jsonl"
+time_format = "epoch-ms"
+"#,
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(dir.join("totals.jsonl")).expect("written");
+    assert!(
+        written.contains(r#"{"kind":"point","start":10000,"payload":{"device":"a","total":6}}"#),
+        "{written}"
+    );
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r\"\n[inputs.r]\npathh = \"r.csv\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("unknown field `pathh`"), "{err}");
+    std::fs::write(&job, "query = \"SELECT v FROM r\"\nqueyr = 1\n").expect("written");
+    let (_, _, err) = cli(&["job", s(&job)]);
+    assert!(err.contains("unknown field `queyr`"), "{err}");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.csv\"\ndelay = \"soon\"\n[outputs.output]\npath = \"o.jsonl\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("`soon` is not a duration"), "{err}");
+}
+
+/// `pipe` reads flat JSON lines timed by a field, writes RFC 3339 times by default, and says
+/// in one line, exiting 1, when every line was malformed; a CSV column that does not exist is
+/// a bad command line.
+#[test]
+fn pipe_reads_flat_lines_and_refuses_to_say_nothing() {
+    let dir = temp_dir("pipe-flat");
+    let input = dir.join("flat.jsonl");
+    std::fs::write(
+        &input,
+        "{\"time\": \"2026-12-01T10:00:01Z\", \"v\": 1}\n{\"time\": \"2026-12-01T10:00:00Z\", \"v\": 2}\n",
+    )
+    .expect("written");
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&output),
+        "--time-field",
+        "time",
+        "--delay",
+        "5s",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&output).expect("written");
+    assert!(
+        written.contains(
+            "\n{\"kind\":\"point\",\"start\":\"2026-12-01T10:00:00Z\",\"payload\":{\"time\":\"2026-12-01T10:00:00Z\",\"v\":2}}\n"
+        ) && written.starts_with("{\"kind\":\"cti\",\"time\":\"2026-12-01T09:59:56Z\"}"),
+        "{written}"
+    );
+    // Flat lines read as items: every line malformed, said once, exit 1.
+    let (code, _, err) = cli(&["pipe", "-i", s(&input), "-o", s(&output)]);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(
+        err.contains("error: every line (2) was malformed; the first: ")
+            && err.contains("flat.jsonl:1: "),
+        "{err}"
+    );
+    let csv = dir.join("in.csv");
+    std::fs::write(&csv, "t,name\n2,b\n").expect("written");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&csv),
+        "-o",
+        s(&output),
+        "--csv",
+        "nosuchcolumn",
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("has no column `nosuchcolumn` (its columns: t, name)"),
+        "{err}"
+    );
+}
+
+/// Durations in a case are written as people write them (`"1ms"`), or as ticks.
+#[test]
+fn cases_take_durations_in_human_units() {
+    let dir = case(
+        "human-units",
+        "[streams.in]\nshape = \"point\"\ngenerate = { every = 1, delay = \"0s\", final = true }\n[query]\noutput = \"w\"\n[[query.step]]\nname = \"w\"\nop = \"tumbling\"\ninput = \"in\"\nsize = \"1ms\"\naggregates = [{ fn = \"count\", as = \"n\" }]\n",
+        "{\"stream\": \"in\", \"kind\": \"point\", \"start\": 1, \"payload\": {}}\n{\"stream\": \"in\", \"kind\": \"point\", \"start\": 5000, \"payload\": {}}\n{\"stream\": \"in\", \"kind\": \"point\", \"start\": 15000, \"payload\": {}}\n",
+        "",
+    );
+    let (code, out, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        out.contains(r#"{"kind":"point","start":10000,"payload":{"n":2}}"#),
+        "{out}"
+    );
+    assert!(
+        out.contains(r#"{"kind":"point","start":20000,"payload":{"n":1}}"#),
+        "{out}"
+    );
+    let dir = case(
+        "bad-units",
+        "[streams.in]\nshape = \"point\"\n[query]\noutput = \"w\"\n[[query.step]]\nname = \"w\"\nop = \"tumbling\"\ninput = \"in\"\nsize = \"a while\"\naggregates = [{ fn = \"count\", as = \"n\" }]\n",
+        "",
+        "",
+    );
+    let (code, _, err) = cli(&["run", s(&dir)]);
+    assert_eq!(code, EXIT_FAILED);
+    assert!(err.contains("`a while` is not a duration"), "{err}");
+}
+
+/// A field the query names that no record has is an error before anything runs: the fields
+/// of a JSON-lines input are those of its first lines (or listed in the job).
+#[test]
+fn a_misspelled_field_over_json_lines_is_an_error() {
+    let dir = temp_dir("query-fields");
+    let input = dir.join("r.jsonl");
+    std::fs::write(&input, "{\"time\": 1, \"device\": \"a\", \"celsius\": 20}\n{\"time\": 2, \"device\": \"b\", \"humidity\": 3}\n").expect("written");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device, AVG(celcius) AS mean FROM r TIMESTAMP BY time GROUP BY device, TumblingWindow(tick, 10)",
+        "--input",
+        &format!("r={}", s(&input)),
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("column 20: `celcius` is not a field of `r` (its fields: time, device, celsius, humidity)"),
+        "{err}"
+    );
+}
+
+/// `--timeline FILE.svg` on `query`, `job` and `pipe`: the inputs (what they released, and
+/// what was dropped) and the outputs (each result with its values) on one time axis.
+#[test]
+fn query_pipe_and_job_draw_a_timeline() {
+    let dir = temp_dir("timeline");
+    let input = dir.join("r.jsonl");
+    std::fs::write(
+        &input,
+        [
+            r#"{"time": "2026-12-01T10:00:01Z", "v": 1}"#,
+            r#"{"time": "2026-12-01T10:00:12Z", "v": 2}"#,
+            r#"{"time": "2026-12-01T10:00:02Z", "v": 3}"#,
+            r#"{"time": "2026-12-01T10:00:14Z", "v": 4}"#,
+        ]
+        .join("\n"),
+    )
+    .expect("written");
+    let svg_path = dir.join("query.svg");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT COUNT(*) AS n, SUM(v) AS total FROM r TIMESTAMP BY time GROUP BY TumblingWindow(second, 10)",
+        "--input",
+        &format!("r={}", s(&input)),
+        "--output",
+        s(&dir.join("out.jsonl")),
+        "--timeline",
+        s(&svg_path),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let svg = std::fs::read_to_string(&svg_path).expect("the timeline is written");
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    let count = |class: &str| {
+        doc.descendants()
+            .filter(|n| {
+                n.attribute("class").is_some_and(|c| {
+                    c.split(' ').any(|w| w == "event") && c.split(' ').any(|w| w == class)
+                })
+            })
+            .count()
+    };
+    // Three readings released, one dropped (late: 10:00:02 after the CTI at 10:00:12), two
+    // windows out.
+    assert_eq!(count("event"), 6, "{svg}");
+    assert_eq!(count("dropped"), 1);
+    assert_eq!(count("output"), 2);
+    let values: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("value"))
+        .filter_map(|n| n.text())
+        .collect();
+    assert_eq!(values, vec!["n=1 total=1", "n=2 total=6"]);
+    assert!(
+        svg.contains(">in: r<") && svg.contains(">out: output<"),
+        "{svg}"
+    );
+    assert!(svg.contains(">UTC, 2026-12-01<"), "clock time on the axis");
+
+    let svg_path = dir.join("pipe.svg");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&dir.join("piped.jsonl")),
+        "--time-field",
+        "time",
+        "--delay",
+        "0s",
+        "--timeline",
+        s(&svg_path),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let svg = std::fs::read_to_string(&svg_path).expect("the timeline is written");
+    assert!(roxmltree::Document::parse(&svg).is_ok());
+    assert!(
+        svg.contains(">in: in<") && svg.contains("class=\"event point dropped\""),
+        "{svg}"
+    );
+
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY time WHERE v > 1\"\ntimeline = \"job.svg\"\n[inputs.r]\npath = \"r.jsonl\"\n[outputs.output]\npath = \"job.jsonl\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(std::fs::read_to_string(dir.join("job.svg")).is_ok_and(|s| s.contains(">out: output<")));
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&dir.join("x.jsonl")),
+        "--timeline",
+        "t.svg",
+        "--checkpoint",
+        "cp",
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("give --timeline or --checkpoint, not both"),
+        "{err}"
+    );
+}
+
+/// A timeline draws the first 500 events of each lane, and says so.
+#[test]
+fn a_timeline_draws_the_first_events_of_a_long_lane() {
+    let dir = temp_dir("timeline-long");
+    let input = dir.join("many.jsonl");
+    let text: String = (0..700)
+        .map(|i| format!("{{\"kind\":\"point\",\"start\":{i},\"payload\":{{}}}}\n"))
+        .collect();
+    std::fs::write(&input, text).expect("written");
+    let svg_path = dir.join("many.svg");
+    let (code, _, err) = cli(&[
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&dir.join("out.jsonl")),
+        "--timeline",
+        s(&svg_path),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let svg = std::fs::read_to_string(&svg_path).expect("written");
+    assert!(
+        svg.contains(">in: in (first 500 events)<"),
+        "the lane says so"
+    );
+    let marks = svg.matches("class=\"event point \"").count();
+    assert_eq!(marks, 500);
+}
+
+/// The fields of a JSON-lines input are those of its first 1,000 lines: a field seen only
+/// later is unknown to the query unless the job lists the fields.
+#[test]
+fn fields_are_sampled_from_the_first_thousand_lines_or_listed() {
+    let dir = temp_dir("fields-sampled");
+    let mut text: String = (0..1000)
+        .map(|i| format!("{{\"t\": {i}, \"a\": 1}}\n"))
+        .collect();
+    text.push_str("{\"t\": 1000, \"a\": 1, \"late_field\": 7}\n");
+    std::fs::write(dir.join("r.jsonl"), text).expect("written");
+    let job = dir.join("job.toml");
+    let write = |fields: &str| {
+        std::fs::write(
+            &job,
+            format!("query = \"SELECT late_field FROM r TIMESTAMP BY t WHERE late_field > 0\"\n[inputs.r]\npath = \"r.jsonl\"\n{fields}[outputs.output]\npath = \"out.jsonl\"\n"),
+        )
+        .expect("written");
+    };
+    write("");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("`late_field` is not a field of `r` (its fields: t, a)"),
+        "{err}"
+    );
+    write("fields = [\"t\", \"a\", \"late_field\"]\n");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+    assert!(out.contains("\"late_field\":7"), "{out}");
+}
+
+/// Job inputs and outputs over TCP: an input connecting to a server that sends items, an
+/// output connecting to a server that reads the results.
+#[test]
+fn a_job_reads_and_writes_over_tcp() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+    let dir = temp_dir("job-tcp");
+    let source = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let sink = TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let (source_addr, sink_addr) = (
+        source.local_addr().expect("addr"),
+        sink.local_addr().expect("addr"),
+    );
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = source.accept().expect("the job connects");
+        for i in 1..=3 {
+            writeln!(
+                conn,
+                "{{\"kind\":\"point\",\"start\":{i},\"payload\":{{\"v\":{i}}}}}"
+            )
+            .expect("sent");
+        }
+        // Closing the connection ends the input.
+    });
+    let reader = std::thread::spawn(move || {
+        let (conn, _) = sink.accept().expect("the job connects");
+        BufReader::new(conn)
+            .lines()
+            .map_while(Result::ok)
+            .collect::<Vec<String>>()
+    });
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "query = \"SELECT v * 10 AS w FROM r WHERE v > 1\"\n[inputs.r]\nconnect = \"{source_addr}\"\n[outputs.output]\nconnect = \"{sink_addr}\"\ntime_format = \"ticks\"\n"
+        ),
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    server.join().expect("the source ends");
+    let lines = reader.join().expect("the sink ends");
+    let events: Vec<&String> = lines.iter().filter(|l| l.contains("point")).collect();
+    assert_eq!(events.len(), 2, "{lines:?}");
+    assert!(
+        events[0].contains("\"w\":20") && events[1].contains("\"w\":30"),
+        "{lines:?}"
+    );
+    // A source and a target are one of each.
+    std::fs::write(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"r.jsonl\"\nconnect = \"127.0.0.1:1\"\n[outputs.output]\npath = \"-\"\n").expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("give one source"), "{err}");
+}
+
+/// A job input with a watermark strategy: the CTI follows the highest time, `bounded` behind;
+/// an event further behind is dropped and counted.
+#[test]
+fn a_job_input_takes_a_bounded_watermark() {
+    let dir = temp_dir("job-watermark");
+    std::fs::write(
+        dir.join("r.jsonl"),
+        "{\"t\": 10, \"v\": 1}\n{\"t\": 50, \"v\": 2}\n{\"t\": 45, \"v\": 3}\n{\"t\": 20, \"v\": 4}\n",
+    )
+    .expect("written");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\nwatermark = { bounded = \"1us\" }\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+    // 1 us = 10 ticks: after 50 the CTI is 40; 45 is on time, 20 is late.
+    let values: Vec<i64> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["payload"]["v"].as_i64())
+        .collect();
+    assert_eq!(values, vec![1, 3, 2]);
+    assert!(err.contains("dropped=1"), "{err}");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ndelay = \"1s\"\nwatermark = { bounded = \"1s\" }\n[outputs.output]\npath = \"out.jsonl\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("give `watermark`, `delay` or `generate`, one of them"),
+        "{err}"
+    );
+}
