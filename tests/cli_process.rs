@@ -429,3 +429,123 @@ fn a_job_runs_on_workers_and_processes_with_the_same_results() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Ctrl-C (SIGINT) on one process of a job on two processes stops both with a drain: each
+/// listens on its own port (a partition each), the stop reaches the other process through
+/// the cluster, every item sent comes out (the ones held for the other partition's CTI too),
+/// and both exit with success.
+#[test]
+fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("punctual-job-stop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let ports = free_ports(4);
+    let hosts = dir.join("hosts");
+    std::fs::write(
+        &hosts,
+        format!("127.0.0.1:{}\n127.0.0.1:{}\n", ports[0], ports[1]),
+    )
+    .expect("written");
+    let listen = [
+        format!("127.0.0.1:{}", ports[2]),
+        format!("127.0.0.1:{}", ports[3]),
+    ];
+    let out = dir.join("out.jsonl");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "query = \"SELECT * INTO out FROM r\"\n[inputs.r]\nlisten = [{:?}, {:?}]\n\
+             [outputs.out]\npath = {:?}\ntime_format = \"ticks\"\n",
+            listen[0],
+            listen[1],
+            s(&out)
+        ),
+    )
+    .expect("written");
+    let start = |i: usize| {
+        Command::new(env!("CARGO_BIN_EXE_punctual"))
+            .arg("job")
+            .arg(&job)
+            .args([
+                "--workers",
+                "1",
+                "--processes",
+                "2",
+                "--process",
+                &i.to_string(),
+            ])
+            .args(["--hosts", s(&hosts)])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join(format!("stderr-{i}"))).expect("created"))
+            .spawn()
+            .expect("starts")
+    };
+    let mut children = [start(0), start(1)];
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let stop_all = |children: &mut [std::process::Child; 2], why: &str| -> ! {
+        for c in children.iter_mut() {
+            let _ = c.kill();
+        }
+        panic!("{why}");
+    };
+    // Five points on each partition's port (each listens once the run has started).
+    for (p, addr) in listen.iter().enumerate() {
+        let mut conn = loop {
+            if let Ok(conn) = std::net::TcpStream::connect(addr) {
+                break conn;
+            }
+            if Instant::now() > deadline {
+                stop_all(&mut children, "the job did not listen");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        for t in 1..=5 {
+            writeln!(
+                conn,
+                "{{\"kind\":\"point\",\"start\":{t},\"payload\":{{\"p\":{p},\"t\":{t}}}}}"
+            )
+            .expect("writes");
+        }
+    }
+    // The points below both partitions' CTI (5) come out; the two at 5 wait for the drain.
+    let points = || {
+        std::fs::read_to_string(&out)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains("\"point\""))
+            .count()
+    };
+    while points() < 8 {
+        if Instant::now() > deadline {
+            stop_all(&mut children, "the first points did not come out");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Ctrl-C on process 1 only: it stops, and tells process 0.
+    let interrupted = Command::new("kill")
+        .args(["-INT", &children[1].id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(interrupted.success());
+    for i in 0..children.len() {
+        let code = loop {
+            if let Some(status) = children[i].try_wait().expect("waits") {
+                break status.code();
+            }
+            if Instant::now() > deadline {
+                stop_all(&mut children, &format!("process {i} did not stop"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let err = std::fs::read_to_string(dir.join(format!("stderr-{i}"))).unwrap_or_default();
+        assert_eq!(code, Some(0), "process {i}: {err}");
+    }
+    let written = std::fs::read_to_string(&out).expect("written");
+    assert_eq!(points(), 10, "{written}");
+    assert!(written.contains("\"inf\""), "the final CTI: {written}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -31,7 +31,9 @@
 
 mod live;
 mod net;
+mod stop;
 pub use live::{run_query, ClusterReport};
+pub use stop::StopSignal;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -102,6 +104,9 @@ pub struct ClusterConfig {
     pub process: usize,
     /// Each process's `host:port`, by index; empty for one process.
     pub hosts: Vec<String>,
+    /// Stops a run of [`run_query`] with a drain, on every process (a new signal per
+    /// configuration; clone it before the run to give it later).
+    pub stop: StopSignal,
 }
 
 impl ClusterConfig {
@@ -111,6 +116,7 @@ impl ClusterConfig {
             workers: workers.max(1),
             process: 0,
             hosts: Vec::new(),
+            stop: StopSignal::new(),
         }
     }
 
@@ -122,6 +128,7 @@ impl ClusterConfig {
             workers: workers.max(1),
             process,
             hosts,
+            stop: StopSignal::new(),
         }
     }
 
@@ -210,6 +217,9 @@ pub struct Shipment {
     batch: Carried,
 }
 
+/// The edge index of a shipment that carries no batch but a stop ([`StopSignal`]).
+const STOP_EDGE: usize = usize::MAX;
+
 /// A shipment's batch: as it is between threads, as bytes from another process.
 enum Carried {
     Batch(Box<dyn AnyBatch>),
@@ -224,6 +234,23 @@ impl Shipment {
             edge,
             batch: Carried::Batch(batch),
         }
+    }
+}
+
+impl Shipment {
+    /// A stop for worker `dest`, from worker `sender` ([`StopSignal`]).
+    pub(crate) fn stop(dest: usize, sender: usize) -> Self {
+        Shipment {
+            dest,
+            sender,
+            edge: STOP_EDGE,
+            batch: Carried::Bytes(Vec::new()),
+        }
+    }
+
+    /// Whether it is a stop.
+    fn is_stop(&self) -> bool {
+        self.edge == STOP_EDGE
     }
 }
 
@@ -362,6 +389,7 @@ pub(crate) fn run_stage<'scope>(
     stream: timely::dataflow::StreamVec<'scope, i64, Shipment>,
     stage: usize,
     mut process: impl FnMut(Vec<Shipment>) -> Vec<Shipment> + 'static,
+    mut on_stop: impl FnMut() + 'static,
 ) -> timely::dataflow::StreamVec<'scope, i64, Shipment> {
     stream.unary_frontier(
         Exchange::new(|m: &Shipment| m.dest as u64),
@@ -371,6 +399,14 @@ pub(crate) fn run_stage<'scope>(
             let mut pending: BTreeMap<i64, Vec<Shipment>> = BTreeMap::new();
             move |(input, frontier), output| {
                 input.for_each(|time, data| {
+                    // A stop acts when it arrives, not when its time is complete: the
+                    // sender's time may be ahead of what this worker's inputs have passed.
+                    data.retain(|s| {
+                        if s.is_stop() {
+                            on_stop();
+                        }
+                        !s.is_stop()
+                    });
                     // Every shipment is sent under one capability: one time.
                     if let Some(&t) = time.least() {
                         pending.entry(t).or_default().append(data);
@@ -589,19 +625,26 @@ fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S:
                 let script = Arc::clone(&script);
                 let edges = Rc::clone(&edge_list);
                 let failure = Rc::clone(&failure);
-                stream = run_stage(stream, stage, move |shipments| {
-                    let mut guard = shared.borrow_mut();
-                    let mut fail = failure.borrow_mut();
-                    let mut give = arrive(guard.0.graph_mut(), stage, shipments, &edges, &mut fail);
-                    if stage == last {
-                        let (driver, state) = &mut *guard;
-                        if let Some(state) = state.as_mut() {
-                            script.drain(driver, state);
+                stream = run_stage(
+                    stream,
+                    stage,
+                    move |shipments| {
+                        let mut guard = shared.borrow_mut();
+                        let mut fail = failure.borrow_mut();
+                        let mut give =
+                            arrive(guard.0.graph_mut(), stage, shipments, &edges, &mut fail);
+                        if stage == last {
+                            let (driver, state) = &mut *guard;
+                            if let Some(state) = state.as_mut() {
+                                script.drain(driver, state);
+                            }
                         }
-                    }
-                    route(guard.0.graph_mut(), me, &mut give);
-                    give
-                });
+                        route(guard.0.graph_mut(), me, &mut give);
+                        give
+                        // A scripted run has its steps: nothing stops it from the outside.
+                    },
+                    || {},
+                );
             }
             stream.probe_with(&probe);
         });

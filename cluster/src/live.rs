@@ -21,7 +21,7 @@ use timely::dataflow::operators::probe::Probe;
 use timely::dataflow::operators::Capability;
 use timely::scheduling::SyncActivator;
 
-use crate::{arrive, guarded, route, run_stage, ClusterConfig, Error, Shipment};
+use crate::{arrive, guarded, route, run_stage, ClusterConfig, Error, Shipment, StopSignal};
 
 /// What a run of [`run_query`] reports in this process: each of its workers' report, and who
 /// owns each input.
@@ -159,10 +159,10 @@ impl Exchange for Outbox {
 /// Returns what this process's workers report ([`ClusterReport::report`] makes it one
 /// report). A query that fails on a worker (an adapter's error) ends with [`Error::Query`].
 ///
-/// The query ends when every input has ended everywhere; a stop from the outside is not
-/// carried to the other workers yet, nor is there backpressure from a worker that is
-/// behind to the inputs of the others: what an input releases waits in memory until the
-/// workers take it.
+/// The query ends when every input has ended everywhere, or once [`ClusterConfig::stop`] is
+/// given in any process (a drain on every worker: see [`StopSignal`]). There is no
+/// backpressure from a worker that is behind to the inputs of the others: what an input
+/// releases waits in memory until the workers take it.
 ///
 /// ```
 /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
@@ -210,8 +210,10 @@ where
     let build = Arc::new(build);
     let first_worker = config.process * config.workers;
     let result = guarded(&config, || {
-        let guards =
-            crate::net::execute(&config, move |worker| run_worker(worker, &handle, &*build))?;
+        let stop = config.stop.clone();
+        let guards = crate::net::execute(&config, move |worker| {
+            run_worker(worker, &handle, &*build, &stop)
+        })?;
         let mut report = ClusterReport {
             workers: Vec::new(),
             first_worker,
@@ -238,6 +240,7 @@ fn run_worker(
     worker: &mut timely::worker::Worker,
     handle: &tokio::runtime::Handle,
     build: &(dyn Fn(usize) -> Result<Query, QueryError> + Send + Sync),
+    stop: &StopSignal,
 ) -> Result<(QueryReport, Vec<usize>), Error> {
     let me = worker.index();
     let peers = worker.peers();
@@ -261,6 +264,14 @@ fn run_worker(
             worker: me,
             message: e.to_string(),
         })?;
+    // A stop from the outside, or from another worker: this worker's query stops with a
+    // drain (its inputs end, what is held comes out).
+    let stopping = running.stop_handle();
+    let signal = stop.clone();
+    handle.spawn(async move {
+        signal.stopped().await;
+        stopping.stop();
+    });
     let edges = query.edges().to_vec();
     let owners = query.owners().to_vec();
     let query = Arc::new(query);
@@ -271,6 +282,7 @@ fn run_worker(
     // The ingress operator's address, for the inputs' wake-ups.
     let address = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let inbox = Arc::clone(&outbox);
+    let signal = stop.clone();
     worker.dataflow::<i64, _, _>(|scope| {
         let at = std::rc::Rc::clone(&address);
         let ingress = source(scope, "ingress", move |cap: Capability<i64>, info| {
@@ -278,6 +290,7 @@ fn run_worker(
             let later = scope.activator_for(info.address);
             let mut read_at: Option<std::time::Instant> = None;
             let mut cap = Some(cap);
+            let mut told = false;
             move |output| {
                 let Some(c) = cap.as_mut() else { return };
                 if let Some(wait) = read_at.and_then(|t| READ_EVERY.checked_sub(t.elapsed())) {
@@ -305,6 +318,14 @@ fn run_worker(
                         Sent::Ended => ended = true,
                     }
                 }
+                if signal.is_stopped() && !told {
+                    // Every other worker learns of the stop (while this one can still send).
+                    told = true;
+                    let stops = (0..peers)
+                        .filter(|&w| w != me)
+                        .map(|w| Shipment::stop(w, me));
+                    output.session(&*c).give_iterator(stops);
+                }
                 if ended {
                     cap = None;
                 }
@@ -316,15 +337,21 @@ fn run_worker(
             let edges = Arc::clone(&edges);
             let failure = Arc::clone(&failure);
             let handle = handle.clone();
-            stream = run_stage(stream, stage, move |shipments| {
-                handle.block_on(query.receive(|driver| {
-                    let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);
-                    let graph = driver.graph_mut();
-                    let mut give = arrive(graph, stage, shipments, &edges, &mut fail);
-                    route(graph, me, &mut give);
-                    give
-                }))
-            });
+            let signal = stop.clone();
+            stream = run_stage(
+                stream,
+                stage,
+                move |shipments| {
+                    handle.block_on(query.receive(|driver| {
+                        let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);
+                        let graph = driver.graph_mut();
+                        let mut give = arrive(graph, stage, shipments, &edges, &mut fail);
+                        route(graph, me, &mut give);
+                        give
+                    }))
+                },
+                move || signal.stop(),
+            );
         }
         stream.probe_with(&probe);
     });
@@ -333,7 +360,13 @@ fn run_worker(
     let activator = worker.sync_activator_for(address.borrow().clone());
     let _ = outbox.activator.set(activator.clone());
     let _ = activator.activate();
+    let mut poked = false;
     while !probe.done() {
+        if stop.is_stopped() && !poked {
+            // The ingress tells the other workers, even if no input of this worker sends.
+            poked = true;
+            let _ = activator.activate();
+        }
         worker.step_or_park(Some(Duration::from_millis(100)));
     }
     handle.block_on(query.finish());

@@ -532,6 +532,7 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
                     RunError::Cluster(e) => QueryError::Bind(e.to_string()),
                 })
             };
+            interrupts_stop(config.stop.clone());
             match punctual_cluster::run_query(config, build) {
                 Ok(r) => Ok(Ok(r.report())),
                 Err(e) => Err(RunError::Cluster(e)),
@@ -645,4 +646,26 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
             EXIT_FAILED
         }
     }
+}
+
+/// Ctrl-C stops a run on the cluster with a drain, on every process of it (the run's
+/// `StopSignal`); a second Ctrl-C exits at once (the other processes then stop with the
+/// lost peer's name).
+fn interrupts_stop(stop: punctual_cluster::StopSignal) {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.stop();
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        });
+    });
 }
