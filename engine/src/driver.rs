@@ -32,6 +32,8 @@ pub struct Driver {
     withheld: Vec<bool>,
     /// Scratch: the CTIs an input released in one call.
     ctis: Vec<Time>,
+    /// Scratch, by depth in the import graph: the CTIs an importer took.
+    imported: Vec<Vec<Time>>,
     closed: bool,
 }
 
@@ -65,6 +67,7 @@ impl Driver {
             importers,
             reference,
             ctis: Vec::new(),
+            imported: Vec::new(),
             closed: false,
         }
     }
@@ -118,25 +121,40 @@ impl Driver {
             self.inputs[i].released_ctis(&mut ctis);
         }
         self.inputs[i].feed(&mut self.graph);
-        for &t in &ctis {
-            self.import(i, t);
+        if !ctis.is_empty() {
+            self.import(i, &ctis, 0);
         }
         self.ctis = ctis;
     }
 
-    /// Issues `CTI(t)`, just emitted by input `from`, on every input that imports it; a
-    /// reference input whose adapter has not ended keeps an imported `CTI(+inf)` for its end.
-    fn import(&mut self, from: usize, t: Time) {
+    /// Issues the CTIs `ts` (in order), just emitted by input `from`, on every input that
+    /// imports them: each importer takes them all, then what it released is fed at once (one
+    /// pass through the graph for the lot, whose operators see the same items in the same
+    /// order as one pass per CTI would give them), then the CTIs it took go on to its own
+    /// importers. A reference input whose adapter has not ended keeps an imported `CTI(+inf)`
+    /// for its end.
+    fn import(&mut self, from: usize, ts: &[Time], depth: usize) {
+        if self.imported.len() <= depth {
+            self.imported.resize_with(depth + 1, Vec::new);
+        }
         for k in 0..self.importers[from].len() {
             let j = self.importers[from][k];
-            if t == Time::INF && self.reference[j] && !self.inputs[j].is_finished() {
-                self.withheld[j] = true;
-                continue;
+            let mut taken = std::mem::take(&mut self.imported[depth]);
+            taken.clear();
+            for &t in ts {
+                if t == Time::INF && self.reference[j] && !self.inputs[j].is_finished() {
+                    self.withheld[j] = true;
+                    continue;
+                }
+                if self.inputs[j].import_cti(t) {
+                    taken.push(t);
+                }
             }
-            if self.inputs[j].import_cti(t) {
+            if !taken.is_empty() {
                 self.inputs[j].feed(&mut self.graph);
-                self.import(j, t);
+                self.import(j, &taken, depth + 1);
             }
+            self.imported[depth] = taken;
         }
     }
 
@@ -263,7 +281,7 @@ impl Driver {
         if std::mem::take(&mut self.withheld[index]) && self.inputs[index].import_cti(Time::INF) {
             issued = true;
             self.inputs[index].feed(&mut self.graph);
-            self.import(index, Time::INF);
+            self.import(index, &[Time::INF], 0);
         }
         issued
     }
