@@ -360,6 +360,36 @@ async fn the_benchmark_queries_in_sql_give_what_the_rust_queries_give() {
     }
 }
 
+/// Runs `job` (source `r` in two partitions, device totals per 10 s into `totals.jsonl`
+/// beside it) on one worker and on two (a partition each): both partitions are read, and the
+/// totals are those of the data both partition tests send (a: 1 + 10, b: 5; then a: 7).
+fn two_partitions_on_one_and_two_workers(job: &std::path::Path) {
+    let totals = job.with_file_name("totals.jsonl");
+    for workers in ["1", "2"] {
+        let args: Vec<String> = ["job", &job.display().to_string(), "--workers", workers]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = main(&args, &mut out, &mut err);
+        let err = String::from_utf8_lossy(&err);
+        assert_eq!(code, EXIT_OK, "{err}");
+        assert!(err.contains("r#0") && err.contains("r#1"), "{err}");
+        let written = std::fs::read_to_string(&totals).expect("written");
+        let mut lines: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+        lines.sort();
+        assert_eq!(
+            lines,
+            [
+                r#"{"kind":"point","start":10000,"payload":{"device":"a","total":11}}"#,
+                r#"{"kind":"point","start":10000,"payload":{"device":"b","total":5}}"#,
+                r#"{"kind":"point","start":20000,"payload":{"device":"a","total":7}}"#,
+            ],
+            "{workers} worker(s)"
+        );
+    }
+}
+
 /// A job input whose path has wildcards reads every matching file as a partition of the
 /// source (an input each, with its own counters and CTIs): on one worker and on two (a
 /// partition each), the totals are those of both files.
@@ -383,29 +413,7 @@ time_format = "epoch-ms"
 "#,
     )
     .expect("written");
-    for workers in ["1", "2"] {
-        let args: Vec<String> = ["job", &job.display().to_string(), "--workers", workers]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = main(&args, &mut out, &mut err);
-        let err = String::from_utf8_lossy(&err);
-        assert_eq!(code, EXIT_OK, "{err}");
-        assert!(err.contains("r#0") && err.contains("r#1"), "{err}");
-        let written = std::fs::read_to_string(dir.join("totals.jsonl")).expect("written");
-        let mut lines: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
-        lines.sort();
-        assert_eq!(
-            lines,
-            [
-                r#"{"kind":"point","start":10000,"payload":{"device":"a","total":11}}"#,
-                r#"{"kind":"point","start":10000,"payload":{"device":"b","total":5}}"#,
-                r#"{"kind":"point","start":20000,"payload":{"device":"a","total":7}}"#,
-            ],
-            "{workers} worker(s)"
-        );
-    }
+    two_partitions_on_one_and_two_workers(&job);
 }
 
 /// A job input that connects to a list of TCP servers reads each as a partition of the
@@ -450,29 +458,7 @@ fn a_job_reads_each_tcp_server_of_a_list_as_a_partition() {
         ),
     )
     .expect("written");
-    for workers in ["1", "2"] {
-        let args: Vec<String> = ["job", &job.display().to_string(), "--workers", workers]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = main(&args, &mut out, &mut err);
-        let err = String::from_utf8_lossy(&err);
-        assert_eq!(code, EXIT_OK, "{err}");
-        assert!(err.contains("r#0") && err.contains("r#1"), "{err}");
-        let written = std::fs::read_to_string(dir.join("totals.jsonl")).expect("written");
-        let mut lines: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
-        lines.sort();
-        assert_eq!(
-            lines,
-            [
-                r#"{"kind":"point","start":10000,"payload":{"device":"a","total":11}}"#,
-                r#"{"kind":"point","start":10000,"payload":{"device":"b","total":5}}"#,
-                r#"{"kind":"point","start":20000,"payload":{"device":"a","total":7}}"#,
-            ],
-            "{workers} worker(s)"
-        );
-    }
+    two_partitions_on_one_and_two_workers(&job);
 }
 
 /// A job input split by byte ranges (`split`), JSON lines or CSV: the same totals as the file
