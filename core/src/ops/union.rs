@@ -7,7 +7,9 @@
 //!
 //! Each input arrives sorted (its batches are sorted and sealed by its CTIs), so each is held in
 //! its own release buffer, in order, and a release merges the inputs' released prefixes (ties in
-//! input order), copying whole runs where the inputs do not interleave.
+//! input order), copying whole runs where the inputs do not interleave; when one input alone
+//! holds events (a partition read on this worker while the others are read elsewhere), its
+//! prefix goes out directly, in one copy.
 
 use crate::event::EventShape;
 use std::any::Any;
@@ -88,6 +90,17 @@ impl<P: Clone + Send + 'static> Union<P> {
 
     /// The output CTI advanced to `t`: merge what every input holds below it, then the CTI.
     fn release(&mut self, t: Time, out: &mut Batch<P>) {
+        // One input holds events, the others nothing (a partition read on this worker while
+        // the others are read elsewhere, inputs whose events come in turns): its prefix is
+        // already the merge, and goes out in one copy.
+        let mut holding = self.held.iter().enumerate().filter(|(_, h)| !h.is_empty());
+        if let (Some((k, _)), None) = (holding.next(), holding.next()) {
+            if let Some(held) = self.held.get_mut(k) {
+                held.release_into(t, out);
+            }
+            out.push_cti(t);
+            return;
+        }
         for ((held, released), at) in self
             .held
             .iter_mut()
