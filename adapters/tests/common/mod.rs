@@ -39,9 +39,9 @@ pub fn given<A>(a: A) -> Given<A> {
     Given(std::sync::Mutex::new(Some(a)))
 }
 
-impl<A: InputAdapter<i64> + 'static> InputAdapterFactory<(), i64> for Given<A> {
-    type Adapter = A;
-    fn create(&self, _: &(), _: EventShape) -> Result<A, AdapterError> {
+impl<A> Given<A> {
+    /// The adapter, the first time; a configuration error after.
+    fn take(&self) -> Result<A, AdapterError> {
         self.0
             .lock()
             .expect("no test panics while holding it")
@@ -50,14 +50,17 @@ impl<A: InputAdapter<i64> + 'static> InputAdapterFactory<(), i64> for Given<A> {
     }
 }
 
+impl<A: InputAdapter<i64> + 'static> InputAdapterFactory<(), i64> for Given<A> {
+    type Adapter = A;
+    fn create(&self, _: &(), _: EventShape) -> Result<A, AdapterError> {
+        self.take()
+    }
+}
+
 impl<A: OutputAdapter<i64> + 'static> OutputAdapterFactory<(), i64> for Given<A> {
     type Adapter = A;
     fn create(&self, _: &(), _: EventShape) -> Result<A, AdapterError> {
-        self.0
-            .lock()
-            .expect("no test panics while holding it")
-            .take()
-            .ok_or_else(|| AdapterError::Config("used".into()))
+        self.take()
     }
 }
 
