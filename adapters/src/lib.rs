@@ -53,7 +53,7 @@ pub use punctual_core::ops::Stream;
 pub use punctual_engine::{DeadLetterCollector, DeadLetterSink, InputOptions};
 pub use punctual_policies::EnqueueSummary;
 pub use query::{
-    Ending, Exchange, HeldItem, Monitor, Query, QueryFailure, QueryReport, QueryWorker,
+    Backlog, Ending, Exchange, HeldItem, Monitor, Query, QueryFailure, QueryReport, QueryWorker,
     RunningQuery, StopHandle, StopMode, MAX_REPORTED_HELD,
 };
 pub use replay::{ReplayOptions, MAX_LINE_BYTES};

@@ -13,7 +13,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use punctual_adapters::{Exchange, Query, QueryError, QueryReport};
+use punctual_adapters::{Backlog, Exchange, Query, QueryError, QueryReport};
 use punctual_core::Time;
 use punctual_engine::Driver;
 use timely::dataflow::operators::generic::operator::source;
@@ -85,9 +85,9 @@ impl ClusterReport {
 
 /// What a worker's inputs sent, for its `ingress` operator.
 enum Sent {
-    /// Batches for the workers, then the worker's CTI (`None`: every input it owns has
-    /// finished).
-    Batches(Vec<Shipment>, Option<i64>),
+    /// Batches for the workers, how many events they hold, then the worker's CTI (`None`:
+    /// every input it owns has finished).
+    Batches(Vec<Shipment>, usize, Option<i64>),
     /// Every input the worker owns has ended.
     Ended,
 }
@@ -104,7 +104,16 @@ struct Outbox {
     /// Whether something was sent that the timely side has not read: only the first send
     /// after a read wakes it.
     unread: std::sync::atomic::AtomicBool,
+    /// The events sent that the timely side has not read: the inputs wait while there are
+    /// more than [`BACKLOG`].
+    backlog: Backlog,
 }
+
+/// How many events a worker's inputs may have sent that its timely side has not read before
+/// they wait: without a bound, inputs that read faster than the operators run would gather
+/// the whole input in memory (each batch in fresh memory, never in cache). A few of the
+/// timely side's reads' worth ([`READ_EVERY`]).
+const BACKLOG: usize = 1 << 16;
 
 /// The timely side reads what the inputs sent at most once per this long, however often they
 /// send (a wake-up of another thread costs more than a small batch): the latency it adds.
@@ -128,9 +137,11 @@ impl Exchange for Outbox {
         let owners = self.owners.get_or_init(|| driver.owners(self.workers));
         let me = self.me;
         let mut shipments = Vec::new();
+        let mut events = 0;
         driver.graph_mut().take_injections(|edge, parts| {
             for (dest, batch) in parts.into_iter().enumerate() {
                 if !batch.is_empty() {
+                    events += batch.events();
                     shipments.push(Shipment::new(dest, me, edge, batch));
                 }
             }
@@ -139,7 +150,12 @@ impl Exchange for Outbox {
             .filter(|&i| owners.get(i) == Some(&me) && !driver.is_finished(i))
             .map(|i| driver.counters(i).map_or(Time::NEG_INF, |c| c.cti).ticks())
             .min();
-        self.send(Sent::Batches(shipments, cti));
+        self.backlog.add(events);
+        self.send(Sent::Batches(shipments, events, cti));
+    }
+
+    fn backlog(&self) -> Option<&Backlog> {
+        Some(&self.backlog)
     }
 
     fn ended(&self, _driver: &mut Driver) {
@@ -257,6 +273,7 @@ fn run_worker(
         tx: Mutex::new(tx),
         activator: OnceLock::new(),
         unread: std::sync::atomic::AtomicBool::new(false),
+        backlog: Backlog::new(BACKLOG),
     });
     let (running, query) = query
         .start_worker(me, peers, Arc::clone(&outbox) as Arc<dyn Exchange>)
@@ -305,7 +322,8 @@ fn run_worker(
                 let mut ended = false;
                 while let Ok(sent) = rx.try_recv() {
                     match sent {
-                        Sent::Batches(shipments, cti) => {
+                        Sent::Batches(shipments, events, cti) => {
+                            inbox.backlog.take(events);
                             if !shipments.is_empty() {
                                 output.session(&*c).give_iterator(shipments.into_iter());
                             }

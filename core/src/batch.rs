@@ -467,6 +467,28 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
+/// Writes the times of one segment of events at their destinations' cursors (`at`, moved on
+/// by each event): `to[i]` is event `i`'s destination, whose time columns already have room.
+fn scatter_times<P>(
+    to: &[u32],
+    sync: &[Time],
+    other: &[Time],
+    dests: &mut [Batch<P>],
+    at: &mut [usize],
+) {
+    for ((&d, &s), &o) in to.iter().zip(sync).zip(other) {
+        let d = d as usize;
+        let (Some(dst), Some(k)) = (dests.get_mut(d), at.get_mut(d)) else {
+            continue;
+        };
+        if let (Some(ds), Some(dother)) = (dst.sync.get_mut(*k), dst.other.get_mut(*k)) {
+            *ds = s;
+            *dother = o;
+        }
+        *k += 1;
+    }
+}
+
 impl<P> Batch<P> {
     /// Moves every event to `dests[dest(payload)]` and copies every CTI to every destination,
     /// each after the events that preceded it: each destination gets a stream of its own
@@ -479,9 +501,9 @@ impl<P> Batch<P> {
         };
         SPLIT_SCRATCH.with(|scratch| {
             let (to, at) = &mut *scratch.borrow_mut();
-            // Each event's destination, and each destination's share: its time columns
-            // grow by exactly that, and each event's times are written at the destination's
-            // cursor (no capacity check per event, no branch on the destination).
+            // Each event's destination, and each destination's share: its columns grow by
+            // exactly that (one reservation), then each segment between two CTIs is written
+            // in one pass with a cursor per destination.
             to.clear();
             to.extend(self.payload.iter().map(|p| dest(p).min(last) as u32));
             at.clear();
@@ -496,27 +518,20 @@ impl<P> Batch<P> {
                 d.payload.reserve(*a);
                 *a = len;
             }
-            let mut marks = self.ctis.drain(..).peekable();
-            for (i, ((&d, &sync), &other)) in to.iter().zip(&self.sync).zip(&self.other).enumerate()
-            {
-                while let Some(m) = marks.next_if(|m| m.after == i) {
-                    for (dst, &after) in dests.iter_mut().zip(at.iter()) {
-                        dst.ctis.push(CtiMark {
-                            after,
-                            time: m.time,
-                        });
-                    }
-                }
-                let d = d as usize;
-                if let (Some(dst), Some(k)) = (dests.get_mut(d), at.get_mut(d)) {
-                    if let (Some(s), Some(o)) = (dst.sync.get_mut(*k), dst.other.get_mut(*k)) {
-                        *s = sync;
-                        *o = other;
-                    }
-                    *k += 1;
-                }
-            }
-            for m in marks {
+            // Each segment's events, then its CTI to every destination, after the events
+            // of the segment that went there.
+            let n = to.len();
+            let mut from = 0;
+            for m in self.ctis.drain(..) {
+                let end = m.after.clamp(from, n);
+                scatter_times(
+                    &to[from..end],
+                    &self.sync[from..end],
+                    &self.other[from..end],
+                    dests,
+                    at,
+                );
+                from = end;
                 for (dst, &after) in dests.iter_mut().zip(at.iter()) {
                     dst.ctis.push(CtiMark {
                         after,
@@ -524,6 +539,13 @@ impl<P> Batch<P> {
                     });
                 }
             }
+            scatter_times(
+                &to[from..],
+                &self.sync[from..],
+                &self.other[from..],
+                dests,
+                at,
+            );
             for (payload, &d) in self.payload.drain(..).zip(to.iter()) {
                 if let Some(dst) = dests.get_mut(d as usize) {
                     dst.payload.push(payload);

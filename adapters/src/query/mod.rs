@@ -50,7 +50,7 @@ mod show;
 pub use shell::held_items;
 mod tasks;
 mod worker;
-pub use worker::{Exchange, QueryWorker};
+pub use worker::{Backlog, Exchange, QueryWorker};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -364,7 +364,18 @@ impl Shell {
         for port in ports.iter_mut() {
             port.flush(driver, &mut mode).await?;
         }
+        drop(engine);
+        // As one worker of several: the executor's backlog waits outside the lock (the
+        // executor takes the lock to run what it carries).
+        if let Some(backlog) = self.backlog() {
+            backlog.room().await;
+        }
         Ok(r)
+    }
+
+    /// The executor's backlog, as one worker of several whose executor keeps one.
+    fn backlog(&self) -> Option<&super::Backlog> {
+        self.worker.as_ref().and_then(|w| w.exchange.backlog())
     }
 
     /// As one worker of several: runs `f` (what came from the other workers) on the driver
@@ -397,9 +408,13 @@ impl Shell {
         self.signals.done.send_replace(true);
     }
 
-    /// [`Shell::drive`] if it can run now without waiting (the engine is free and every
-    /// output's queue has room); `None` (and `f` not run) otherwise.
+    /// [`Shell::drive`] if it can run now without waiting (the engine is free, every
+    /// output's queue has room and so has the executor's backlog); `None` (and `f` not run)
+    /// otherwise.
     pub(crate) fn try_drive<R>(&self, f: impl FnOnce(&mut Driver) -> R) -> Option<R> {
+        if self.backlog().is_some_and(|b| b.is_full()) {
+            return None;
+        }
         let mut engine = self.engine.try_lock().ok()?;
         if !engine.ports.iter().all(|p| p.has_room()) {
             return None;

@@ -9,6 +9,7 @@
 //! output adapters alone are started. Each worker's [`RunningQuery`] reports its own inputs'
 //! counters and dead letters.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use punctual_core::ops::Edge;
@@ -31,6 +32,83 @@ pub trait Exchange: Send + Sync + 'static {
     /// Every input this worker owns has ended (at once for a worker that owns none), after
     /// its last [`Exchange::sent`]: this worker sends nothing more of its own.
     fn ended(&self, driver: &mut Driver);
+
+    /// What this worker's inputs have handed over that the executor has not taken yet, if
+    /// the executor keeps count: the inputs wait while it is full, so that a worker whose
+    /// inputs read faster than its operators run does not gather its whole input in memory.
+    /// `None` (the default): they never wait for the executor.
+    fn backlog(&self) -> Option<&Backlog> {
+        None
+    }
+}
+
+/// A count of the events a worker's inputs have sent that the executor has not taken yet,
+/// with a limit: the inputs' calls into the query wait (and
+/// [`try_enqueue_batch`](crate::InputContext::try_enqueue_batch) says `Full`) while the count
+/// is over it, the executor's [`Backlog::take`] makes room. A call that finds room sends all
+/// it has, so the count may pass the limit by one call's events.
+///
+/// ```
+/// use punctual_adapters::Backlog;
+///
+/// let backlog = Backlog::new(100);
+/// backlog.add(150);
+/// assert!(backlog.is_full());
+/// backlog.take(60);
+/// assert!(!backlog.is_full()); // 90 of 100
+/// ```
+#[derive(Debug)]
+pub struct Backlog {
+    events: AtomicUsize,
+    limit: usize,
+    room: tokio::sync::Notify,
+}
+
+impl Backlog {
+    /// An empty backlog whose inputs wait once more than `limit` events are in it.
+    pub fn new(limit: usize) -> Self {
+        Backlog {
+            events: AtomicUsize::new(0),
+            limit,
+            room: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// The inputs handed over `events` more.
+    pub fn add(&self, events: usize) {
+        self.events.fetch_add(events, Ordering::AcqRel);
+    }
+
+    /// The executor took `events` of them: inputs that wait go on once there is room.
+    pub fn take(&self, events: usize) {
+        let before = self
+            .events
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_sub(events))
+            })
+            .unwrap_or_else(|n| n);
+        if before > self.limit && before.saturating_sub(events) <= self.limit {
+            self.room.notify_waiters();
+        }
+    }
+
+    /// Whether more than the limit is waiting for the executor.
+    pub fn is_full(&self) -> bool {
+        self.events.load(Ordering::Acquire) > self.limit
+    }
+
+    /// Resolves once the backlog is not full.
+    pub async fn room(&self) {
+        loop {
+            let mut notified = std::pin::pin!(self.room.notified());
+            // Registered before the check: a `take` between the check and the wait wakes it.
+            notified.as_mut().enable();
+            if !self.is_full() {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 /// A query started as one worker of several ([`Query::start_worker`]): what the executor
@@ -125,5 +203,31 @@ impl Query {
             owners,
         };
         Ok((running, handle))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Backlog;
+
+    /// An input that finds the backlog full waits until the executor takes enough of it.
+    #[tokio::test]
+    async fn a_full_backlog_holds_the_inputs_until_the_executor_takes_some() {
+        let backlog = std::sync::Arc::new(Backlog::new(10));
+        backlog.add(25);
+        let waiting = tokio::spawn({
+            let backlog = std::sync::Arc::clone(&backlog);
+            async move { backlog.room().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        backlog.take(10); // 15 of 10: still full
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        backlog.take(10); // 5 of 10
+        waiting.await.expect("the waiting input goes on");
+        assert!(!backlog.is_full());
+        // Room now: no wait.
+        backlog.room().await;
     }
 }
