@@ -176,9 +176,10 @@ impl Exchange for Outbox {
 /// report). A query that fails on a worker (an adapter's error) ends with [`Error::Query`].
 ///
 /// The query ends when every input has ended everywhere, or once [`ClusterConfig::stop`] is
-/// given in any process (a drain on every worker: see [`StopSignal`]). There is no
-/// backpressure from a worker that is behind to the inputs of the others: what an input
-/// releases waits in memory until the workers take it.
+/// given in any process (a drain on every worker: see [`StopSignal`]). A worker's inputs
+/// wait while its timely thread has not read 64 K of the events they sent (a [`Backlog`]);
+/// there is no backpressure from a worker that is behind to the inputs of the others: what
+/// an input sends them waits in memory until they take it.
 ///
 /// ```
 /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
