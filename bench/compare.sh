@@ -5,7 +5,9 @@
 #   bench/compare.sh                          all three queries, 5 repetitions a process, 3 rounds
 #   REPS=3 ROUNDS=1 bench/compare.sh window   one query, one round
 #   CLUSTER=1 bench/compare.sh window join    also the cluster executor (`--workers 1` and
-#                                             `2`) against timely with as many workers
+#                                             `2`) against timely with as many workers, and
+#                                             one worker against the local runtime run in
+#                                             the same rounds
 # Peers and data come from ../shared/bench (built into $BENCH_WORK, default /tmp/punctual-bench).
 # Flink runs too when its venv exists ($BENCH_WORK/flink-venv; `peers.sh setup-flink` makes it).
 #
@@ -120,16 +122,21 @@ for q in $QUERIES; do
 done
 if [ "${CLUSTER:-0}" = 1 ]; then
   ctable=""
+  ltable=""
   for q in $QUERIES; do
     [ "$q" = filter ] && continue
     for w in 1 2; do
       declare -A cpu=() wall=()
       for round in $(seq 1 "$ROUNDS"); do
         line="round $round $q workers=$w:"
-        for prog in arrival ordered timely; do
+        progs="arrival ordered timely"
+        # One worker is also compared with the local runtime, in the same round.
+        [ "$w" = 1 ] && progs="$progs local-arrival local-ordered"
+        for prog in $progs; do
           case "$prog" in
             arrival|ordered) r="$(run_cluster "$q" "$prog" "$w")" ;;
             timely) r="$(run_timely "$q" "$w")" ;;
+            local-*) r="$(run_punctual "$q" "${prog#local-}")" ;;
           esac
           c="${r% *}"; wl="${r#* }"
           cpu[$prog]="${cpu[$prog]:-} $c"; wall[$prog]="${wall[$prog]:-} $wl"
@@ -147,6 +154,13 @@ if [ "${CLUSTER:-0}" = 1 ]; then
       row="$row | $(ratio "${med[arrival]}" "${med[timely]}") | $(ratio "${med[ordered]}" "${med[timely]}")"
       ctable="$ctable| $row |
 "
+      if [ "$w" = 1 ]; then
+        for prog in local-arrival local-ordered; do
+          med[$prog]="$(echo ${cpu[$prog]:-} | tr ' ' '\n' | median)"
+        done
+        ltable="$ltable| $q | $(mev "${med[arrival]}") | $(mev "${med[local-arrival]}") | $(ratio "${med[arrival]}" "${med[local-arrival]}") | $(mev "${med[ordered]}") | $(mev "${med[local-ordered]}") | $(ratio "${med[ordered]}" "${med[local-ordered]}") |
+"
+      fi
       unset cpu wall med
     done
   done
@@ -164,5 +178,11 @@ if [ "${CLUSTER:-0}" = 1 ]; then
   echo "| query | workers | cluster arrival | cluster ordered | timely | arrival / timely | ordered / timely |"
   echo "|---|---|---|---|---|---|---|"
   printf '%s' "$ctable"
+  echo
+  echo "One worker against the local runtime, run in the same rounds:"
+  echo
+  echo "| query | 1 worker arrival | local arrival | ratio | 1 worker ordered | local ordered | ratio |"
+  echo "|---|---|---|---|---|---|---|"
+  printf '%s' "$ltable"
 fi
 echo "SUMMARY compare all checksums matched"
