@@ -532,7 +532,8 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
                     RunError::Cluster(e) => QueryError::Bind(e.to_string()),
                 })
             };
-            interrupts_stop(config.stop.clone());
+            // Listens for Ctrl-C while the run lasts (dropped at the end of this arm).
+            let _interrupts = interrupts_stop(config.stop.clone());
             match punctual_cluster::run_query(config, build) {
                 Ok(r) => Ok(Ok(r.report())),
                 Err(e) => Err(RunError::Cluster(e)),
@@ -650,8 +651,10 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
 
 /// Ctrl-C stops a run on the cluster with a drain, on every process of it (the run's
 /// `StopSignal`); a second Ctrl-C exits at once (the other processes then stop with the
-/// lost peer's name).
-fn interrupts_stop(stop: punctual_cluster::StopSignal) {
+/// lost peer's name). It listens until the returned sender is dropped (the run is over), so a
+/// process that runs several jobs does not keep a listener per run.
+fn interrupts_stop(stop: punctual_cluster::StopSignal) -> tokio::sync::oneshot::Sender<()> {
+    let (done, finished) = tokio::sync::oneshot::channel::<()>();
     std::thread::spawn(move || {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -660,12 +663,17 @@ fn interrupts_stop(stop: punctual_cluster::StopSignal) {
             return;
         };
         runtime.block_on(async {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.stop();
+            tokio::pin!(finished);
+            // The run may end first (the sender dropped): the thread ends with it.
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => if r.is_ok() { stop.stop() } else { return },
+                _ = &mut finished => return,
             }
-            if tokio::signal::ctrl_c().await.is_ok() {
-                std::process::exit(130);
+            tokio::select! {
+                r = tokio::signal::ctrl_c() => if r.is_ok() { std::process::exit(130) },
+                _ = &mut finished => {}
             }
         });
     });
+    done
 }
