@@ -599,3 +599,99 @@ fn a_quiet_partition_advances_by_the_clock_and_does_not_hold_the_cluster_back() 
         "{items:?}"
     );
 }
+
+/// Records `(time, key)` replayed in blocks of 7 as `partitions` partitions, CTIs every 10
+/// events 20 behind (Drop), counted per key over tumbling windows of 50: events as text,
+/// sorted, and the last CTI.
+fn replayed_counts(
+    records: &[(i64, u32)],
+    partitions: usize,
+    cluster: Option<ClusterConfig>,
+) -> (Vec<String>, i64) {
+    use punctual::adapters::{InputOptions, Query, QueryError, RecordsInput};
+    use punctual::core::ops::{Count, WindowOutput};
+    use punctual::core::{EventShape, Time, TimeSpan};
+    use punctual::policies::{
+        AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings,
+    };
+    let records: std::sync::Arc<[(i64, u32)]> = records.into();
+    let out = CollectOutput::new();
+    let sink = out.clone();
+    let build = move |_| -> Result<Query, QueryError> {
+        let bind = |e: punctual::policies::Error| QueryError::Bind(e.to_string());
+        let generation = AdvanceTimeGenerationSettings::every_events(10)
+            .delay(TimeSpan::from_ticks(20))
+            .final_cti(true)
+            .build()
+            .map_err(bind)?;
+        let settings = AdvanceTimeSettings::builder()
+            .generation(generation)
+            .policy(AdvanceTimePolicy::Drop)
+            .build()
+            .map_err(bind)?;
+        let replay = RecordsInput::new(
+            std::sync::Arc::clone(&records),
+            |r: &(i64, u32)| Time::from_ticks(r.0),
+            |r: &(i64, u32)| r.1,
+        )
+        .block(7)
+        .partitions(partitions);
+        let mut query = Query::new("replayed");
+        let options = InputOptions::new("readings", EventShape::Point).settings(settings);
+        let counts = query
+            .create_stream(options, &replay, &())?
+            .tumbling_window(TimeSpan::from_ticks(50))
+            .output(WindowOutput::Window)
+            .group_by(|k: &u32| *k)
+            .aggregate(Count)
+            .map(|r| format!("{r:?}"));
+        query.bind_output(&counts, &sink, &())?;
+        Ok(query)
+    };
+    match cluster {
+        Some(config) => {
+            run_query(config, build).expect("the query runs on the cluster");
+        }
+        None => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime
+                .block_on(async { build(0)?.start()?.wait().await.map_err(QueryError::from) })
+                .expect("the query runs");
+        }
+    }
+    let items: Vec<String> = out.items().into_iter().map(text).collect();
+    let (events, ctis) = released(&items).expect("a valid stream");
+    let mut events: Vec<String> = events.into_iter().map(|e| e.0).collect();
+    events.sort();
+    (events, ctis.last().copied().unwrap_or(i64::MIN))
+}
+
+/// Inputs that must wait for their worker's operators after nearly every call (a backlog of
+/// 3 events, blocks of 7) still give the runtime's output, on two and three workers: the
+/// wait lets the operators catch up, never blocks them.
+#[test]
+fn inputs_that_wait_for_the_operators_give_the_same_output() {
+    let records: Vec<(i64, u32)> = (0..3000i64)
+        .map(|i| (i * 3 - (i * 7919 % 13), (i * 31 % 5) as u32))
+        .collect();
+    let want = replayed_counts(&records, 3, None);
+    assert_eq!(want.1, i64::MAX, "the runtime's output ends");
+    assert!(want.0.len() > 100, "{} windows", want.0.len());
+    for workers in [2, 3] {
+        let mut config = ClusterConfig::threads(workers);
+        config.backlog = 3;
+        assert_eq!(
+            replayed_counts(&records, 3, Some(config)),
+            want,
+            "{workers} workers, a backlog of 3"
+        );
+        assert_eq!(
+            replayed_counts(&records, 3, Some(ClusterConfig::threads(workers))),
+            want,
+            "{workers} workers, the default backlog"
+        );
+    }
+}

@@ -105,15 +105,11 @@ struct Outbox {
     /// after a read wakes it.
     unread: std::sync::atomic::AtomicBool,
     /// The events sent that the timely side has not read: the inputs wait while there are
-    /// more than [`BACKLOG`].
+    /// more than [`ClusterConfig::backlog`]. Without a bound, inputs that read faster than
+    /// the operators run would gather the whole input in memory (each batch in fresh memory,
+    /// never in cache).
     backlog: Backlog,
 }
-
-/// How many events a worker's inputs may have sent that its timely side has not read before
-/// they wait: without a bound, inputs that read faster than the operators run would gather
-/// the whole input in memory (each batch in fresh memory, never in cache). A few of the
-/// timely side's reads' worth ([`READ_EVERY`]).
-const BACKLOG: usize = 1 << 16;
 
 /// The timely side reads what the inputs sent at most once per this long, however often they
 /// send (a wake-up of another thread costs more than a small batch): the latency it adds.
@@ -177,7 +173,8 @@ impl Exchange for Outbox {
 ///
 /// The query ends when every input has ended everywhere, or once [`ClusterConfig::stop`] is
 /// given in any process (a drain on every worker: see [`StopSignal`]). A worker's inputs
-/// wait while its timely thread has not read 64 K of the events they sent (a [`Backlog`]);
+/// wait while its timely thread has not read [`ClusterConfig::backlog`] of the events they
+/// sent (a [`Backlog`]);
 /// there is no backpressure from a worker that is behind to the inputs of the others: what
 /// an input sends them waits in memory until they take it.
 ///
@@ -228,8 +225,9 @@ where
     let first_worker = config.process * config.workers;
     let result = guarded(&config, || {
         let stop = config.stop.clone();
+        let backlog = config.backlog;
         let guards = crate::net::execute(&config, move |worker| {
-            run_worker(worker, &handle, &*build, &stop)
+            run_worker(worker, &handle, &*build, &stop, backlog)
         })?;
         let mut report = ClusterReport {
             workers: Vec::new(),
@@ -258,6 +256,7 @@ fn run_worker(
     handle: &tokio::runtime::Handle,
     build: &(dyn Fn(usize) -> Result<Query, QueryError> + Send + Sync),
     stop: &StopSignal,
+    backlog: usize,
 ) -> Result<(QueryReport, Vec<usize>), Error> {
     let me = worker.index();
     let peers = worker.peers();
@@ -274,7 +273,7 @@ fn run_worker(
         tx: Mutex::new(tx),
         activator: OnceLock::new(),
         unread: std::sync::atomic::AtomicBool::new(false),
-        backlog: Backlog::new(BACKLOG),
+        backlog: Backlog::new(backlog),
     });
     let (running, query) = query
         .start_worker(me, peers, Arc::clone(&outbox) as Arc<dyn Exchange>)
