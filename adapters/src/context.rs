@@ -153,7 +153,8 @@ impl<P: Payload> InputContext<P> {
 
     /// Enqueues many items in one call if the query can take them now, without waiting:
     /// [`TryEnqueueError::Full`] gives them back (nothing enqueued) when an output's queue is
-    /// full or another call is running (StreamInsight's `Full`: try again later, or await
+    /// full, another call is running, or (as one worker of several) the executor's
+    /// [`Backlog`](crate::Backlog) is full (StreamInsight's `Full`: try again later, or await
     /// [`InputContext::enqueue_batch`], which waits). Otherwise as `enqueue_batch`.
     ///
     /// ```
