@@ -331,6 +331,41 @@ fn an_input_that_fails_on_one_worker_fails_the_run() {
     );
 }
 
+/// Advance-time settings: a CTI every `events` events, `delay` ticks behind the highest start
+/// time, late events dropped, a final CTI.
+fn dropping_every(
+    events: u64,
+    delay: i64,
+) -> Result<punctual::policies::AdvanceTimeSettings, punctual::adapters::QueryError> {
+    use punctual::policies::{
+        AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings,
+    };
+    let bind = |e: punctual::policies::Error| punctual::adapters::QueryError::Bind(e.to_string());
+    let generation = AdvanceTimeGenerationSettings::every_events(events)
+        .delay(punctual::core::TimeSpan::from_ticks(delay))
+        .final_cti(true)
+        .build()
+        .map_err(bind)?;
+    AdvanceTimeSettings::builder()
+        .generation(generation)
+        .policy(AdvanceTimePolicy::Drop)
+        .build()
+        .map_err(bind)
+}
+
+/// Keys counted over tumbling windows of `size` ticks, each result as text.
+fn counts_per_key<O: punctual::core::Order>(
+    keys: &punctual::core::ops::Stream<u32, O>,
+    size: i64,
+) -> punctual::core::ops::Stream<String> {
+    use punctual::core::ops::{Count, WindowOutput};
+    keys.tumbling_window(punctual::core::TimeSpan::from_ticks(size))
+        .output(WindowOutput::Window)
+        .group_by(|k: &u32| *k)
+        .aggregate(Count)
+        .map(|r| format!("{r:?}"))
+}
+
 /// A source of partitions: each partition's `(time, key)` points in arrival order, with CTIs
 /// generated per partition (every 3 events, 5 behind, Drop), read as one stream and counted
 /// per key over tumbling windows of 10.
@@ -339,22 +374,8 @@ fn partitioned_query(
     out: &CollectOutput<String>,
 ) -> Result<punctual::adapters::Query, punctual::adapters::QueryError> {
     use punctual::adapters::{InputOptions, MemoryInput, Query};
-    use punctual::core::ops::{Count, WindowOutput};
-    use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
-    use punctual::policies::{
-        AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings,
-    };
-    let bind = |e: punctual::policies::Error| punctual::adapters::QueryError::Bind(e.to_string());
-    let generation = AdvanceTimeGenerationSettings::every_events(3)
-        .delay(TimeSpan::from_ticks(5))
-        .final_cti(true)
-        .build()
-        .map_err(bind)?;
-    let settings = AdvanceTimeSettings::builder()
-        .generation(generation)
-        .policy(AdvanceTimePolicy::Drop)
-        .build()
-        .map_err(bind)?;
+    use punctual::core::{EventShape, StreamItem, Time};
+    let settings = dropping_every(3, 5)?;
     let items: Vec<Vec<StreamItem<u32>>> = partitions
         .iter()
         .map(|p| {
@@ -371,13 +392,7 @@ fn partitioned_query(
         &punctual::adapters::Partitioned(MemoryInput),
         &items,
     )?;
-    let counts = readings
-        .tumbling_window(TimeSpan::from_ticks(10))
-        .output(WindowOutput::Window)
-        .group_by(|k: &u32| *k)
-        .aggregate(Count)
-        .map(|r| format!("{r:?}"));
-    query.bind_output(&counts, out, &())?;
+    query.bind_output(&counts_per_key(&readings, 10), out, &())?;
     Ok(query)
 }
 
@@ -609,26 +624,12 @@ fn replayed_counts(
     cluster: Option<ClusterConfig>,
 ) -> (Vec<String>, i64) {
     use punctual::adapters::{InputOptions, Query, QueryError, RecordsInput};
-    use punctual::core::ops::{Count, WindowOutput};
-    use punctual::core::{EventShape, Time, TimeSpan};
-    use punctual::policies::{
-        AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings,
-    };
+    use punctual::core::{EventShape, Time};
     let records: std::sync::Arc<[(i64, u32)]> = records.into();
     let out = CollectOutput::new();
     let sink = out.clone();
     let build = move |_| -> Result<Query, QueryError> {
-        let bind = |e: punctual::policies::Error| QueryError::Bind(e.to_string());
-        let generation = AdvanceTimeGenerationSettings::every_events(10)
-            .delay(TimeSpan::from_ticks(20))
-            .final_cti(true)
-            .build()
-            .map_err(bind)?;
-        let settings = AdvanceTimeSettings::builder()
-            .generation(generation)
-            .policy(AdvanceTimePolicy::Drop)
-            .build()
-            .map_err(bind)?;
+        let settings = dropping_every(10, 20)?;
         let replay = RecordsInput::new(
             std::sync::Arc::clone(&records),
             |r: &(i64, u32)| Time::from_ticks(r.0),
@@ -638,14 +639,8 @@ fn replayed_counts(
         .partitions(partitions);
         let mut query = Query::new("replayed");
         let options = InputOptions::new("readings", EventShape::Point).settings(settings);
-        let counts = query
-            .create_stream(options, &replay, &())?
-            .tumbling_window(TimeSpan::from_ticks(50))
-            .output(WindowOutput::Window)
-            .group_by(|k: &u32| *k)
-            .aggregate(Count)
-            .map(|r| format!("{r:?}"));
-        query.bind_output(&counts, &sink, &())?;
+        let readings = query.create_stream(options, &replay, &())?;
+        query.bind_output(&counts_per_key(&readings, 50), &sink, &())?;
         Ok(query)
     };
     match cluster {
