@@ -520,7 +520,8 @@ impl<P> Batch<P> {
             }
             // Each segment's events, then its CTI to every destination, after the events
             // of the segment that went there.
-            let n = to.len();
+            // (The columns have one length; the least keeps a slice in bounds regardless.)
+            let n = to.len().min(self.sync.len()).min(self.other.len());
             let mut from = 0;
             for m in self.ctis.drain(..) {
                 let end = m.after.clamp(from, n);
@@ -540,9 +541,9 @@ impl<P> Batch<P> {
                 }
             }
             scatter_times(
-                &to[from..],
-                &self.sync[from..],
-                &self.other[from..],
+                &to[from..n],
+                &self.sync[from..n],
+                &self.other[from..n],
                 dests,
                 at,
             );
