@@ -519,12 +519,12 @@ impl<P> Batch<P> {
                 *a = len;
             }
             // Each segment's events, then its CTI to every destination, after the events
-            // of the segment that went there.
+            // of the segment that went there; the last segment has no CTI after it.
             // (The columns have one length; the least keeps a slice in bounds regardless.)
             let n = to.len().min(self.sync.len()).min(self.other.len());
             let mut from = 0;
-            for m in self.ctis.drain(..) {
-                let end = m.after.clamp(from, n);
+            for m in self.ctis.drain(..).map(Some).chain(std::iter::once(None)) {
+                let end = m.map_or(n, |m| m.after.clamp(from, n));
                 scatter_times(
                     &to[from..end],
                     &self.sync[from..end],
@@ -533,6 +533,7 @@ impl<P> Batch<P> {
                     at,
                 );
                 from = end;
+                let Some(m) = m else { break };
                 for (dst, &after) in dests.iter_mut().zip(at.iter()) {
                     dst.ctis.push(CtiMark {
                         after,
@@ -540,13 +541,6 @@ impl<P> Batch<P> {
                     });
                 }
             }
-            scatter_times(
-                &to[from..n],
-                &self.sync[from..n],
-                &self.other[from..n],
-                dests,
-                at,
-            );
             for (payload, &d) in self.payload.drain(..).zip(to.iter()) {
                 if let Some(dst) = dests.get_mut(d as usize) {
                     dst.payload.push(payload);
