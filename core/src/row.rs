@@ -21,6 +21,10 @@ use std::sync::Arc;
 use crate::ops::fxhash::FxHasher;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod schema;
+
+pub use schema::{DuplicateField, Schema};
+
 /// One field value of a [`Row`].
 #[derive(Clone, Debug, Default)]
 pub enum Value {
@@ -37,24 +41,48 @@ pub enum Value {
     Str(String),
     /// A list.
     List(Vec<Value>),
-    /// A nested row.
-    Row(Row),
+    /// A nested row (shared: cloning the value does not copy the row).
+    Row(Arc<Row>),
 }
 
-/// Named values in insertion order; compared as a map. Cloning a row is cheap (its fields are
-/// shared, and copied on the first change), so operators that keep and repeat rows do not
-/// copy them. A row's fields are one allocation (none for an empty row), made once when it is
-/// built in one go ([`Row::from_fields`], `collect`). Field names are shared too (`Arc<str>`):
-/// a name given as text is the one [`field_name`] gives for that text, so rows hold the same
-/// names, not copies, and finding a field by a shared name ([`Row::field`]) compares pointers
+/// Named values in insertion order; compared as a map.
+///
+/// A row is its [`Schema`] (the names, shared by every row with the same names: one pointer)
+/// and its values by position. A row of up to [`Schema::INLINE`] fields keeps its values
+/// inline, so building one allocates nothing and a batch of them keeps them in its column; a
+/// wider row keeps them in one allocation, shared by its clones (copied on the first change).
+/// Field names are shared `Arc<str>`: a name given as text is the one [`field_name`] gives
+/// for that text, and finding a field by a shared name ([`Row::field`]) compares pointers
 /// first.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone)]
 pub struct Row {
-    fields: Option<Arc<Fields>>,
+    schema: Schema,
+    values: Values,
 }
 
-/// A row's fields: names and values, in order.
-type Fields = [(Arc<str>, Value)];
+/// A row's values, one per name of its schema.
+#[derive(Clone)]
+enum Values {
+    /// Up to [`Schema::INLINE`] values (the rest `Null`).
+    Inline([Value; Schema::INLINE]),
+    /// More, shared.
+    Heap(Arc<[Value]>),
+}
+
+impl Default for Row {
+    fn default() -> Row {
+        Row {
+            schema: Schema::empty(),
+            values: Values::Inline(Default::default()),
+        }
+    }
+}
+
+impl fmt::Debug for Row {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.fields()).finish()
+    }
+}
 
 /// What can name a field of a [`Row`]: text (`&str`, `String`), made the shared name of that
 /// text ([`field_name`]), or a shared name (`Arc<str>`) taken as it is.
@@ -162,11 +190,7 @@ impl Value {
             serde_json::Value::Array(a) => {
                 Value::List(a.into_iter().map(Value::from_json).collect())
             }
-            serde_json::Value::Object(o) => Value::Row(
-                o.into_iter()
-                    .map(|(k, v)| (field_name(&k), Value::from_json(v)))
-                    .collect(),
-            ),
+            serde_json::Value::Object(o) => Value::Row(Arc::new(object(o))),
         }
     }
 
@@ -213,10 +237,17 @@ impl std::hash::Hash for Value {
         match self {
             Value::Null => 0u8.hash(state),
             Value::Bool(b) => (1u8, b).hash(state),
+            // By the `f64` value (as `==` compares), written as an integer when it is one:
+            // the bits of small integers' `f64`s end in zeros, which multiplying hashers keep
+            // in the low bits (every key in one bucket).
             Value::Int(_) | Value::Float(_) => {
                 let f = self.as_f64().unwrap_or(0.0);
-                let f = if f == 0.0 { 0.0 } else { f };
-                (2u8, f.to_bits()).hash(state)
+                let i = f as i64;
+                if i as f64 == f {
+                    (2u8, i).hash(state)
+                } else {
+                    (6u8, f.to_bits()).hash(state)
+                }
             }
             Value::Str(s) => (3u8, s).hash(state),
             Value::List(l) => (4u8, l).hash(state),
@@ -231,7 +262,7 @@ impl std::hash::Hash for Row {
     /// Order-insensitive, like `==`.
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
         let mut acc = 0u64;
-        for (k, v) in self.slice() {
+        for (k, v) in self.named() {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             (k, v).hash(&mut h);
             acc = acc.wrapping_add(std::hash::Hasher::finish(&h));
@@ -276,10 +307,9 @@ impl Row {
         Row::default()
     }
 
-    /// A row of these fields, in order, in one allocation (a name given twice keeps its first
-    /// place and its last value). Names given as shared names (`&Arc<str>`, made once with
-    /// [`field_name`]) cost a reference count each; names given as text are looked up in the
-    /// thread's names first.
+    /// A row of these fields, in order (a name given twice keeps its first place and its last
+    /// value). Its schema is found by its names (interned: see [`Schema`]); a row of up to
+    /// [`Schema::INLINE`] fields allocates nothing, a wider one allocates its values once.
     ///
     /// ```
     /// use punctual_core::{Row, Value};
@@ -290,56 +320,83 @@ impl Row {
         fields.into_iter().collect()
     }
 
-    fn slice(&self) -> &Fields {
-        self.fields.as_deref().unwrap_or(&[])
+    /// A row of `schema`'s names with these values by position (missing ones `NULL`, extra
+    /// ones left out).
+    pub(crate) fn assemble(schema: Schema, values: impl IntoIterator<Item = Value>) -> Row {
+        let n = schema.len();
+        let mut values = values.into_iter();
+        let values = if n <= Schema::INLINE {
+            let mut inline: [Value; Schema::INLINE] = Default::default();
+            for (slot, v) in inline[..n].iter_mut().zip(&mut values) {
+                *slot = v;
+            }
+            Values::Inline(inline)
+        } else {
+            // An iterator of known length: one allocation, of the row's size.
+            let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
+            Values::Heap((0..n).map(|_| values.next().unwrap_or_default()).collect())
+        };
+        Row { schema, values }
+    }
+
+    /// The row's schema: its field names, in order.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The row's values, in the order of its schema's names.
+    #[inline]
+    pub fn values(&self) -> &[Value] {
+        match &self.values {
+            Values::Inline(v) => &v[..self.schema.len()],
+            Values::Heap(v) => v,
+        }
+    }
+
+    /// The values to change in place (copied first if shared).
+    fn values_mut(&mut self) -> &mut [Value] {
+        let n = self.schema.len();
+        match &mut self.values {
+            Values::Inline(v) => &mut v[..n],
+            Values::Heap(v) => {
+                if Arc::get_mut(v).is_none() {
+                    *v = v.iter().cloned().collect();
+                }
+                Arc::get_mut(v).map_or(&mut [], |v| v)
+            }
+        }
     }
 
     /// The value of `field`, if present.
     pub fn get(&self, field: &str) -> Option<&Value> {
-        self.slice()
-            .iter()
-            .find(|(k, _)| &**k == field)
-            .map(|(_, v)| v)
+        self.schema.position_of(field).map(|i| &self.values()[i])
     }
 
     /// The value of the field named `name` (a shared name: compared by pointer first, then by
     /// text), if present: what a query compiled against field names uses.
     #[inline]
     pub fn field(&self, name: &Arc<str>) -> Option<&Value> {
-        let fields = self.slice();
-        fields
-            .iter()
-            .find(|(k, _)| Arc::ptr_eq(k, name))
-            .or_else(|| fields.iter().find(|(k, _)| **k == **name))
-            .map(|(_, v)| v)
+        self.schema.position(name).map(|i| &self.values()[i])
     }
 
     /// Sets `field` (replacing an existing value), keeping first-insertion order.
     pub fn set(&mut self, field: impl FieldName, value: impl Into<Value>) {
         let field = field.into_name();
         let value = value.into();
-        let Some(fields) = self.fields.as_mut() else {
-            self.fields = Some(Arc::from([(field, value)]));
-            return;
-        };
-        if let Some(i) = fields.iter().position(|(k, _)| *k == field) {
-            Arc::make_mut(fields)[i].1 = value;
+        if let Some(i) = self.schema.position(&field) {
+            self.values_mut()[i] = value;
             return;
         }
-        // One more field: a new allocation, the old fields moved into it when not shared.
-        let grown: Arc<Fields> = match Arc::get_mut(fields) {
-            Some(own) => own
-                .iter_mut()
-                .map(|(k, v)| (Arc::clone(k), std::mem::take(v)))
-                .chain(std::iter::once((field, value)))
-                .collect(),
-            None => fields
-                .iter()
-                .cloned()
-                .chain(std::iter::once((field, value)))
-                .collect(),
+        // One more field: another schema.
+        let mut names = self.schema.names().to_vec();
+        names.push(field);
+        let schema = Schema::of(&names);
+        let old = std::mem::take(self);
+        let values: Vec<Value> = match old.values {
+            Values::Inline(v) => v.into_iter().take(old.schema.len()).collect(),
+            Values::Heap(v) => v.iter().cloned().collect(),
         };
-        *fields = grown;
+        *self = Row::assemble(schema, values.into_iter().chain(std::iter::once(value)));
     }
 
     /// The row with `field` set; for building rows in one expression.
@@ -364,9 +421,8 @@ impl Row {
             return;
         }
         *self = self
-            .slice()
-            .iter()
-            .chain(other.slice())
+            .named()
+            .chain(other.named())
             .map(|(k, v)| (k, v.clone()))
             .collect();
     }
@@ -382,80 +438,95 @@ impl Row {
         self
     }
 
+    /// Names (shared) and values, in order.
+    fn named(&self) -> impl Iterator<Item = (&Arc<str>, &Value)> {
+        self.schema.names().iter().zip(self.values())
+    }
+
     /// Fields in insertion order.
     pub fn fields(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.slice().iter().map(|(k, v)| (&**k, v))
+        self.named().map(|(k, v)| (&**k, v))
     }
 
     /// Number of fields.
     pub fn len(&self) -> usize {
-        self.slice().len()
+        self.schema.len()
     }
 
     /// Whether the row has no fields.
     pub fn is_empty(&self) -> bool {
-        self.slice().is_empty()
+        self.schema.is_empty()
     }
 
     /// Converts a JSON value; anything but an object is an error naming what it was.
     pub fn from_json(json: serde_json::Value) -> Result<Row, NotAnObject> {
-        match Value::from_json(json) {
-            Value::Row(r) => Ok(r),
-            other => Err(NotAnObject(kind_name(&other))),
+        match json {
+            serde_json::Value::Object(o) => Ok(object(o)),
+            other => Err(NotAnObject(kind_name(&Value::from_json(other)))),
         }
     }
 
     /// The row as a JSON object.
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::Value::Object(
-            self.slice()
-                .iter()
+            self.named()
                 .map(|(k, v)| (k.to_string(), v.to_json()))
                 .collect(),
         )
     }
 }
 
-/// A row of these fields in one allocation: a name given twice keeps its first place and its
-/// last value.
+/// A JSON object as a row.
+fn object(o: serde_json::Map<String, serde_json::Value>) -> Row {
+    o.into_iter()
+        .map(|(k, v)| (field_name(&k), Value::from_json(v)))
+        .collect()
+}
+
+/// A row of these fields: a name given twice keeps its first place and its last value.
 impl<K: FieldName> FromIterator<(K, Value)> for Row {
     fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Row {
         fn build(
-            fields: &mut Vec<(Arc<str>, Value)>,
+            (names, values): &mut (Vec<Arc<str>>, Vec<Value>),
             iter: impl Iterator<Item = (Arc<str>, Value)>,
         ) -> Row {
             for (k, v) in iter {
-                match fields.iter_mut().find(|(n, _)| *n == k) {
-                    Some(slot) => slot.1 = v,
-                    None => fields.push((k, v)),
+                match names.iter().position(|n| *n == k) {
+                    Some(i) => values[i] = v,
+                    None => {
+                        names.push(k);
+                        values.push(v);
+                    }
                 }
             }
-            Row {
-                // A drain knows its length: one allocation, of the row's size.
-                fields: (!fields.is_empty()).then(|| fields.drain(..).collect()),
-            }
+            let schema = Schema::of(names);
+            names.clear();
+            Row::assemble(schema, values.drain(..))
         }
         let iter = iter.into_iter().map(|(k, v)| (k.into_name(), v));
-        // The fields are gathered in a vector the thread keeps (unless a row is being built
-        // from the values of this one: nested rows), so that a row costs one allocation.
+        // The fields are gathered in vectors the thread keeps (unless a row is being built
+        // from the values of this one: nested rows).
         SCRATCH.with(|scratch| match scratch.try_borrow_mut() {
             Ok(mut fields) => {
-                fields.clear();
+                fields.0.clear();
+                fields.1.clear();
                 build(&mut fields, iter)
             }
-            Err(_) => build(&mut Vec::new(), iter),
+            Err(_) => build(&mut (Vec::new(), Vec::new()), iter),
         })
     }
 }
 
+type Scratch = (Vec<Arc<str>>, Vec<Value>);
+
 thread_local! {
     /// Where [`Row`]'s `from_iter` gathers fields.
-    static SCRATCH: RefCell<Vec<(Arc<str>, Value)>> = const { RefCell::new(Vec::new()) };
+    static SCRATCH: RefCell<Scratch> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 impl From<Row> for Value {
     fn from(r: Row) -> Value {
-        Value::Row(r)
+        Value::Row(Arc::new(r))
     }
 }
 
@@ -477,7 +548,10 @@ pub struct NotAnObject(pub &'static str);
 
 impl PartialEq for Row {
     fn eq(&self, other: &Row) -> bool {
-        self.len() == other.len() && self.slice().iter().all(|(k, v)| other.field(k) == Some(v))
+        if self.schema.same(&other.schema) {
+            return self.values() == other.values();
+        }
+        self.len() == other.len() && self.named().all(|(k, v)| other.field(k) == Some(v))
     }
 }
 
@@ -564,7 +638,7 @@ impl<'de> Deserialize<'de> for Value {
             Tagged::Float(f) => Value::Float(f),
             Tagged::Str(t) => Value::Str(t),
             Tagged::List(l) => Value::List(l),
-            Tagged::Row(r) => Value::Row(r),
+            Tagged::Row(r) => Value::Row(Arc::new(r)),
         })
     }
 }
@@ -592,11 +666,29 @@ mod tests {
             s.finish()
         }
         assert_eq!(h(&Value::Int(4)), h(&Value::Float(4.0)));
-        let a = Value::Row(Row::new().with("a", 1i64).with("b", "x"));
-        let b = Value::Row(Row::new().with("b", "x").with("a", 1.0));
+        let a = Value::from(Row::new().with("a", 1i64).with("b", "x"));
+        let b = Value::from(Row::new().with("b", "x").with("a", 1.0));
         assert_eq!(a, b);
         assert_eq!(h(&a), h(&b));
         assert_ne!(h(&Value::Str("4".into())), h(&Value::Int(4)));
+        // Numbers that are equal hash alike, at the edges too.
+        let big = (1i64 << 53) + 1;
+        assert_eq!(Value::Int(big), Value::Float((1i64 << 53) as f64));
+        assert_eq!(h(&Value::Int(big)), h(&Value::Float((1i64 << 53) as f64)));
+        assert_eq!(h(&Value::Float(-0.0)), h(&Value::Int(0)));
+        assert_eq!(h(&Value::Int(i64::MAX)), h(&Value::Float(i64::MAX as f64)));
+    }
+
+    #[test]
+    fn small_integer_keys_spread_over_a_hash_table() {
+        // With the multiplying hasher of the operators' tables, keys 0..1000 must not share
+        // their low bits (the table's bucket), as the bits of their `f64`s would.
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let build = BuildHasherDefault::<FxHasher>::default();
+        let buckets: std::collections::HashSet<u64> = (0..1000)
+            .map(|k| build.hash_one(Value::Int(k)) & 1023)
+            .collect();
+        assert!(buckets.len() > 500, "{} buckets of 1024", buckets.len());
     }
 
     #[test]

@@ -166,15 +166,15 @@ impl Aggregate<Row> for SqlAggs {
                 AggState::Extremum(v) => v.clone().unwrap_or(Value::Null),
                 AggState::Top(v) => v
                     .as_ref()
-                    .map_or(Value::Null, |(_, r)| Value::Row(r.clone())),
+                    .map_or(Value::Null, |(_, r)| Value::from(r.clone())),
                 AggState::Tops(tops) => Value::List(
                     tops.iter()
                         .enumerate()
                         .map(|(i, (_, r))| {
-                            Value::Row(
+                            Value::from(
                                 Row::new()
                                     .with("rank", Value::Int(i as i64 + 1))
-                                    .with("value", Value::Row(r.clone())),
+                                    .with("value", Value::from(r.clone())),
                             )
                         })
                         .collect(),

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use punctual_core::ops::{Join, Stream};
-use punctual_core::{field_name, Ordered, Row, Time, TimeSpan, Value};
+use punctual_core::{field_name, Ordered, Row, Schema, Time, TimeSpan, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
 use crate::ast::*;
@@ -270,17 +270,15 @@ impl Compiler<'_> {
             for x in &parts.rest {
                 rest.push(compile(x, &combined, None, false)?);
             }
-            let lref = field_name(&scope.sources[0].0);
             let rname = field_name(&rref);
             let first = j == 0;
+            let pair = Schema::new([&scope.sources[0].0, &rref])
+                .map_err(|e| err(clause.source.name.pos, e.to_string()))?;
             let combine = move |a: &Row, b: &Row| -> Option<Row> {
                 let row = if first {
-                    Row::from_fields([
-                        (&lref, Value::Row(a.clone())),
-                        (&rname, Value::Row(b.clone())),
-                    ])
+                    pair.row([Value::from(a.clone()), Value::from(b.clone())])
                 } else {
-                    a.clone().with(&rname, Value::Row(b.clone()))
+                    a.clone().with(&rname, Value::from(b.clone()))
                 };
                 rest.iter()
                     .all(|c| truthy(&c.eval(Ctx::row(&row, Time::NEG_INF))))
@@ -397,7 +395,19 @@ impl Compiler<'_> {
                 }
             }
         }
-        let stream = stream.map_with_time(move |t, r| project(&items, r, t));
+        // Named columns only: every result has the same names, made once.
+        let schema = items
+            .iter()
+            .map(|i| match i {
+                Item::Copy(n, _) | Item::Expr(n, _) => Some(n),
+                Item::All | Item::Spread(_) => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .and_then(|names| Schema::new(names).ok());
+        let stream = stream.map_with_time(move |t, r| match &schema {
+            Some(schema) => schema.row(items.iter().filter_map(|i| column(i, r, t).map(|c| c.1))),
+            None => project(&items, r, t),
+        });
         Ok(Named {
             stream,
             fields: names,
@@ -520,10 +530,7 @@ impl Compiler<'_> {
                 ));
             }
             names.push(name.clone());
-            items.push((
-                std::sync::Arc::<str>::from(name),
-                compile(e, scope, Some(&mut grouping), true)?,
-            ));
+            items.push(compile(e, scope, Some(&mut grouping), true)?);
         }
         let having = match &s.having {
             Some(h) => Some(compile(h, scope, Some(&mut grouping), false)?),
@@ -572,6 +579,7 @@ impl Compiler<'_> {
             });
         }
         let empty = Row::new();
+        let schema = Schema::new(&names).map_err(|e| err(s.pos, e.to_string()))?;
         let stream = groups.map_with_time(move |t, g| {
             let cx = Ctx {
                 row: &empty,
@@ -579,7 +587,7 @@ impl Compiler<'_> {
                 keys: &g.keys,
                 aggs: &g.aggs,
             };
-            Row::new().with_all(items.iter().map(|(n, e)| (n.clone(), e.eval(cx))))
+            schema.row(items.iter().map(|e| e.eval(cx)))
         });
         Ok(Named {
             stream,
@@ -670,13 +678,6 @@ fn project(items: &[Item], r: &Row, t: Time) -> Row {
         // The row as it is: shared, not copied.
         return r.clone();
     }
-    if items
-        .iter()
-        .all(|i| matches!(i, Item::Copy(..) | Item::Expr(..)))
-    {
-        // Named columns only: the row in one allocation.
-        return items.iter().filter_map(|i| column(i, r, t)).collect();
-    }
     let mut out = Row::new();
     for item in items {
         match item {
@@ -685,7 +686,7 @@ fn project(items: &[Item], r: &Row, t: Time) -> Row {
                 let rec = match path.first() {
                     None => Some(r),
                     Some(p) => match r.get(p) {
-                        Some(Value::Row(inner)) => Some(inner),
+                        Some(Value::Row(inner)) => Some(&**inner),
                         _ => None,
                     },
                 };

@@ -115,7 +115,7 @@ fn hopping_having_and_top_one() {
     let got = events(&out["output"]);
     // Windows [-5, 5) has one member (left out), [0, 10) three, [5, 15) two.
     let top = |d: &str, v: i64| {
-        Value::Row(row(&[
+        Value::from(row(&[
             ("device", Value::Str(d.into())),
             ("v", Value::Int(v)),
         ]))
@@ -403,11 +403,11 @@ fn collect_top_keeps_the_first_k_by_the_order() {
     );
     let got = events(&out["output"]);
     let top = |rank: i64, d: &str, v: i64| {
-        Value::Row(row(&[
+        Value::from(row(&[
             ("rank", Value::Int(rank)),
             (
                 "value",
-                Value::Row(row(&[
+                Value::from(row(&[
                     ("device", Value::Str(d.into())),
                     ("v", Value::Int(v)),
                 ])),

@@ -95,7 +95,7 @@ mod tests {
                 "list",
                 Value::List(vec![Value::Bool(true), Value::from("z")]),
             )
-            .with("inner", Value::Row(Row::new().with("deep", -3)));
+            .with("inner", Value::from(Row::new().with("deep", -3)));
         let mut b = Batch::new();
         b.push_point(Time::from_ticks(5), row.clone());
         b.push_point(Time::from_ticks(6), Row::new());

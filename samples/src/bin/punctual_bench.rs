@@ -53,7 +53,7 @@ use punctual::adapters::{
     RecordsInput,
 };
 use punctual::cluster::ClusterConfig;
-use punctual::core::field_name;
+use punctual::core::Schema;
 use punctual::core::ops::{Count, Sum};
 use punctual::prelude::*;
 use punctual_samples::{arg, exit_code, ms};
@@ -273,11 +273,10 @@ impl Run<'_> {
         };
         let sql = SqlQuery::parse(text).map_err(|e| e.show(text))?;
         let mut query = Query::new(name);
-        // The field names made once, shared by every row (`Row::from_fields`: one allocation).
-        let names = [field_name("value"), field_name("key")];
+        // The rows' names made once: each row is its schema and two values, inline.
+        let schema = Schema::new(["value", "key"]).map_err(|e| e.to_string())?;
         let row = move |value: i64, key: u32| {
-            let [v, k] = &names;
-            Row::from_fields([(v, Value::Int(value)), (k, Value::from(i64::from(key)))])
+            schema.row([Value::Int(value), Value::Int(i64::from(key))])
         };
         let reference = if name == "join" {
             let import = AdvanceTimeSettings::builder()
