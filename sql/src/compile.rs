@@ -5,12 +5,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use punctual_core::ops::{Join, Stream};
-use punctual_core::{field_name, Ordered, Row, Schema, Time, TimeSpan, Value};
+use punctual_core::ops::Stream;
+use punctual_core::{field_name, Row, Schema, Time, TimeSpan, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
 use crate::ast::*;
 use crate::eval::{truthy, Ctx, E};
+use crate::join::JoinParts;
 use crate::lower::{compile, constant, Grouping};
 use crate::scope::{canonical, err, walk, Scope};
 use crate::SqlError;
@@ -60,7 +61,7 @@ fn item_name(e: &Expr, alias: &Option<Ident>, n: usize) -> String {
 /// A group's key: one value (no allocation per event for the common case of one key or none),
 /// or several.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-enum GroupKey {
+pub(crate) enum GroupKey {
     One(Value),
     Many(Vec<Value>),
 }
@@ -184,6 +185,8 @@ impl Compiler<'_> {
             nested: false,
         };
         let mut stream = from.stream.clone();
+        // The last join, made once what follows it is known.
+        let mut last: Option<JoinParts> = None;
         for (j, clause) in s.joins.iter().enumerate() {
             let right = self.get(&clause.source.name)?;
             let rref = clause.source.reference().to_owned();
@@ -270,58 +273,61 @@ impl Compiler<'_> {
             for x in &parts.rest {
                 rest.push(compile(x, &combined, None, false)?);
             }
-            let rname = field_name(&rref);
-            let first = j == 0;
-            let pair = Schema::new([&scope.sources[0].0, &rref])
-                .map_err(|e| err(clause.source.name.pos, e.to_string()))?;
-            let combine = move |a: &Row, b: &Row| -> Option<Row> {
-                let row = if first {
-                    pair.row([Value::from(a.clone()), Value::from(b.clone())])
-                } else {
-                    a.clone().with(&rname, Value::from(b.clone()))
-                };
-                rest.iter()
-                    .all(|c| truthy(&c.eval(Ctx::row(&row, Time::NEG_INF))))
-                    .then_some(row)
+            let parts = JoinParts {
+                left: left_stream,
+                right: right_stream,
+                keys: [key_left, key_right],
+                rest,
+                names: [field_name(&scope.sources[0].0), field_name(&rref)],
+                pair: Schema::new([&scope.sources[0].0, &rref])
+                    .map_err(|e| err(clause.source.name.pos, e.to_string()))?,
+                first: j == 0,
             };
-            // A key with a NULL matches nothing: such rows get a key of their side alone.
-            let key = |keys: Vec<E>, side: u8| {
-                move |r: &Row| -> (u8, GroupKey) {
-                    let cx = Ctx::row(r, Time::NEG_INF);
-                    let key = match &keys[..] {
-                        [one] => GroupKey::One(one.eval(cx)),
-                        many => GroupKey::Many(many.iter().map(|k| k.eval(cx)).collect()),
-                    };
-                    let null = match &key {
-                        GroupKey::One(v) => matches!(v, Value::Null),
-                        GroupKey::Many(vs) => vs.iter().any(|v| matches!(v, Value::Null)),
-                    };
-                    if null {
-                        (side, GroupKey::Many(Vec::new()))
-                    } else {
-                        (2, key)
-                    }
-                }
-            };
-            let (kl, kr) = (key(key_left, 0), key(key_right, 1));
-            stream = left_stream.apply_binary(
-                &right_stream,
-                Join::<_, _, _, _, _, _, _, Ordered>::new(kl, kr, move |a: &Row, b: &Row| {
-                    combine(a, b)
-                }),
-            );
+            if j + 1 < s.joins.len() {
+                stream = parts.joined();
+            } else {
+                last = Some(parts);
+            }
             scope = combined;
         }
-        if let Some(w) = &s.filter {
-            let c = compile(w, &scope, None, false)?;
-            stream = stream.filter(move |r| truthy(&c.eval(Ctx::row(r, Time::NEG_INF))));
-        }
+        let filter = match &s.filter {
+            Some(w) => Some(compile(w, &scope, None, false)?),
+            None => None,
+        };
         let grouped = !s.group_by.is_empty()
             || s.items.iter().any(|i| match i {
                 SelectItem::Expr(e, _) => has_aggregate(e),
                 _ => false,
             })
             || s.having.is_some();
+        if let Some(parts) = last {
+            if !grouped {
+                // Named columns only, over fields of the two sources: computed as each
+                // pair is found, with no joined row in between.
+                let (items, names) = self.plain_items(s, &scope)?;
+                let columns: Option<Vec<E>> = items
+                    .iter()
+                    .map(|i| match i {
+                        Item::Expr(_, e) => Some(e.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                let schema = names.as_ref().and_then(|n| Schema::new(n).ok());
+                if let (Some(columns), Some(schema)) = (columns, schema) {
+                    if parts.fuses(filter.as_ref(), &columns) {
+                        return Ok(Named {
+                            stream: parts.fused(filter, schema, columns),
+                            fields: names,
+                            input: false,
+                        });
+                    }
+                }
+            }
+            stream = parts.joined();
+        }
+        if let Some(c) = filter {
+            stream = stream.filter(move |r| truthy(&c.eval(Ctx::row(r, Time::NEG_INF))));
+        }
         if grouped {
             return self.grouped(s, &scope, stream);
         }
@@ -335,6 +341,33 @@ impl Compiler<'_> {
                 input: false,
             });
         }
+        let (items, names) = self.plain_items(s, &scope)?;
+        // Named columns only: every result has the same names, made once.
+        let schema = items
+            .iter()
+            .map(|i| match i {
+                Item::Copy(n, _) | Item::Expr(n, _) => Some(n),
+                Item::All | Item::Spread(_) => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .and_then(|names| Schema::new(names).ok());
+        let stream = stream.map_with_time(move |t, r| match &schema {
+            Some(schema) => schema.row(items.iter().filter_map(|i| column(i, r, t).map(|c| c.1))),
+            None => project(&items, r, t),
+        });
+        Ok(Named {
+            stream,
+            fields: names,
+            input: false,
+        })
+    }
+
+    /// A plain select's columns, and their names when they are known.
+    fn plain_items(
+        &self,
+        s: &Select,
+        scope: &Scope,
+    ) -> Result<(Vec<Item>, Option<Vec<String>>), SqlError> {
         let mut items: Vec<Item> = Vec::new();
         let mut names: Option<Vec<String>> = Some(Vec::new());
         for (n, item) in s.items.iter().enumerate() {
@@ -390,29 +423,12 @@ impl Compiler<'_> {
                     push_name(&mut names, Some(name.clone()));
                     items.push(Item::Expr(
                         field_name(&name),
-                        compile(e, &scope, None, true)?,
+                        compile(e, scope, None, true)?,
                     ));
                 }
             }
         }
-        // Named columns only: every result has the same names, made once.
-        let schema = items
-            .iter()
-            .map(|i| match i {
-                Item::Copy(n, _) | Item::Expr(n, _) => Some(n),
-                Item::All | Item::Spread(_) => None,
-            })
-            .collect::<Option<Vec<_>>>()
-            .and_then(|names| Schema::new(names).ok());
-        let stream = stream.map_with_time(move |t, r| match &schema {
-            Some(schema) => schema.row(items.iter().filter_map(|i| column(i, r, t).map(|c| c.1))),
-            None => project(&items, r, t),
-        });
-        Ok(Named {
-            stream,
-            fields: names,
-            input: false,
-        })
+        Ok((items, names))
     }
 
     fn on_parts(
@@ -572,6 +588,7 @@ impl Compiler<'_> {
             groups = groups.filter(move |g| {
                 truthy(&h.eval(Ctx {
                     row: &empty,
+                    pair: None,
                     time: Time::NEG_INF,
                     keys: &g.keys,
                     aggs: &g.aggs,
@@ -583,6 +600,7 @@ impl Compiler<'_> {
         let stream = groups.map_with_time(move |t, g| {
             let cx = Ctx {
                 row: &empty,
+                pair: None,
                 time: t,
                 keys: &g.keys,
                 aggs: &g.aggs,

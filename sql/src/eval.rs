@@ -90,6 +90,9 @@ pub(crate) enum E {
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx<'a> {
     pub(crate) row: &'a Row,
+    /// Two joined sources' rows under their names, read as if they were the row
+    /// `{names[0]: rows[0], names[1]: rows[1]}` (which is then not built).
+    pub(crate) pair: Option<(&'a [Arc<str>; 2], [&'a Row; 2])>,
     pub(crate) time: Time,
     pub(crate) keys: &'a [Value],
     pub(crate) aggs: &'a [Value],
@@ -99,7 +102,19 @@ impl<'a> Ctx<'a> {
     pub(crate) fn row(row: &'a Row, time: Time) -> Self {
         Ctx {
             row,
+            pair: None,
             time,
+            keys: &[],
+            aggs: &[],
+        }
+    }
+
+    /// The context of a pair of joined rows (no time: see [`E::reads_pairs`]).
+    pub(crate) fn pair(names: &'a [Arc<str>; 2], rows: [&'a Row; 2], empty: &'a Row) -> Self {
+        Ctx {
+            row: empty,
+            pair: Some((names, rows)),
+            time: Time::NEG_INF,
             keys: &[],
             aggs: &[],
         }
@@ -115,9 +130,23 @@ pub(crate) fn path<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Path {
 }
 
 #[inline]
-fn lookup<'r>(row: &'r Row, path: &[Arc<str>]) -> Option<&'r Value> {
+fn lookup<'r>(cx: &Ctx<'r>, path: &[Arc<str>]) -> Option<&'r Value> {
     let (first, rest) = path.split_first()?;
-    let mut v = row.field(first)?;
+    let (mut v, rest) = match cx.pair {
+        None => (cx.row.field(first)?, rest),
+        Some((names, [a, b])) => {
+            let same = |n: &Arc<str>| Arc::ptr_eq(n, first) || **n == **first;
+            let side = if same(&names[0]) {
+                a
+            } else if same(&names[1]) {
+                b
+            } else {
+                return None;
+            };
+            let (second, rest) = rest.split_first()?;
+            (side.field(second)?, rest)
+        }
+    };
     for p in rest {
         match v {
             Value::Row(r) => v = r.field(p)?,
@@ -242,13 +271,37 @@ fn not(v: Value) -> Value {
 }
 
 impl E {
+    /// Whether the expression can be evaluated over a pair of joined rows ([`Ctx::pair`]):
+    /// it reads fields of the sources (paths of two names or more), not a source's whole
+    /// record, nor the time.
+    pub(crate) fn reads_pairs(&self) -> bool {
+        match self {
+            E::Lit(_) | E::Key(_) | E::Agg(_) => true,
+            E::Time => false,
+            E::Field(p) => p.len() >= 2,
+            E::FirstOf(ps) => ps.iter().all(|p| p.len() >= 2),
+            E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => a.reads_pairs(),
+            E::Bin(_, a, b) | E::Like(a, b, _) => a.reads_pairs() && b.reads_pairs(),
+            E::Between(a, b, c, _) => a.reads_pairs() && b.reads_pairs() && c.reads_pairs(),
+            E::In(a, list, _) => a.reads_pairs() && list.iter().all(E::reads_pairs),
+            E::Case(subject, whens, otherwise) => {
+                subject.as_ref().is_none_or(|e| e.reads_pairs())
+                    && whens
+                        .iter()
+                        .all(|(c, t)| c.reads_pairs() && t.reads_pairs())
+                    && otherwise.as_ref().is_none_or(|e| e.reads_pairs())
+            }
+            E::Call(_, args) => args.iter().all(E::reads_pairs),
+        }
+    }
+
     pub(crate) fn eval(&self, cx: Ctx<'_>) -> Value {
         match self {
             E::Lit(v) => v.clone(),
-            E::Field(path) => lookup(cx.row, path).cloned().unwrap_or(Value::Null),
+            E::Field(path) => lookup(&cx, path).cloned().unwrap_or(Value::Null),
             E::FirstOf(paths) => paths
                 .iter()
-                .find_map(|p| lookup(cx.row, p))
+                .find_map(|p| lookup(&cx, p))
                 .cloned()
                 .unwrap_or(Value::Null),
             E::Key(i) => cx.keys.get(*i).cloned().unwrap_or(Value::Null),

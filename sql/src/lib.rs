@@ -82,6 +82,7 @@ mod aggs;
 pub mod ast;
 mod compile;
 mod eval;
+mod join;
 mod lower;
 mod parse;
 mod scope;

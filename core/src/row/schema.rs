@@ -81,7 +81,10 @@ impl Schema {
             local.borrow().get(&key).and_then(|bucket| {
                 bucket
                     .iter()
-                    .find(|(n, _)| n.len() == names.len() && n.iter().zip(names).all(|(a, b)| Arc::ptr_eq(a, b)))
+                    .find(|(n, _)| {
+                        n.len() == names.len()
+                            && n.iter().zip(names).all(|(a, b)| Arc::ptr_eq(a, b))
+                    })
                     .map(|(_, s)| s.clone())
             })
         });

@@ -53,8 +53,8 @@ use punctual::adapters::{
     RecordsInput,
 };
 use punctual::cluster::ClusterConfig;
-use punctual::core::Schema;
 use punctual::core::ops::{Count, Sum};
+use punctual::core::Schema;
 use punctual::prelude::*;
 use punctual_samples::{arg, exit_code, ms};
 
@@ -275,9 +275,8 @@ impl Run<'_> {
         let mut query = Query::new(name);
         // The rows' names made once: each row is its schema and two values, inline.
         let schema = Schema::new(["value", "key"]).map_err(|e| e.to_string())?;
-        let row = move |value: i64, key: u32| {
-            schema.row([Value::Int(value), Value::Int(i64::from(key))])
-        };
+        let row =
+            move |value: i64, key: u32| schema.row([Value::Int(value), Value::Int(i64::from(key))]);
         let reference = if name == "join" {
             let import = AdvanceTimeSettings::builder()
                 .import(AdvanceTimeImportSettings::new("fast"))
