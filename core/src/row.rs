@@ -61,12 +61,25 @@ pub struct Row {
 }
 
 /// A row's values, one per name of its schema.
-#[derive(Clone)]
 enum Values {
     /// Up to [`Schema::INLINE`] values (the rest `Null`).
     Inline([Value; Schema::INLINE]),
     /// More, shared.
     Heap(Arc<[Value]>),
+}
+
+// Written out for two inline values: an array's `clone` and `from_fn` are loops that are not
+// always inlined, and rows are cloned and built per event.
+const _: () = assert!(Schema::INLINE == 2);
+
+impl Clone for Values {
+    #[inline]
+    fn clone(&self) -> Values {
+        match self {
+            Values::Inline([a, b]) => Values::Inline([a.clone(), b.clone()]),
+            Values::Heap(v) => Values::Heap(Arc::clone(v)),
+        }
+    }
 }
 
 impl Default for Row {
@@ -326,11 +339,15 @@ impl Row {
         let n = schema.len();
         let mut values = values.into_iter();
         let values = if n <= Schema::INLINE {
-            let mut inline: [Value; Schema::INLINE] = Default::default();
-            for (slot, v) in inline[..n].iter_mut().zip(&mut values) {
-                *slot = v;
-            }
-            Values::Inline(inline)
+            let mut next = |i: usize| {
+                if i < n {
+                    values.next().unwrap_or_default()
+                } else {
+                    Value::Null
+                }
+            };
+            let first = next(0);
+            Values::Inline([first, next(1)])
         } else {
             // An iterator of known length: one allocation, of the row's size.
             let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
