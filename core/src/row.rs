@@ -22,8 +22,10 @@ use crate::ops::fxhash::FxHasher;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 mod schema;
+mod text;
 
 pub use schema::{DuplicateField, Schema};
+pub use text::Text;
 
 /// One field value of a [`Row`].
 #[derive(Clone, Debug, Default)]
@@ -37,10 +39,10 @@ pub enum Value {
     Int(i64),
     /// A floating-point number.
     Float(f64),
-    /// A string.
-    Str(String),
-    /// A list.
-    List(Vec<Value>),
+    /// A string (shared text: see [`Text`]).
+    Str(Text),
+    /// A list (shared: cloning the value does not copy the list).
+    List(Arc<Vec<Value>>),
     /// A nested row (shared: cloning the value does not copy the row).
     Row(Arc<Row>),
 }
@@ -199,9 +201,9 @@ impl Value {
                 Some(i) => Value::Int(i),
                 None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
             },
-            serde_json::Value::String(s) => Value::Str(s),
+            serde_json::Value::String(s) => Value::Str(Text::from(s)),
             serde_json::Value::Array(a) => {
-                Value::List(a.into_iter().map(Value::from_json).collect())
+                Value::List(Arc::new(a.into_iter().map(Value::from_json).collect()))
             }
             serde_json::Value::Object(o) => Value::Row(Arc::new(object(o))),
         }
@@ -216,7 +218,7 @@ impl Value {
             Value::Float(f) => serde_json::Number::from_f64(*f)
                 .map(serde_json::Value::Number)
                 .unwrap_or(serde_json::Value::Null),
-            Value::Str(s) => serde_json::Value::String(s.clone()),
+            Value::Str(s) => serde_json::Value::String(s.to_string()),
             Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
             Value::Row(r) => r.to_json(),
         }
@@ -286,13 +288,19 @@ impl std::hash::Hash for Row {
 
 impl From<&str> for Value {
     fn from(s: &str) -> Value {
-        Value::Str(s.to_owned())
+        Value::Str(Text::from(s))
     }
 }
 
 impl From<String> for Value {
     fn from(s: String) -> Value {
-        Value::Str(s)
+        Value::Str(Text::from(s))
+    }
+}
+
+impl From<Vec<Value>> for Value {
+    fn from(l: Vec<Value>) -> Value {
+        Value::List(Arc::new(l))
     }
 }
 
@@ -653,8 +661,8 @@ impl<'de> Deserialize<'de> for Value {
             Tagged::Bool(b) => Value::Bool(b),
             Tagged::Int(i) => Value::Int(i),
             Tagged::Float(f) => Value::Float(f),
-            Tagged::Str(t) => Value::Str(t),
-            Tagged::List(l) => Value::List(l),
+            Tagged::Str(t) => Value::Str(Text::from(t)),
+            Tagged::List(l) => Value::List(Arc::new(l)),
             Tagged::Row(r) => Value::Row(Arc::new(r)),
         })
     }
@@ -694,6 +702,28 @@ mod tests {
         assert_eq!(h(&Value::Int(big)), h(&Value::Float((1i64 << 53) as f64)));
         assert_eq!(h(&Value::Float(-0.0)), h(&Value::Int(0)));
         assert_eq!(h(&Value::Int(i64::MAX)), h(&Value::Float(i64::MAX as f64)));
+    }
+
+    #[test]
+    fn values_are_two_words_and_small_rows_hold_theirs_inline() {
+        assert_eq!(std::mem::size_of::<Value>(), 16);
+        assert_eq!(std::mem::size_of::<Row>(), 16 + 2 * 16);
+        let schema = Schema::new(["a", "b"]).unwrap();
+        let row = schema.row([Value::from(1), Value::from("x")]);
+        let copy = row.clone();
+        // The values live in the row itself: a copy's are at other addresses.
+        assert!(!std::ptr::eq(row.values().as_ptr(), copy.values().as_ptr()));
+        assert_eq!(row, copy);
+        // A wider row shares its values with its copies.
+        let wide = Row::from_fields([
+            ("a", Value::from(1)),
+            ("b", Value::from(2)),
+            ("c", Value::from(3)),
+        ]);
+        assert!(std::ptr::eq(
+            wide.values().as_ptr(),
+            wide.clone().values().as_ptr()
+        ));
     }
 
     #[test]

@@ -167,7 +167,7 @@ impl Aggregate<Row> for SqlAggs {
                 AggState::Top(v) => v
                     .as_ref()
                     .map_or(Value::Null, |(_, r)| Value::from(r.clone())),
-                AggState::Tops(tops) => Value::List(
+                AggState::Tops(tops) => Value::from(
                     tops.iter()
                         .enumerate()
                         .map(|(i, (_, r))| {
@@ -177,7 +177,7 @@ impl Aggregate<Row> for SqlAggs {
                                     .with("value", Value::from(r.clone())),
                             )
                         })
-                        .collect(),
+                        .collect::<Vec<_>>(),
                 ),
             })
             .collect()

@@ -172,7 +172,7 @@ fn num(v: &Value) -> Option<f64> {
 fn text(v: &Value) -> Option<String> {
     match v {
         Value::Null => None,
-        Value::Str(s) => Some(s.clone()),
+        Value::Str(s) => Some(s.to_string()),
         Value::Int(i) => Some(i.to_string()),
         Value::Float(f) => Some(f.to_string()),
         Value::Bool(b) => Some(if *b { "1" } else { "0" }.to_owned()),
@@ -201,7 +201,7 @@ fn arith(op: BinOp, a: &Value, b: &Value) -> Value {
     }
     if op == BinOp::Add {
         if let (Value::Str(x), Value::Str(y)) = (a, b) {
-            return Value::Str(format!("{x}{y}"));
+            return Value::from(format!("{x}{y}"));
         }
     }
     match (num(a), num(b)) {
@@ -306,7 +306,7 @@ impl E {
                 .unwrap_or(Value::Null),
             E::Key(i) => cx.keys.get(*i).cloned().unwrap_or(Value::Null),
             E::Agg(i) => cx.aggs.get(*i).cloned().unwrap_or(Value::Null),
-            E::Time => Value::Str(cx.time.to_rfc3339()),
+            E::Time => Value::from(cx.time.to_rfc3339()),
             E::Not(e) => not(e.eval(cx)),
             E::Neg(e) => match e.eval(cx) {
                 Value::Int(i) => i.checked_neg().map_or(Value::Null, Value::Int),
@@ -394,7 +394,7 @@ fn cast(v: Value, ty: SqlType) -> Value {
             num(&v).map_or(Value::Null, float)
         }
         (SqlType::Float, Value::Str(s)) => s.trim().parse().map_or(Value::Null, float),
-        (SqlType::Nvarchar, v) => text(&v).map_or(Value::Null, Value::Str),
+        (SqlType::Nvarchar, v) => text(&v).map_or(Value::Null, Value::from),
         (SqlType::Bit, Value::Bool(b)) => Value::Bool(b),
         (SqlType::Bit, Value::Int(i)) => Value::Bool(i != 0),
         (SqlType::Bit, Value::Str(s)) => match s.to_ascii_lowercase().as_str() {
@@ -403,7 +403,7 @@ fn cast(v: Value, ty: SqlType) -> Value {
             _ => Value::Null,
         },
         (SqlType::Datetime, Value::Str(s)) => {
-            Time::parse_rfc3339(&s).map_or(Value::Null, |t| Value::Str(t.to_rfc3339()))
+            Time::parse_rfc3339(&s).map_or(Value::Null, |t| Value::from(t.to_rfc3339()))
         }
         (SqlType::Record, v @ Value::Row(_)) => v,
         _ => Value::Null,
@@ -415,8 +415,8 @@ fn call(f: Func, args: &[E], cx: Ctx<'_>) -> Value {
     let s = |i: usize| text(&arg(i));
     let x = |i: usize| num(&arg(i));
     match f {
-        Func::Upper => s(0).map_or(Value::Null, |t| Value::Str(t.to_uppercase())),
-        Func::Lower => s(0).map_or(Value::Null, |t| Value::Str(t.to_lowercase())),
+        Func::Upper => s(0).map_or(Value::Null, |t| Value::from(t.to_uppercase())),
+        Func::Lower => s(0).map_or(Value::Null, |t| Value::from(t.to_lowercase())),
         Func::Len => s(0).map_or(Value::Null, |t| Value::Int(t.chars().count() as i64)),
         Func::Concat => Value::Str((0..args.len()).filter_map(s).collect()),
         Func::Substring => match (s(0), arg(1).as_i64(), arg(2).as_i64()) {
@@ -430,14 +430,14 @@ fn call(f: Func, args: &[E], cx: Ctx<'_>) -> Value {
             }
             _ => Value::Null,
         },
-        Func::Trim => s(0).map_or(Value::Null, |t| Value::Str(t.trim().to_owned())),
-        Func::Ltrim => s(0).map_or(Value::Null, |t| Value::Str(t.trim_start().to_owned())),
-        Func::Rtrim => s(0).map_or(Value::Null, |t| Value::Str(t.trim_end().to_owned())),
+        Func::Trim => s(0).map_or(Value::Null, |t| Value::from(t.trim().to_owned())),
+        Func::Ltrim => s(0).map_or(Value::Null, |t| Value::from(t.trim_start().to_owned())),
+        Func::Rtrim => s(0).map_or(Value::Null, |t| Value::from(t.trim_end().to_owned())),
         Func::Replace => match (s(0), s(1), s(2)) {
             (Some(t), Some(from), Some(to)) if !from.is_empty() => {
-                Value::Str(t.replace(&from, &to))
+                Value::from(t.replace(&from, &to))
             }
-            (Some(t), Some(_), Some(_)) => Value::Str(t),
+            (Some(t), Some(_), Some(_)) => Value::from(t),
             _ => Value::Null,
         },
         Func::CharIndex => match (s(0), s(1)) {

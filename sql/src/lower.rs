@@ -34,7 +34,7 @@ pub(crate) fn compile(
         ExprKind::Bool(b) => E::Lit(Value::Bool(*b)),
         ExprKind::Int(i) => E::Lit(Value::Int(*i)),
         ExprKind::Float(f) => E::Lit(Value::Float(*f)),
-        ExprKind::Str(s) => E::Lit(Value::Str(s.clone())),
+        ExprKind::Str(s) => E::Lit(Value::from(s.clone())),
         ExprKind::Column(path) => {
             if group.is_some() {
                 return Err(err(

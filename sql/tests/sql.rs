@@ -82,7 +82,7 @@ fn tumbling_window_per_key_with_the_window_end() {
                 ("mean", Value::Float(mean)),
                 ("lo", Value::Int(lo)),
                 ("hi", Value::Int(hi)),
-                ("window_end", Value::Str(Time::to_rfc3339(t(end)))),
+                ("window_end", Value::from(Time::to_rfc3339(t(end)))),
             ]),
         )
     };
@@ -470,7 +470,7 @@ fn collect_top_keeps_the_first_k_by_the_order() {
     // 9 first; of the two 5s, the first to arrive.
     assert_eq!(
         got[0].2.get("top"),
-        Some(&Value::List(vec![top(1, "b", 9), top(2, "a", 5)]))
+        Some(&Value::from(vec![top(1, "b", 9), top(2, "a", 5)]))
     );
     let e = build_err(
         "SELECT CollectTop(0) OVER (ORDER BY v) AS t FROM readings GROUP BY TumblingWindow(second, 1)",

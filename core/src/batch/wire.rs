@@ -93,7 +93,7 @@ mod tests {
             .with("none", Value::Null)
             .with(
                 "list",
-                Value::List(vec![Value::Bool(true), Value::from("z")]),
+                Value::from(vec![Value::Bool(true), Value::from("z")]),
             )
             .with("inner", Value::from(Row::new().with("deep", -3)));
         let mut b = Batch::new();
