@@ -27,8 +27,13 @@ mod text;
 pub use schema::{DuplicateField, Schema};
 pub use text::Text;
 
-/// One field value of a [`Row`].
+/// One field value of a [`Row`]: two words, its kind and its value.
 #[derive(Clone, Debug, Default)]
+// The kind a whole word and every value at the second: a value is moved as two aligned
+// words (with a one-byte kind and a `bool` at the second byte, moves copied bytes 1 to 16
+// piecewise, and reading them back waited on those stores: a third of the query language's
+// time per event in a profile).
+#[repr(u64)]
 pub enum Value {
     /// JSON `null`, or a missing value.
     #[default]
@@ -343,6 +348,7 @@ impl Row {
 
     /// A row of `schema`'s names with these values by position (missing ones `NULL`, extra
     /// ones left out).
+    #[inline]
     pub(crate) fn assemble(schema: Schema, values: impl IntoIterator<Item = Value>) -> Row {
         let n = schema.len();
         let mut values = values.into_iter();

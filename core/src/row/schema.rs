@@ -146,6 +146,7 @@ impl Schema {
 
     /// A row of these values, one per name in order (missing values are `NULL`, extra ones
     /// are left out).
+    #[inline]
     pub fn row(&self, values: impl IntoIterator<Item = Value>) -> Row {
         Row::assemble(self.clone(), values)
     }
