@@ -49,7 +49,20 @@ pub(crate) enum AggState {
 pub(crate) struct SqlAggs(pub(crate) Vec<AggFn>);
 
 fn eval(e: &E, row: &Row) -> Value {
-    e.eval(Ctx::row(row, Time::NEG_INF))
+    e.eval(cx(row))
+}
+
+fn cx(row: &Row) -> Ctx<'_> {
+    Ctx::row(row, Time::NEG_INF)
+}
+
+/// What a value adds to a sum: an integer, a float, or nothing.
+fn sum_term(v: &Value) -> Option<Result<i64, f64>> {
+    match *v {
+        Value::Int(i) => Some(Ok(i)),
+        Value::Float(f) => Some(Err(f)),
+        _ => None,
+    }
 }
 
 impl Aggregate<Row> for SqlAggs {
@@ -74,11 +87,14 @@ impl Aggregate<Row> for SqlAggs {
         for (f, st) in self.0.iter().zip(state.iter_mut()) {
             match (f, st) {
                 (AggFn::CountStar, AggState::Count(n)) => *n += 1,
-                (AggFn::Count(e), AggState::Count(n)) if !matches!(eval(e, row), Value::Null) => {
+                (AggFn::Count(e), AggState::Count(n))
+                    if !e.with(cx(row), |v| matches!(v, Value::Null)) =>
+                {
                     *n += 1;
                 }
-                (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => match eval(e, row) {
-                    Value::Int(v) => {
+                (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => match e.with(cx(row), sum_term)
+                {
+                    Some(Ok(v)) => {
                         *x += v as f64;
                         *n += 1;
                         match i.checked_add(v) {
@@ -86,15 +102,15 @@ impl Aggregate<Row> for SqlAggs {
                             None => *all_int = false,
                         }
                     }
-                    Value::Float(v) => {
+                    Some(Err(v)) => {
                         *x += v;
                         *n += 1;
                         *all_int = false;
                     }
-                    _ => {}
+                    None => {}
                 },
                 (AggFn::Avg(e), AggState::Avg(x, n)) => {
-                    if let Some(v) = eval(e, row).as_f64() {
+                    if let Some(v) = e.with(cx(row), Value::as_f64) {
                         *x += v;
                         *n += 1;
                     }

@@ -295,6 +295,28 @@ impl E {
         }
     }
 
+    /// The value of a literal or a field, by reference (no copy, no call); `None` for
+    /// anything to compute.
+    #[inline]
+    pub(crate) fn peek<'a>(&'a self, cx: &Ctx<'a>) -> Option<&'a Value> {
+        static NULL: Value = Value::Null;
+        match self {
+            E::Lit(v) => Some(v),
+            E::Field(path) => Some(lookup(cx, path).unwrap_or(&NULL)),
+            _ => None,
+        }
+    }
+
+    /// Applies `f` to the expression's value: by reference for a literal or a field, else to
+    /// the value computed.
+    #[inline]
+    pub(crate) fn with<'a, T>(&'a self, cx: Ctx<'a>, f: impl FnOnce(&Value) -> T) -> T {
+        match self.peek(&cx) {
+            Some(v) => f(v),
+            None => f(&self.eval(cx)),
+        }
+    }
+
     pub(crate) fn eval(&self, cx: Ctx<'_>) -> Value {
         match self {
             E::Lit(v) => v.clone(),
@@ -324,13 +346,13 @@ impl E {
                 _ => Value::Null,
             },
             E::Bin(op, a, b) => {
-                let (a, b) = (a.eval(cx), b.eval(cx));
-                match op {
+                let apply = |a: &Value, b: &Value| match op {
                     BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
-                        arith(*op, &a, &b)
+                        arith(*op, a, b)
                     }
-                    _ => compare(*op, &a, &b),
-                }
+                    _ => compare(*op, a, b),
+                };
+                a.with(cx, |a| b.with(cx, |b| apply(a, b)))
             }
             E::IsNull(e, negated) => Value::Bool(matches!(e.eval(cx), Value::Null) != *negated),
             E::Between(e, lo, hi, negated) => {
