@@ -605,7 +605,7 @@ impl Compiler<'_> {
                 keys: &g.keys,
                 aggs: &g.aggs,
             };
-            schema.row(items.iter().map(|e| e.eval(cx)))
+            schema.row(items.iter().map(|e| e.with(cx, Value::clone)))
         });
         Ok(Named {
             stream,
@@ -686,7 +686,7 @@ fn column<'i>(item: &'i Item, r: &Row, t: Time) -> Option<(&'i Arc<str>, Value)>
             let v = path.first().and_then(|p| r.field(p)).cloned();
             Some((name, v.unwrap_or(Value::Null)))
         }
-        Item::Expr(name, e) => Some((name, e.eval(Ctx::row(r, t)))),
+        Item::Expr(name, e) => Some((name, e.with(Ctx::row(r, t), Value::clone))),
         Item::All | Item::Spread(_) => None,
     }
 }

@@ -295,7 +295,7 @@ impl E {
         }
     }
 
-    /// The value of a literal or a field, by reference (no copy, no call); `None` for
+    /// The value of a literal, a field, a group key or an aggregate, by reference (no copy, no call); `None` for
     /// anything to compute.
     #[inline]
     pub(crate) fn peek<'a>(&'a self, cx: &Ctx<'a>) -> Option<&'a Value> {
@@ -303,6 +303,8 @@ impl E {
         match self {
             E::Lit(v) => Some(v),
             E::Field(path) => Some(lookup(cx, path).unwrap_or(&NULL)),
+            E::Key(i) => Some(cx.keys.get(*i).unwrap_or(&NULL)),
+            E::Agg(i) => Some(cx.aggs.get(*i).unwrap_or(&NULL)),
             _ => None,
         }
     }

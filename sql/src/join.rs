@@ -88,7 +88,7 @@ impl JoinParts {
                 move |a: &Row, b: &Row| -> Option<Row> {
                     let cx = Ctx::pair(&names, [a, b], &empty);
                     let keep = rest.iter().chain(&filter).all(|c| truthy(&c.eval(cx)));
-                    keep.then(|| schema.row(columns.iter().map(|c| c.eval(cx))))
+                    keep.then(|| schema.row(columns.iter().map(|c| c.with(cx, Value::clone))))
                 },
             ),
         )
