@@ -379,20 +379,10 @@ impl<P: Clone> ReleaseBuffer<P> {
         other.reserve(nm + ns);
         payload.reserve(nm + ns);
         if std::mem::needs_drop::<P>() {
-            // Payloads that own something are moved, never cloned: the released prefix comes
-            // out of the run whole, then the two sorted sequences are merged.
-            let (first, main) = self.run.take_front(nm);
+            // Payloads that own something are moved, never cloned.
             let mut side = ready.drain(..).peekable();
-            for (i, (s, o, p)) in main.into_iter().enumerate() {
-                while let Some(h) = side.next_if(|h| goes_before(h, s, first + i as u64)) {
-                    sync.push(h.sync);
-                    other.push(h.other);
-                    payload.push(h.payload);
-                }
-                sync.push(s);
-                other.push(o);
-                payload.push(p);
-            }
+            self.run
+                .move_front_into(nm, &mut side, sync, other, payload);
             for h in side {
                 sync.push(h.sync);
                 other.push(h.other);
@@ -453,14 +443,6 @@ fn in_order(sync: &[Time], mut last: Time) -> usize {
             ok
         })
         .count()
-}
-
-/// Whether out-of-order result `h` goes before the main result at sync `s` and position
-/// `pos`: it goes after the main results with lower sync, and those with equal sync pushed
-/// before it.
-#[inline]
-fn goes_before<P>(h: &SideEntry<P>, s: Time, pos: u64) -> bool {
-    h.sync < s || (h.sync == s && pos >= h.main_pos)
 }
 
 /// How many of `slice` (main results from position `start`) go before out-of-order result

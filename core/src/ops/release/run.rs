@@ -228,37 +228,71 @@ impl<P> MainRun<P> {
         }
     }
 
-    /// Takes the first `n` results out, moving their payloads (for payloads with drop glue,
-    /// which a release must not clone); returns the position of the first and the results.
-    pub(super) fn take_front(&mut self, n: usize) -> (u64, Vec<(Time, Time, P)>) {
-        let first = self
-            .chunks
-            .front()
-            .map_or(self.pushed, |c| c.start + c.front as u64);
-        let mut taken = Vec::with_capacity(n);
+    /// Moves the first `n` results out into `sync`, `other` and `payload` (for payloads
+    /// with drop glue, which a release must not clone), merged with the out-of-order results
+    /// `side` (sorted) that go among them: each goes where [`place`](super::place) says,
+    /// those that go after all `n` are left in `side`. Each chunk's released part goes out in
+    /// pieces, nothing allocated.
+    pub(super) fn move_front_into(
+        &mut self,
+        n: usize,
+        side: &mut std::iter::Peekable<std::vec::Drain<'_, super::SideEntry<P>>>,
+        sync: &mut Vec<Time>,
+        other: &mut Vec<Time>,
+        payload: &mut Vec<P>,
+    ) {
         let mut left = n;
         while left > 0 {
             let Some(chunk) = self.chunks.front_mut() else {
                 break;
             };
-            let (lo, k) = (chunk.front, left.min(chunk.sync.len() - chunk.front));
-            let times: Vec<(Time, Time)> = (lo..lo + k)
-                .map(|i| (chunk.sync[i], chunk.other(i)))
-                .collect();
-            // The results before `front` were released already (copies): dropped with these.
-            let mut payloads = chunk.payload.drain(..lo + k);
-            for _ in 0..lo {
-                payloads.next();
+            let Chunk {
+                sync: csync,
+                other: cother,
+                payload: cpayload,
+                front,
+                start,
+            } = chunk;
+            let (lo, hi) = (*front, (*front + left).min(csync.len()));
+            let slice = &csync[lo..hi];
+            let at = *start + lo as u64;
+            let others = |a: usize, b: usize, to: &mut Vec<Time>| {
+                if cother.is_empty() {
+                    push_point_ends(&slice[a..b], to);
+                } else {
+                    to.extend_from_slice(&cother[lo + a..lo + b]);
+                }
+            };
+            // The results before `front` were released already (copies): dropped here.
+            let mut moved = cpayload.drain(..hi);
+            moved.by_ref().take(lo).for_each(drop);
+            let mut done = 0;
+            while let Some(h) = side.peek() {
+                let cut = done + super::place(&slice[done..], at + done as u64, h);
+                if cut == slice.len() {
+                    break;
+                }
+                sync.extend_from_slice(&slice[done..cut]);
+                others(done, cut, other);
+                payload.extend(moved.by_ref().take(cut - done));
+                if let Some(h) = side.next() {
+                    sync.push(h.sync);
+                    other.push(h.other);
+                    payload.push(h.payload);
+                }
+                done = cut;
             }
-            taken.extend(times.into_iter().zip(payloads).map(|((s, o), p)| (s, o, p)));
-            chunk.sync.drain(..lo + k);
-            if !chunk.points_only() {
-                chunk.other.drain(..lo + k);
+            sync.extend_from_slice(&slice[done..]);
+            others(done, slice.len(), other);
+            payload.extend(moved);
+            csync.drain(..hi);
+            if !cother.is_empty() {
+                cother.drain(..hi);
             }
-            chunk.start += (lo + k) as u64;
-            chunk.front = 0;
-            left -= k;
-            if chunk.sync.is_empty() {
+            *start += hi as u64;
+            *front = 0;
+            left -= hi - lo;
+            if csync.is_empty() {
                 self.recycle_front();
             }
         }
@@ -266,7 +300,6 @@ impl<P> MainRun<P> {
         if self.len == 0 {
             self.drop_front(0);
         }
-        (first, taken)
     }
 
     fn recycle_front(&mut self) {
