@@ -12,8 +12,9 @@
 //! the streams of a query ([`SqlQuery::build`]) as the operators the Rust API builds: `WHERE`
 //! is a filter, the select list a projection, `GROUP BY` with a window is a window with a
 //! group-by and an aggregate, `JOIN` is the temporal join, `UNION` the union. A query in this
-//! language runs on the one engine; its payloads are rows of named, dynamic values, which cost
-//! more per event than the typed payloads of a Rust query (see the repository's BENCHMARKS.md).
+//! language runs on the one engine; its payloads are rows of named, dynamic values (each
+//! result's names made once, values by position), which cost more per event than the typed
+//! payloads of a Rust query (see the repository's BENCHMARKS.md).
 //!
 //! What it takes:
 //!
