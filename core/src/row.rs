@@ -352,21 +352,30 @@ impl Row {
     pub(crate) fn assemble(schema: Schema, values: impl IntoIterator<Item = Value>) -> Row {
         let n = schema.len();
         let mut values = values.into_iter();
-        let values = if n <= Schema::INLINE {
-            let mut next = |i: usize| {
-                if i < n {
-                    values.next().unwrap_or_default()
-                } else {
-                    Value::Null
-                }
-            };
-            let first = next(0);
-            Values::Inline([first, next(1)])
-        } else {
-            // An iterator of known length: one allocation, of the row's size.
-            let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
-            Values::Heap((0..n).map(|_| values.next().unwrap_or_default()).collect())
+        if n > Schema::INLINE {
+            return Row::assemble_heap(schema, values);
+        }
+        let mut next = |i: usize| {
+            if i < n {
+                values.next().unwrap_or_default()
+            } else {
+                Value::Null
+            }
         };
+        let first = next(0);
+        Row {
+            schema,
+            values: Values::Inline([first, next(1)]),
+        }
+    }
+
+    /// [`Row::assemble`] of a row wider than [`Schema::INLINE`]: its values in one allocation.
+    #[inline(never)]
+    fn assemble_heap(schema: Schema, values: impl Iterator<Item = Value>) -> Row {
+        let n = schema.len();
+        // An iterator of known length: one allocation, of the row's size.
+        let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
+        let values = Values::Heap((0..n).map(|_| values.next().unwrap_or_default()).collect());
         Row { schema, values }
     }
 
