@@ -39,9 +39,27 @@ pub(crate) enum AggState {
     Sum(i64, f64, bool, u64),
     Avg(f64, u64),
     Extremum(Option<Value>),
-    Top(Option<(Value, Row)>),
+    Top(Option<Box<(Value, Row)>>),
     /// The first members so far, in order.
     Tops(Vec<(Value, Row)>),
+}
+
+/// The states of a query's aggregates: the first two inline (kept in the window's table with
+/// the group, not behind a pointer per group), the others in a vector.
+#[derive(Clone, Debug)]
+pub(crate) struct AggStates {
+    head: [AggState; 2],
+    tail: Vec<AggState>,
+}
+
+impl AggStates {
+    fn iter(&self) -> impl Iterator<Item = &AggState> {
+        self.head.iter().chain(&self.tail)
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut AggState> {
+        self.head.iter_mut().chain(&mut self.tail)
+    }
 }
 
 /// A grouped query's aggregates, computed together.
@@ -66,24 +84,28 @@ fn sum_term(v: &Value) -> Option<Result<i64, f64>> {
 }
 
 impl Aggregate<Row> for SqlAggs {
-    type State = Vec<AggState>;
+    type State = AggStates;
     type Output = Vec<Value>;
 
-    fn init(&self) -> Vec<AggState> {
-        self.0
-            .iter()
-            .map(|f| match f {
-                AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
-                AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
-                AggFn::Avg(_) => AggState::Avg(0.0, 0),
-                AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
-                AggFn::TopOne(..) => AggState::Top(None),
-                AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
-            })
-            .collect()
+    fn init(&self) -> AggStates {
+        let mut states = self.0.iter().map(|f| match f {
+            AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
+            AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
+            AggFn::Avg(_) => AggState::Avg(0.0, 0),
+            AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
+            AggFn::TopOne(..) => AggState::Top(None),
+            AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
+        });
+        // Slots past the aggregates are never read (every use zips with them).
+        let mut next = || states.next().unwrap_or(AggState::Count(0));
+        let head = [next(), next()];
+        AggStates {
+            head,
+            tail: states.collect(),
+        }
     }
 
-    fn add(&self, state: &mut Vec<AggState>, row: &Row) {
+    fn add(&self, state: &mut AggStates, row: &Row) {
         for (f, st) in self.0.iter().zip(state.iter_mut()) {
             match (f, st) {
                 (AggFn::CountStar, AggState::Count(n)) => *n += 1,
@@ -140,7 +162,7 @@ impl Aggregate<Row> for SqlAggs {
                     let better = match cur {
                         None => true,
                         // Ties keep the first member.
-                        Some((c, _)) => compare_values(&v, c).is_some_and(|o| {
+                        Some(top) => compare_values(&v, &top.0).is_some_and(|o| {
                             if *desc {
                                 o.is_gt()
                             } else {
@@ -149,7 +171,7 @@ impl Aggregate<Row> for SqlAggs {
                         }),
                     };
                     if better {
-                        *cur = Some((v, row.clone()));
+                        *cur = Some(Box::new((v, row.clone())));
                     }
                 }
                 (AggFn::CollectTop(k, e, desc), AggState::Tops(tops)) => {
@@ -169,10 +191,11 @@ impl Aggregate<Row> for SqlAggs {
         }
     }
 
-    fn result(&self, state: &Vec<AggState>) -> Vec<Value> {
-        state
+    fn result(&self, state: &AggStates) -> Vec<Value> {
+        self.0
             .iter()
-            .map(|st| match st {
+            .zip(state.iter())
+            .map(|(_, st)| match st {
                 AggState::Count(n) => Value::Int(i64::try_from(*n).unwrap_or(i64::MAX)),
                 AggState::Sum(_, _, _, 0) => Value::Null,
                 AggState::Sum(i, _, true, _) => Value::Int(*i),
@@ -182,7 +205,7 @@ impl Aggregate<Row> for SqlAggs {
                 AggState::Extremum(v) => v.clone().unwrap_or(Value::Null),
                 AggState::Top(v) => v
                     .as_ref()
-                    .map_or(Value::Null, |(_, r)| Value::from(r.clone())),
+                    .map_or(Value::Null, |top| Value::from(top.1.clone())),
                 AggState::Tops(tops) => Value::from(
                     tops.iter()
                         .enumerate()
