@@ -39,23 +39,16 @@ impl JoinParts {
             pair,
             first,
         } = self;
-        left.apply_binary(
-            &right,
-            Join::<_, _, _, _, _, _, _, Ordered>::new(
-                key_of(kl, 0),
-                key_of(kr, 1),
-                move |a: &Row, b: &Row| -> Option<Row> {
-                    let row = if first {
-                        pair.row([Value::from(a.clone()), Value::from(b.clone())])
-                    } else {
-                        a.clone().with(&rname, Value::from(b.clone()))
-                    };
-                    rest.iter()
-                        .all(|c| truthy(&c.eval(Ctx::row(&row, Time::NEG_INF))))
-                        .then_some(row)
-                },
-            ),
-        )
+        join(left, right, kl, kr, move |a, b| {
+            let row = if first {
+                pair.row([Value::from(a.clone()), Value::from(b.clone())])
+            } else {
+                a.clone().with(&rname, Value::from(b.clone()))
+            };
+            rest.iter()
+                .all(|c| truthy(&c.eval(Ctx::row(&row, Time::NEG_INF))))
+                .then_some(row)
+        })
     }
 
     /// Whether the select's `WHERE` and columns can be evaluated on each pair as it is
@@ -80,19 +73,27 @@ impl JoinParts {
             ..
         } = self;
         let empty = Row::new();
-        left.apply_binary(
-            &right,
-            Join::<_, _, _, _, _, _, _, Ordered>::new(
-                key_of(kl, 0),
-                key_of(kr, 1),
-                move |a: &Row, b: &Row| -> Option<Row> {
-                    let cx = Ctx::pair(&names, [a, b], &empty);
-                    let keep = rest.iter().chain(&filter).all(|c| truthy(&c.eval(cx)));
-                    keep.then(|| schema.row(columns.iter().map(|c| c.with(cx, Value::clone))))
-                },
-            ),
-        )
+        join(left, right, kl, kr, move |a, b| {
+            let cx = Ctx::pair(&names, [a, b], &empty);
+            let keep = rest.iter().chain(&filter).all(|c| truthy(&c.eval(cx)));
+            keep.then(|| schema.row(columns.iter().map(|c| c.with(cx, Value::clone))))
+        })
     }
+}
+
+/// The temporal join of `left` and `right` on their keys' values, `combine` making each
+/// pair's result (or none).
+fn join(
+    left: Stream<Row>,
+    right: Stream<Row>,
+    kl: Vec<E>,
+    kr: Vec<E>,
+    combine: impl Fn(&Row, &Row) -> Option<Row> + Clone + Send + 'static,
+) -> Stream<Row> {
+    left.apply_binary(
+        &right,
+        Join::<_, _, _, _, _, _, _, Ordered>::new(key_of(kl, 0), key_of(kr, 1), combine),
+    )
 }
 
 /// A side's join key: its equalities' values. A key with a `NULL` matches nothing: such rows

@@ -232,7 +232,8 @@ impl<P> MainRun<P> {
     /// with drop glue, which a release must not clone), merged with the out-of-order results
     /// `side` (sorted) that go among them: each goes where [`place`](super::place) says,
     /// those that go after all `n` are left in `side`. Each chunk's released part goes out in
-    /// pieces, nothing allocated.
+    /// pieces, nothing allocated. (The copy path in `release_into` merges the same way over
+    /// slices; one function for both, through a closure, made typed queries 3-7% slower.)
     pub(super) fn move_front_into(
         &mut self,
         n: usize,
