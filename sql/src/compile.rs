@@ -58,14 +58,6 @@ fn item_name(e: &Expr, alias: &Option<Ident>, n: usize) -> String {
     }
 }
 
-/// A group's key: one value (no allocation per event for the common case of one key or none),
-/// or several.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum GroupKey {
-    One(Value),
-    Many(Vec<Value>),
-}
-
 /// The result of a grouped query before its select list: the group's keys and aggregates.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Group {
@@ -563,22 +555,29 @@ impl Compiler<'_> {
             WindowSql::Sliding { size } => stream.alter_duration(size).snapshot_window(),
             WindowSql::Snapshot => stream.snapshot_window(),
         };
-        let mut groups = windowed
-            .group_by(move |r: &Row| {
-                let cx = Ctx::row(r, Time::NEG_INF);
-                match key_exprs.as_slice() {
-                    [] => GroupKey::One(Value::Null),
-                    [one] => GroupKey::One(one.eval(cx)),
-                    many => GroupKey::Many(many.iter().map(|k| k.eval(cx)).collect()),
-                }
-            })
-            .aggregate_into(aggs, |k: &GroupKey, aggs| Group {
-                keys: match k {
-                    GroupKey::One(v) => vec![v.clone()],
-                    GroupKey::Many(vs) => vs.clone(),
-                },
-                aggs,
-            });
+        // One key (or none) is that value, several a vector: a group of one integer key is
+        // found by indexing the window's table, as in a typed query.
+        let mut groups = match key_exprs.len() {
+            0 | 1 => windowed
+                .group_by(move |r: &Row| {
+                    key_exprs.first().map_or(Value::Null, |k| {
+                        k.with(Ctx::row(r, Time::NEG_INF), Value::clone)
+                    })
+                })
+                .aggregate_into(aggs, |k: &Value, aggs| Group {
+                    keys: vec![k.clone()],
+                    aggs,
+                }),
+            _ => windowed
+                .group_by(move |r: &Row| {
+                    let cx = Ctx::row(r, Time::NEG_INF);
+                    key_exprs.iter().map(|k| k.eval(cx)).collect::<Vec<_>>()
+                })
+                .aggregate_into(aggs, |k: &Vec<Value>, aggs| Group {
+                    keys: k.clone(),
+                    aggs,
+                }),
+        };
         if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {
             // A result at each moment the window's contents change.
             groups = groups.to_point_events();

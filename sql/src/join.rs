@@ -6,7 +6,6 @@ use std::sync::Arc;
 use punctual_core::ops::{Join, Stream};
 use punctual_core::{Ordered, Row, Schema, Time, Value};
 
-use crate::compile::GroupKey;
 use crate::eval::{truthy, Ctx, E};
 
 /// One join, compiled, before its operator is made.
@@ -82,37 +81,47 @@ impl JoinParts {
 }
 
 /// The temporal join of `left` and `right` on their keys' values, `combine` making each
-/// pair's result (or none).
-fn join(
-    left: Stream<Row>,
-    right: Stream<Row>,
-    kl: Vec<E>,
-    kr: Vec<E>,
-    combine: impl Fn(&Row, &Row) -> Option<Row> + Clone + Send + 'static,
-) -> Stream<Row> {
-    left.apply_binary(
-        &right,
-        Join::<_, _, _, _, _, _, _, Ordered>::new(key_of(kl, 0), key_of(kr, 1), combine),
-    )
-}
-
-/// A side's join key: its equalities' values. A key with a `NULL` matches nothing: such rows
-/// get a key of their side alone.
-fn key_of(keys: Vec<E>, side: u8) -> impl Fn(&Row) -> (u8, GroupKey) + Clone {
-    move |r: &Row| {
-        let cx = Ctx::row(r, Time::NEG_INF);
-        let key = match &keys[..] {
-            [one] => GroupKey::One(one.eval(cx)),
-            many => GroupKey::Many(many.iter().map(|k| k.eval(cx)).collect()),
-        };
-        let null = match &key {
-            GroupKey::One(v) => matches!(v, Value::Null),
-            GroupKey::Many(vs) => vs.iter().any(|v| matches!(v, Value::Null)),
-        };
-        if null {
-            (side, GroupKey::Many(Vec::new()))
-        } else {
-            (2, key)
+/// pair's result (or none). A key with a `NULL` matches nothing: such rows are left out before
+/// the join. One key is that value (an integer key is found by indexing the join's table, as
+/// in a typed query), several a vector.
+fn join<C>(left: Stream<Row>, right: Stream<Row>, kl: Vec<E>, kr: Vec<E>, combine: C) -> Stream<Row>
+where
+    C: Fn(&Row, &Row) -> Option<Row> + Clone + Send + 'static,
+{
+    let (left, right) = (without_null_keys(left, &kl), without_null_keys(right, &kr));
+    match (&kl[..], &kr[..]) {
+        ([l], [r]) => {
+            let (l, r) = (l.clone(), r.clone());
+            let key = |e: E| move |row: &Row| e.with(Ctx::row(row, Time::NEG_INF), Value::clone);
+            left.apply_binary(
+                &right,
+                Join::<_, _, _, _, _, _, _, Ordered>::new(key(l), key(r), combine),
+            )
+        }
+        _ => {
+            let key = |keys: Vec<E>| {
+                move |row: &Row| {
+                    let cx = Ctx::row(row, Time::NEG_INF);
+                    keys.iter().map(|k| k.eval(cx)).collect::<Vec<Value>>()
+                }
+            };
+            left.apply_binary(
+                &right,
+                Join::<_, _, _, _, _, _, _, Ordered>::new(key(kl), key(kr), combine),
+            )
         }
     }
+}
+
+/// The stream without the rows whose key has a `NULL` (as it is when the join has no key).
+fn without_null_keys(stream: Stream<Row>, keys: &[E]) -> Stream<Row> {
+    if keys.is_empty() {
+        return stream;
+    }
+    let keys = keys.to_vec();
+    stream.filter(move |row: &Row| {
+        let cx = Ctx::row(row, Time::NEG_INF);
+        keys.iter()
+            .all(|k| !k.with(cx, |v| matches!(v, Value::Null)))
+    })
 }

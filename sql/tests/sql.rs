@@ -265,6 +265,78 @@ fn a_join_selecting_fields_gives_what_its_joined_rows_give() {
 }
 
 #[test]
+fn null_keys_match_nothing_and_equal_numbers_are_one_key() {
+    // Keys 4 and 4.0 are equal (one group, one match); a missing key is NULL, which matches
+    // nothing, not even another NULL.
+    let point = |at: f64, k: Option<Value>, v: i64| {
+        let mut fields = vec![("v", Value::Int(v))];
+        if let Some(k) = k {
+            fields.push(("k", k));
+        }
+        StreamItem::point(t(at), row(&fields))
+    };
+    let a = || {
+        ended(vec![
+            point(1.0, Some(Value::Int(4)), 1),
+            point(2.0, Some(Value::Float(4.0)), 2),
+            point(3.0, None, 3),
+            point(4.0, Some(Value::Int(7)), 4),
+        ])
+    };
+    let b = || {
+        ended(vec![
+            point(1.0, Some(Value::Float(4.0)), 10),
+            point(3.0, None, 30),
+            point(4.0, Some(Value::Int(8)), 40),
+        ])
+    };
+    let joined = run(
+        "SELECT x.v AS l, y.v AS r FROM a x JOIN b y
+         ON x.k = y.k AND DATEDIFF(second, x, y) BETWEEN -5 AND 5",
+        &[("a", a()), ("b", b())],
+    );
+    let mut pairs: Vec<(Value, Value)> = events(&joined["output"])
+        .into_iter()
+        .map(|e| {
+            (
+                e.2.get("l").cloned().unwrap_or(Value::Null),
+                e.2.get("r").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    pairs.sort_by_key(|p| format!("{p:?}"));
+    assert_eq!(
+        pairs,
+        [
+            (Value::Int(1), Value::Int(10)),
+            (Value::Int(2), Value::Int(10))
+        ]
+    );
+    let grouped = run(
+        "SELECT k, COUNT(*) AS n FROM a GROUP BY k, TumblingWindow(second, 10)",
+        &[("a", a())],
+    );
+    let mut counts: Vec<(Value, Value)> = events(&grouped["output"])
+        .into_iter()
+        .map(|e| {
+            (
+                e.2.get("k").cloned().unwrap_or(Value::Null),
+                e.2.get("n").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    counts.sort_by_key(|p| format!("{p:?}"));
+    assert_eq!(
+        counts,
+        [
+            (Value::Int(4), Value::Int(2)),
+            (Value::Int(7), Value::Int(1)),
+            (Value::Null, Value::Int(1)),
+        ]
+    );
+}
+
+#[test]
 fn a_reference_join_finds_the_value_valid_at_each_event() {
     let rates = vec![
         StreamItem::interval(

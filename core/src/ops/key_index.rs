@@ -17,6 +17,7 @@ use std::any::Any;
 use std::hash::Hash;
 
 use super::fxhash::FxHashMap;
+use crate::row::Value;
 
 /// The value of an empty slot, and what a lookup of an absent key returns.
 pub(crate) const ABSENT: usize = usize::MAX;
@@ -39,6 +40,17 @@ pub(crate) fn as_index<K: Any>(key: &K) -> Option<usize> {
         )*};
     }
     unsigned!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+    // A row's value: a number that is a non-negative integer, whether an `Int` or a `Float`
+    // (equal values, as `==` says, take the same slot).
+    if let Some(v) = key.downcast_ref::<Value>() {
+        return match *v {
+            Value::Int(k) => usize::try_from(k).ok(),
+            Value::Float(f) if f >= 0.0 && f.fract() == 0.0 && f < usize::MAX as f64 => {
+                Some(f as usize)
+            }
+            _ => None,
+        };
+    }
     None
 }
 
