@@ -10,7 +10,7 @@ use punctual_core::{field_name, Row, Schema, Time, TimeSpan, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
 use crate::ast::*;
-use crate::eval::{truthy, Ctx, E};
+use crate::eval::{Ctx, E};
 use crate::join::JoinParts;
 use crate::lower::{compile, constant, Grouping};
 use crate::scope::{canonical, err, walk, Scope};
@@ -318,7 +318,7 @@ impl Compiler<'_> {
             stream = parts.joined();
         }
         if let Some(c) = filter {
-            stream = stream.filter(move |r| truthy(&c.eval(Ctx::row(r, Time::NEG_INF))));
+            stream = stream.filter(move |r| c.holds(Ctx::row(r, Time::NEG_INF)));
         }
         if grouped {
             return self.grouped(s, &scope, stream);
@@ -585,13 +585,13 @@ impl Compiler<'_> {
         if let Some(h) = having {
             let empty = Row::new();
             groups = groups.filter(move |g| {
-                truthy(&h.eval(Ctx {
+                h.holds(Ctx {
                     row: &empty,
                     pair: None,
                     time: Time::NEG_INF,
                     keys: &g.keys,
                     aggs: &g.aggs,
-                }))
+                })
             });
         }
         let empty = Row::new();

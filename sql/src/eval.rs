@@ -217,11 +217,17 @@ fn arith(op: BinOp, a: &Value, b: &Value) -> Value {
 }
 
 fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
+    ordered(op, a, b).map_or(Value::Null, Value::Bool)
+}
+
+/// A comparison's truth: `None` for `NULL` (a `NULL` side, or values that cannot be ordered
+/// compared by an order; values of different kinds are never equal).
+fn ordered(op: BinOp, a: &Value, b: &Value) -> Option<bool> {
     if matches!(a, Value::Null) || matches!(b, Value::Null) {
-        return Value::Null;
+        return None;
     }
     match compare_values(a, b) {
-        Some(o) => Value::Bool(match op {
+        Some(o) => Some(match op {
             BinOp::Eq => o == Ordering::Equal,
             BinOp::Ne => o != Ordering::Equal,
             BinOp::Lt => o == Ordering::Less,
@@ -229,11 +235,10 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
             BinOp::Gt => o == Ordering::Greater,
             _ => o != Ordering::Less,
         }),
-        // Values of different kinds are never equal, and not ordered.
         None => match op {
-            BinOp::Eq => Value::Bool(false),
-            BinOp::Ne => Value::Bool(true),
-            _ => Value::Null,
+            BinOp::Eq => Some(false),
+            BinOp::Ne => Some(true),
+            _ => None,
         },
     }
 }
@@ -316,6 +321,21 @@ impl E {
         match self.peek(&cx) {
             Some(v) => f(v),
             None => f(&self.eval(cx)),
+        }
+    }
+
+    /// Whether the condition holds: its value is `TRUE` (`NULL` and `FALSE` do not hold).
+    /// `AND`, `OR` and comparisons answer without making the values in between.
+    pub(crate) fn holds(&self, cx: Ctx<'_>) -> bool {
+        match self {
+            E::Bin(BinOp::And, a, b) => a.holds(cx) && b.holds(cx),
+            E::Bin(BinOp::Or, a, b) => a.holds(cx) || b.holds(cx),
+            E::Bin(
+                op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+                a,
+                b,
+            ) => a.with(cx, |a| b.with(cx, |b| ordered(*op, a, b) == Some(true))),
+            _ => truthy(&self.eval(cx)),
         }
     }
 

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use punctual_core::ops::{Join, Stream};
 use punctual_core::{Ordered, Row, Schema, Time, Value};
 
-use crate::eval::{truthy, Ctx, E};
+use crate::eval::{Ctx, E};
 
 /// One join, compiled, before its operator is made.
 pub(crate) struct JoinParts {
@@ -45,7 +45,7 @@ impl JoinParts {
                 a.clone().with(&rname, Value::from(b.clone()))
             };
             rest.iter()
-                .all(|c| truthy(&c.eval(Ctx::row(&row, Time::NEG_INF))))
+                .all(|c| c.holds(Ctx::row(&row, Time::NEG_INF)))
                 .then_some(row)
         })
     }
@@ -74,7 +74,7 @@ impl JoinParts {
         let empty = Row::new();
         join(left, right, kl, kr, move |a, b| {
             let cx = Ctx::pair(&names, [a, b], &empty);
-            let keep = rest.iter().chain(&filter).all(|c| truthy(&c.eval(cx)));
+            let keep = rest.iter().chain(&filter).all(|c| c.holds(cx));
             keep.then(|| schema.row(columns.iter().map(|c| c.with(cx, Value::clone))))
         })
     }
