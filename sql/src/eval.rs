@@ -220,8 +220,8 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
     ordered(op, a, b).map_or(Value::Null, Value::Bool)
 }
 
-/// A comparison's truth: `None` for `NULL` (a `NULL` side, or values that cannot be ordered
-/// compared by an order; values of different kinds are never equal).
+/// A comparison's truth, `None` for `NULL`: a side is `NULL`, or an order (`<`, `>=`, ...)
+/// compares values that have none (values of different kinds are never equal).
 fn ordered(op: BinOp, a: &Value, b: &Value) -> Option<bool> {
     if matches!(a, Value::Null) || matches!(b, Value::Null) {
         return None;
@@ -300,8 +300,8 @@ impl E {
         }
     }
 
-    /// The value of a literal, a field, a group key or an aggregate, by reference (no copy, no call); `None` for
-    /// anything to compute.
+    /// The value of a literal, a field, a group key or an aggregate, by reference (no copy,
+    /// no call); `None` for anything to compute.
     #[inline]
     pub(crate) fn peek<'a>(&'a self, cx: &Ctx<'a>) -> Option<&'a Value> {
         static NULL: Value = Value::Null;

@@ -17,7 +17,8 @@ pub(crate) struct JoinParts {
     pub(crate) keys: [Vec<E>; 2],
     /// The other conditions, over the joined row.
     pub(crate) rest: Vec<E>,
-    /// The left source's name (the first join) and the right's.
+    /// The left source's name (the first join) and the right's: the shared names the
+    /// compiled expressions' paths start with (compared by pointer first).
     pub(crate) names: [Arc<str>; 2],
     /// The joined row's schema (of the first join): the two names.
     pub(crate) pair: Schema,
