@@ -398,12 +398,7 @@ impl Row {
         let n = self.schema.len();
         match &mut self.values {
             Values::Inline(v) => &mut v[..n],
-            Values::Heap(v) => {
-                if Arc::get_mut(v).is_none() {
-                    *v = v.iter().cloned().collect();
-                }
-                Arc::get_mut(v).map_or(&mut [], |v| v)
-            }
+            Values::Heap(v) => Arc::make_mut(v),
         }
     }
 
@@ -739,6 +734,11 @@ mod tests {
             wide.values().as_ptr(),
             wide.clone().values().as_ptr()
         ));
+        // ... and copies them on the first change.
+        let mut changed = wide.clone();
+        changed.set("b", 20);
+        assert_eq!(changed.get("b"), Some(&Value::Int(20)));
+        assert_eq!(wide.get("b"), Some(&Value::Int(2)));
     }
 
     #[test]
