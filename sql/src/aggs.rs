@@ -2,7 +2,7 @@
 //! `TopOne() OVER (ORDER BY ...)`, over expressions of each member.
 
 use punctual_core::ops::{compare_values, Aggregate};
-use punctual_core::{Row, Time, Value};
+use punctual_core::{Row, Schema, Time, Value};
 
 use crate::eval::{Ctx, E};
 
@@ -62,12 +62,30 @@ impl AggStates {
     }
 }
 
-/// A grouped query's aggregates, computed together.
+/// A grouped query's aggregates, computed together; their results are a row of one value
+/// per aggregate, by position (inline, with no allocation, for up to two).
 #[derive(Clone, Debug)]
-pub(crate) struct SqlAggs(pub(crate) Vec<AggFn>);
+pub(crate) struct SqlAggs {
+    fns: Vec<AggFn>,
+    slots: Schema,
+}
+
+impl SqlAggs {
+    pub(crate) fn new(fns: Vec<AggFn>) -> SqlAggs {
+        SqlAggs {
+            slots: slots(fns.len()),
+            fns,
+        }
+    }
+}
+
+/// The schema of `n` values read by position only: their names are their positions.
+pub(crate) fn slots(n: usize) -> Schema {
+    Schema::new((0..n).map(|i| i.to_string())).unwrap_or_else(|_| Schema::empty())
+}
 
 fn eval(e: &E, row: &Row) -> Value {
-    e.eval(cx(row))
+    e.eval(&cx(row))
 }
 
 fn cx(row: &Row) -> Ctx<'_> {
@@ -85,10 +103,10 @@ fn sum_term(v: &Value) -> Option<Result<i64, f64>> {
 
 impl Aggregate<Row> for SqlAggs {
     type State = AggStates;
-    type Output = Vec<Value>;
+    type Output = Row;
 
     fn init(&self) -> AggStates {
-        let mut states = self.0.iter().map(|f| match f {
+        let mut states = self.fns.iter().map(|f| match f {
             AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
             AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
             AggFn::Avg(_) => AggState::Avg(0.0, 0),
@@ -106,33 +124,34 @@ impl Aggregate<Row> for SqlAggs {
     }
 
     fn add(&self, state: &mut AggStates, row: &Row) {
-        for (f, st) in self.0.iter().zip(state.iter_mut()) {
+        for (f, st) in self.fns.iter().zip(state.iter_mut()) {
             match (f, st) {
                 (AggFn::CountStar, AggState::Count(n)) => *n += 1,
                 (AggFn::Count(e), AggState::Count(n))
-                    if !e.with(cx(row), |v| matches!(v, Value::Null)) =>
+                    if !e.with(&cx(row), |v| matches!(v, Value::Null)) =>
                 {
                     *n += 1;
                 }
-                (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => match e.with(cx(row), sum_term)
-                {
-                    Some(Ok(v)) => {
-                        *x += v as f64;
-                        *n += 1;
-                        match i.checked_add(v) {
-                            Some(s) => *i = s,
-                            None => *all_int = false,
+                (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => {
+                    match e.with(&cx(row), sum_term) {
+                        Some(Ok(v)) => {
+                            *x += v as f64;
+                            *n += 1;
+                            match i.checked_add(v) {
+                                Some(s) => *i = s,
+                                None => *all_int = false,
+                            }
                         }
+                        Some(Err(v)) => {
+                            *x += v;
+                            *n += 1;
+                            *all_int = false;
+                        }
+                        None => {}
                     }
-                    Some(Err(v)) => {
-                        *x += v;
-                        *n += 1;
-                        *all_int = false;
-                    }
-                    None => {}
-                },
+                }
                 (AggFn::Avg(e), AggState::Avg(x, n)) => {
-                    if let Some(v) = e.with(cx(row), Value::as_f64) {
+                    if let Some(v) = e.with(&cx(row), Value::as_f64) {
                         *x += v;
                         *n += 1;
                     }
@@ -191,34 +210,33 @@ impl Aggregate<Row> for SqlAggs {
         }
     }
 
-    fn result(&self, state: &AggStates) -> Vec<Value> {
-        self.0
-            .iter()
-            .zip(state.iter())
-            .map(|(_, st)| match st {
-                AggState::Count(n) => Value::Int(i64::try_from(*n).unwrap_or(i64::MAX)),
-                AggState::Sum(_, _, _, 0) => Value::Null,
-                AggState::Sum(i, _, true, _) => Value::Int(*i),
-                AggState::Sum(_, x, false, _) => Value::Float(*x),
-                AggState::Avg(_, 0) => Value::Null,
-                AggState::Avg(x, n) => Value::Float(*x / *n as f64),
-                AggState::Extremum(v) => v.clone().unwrap_or(Value::Null),
-                AggState::Top(v) => v
-                    .as_ref()
-                    .map_or(Value::Null, |top| Value::from(top.1.clone())),
-                AggState::Tops(tops) => Value::from(
-                    tops.iter()
-                        .enumerate()
-                        .map(|(i, (_, r))| {
-                            Value::from(
-                                Row::new()
-                                    .with("rank", Value::Int(i as i64 + 1))
-                                    .with("value", Value::from(r.clone())),
-                            )
-                        })
-                        .collect::<Vec<_>>(),
-                ),
-            })
-            .collect()
+    fn result(&self, state: &AggStates) -> Row {
+        self.slots
+            .row(self.fns.iter().zip(state.iter()).map(|(_, st)| {
+                match st {
+                    AggState::Count(n) => Value::Int(i64::try_from(*n).unwrap_or(i64::MAX)),
+                    AggState::Sum(_, _, _, 0) => Value::Null,
+                    AggState::Sum(i, _, true, _) => Value::Int(*i),
+                    AggState::Sum(_, x, false, _) => Value::Float(*x),
+                    AggState::Avg(_, 0) => Value::Null,
+                    AggState::Avg(x, n) => Value::Float(*x / *n as f64),
+                    AggState::Extremum(v) => v.clone().unwrap_or(Value::Null),
+                    AggState::Top(v) => v
+                        .as_ref()
+                        .map_or(Value::Null, |top| Value::from(top.1.clone())),
+                    AggState::Tops(tops) => Value::from(
+                        tops.iter()
+                            .enumerate()
+                            .map(|(i, (_, r))| {
+                                Value::from(
+                                    Row::new()
+                                        .with("rank", Value::Int(i as i64 + 1))
+                                        .with("value", Value::from(r.clone())),
+                                )
+                            })
+                            .collect::<Vec<_>>(),
+                    ),
+                }
+            }))
     }
 }

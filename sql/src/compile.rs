@@ -61,8 +61,10 @@ fn item_name(e: &Expr, alias: &Option<Ident>, n: usize) -> String {
 /// The result of a grouped query before its select list: the group's keys and aggregates.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Group {
-    keys: Vec<Value>,
-    aggs: Vec<Value>,
+    /// The key values by position (a row of [`crate::aggs::slots`]).
+    keys: Row,
+    /// The aggregates' values by position.
+    aggs: Row,
 }
 
 pub(crate) struct Compiler<'a> {
@@ -318,7 +320,7 @@ impl Compiler<'_> {
             stream = parts.joined();
         }
         if let Some(c) = filter {
-            stream = stream.filter(move |r| c.holds(Ctx::row(r, Time::NEG_INF)));
+            stream = stream.filter(move |r| c.holds(&Ctx::row(r, Time::NEG_INF)));
         }
         if grouped {
             return self.grouped(s, &scope, stream);
@@ -544,7 +546,8 @@ impl Compiler<'_> {
             Some(h) => Some(compile(h, scope, Some(&mut grouping), false)?),
             None => None,
         };
-        let aggs = SqlAggs(grouping.aggs);
+        let aggs = SqlAggs::new(grouping.aggs);
+        let key_slots = crate::aggs::slots(key_exprs.len().max(1));
         let windowed = match window {
             WindowSql::Tumbling { size, offset } => stream
                 .hopping_window(size, size)
@@ -561,20 +564,20 @@ impl Compiler<'_> {
             0 | 1 => windowed
                 .group_by(move |r: &Row| {
                     key_exprs.first().map_or(Value::Null, |k| {
-                        k.with(Ctx::row(r, Time::NEG_INF), Value::clone)
+                        k.with(&Ctx::row(r, Time::NEG_INF), Value::clone)
                     })
                 })
-                .aggregate_into(aggs, |k: &Value, aggs| Group {
-                    keys: vec![k.clone()],
+                .aggregate_into(aggs, move |k: &Value, aggs| Group {
+                    keys: key_slots.row([k.clone()]),
                     aggs,
                 }),
             _ => windowed
                 .group_by(move |r: &Row| {
                     let cx = Ctx::row(r, Time::NEG_INF);
-                    key_exprs.iter().map(|k| k.eval(cx)).collect::<Vec<_>>()
+                    key_exprs.iter().map(|k| k.eval(&cx)).collect::<Vec<_>>()
                 })
-                .aggregate_into(aggs, |k: &Vec<Value>, aggs| Group {
-                    keys: k.clone(),
+                .aggregate_into(aggs, move |k: &Vec<Value>, aggs| Group {
+                    keys: key_slots.row(k.iter().cloned()),
                     aggs,
                 }),
         };
@@ -585,12 +588,12 @@ impl Compiler<'_> {
         if let Some(h) = having {
             let empty = Row::new();
             groups = groups.filter(move |g| {
-                h.holds(Ctx {
+                h.holds(&Ctx {
                     row: &empty,
                     pair: None,
                     time: Time::NEG_INF,
-                    keys: &g.keys,
-                    aggs: &g.aggs,
+                    keys: g.keys.values(),
+                    aggs: g.aggs.values(),
                 })
             });
         }
@@ -601,10 +604,10 @@ impl Compiler<'_> {
                 row: &empty,
                 pair: None,
                 time: t,
-                keys: &g.keys,
-                aggs: &g.aggs,
+                keys: g.keys.values(),
+                aggs: g.aggs.values(),
             };
-            schema.row(items.iter().map(|e| e.with(cx, Value::clone)))
+            schema.row(items.iter().map(|e| e.with(&cx, Value::clone)))
         });
         Ok(Named {
             stream,
@@ -685,7 +688,7 @@ fn column<'i>(item: &'i Item, r: &Row, t: Time) -> Option<(&'i Arc<str>, Value)>
             let v = path.first().and_then(|p| r.field(p)).cloned();
             Some((name, v.unwrap_or(Value::Null)))
         }
-        Item::Expr(name, e) => Some((name, e.with(Ctx::row(r, t), Value::clone))),
+        Item::Expr(name, e) => Some((name, e.with(&Ctx::row(r, t), Value::clone))),
         Item::All | Item::Spread(_) => None,
     }
 }

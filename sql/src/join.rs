@@ -46,7 +46,7 @@ impl JoinParts {
                 a.clone().with(&rname, Value::from(b.clone()))
             };
             rest.iter()
-                .all(|c| c.holds(Ctx::row(&row, Time::NEG_INF)))
+                .all(|c| c.holds(&Ctx::row(&row, Time::NEG_INF)))
                 .then_some(row)
         })
     }
@@ -75,8 +75,8 @@ impl JoinParts {
         let empty = Row::new();
         join(left, right, kl, kr, move |a, b| {
             let cx = Ctx::pair(&names, [a, b], &empty);
-            let keep = rest.iter().chain(&filter).all(|c| c.holds(cx));
-            keep.then(|| schema.row(columns.iter().map(|c| c.with(cx, Value::clone))))
+            let keep = rest.iter().chain(&filter).all(|c| c.holds(&cx));
+            keep.then(|| schema.row(columns.iter().map(|c| c.with(&cx, Value::clone))))
         })
     }
 }
@@ -93,7 +93,7 @@ where
     match (&kl[..], &kr[..]) {
         ([l], [r]) => {
             let (l, r) = (l.clone(), r.clone());
-            let key = |e: E| move |row: &Row| e.with(Ctx::row(row, Time::NEG_INF), Value::clone);
+            let key = |e: E| move |row: &Row| e.with(&Ctx::row(row, Time::NEG_INF), Value::clone);
             left.apply_binary(
                 &right,
                 Join::<_, _, _, _, _, _, _, Ordered>::new(key(l), key(r), combine),
@@ -103,7 +103,7 @@ where
             let key = |keys: Vec<E>| {
                 move |row: &Row| {
                     let cx = Ctx::row(row, Time::NEG_INF);
-                    keys.iter().map(|k| k.eval(cx)).collect::<Vec<Value>>()
+                    keys.iter().map(|k| k.eval(&cx)).collect::<Vec<Value>>()
                 }
             };
             left.apply_binary(
@@ -123,6 +123,6 @@ fn without_null_keys(stream: Stream<Row>, keys: &[E]) -> Stream<Row> {
     stream.filter(move |row: &Row| {
         let cx = Ctx::row(row, Time::NEG_INF);
         keys.iter()
-            .all(|k| !k.with(cx, |v| matches!(v, Value::Null)))
+            .all(|k| !k.with(&cx, |v| matches!(v, Value::Null)))
     })
 }

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N]
-//!                [--cti N] [--delay-ms N] [--sql] [--workers N [--step-blocks N]]
+//!                [--cti N] [--delay-ms N] [--sql | --rows] [--workers N [--step-blocks N]]
 //! ```
 //!
 //! Each query is built with the public API only: a [`Query`], the fast stream created from the
@@ -23,7 +23,10 @@
 //! With `--sql`, each query is written in the query language instead (`punctual::sql`), over
 //! rows (`Row` payloads with the fields `value` and `key`): the same operators, with dynamic
 //! payloads and compiled expressions in place of typed closures. It measures what a user of
-//! `punctual query` or a job file gets, apart from reading the files.
+//! `punctual query` or a job file gets, apart from reading the files. With `--rows`, the
+//! same queries over the same rows are written with the Rust API instead (closures reading
+//! the fields by position, the results rows of the language's fields): the difference from
+//! `--sql` is what the language costs, the difference from the typed queries what rows cost.
 //!
 //! With `--workers N` (window and join), the same query runs on the cluster executor with N
 //! worker threads, as a user runs a `Query` there: `punctual::cluster::run_query` with a
@@ -181,6 +184,44 @@ fn joined<O: Order>(
     readings.join_on(reference, |p| p.1, |r| r.1, |p, r| (p.0, r.0))
 }
 
+/// The query in Rust over rows of the fields `value` and `key` (by position: the rows'
+/// schema is the bench's), with the query language's results: `value`; `key` and `x` (count
+/// plus sum); `x` (value times version).
+fn over_rows(
+    name: &str,
+    readings: &Stream<Row>,
+    reference: &Option<Stream<Row>>,
+) -> Result<Stream<Row>, String> {
+    let schema = |names: &[&str]| Schema::new(names.iter().copied()).map_err(|e| e.to_string());
+    let int = |r: &Row, i: usize| r.values()[i].as_i64().unwrap_or(0);
+    Ok(match (name, reference) {
+        ("filter", _) => {
+            let out = schema(&["value"])?;
+            readings
+                .filter(move |r: &Row| int(r, 0) >= 500_000)
+                .map(move |r: &Row| out.row([r.values()[0].clone()]))
+        }
+        ("window", _) => {
+            let out = schema(&["key", "x"])?;
+            readings
+                .tumbling_window(TimeSpan::from_secs(1))
+                .group_by(|r: &Row| r.values()[1].clone())
+                .aggregate((Count, Sum::of(move |r: &Row| int(r, 0) as f64)))
+                .map(move |(key, (count, sum)): &(Value, (u64, f64))| {
+                    out.row([key.clone(), Value::Int(*count as i64 + *sum as i64)])
+                })
+        }
+        ("join", Some(reference)) => {
+            let out = schema(&["x"])?;
+            let key = |r: &Row| r.values()[1].clone();
+            readings.join_on(reference, key, key, move |f: &Row, r: &Row| {
+                out.row([Value::Int(int(f, 0) * int(r, 0))])
+            })
+        }
+        (other, _) => return Err(format!("unknown query `{other}` (filter, window or join)")),
+    })
+}
+
 /// The window query's checksum: count plus sum, over the results.
 fn window_fold(sum: u64, p: &PerKey) -> u64 {
     sum.wrapping_add(p.1 .0).wrapping_add(p.1 .1 as u64)
@@ -262,7 +303,16 @@ impl Run<'_> {
 
 impl Run<'_> {
     /// The query written in the query language, over rows; returns its totals.
-    async fn sql<O: Order>(&self, name: &str, fast: InputOptions<O>) -> Result<Totals, String> {
+    ///
+    /// With `rows`, the same queries written with the Rust API over the same rows instead
+    /// (what the query language compiles to, with closures in place of compiled
+    /// expressions): what the language itself costs over its payload.
+    async fn sql<O: Order>(
+        &self,
+        name: &str,
+        fast: InputOptions<O>,
+        rows: bool,
+    ) -> Result<Totals, String> {
         use punctual::sql::{SqlInput, SqlQuery};
         let e = |e: punctual::adapters::QueryError| e.to_string();
         let text = match name {
@@ -317,7 +367,10 @@ impl Run<'_> {
         if let Some(r) = &reference {
             inputs.push(SqlInput::new("reference", r));
         }
-        let outputs = sql.build(&inputs).map_err(|e| e.show(text))?;
+        let outputs = match (rows, &reference) {
+            (false, _) => sql.build(&inputs).map_err(|e| e.show(text))?,
+            (true, reference) => vec![(String::new(), over_rows(name, &readings, reference)?)],
+        };
         let field = if name == "filter" { "value" } else { "x" };
         let out = Checksum::new(move |sum: u64, r: &Row| {
             sum.wrapping_add(r.get(field).and_then(|v| v.as_i64()).unwrap_or(0) as u64)
@@ -439,7 +492,7 @@ fn main_inner() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N] [--cti N] [--delay-ms N] [--sql] [--workers N [--step-blocks N]]"
+            "punctual-bench --query filter|window|join --data DIR [--order arrival|ordered] [--reps N] [--cti N] [--delay-ms N] [--sql | --rows] [--workers N [--step-blocks N]]"
         );
         return Ok(true);
     }
@@ -447,7 +500,8 @@ fn main_inner() -> Result<bool, String> {
     let order: String = arg(&args, "--order", "arrival".to_string())?;
     let dir: String = arg(&args, "--data", "data".to_string())?;
     let reps: usize = arg(&args, "--reps", 5)?;
-    let sql = args.iter().any(|a| a == "--sql");
+    let rows = args.iter().any(|a| a == "--rows");
+    let sql = rows || args.iter().any(|a| a == "--sql");
     let workers: Option<usize> = match args.iter().position(|a| a == "--workers") {
         Some(_) => Some(arg(&args, "--workers", 1)?),
         None => None,
@@ -488,8 +542,8 @@ fn main_inner() -> Result<bool, String> {
             },
             ("arrival", false) => runtime.block_on(run.query(&query, fast.unordered()))?,
             ("ordered", false) => runtime.block_on(run.query(&query, fast))?,
-            ("arrival", true) => runtime.block_on(run.sql(&query, fast.unordered()))?,
-            ("ordered", true) => runtime.block_on(run.sql(&query, fast))?,
+            ("arrival", true) => runtime.block_on(run.sql(&query, fast.unordered(), rows))?,
+            ("ordered", true) => runtime.block_on(run.sql(&query, fast, rows))?,
             (other, _) => return Err(format!("unknown order `{other}` (arrival or ordered)")),
         };
         let secs = start.elapsed().as_secs_f64();
@@ -518,6 +572,7 @@ fn main_inner() -> Result<bool, String> {
         "SUMMARY peer={} query={query} order={order} workers={} cti={} median_events_per_s={:.0} median_events_per_cpu_s={:.0} min={:.0} max={:.0}",
         match (workers, sql) {
             (Some(_), _) => "punctual-cluster",
+            (None, true) if rows => "punctual-rows",
             (None, true) => "punctual-sql",
             (None, false) => "punctual",
         },
