@@ -24,6 +24,8 @@
 //! # let _ = readings; Ok(()) }
 //! ```
 
+mod record;
+
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
@@ -192,27 +194,6 @@ pub fn join_record(fields: &[String], delimiter: char) -> String {
         .join(&delimiter.to_string())
 }
 
-fn infer(text: &str) -> serde_json::Value {
-    if let Ok(i) = text.parse::<i64>() {
-        if i.to_string() == text {
-            return serde_json::Value::from(i);
-        }
-    }
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    let leading_zero = digits.len() > 1 && digits.starts_with('0') && !digits.starts_with("0.");
-    let looks_float = text.contains(['.', 'e', 'E']) && !leading_zero;
-    if let (Ok(f), true) = (text.parse::<f64>(), looks_float) {
-        if f.is_finite() && text.trim() == text {
-            return serde_json::Value::from(f);
-        }
-    }
-    match text {
-        "true" => serde_json::Value::Bool(true),
-        "false" => serde_json::Value::Bool(false),
-        _ => serde_json::Value::String(text.to_owned()),
-    }
-}
-
 /// Factory of CSV file inputs; see the module doc.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CsvInput;
@@ -306,22 +287,11 @@ impl<P: DeserializeOwned> CsvReader<P> {
                 end: parse_time(field(end_col)?).map_err(|e| format!("field `{end_col}`: {e}"))?,
             },
         };
-        let inferred: serde_json::Map<String, serde_json::Value> = header
-            .iter()
-            .zip(&fields)
-            .map(|(h, f)| (h.clone(), infer(f)))
-            .collect();
-        let payload =
-            serde_json::from_value::<P>(serde_json::Value::Object(inferred)).or_else(|first| {
-                // A text field that looks like a number: try every field as text.
-                let texts: serde_json::Map<String, serde_json::Value> = header
-                    .iter()
-                    .zip(&fields)
-                    .map(|(h, f)| (h.clone(), serde_json::Value::String(f.clone())))
-                    .collect();
-                serde_json::from_value::<P>(serde_json::Value::Object(texts))
-                    .map_err(|_| first.to_string())
-            })?;
+        let payload = P::deserialize(record::Record {
+            header,
+            fields: &fields,
+        })
+        .map_err(|e| e.to_string())?;
         Ok(StreamItem::Insert(Event { kind, payload }))
     }
 }
@@ -555,8 +525,5 @@ mod tests {
         assert_eq!(f, vec!["a", "b, c", r#"say "hi""#, "", "x"]);
         assert_eq!(split_record(r#"a,"open"#, ','), None);
         assert_eq!(join_record(&f, ','), r#"a,"b, c","say ""hi""",,x"#);
-        assert_eq!(infer("01"), serde_json::Value::String("01".into()));
-        assert_eq!(infer("42"), serde_json::Value::from(42));
-        assert_eq!(infer("2.5"), serde_json::Value::from(2.5));
     }
 }

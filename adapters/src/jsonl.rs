@@ -463,7 +463,10 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
             .await
             .map_err(io_error(&self.path))?;
         self.file = Some(file.try_clone().await.map_err(io_error(&self.path))?);
-        self.out = Some(BufWriter::new(Box::new(file)));
+        self.out = Some(BufWriter::with_capacity(
+            crate::replay::FILE_BUFFER,
+            Box::new(file),
+        ));
         self.written = position;
         Ok(())
     }

@@ -185,6 +185,10 @@ pub(crate) struct Lines {
     pub(crate) live: bool,
 }
 
+/// The buffer of a file read or written: each fill or flush of a `tokio` file is a call on
+/// its blocking thread pool (a thread switch each way), so a large one makes few.
+pub(crate) const FILE_BUFFER: usize = 256 * 1024;
+
 /// Opens a file for line reading; `-` is standard input.
 pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
     if path.as_os_str() == "-" {
@@ -200,7 +204,7 @@ pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
     let file = tokio::fs::File::open(path).await.map_err(io)?;
     let live = !file.metadata().await.map_err(io)?.is_file();
     Ok(Lines {
-        reader: Box::new(BufReader::new(file)),
+        reader: Box::new(BufReader::with_capacity(FILE_BUFFER, file)),
         live,
     })
 }
@@ -228,7 +232,7 @@ pub(crate) async fn open_range(
     }
     let share = |k: usize| (u128::from(meta.len()) * k as u128 / parts.max(1) as u128) as u64;
     let (start, end) = (share(part), share(part + 1));
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::with_capacity(FILE_BUFFER, file);
     let mut at = start;
     if start > 0 {
         // The line in progress at `start` belongs to the part before: skip to its end (from
@@ -610,19 +614,16 @@ pub(crate) fn start_range<P>(items: &[StreamItem<P>]) -> Option<(Time, Time)> {
 pub(crate) async fn open_sink(
     path: &Path,
 ) -> Result<BufWriter<Box<dyn AsyncWrite + Unpin + Send + Sync>>, AdapterError> {
-    let sink: Box<dyn AsyncWrite + Unpin + Send + Sync> = if path.as_os_str() == "-" {
-        Box::new(tokio::io::stdout())
-    } else {
-        Box::new(
-            tokio::fs::File::create(path)
-                .await
-                .map_err(|source| AdapterError::Io {
-                    path: path.to_owned(),
-                    error: source,
-                })?,
-        )
-    };
-    Ok(BufWriter::new(sink))
+    if path.as_os_str() == "-" {
+        return Ok(BufWriter::new(Box::new(tokio::io::stdout())));
+    }
+    let file = tokio::fs::File::create(path)
+        .await
+        .map_err(|source| AdapterError::Io {
+            path: path.to_owned(),
+            error: source,
+        })?;
+    Ok(BufWriter::with_capacity(FILE_BUFFER, Box::new(file)))
 }
 
 #[cfg(test)]

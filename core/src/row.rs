@@ -19,8 +19,8 @@ use std::hash::BuildHasherDefault;
 use std::sync::Arc;
 
 use crate::ops::fxhash::FxHasher;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+mod codec;
 mod schema;
 mod text;
 
@@ -593,88 +593,6 @@ impl PartialEq for Row {
 impl fmt::Display for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.to_json())
-    }
-}
-
-/// As a JSON object in human-readable formats; as a list of `(name, value)` pairs in compact
-/// ones (bincode, for rows that travel between processes).
-impl Serialize for Row {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if s.is_human_readable() {
-            self.to_json().serialize(s)
-        } else {
-            s.collect_seq(self.fields())
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Row {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Row, D::Error> {
-        if d.is_human_readable() {
-            Row::from_json(serde_json::Value::deserialize(d)?).map_err(serde::de::Error::custom)
-        } else {
-            Vec::<(String, Value)>::deserialize(d).map(Row::from_fields)
-        }
-    }
-}
-
-/// A value in a compact format: tagged by its kind (the variants in [`Value`]'s order).
-#[derive(Serialize)]
-enum TaggedRef<'a> {
-    Null,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Str(&'a str),
-    List(&'a [Value]),
-    Row(&'a Row),
-}
-
-/// What [`TaggedRef`] reads back as.
-#[derive(Deserialize)]
-enum Tagged {
-    Null,
-    Bool(bool),
-    Int(i64),
-    Float(f64),
-    Str(String),
-    List(Vec<Value>),
-    Row(Row),
-}
-
-/// As JSON's value in human-readable formats; tagged by its kind in compact ones.
-impl Serialize for Value {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if s.is_human_readable() {
-            return self.to_json().serialize(s);
-        }
-        match self {
-            Value::Null => TaggedRef::Null,
-            Value::Bool(b) => TaggedRef::Bool(*b),
-            Value::Int(i) => TaggedRef::Int(*i),
-            Value::Float(f) => TaggedRef::Float(*f),
-            Value::Str(t) => TaggedRef::Str(t),
-            Value::List(l) => TaggedRef::List(l),
-            Value::Row(r) => TaggedRef::Row(r),
-        }
-        .serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for Value {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
-        if d.is_human_readable() {
-            return serde_json::Value::deserialize(d).map(Value::from_json);
-        }
-        Ok(match Tagged::deserialize(d)? {
-            Tagged::Null => Value::Null,
-            Tagged::Bool(b) => Value::Bool(b),
-            Tagged::Int(i) => Value::Int(i),
-            Tagged::Float(f) => Value::Float(f),
-            Tagged::Str(t) => Value::Str(Text::from(t)),
-            Tagged::List(l) => Value::List(Arc::new(l)),
-            Tagged::Row(r) => Value::Row(Arc::new(r)),
-        })
     }
 }
 

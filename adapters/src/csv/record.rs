@@ -1,0 +1,214 @@
+//! A CSV record read by serde, as a map from the header's names to the record's fields, with
+//! no JSON in between: each field is what the payload's type asks for (text to a text field,
+//! even one that looks like a number), and to a type that takes anything (a `Row`, a
+//! `serde_json::Value`) the number, boolean or text it reads as ([`infer`]).
+
+use serde::de::value::{Error, StrDeserializer};
+use serde::de::{DeserializeSeed, Deserializer, IntoDeserializer, MapAccess, Visitor};
+use serde::forward_to_deserialize_any;
+
+/// What a field reads as when the payload's type does not say.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Inferred<'a> {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(&'a str),
+}
+
+/// An integer written as integers are (no sign but `-`, no leading zero), a float with a
+/// point or an exponent, `true` or `false`; anything else is text (`01` is text: a code, not
+/// a number).
+pub(crate) fn infer(text: &str) -> Inferred<'_> {
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (!digits.starts_with('0') || (digits == "0" && digits.len() == text.len()));
+    if canonical {
+        if let Ok(i) = text.parse::<i64>() {
+            return Inferred::Int(i);
+        }
+    }
+    let leading_zero = digits.len() > 1 && digits.starts_with('0') && !digits.starts_with("0.");
+    let looks_float = text.contains(['.', 'e', 'E']) && !leading_zero;
+    if let (Ok(f), true) = (text.parse::<f64>(), looks_float) {
+        if f.is_finite() && text.trim() == text {
+            return Inferred::Float(f);
+        }
+    }
+    match text {
+        "true" => Inferred::Bool(true),
+        "false" => Inferred::Bool(false),
+        _ => Inferred::Text(text),
+    }
+}
+
+/// One record: `header[i]` names `fields[i]` (of equal length).
+pub(crate) struct Record<'a> {
+    pub(crate) header: &'a [String],
+    pub(crate) fields: &'a [String],
+}
+
+impl<'de> Deserializer<'de> for Record<'_> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_map(Fields {
+            pairs: self.header.iter().zip(self.fields),
+            value: None,
+        })
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
+struct Fields<'a, I> {
+    pairs: I,
+    /// The field of the name just read.
+    value: Option<&'a str>,
+}
+
+impl<'de, 'a, I: Iterator<Item = (&'a String, &'a String)>> MapAccess<'de> for Fields<'a, I> {
+    type Error = Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
+        let Some((name, field)) = self.pairs.next() else {
+            return Ok(None);
+        };
+        self.value = Some(field);
+        let name: StrDeserializer<'_, Error> = name.as_str().into_deserializer();
+        seed.deserialize(name).map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
+        seed.deserialize(Field(self.value.take().unwrap_or_default()))
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.pairs.size_hint().1
+    }
+}
+
+/// One field's text.
+struct Field<'a>(&'a str);
+
+impl<'de> Deserializer<'de> for Field<'_> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match infer(self.0) {
+            Inferred::Int(i) => visitor.visit_i64(i),
+            Inferred::Float(f) => visitor.visit_f64(f),
+            Inferred::Bool(b) => visitor.visit_bool(b),
+            Inferred::Text(t) => visitor.visit_str(t),
+        }
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_str(self.0)
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_str(self.0)
+    }
+
+    fn deserialize_char<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_str(self.0)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use punctual_core::Row;
+    use serde::Deserialize;
+
+    #[test]
+    fn fields_read_as_numbers_booleans_or_text() {
+        assert_eq!(infer("42"), Inferred::Int(42));
+        assert_eq!(infer("-7"), Inferred::Int(-7));
+        assert_eq!(infer("0"), Inferred::Int(0));
+        for text in ["01", "-0", "+5", "", "1 ", "x"] {
+            assert_eq!(infer(text), Inferred::Text(text), "{text:?}");
+        }
+        assert_eq!(infer("2.5"), Inferred::Float(2.5));
+        assert_eq!(infer("1e3"), Inferred::Float(1000.0));
+        assert_eq!(infer("0.5"), Inferred::Float(0.5));
+        assert_eq!(infer("true"), Inferred::Bool(true));
+        // Past i64, with no point: text.
+        assert_eq!(
+            infer("99999999999999999999"),
+            Inferred::Text("99999999999999999999")
+        );
+    }
+
+    #[test]
+    fn a_record_is_what_its_payload_type_asks_for() {
+        let header = ["code", "n", "x", "ok", "note"].map(String::from);
+        let fields = ["007", "3", "2.5", "true", ""].map(String::from);
+        let record = || Record {
+            header: &header,
+            fields: &fields,
+        };
+        let row = Row::deserialize(record()).unwrap();
+        assert_eq!(
+            row,
+            Row::new()
+                .with("code", "007")
+                .with("n", 3)
+                .with("x", 2.5)
+                .with("ok", true)
+                .with("note", "")
+        );
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Typed {
+            code: String,
+            n: u8,
+            x: f64,
+            ok: bool,
+            note: Option<String>,
+        }
+        assert_eq!(
+            Typed::deserialize(record()).unwrap(),
+            Typed {
+                code: "007".into(),
+                n: 3,
+                x: 2.5,
+                ok: true,
+                note: Some(String::new()),
+            }
+        );
+        // A number asked of text that is not one: the field's text and the type in the error.
+        #[derive(Deserialize, Debug)]
+        #[allow(dead_code)]
+        struct Wrong {
+            note: i64,
+        }
+        let e = Wrong::deserialize(record()).unwrap_err().to_string();
+        assert!(e.contains("invalid type: string \"\""), "{e}");
+    }
+}
