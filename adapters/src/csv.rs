@@ -145,7 +145,22 @@ impl CsvInputConfig {
 /// Splits one CSV record; `None` for an unterminated quote.
 pub fn split_record(line: &str, delimiter: char) -> Option<Vec<String>> {
     let mut fields = Vec::new();
-    let mut field = String::new();
+    split_into(line, delimiter, &mut fields).then_some(fields)
+}
+
+/// Splits one CSV record into `fields`, reusing its strings (a reader keeps one vector for
+/// every line); `false` for an unterminated quote.
+fn split_into(line: &str, delimiter: char, fields: &mut Vec<String>) -> bool {
+    fn next(fields: &mut Vec<String>, n: usize) -> &mut String {
+        if n == fields.len() {
+            fields.push(String::new());
+        }
+        let field = &mut fields[n];
+        field.clear();
+        field
+    }
+    let mut n = 0;
+    let mut field = next(fields, n);
     let mut chars = line.chars().peekable();
     let mut quoted = false;
     let mut at_start = true;
@@ -165,18 +180,16 @@ pub fn split_record(line: &str, delimiter: char) -> Option<Vec<String>> {
             quoted = true;
             at_start = false;
         } else if c == delimiter {
-            fields.push(std::mem::take(&mut field));
+            n += 1;
+            field = next(fields, n);
             at_start = true;
         } else {
             field.push(c);
             at_start = false;
         }
     }
-    if quoted {
-        return None;
-    }
-    fields.push(field);
-    Some(fields)
+    fields.truncate(n + 1);
+    !quoted
 }
 
 /// Joins fields into a CSV record, quoting where needed.
@@ -261,8 +274,16 @@ pub struct CsvReader<P> {
 
 impl<P: DeserializeOwned> CsvReader<P> {
     /// Parses one record into an item, or says which field is wrong.
-    fn item(&self, header: &[String], line: &str) -> Result<StreamItem<P>, String> {
-        let fields = split_record(line, self.config.delimiter).ok_or("an unterminated quote")?;
+    fn item(
+        &self,
+        header: &[String],
+        line: &str,
+        fields: &mut Vec<String>,
+    ) -> Result<StreamItem<P>, String> {
+        if !split_into(line, self.config.delimiter, fields) {
+            return Err("an unterminated quote".into());
+        }
+        let fields = &fields[..];
         if fields.len() != header.len() {
             return Err(format!(
                 "{} fields, the header has {}",
@@ -287,11 +308,8 @@ impl<P: DeserializeOwned> CsvReader<P> {
                 end: parse_time(field(end_col)?).map_err(|e| format!("field `{end_col}`: {e}"))?,
             },
         };
-        let payload = P::deserialize(record::Record {
-            header,
-            fields: &fields,
-        })
-        .map_err(|e| e.to_string())?;
+        let payload =
+            P::deserialize(record::Record { header, fields }).map_err(|e| e.to_string())?;
         Ok(StreamItem::Insert(Event { kind, payload }))
     }
 }
@@ -335,6 +353,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
             Some((k, _)) if k > 0 => 0usize,
             _ => 1,
         };
+        let mut fields = Vec::new();
         loop {
             if ctx.is_stopping() {
                 return feed.stopped(ctx).await;
@@ -357,7 +376,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
                 feed.skip();
                 continue;
             }
-            match self.item(&header, &line) {
+            match self.item(&header, &line, &mut fields) {
                 Ok(item) => feed.item(ctx, item).await?,
                 Err(message) => feed.malformed(ctx, (number, line), message).await?,
             }
@@ -524,6 +543,12 @@ mod tests {
         let f = split_record(r#"a,"b, c","say ""hi""",,x"#, ',').unwrap();
         assert_eq!(f, vec!["a", "b, c", r#"say "hi""#, "", "x"]);
         assert_eq!(split_record(r#"a,"open"#, ','), None);
+        // A reused vector: longer lines, then shorter ones.
+        let mut fields = vec!["left".to_owned(); 9];
+        assert!(split_into("x,,y", ',', &mut fields));
+        assert_eq!(fields, ["x", "", "y"]);
+        assert!(split_into("", ',', &mut fields));
+        assert_eq!(fields, [""]);
         assert_eq!(join_record(&f, ','), r#"a,"b, c","say ""hi""",,x"#);
     }
 }

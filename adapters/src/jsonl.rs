@@ -50,7 +50,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
-use crate::line::{item_to_json_as, parse_line, LineError, TimeFormat};
+use crate::line::{parse_line, write_item_as, LineError, TimeFormat};
 use crate::query::QueryReport;
 use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
 
@@ -310,23 +310,77 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
 }
 
 /// One flat line: a JSON object whose field `field` holds the time; the object is the payload.
+/// The line is read twice, for its time (the other fields skipped) and as the payload: no
+/// JSON tree in between.
 fn flat_item<P: DeserializeOwned>(
     text: &str,
     field: &str,
     format: TimeFormat,
 ) -> Result<punctual_core::StreamItem<P>, String> {
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let serde_json::Value::Object(object) = &value else {
-        return Err("a flat line is a JSON object".into());
-    };
-    let time = object
-        .get(field)
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let time = serde::de::DeserializeSeed::deserialize(TimeOf(field), &mut reader)
+        .map_err(|e| e.to_string())?
         .ok_or_else(|| format!("no field `{field}` (the event time)"))?;
     let at = format
-        .read(time)
+        .read(&time)
         .map_err(|e| format!("field `{field}`: {e}"))?;
-    let payload = serde_json::from_value::<P>(value).map_err(|e| e.to_string())?;
+    let payload = serde_json::from_str::<P>(text).map_err(|e| e.to_string())?;
     Ok(punctual_core::StreamItem::point(at, payload))
+}
+
+/// Reads the value of one field of a JSON object (the last, if named twice), skipping the
+/// others.
+struct TimeOf<'a>(&'a str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for TimeOf<'_> {
+    type Value = Option<serde_json::Value>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for TimeOf<'_> {
+    type Value = Option<serde_json::Value>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a flat line: a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut found = None;
+        while let Some(named) = map.next_key_seed(KeyIs(self.0))? {
+            if named {
+                found = Some(map.next_value()?);
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Whether a key is this name.
+struct KeyIs<'a>(&'a str);
+
+impl<'de> serde::de::DeserializeSeed<'de> for KeyIs<'_> {
+    type Value = bool;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for KeyIs<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
+        Ok(v == self.0)
+    }
 }
 
 /// Configuration of [`JsonLinesOutput`].
@@ -417,8 +471,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
         };
         for item in batch.items() {
             self.line.clear();
-            serde_json::to_writer(&mut self.line, &item_to_json_as(item, self.time_format))
-                .map_err(AdapterError::other)?;
+            write_item_as(item, self.time_format, &mut self.line).map_err(AdapterError::other)?;
             self.line.push(b'\n');
             out.write_all(&self.line)
                 .await

@@ -166,58 +166,76 @@ impl<P> Line<P> {
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum OutLine<'a, P> {
     Point {
-        start: Time,
+        start: Stamp,
         payload: &'a P,
     },
     Interval {
-        start: Time,
-        end: Time,
+        start: Stamp,
+        end: Stamp,
         payload: &'a P,
     },
     Start {
-        start: Time,
+        start: Stamp,
         payload: &'a P,
     },
     End {
-        start: Time,
-        end: Time,
+        start: Stamp,
+        end: Stamp,
         payload: &'a P,
     },
     Cti {
-        time: Time,
+        time: Stamp,
     },
+}
+
+/// A time as a format writes it ([`TimeFormat::write`]; ticks as the time writes itself).
+struct Stamp(Time, TimeFormat);
+
+impl Serialize for Stamp {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.1 {
+            TimeFormat::Auto | TimeFormat::Ticks => self.0.serialize(s),
+            format => format.write(self.0).serialize(s),
+        }
+    }
+}
+
+/// The output line of an item, its times in `format`. An event one tick long is a `point`,
+/// an interval ending at `+inf` a `start` edge (see [`punctual_core::event`]).
+fn out_line<P>(item: StreamItem<&P>, format: TimeFormat) -> OutLine<'_, P> {
+    let at = |t| Stamp(t, format);
+    match item {
+        StreamItem::Cti(time) => OutLine::Cti { time: at(time) },
+        StreamItem::Insert(e) => {
+            let (sync, other) = e.kind.encode();
+            match EventKind::decode(sync, other) {
+                EventKind::Point(start) => OutLine::Point {
+                    start: at(start),
+                    payload: e.payload,
+                },
+                EventKind::Interval { start, end } => OutLine::Interval {
+                    start: at(start),
+                    end: at(end),
+                    payload: e.payload,
+                },
+                EventKind::StartEdge(start) => OutLine::Start {
+                    start: at(start),
+                    payload: e.payload,
+                },
+                EventKind::EndEdge { start, end } => OutLine::End {
+                    start: at(start),
+                    end: at(end),
+                    payload: e.payload,
+                },
+            }
+        }
+    }
 }
 
 /// The JSON form of an output item. An event one tick long is written as a `point`, an interval
 /// ending at `+inf` as a `start` edge (see [`punctual_core::event`]).
 pub fn item_to_json<P: Serialize>(item: StreamItem<&P>) -> serde_json::Value {
-    let line = match item {
-        StreamItem::Cti(time) => OutLine::Cti { time },
-        StreamItem::Insert(e) => {
-            let (sync, other) = e.kind.encode();
-            match EventKind::decode(sync, other) {
-                EventKind::Point(start) => OutLine::Point {
-                    start,
-                    payload: e.payload,
-                },
-                EventKind::Interval { start, end } => OutLine::Interval {
-                    start,
-                    end,
-                    payload: e.payload,
-                },
-                EventKind::StartEdge(start) => OutLine::Start {
-                    start,
-                    payload: e.payload,
-                },
-                EventKind::EndEdge { start, end } => OutLine::End {
-                    start,
-                    end,
-                    payload: e.payload,
-                },
-            }
-        }
-    };
-    serde_json::to_value(line).unwrap_or(serde_json::Value::Null)
+    item_to_json_as(item, TimeFormat::Auto)
 }
 
 /// How event times are written in a record's field (flat JSON lines, CSV columns) and in
@@ -358,19 +376,25 @@ pub fn item_to_json_as<P: Serialize>(
     item: StreamItem<&P>,
     format: TimeFormat,
 ) -> serde_json::Value {
-    let mut value = item_to_json(item);
-    if format != TimeFormat::Auto && format != TimeFormat::Ticks {
-        if let serde_json::Value::Object(fields) = &mut value {
-            for key in ["start", "end", "time"] {
-                if let Some(v) = fields.get_mut(key) {
-                    if let Some(ticks) = v.as_i64() {
-                        *v = format.write(Time::from_ticks(ticks));
-                    }
-                }
-            }
-        }
-    }
-    value
+    serde_json::to_value(out_line(item, format)).unwrap_or(serde_json::Value::Null)
+}
+
+/// Appends the line of [`item_to_json_as`] to `out` (without its line end), written as it
+/// is serialized: no JSON value in between.
+///
+/// ```
+/// use punctual_adapters::line::{write_item_as, TimeFormat};
+/// use punctual_core::{StreamItem, Time};
+/// let mut line = Vec::new();
+/// write_item_as(StreamItem::point(Time::from_ticks(10_000), &7), TimeFormat::EpochMs, &mut line).unwrap();
+/// assert_eq!(line, br#"{"kind":"point","start":1,"payload":7}"#);
+/// ```
+pub fn write_item_as<P: Serialize>(
+    item: StreamItem<&P>,
+    format: TimeFormat,
+    out: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
+    serde_json::to_writer(out, &out_line(item, format))
 }
 
 #[cfg(test)]
