@@ -161,32 +161,54 @@ fn split_into(line: &str, delimiter: char, fields: &mut Vec<String>) -> bool {
     }
     let mut n = 0;
     let mut field = next(fields, n);
-    let mut chars = line.chars().peekable();
+    let mut rest = line;
     let mut quoted = false;
-    let mut at_start = true;
-    while let Some(c) = chars.next() {
-        if quoted {
-            if c == '"' {
-                if chars.peek() == Some(&'"') {
-                    field.push('"');
-                    chars.next();
-                } else {
-                    quoted = false;
+    loop {
+        if !rest.starts_with('"') {
+            // An unquoted field: up to the next delimiter, in one piece.
+            match rest.find(delimiter) {
+                Some(i) => {
+                    field.push_str(&rest[..i]);
+                    rest = &rest[i + delimiter.len_utf8()..];
+                    n += 1;
+                    field = next(fields, n);
+                    continue;
                 }
+                None => {
+                    field.push_str(rest);
+                    break;
+                }
+            }
+        }
+        // A quoted field: `""` is a quote; the closing quote, then text up to the delimiter.
+        quoted = true;
+        let mut chars = rest[1..].char_indices().peekable();
+        let mut end = rest.len();
+        while let Some((i, c)) = chars.next() {
+            if quoted {
+                if c == '"' {
+                    if chars.peek().map(|&(_, c)| c) == Some('"') {
+                        field.push('"');
+                        chars.next();
+                    } else {
+                        quoted = false;
+                    }
+                } else {
+                    field.push(c);
+                }
+            } else if c == delimiter {
+                end = 1 + i;
+                break;
             } else {
                 field.push(c);
             }
-        } else if c == '"' && at_start {
-            quoted = true;
-            at_start = false;
-        } else if c == delimiter {
-            n += 1;
-            field = next(fields, n);
-            at_start = true;
-        } else {
-            field.push(c);
-            at_start = false;
         }
+        if quoted || end == rest.len() {
+            break;
+        }
+        rest = &rest[end + delimiter.len_utf8()..];
+        n += 1;
+        field = next(fields, n);
     }
     fields.truncate(n + 1);
     !quoted
@@ -543,12 +565,65 @@ mod tests {
         let f = split_record(r#"a,"b, c","say ""hi""",,x"#, ',').unwrap();
         assert_eq!(f, vec!["a", "b, c", r#"say "hi""#, "", "x"]);
         assert_eq!(split_record(r#"a,"open"#, ','), None);
+        assert_eq!(join_record(&f, ','), r#"a,"b, c","say ""hi""",,x"#);
         // A reused vector: longer lines, then shorter ones.
         let mut fields = vec!["left".to_owned(); 9];
         assert!(split_into("x,,y", ',', &mut fields));
         assert_eq!(fields, ["x", "", "y"]);
         assert!(split_into("", ',', &mut fields));
         assert_eq!(fields, [""]);
-        assert_eq!(join_record(&f, ','), r#"a,"b, c","say ""hi""",,x"#);
+    }
+
+    /// Every line of up to six characters of `a`, `,`, `"`, `;` and `é` splits as a split one
+    /// character at a time does (the rules written plainly).
+    #[test]
+    fn records_split_as_the_plain_rules_say() {
+        fn plain(line: &str, delimiter: char) -> Option<Vec<String>> {
+            let (mut fields, mut field) = (Vec::new(), String::new());
+            let (mut quoted, mut at_start) = (false, true);
+            let mut chars = line.chars().peekable();
+            while let Some(c) = chars.next() {
+                if quoted {
+                    if c == '"' && chars.peek() == Some(&'"') {
+                        field.push('"');
+                        chars.next();
+                    } else if c == '"' {
+                        quoted = false;
+                    } else {
+                        field.push(c);
+                    }
+                } else if c == '"' && at_start {
+                    (quoted, at_start) = (true, false);
+                } else if c == delimiter {
+                    fields.push(std::mem::take(&mut field));
+                    at_start = true;
+                } else {
+                    field.push(c);
+                    at_start = false;
+                }
+            }
+            fields.push(field);
+            (!quoted).then_some(fields)
+        }
+        let alphabet = ['a', ',', '"', ';', 'é'];
+        let mut lines = vec![String::new()];
+        let mut fields = Vec::new();
+        for _ in 0..6 {
+            lines = lines
+                .iter()
+                .flat_map(|l| alphabet.iter().map(move |c| format!("{l}{c}")))
+                .collect();
+            for line in &lines {
+                for delimiter in [',', 'é'] {
+                    let expected = plain(line, delimiter);
+                    let ok = split_into(line, delimiter, &mut fields);
+                    assert_eq!(
+                        ok.then(|| fields.clone()),
+                        expected,
+                        "{line:?} {delimiter:?}"
+                    );
+                }
+            }
+        }
     }
 }

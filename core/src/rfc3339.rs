@@ -174,24 +174,45 @@ pub(crate) fn format(ticks: i64) -> String {
     let (y, m, d) = civil_from_days(days);
     let secs = rem / TICKS_PER_SECOND;
     let frac = rem % TICKS_PER_SECOND;
-    let year = if (0..=9999).contains(&y) {
-        format!("{y:04}")
+    // Written digit by digit (a time is written per output line: no formatting machinery).
+    let mut out = String::with_capacity(32);
+    if (0..=9999).contains(&y) {
+        digits(&mut out, y.unsigned_abs(), 4);
     } else {
-        format!("{}{:05}", if y < 0 { '-' } else { '+' }, y.unsigned_abs())
-    };
-    let mut out = format!(
-        "{year}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    );
+        out.push(if y < 0 { '-' } else { '+' });
+        digits(&mut out, y.unsigned_abs(), 5);
+    }
+    for (separator, value) in [
+        ('-', m as u64),
+        ('-', d as u64),
+        ('T', (secs / 3600) as u64),
+        (':', (secs / 60 % 60) as u64),
+        (':', (secs % 60) as u64),
+    ] {
+        out.push(separator);
+        digits(&mut out, value, 2);
+    }
     if frac != 0 {
-        let digits = format!("{frac:07}");
         out.push('.');
-        out.push_str(digits.trim_end_matches('0'));
+        let at = out.len();
+        digits(&mut out, frac as u64, 7);
+        let kept = out.trim_end_matches('0').len().max(at + 1);
+        out.truncate(kept);
     }
     out.push('Z');
     out
+}
+
+/// Appends `value` in decimal, at least `width` digits (zeros first).
+fn digits(out: &mut String, mut value: u64, width: usize) {
+    let mut buf = [b'0'; 20];
+    let mut start = buf.len();
+    while value > 0 || buf.len() - start < width {
+        start -= 1;
+        buf[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
+    out.extend(buf[start..].iter().map(|&b| char::from(b)));
 }
 
 #[cfg(test)]

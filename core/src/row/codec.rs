@@ -2,6 +2,7 @@
 //! human-readable formats (read straight into rows and values, with no JSON tree in between),
 //! tagged by kind in compact ones.
 
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::Arc;
 
@@ -9,7 +10,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{field_name, NotAnObject, Row, Text, Value};
+use super::{field_name, NotAnObject, Row, Schema, Text, Value};
 
 /// As a JSON object in human-readable formats; as a list of `(name, value)` pairs in compact
 /// ones (bincode, for rows that travel between processes).
@@ -49,21 +50,29 @@ impl<'de> Visitor<'de> for RowVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Row, A::Error> {
-        // The fields go to `Row`'s `from_iter` as they are read (gathered where the thread
-        // keeps its fields, no vector per row); the first error ends the row.
-        let mut error = None;
-        let row = std::iter::from_fn(|| match map.next_entry_seed(Name, ValueSeed) {
-            Ok(entry) => entry,
-            Err(e) => {
-                error = Some(e);
-                None
+        // Rows read one after another mostly have the names of the one before, in its order:
+        // as long as they do, a name is compared with that row's schema and nothing is looked
+        // up; from the first name that differs, the names are looked up and the schema found.
+        let last = LAST.with(|l| l.borrow().clone());
+        let names = last.names();
+        with_values(|values| {
+            loop {
+                match map.next_key_seed(KeyAt(names.get(values.len())))? {
+                    None => break,
+                    Some(Key::Same) => values.push(map.next_value_seed(ValueSeed)?),
+                    Some(Key::Other(name)) => {
+                        let value = map.next_value_seed(ValueSeed)?;
+                        let read = names.iter().cloned().zip(values.drain(..));
+                        return remembered(map, read.chain(std::iter::once((name, value))));
+                    }
+                }
             }
+            if values.len() == names.len() {
+                return Ok(Row::assemble(last.clone(), values.drain(..)));
+            }
+            let read = names.iter().cloned().zip(values.drain(..));
+            remembered(map, read)
         })
-        .collect();
-        match error {
-            Some(e) => Err(e),
-            None => Ok(row),
-        }
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Row, A::Error> {
@@ -92,6 +101,82 @@ impl<'de> Visitor<'de> for RowVisitor {
 
     fn visit_unit<E: de::Error>(self) -> Result<Row, E> {
         Err(E::custom(NotAnObject("null")))
+    }
+}
+
+thread_local! {
+    /// The schema of the last row this thread read whose names differed from the one before.
+    static LAST: RefCell<Schema> = RefCell::new(Schema::empty());
+    /// Where a row's values are gathered while it is read.
+    static VALUES: RefCell<Vec<Value>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `f` with the thread's vector for a row's values, empty (a fresh one for a row inside the
+/// row being read).
+fn with_values<T>(f: impl FnOnce(&mut Vec<Value>) -> T) -> T {
+    VALUES.with(|values| match values.try_borrow_mut() {
+        Ok(mut values) => {
+            values.clear();
+            let out = f(&mut values);
+            values.clear();
+            out
+        }
+        Err(_) => f(&mut Vec::new()),
+    })
+}
+
+/// The row of the fields `read` and the rest of `map`, as `Row`'s `from_iter` makes it (a
+/// name given twice keeps its first place and its last value); its schema is remembered
+/// for the next row. The first error ends the row.
+fn remembered<'de, A: MapAccess<'de>>(
+    mut map: A,
+    read: impl Iterator<Item = (Arc<str>, Value)>,
+) -> Result<Row, A::Error> {
+    let mut error = None;
+    let rest = std::iter::from_fn(|| match map.next_entry_seed(Name, ValueSeed) {
+        Ok(entry) => entry,
+        Err(e) => {
+            error = Some(e);
+            None
+        }
+    });
+    let row: Row = read.chain(rest).collect();
+    if let Some(e) = error {
+        return Err(e);
+    }
+    LAST.with(|l| *l.borrow_mut() = row.schema().clone());
+    Ok(row)
+}
+
+/// A key read where the last row's schema has the name `.0` (if it has one there).
+struct KeyAt<'a>(Option<&'a Arc<str>>);
+
+/// That name, or another one (shared).
+enum Key {
+    Same,
+    Other(Arc<str>),
+}
+
+impl<'de> DeserializeSeed<'de> for KeyAt<'_> {
+    type Value = Key;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for KeyAt<'_> {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+        Ok(match self.0 {
+            Some(name) if **name == *v => Key::Same,
+            _ => Key::Other(field_name(v)),
+        })
     }
 }
 
@@ -255,5 +340,41 @@ impl<'de> Deserialize<'de> for Value {
             Tagged::List(l) => Value::List(Arc::new(l)),
             Tagged::Row(r) => Value::Row(Arc::new(r)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows read one after another, with the names of the row before, fewer, more, others,
+    /// in another order, twice, nested: each is the row its fields make.
+    #[test]
+    fn rows_read_in_a_row_are_their_fields() {
+        let lines = [
+            r#"{"a": 1, "b": "x"}"#,
+            r#"{"a": 2, "b": "y"}"#,
+            r#"{"a": 3}"#,
+            r#"{"a": 4, "b": "z", "c": true}"#,
+            r#"{"b": "w", "a": 5}"#,
+            r#"{"a": 6, "a": 7, "b": null}"#,
+            r#"{"a": {"a": 1, "b": 2}, "b": [1, {"c": 2.5}]}"#,
+            r#"{"a": 8, "b": "v"}"#,
+            r#"{}"#,
+        ];
+        for line in lines {
+            let read: Row = serde_json::from_str(line).unwrap();
+            let json: serde_json::Value = serde_json::from_str(line).unwrap();
+            let made = Row::from_json(json).unwrap();
+            assert_eq!(read, made, "{line}");
+            let names: Vec<&str> = read.fields().map(|(k, _)| k).collect();
+            let made_names: Vec<&str> = made.fields().map(|(k, _)| k).collect();
+            assert_eq!(names, made_names, "{line}");
+            assert_eq!(read.schema(), made.schema(), "{line}");
+        }
+        // An error inside a row ends it; the next row reads as it should.
+        assert!(serde_json::from_str::<Row>(r#"{"a": 1, "b": }"#).is_err());
+        let after: Row = serde_json::from_str(r#"{"a": 9, "b": "u"}"#).unwrap();
+        assert_eq!(after, Row::new().with("a", 9).with("b", "u"));
     }
 }
