@@ -111,7 +111,10 @@ async fn run_typed(dir: &Path, query: &str, out: &Path) -> Result<(), String> {
         let config = CsvInputConfig::new(dir.join("reference.csv"), "valid_from")
             .end("valid_to")
             .time_format(TimeFormat::EpochMs);
-        Some(q.create_stream::<_, Reading, _, _>(options, &CsvInput, &config).map_err(e)?)
+        Some(
+            q.create_stream::<_, Reading, _, _>(options, &CsvInput, &config)
+                .map_err(e)?,
+        )
     } else {
         None
     };
@@ -258,7 +261,12 @@ fn main_inner() -> Result<bool, String> {
                 }
                 let (secs, cpu_s) = (start.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64());
                 let rate = events as f64 / cpu_s;
-                if form == "typed" { &mut typed } else { &mut job }.push(rate);
+                if form == "typed" {
+                    &mut typed
+                } else {
+                    &mut job
+                }
+                .push(rate);
                 let (mine, results) = lines(&out)?;
                 let other = dir.join(format!(
                     "{query}-{}.jsonl",
