@@ -239,35 +239,33 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
     ordered(op, a, b).map_or(Value::Null, Value::Bool)
 }
 
-/// A comparison's truth, `None` for `NULL`: a side is `NULL`, or an order (`<`, `>=`, ...)
-/// compares values that have none (values of different kinds are never equal).
 /// Whether `a op b` is true (`ordered(op, a, b) == Some(true)`), numbers of one kind compared
 /// without a branch on the outcome: a filter's outcome is often a coin toss, and a branch on
 /// it is mispredicted half the time.
 #[inline]
 fn compared(op: BinOp, a: &Value, b: &Value) -> bool {
+    /// `x op y` as the operator says (`NaN` equals nothing, differs from everything and has no
+    /// order, as in `ordered`).
+    #[inline]
+    fn by<T: PartialOrd>(op: BinOp, x: T, y: T) -> bool {
+        match op {
+            BinOp::Eq => x == y,
+            BinOp::Ne => x != y,
+            BinOp::Lt => x < y,
+            BinOp::Le => x <= y,
+            BinOp::Gt => x > y,
+            _ => x >= y,
+        }
+    }
     match (a, b) {
-        (Value::Int(x), Value::Int(y)) => match op {
-            BinOp::Eq => x == y,
-            BinOp::Ne => x != y,
-            BinOp::Lt => x < y,
-            BinOp::Le => x <= y,
-            BinOp::Gt => x > y,
-            _ => x >= y,
-        },
-        (Value::Float(x), Value::Float(y)) => match op {
-            // `NaN` equals nothing and differs from everything, as in `ordered`.
-            BinOp::Eq => x == y,
-            BinOp::Ne => x != y,
-            BinOp::Lt => x < y,
-            BinOp::Le => x <= y,
-            BinOp::Gt => x > y,
-            _ => x >= y,
-        },
+        (Value::Int(x), Value::Int(y)) => by(op, x, y),
+        (Value::Float(x), Value::Float(y)) => by(op, x, y),
         _ => ordered(op, a, b) == Some(true),
     }
 }
 
+/// A comparison's truth, `None` for `NULL`: a side is `NULL`, or an order (`<`, `>=`, ...)
+/// compares values that have none (values of different kinds are never equal).
 fn ordered(op: BinOp, a: &Value, b: &Value) -> Option<bool> {
     if matches!(a, Value::Null) || matches!(b, Value::Null) {
         return None;
