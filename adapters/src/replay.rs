@@ -385,26 +385,52 @@ pub(crate) async fn next_line(
             break;
         }
     }
-    while line.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
-        line.pop();
-    }
     if ended {
         length -= 1;
+    }
+    Ok(Some(text(line, length)))
+}
+
+/// The next line, if the reader's buffer holds all of it (its end included): taken at once,
+/// with nothing to wait on (most lines of a file are). `None` when the line is not all there.
+async fn buffered_line(
+    reader: &mut (dyn AsyncBufRead + Unpin + Send),
+) -> std::io::Result<Option<ReadLine>> {
+    std::future::poll_fn(|cx| {
+        let available = match std::pin::Pin::new(&mut *reader).poll_fill_buf(cx) {
+            std::task::Poll::Ready(read) => read?,
+            std::task::Poll::Pending => return std::task::Poll::Ready(Ok(None)),
+        };
+        let Some(end) = available.iter().position(|&b| b == b'\n') else {
+            return std::task::Poll::Ready(Ok(None));
+        };
+        let line = text(available[..=end].to_vec(), end);
+        std::pin::Pin::new(&mut *reader).consume(end + 1);
+        std::task::Poll::Ready(Ok(Some(line)))
+    })
+    .await
+}
+
+/// A line read (its end still on it), of `length` bytes without its end: its text, or why it
+/// is not a line of text (too long, not UTF-8).
+fn text(mut line: Vec<u8>, length: usize) -> ReadLine {
+    while line.last().is_some_and(|&b| b == b'\n' || b == b'\r') {
+        line.pop();
     }
     if length > MAX_LINE_BYTES {
         line.truncate(200);
         let shown = String::from_utf8_lossy(&line).into_owned();
         let why = format!("the line is {length} bytes long, over the limit of {MAX_LINE_BYTES}");
-        return Ok(Some(Err((shown, why))));
+        return Err((shown, why));
     }
-    Ok(Some(String::from_utf8(line).map_err(|e| {
+    String::from_utf8(line).map_err(|e| {
         let at = e.utf8_error().valid_up_to() + 1;
         let shown = String::from_utf8_lossy(e.as_bytes()).into_owned();
         (
             shown,
             format!("not UTF-8 (an invalid byte at byte {at} of the line)"),
         )
-    })))
+    })
 }
 
 /// Feeds parsed lines into a stream: paces them, batches them, handles malformed lines, ends
@@ -467,6 +493,15 @@ impl<P: Payload> Feeder<P> {
         reader: &mut (dyn AsyncBufRead + Unpin + Send),
         path: &Path,
     ) -> Result<Option<ReadLine>, AdapterError> {
+        let buffered = buffered_line(reader)
+            .await
+            .map_err(|error| AdapterError::Io {
+                path: path.to_owned(),
+                error,
+            })?;
+        if let Some(line) = buffered {
+            return Ok(Some(line));
+        }
         let read = next_line(reader, self.follow, path, ctx.stop_signal());
         tokio::pin!(read);
         if !self.live || (self.pending.is_empty() && self.ahead.is_empty() && self.skipped == 0) {
@@ -629,6 +664,43 @@ pub(crate) async fn open_sink(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lines taken from the buffer where they are whole read as lines waited for do: line
+    /// ends (`\r\n` too), an empty line, one that is not UTF-8, a last one without its end.
+    #[tokio::test]
+    async fn lines_in_the_buffer_read_as_lines_waited_for() {
+        let input: &[u8] = b"a\r\nb\n\xff\n\nlast";
+        let path = Path::new("lines");
+        let mut reader = input;
+        let mut waited = Vec::new();
+        while let Some(line) = next_line(&mut reader, false, path, std::future::pending())
+            .await
+            .unwrap()
+        {
+            waited.push(line);
+        }
+        let mut reader = input;
+        let mut buffered = Vec::new();
+        loop {
+            if let Some(line) = buffered_line(&mut reader).await.unwrap() {
+                buffered.push(line);
+                continue;
+            }
+            match next_line(&mut reader, false, path, std::future::pending())
+                .await
+                .unwrap()
+            {
+                Some(line) => buffered.push(line),
+                None => break,
+            }
+        }
+        assert_eq!(buffered, waited);
+        assert_eq!(buffered.len(), 5);
+        assert_eq!(buffered[0], Ok("a".to_owned()));
+        assert!(matches!(&buffered[2], Err((_, why)) if why.contains("not UTF-8")));
+        assert_eq!(buffered[3], Ok(String::new()));
+        assert_eq!(buffered[4], Ok("last".to_owned()));
+    }
 
     #[test]
     fn wildcards_match_any_characters_or_one() {

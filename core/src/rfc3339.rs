@@ -190,7 +190,9 @@ pub(crate) fn format(ticks: i64) -> String {
         (':', (secs % 60) as u64),
     ] {
         out.push(separator);
-        digits(&mut out, value, 2);
+        // Two digits (every value here is below 100).
+        out.push(char::from(b'0' + (value / 10 % 10) as u8));
+        out.push(char::from(b'0' + (value % 10) as u8));
     }
     if frac != 0 {
         out.push('.');
