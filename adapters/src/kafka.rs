@@ -60,7 +60,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::{AdapterError, EnqueueError};
-use crate::line::{item_to_json, parse_line};
+use crate::line::{parse_line, write_item_as, TimeFormat};
 use crate::query::QueryReport;
 
 /// Where a Kafka adapter connects.
@@ -496,10 +496,11 @@ impl<P: Payload + Serialize> OutputAdapter<P> for KafkaWriter<P> {
             return Ok(());
         };
         for item in batch.items() {
-            let line = item_to_json(item).to_string();
+            let mut line = Vec::new();
+            write_item_as(item, TimeFormat::Auto, &mut line).map_err(AdapterError::other)?;
             producer
                 .send(
-                    FutureRecord::<(), String>::to(&self.config.topic).payload(&line),
+                    FutureRecord::<(), [u8]>::to(&self.config.topic).payload(&line[..]),
                     Duration::from_secs(10),
                 )
                 .await

@@ -43,7 +43,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
-use crate::line::{item_to_json, parse_line};
+use crate::line::{parse_line, write_item_as, TimeFormat};
 use crate::query::QueryReport;
 
 /// Where an MQTT adapter connects and which topic it uses.
@@ -257,7 +257,8 @@ impl<P: Payload + Serialize> OutputAdapter<P> for MqttWriter<P> {
         }
         if let Some(p) = self.client.as_mut() {
             for item in batch.items() {
-                let line = item_to_json(item).to_string();
+                let mut line = Vec::new();
+                write_item_as(item, TimeFormat::Auto, &mut line).map_err(AdapterError::other)?;
                 p.client
                     .publish(self.config.topic.clone(), p.qos, false, line)
                     .await

@@ -52,7 +52,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
-use crate::line::{item_to_json, parse_line};
+use crate::line::{parse_line, write_item_as, TimeFormat};
 use crate::memory::BATCH;
 use crate::query::QueryReport;
 use crate::replay::next_line;
@@ -446,13 +446,13 @@ impl<P: Payload + Serialize> OutputAdapter<P> for TcpWriter<P> {
                 .map_err(net_error(self.connect.clone()))?;
             self.conn = Some(BufWriter::new(conn));
         }
-        let mut text = String::new();
+        let mut text = Vec::new();
         for item in batch.items() {
-            text.push_str(&item_to_json(item).to_string());
-            text.push('\n');
+            write_item_as(item, TimeFormat::Auto, &mut text).map_err(AdapterError::other)?;
+            text.push(b'\n');
         }
         if let Some(conn) = self.conn.as_mut() {
-            conn.write_all(text.as_bytes())
+            conn.write_all(&text)
                 .await
                 .map_err(net_error(self.connect.clone()))?;
             conn.flush()
