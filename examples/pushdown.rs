@@ -54,8 +54,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     )?;
     let big = |p: &(char, i64)| p.1 >= 40;
     let outs = [CollectOutput::new(), CollectOutput::new()];
-    query.bind_output(&fused.filter(big), &outs[0], &())?;
-    query.bind_output(&operator.filter(big), &outs[1], &())?;
+    query.bind_output(fused.filter(big), &outs[0], &())?;
+    query.bind_output(operator.filter(big), &outs[1], &())?;
     // `operator` is also read as it is: its filter cannot go into its ingress.
     let whole = CollectOutput::new();
     query.bind_output(&operator, &whole, &())?;

@@ -645,3 +645,98 @@ fn a_job_input_takes_a_bounded_watermark() {
         "{err}"
     );
 }
+
+/// An input read in arrival order: a filter's results go out in the order their events came
+/// (sorted, they wait for the CTI above them); a window gives the same results either way;
+/// `order` takes `time` or `arrival`, and items of any kind (no time field) only `time`.
+#[test]
+fn an_input_in_arrival_order_passes_events_on_as_they_come() {
+    let dir = temp_dir("arrival");
+    let input = dir.join("readings.jsonl");
+    std::fs::write(
+        &input,
+        [
+            r#"{"time": "2026-12-01T10:00:00Z", "device": "a", "celsius": 20}"#,
+            r#"{"time": "2026-12-01T10:00:03Z", "device": "b", "celsius": 30}"#,
+            r#"{"time": "2026-12-01T10:00:02Z", "device": "a", "celsius": 22}"#,
+            r#"{"time": "2026-12-01T10:00:11Z", "device": "a", "celsius": 24}"#,
+        ]
+        .join("\n"),
+    )
+    .expect("written");
+    let run = |sql: &str, order: &str| {
+        let output = dir.join(format!("out-{order}.jsonl"));
+        let (code, _, err) = cli(&[
+            "query",
+            sql,
+            "--input",
+            &format!("readings={},order={order}", s(&input)),
+            "--output",
+            s(&output),
+            "--delay",
+            "5s",
+        ]);
+        assert_eq!(code, EXIT_OK, "{err}");
+        let written = std::fs::read_to_string(&output).expect("written");
+        let points: Vec<String> = written
+            .lines()
+            .filter(|l| l.contains("point"))
+            .map(str::to_owned)
+            .collect();
+        points
+    };
+    let filter = "SELECT celsius FROM readings TIMESTAMP BY time WHERE celsius > 0";
+    let at = |t: &str, c: i64| {
+        format!(r#"{{"kind":"point","start":"2026-12-01T10:00:{t}Z","payload":{{"celsius":{c}}}}}"#)
+    };
+    assert_eq!(
+        run(filter, "arrival"),
+        vec![at("00", 20), at("03", 30), at("02", 22), at("11", 24)]
+    );
+    assert_eq!(
+        run(filter, "time"),
+        vec![at("00", 20), at("02", 22), at("03", 30), at("11", 24)]
+    );
+    let window = "SELECT device, SUM(celsius) AS total FROM readings TIMESTAMP BY time GROUP BY device, TumblingWindow(second, 10)";
+    let sorted = run(window, "time");
+    assert_eq!(sorted.len(), 3, "{sorted:?}");
+    assert_eq!(run(window, "arrival"), sorted);
+
+    let (code, _, err) = cli(&[
+        "query",
+        filter,
+        "--input",
+        &format!("readings={},order=sideways", s(&input)),
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("--input readings: order is `time` or `arrival`, not `sideways`"),
+        "{err}"
+    );
+    let items = dir.join("items.jsonl");
+    std::fs::write(
+        &items,
+        "{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":1}}\n",
+    )
+    .expect("written");
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"items.jsonl\"\norder = \"arrival\"\n[outputs.output]\npath = \"-\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("input `r`: order = \"arrival\" takes records with a time field"),
+        "{err}"
+    );
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"items.jsonl\"\norder = \"random\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("unknown variant `random`"), "{err}");
+}

@@ -306,7 +306,7 @@ fn an_input_that_fails_on_one_worker_fails_the_run() {
             &Breaks,
             &(),
         )?;
-        query.bind_output(&good.union(&[&bad]), &sink, &())?;
+        query.bind_output(good.union(&[&bad]), &sink, &())?;
         Ok(query)
     });
     match result {
@@ -392,7 +392,7 @@ fn partitioned_query(
         &punctual::adapters::Partitioned(MemoryInput),
         &items,
     )?;
-    query.bind_output(&counts_per_key(&readings, 10), out, &())?;
+    query.bind_output(counts_per_key(&readings, 10), out, &())?;
     Ok(query)
 }
 
@@ -640,7 +640,7 @@ fn replayed_counts(
         let mut query = Query::new("replayed");
         let options = InputOptions::new("readings", EventShape::Point).settings(settings);
         let readings = query.create_stream(options, &replay, &())?;
-        query.bind_output(&counts_per_key(&readings, 50), &sink, &())?;
+        query.bind_output(counts_per_key(&readings, 50), &sink, &())?;
         Ok(query)
     };
     match cluster {

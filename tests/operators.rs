@@ -135,7 +135,7 @@ fn run<O: punctual::core::ops::Payload>(
                 .expect("a valid input")
         })
         .unzip();
-    let output = plan.output(&build(&sources)).expect("a stream of the plan");
+    let output = plan.output(build(&sources)).expect("a stream of the plan");
     let mut driver = plan.build().expect("a valid plan");
     let longest = inputs.iter().map(Vec::len).max().unwrap_or(0);
     for step in 0..longest {
@@ -512,7 +512,7 @@ fn held_matches_state(
                 .expect("a valid input")
         })
         .unzip();
-    plan.output(&build(&sources)).expect("a stream of the plan");
+    plan.output(build(&sources)).expect("a stream of the plan");
     let mut driver = plan.build().expect("a valid plan");
     for (k, items) in inputs.iter().enumerate() {
         for item in items {

@@ -65,7 +65,7 @@ fn run_query<I: Order, R: Payload, RO: Order>(
 ) -> (Batch<R>, u64) {
     let mut plan = Plan::new("test");
     let (input, stream) = plan.input(options).expect("a valid input");
-    let results = plan.output(&query(&stream)).expect("a stream of the plan");
+    let results = plan.output(query(&stream)).expect("a stream of the plan");
     let mut driver = plan.build().expect("a valid plan");
     let mut all = Batch::new();
     for &e in events {

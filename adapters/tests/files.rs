@@ -133,7 +133,7 @@ async fn csv_intervals_and_output() {
         .expect("binds");
     query
         .bind_output(
-            &s.map(|r| Row::new().with("what", r.get("what").cloned().unwrap_or_default())),
+            s.map(|r| Row::new().with("what", r.get("what").cloned().unwrap_or_default())),
             &CsvOutput,
             &CsvOutputConfig {
                 path: out_path.clone(),

@@ -87,7 +87,7 @@ async fn publish_through_a_query_and_subscribe_to_the_results() {
             .expect("binds");
         query
             .bind_output(
-                &s.filter(|v| *v > 10),
+                s.filter(|v| *v > 10),
                 &MqttOutput,
                 &MqttConfig::new("127.0.0.1", port, "out"),
             )

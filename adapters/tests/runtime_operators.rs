@@ -230,10 +230,10 @@ async fn a_filter_after_an_input_runs_fused_into_its_ingress() {
             let s = query
                 .create_stream(options.unordered(), &replay, &())
                 .unwrap();
-            query.bind_output(&s.filter(even), &out, &()).unwrap();
+            query.bind_output(s.filter(even), &out, &()).unwrap();
         } else {
             let s = query.create_stream(options, &replay, &()).unwrap();
-            query.bind_output(&s.filter(even), &out, &()).unwrap();
+            query.bind_output(s.filter(even), &out, &()).unwrap();
             if also_raw {
                 query.bind_output(&s, &raw, &()).unwrap();
             }

@@ -38,7 +38,7 @@ async fn the_clock_moves_a_quiet_input_so_a_union_does_not_stall() {
         )
         .unwrap();
     let out = CollectOutput::new();
-    query.bind_output(&q.union(&[&b]), &out, &()).unwrap();
+    query.bind_output(q.union(&[&b]), &out, &()).unwrap();
     let running = query.start().unwrap();
     quiet_tx.send(StreamItem::point(t(10), 1)).await.unwrap();
     for x in [1_050, 1_060, 1_070] {
@@ -93,7 +93,7 @@ async fn late_events_go_to_an_ordinary_output_with_reason_and_cti() {
     query.bind_output(&s, &main, &()).unwrap();
     query
         .bind_output(
-            &late.map(|l| (l.event.payload, l.cti, l.reason.to_string())),
+            late.map(|l| (l.event.payload, l.cti, l.reason.to_string())),
             &side,
             &(),
         )

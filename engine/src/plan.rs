@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use punctual_core::ops::{Graph, NodeId, Payload, QueryGraph, Stream};
+use punctual_core::ops::{AnyStream, Graph, NodeId, Payload, QueryGraph, Stream};
 use punctual_core::{EventOrder, EventShape, Order, Ordered};
 use punctual_policies::{Ingress, IngressConfig, IngressOutput, LateEvent, Watermark};
 
@@ -346,9 +346,17 @@ impl Plan {
         Ok((ids, stream))
     }
 
-    /// Marks a stream (an input or an operator's output, of either order) as read from
-    /// outside: what it produces is kept for [`Driver::take_output`].
-    pub fn output<P: Payload, O: Order>(&mut self, stream: &Stream<P, O>) -> Result<OutputId<P>> {
+    /// Marks a stream (an input or an operator's output, of either order: a `&Stream<P, O>`
+    /// or an `&AnyStream<P>`) as read from outside: what it produces is kept for
+    /// [`Driver::take_output`].
+    pub fn output<P: Payload>(&mut self, stream: impl Into<AnyStream<P>>) -> Result<OutputId<P>> {
+        match stream.into() {
+            AnyStream::Ordered(s) => self.output_of(&s),
+            AnyStream::Arrival(s) => self.output_of(&s),
+        }
+    }
+
+    fn output_of<P: Payload, O: Order>(&mut self, stream: &Stream<P, O>) -> Result<OutputId<P>> {
         self.check(stream)?;
         self.graph.keep_output(stream);
         self.outputs.push(stream.node());

@@ -140,9 +140,7 @@ fn a_reference_input_keeps_its_own_end() {
             options
         };
         let (b, sb) = plan.input::<i64, Ordered>(options).expect("a valid input");
-        let out = plan
-            .output(&sa.union(&[&sb]))
-            .expect("a stream of the plan");
+        let out = plan.output(sa.union(&[&sb])).expect("a stream of the plan");
         let mut driver = plan.build().expect("a valid plan");
         assert_eq!(driver.is_reference(b.index()), reference);
         driver

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use punctual_core::ops::Stream;
-use punctual_core::{field_name, Row, Schema, Time, TimeSpan, Value};
+use punctual_core::ops::{AnyStream, Stream, Ungrouped, Windowed};
+use punctual_core::{field_name, Order, Row, Schema, Time, TimeSpan, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
 use crate::ast::*;
@@ -14,12 +14,13 @@ use crate::eval::{Ctx, E};
 use crate::join::JoinParts;
 use crate::lower::{compile, constant, Grouping};
 use crate::scope::{canonical, err, walk, Scope};
-use crate::SqlError;
+use crate::stream::Rows;
+use crate::{RowStream, SqlError};
 
 /// A stream the query can read, with its fields when they are known.
 #[derive(Clone)]
 pub(crate) struct Named {
-    pub(crate) stream: Stream<Row>,
+    pub(crate) stream: RowStream,
     pub(crate) fields: Option<Vec<String>>,
     /// Whether it is an input (not a step).
     pub(crate) input: bool,
@@ -88,10 +89,7 @@ impl Compiler<'_> {
         })
     }
 
-    pub(crate) fn script(
-        mut self,
-        script: &Script,
-    ) -> Result<Vec<(String, Stream<Row>)>, SqlError> {
+    pub(crate) fn script(mut self, script: &Script) -> Result<Vec<(String, RowStream)>, SqlError> {
         let _ = self.text;
         for (name, q) in &script.steps {
             if self.named.contains_key(&name.name) {
@@ -111,7 +109,7 @@ impl Compiler<'_> {
                 },
             );
         }
-        let mut outputs: Vec<(String, Stream<Row>)> = Vec::new();
+        let mut outputs: Vec<(String, RowStream)> = Vec::new();
         for q in &script.statements {
             let first = &q.selects[0];
             let into = match (&first.into, script.statements.len()) {
@@ -150,7 +148,7 @@ impl Compiler<'_> {
         if parts.is_empty() {
             return Ok(first);
         }
-        let rest: Vec<&Stream<Row>> = parts.iter().map(|p| &p.stream).collect();
+        let rest: Vec<&RowStream> = parts.iter().map(|p| &p.stream).collect();
         Ok(Named {
             stream: first.stream.union(&rest),
             fields: first.fields,
@@ -212,7 +210,8 @@ impl Compiler<'_> {
                 nested: true,
             };
             let parts = self.on_parts(&clause.on, &combined, scope.sources.len())?;
-            let (mut left_stream, mut right_stream) = (stream.clone(), right.stream.clone());
+            // The right side sorted: the join reads it in time order.
+            let (mut left_stream, mut right_stream) = (stream.clone(), right.stream.ordered());
             if let Some((unit, a, b, lo, hi, at)) = &parts.datediff {
                 if j > 0 {
                     return Err(err(
@@ -490,7 +489,7 @@ impl Compiler<'_> {
         Ok(parts)
     }
 
-    fn grouped(&self, s: &Select, scope: &Scope, stream: Stream<Row>) -> Result<Named, SqlError> {
+    fn grouped(&self, s: &Select, scope: &Scope, stream: RowStream) -> Result<Named, SqlError> {
         let mut window = None;
         let mut keys: Vec<(String, Pos)> = Vec::new();
         let mut key_exprs = Vec::new();
@@ -548,38 +547,28 @@ impl Compiler<'_> {
         };
         let aggs = SqlAggs::new(grouping.aggs);
         let key_slots = crate::aggs::slots(key_exprs.len().max(1));
-        let windowed = match window {
-            WindowSql::Tumbling { size, offset } => stream
-                .hopping_window(size, size)
-                .alignment(Time::from_ticks(0) + offset),
-            WindowSql::Hopping { size, hop, offset } => stream
-                .hopping_window(size, hop)
-                .alignment(Time::from_ticks(0) + offset),
-            WindowSql::Sliding { size } => stream.alter_duration(size).snapshot_window(),
-            WindowSql::Snapshot => stream.snapshot_window(),
+        // Tumbling and hopping windows take their input in either order.
+        let (size, hop, offset) = match window {
+            WindowSql::Tumbling { size, offset } => (size, size, offset),
+            WindowSql::Hopping { size, hop, offset } => (size, hop, offset),
+            WindowSql::Sliding { size } => (size, size, TimeSpan::ZERO),
+            WindowSql::Snapshot => (TimeSpan::ZERO, TimeSpan::ZERO, TimeSpan::ZERO),
         };
-        // One key (or none) is that value, several a vector: a group of one integer key is
-        // found by indexing the window's table, as in a typed query.
-        let mut groups = match key_exprs.len() {
-            0 | 1 => windowed
-                .group_by(move |r: &Row| {
-                    key_exprs.first().map_or(Value::Null, |k| {
-                        k.with(&Ctx::row(r, Time::NEG_INF), Value::clone)
-                    })
-                })
-                .aggregate_into(aggs, move |k: &Value, aggs| Group {
-                    keys: key_slots.row([k.clone()]),
-                    aggs,
-                }),
-            _ => windowed
-                .group_by(move |r: &Row| {
-                    let cx = Ctx::row(r, Time::NEG_INF);
-                    key_exprs.iter().map(|k| k.eval(&cx)).collect::<Vec<_>>()
-                })
-                .aggregate_into(aggs, move |k: &Vec<Value>, aggs| Group {
-                    keys: key_slots.row(k.iter().cloned()),
-                    aggs,
-                }),
+        let at = Time::from_ticks(0) + offset;
+        let keys = (key_exprs, key_slots);
+        let mut groups = match (window, &stream) {
+            (WindowSql::Sliding { .. }, _) => grouped_by(
+                stream.ordered().alter_duration(size).snapshot_window(),
+                keys,
+                aggs,
+            ),
+            (WindowSql::Snapshot, _) => grouped_by(stream.ordered().snapshot_window(), keys, aggs),
+            (_, AnyStream::Ordered(s)) => {
+                grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs)
+            }
+            (_, AnyStream::Arrival(s)) => {
+                grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs)
+            }
         };
         if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {
             // A result at each moment the window's contents change.
@@ -610,10 +599,41 @@ impl Compiler<'_> {
             schema.row(items.iter().map(|e| e.with(&cx, Value::clone)))
         });
         Ok(Named {
-            stream,
+            stream: stream.into(),
             fields: Some(names),
             input: false,
         })
+    }
+}
+
+/// A window's groups by `keys` (their expressions, and the schema of their values) with
+/// `aggs` over each. One key (or none) is that value, several a vector: a group of one
+/// integer key is found by indexing the window's table, as in a typed query.
+fn grouped_by<O: Order>(
+    windowed: Windowed<Row, Ungrouped, O>,
+    (key_exprs, key_slots): (Vec<E>, Schema),
+    aggs: SqlAggs,
+) -> Stream<Group> {
+    match key_exprs.len() {
+        0 | 1 => windowed
+            .group_by(move |r: &Row| {
+                key_exprs.first().map_or(Value::Null, |k| {
+                    k.with(&Ctx::row(r, Time::NEG_INF), Value::clone)
+                })
+            })
+            .aggregate_into(aggs, move |k: &Value, aggs| Group {
+                keys: key_slots.row([k.clone()]),
+                aggs,
+            }),
+        _ => windowed
+            .group_by(move |r: &Row| {
+                let cx = Ctx::row(r, Time::NEG_INF);
+                key_exprs.iter().map(|k| k.eval(&cx)).collect::<Vec<_>>()
+            })
+            .aggregate_into(aggs, move |k: &Vec<Value>, aggs| Group {
+                keys: key_slots.row(k.iter().cloned()),
+                aggs,
+            }),
     }
 }
 

@@ -3,15 +3,18 @@
 
 use std::sync::Arc;
 
-use punctual_core::ops::{Join, Stream};
-use punctual_core::{Ordered, Row, Schema, Time, Value};
+use punctual_core::ops::Stream;
+use punctual_core::{Row, Schema, Time, Value};
 
 use crate::eval::{Ctx, E};
+use crate::stream::Rows;
+use crate::RowStream;
 
 /// One join, compiled, before its operator is made.
 pub(crate) struct JoinParts {
-    /// The two streams (already shifted for `DATEDIFF`).
-    pub(crate) left: Stream<Row>,
+    /// The two streams (already shifted for `DATEDIFF`): the left in either order, the
+    /// right sorted.
+    pub(crate) left: RowStream,
     pub(crate) right: Stream<Row>,
     /// The equalities' sides: the left's, the right's.
     pub(crate) keys: [Vec<E>; 2],
@@ -29,7 +32,7 @@ pub(crate) struct JoinParts {
 impl JoinParts {
     /// The join whose results are joined rows: each source's record under its name (a later
     /// join adds its source to the left's joined row).
-    pub(crate) fn joined(self) -> Stream<Row> {
+    pub(crate) fn joined(self) -> RowStream {
         let JoinParts {
             left,
             right,
@@ -63,7 +66,7 @@ impl JoinParts {
 
     /// The join whose results are the select's rows (see [`JoinParts::fuses`]): each pair
     /// that meets the other conditions and `filter` gives `columns`, named by `schema`.
-    pub(crate) fn fused(self, filter: Option<E>, schema: Schema, columns: Vec<E>) -> Stream<Row> {
+    pub(crate) fn fused(self, filter: Option<E>, schema: Schema, columns: Vec<E>) -> RowStream {
         let JoinParts {
             left,
             right,
@@ -84,20 +87,28 @@ impl JoinParts {
 /// The temporal join of `left` and `right` on their keys' values, `combine` making each
 /// pair's result (or none). A key with a `NULL` matches nothing: such rows are left out before
 /// the join. One key is that value (an integer key is found by indexing the join's table, as
-/// in a typed query), several a vector.
-fn join<C>(left: Stream<Row>, right: Stream<Row>, kl: Vec<E>, kr: Vec<E>, combine: C) -> Stream<Row>
+/// in a typed query), several a vector. The results are in `left`'s order.
+fn join<C>(left: RowStream, right: Stream<Row>, kl: Vec<E>, kr: Vec<E>, combine: C) -> RowStream
 where
     C: Fn(&Row, &Row) -> Option<Row> + Clone + Send + 'static,
 {
-    let (left, right) = (without_null_keys(left, &kl), without_null_keys(right, &kr));
+    let left = if kl.is_empty() {
+        left
+    } else {
+        let keys = kl.clone();
+        left.filter(move |row| has_no_null(row, &keys))
+    };
+    let right = if kr.is_empty() {
+        right
+    } else {
+        let keys = kr.clone();
+        right.filter(move |row| has_no_null(row, &keys))
+    };
     match (&kl[..], &kr[..]) {
         ([l], [r]) => {
             let (l, r) = (l.clone(), r.clone());
             let key = |e: E| move |row: &Row| e.with(&Ctx::row(row, Time::NEG_INF), Value::clone);
-            left.apply_binary(
-                &right,
-                Join::<_, _, _, _, _, _, _, Ordered>::new(key(l), key(r), combine),
-            )
+            left.join(&right, key(l), key(r), combine)
         }
         _ => {
             let key = |keys: Vec<E>| {
@@ -106,23 +117,14 @@ where
                     keys.iter().map(|k| k.eval(&cx)).collect::<Vec<Value>>()
                 }
             };
-            left.apply_binary(
-                &right,
-                Join::<_, _, _, _, _, _, _, Ordered>::new(key(kl), key(kr), combine),
-            )
+            left.join(&right, key(kl), key(kr), combine)
         }
     }
 }
 
-/// The stream without the rows whose key has a `NULL` (as it is when the join has no key).
-fn without_null_keys(stream: Stream<Row>, keys: &[E]) -> Stream<Row> {
-    if keys.is_empty() {
-        return stream;
-    }
-    let keys = keys.to_vec();
-    stream.filter(move |row: &Row| {
-        let cx = Ctx::row(row, Time::NEG_INF);
-        keys.iter()
-            .all(|k| !k.with(&cx, |v| matches!(v, Value::Null)))
-    })
+/// Whether none of the row's `keys` is `NULL` (a row with one is left out before the join).
+fn has_no_null(row: &Row, keys: &[E]) -> bool {
+    let cx = Ctx::row(row, Time::NEG_INF);
+    keys.iter()
+        .all(|k| !k.with(&cx, |v| matches!(v, Value::Null)))
 }

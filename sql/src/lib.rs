@@ -69,13 +69,14 @@
 //! let outputs = sql.build(&[SqlInput::new("readings", &readings)]).unwrap();
 //! let (name, out) = &outputs[0];
 //! assert_eq!(name, "output");
-//! graph.keep_output(out);
+//! let out = out.ordered(); // sorted already: its input is
+//! graph.keep_output(&out);
 //! let mut batch = Batch::new();
 //! batch.push_point(Time::from_ticks(1), Row::new().with("v", 1));
 //! batch.push_point(Time::from_ticks(2), Row::new().with("v", 5));
 //! graph.feed(&readings, &mut batch);
 //! let mut got = Batch::new();
-//! graph.take_output(out, &mut got);
+//! graph.take_output(&out, &mut got);
 //! assert_eq!(got.payloads(), &[Row::new().with("twice", 10)]);
 //! ```
 
@@ -87,13 +88,14 @@ mod join;
 mod lower;
 mod parse;
 mod scope;
+mod stream;
 
 use std::collections::HashMap;
 
-use punctual_core::ops::Stream;
-use punctual_core::{Row, Time, Value};
+use punctual_core::{Time, Value};
 
 use ast::{ExprKind, Pos, Script};
+pub use stream::RowStream;
 
 /// A query that could not be parsed or compiled: where, and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -176,21 +178,23 @@ pub struct InputUse {
     pub reference_of: Option<String>,
 }
 
-/// An input stream given to [`SqlQuery::build`]: its name, the stream, and its fields when
-/// known (references to other fields are then errors).
-#[derive(Clone, Copy)]
+/// An input stream given to [`SqlQuery::build`]: its name, the stream (sorted, or in
+/// arrival order: see [`RowStream`]), and its fields when known (references to other fields
+/// are then errors).
+#[derive(Clone)]
 pub struct SqlInput<'a> {
     name: &'a str,
-    stream: &'a Stream<Row>,
+    stream: RowStream,
     fields: Option<&'a [String]>,
 }
 
 impl<'a> SqlInput<'a> {
-    /// The input `name`, fields unknown.
-    pub fn new(name: &'a str, stream: &'a Stream<Row>) -> Self {
+    /// The input `name` (a `&Stream<Row, O>` of either order, or a [`RowStream`]), fields
+    /// unknown.
+    pub fn new(name: &'a str, stream: impl Into<RowStream>) -> Self {
         SqlInput {
             name,
-            stream,
+            stream: stream.into(),
             fields: None,
         }
     }
@@ -309,8 +313,10 @@ impl SqlQuery {
     }
 
     /// Builds the query on its input streams (all of one query graph); returns each
-    /// output's name and stream, in the order of [`SqlQuery::outputs`].
-    pub fn build(&self, inputs: &[SqlInput<'_>]) -> Result<Vec<(String, Stream<Row>)>, SqlError> {
+    /// output's name and stream, in the order of [`SqlQuery::outputs`]. An output is in
+    /// arrival order when it comes from inputs in arrival order through operators that keep
+    /// it (see [`RowStream`]), sorted otherwise.
+    pub fn build(&self, inputs: &[SqlInput<'_>]) -> Result<Vec<(String, RowStream)>, SqlError> {
         let named: HashMap<String, compile::Named> = inputs
             .iter()
             .map(|i| {

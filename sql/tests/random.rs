@@ -37,7 +37,7 @@ fn run_rust(
     let (id, s) = plan
         .input::<Row, Ordered>(InputOptions::new("readings", EventShape::Point))
         .expect("input");
-    let out = plan.output(&build(&s)).expect("output");
+    let out = plan.output(build(&s)).expect("output");
     let mut driver = plan.build().expect("plan");
     for item in items {
         driver.enqueue(id, item.clone()).expect("valid");

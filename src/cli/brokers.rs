@@ -2,8 +2,8 @@
 //! that name (a job naming one in a build without says how to get it).
 
 use punctual_adapters::{InputOptions, Query};
-use punctual_core::ops::Stream;
-use punctual_core::Row;
+use punctual_core::ops::{AnyStream, Stream};
+use punctual_core::{Order, Row};
 
 #[cfg(any(feature = "kafka", feature = "mqtt"))]
 fn config<C: serde::de::DeserializeOwned>(table: &toml::Table, what: &str) -> Result<C, String> {
@@ -18,11 +18,11 @@ fn missing(feature: &str) -> String {
 }
 
 /// A Kafka input.
-pub(super) fn kafka(
+pub(super) fn kafka<O: Order>(
     query: &mut Query,
-    options: InputOptions,
+    options: InputOptions<O>,
     table: &toml::Table,
-) -> Result<Stream<Row>, String> {
+) -> Result<Stream<Row, O>, String> {
     #[cfg(feature = "kafka")]
     {
         let c: punctual_adapters::KafkaConfig = config(table, "kafka")?;
@@ -38,11 +38,11 @@ pub(super) fn kafka(
 }
 
 /// An MQTT input.
-pub(super) fn mqtt(
+pub(super) fn mqtt<O: Order>(
     query: &mut Query,
-    options: InputOptions,
+    options: InputOptions<O>,
     table: &toml::Table,
-) -> Result<Stream<Row>, String> {
+) -> Result<Stream<Row, O>, String> {
     #[cfg(feature = "mqtt")]
     {
         let c: punctual_adapters::MqttConfig = config(table, "mqtt")?;
@@ -60,7 +60,7 @@ pub(super) fn mqtt(
 /// A Kafka output.
 pub(super) fn kafka_output(
     query: &mut Query,
-    stream: &Stream<Row>,
+    stream: &AnyStream<Row>,
     table: &toml::Table,
 ) -> Result<(), String> {
     #[cfg(feature = "kafka")]
@@ -80,7 +80,7 @@ pub(super) fn kafka_output(
 /// An MQTT output.
 pub(super) fn mqtt_output(
     query: &mut Query,
-    stream: &Stream<Row>,
+    stream: &AnyStream<Row>,
     table: &toml::Table,
 ) -> Result<(), String> {
     #[cfg(feature = "mqtt")]

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use async_trait::async_trait;
 
 use punctual_adapters::{AdapterError, OutputAdapter, OutputAdapterFactory};
+use punctual_core::ops::AnyStream;
 use punctual_core::{Batch, EventShape, Row, StreamItem};
 use punctual_policies::{DeadLetter, DeadLetterReason};
 
@@ -113,14 +114,14 @@ pub(super) struct Timeline {
 
 impl Timeline {
     /// Keeps what input `name` releases (a copy of the stream is bound to a capture).
-    pub(super) fn input(
+    pub(super) fn input<O: punctual_core::Order>(
         &mut self,
         query: &mut punctual_adapters::Query,
         name: &str,
-        stream: &punctual_core::ops::Stream<Row>,
+        stream: &punctual_core::ops::Stream<Row, O>,
     ) -> Result<Capture, punctual_adapters::QueryError> {
         let capture = Capture::default();
-        query.bind_output(&stream.map(Row::clone), &capture, &())?;
+        query.bind_output(stream.map(Row::clone), &capture, &())?;
         self.inputs.push((name.to_owned(), capture.clone()));
         Ok(capture)
     }
@@ -130,10 +131,13 @@ impl Timeline {
         &mut self,
         query: &mut punctual_adapters::Query,
         name: &str,
-        stream: &punctual_core::ops::Stream<Row>,
+        stream: impl Into<AnyStream<Row>>,
     ) -> Result<(), punctual_adapters::QueryError> {
         let capture = Capture::default();
-        query.bind_output(&stream.map(Row::clone), &capture, &())?;
+        match stream.into() {
+            AnyStream::Ordered(s) => query.bind_output(s.map(Row::clone), &capture, &())?,
+            AnyStream::Arrival(s) => query.bind_output(s.map(Row::clone), &capture, &())?,
+        }
         self.outputs.push((name.to_owned(), capture));
         Ok(())
     }

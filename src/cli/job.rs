@@ -9,12 +9,13 @@ use serde::Deserialize;
 
 use punctual_adapters::line::TimeFormat;
 use punctual_adapters::QueryError;
-use punctual_core::{EventShape, Row, TimeSpan};
+use punctual_core::ops::Stream;
+use punctual_core::{EventShape, Order, Row, TimeSpan};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimeImportSettings, AdvanceTimePolicy,
     AdvanceTimeSettings,
 };
-use punctual_sql::{InputUse, SqlQuery};
+use punctual_sql::{InputUse, RowStream, SqlQuery};
 
 use punctual_cluster::ClusterConfig;
 
@@ -71,7 +72,19 @@ fn yes() -> bool {
     true
 }
 
-/// One input of a job.
+/// The order in which an input's events go on to the query.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum InputOrder {
+    /// Sorted by event time: each event held until a CTI passes it.
+    #[default]
+    Time,
+    /// As they arrive: each event passes on once accepted; the operators that take events
+    /// in any order (`WHERE`, the select list, tumbling and hopping windows, a join's left
+    /// side) read them so, the others sort them first.
+    Arrival,
+}
+
 /// One network address, or a list of them (a partition each).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(untagged)]
@@ -156,6 +169,9 @@ pub(super) struct JobInput {
     /// A watermark strategy instead of `delay` or `generate`.
     #[serde(default)]
     pub(super) watermark: Option<JobWatermark>,
+    /// `time` (default: events sorted between CTIs) or `arrival`.
+    #[serde(default)]
+    pub(super) order: InputOrder,
 }
 
 /// A watermark strategy of a job input: Flink's bounded out-of-orderness (the CTI follows the
@@ -328,44 +344,25 @@ impl Parts {
         mut timeline: Option<&mut Timeline>,
     ) -> Result<punctual_adapters::Query, RunError> {
         let mut query = punctual_adapters::Query::new("job");
-        let Parts {
-            job,
-            sql,
-            uses,
-            letters,
-            first_bad,
-        } = self;
+        let Parts { job, sql, uses, .. } = self;
         let text = &job.query;
         let mut streams = Vec::new();
         for u in uses {
             let Some(input) = job.inputs.get(&u.name) else {
                 continue;
             };
-            let (stream, fields) = create_input(&mut query, u, input)?;
-            let capture = match timeline.as_mut() {
-                Some(t) => Some(t.input(&mut query, &u.name, &stream)?),
-                None => None,
+            let (stream, fields): (RowStream, _) = match input.order {
+                InputOrder::Time => {
+                    let (s, f) = create_input(&mut query, u, input, |o| o)?;
+                    watch_input(&mut query, &u.name, &s, timeline.as_deref_mut(), self)?;
+                    (s.into(), f)
+                }
+                InputOrder::Arrival => {
+                    let (s, f) = create_input(&mut query, u, input, |o| o.unordered())?;
+                    watch_input(&mut query, &u.name, &s, timeline.as_deref_mut(), self)?;
+                    (s.into(), f)
+                }
             };
-            let sink_letters = Arc::clone(letters);
-            let sink_bad = Arc::clone(first_bad);
-            let name = u.name.clone();
-            query.bind_dead_letters(
-                &stream,
-                move |letter: punctual_policies::DeadLetter<Row>| {
-                    if let punctual_policies::DeadLetterReason::Malformed(m) = &letter.reason {
-                        if let Ok(mut bad) = sink_bad.lock() {
-                            bad.entry(name.clone())
-                                .or_insert_with(|| format!("{}: {}", m.location, m.message));
-                        }
-                    }
-                    if let Some(c) = &capture {
-                        c.letter(&letter);
-                    }
-                    if let Ok(mut l) = sink_letters.lock() {
-                        l.add(&letter);
-                    }
-                },
-            )?;
             streams.push((u.name.clone(), stream, fields));
         }
         let inputs: Vec<punctual_sql::SqlInput<'_>> = streams
@@ -385,62 +382,108 @@ impl Parts {
             let Some(out) = job.outputs.get(name) else {
                 continue;
             };
-            if let Some(t) = timeline.as_mut() {
-                t.output(&mut query, name, stream)?;
-            }
-            let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
-            let targets = [
-                !out.path.as_os_str().is_empty(),
-                out.connect.is_some(),
-                out.kafka.is_some(),
-                out.mqtt.is_some(),
-            ];
-            if targets.iter().filter(|&&t| t).count() != 1 {
-                return Err(RunError::Usage(format!(
-                    "output `{name}`: give one target: `path` (a file, or \"-\"), `connect`, `kafka` or `mqtt`"
-                )));
-            }
-            let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
-            if let Some(table) = &out.kafka {
-                super::brokers::kafka_output(&mut query, stream, table).map_err(bad)?;
-                continue;
-            }
-            if let Some(table) = &out.mqtt {
-                super::brokers::mqtt_output(&mut query, stream, table).map_err(bad)?;
-                continue;
-            }
-            if let Some(addr) = &out.connect {
-                if out.format == Some(Format::Csv) {
-                    return Err(RunError::Usage(format!(
-                        "output `{name}`: a TCP output writes JSON lines"
-                    )));
-                }
-                query.bind_output(
-                    stream,
-                    &punctual_adapters::TcpOutput,
-                    &punctual_adapters::TcpOutputConfig {
-                        connect: addr.clone(),
-                    },
-                )?;
-                continue;
-            }
-            match format_of(&out.path, out.format) {
-                Format::Jsonl => query.bind_output(
-                    stream,
-                    &punctual_adapters::JsonLinesOutput,
-                    &punctual_adapters::JsonLinesOutputConfig::new(&out.path).time_format(times),
-                )?,
-                Format::Csv => query.bind_output(
-                    stream,
-                    &punctual_adapters::CsvOutput,
-                    &punctual_adapters::CsvOutputConfig {
-                        path: out.path.clone(),
-                    },
-                )?,
-            }
+            bind_output(&mut query, name, out, stream, timeline.as_deref_mut())?;
         }
         Ok(query)
     }
+}
+
+/// Binds the dead letters of input `name` (counted, the first malformed line kept, each
+/// written where the job says) and, with `timeline`, captures what it releases.
+fn watch_input<O: Order>(
+    query: &mut punctual_adapters::Query,
+    name: &str,
+    stream: &Stream<Row, O>,
+    timeline: Option<&mut Timeline>,
+    parts: &Parts,
+) -> Result<(), RunError> {
+    let capture = match timeline {
+        Some(t) => Some(t.input(query, name, stream)?),
+        None => None,
+    };
+    let sink_letters = Arc::clone(&parts.letters);
+    let sink_bad = Arc::clone(&parts.first_bad);
+    let name = name.to_owned();
+    query.bind_dead_letters(stream, move |letter: punctual_policies::DeadLetter<Row>| {
+        if let punctual_policies::DeadLetterReason::Malformed(m) = &letter.reason {
+            if let Ok(mut bad) = sink_bad.lock() {
+                bad.entry(name.clone())
+                    .or_insert_with(|| format!("{}: {}", m.location, m.message));
+            }
+        }
+        if let Some(c) = &capture {
+            c.letter(&letter);
+        }
+        if let Ok(mut l) = sink_letters.lock() {
+            l.add(&letter);
+        }
+    })?;
+    Ok(())
+}
+
+/// Binds output `name` of the query to its target (a file, standard output, TCP, Kafka or
+/// MQTT) and, with `timeline`, captures what it receives.
+fn bind_output(
+    query: &mut punctual_adapters::Query,
+    name: &str,
+    out: &JobOutput,
+    stream: &RowStream,
+    timeline: Option<&mut Timeline>,
+) -> Result<(), RunError> {
+    if let Some(t) = timeline {
+        t.output(query, name, stream)?;
+    }
+    let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
+    let targets = [
+        !out.path.as_os_str().is_empty(),
+        out.connect.is_some(),
+        out.kafka.is_some(),
+        out.mqtt.is_some(),
+    ];
+    if targets.iter().filter(|&&t| t).count() != 1 {
+        return Err(RunError::Usage(format!(
+            "output `{name}`: give one target: `path` (a file, or \"-\"), `connect`, `kafka` or `mqtt`"
+        )));
+    }
+    let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
+    if let Some(table) = &out.kafka {
+        super::brokers::kafka_output(query, stream, table).map_err(bad)?;
+        return Ok(());
+    }
+    if let Some(table) = &out.mqtt {
+        super::brokers::mqtt_output(query, stream, table).map_err(bad)?;
+        return Ok(());
+    }
+    if let Some(addr) = &out.connect {
+        if out.format == Some(Format::Csv) {
+            return Err(RunError::Usage(format!(
+                "output `{name}`: a TCP output writes JSON lines"
+            )));
+        }
+        query.bind_output(
+            stream,
+            &punctual_adapters::TcpOutput,
+            &punctual_adapters::TcpOutputConfig {
+                connect: addr.clone(),
+            },
+        )?;
+        return Ok(());
+    }
+    match format_of(&out.path, out.format) {
+        Format::Jsonl => query.bind_output(
+            stream,
+            &punctual_adapters::JsonLinesOutput,
+            &punctual_adapters::JsonLinesOutputConfig::new(&out.path).time_format(times),
+        )?,
+        Format::Csv => query.bind_output(
+            stream,
+            &punctual_adapters::CsvOutput,
+            &punctual_adapters::CsvOutputConfig {
+                path: out.path.clone(),
+            },
+        )?,
+    }
+    Ok(())
 }
 
 /// Runs a job: counters, dead letters and what was left held on `err`; the exit code.

@@ -57,7 +57,8 @@ USAGE:
                                  arguments, it continues the output exactly where its last
                                  checkpoint was (no duplicate, no gap); at most one
                                  checkpoint per --checkpoint-every (`500ms`, `2s`; 1s)
-    punctual query 'SELECT ...' | --file QUERY.sql  --input NAME=FILE[,time=FIELD][,end=FIELD]...
+    punctual query 'SELECT ...' | --file QUERY.sql
+                  --input NAME=FILE[,time=FIELD][,end=FIELD][,order=arrival]...
                   [--output FILE | --output NAME=FILE...] [--time-format FORMAT]
                   [--delay DURATION] [--dead-letters FILE] [--timeline FILE.svg]
                   [--workers W] [--processes P --process I --hosts FILE]
@@ -75,6 +76,9 @@ USAGE:
                                  (rfc3339 by default; epoch-ms, epoch-s, ticks); counters
                                  and dead letters on stderr. An input whose every line is
                                  malformed fails the run with its first bad line.
+                                 order=arrival: the input's events go on as they come
+                                 (filters, projections, tumbling and hopping windows and a
+                                 join's left side take them so; the rest sort them first).
                                  --timeline FILE.svg (query, job, pipe): the inputs (what
                                  they released, what was dropped or rejected) and outputs
                                  (each result with its values) on one time axis, the first

@@ -6,16 +6,17 @@ use std::path::PathBuf;
 use punctual_adapters::line::TimeFormat;
 use punctual_core::TimeSpan;
 
-use super::job::{Job, JobInput, JobOutput};
+use super::job::{InputOrder, Job, JobInput, JobOutput};
 use super::EXIT_USAGE;
 
-/// One `--input NAME=PATH[,end=FIELD][,time=FIELD]`.
+/// One `--input NAME=PATH[,end=FIELD][,time=FIELD][,order=arrival]`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct InputArg {
     name: String,
     path: PathBuf,
     end: Option<String>,
     time: Option<String>,
+    order: InputOrder,
 }
 
 /// The arguments of `punctual query`.
@@ -92,14 +93,22 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
         path: PathBuf::from(path),
         end: None,
         time: None,
+        order: InputOrder::Time,
     };
     for option in parts {
         match option.split_once('=') {
             Some(("end", field)) => arg.end = Some(field.to_owned()),
             Some(("time", field)) => arg.time = Some(field.to_owned()),
+            Some(("order", "time")) => arg.order = InputOrder::Time,
+            Some(("order", "arrival")) => arg.order = InputOrder::Arrival,
+            Some(("order", other)) => {
+                return Err(format!(
+                    "--input {name}: order is `time` or `arrival`, not `{other}`"
+                ))
+            }
             _ => {
                 return Err(format!(
-                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD)"
+                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival)"
                 ))
             }
         }
@@ -133,6 +142,7 @@ pub(super) fn cmd_query(
             path: i.path.clone(),
             time: i.time.clone(),
             end: i.end.clone(),
+            order: i.order,
             time_format: q.time_format,
             delay: q.delay,
             ..JobInput::default()

@@ -220,7 +220,7 @@ impl Case {
         outputs
             .into_iter()
             .find(|(n, _)| *n == self.output)
-            .map(|(_, s)| s)
+            .map(|(_, s)| s.ordered())
             .ok_or_else(|| {
                 CaseError::Config(format!(
                     "[query] output `{}` is none of the query's outputs ({})",

@@ -55,7 +55,7 @@ pub use worker::{Backlog, Exchange, QueryWorker};
 use std::sync::Arc;
 use std::time::Duration;
 
-use punctual_core::ops::Stream;
+use punctual_core::ops::{AnyStream, Stream};
 use punctual_core::Order;
 use punctual_engine::{DeadLetterSink, InputOptions, Plan};
 use punctual_policies::{AdvanceTimeSettings, LateEvent};
@@ -328,12 +328,28 @@ impl Query {
     }
 
     /// Binds an output adapter to a stream (an input stream or an operator's output, ordered
-    /// or unordered): it receives the stream's events and CTIs in release order (on an
+    /// or unordered: a `&Stream<P, O>` or an `&AnyStream<P>`): it receives the stream's events and CTIs in release order (on an
     /// unordered stream, each event as soon as it is final, in arrival order between CTIs).
     /// One output per stream; the factory is asked for an adapter of the stream's shape: an
     /// input's declared shape, or what the operators make of it (`Point` for a window's
     /// results, `Edge`, any kind, where an operator cannot say; see `Plan::shape_of`).
-    pub fn bind_output<C, P, F, O>(
+    pub fn bind_output<C, P, F>(
+        &mut self,
+        stream: impl Into<AnyStream<P>>,
+        factory: &F,
+        config: &C,
+    ) -> Result<(), QueryError>
+    where
+        P: Payload,
+        F: OutputAdapterFactory<C, P>,
+    {
+        match stream.into() {
+            AnyStream::Ordered(s) => self.bind(&s, factory, config),
+            AnyStream::Arrival(s) => self.bind(&s, factory, config),
+        }
+    }
+
+    fn bind<C, P, F, O>(
         &mut self,
         stream: &Stream<P, O>,
         factory: &F,

@@ -10,6 +10,7 @@
 
 mod aggregate;
 mod anti_join;
+mod any;
 mod filter;
 mod frontier;
 pub(crate) mod fxhash;
@@ -31,6 +32,7 @@ mod windowed;
 
 pub use aggregate::{Aggregate, Avg, Count, Max, Min, Sum, TopK};
 pub use anti_join::{AntiSemiJoin, ClipDuration};
+pub use any::AnyStream;
 pub use filter::{both, Filter, Predicate};
 pub use frontier::CtiFrontier;
 pub use fxhash::{FxHashMap, FxHasher};

@@ -99,7 +99,7 @@ impl QueryGraph {
         self.stream(node)
     }
 
-    fn stream<P, O>(&self, node: NodeId) -> Stream<P, O> {
+    pub(super) fn stream<P, O>(&self, node: NodeId) -> Stream<P, O> {
         Stream {
             graph: self.clone(),
             node,
@@ -387,7 +387,47 @@ impl<P: Payload, O: Order> Stream<P, O> {
     where
         K: Hash + Eq + Clone + Send + 'static,
     {
-        let combine = move |l: &P, r: &R| Some(combine(l, r));
+        self.join_on_filter_map(right, key_left, key_right, move |l, r| Some(combine(l, r)))
+    }
+
+    /// [`Stream::join_on`] where `combine` may leave a pair out: each pair with equal keys
+    /// and overlapping lifetimes yields `combine(l, r)` where it is `Some` (a condition on the
+    /// pair and the result made in one step, with no result built for a pair left out).
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let orders = graph.source::<(u32, i64), Ordered>();
+    /// let limits = graph.source::<(u32, i64), Ordered>();
+    /// let over = orders.join_on_filter_map(&limits, |o| o.0, |l| l.0, |o, l| {
+    ///     (o.1 > l.1).then_some(o.1 - l.1)
+    /// });
+    /// graph.keep_output(&over);
+    /// let mut l = Batch::new();
+    /// l.push_event(t(0), t(100), (1, 50));
+    /// l.push_cti(t(100));
+    /// graph.feed(&limits, &mut l);
+    /// let mut o = Batch::new();
+    /// o.push_point(t(3), (1, 40));
+    /// o.push_point(t(4), (1, 70));
+    /// o.push_cti(t(10));
+    /// graph.feed(&orders, &mut o);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&over, &mut out);
+    /// assert_eq!(out.payloads(), &[20]);
+    /// ```
+    pub fn join_on_filter_map<R: Payload, K, Out: Payload>(
+        &self,
+        right: &Stream<R>,
+        key_left: impl Fn(&P) -> K + Send + 'static,
+        key_right: impl Fn(&R) -> K + Send + 'static,
+        combine: impl Fn(&P, &R) -> Option<Out> + Send + 'static,
+    ) -> Stream<Out, O>
+    where
+        K: Hash + Eq + Clone + Send + 'static,
+    {
         self.binary(
             right,
             Join::<_, _, _, _, _, _, _, O>::new(key_left, key_right, combine),
@@ -411,9 +451,12 @@ impl<P: Payload, O: Order> Stream<P, O> {
         predicate: impl Fn(&P, &R) -> bool + Send + 'static,
         combine: impl Fn(&P, &R) -> Out + Send + 'static,
     ) -> Stream<Out, O> {
-        let combine = move |l: &P, r: &R| predicate(l, r).then(|| combine(l, r));
-        let op = Join::<_, _, _, _, _, _, _, O>::new(|_: &P| (), |_: &R| (), combine);
-        self.binary(right, op)
+        self.join_on_filter_map(
+            right,
+            |_| (),
+            |_| (),
+            move |l, r| predicate(l, r).then(|| combine(l, r)),
+        )
     }
 
     /// Hopping windows of `size` every `hop`; pick an aggregate on the result. On an

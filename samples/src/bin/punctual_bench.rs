@@ -59,6 +59,7 @@ use punctual::cluster::ClusterConfig;
 use punctual::core::ops::{Count, Sum};
 use punctual::core::Schema;
 use punctual::prelude::*;
+use punctual::sql::RowStream;
 use punctual_samples::{arg, exit_code, ms};
 
 /// (ts ms, value, key): a decoded record of the workload's files.
@@ -187,11 +188,11 @@ fn joined<O: Order>(
 /// The query in Rust over rows of the fields `value` and `key` (by position: the rows'
 /// schema is the bench's), with the query language's results: `value`; `key` and `x` (count
 /// plus sum); `x` (value times version).
-fn over_rows(
+fn over_rows<O: Order>(
     name: &str,
-    readings: &Stream<Row>,
+    readings: &punctual::core::ops::Stream<Row, O>,
     reference: &Option<Stream<Row>>,
-) -> Result<Stream<Row>, String> {
+) -> Result<RowStream, String> {
     let schema = |names: &[&str]| Schema::new(names.iter().copied()).map_err(|e| e.to_string());
     let int = |r: &Row, i: usize| r.values()[i].as_i64().unwrap_or(0);
     Ok(match (name, reference) {
@@ -200,6 +201,7 @@ fn over_rows(
             readings
                 .filter(move |r: &Row| int(r, 0) >= 500_000)
                 .map(move |r: &Row| out.row([r.values()[0].clone()]))
+                .into()
         }
         ("window", _) => {
             let out = schema(&["key", "x"])?;
@@ -210,13 +212,16 @@ fn over_rows(
                 .map(move |(key, (count, sum)): &(Value, (u64, f64))| {
                     out.row([key.clone(), Value::Int(*count as i64 + *sum as i64)])
                 })
+                .into()
         }
         ("join", Some(reference)) => {
             let out = schema(&["x"])?;
             let key = |r: &Row| r.values()[1].clone();
-            readings.join_on(reference, key, key, move |f: &Row, r: &Row| {
-                out.row([Value::Int(int(f, 0) * int(r, 0))])
-            })
+            readings
+                .join_on(reference, key, key, move |f: &Row, r: &Row| {
+                    out.row([Value::Int(int(f, 0) * int(r, 0))])
+                })
+                .into()
         }
         (other, _) => return Err(format!("unknown query `{other}` (filter, window or join)")),
     })
@@ -282,7 +287,7 @@ impl Run<'_> {
             ("window", _) => {
                 let out = Checksum::new(window_fold);
                 query
-                    .bind_output(&per_key(&readings), &out, &())
+                    .bind_output(per_key(&readings), &out, &())
                     .map_err(e)?;
                 run(query).await?;
                 out.totals()
@@ -290,7 +295,7 @@ impl Run<'_> {
             ("join", Some(reference)) => {
                 let out = Checksum::new(join_fold);
                 query
-                    .bind_output(&joined(&readings, &reference), &out, &())
+                    .bind_output(joined(&readings, &reference), &out, &())
                     .map_err(e)?;
                 run(query).await?;
                 out.totals()
@@ -359,10 +364,7 @@ impl Run<'_> {
         )
         .block(self.cti as usize);
         let fast = fast.settings(settings(self.cti, self.delay)?);
-        let readings = query
-            .create_stream(fast, &replay, &())
-            .map_err(e)?
-            .ordered();
+        let readings = query.create_stream(fast, &replay, &()).map_err(e)?;
         let mut inputs = vec![SqlInput::new("fast", &readings)];
         if let Some(r) = &reference {
             inputs.push(SqlInput::new("reference", r));
@@ -431,8 +433,8 @@ impl Run<'_> {
                 order(InputOptions::new("fast", EventShape::Point).settings(fast.clone()));
             let readings = query.create_stream(options, &replay, &())?;
             match &reference {
-                Some(r) => query.bind_output(&joined(&readings, r), &j, &())?,
-                None => query.bind_output(&per_key(&readings), &w, &())?,
+                Some(r) => query.bind_output(joined(&readings, r), &j, &())?,
+                None => query.bind_output(per_key(&readings), &w, &())?,
             }
             Ok(query)
         };

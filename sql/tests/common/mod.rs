@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use punctual_core::{Batch, EventShape, Ordered, Row, StreamItem, Time, Value};
+use punctual_core::{Batch, EventShape, Ordered, Row, StreamItem, Time, Unordered, Value};
 use punctual_engine::{InputOptions, Plan};
-use punctual_sql::{SqlInput, SqlQuery};
+use punctual_sql::{RowStream, SqlInput, SqlQuery};
 
 pub const S: i64 = 10_000_000;
 
@@ -20,37 +20,58 @@ pub fn run(
     sql: &str,
     inputs: &[(&str, Vec<StreamItem<Row>>)],
 ) -> HashMap<String, Vec<StreamItem<Row>>> {
+    run_in(sql, inputs, &[])
+}
+
+/// [`run`] with the inputs named in `arrival` read in arrival order (unordered streams of
+/// points), the others sorted; each output bound as the query gives it.
+pub fn run_in(
+    sql: &str,
+    inputs: &[(&str, Vec<StreamItem<Row>>)],
+    arrival: &[&str],
+) -> HashMap<String, Vec<StreamItem<Row>>> {
     let query = SqlQuery::parse(sql).unwrap_or_else(|e| panic!("{}", e.show(sql)));
     let mut plan = Plan::new("sql");
-    let streams: Vec<_> = inputs
-        .iter()
-        .map(|(name, _)| {
-            plan.input::<Row, Ordered>(InputOptions::new(*name, EventShape::Edge))
-                .expect("a valid input")
-        })
-        .collect();
+    let mut ids = Vec::new();
+    let mut streams: Vec<RowStream> = Vec::new();
+    for (name, _) in inputs {
+        if arrival.contains(name) {
+            let (id, s) = plan
+                .input::<Row, Unordered>(InputOptions::new(*name, EventShape::Point).unordered())
+                .expect("a valid input");
+            ids.push(id);
+            streams.push(s.into());
+        } else {
+            let (id, s) = plan
+                .input::<Row, Ordered>(InputOptions::new(*name, EventShape::Edge))
+                .expect("a valid input");
+            ids.push(id);
+            streams.push(s.into());
+        }
+    }
     let sql_inputs: Vec<SqlInput<'_>> = inputs
         .iter()
         .zip(&streams)
-        .map(|((name, _), (_, s))| SqlInput::new(name, s))
+        .map(|((name, _), s)| SqlInput::new(name, s))
         .collect();
     let outputs = query
         .build(&sql_inputs)
         .unwrap_or_else(|e| panic!("{}", e.show(sql)));
-    let ids: Vec<_> = outputs
+    let ids_out: Vec<_> = outputs
         .iter()
         .map(|(n, s)| (n.clone(), plan.output(s).expect("a stream of the plan")))
         .collect();
     let mut driver = plan.build().expect("a valid plan");
     let longest = inputs.iter().map(|i| i.1.len()).max().unwrap_or(0);
     for step in 0..longest {
-        for ((_, items), (id, _)) in inputs.iter().zip(&streams) {
+        for ((_, items), id) in inputs.iter().zip(&ids) {
             if let Some(item) = items.get(step) {
                 driver.enqueue(*id, item.clone()).expect("valid items");
             }
         }
     }
-    ids.into_iter()
+    ids_out
+        .into_iter()
         .map(|(name, id)| {
             let mut batch = Batch::new();
             driver.take_output(&id, &mut batch);

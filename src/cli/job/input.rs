@@ -1,19 +1,24 @@
 //! A job's inputs: each as a stream of the query, read as its table in the job says.
 
 use punctual_core::ops::Stream;
-use punctual_core::Row;
+use punctual_core::{EventOrder, Order, Row};
 use punctual_sql::InputUse;
 
 use super::*;
 
+/// An input's stream, and its records' fields when they are known.
+type Created<O> = (Stream<Row, O>, Option<Vec<String>>);
+
 /// Creates one input stream as the job reads it: CSV or JSON lines; flat records timed by
 /// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
-/// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for).
-pub(super) fn create_input(
+/// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for);
+/// its events in the order `order` gives its options (sorted, or in arrival order).
+pub(super) fn create_input<O: Order>(
     query: &mut punctual_adapters::Query,
     u: &InputUse,
     input: &JobInput,
-) -> Result<(Stream<Row>, Option<Vec<String>>), RunError> {
+    order: impl FnOnce(punctual_adapters::InputOptions) -> punctual_adapters::InputOptions<O>,
+) -> Result<Created<O>, RunError> {
     use punctual_adapters::{
         CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
     };
@@ -112,6 +117,12 @@ pub(super) fn create_input(
         // Read first: the other inputs start once it is in.
         options = options.reference();
     }
+    if O::ORDER == EventOrder::Arrival && shape == EventShape::Edge {
+        return Err(usage(
+            "order = \"arrival\" takes records with a time field (points, or intervals with `end`); items of any kind are read in time order".into(),
+        ));
+    }
+    let options = order(options);
     let time_format = input.time_format.unwrap_or(TimeFormat::Auto);
     let sources = [
         !input.path.as_os_str().is_empty(),

@@ -1,0 +1,175 @@
+//! Inputs read in arrival order: every query gives, CTI by CTI, the results it gives over
+//! the same input sorted; and the operators that take events in any order keep the input's
+//! order to the output (no reorder).
+
+use proptest::prelude::*;
+
+use punctual_core::ops::{AnyStream, QueryGraph};
+use punctual_core::{Ordered, Row, StreamItem, Time, Unordered, Value};
+use punctual_sql::{SqlInput, SqlQuery};
+
+mod common;
+use common::*;
+
+/// The queries compared: each construct that keeps arrival order, and some that sort.
+const QUERIES: &[&str] = &[
+    "SELECT k, v * 3 AS w FROM readings WHERE v >= 0",
+    "SELECT * FROM readings WHERE v % 2 = 0",
+    "SELECT k, SUM(v) AS total, COUNT(*) AS n FROM readings GROUP BY k, TumblingWindow(tick, 7)",
+    "SELECT k, MAX(v) AS top, System.Timestamp() AS at FROM readings GROUP BY k, HoppingWindow(tick, 10, 4)",
+    "SELECT COUNT(*) AS n FROM readings GROUP BY SlidingWindow(tick, 5)",
+    "SELECT k, COUNT(*) AS n FROM readings GROUP BY k, SnapshotWindow()",
+    "SELECT x.v AS v, y.v AS rate FROM readings x JOIN r y ON x.k = y.k",
+    "SELECT x.v * y.v AS p FROM readings x JOIN r y ON x.k = y.k WHERE x.v > y.v",
+    "SELECT k, v FROM readings WHERE v > 10 UNION SELECT k, v FROM readings WHERE v < -10",
+    "WITH big AS (SELECT k, v FROM readings WHERE v > 0) SELECT k, SUM(v) AS s FROM big GROUP BY k, TumblingWindow(tick, 20)",
+    "SELECT x.v AS a, y.v AS b FROM readings x JOIN readings y ON x.k = y.k AND DATEDIFF(tick, x, y) BETWEEN 0 AND 5",
+];
+
+/// Points in any order, with CTIs between them that every later point respects, and a
+/// final CTI.
+fn arrivals() -> impl Strategy<Value = Vec<StreamItem<Row>>> {
+    let point = (0i64..200, 0i64..4, -50i64..50);
+    prop::collection::vec((point, any::<bool>()), 0..60).prop_map(|raw| {
+        let mut items = Vec::new();
+        let mut cti = i64::MIN;
+        for (i, ((at, k, v), cut)) in raw.iter().enumerate() {
+            let at = (*at).max(cti);
+            items.push(StreamItem::point(
+                Time::from_ticks(at),
+                row(&[("k", Value::Int(*k)), ("v", Value::Int(*v))]),
+            ));
+            if *cut {
+                // A CTI no later than every point still to come.
+                let next = raw[i + 1..].iter().map(|p| p.0 .0.max(cti)).min();
+                if let Some(next) = next {
+                    cti = cti.max(next);
+                    items.push(StreamItem::Cti(Time::from_ticks(cti)));
+                }
+            }
+        }
+        items.push(StreamItem::Cti(Time::INF));
+        items
+    })
+}
+
+/// A rate per key as intervals, sorted, then the end.
+fn rates() -> Vec<StreamItem<Row>> {
+    let mut items: Vec<StreamItem<Row>> = (0..4)
+        .flat_map(|k| {
+            [(0, 120, k + 1), (120, 250, k + 7)].map(|(from, to, rate)| {
+                StreamItem::interval(
+                    Time::from_ticks(from),
+                    Time::from_ticks(to),
+                    row(&[("k", Value::Int(k)), ("v", Value::Int(rate))]),
+                )
+            })
+        })
+        .collect();
+    items.sort_by_key(|i| match i {
+        StreamItem::Insert(e) => e.kind.start(),
+        StreamItem::Cti(t) => *t,
+    });
+    items.push(StreamItem::Cti(Time::INF));
+    items
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Each query over the input read in arrival order gives the results and CTIs it gives
+    /// over the input sorted: each event no later than the first CTI above it, the events
+    /// under each CTI the same multiset.
+    #[test]
+    fn arrival_order_gives_the_sorted_results(items in arrivals()) {
+        for sql in QUERIES {
+            let inputs = [("readings", items.clone()), ("r", rates())];
+            let inputs: Vec<(&str, Vec<StreamItem<Row>>)> = inputs
+                .into_iter()
+                .filter(|(name, _)| *name == "readings" || sql.contains(" r "))
+                .collect();
+            let sorted = run(sql, &inputs);
+            let arrival = run_in(sql, &inputs, &["readings"]);
+            let sorted = by_cti(&sorted["output"]);
+            prop_assert!(sorted.is_some(), "{}: sorted output out of order", sql);
+            prop_assert_eq!(
+                by_cti(&arrival["output"]),
+                sorted,
+                "{}",
+                sql
+            );
+        }
+    }
+}
+
+/// Each event under the first CTI above its sync time (where a sorted stream has it), each
+/// segment's events sorted; `None` if an event comes after that CTI (released too late).
+/// Of a sorted stream, its segments as they are; of an unordered one, what sorting it gives.
+fn by_cti(items: &[StreamItem<Row>]) -> Option<Vec<(Vec<String>, Option<Time>)>> {
+    let ctis: Vec<Time> = items
+        .iter()
+        .filter_map(|i| match i {
+            StreamItem::Cti(c) => Some(*c),
+            StreamItem::Insert(_) => None,
+        })
+        .collect();
+    let mut out: Vec<(Vec<String>, Option<Time>)> = ctis
+        .iter()
+        .map(|c| (Vec::new(), Some(*c)))
+        .chain([(Vec::new(), None)])
+        .collect();
+    let mut seen = 0;
+    for i in items {
+        match i {
+            StreamItem::Insert(e) => {
+                let sync = e.kind.encode().0;
+                let under = ctis.iter().position(|c| sync < *c).unwrap_or(ctis.len());
+                if under < seen {
+                    return None;
+                }
+                out[under].0.push(format!("{:?} {}", e.kind, e.payload));
+            }
+            StreamItem::Cti(_) => seen += 1,
+        }
+    }
+    for (events, _) in &mut out {
+        events.sort();
+    }
+    Some(out)
+}
+
+/// Which outputs stay in arrival order: those of a filter, a projection, a tumbling or
+/// hopping window (whose results are sorted anyway) and a join's left side; a sliding
+/// window, a union with a sorted input and a `DATEDIFF` join sort.
+#[test]
+fn the_operators_that_take_any_order_keep_it() {
+    let cases = [
+        ("SELECT k, v FROM readings WHERE v > 0", true),
+        ("SELECT x.v AS v FROM readings x JOIN r y ON x.k = y.k", true),
+        (
+            "SELECT x.v AS v FROM readings x JOIN r y ON x.k = y.k WHERE x.v > 0",
+            true,
+        ),
+        (
+            "SELECT k, COUNT(*) AS n FROM readings GROUP BY k, TumblingWindow(second, 1)",
+            false,
+        ),
+        ("SELECT v FROM readings UNION SELECT v FROM r", false),
+        ("SELECT v FROM readings UNION SELECT v FROM readings", true),
+        (
+            "SELECT x.v AS a FROM readings x JOIN readings y ON DATEDIFF(second, x, y) BETWEEN 0 AND 1",
+            false,
+        ),
+    ];
+    for (sql, arrival) in cases {
+        let graph = QueryGraph::new();
+        let readings = graph.source::<Row, Unordered>();
+        let r = graph.source::<Row, Ordered>();
+        let query = SqlQuery::parse(sql).expect("parses");
+        let outputs = query
+            .build(&[SqlInput::new("readings", &readings), SqlInput::new("r", &r)])
+            .expect("builds");
+        let got = matches!(outputs[0].1, AnyStream::Arrival(_));
+        assert_eq!(got, arrival, "{sql}");
+    }
+}
