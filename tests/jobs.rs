@@ -398,7 +398,8 @@ fn two_partitions_on_one_and_two_workers(job: &std::path::Path) {
 
 /// A job input whose path has wildcards reads every matching file as a partition of the
 /// source (an input each, with its own counters and CTIs): on one worker and on two (a
-/// partition each), the totals are those of both files.
+/// partition each), the totals are those of both files, the input in time order and in
+/// arrival order.
 #[test]
 fn a_job_reads_the_files_a_wildcard_matches_as_partitions() {
     let dir = std::env::temp_dir().join(format!("punctual-job-parts-{}", std::process::id()));
@@ -419,6 +420,14 @@ time_format = "epoch-ms"
 "#,
     )
     .expect("written");
+    two_partitions_on_one_and_two_workers(&job);
+    let text = std::fs::read_to_string(&job).expect("read");
+    let arrival = text.replace(
+        "path = \"r-*.csv\"",
+        "path = \"r-*.csv\"\norder = \"arrival\"",
+    );
+    assert_ne!(arrival, text);
+    std::fs::write(&job, arrival).expect("written");
     two_partitions_on_one_and_two_workers(&job);
 }
 

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! punctual-files-bench --dir DIR [--make N] [--query filter|window|join|all] [--reps N]
+//!                      [--order time|arrival]
 //! ```
 //!
 //! `--make N` first writes `DIR/events.csv` (`ts,value,key`: N events, ten per millisecond,
@@ -15,6 +16,9 @@
 //! alternately, `--reps` times each; each run's output must have the lines of the other
 //! form's (compared sorted: results of one time may come in another order), or the run
 //! fails. The summary gives the median events per CPU second of each form and their ratio.
+//! `--order arrival` reads the events in arrival order in both forms (the job's input with
+//! `order = "arrival"`, the Rust query's with `InputOptions::unordered`): none of the three
+//! queries needs them sorted.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -76,10 +80,10 @@ fn sql(query: &str) -> Option<(&'static str, &'static str)> {
 }
 
 /// Runs the query with `punctual job`, as a user does.
-fn run_job(dir: &Path, query: &str, out: &Path) -> Result<(), String> {
+fn run_job(dir: &Path, query: &str, order: &str, out: &Path) -> Result<(), String> {
     let (text, more) = sql(query).ok_or_else(|| format!("unknown query `{query}`"))?;
     let job = format!(
-        "query = \"{text}\"\n[inputs.events]\npath = \"events.csv\"\ntime_format = \"epoch-ms\"\ngenerate = {{ every = 1000, delay = \"2s\" }}\n{more}[outputs.output]\npath = \"{}\"\ntime_format = \"rfc3339\"\n",
+        "query = \"{text}\"\n[inputs.events]\npath = \"events.csv\"\ntime_format = \"epoch-ms\"\ngenerate = {{ every = 1000, delay = \"2s\" }}\norder = \"{order}\"\n{more}[outputs.output]\npath = \"{}\"\ntime_format = \"rfc3339\"\n",
         out.display()
     );
     let file = dir.join(format!("{query}.toml"));
@@ -95,8 +99,9 @@ fn run_job(dir: &Path, query: &str, out: &Path) -> Result<(), String> {
     }
 }
 
-/// Runs the query written in Rust with typed payloads.
-async fn run_typed(dir: &Path, query: &str, out: &Path) -> Result<(), String> {
+/// Runs the query written in Rust with typed payloads, the events in arrival order if
+/// `arrival`.
+async fn run_typed(dir: &Path, query: &str, arrival: bool, out: &Path) -> Result<(), String> {
     let e = |e: punctual::adapters::QueryError| e.to_string();
     let mut q = Query::new(query);
     let reference = if query == "join" {
@@ -130,11 +135,33 @@ async fn run_typed(dir: &Path, query: &str, out: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let options = InputOptions::new("events", EventShape::Point).settings(settings);
     let config = CsvInputConfig::new(dir.join("events.csv"), "ts").time_format(TimeFormat::EpochMs);
-    let readings = q
-        .create_stream::<_, Reading, _, _>(options, &CsvInput, &config)
-        .map_err(e)?;
     let output = JsonLinesOutputConfig::new(out).time_format(TimeFormat::Rfc3339);
-    match (query, &reference) {
+    if arrival {
+        let readings = q
+            .create_stream::<_, Reading, _, _>(options.unordered(), &CsvInput, &config)
+            .map_err(e)?;
+        typed(&mut q, query, &readings, &reference, output.clone())?;
+    } else {
+        let readings = q
+            .create_stream::<_, Reading, _, _>(options, &CsvInput, &config)
+            .map_err(e)?;
+        typed(&mut q, query, &readings, &reference, output.clone())?;
+    }
+    let running = q.start().map_err(|e| e.to_string())?;
+    running.wait().await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// The query's operators and output, on `readings` of either order.
+fn typed<O: Order>(
+    q: &mut Query,
+    query: &str,
+    readings: &punctual::core::ops::Stream<Reading, O>,
+    reference: &Option<Stream<Reading>>,
+    output: JsonLinesOutputConfig,
+) -> Result<(), String> {
+    let e = |e: punctual::adapters::QueryError| e.to_string();
+    match (query, reference) {
         ("filter", _) => {
             let kept = readings
                 .filter(|r: &Reading| r.value >= 500_000)
@@ -167,8 +194,6 @@ async fn run_typed(dir: &Path, query: &str, out: &Path) -> Result<(), String> {
         }
         (other, _) => return Err(format!("unknown query `{other}`")),
     }
-    let running = q.start().map_err(|e| e.to_string())?;
-    running.wait().await.map_err(|e| e.to_string())?;
     Ok(())
 }
 
@@ -223,13 +248,19 @@ fn main_inner() -> Result<bool, String> {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
         println!(
-            "punctual-files-bench --dir DIR [--make N] [--query filter|window|join|all] [--reps N]"
+            "punctual-files-bench --dir DIR [--make N] [--query filter|window|join|all] [--reps N] [--order time|arrival]"
         );
         return Ok(true);
     }
     let dir = PathBuf::from(arg(&args, "--dir", "files".to_string())?);
     let reps: usize = arg(&args, "--reps", 3)?;
     let which: String = arg(&args, "--query", "all".to_string())?;
+    let order: String = arg(&args, "--order", "time".to_string())?;
+    let arrival = match order.as_str() {
+        "time" => false,
+        "arrival" => true,
+        other => return Err(format!("--order is time or arrival, not `{other}`")),
+    };
     if args.iter().any(|a| a == "--make") {
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         make(&dir, arg(&args, "--make", 5_000_000)?)?;
@@ -256,8 +287,8 @@ fn main_inner() -> Result<bool, String> {
                 let out = dir.join(format!("{query}-{form}.jsonl"));
                 let (start, cpu) = (Instant::now(), ProcessTime::now());
                 match form {
-                    "typed" => runtime.block_on(run_typed(&dir, query, &out))?,
-                    _ => run_job(&dir, query, &out)?,
+                    "typed" => runtime.block_on(run_typed(&dir, query, arrival, &out))?,
+                    _ => run_job(&dir, query, &order, &out)?,
                 }
                 let (secs, cpu_s) = (start.elapsed().as_secs_f64(), cpu.elapsed().as_secs_f64());
                 let rate = events as f64 / cpu_s;
@@ -289,7 +320,7 @@ fn main_inner() -> Result<bool, String> {
         job.sort_by(f64::total_cmp);
         let (t, j) = (typed[typed.len() / 2], job[job.len() / 2]);
         println!(
-            "SUMMARY query={query} events={events} typed_events_per_cpu_s={t:.0} job_events_per_cpu_s={j:.0} job_over_typed={:.2}",
+            "SUMMARY query={query} order={order} events={events} typed_events_per_cpu_s={t:.0} job_events_per_cpu_s={j:.0} job_over_typed={:.2}",
             j / t
         );
     }
