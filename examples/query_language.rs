@@ -1,5 +1,7 @@
 //! Concept: the query language from Rust - a Stream Analytics-style query built onto the
-//! streams of an ordinary `Query`, with reference data synced to the fast stream by CTI import.
+//! streams of an ordinary `Query`, with reference data synced to the fast stream by CTI import,
+//! and the fast stream read in arrival order (the join and the window take its events as they
+//! come, with no reorder buffer).
 //!
 //! Run: `cargo run --example query_language`
 
@@ -24,8 +26,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(uses[1].reference_of.as_deref(), Some("readings"));
 
     let s = |secs| Time::EPOCH + TimeSpan::from_secs(secs);
+    // Out of order: each pair of seconds swapped (1, 0, 3, 2, ...).
     let readings: Vec<StreamItem<Row>> = (0..20)
-        .map(|i| StreamItem::point(s(i), row("a", "raw", i as f64)))
+        .map(|i| StreamItem::point(s(i ^ 1), row("a", "raw", (i ^ 1) as f64)))
         .collect();
     let calibration = vec![StreamItem::start_edge(s(0), row("a", "factor", 2.0))];
 
@@ -43,9 +46,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         &MemoryInput,
         &calibration,
     )?;
+    // In arrival order, CTIs 2 s behind the newest reading (none is dropped).
     let r = query.create_stream(
         InputOptions::new("readings", EventShape::Point)
-            .settings(AdvanceTimeSettings::increasing_start_time()),
+            .settings(AdvanceTimeSettings::unordered_start_time(
+                TimeSpan::from_secs(2),
+            ))
+            .unordered(),
         &MemoryInput,
         &readings,
     )?;
