@@ -648,3 +648,58 @@ async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header
     let why = refused.map(|_| ()).expect_err("refused").to_string();
     assert!(why.contains("not standard input"), "{why}");
 }
+
+/// `columns` reads each payload from the columns named (the time column still timing each
+/// event); a column the header does not have fails the input, naming it and the header's.
+#[tokio::test]
+async fn csv_columns_read_only_the_fields_named() {
+    let path = temp("columns.csv", CSV);
+    let mut query = Query::new("csv");
+    let rows = query
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("rows", EventShape::Point),
+            &CsvInput,
+            &CsvInputConfig::new(&path, "time").columns(["device"]),
+        )
+        .expect("binds");
+    let out = CollectOutput::new();
+    query.bind_output(&rows, &out, &()).expect("binds");
+    query.start().expect("starts").wait().await.expect("runs");
+    let payloads: Vec<Row> = out
+        .items()
+        .into_iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some(e.payload),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    // Every record, `oops` too: its temperature is not read.
+    let device = |d: &str| Row::new().with("device", d);
+    assert_eq!(
+        payloads,
+        vec![device("02"), device("01"), device("01"), device("01")]
+    );
+
+    let mut query = Query::new("csv");
+    let rows = query
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("rows", EventShape::Point),
+            &CsvInput,
+            &CsvInputConfig::new(&path, "time").columns(["device", "humidity"]),
+        )
+        .expect("binds");
+    query
+        .bind_output(&rows, &CollectOutput::new(), &())
+        .expect("binds");
+    let e = query
+        .start()
+        .expect("starts")
+        .wait()
+        .await
+        .expect_err("fails")
+        .to_string();
+    assert!(
+        e.contains("no column `humidity` (its columns: time, device, temp)"),
+        "{e}"
+    );
+}

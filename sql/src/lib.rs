@@ -87,6 +87,7 @@ mod eval;
 mod join;
 mod lower;
 mod parse;
+mod reads;
 mod scope;
 mod stream;
 
@@ -176,6 +177,20 @@ pub struct InputUse {
     /// input on its right): its CTIs should be imported from that input, so that the slow
     /// reference stream keeps pace with the fast one.
     pub reference_of: Option<String>,
+    /// The fields of its records the query reads, in order of first mention; `None` when it
+    /// reads whole records (`*` or `source.*` over it, the source as a value, `TopOne`,
+    /// `CollectTop`). An adapter may leave the others out of each row (the `TIMESTAMP BY`
+    /// field is not among them: the input reads it for the event's time).
+    ///
+    /// ```
+    /// let sql = punctual_sql::SqlQuery::parse(
+    ///     "SELECT device, AVG(celsius) AS mean FROM readings TIMESTAMP BY time
+    ///      WHERE celsius > -40 GROUP BY device, TumblingWindow(second, 10)",
+    /// ).unwrap();
+    /// let fields = sql.inputs()[0].fields_read.clone();
+    /// assert_eq!(fields, Some(vec!["device".to_owned(), "celsius".to_owned()]));
+    /// ```
+    pub fields_read: Option<Vec<String>>,
 }
 
 /// An input stream given to [`SqlQuery::build`]: its name, the stream (sorted, or in
@@ -283,6 +298,7 @@ impl SqlQuery {
                                 timestamp_field: None,
                                 over_field: None,
                                 reference_of: None,
+                                fields_read: None,
                             });
                             uses.len() - 1
                         }
@@ -308,6 +324,9 @@ impl SqlQuery {
                     }
                 }
             }
+        }
+        for u in &mut uses {
+            u.fields_read = reads::fields_read(&self.script, &u.name, &steps);
         }
         uses
     }

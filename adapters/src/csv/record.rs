@@ -43,20 +43,26 @@ pub(crate) fn infer(text: &str) -> Inferred<'_> {
     }
 }
 
-/// One record: `header[i]` names `fields[i]` (of equal length).
+/// One record: `header[i]` names `fields[i]` (of equal length); with `keep`, only the fields
+/// it marks.
 pub(crate) struct Record<'a> {
     pub(crate) header: &'a [String],
     pub(crate) fields: &'a [String],
+    pub(crate) keep: Option<&'a [bool]>,
 }
 
 impl<'de> Deserializer<'de> for Record<'_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        visitor.visit_map(Fields {
-            pairs: self.header.iter().zip(self.fields),
-            value: None,
-        })
+        let pairs = self.header.iter().zip(self.fields);
+        match self.keep {
+            None => visitor.visit_map(Fields { pairs, value: None }),
+            Some(keep) => visitor.visit_map(Fields {
+                pairs: pairs.zip(keep).filter(|(_, k)| **k).map(|(p, _)| p),
+                value: None,
+            }),
+        }
     }
 
     forward_to_deserialize_any! {
@@ -173,6 +179,7 @@ mod tests {
         let record = || Record {
             header: &header,
             fields: &fields,
+            keep: None,
         };
         let row = Row::deserialize(record()).unwrap();
         assert_eq!(
@@ -210,5 +217,18 @@ mod tests {
         }
         let e = Wrong::deserialize(record()).unwrap_err().to_string();
         assert!(e.contains("invalid type: string \"\""), "{e}");
+    }
+
+    #[test]
+    fn a_record_with_columns_kept_is_those_fields_only() {
+        let header = ["code", "n", "x"].map(String::from);
+        let fields = ["007", "3", "not a number"].map(String::from);
+        let keep = [false, true, false];
+        let record = Record {
+            header: &header,
+            fields: &fields,
+            keep: Some(&keep),
+        };
+        assert_eq!(Row::deserialize(record).unwrap(), Row::new().with("n", 3));
     }
 }

@@ -221,6 +221,10 @@ pub(super) fn create_input<O: Order>(
             if let Some(parts) = input.split {
                 config = config.split(parts);
             }
+            // Each row with the columns the query reads only (all, if it reads whole records).
+            if let (Some(read), Some(h)) = (&u.fields_read, &header) {
+                config = config.columns(read.iter().filter(|f| h.contains(f)).cloned());
+            }
             let stream = query.create_stream::<_, Row, _, _>(options, &CsvInput, &config)?;
             Ok((stream, header))
         }

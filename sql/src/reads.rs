@@ -1,0 +1,85 @@
+//! Which fields of an input a query reads: what an input adapter needs to put in each row.
+
+use crate::ast::{Expr, ExprKind, GroupItem, Script, SelectItem};
+use crate::scope::walk;
+
+/// The fields of input `input` that the query reads (in order of first mention), or `None`
+/// when it reads whole records: `*` or `source.*` over it, the source itself as a value,
+/// `TopOne` or `CollectTop` (whose results are members). A `TIMESTAMP BY` field is not
+/// counted (the input reads it for the event's time, not the query); an `OVER` key is.
+/// `steps` are the script's step names (a source of that name is a step, not the input).
+pub(crate) fn fields_read(script: &Script, input: &str, steps: &[&str]) -> Option<Vec<String>> {
+    if steps.contains(&input) {
+        return None;
+    }
+    let mut read: Vec<String> = Vec::new();
+    let queries = script
+        .steps
+        .iter()
+        .map(|(_, q)| q)
+        .chain(&script.statements);
+    for s in queries.flat_map(|q| &q.selects) {
+        let sources: Vec<_> = std::iter::once(&s.from)
+            .chain(s.joins.iter().map(|j| &j.source))
+            .collect();
+        let (mine, others): (Vec<_>, Vec<_>) =
+            sources.iter().partition(|src| src.name.name == input);
+        if mine.is_empty() {
+            continue;
+        }
+        let is = |refs: &[&&crate::ast::Source], name: &str| {
+            refs.iter()
+                .any(|src| src.reference().eq_ignore_ascii_case(name))
+        };
+        let mut exprs: Vec<&Expr> = Vec::new();
+        for item in &s.items {
+            match item {
+                SelectItem::Star(_) => return None,
+                SelectItem::QualifiedStar(id) if is(&mine, &id.name) => return None,
+                SelectItem::QualifiedStar(_) => {}
+                SelectItem::Expr(e, _) => exprs.push(e),
+            }
+        }
+        exprs.extend(s.filter.iter().chain(&s.having));
+        exprs.extend(s.joins.iter().map(|j| &j.on));
+        exprs.extend(s.group_by.iter().filter_map(|g| match g {
+            GroupItem::Key(e) => Some(e),
+            GroupItem::Window(..) => None,
+        }));
+        exprs.extend(mine.iter().filter_map(|src| src.over.as_ref()));
+        let mut whole = false;
+        let mut add = |name: &str| {
+            if !read.iter().any(|r| r == name) {
+                read.push(name.to_owned());
+            }
+        };
+        for e in exprs {
+            walk(e, &mut |x| match &x.kind {
+                ExprKind::Column(path) => {
+                    let first = &path[0].name;
+                    if is(&mine, first) {
+                        match path.get(1) {
+                            Some(field) => add(&field.name),
+                            None => whole = true,
+                        }
+                        // A field of the same name as the source, to be safe.
+                        add(first);
+                    } else if !is(&others, first) {
+                        add(first);
+                    }
+                }
+                ExprKind::Call { name, .. }
+                    if ["topone", "collecttop"]
+                        .contains(&name.name.to_ascii_lowercase().as_str()) =>
+                {
+                    whole = true;
+                }
+                _ => {}
+            });
+        }
+        if whole {
+            return None;
+        }
+    }
+    Some(read)
+}
