@@ -529,11 +529,12 @@ fn a_job_reads_a_file_split_by_byte_ranges() {
     assert_eq!(csv_parts, whole);
 }
 
-/// A job's CSV rows hold the columns its query reads: a query of named fields writes the
-/// same results whatever other columns the file has, and `SELECT *` gets every column (the
-/// time column too).
+/// A job's CSV rows and flat JSON lines hold the fields its query reads: a query of named
+/// fields writes the same results whatever other fields the records have (a dropped record's
+/// dead letter shows what the query would have read), and `SELECT *` gets every field (the
+/// time field too).
 #[test]
-fn a_csv_input_gives_the_query_the_columns_it_reads() {
+fn an_input_gives_the_query_the_fields_it_reads() {
     let dir = std::env::temp_dir().join(format!("punctual-job-columns-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     std::fs::write(
@@ -541,44 +542,61 @@ fn a_csv_input_gives_the_query_the_columns_it_reads() {
         "t,device,v,notes\n1000,a,1,first\n2000,b,5,\"x, y\"\n3000,a,2,\n500,c,9,zzz\n",
     )
     .expect("written");
-    let run = |query: &str| {
-        let job = dir.join("job.toml");
-        std::fs::write(
-            &job,
-            format!("query = \"{query}\"\ndead_letters = \"dead.jsonl\"\n[inputs.r]\npath = \"r.csv\"\ntime_format = \"epoch-ms\"\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"epoch-ms\"\n"),
-        )
-        .expect("written");
-        let args = vec!["job".to_owned(), job.display().to_string()];
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = main(&args, &mut out, &mut err);
-        assert_eq!(code, EXIT_OK, "{}", String::from_utf8_lossy(&err));
-        let written = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
-        let dead = std::fs::read_to_string(dir.join("dead.jsonl")).expect("written");
-        let points = written
-            .lines()
-            .filter(|l| l.contains("point"))
-            .map(str::to_owned)
-            .collect::<Vec<_>>();
-        (points, dead)
-    };
-    // The late row (500 after 3000) is dropped; its dead letter holds the row as the query
-    // would have read it.
-    let (points, dead) = run("SELECT device, v * 10 AS w FROM r TIMESTAMP BY t WHERE v < 5");
-    assert!(
-        dead.contains(r#""device":"c""#) && !dead.contains("zzz"),
-        "{dead}"
-    );
-    assert_eq!(
-        points,
+    std::fs::write(
+        dir.join("r.jsonl"),
         [
-            r#"{"kind":"point","start":1000,"payload":{"device":"a","w":10}}"#,
-            r#"{"kind":"point","start":3000,"payload":{"device":"a","w":20}}"#,
+            r#"{"t":1000,"device":"a","v":1,"notes":"first"}"#,
+            r#"{"t":2000,"device":"b","v":5,"notes":"x, y"}"#,
+            r#"{"t":3000,"device":"a","v":2,"notes":{"deep":[1,{"x":2}]}}"#,
+            r#"{"t":500,"device":"c","v":9,"notes":"zzz"}"#,
         ]
-    );
-    let (points, dead) = run("SELECT * FROM r TIMESTAMP BY t WHERE device = 'b'");
-    assert_eq!(
-        points,
-        [r#"{"kind":"point","start":2000,"payload":{"t":2000,"device":"b","v":5,"notes":"x, y"}}"#]
-    );
-    assert!(dead.contains("zzz"), "{dead}");
+        .join("\n"),
+    )
+    .expect("written");
+    for file in ["r.csv", "r.jsonl"] {
+        let run = |query: &str| {
+            let job = dir.join("job.toml");
+            std::fs::write(
+                &job,
+                format!("query = \"{query}\"\ndead_letters = \"dead.jsonl\"\n[inputs.r]\npath = \"{file}\"\ntime_format = \"epoch-ms\"\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"epoch-ms\"\n"),
+            )
+            .expect("written");
+            let args = vec!["job".to_owned(), job.display().to_string()];
+            let (mut out, mut err) = (Vec::new(), Vec::new());
+            let code = main(&args, &mut out, &mut err);
+            assert_eq!(code, EXIT_OK, "{file}: {}", String::from_utf8_lossy(&err));
+            let written = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+            let dead = std::fs::read_to_string(dir.join("dead.jsonl")).expect("written");
+            let points = written
+                .lines()
+                .filter(|l| l.contains("point"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>();
+            (points, dead)
+        };
+        // The late record (500 after 3000) is dropped; its dead letter holds the row as the
+        // query would have read it.
+        let (points, dead) = run("SELECT device, v * 10 AS w FROM r TIMESTAMP BY t WHERE v < 5");
+        assert!(
+            dead.contains(r#""device":"c""#) && !dead.contains("zzz"),
+            "{file}: {dead}"
+        );
+        assert_eq!(
+            points,
+            [
+                r#"{"kind":"point","start":1000,"payload":{"device":"a","w":10}}"#,
+                r#"{"kind":"point","start":3000,"payload":{"device":"a","w":20}}"#,
+            ],
+            "{file}"
+        );
+        let (points, dead) = run("SELECT * FROM r TIMESTAMP BY t WHERE device = 'b'");
+        assert_eq!(
+            points,
+            [
+                r#"{"kind":"point","start":2000,"payload":{"t":2000,"device":"b","v":5,"notes":"x, y"}}"#
+            ],
+            "{file}"
+        );
+        assert!(dead.contains("zzz"), "{file}: {dead}");
+    }
 }

@@ -23,6 +23,7 @@ pub mod memory;
 #[cfg(feature = "mqtt")]
 pub mod mqtt;
 pub mod observe;
+mod only;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 pub mod query;

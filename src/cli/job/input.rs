@@ -241,6 +241,11 @@ pub(super) fn create_input<O: Order>(
             let mut config = JsonLinesInputConfig::new(&input.path);
             if let Some(time) = time {
                 config = config.flat(time, time_format);
+                // Each row with the fields the query reads only (all, if it reads whole
+                // records).
+                if let Some(read) = &u.fields_read {
+                    config = config.fields(read.iter().cloned());
+                }
             }
             if let Some(stream) = &input.stream {
                 config = config.stream(stream.clone());
