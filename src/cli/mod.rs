@@ -90,7 +90,7 @@ USAGE:
                                  ([inputs.NAME]: path, connect or listen (TCP), kafka or
                                  mqtt (with the features of those names), format, time,
                                  time_format, delay, generate or watermark, policy, import,
-                                 reference, stream, fields) and outputs ([outputs.NAME]:
+                                 reference, stream, fields, order) and outputs ([outputs.NAME]:
                                  path, connect, kafka or mqtt, format, time_format);
                                  unknown keys are errors. --workers, --processes: on the
                                  cluster, as for `run` (each input read where its owner
