@@ -28,6 +28,7 @@
 
 mod record;
 
+use std::any::{Any, TypeId};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
@@ -36,7 +37,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 
-use punctual_core::{Batch, Event, EventKind, EventShape, StreamItem};
+use punctual_core::{Batch, Event, EventKind, EventShape, Row, Schema, StreamItem};
 
 use crate::adapter::{
     InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
@@ -315,12 +316,60 @@ pub struct CsvReader<P> {
     _payload: PhantomData<fn() -> P>,
 }
 
-impl<P: DeserializeOwned> CsvReader<P> {
+/// How a file's records are read, from its header: which columns time each event, which go
+/// into the payload, and for a `Row` payload its schema, made once.
+struct Columns {
+    header: Vec<String>,
+    /// The payload's columns, if not all (by the header's positions).
+    keep: Option<Vec<bool>>,
+    /// The start and end columns' positions, if the header has them.
+    start: Option<usize>,
+    end: Option<usize>,
+    /// For a `Row` payload: its schema and the columns of its fields, in order.
+    row: Option<(Schema, Vec<usize>)>,
+}
+
+impl Columns {
+    fn new<P: 'static>(header: Vec<String>, config: &CsvInputConfig) -> Result<Columns, String> {
+        let keep: Option<Vec<bool>> = match &config.columns {
+            None => None,
+            Some(columns) => {
+                if let Some(missing) = columns.iter().find(|c| !header.contains(c)) {
+                    return Err(format!(
+                        "no column `{missing}` (its columns: {})",
+                        header.join(", ")
+                    ));
+                }
+                Some(header.iter().map(|h| columns.contains(h)).collect())
+            }
+        };
+        let at = |name: &str| header.iter().position(|h| h == name);
+        // A row is built straight from its fields (as serde would build it: each field what
+        // it reads as), unless the names repeat (then serde's way: the last one counts).
+        let row = (TypeId::of::<P>() == TypeId::of::<Row>())
+            .then(|| {
+                let kept: Vec<usize> = (0..header.len())
+                    .filter(|&i| keep.as_ref().is_none_or(|k| k[i]))
+                    .collect();
+                let schema = Schema::new(kept.iter().map(|&i| header[i].as_str())).ok()?;
+                Some((schema, kept))
+            })
+            .flatten();
+        Ok(Columns {
+            start: at(&config.start),
+            end: config.end.as_deref().and_then(at),
+            keep,
+            row,
+            header,
+        })
+    }
+}
+
+impl<P: DeserializeOwned + 'static> CsvReader<P> {
     /// Parses one record into an item, or says which field is wrong.
     fn item(
         &self,
-        header: &[String],
-        keep: Option<&[bool]>,
+        columns: &Columns,
         line: &str,
         fields: &mut Vec<String>,
     ) -> Result<StreamItem<P>, String> {
@@ -328,6 +377,7 @@ impl<P: DeserializeOwned> CsvReader<P> {
             return Err("an unterminated quote".into());
         }
         let fields = &fields[..];
+        let header = &columns.header[..];
         if fields.len() != header.len() {
             return Err(format!(
                 "{} fields, the header has {}",
@@ -335,29 +385,37 @@ impl<P: DeserializeOwned> CsvReader<P> {
                 header.len()
             ));
         }
-        let field = |name: &str| {
-            header
-                .iter()
-                .position(|h| h == name)
-                .map(|i| fields[i].as_str())
+        let field = |at: Option<usize>, name: &str| {
+            at.map(|i| fields[i].as_str())
                 .ok_or_else(|| format!("no column `{name}`"))
         };
         let parse_time = |text: &str| self.config.time_format.read_text(text);
-        let start = parse_time(field(&self.config.start)?)
+        let start = parse_time(field(columns.start, &self.config.start)?)
             .map_err(|e| format!("field `{}`: {e}", self.config.start))?;
         let kind = match &self.config.end {
             None => EventKind::Point(start),
             Some(end_col) => EventKind::Interval {
                 start,
-                end: parse_time(field(end_col)?).map_err(|e| format!("field `{end_col}`: {e}"))?,
+                end: parse_time(field(columns.end, end_col)?)
+                    .map_err(|e| format!("field `{end_col}`: {e}"))?,
             },
         };
-        let payload = P::deserialize(record::Record {
-            header,
-            fields,
-            keep,
-        })
-        .map_err(|e| e.to_string())?;
+        let payload = match &columns.row {
+            Some((schema, kept)) => {
+                let row = schema.row(kept.iter().map(|&i| record::value(&fields[i])));
+                let mut payload: Option<P> = None;
+                if let Some(slot) = (&mut payload as &mut dyn Any).downcast_mut::<Option<Row>>() {
+                    *slot = Some(row);
+                }
+                payload.ok_or("a row payload that is not a row")?
+            }
+            None => P::deserialize(record::Record {
+                header,
+                fields,
+                keep: columns.keep.as_deref(),
+            })
+            .map_err(|e| e.to_string())?,
+        };
         Ok(StreamItem::Insert(Event { kind, payload }))
     }
 }
@@ -396,19 +454,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
         let header_line = header_line.strip_prefix('\u{feff}').unwrap_or(&header_line);
         let header = split_record(header_line, self.config.delimiter)
             .ok_or_else(|| malformed_header("the header has an unterminated quote".into()))?;
-        // Which columns go into the payload, if not all.
-        let keep: Option<Vec<bool>> = match &self.config.columns {
-            None => None,
-            Some(columns) => {
-                if let Some(missing) = columns.iter().find(|c| !header.contains(c)) {
-                    return Err(malformed_header(format!(
-                        "no column `{missing}` (its columns: {})",
-                        header.join(", ")
-                    )));
-                }
-                Some(header.iter().map(|h| columns.contains(h)).collect())
-            }
-        };
+        let columns = Columns::new::<P>(header, &self.config).map_err(malformed_header)?;
         // Lines are numbered in what this reader reads: the file, or its part.
         let mut number = match self.part {
             Some((k, _)) if k > 0 => 0usize,
@@ -437,7 +483,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
                 feed.skip();
                 continue;
             }
-            match self.item(&header, keep.as_deref(), &line, &mut fields) {
+            match self.item(&columns, &line, &mut fields) {
                 Ok(item) => feed.item(ctx, item).await?,
                 Err(message) => feed.malformed(ctx, (number, line), message).await?,
             }

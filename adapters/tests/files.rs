@@ -10,7 +10,7 @@ use punctual_adapters::{
     CollectOutput, CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig, DeadLetterCollector,
     InputOptions, JsonLinesInput, JsonLinesInputConfig, MalformedLines, Query, ReplayOptions,
 };
-use punctual_core::{EventShape, Row, StreamItem, Time, TICKS_PER_SECOND};
+use punctual_core::{EventShape, Row, StreamItem, Time, Value, TICKS_PER_SECOND};
 use punctual_policies::DeadLetterReason;
 
 fn temp(name: &str, text: &str) -> PathBuf {
@@ -702,4 +702,33 @@ async fn csv_columns_read_only_the_fields_named() {
         e.contains("no column `humidity` (its columns: time, device, temp)"),
         "{e}"
     );
+}
+
+/// Rows of a file whose header repeats a name: one field of that name, the last column's
+/// value (as a row read from JSON keeps the last of a repeated key).
+#[tokio::test]
+async fn csv_rows_of_a_header_with_a_repeated_name() {
+    let path = temp("repeated.csv", "time,a,b,a\n1,x,2,y\n");
+    let mut query = Query::new("csv");
+    let rows = query
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("rows", EventShape::Point),
+            &CsvInput,
+            &CsvInputConfig::new(&path, "time"),
+        )
+        .expect("binds");
+    let out = CollectOutput::new();
+    query.bind_output(&rows, &out, &()).expect("binds");
+    query.start().expect("starts").wait().await.expect("runs");
+    let rows: Vec<Row> = out
+        .items()
+        .into_iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some(e.payload),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    let json: Row = serde_json::from_str(r#"{"time":1,"a":"x","b":2,"a":"y"}"#).expect("a row");
+    assert_eq!(rows, vec![json]);
+    assert_eq!(rows[0].get("a"), Some(&Value::from("y")));
 }

@@ -43,6 +43,17 @@ pub(crate) fn infer(text: &str) -> Inferred<'_> {
     }
 }
 
+/// A field as a row's value: what it reads as ([`infer`]), as serde gives it to a `Row`.
+pub(crate) fn value(text: &str) -> punctual_core::Value {
+    use punctual_core::Value;
+    match infer(text) {
+        Inferred::Int(i) => Value::Int(i),
+        Inferred::Float(f) => Value::Float(f),
+        Inferred::Bool(b) => Value::Bool(b),
+        Inferred::Text(t) => Value::from(t),
+    }
+}
+
 /// One record: `header[i]` names `fields[i]` (of equal length); with `keep`, only the fields
 /// it marks.
 pub(crate) struct Record<'a> {
@@ -217,6 +228,42 @@ mod tests {
         }
         let e = Wrong::deserialize(record()).unwrap_err().to_string();
         assert!(e.contains("invalid type: string \"\""), "{e}");
+    }
+
+    #[test]
+    fn a_field_as_a_row_value_is_what_serde_makes_of_it() {
+        let texts = [
+            "007",
+            "3",
+            "-0",
+            "0",
+            "-",
+            "2.5",
+            "1e3",
+            "-1.5E-2",
+            "1.",
+            ".5",
+            "00.5",
+            "0.5",
+            "true",
+            "false",
+            "TRUE",
+            "",
+            " 1",
+            "1 ",
+            "nan",
+            "inf",
+            "NaN",
+            "9223372036854775807",
+            "9223372036854775808",
+            "1e400",
+            "x, y",
+            "é",
+        ];
+        for text in texts {
+            let by_serde = punctual_core::Value::deserialize(Field(text)).unwrap();
+            assert_eq!(value(text), by_serde, "{text:?}");
+        }
     }
 
     #[test]
