@@ -187,8 +187,13 @@ fn split_into(line: &str, delimiter: char, fields: &mut Vec<String>) -> bool {
     let mut quoted = false;
     loop {
         if !rest.starts_with('"') {
-            // An unquoted field: up to the next delimiter, in one piece.
-            match rest.find(delimiter) {
+            // An unquoted field: up to the next delimiter, in one piece (an ASCII delimiter
+            // found byte by byte: `str::find` checks each candidate with a call to `memcmp`).
+            let at = match u8::try_from(delimiter) {
+                Ok(d) if d.is_ascii() => rest.bytes().position(|b| b == d),
+                _ => rest.find(delimiter),
+            };
+            match at {
                 Some(i) => {
                     field.push_str(&rest[..i]);
                     rest = &rest[i + delimiter.len_utf8()..];

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasherDefault;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::ops::fxhash::FxHasher;
 
@@ -141,21 +141,31 @@ impl FieldName for &Arc<str> {
     }
 }
 
-/// Names a thread keeps shared before it stops adding (then names are allocated per use).
+/// Names the process keeps shared before it stops adding (then a name not among them is
+/// allocated per use).
 const MAX_NAMES: usize = 4096;
 
+type NameTable = HashMap<Box<str>, Arc<str>, BuildHasherDefault<FxHasher>>;
+
+/// The process's shared names; each thread keeps the ones it used in front of it ([`NAMES`]),
+/// so the lock is taken once per name and thread.
+static SHARED_NAMES: Mutex<Option<NameTable>> = Mutex::new(None);
+
 thread_local! {
-    static NAMES: RefCell<HashMap<Box<str>, Arc<str>, BuildHasherDefault<FxHasher>>> =
-        RefCell::new(HashMap::default());
+    static NAMES: RefCell<NameTable> = RefCell::new(HashMap::default());
 }
 
-/// The shared name for `text`: the same `Arc` every time on a thread (for the first 4,096
-/// names it sees), so that rows built field by field do not allocate a name per field and
-/// lookups by a shared name compare pointers.
+/// The shared name for `text`: the same `Arc` every time, on every thread (for the first
+/// 4,096 names the process sees), so that rows built field by field do not allocate a name per
+/// field, and a lookup by a shared name (a compiled query's) in a row made elsewhere (an input
+/// adapter's, on another thread) compares pointers.
 ///
 /// ```
 /// use punctual_core::row::field_name;
-/// assert!(std::sync::Arc::ptr_eq(&field_name("device"), &field_name("device")));
+/// use std::sync::Arc;
+/// assert!(Arc::ptr_eq(&field_name("device"), &field_name("device")));
+/// let there = std::thread::spawn(|| field_name("device")).join().unwrap();
+/// assert!(Arc::ptr_eq(&field_name("device"), &there));
 /// ```
 pub fn field_name(text: &str) -> Arc<str> {
     NAMES.with(|names| {
@@ -163,12 +173,26 @@ pub fn field_name(text: &str) -> Arc<str> {
         if let Some(name) = names.get(text) {
             return Arc::clone(name);
         }
-        let name: Arc<str> = Arc::from(text);
+        let name = shared_name(text);
         if names.len() < MAX_NAMES {
             names.insert(Box::from(text), Arc::clone(&name));
         }
         name
     })
+}
+
+/// The process's shared name for `text` (a new one if there is none and no room).
+fn shared_name(text: &str) -> Arc<str> {
+    let mut shared = SHARED_NAMES.lock().unwrap_or_else(PoisonError::into_inner);
+    let table = shared.get_or_insert_with(HashMap::default);
+    if let Some(name) = table.get(text) {
+        return Arc::clone(name);
+    }
+    let name: Arc<str> = Arc::from(text);
+    if table.len() < MAX_NAMES {
+        table.insert(Box::from(text), Arc::clone(&name));
+    }
+    name
 }
 
 impl Value {
