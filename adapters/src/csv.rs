@@ -2,11 +2,12 @@
 //! [`CsvOutput`] writes events and CTIs.
 //!
 //! The input takes its start time (and, for intervals, its end time) from named columns, as
-//! integer ticks or RFC 3339 text, and reads the payload from the whole record, column names
-//! to fields, straight through serde: a serde payload type gets what its fields ask for (a
-//! text field the column's text, even `007`), an untyped [`Row`](punctual_core::Row) numbers
-//! where a field is one (`42`, `2.5`; not `007`), `true` and `false`, text otherwise. Fields
-//! may be quoted (`"a, b"`, `""` for a quote).
+//! integer ticks or RFC 3339 text, and reads the payload from the record's columns (all, or
+//! those [`CsvInputConfig::columns`] names), column names to fields, straight through serde:
+//! a serde payload type gets what its fields ask for (a text field the column's text, even
+//! `007`), an untyped [`Row`] (built from the fields with a schema made once from the header)
+//! numbers where a field is one (`42`, `2.5`; not `007`), `true` and `false`, text otherwise.
+//! Fields may be quoted (`"a, b"`, `""` for a quote).
 //! Malformed records are skipped by default: counted as `malformed` and sent to the dead
 //! letters with file, line and field (or, with [`MalformedLines::Fail`], they fail the query).
 //! Replay options: as fast as possible or at a speed factor, follow mode, and a final CTI at end
