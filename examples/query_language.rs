@@ -67,14 +67,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     query.start()?.wait().await?;
 
-    let results: Vec<Row> = out
-        .items()
-        .into_iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some(e.payload),
-            StreamItem::Cti(_) => None,
-        })
-        .collect();
+    let results: Vec<Row> = out.payloads();
     // Window [0 s, 10 s): raw 0..9, calibrated x2: mean 9; [10 s, 20 s): mean 29.
     let means: Vec<Option<f64>> = results
         .iter()

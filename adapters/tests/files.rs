@@ -665,14 +665,7 @@ async fn csv_columns_read_only_the_fields_named() {
     let out = CollectOutput::new();
     query.bind_output(&rows, &out, &()).expect("binds");
     query.start().expect("starts").wait().await.expect("runs");
-    let payloads: Vec<Row> = out
-        .items()
-        .into_iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some(e.payload),
-            StreamItem::Cti(_) => None,
-        })
-        .collect();
+    let payloads = out.payloads();
     // Every record, `oops` too: its temperature is not read.
     let device = |d: &str| Row::new().with("device", d);
     assert_eq!(
@@ -720,14 +713,7 @@ async fn csv_rows_of_a_header_with_a_repeated_name() {
     let out = CollectOutput::new();
     query.bind_output(&rows, &out, &()).expect("binds");
     query.start().expect("starts").wait().await.expect("runs");
-    let rows: Vec<Row> = out
-        .items()
-        .into_iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some(e.payload),
-            StreamItem::Cti(_) => None,
-        })
-        .collect();
+    let rows = out.payloads();
     let json: Row = serde_json::from_str(r#"{"time":1,"a":"x","b":2,"a":"y"}"#).expect("a row");
     assert_eq!(rows, vec![json]);
     assert_eq!(rows[0].get("a"), Some(&Value::from("y")));
