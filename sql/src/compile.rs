@@ -547,28 +547,20 @@ impl Compiler<'_> {
         };
         let aggs = SqlAggs::new(grouping.aggs);
         let key_slots = crate::aggs::slots(key_exprs.len().max(1));
-        // Tumbling and hopping windows take their input in either order.
-        let (size, hop, offset) = match window {
-            WindowSql::Tumbling { size, offset } => (size, size, offset),
-            WindowSql::Hopping { size, hop, offset } => (size, hop, offset),
-            WindowSql::Sliding { size } => (size, size, TimeSpan::ZERO),
-            WindowSql::Snapshot => (TimeSpan::ZERO, TimeSpan::ZERO, TimeSpan::ZERO),
-        };
-        let at = Time::from_ticks(0) + offset;
         let keys = (key_exprs, key_slots);
-        let mut groups = match (window, &stream) {
-            (WindowSql::Sliding { .. }, _) => grouped_by(
+        let mut groups = match window {
+            WindowSql::Tumbling { size, offset } => {
+                hopping(&stream, size, size, offset, keys, aggs)
+            }
+            WindowSql::Hopping { size, hop, offset } => {
+                hopping(&stream, size, hop, offset, keys, aggs)
+            }
+            WindowSql::Sliding { size } => grouped_by(
                 stream.ordered().alter_duration(size).snapshot_window(),
                 keys,
                 aggs,
             ),
-            (WindowSql::Snapshot, _) => grouped_by(stream.ordered().snapshot_window(), keys, aggs),
-            (_, AnyStream::Ordered(s)) => {
-                grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs)
-            }
-            (_, AnyStream::Arrival(s)) => {
-                grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs)
-            }
+            WindowSql::Snapshot => grouped_by(stream.ordered().snapshot_window(), keys, aggs),
         };
         if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {
             // A result at each moment the window's contents change.
@@ -603,6 +595,23 @@ impl Compiler<'_> {
             fields: Some(names),
             input: false,
         })
+    }
+}
+
+/// Hopping windows of `size` every `hop` (aligned to `offset`) over `stream` in the order it
+/// has (their results are sorted either way), grouped and aggregated as [`grouped_by`] says.
+fn hopping(
+    stream: &RowStream,
+    size: TimeSpan,
+    hop: TimeSpan,
+    offset: TimeSpan,
+    keys: (Vec<E>, Schema),
+    aggs: SqlAggs,
+) -> Stream<Group> {
+    let at = Time::from_ticks(0) + offset;
+    match stream {
+        AnyStream::Ordered(s) => grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs),
+        AnyStream::Arrival(s) => grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs),
     }
 }
 
