@@ -334,32 +334,59 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
 }
 
 /// One flat line: a JSON object whose field `field` holds the time; the object (its fields
-/// `fields` only, if given) is the payload. The line is read twice, for its time (the other
-/// fields skipped) and as the payload: no JSON tree in between.
+/// `fields` only, if given) is the payload. With `fields` that leave the time field out, the
+/// line is read once, the time read aside; otherwise twice, for its time (the other fields
+/// skipped) and as the payload. No JSON tree in between.
 fn flat_item<P: DeserializeOwned>(
     text: &str,
     field: &str,
     format: TimeFormat,
     fields: Option<&[String]>,
 ) -> Result<punctual_core::StreamItem<P>, String> {
-    let mut reader = serde_json::Deserializer::from_str(text);
-    let time = serde::de::DeserializeSeed::deserialize(TimeOf(field), &mut reader)
-        .map_err(|e| e.to_string())?
-        .ok_or_else(|| format!("no field `{field}` (the event time)"))?;
-    let at = format
-        .read(&time)
-        .map_err(|e| format!("field `{field}`: {e}"))?;
-    let payload = match fields {
-        None => serde_json::from_str::<P>(text),
-        Some(keep) => {
+    let no_time = || format!("no field `{field}` (the event time)");
+    let (time, payload) = match fields {
+        Some(keep) if !keep.iter().any(|k| k == field) => {
+            let mut time = None;
             let mut de = serde_json::Deserializer::from_str(text);
-            P::deserialize(crate::only::Only { de: &mut de, keep }).and_then(|p| {
+            let payload = P::deserialize(crate::only::Only {
+                de: &mut de,
+                keep,
+                time: Some((field, &mut time)),
+            })
+            .and_then(|p| {
                 de.end()?;
                 Ok(p)
             })
+            .map_err(|e| e.to_string())?;
+            (time.ok_or_else(no_time)?, payload)
         }
-    }
-    .map_err(|e| e.to_string())?;
+        _ => {
+            let mut reader = serde_json::Deserializer::from_str(text);
+            let time = serde::de::DeserializeSeed::deserialize(TimeOf(field), &mut reader)
+                .map_err(|e| e.to_string())?
+                .ok_or_else(no_time)?;
+            let payload = match fields {
+                None => serde_json::from_str::<P>(text),
+                Some(keep) => {
+                    let mut de = serde_json::Deserializer::from_str(text);
+                    P::deserialize(crate::only::Only {
+                        de: &mut de,
+                        keep,
+                        time: None,
+                    })
+                    .and_then(|p| {
+                        de.end()?;
+                        Ok(p)
+                    })
+                }
+            }
+            .map_err(|e| e.to_string())?;
+            (time, payload)
+        }
+    };
+    let at = format
+        .read(&time)
+        .map_err(|e| format!("field `{field}`: {e}"))?;
     Ok(punctual_core::StreamItem::point(at, payload))
 }
 

@@ -6,11 +6,16 @@ use serde::de::value::{BorrowedStrDeserializer, StrDeserializer};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde::forward_to_deserialize_any;
 
-/// `de`'s object with only the fields named in `keep` (the others skipped).
+/// `de`'s object with only the fields named in `keep` (the others skipped); with `time`, the
+/// value of that field (not kept) is read into its slot on the way (the last, if named twice).
 pub(crate) struct Only<'k, D> {
     pub(crate) de: D,
     pub(crate) keep: &'k [String],
+    pub(crate) time: Option<TimeSlot<'k>>,
 }
+
+/// A field read aside, and where its value goes.
+pub(crate) type TimeSlot<'k> = (&'k str, &'k mut Option<serde_json::Value>);
 
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Only<'_, D> {
     type Error = D::Error;
@@ -19,6 +24,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Only<'_, D> {
         self.de.deserialize_map(OnlyVisitor {
             inner: visitor,
             keep: self.keep,
+            time: self.time,
         })
     }
 
@@ -32,6 +38,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Only<'_, D> {
 struct OnlyVisitor<'k, V> {
     inner: V,
     keep: &'k [String],
+    time: Option<TimeSlot<'k>>,
 }
 
 impl<'de, V: Visitor<'de>> Visitor<'de> for OnlyVisitor<'_, V> {
@@ -45,6 +52,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for OnlyVisitor<'_, V> {
         self.inner.visit_map(OnlyMap {
             map,
             keep: self.keep,
+            time: self.time,
         })
     }
 }
@@ -52,6 +60,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for OnlyVisitor<'_, V> {
 struct OnlyMap<'k, A> {
     map: A,
     keep: &'k [String],
+    time: Option<TimeSlot<'k>>,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for OnlyMap<'_, A> {
@@ -70,7 +79,12 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for OnlyMap<'_, A> {
                 Key::Owned(s) => s.as_str(),
             };
             if !self.keep.iter().any(|k| k == text) {
-                self.map.next_value::<IgnoredAny>()?;
+                match &mut self.time {
+                    Some((field, slot)) if *field == text => **slot = Some(self.map.next_value()?),
+                    _ => {
+                        self.map.next_value::<IgnoredAny>()?;
+                    }
+                }
                 continue;
             }
             return match key {
@@ -126,6 +140,7 @@ mod tests {
         T::deserialize(Only {
             de: &mut de,
             keep: &keep,
+            time: None,
         })
     }
 
@@ -148,5 +163,21 @@ mod tests {
         // Not an object, or broken past a skipped field: an error, as without it.
         assert!(only::<Row>("[1, 2]", &["x"]).is_err());
         assert!(only::<Row>(r#"{"skip": [1, 2, "device": 1}"#, &["device"]).is_err());
+    }
+
+    #[test]
+    fn a_field_read_aside_is_the_last_of_its_name() {
+        let text = r#"{"t": 5, "device": "a", "t": "2026-12-01T10:00:00Z", "v": 1}"#;
+        let keep = vec!["device".to_owned()];
+        let mut time = None;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let row = Row::deserialize(Only {
+            de: &mut de,
+            keep: &keep,
+            time: Some(("t", &mut time)),
+        })
+        .unwrap();
+        assert_eq!(row, Row::new().with("device", "a"));
+        assert_eq!(time, Some(serde_json::json!("2026-12-01T10:00:00Z")));
     }
 }

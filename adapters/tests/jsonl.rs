@@ -321,3 +321,46 @@ async fn a_file_split_by_byte_ranges_reads_every_line_once() {
     assert_eq!(located.len(), 1, "{located:?}");
     assert!(located[0].contains("(part 2 of 2):1"), "{located:?}");
 }
+
+/// Flat lines read with `fields`: each payload holds the fields named (the time read aside in
+/// the same pass), a line without its time or not an object is malformed and says why.
+#[tokio::test]
+async fn flat_lines_with_fields_hold_those_fields() {
+    use punctual_adapters::line::TimeFormat;
+    let path = temp_file(
+        "fields.jsonl",
+        "{\"t\":1,\"device\":\"a\",\"v\":2,\"note\":{\"x\":[1]}}\n{\"device\":\"b\",\"v\":3}\n[1,2]\n{\"v\":4,\"t\":5}\n",
+    );
+    let letters = DeadLetterCollector::new();
+    let mut query = Query::new("fields");
+    let s = query
+        .create_stream::<_, Row, _, _>(
+            InputOptions::new("in", EventShape::Point),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&path)
+                .flat("t", TimeFormat::Ticks)
+                .fields(["device", "v"]),
+        )
+        .expect("binds");
+    query.bind_dead_letters(&s, letters.clone()).expect("binds");
+    let out = CollectOutput::new();
+    query.bind_output(&s, &out, &()).expect("binds");
+    query.start().expect("starts").wait().await.expect("runs");
+    assert_eq!(
+        out.payloads(),
+        vec![
+            Row::new().with("device", "a").with("v", 2),
+            Row::new().with("v", 4),
+        ]
+    );
+    let reasons: Vec<String> = letters
+        .letters()
+        .iter()
+        .map(|l| l.reason.to_string())
+        .collect();
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(
+        reasons[0].contains("no field `t` (the event time)"),
+        "{reasons:?}"
+    );
+}
