@@ -24,8 +24,9 @@ pub(super) fn probe<P, Q, K, O>(
     Q: PartialEq,
     K: Hash + Eq + Clone + 'static,
 {
-    for (_, e) in other.chain(head) {
-        if e.start <= s && e.end.is_none_or(|end| end > s) {
+    // The key's entries in start order: the ones after `s` cannot cover it.
+    for (_, e) in other.chain(head).take_while(|(_, e)| e.start <= s) {
+        if e.end.is_none_or(|end| end > s) {
             if let Some(result) = combine(payload, &e.payload) {
                 emit(result);
             }

@@ -1,5 +1,12 @@
 //! One side of the join: its events by key, the ones not yet paired in start order, and their
 //! known ends, so that an event is forgotten once no event of the other side can meet it.
+//!
+//! Each key's events form a list in start order (ties in arrival order), so that a look for
+//! the events that cover a time stops at the first that starts after it: against a reference
+//! stream whose versions are all read ahead (a file), a probe reads the live version and the
+//! next one, not every version to come. The list is linked both ways (the head's `prev` is the
+//! tail), so that an event in order is appended at once, a late one walks back from the tail,
+//! and an event is taken off its list at once when it expires.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -18,6 +25,8 @@ pub(super) struct Entry<P, K> {
     /// The next entry with the same key ([`NONE`] at the end): each key's entries form a list
     /// through the slots, so a probe reads the key's bucket and then the entries themselves.
     pub(super) next: usize,
+    /// The previous entry with the same key; the head's is the list's tail.
+    pub(super) prev: usize,
 }
 
 /// The end of a key's list (and the head of a key without one).
@@ -55,7 +64,7 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
         self.slots.get(id).and_then(Option::as_ref)
     }
 
-    /// The entries with this key, newest first, with their ids.
+    /// The entries with this key in start order (ties in arrival order), with their ids.
     #[inline]
     pub(super) fn with_key<'a>(
         &'a self,
@@ -81,11 +90,9 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
         })
     }
 
-    pub(super) fn insert(&mut self, mut entry: Entry<P, K>) {
-        let end = entry.end;
+    pub(super) fn insert(&mut self, entry: Entry<P, K>) {
+        let (start, end) = (entry.start, entry.end);
         let key = entry.key.clone();
-        let id = self.free.last().copied().unwrap_or(self.slots.len());
-        entry.next = self.by_key.insert(key, id).unwrap_or(NONE);
         let id = match self.free.pop() {
             Some(id) => {
                 self.slots[id] = Some(entry);
@@ -96,10 +103,63 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
                 self.slots.len() - 1
             }
         };
+        self.link(&key, id, start);
         self.live += 1;
         self.pending.push_back(id);
         if let Some(e) = end {
             self.expire_at(e, id);
+        }
+    }
+
+    fn entry(&mut self, id: usize) -> Option<&mut Entry<P, K>> {
+        self.slots.get_mut(id).and_then(Option::as_mut)
+    }
+
+    fn start(&self, id: usize) -> Option<Time> {
+        self.get(id).map(|e| e.start)
+    }
+
+    /// Puts the entry `id` (in its slot) into its key's list, after the last entry that starts
+    /// no later than `start`: appended when it comes in order, else found from the tail.
+    fn link(&mut self, key: &K, id: usize, start: Time) {
+        let head = self.by_key.get(key);
+        let Some(tail) = self.get(head).map(|h| h.prev) else {
+            self.by_key.insert(key.clone(), id);
+            if let Some(e) = self.entry(id) {
+                (e.prev, e.next) = (id, NONE);
+            }
+            return;
+        };
+        // The entry it goes after: the last that starts no later (none: it is the new head).
+        let mut after = tail;
+        while self.start(after).is_some_and(|s| s > start) {
+            if after == head {
+                after = NONE;
+                break;
+            }
+            after = self.get(after).map_or(NONE, |e| e.prev);
+        }
+        if after == NONE {
+            if let Some(e) = self.entry(id) {
+                (e.prev, e.next) = (tail, head);
+            }
+            if let Some(h) = self.entry(head) {
+                h.prev = id;
+            }
+            self.by_key.set(key, id);
+            return;
+        }
+        let next = self.get(after).map_or(NONE, |e| e.next);
+        if let Some(e) = self.entry(id) {
+            (e.prev, e.next) = (after, next);
+        }
+        if let Some(a) = self.entry(after) {
+            a.next = id;
+        }
+        // The one after it points back to it; the head does too when it is the new tail.
+        let back = if next == NONE { head } else { next };
+        if let Some(b) = self.entry(back) {
+            b.prev = id;
         }
     }
 
@@ -115,6 +175,7 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
     pub(super) fn close(&mut self, key: &K, start: Time, payload: &P, end: Time) {
         let found = self
             .with_key(key)
+            .take_while(|(_, e)| e.start <= start)
             .find(|(_, e)| e.start == start && e.end.is_none() && e.payload == *payload)
             .map(|(id, _)| id);
         if let Some(id) = found {
@@ -132,22 +193,25 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
             return;
         }
         if head == id {
-            if entry.next == NONE {
-                self.by_key.remove(&entry.key);
-            } else {
-                self.by_key.set(&entry.key, entry.next);
+            match self.entry(entry.next) {
+                Some(next) => {
+                    // The new head keeps the tail.
+                    next.prev = entry.prev;
+                    self.by_key.set(&entry.key, entry.next);
+                }
+                None => {
+                    self.by_key.remove(&entry.key);
+                }
             }
             return;
         }
-        let mut prev = head;
-        while let Some(p) = self.slots.get(prev).and_then(Option::as_ref) {
-            if p.next == id {
-                if let Some(p) = self.slots[prev].as_mut() {
-                    p.next = entry.next;
-                }
-                return;
-            }
-            prev = p.next;
+        if let Some(p) = self.entry(entry.prev) {
+            p.next = entry.next;
+        }
+        // The one after it points back past it; the head does when it was the tail.
+        let back = if entry.next == NONE { head } else { entry.next };
+        if let Some(b) = self.entry(back) {
+            b.prev = entry.prev;
         }
     }
 

@@ -197,8 +197,13 @@ where
                 break;
             }
             self.left.pending.pop_front();
-            for (rid, r) in self.right.with_key(&l.key) {
-                if r.start <= l.start && r.end.is_none_or(|e| e > l.start) {
+            // Each key's entries are in start order: stop at the first that starts later.
+            for (rid, r) in self
+                .right
+                .with_key(&l.key)
+                .take_while(|(_, r)| r.start <= l.start)
+            {
+                if r.end.is_none_or(|e| e > l.start) {
                     self.pairs.push((id, rid));
                 }
             }
@@ -212,8 +217,12 @@ where
                 break;
             }
             self.right.pending.pop_front();
-            for (id, l) in self.left.with_key(&r.key) {
-                if l.start < r.start && l.end.is_none_or(|e| e > r.start) {
+            for (id, l) in self
+                .left
+                .with_key(&r.key)
+                .take_while(|(_, l)| l.start < r.start)
+            {
+                if l.end.is_none_or(|e| e > r.start) {
                     self.pairs.push((id, rid));
                 }
             }
@@ -289,6 +298,7 @@ fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone + 'static>(
                 key: key(payload),
                 payload: payload.clone(),
                 next: NONE,
+                prev: NONE,
             });
         }
     }

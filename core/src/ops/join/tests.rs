@@ -27,17 +27,118 @@ fn points_joined_on_arrival_keep_their_times_whatever_their_number_of_results() 
     let got: Vec<(Time, Time, i64)> = (0..out.len())
         .map(|i| (out.sync()[i], out.other()[i], out.payloads()[i]))
         .collect();
-    // Newest partner first for each point (the right side's list order).
+    // The partner that starts first first for each point (the right side's list order).
     assert_eq!(
         got,
         vec![
-            (t(5), t(6), 100),
             (t(5), t(6), 10),
-            (t(7), t(8), 300),
+            (t(5), t(6), 100),
             (t(7), t(8), 30),
-            (t(9), t(10), 500),
+            (t(7), t(8), 300),
             (t(9), t(10), 50),
+            (t(9), t(10), 500),
         ]
     );
     assert_eq!(out.last_cti(), Some(t(10)));
+}
+
+mod lists {
+    use super::super::side::{Entry, Side, NONE};
+    use crate::time::Time;
+    use proptest::prelude::*;
+
+    /// What a side is asked to do: insert an event (key, start, end), close an open one, or
+    /// forget what ends below a time.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Insert(u8, i64, Option<i64>),
+        Close(u8, i64, i64),
+        Expire(i64),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            4 => (0..3u8, 0..40i64, prop::option::of(1..20i64))
+                .prop_map(|(k, s, d)| Step::Insert(k, s, d.map(|d| s + d))),
+            1 => (0..3u8, 0..40i64, 1..20i64).prop_map(|(k, s, d)| Step::Close(k, s, s + d)),
+            1 => (0..60i64).prop_map(Step::Expire),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the order of inserts, closes and expiries, each key's list holds exactly
+        /// the side's live entries of that key, in start order, ties in arrival order, and
+        /// reads the same forwards and backwards (the head's `prev` is the tail).
+        #[test]
+        fn each_keys_list_is_its_live_entries_in_start_order(
+            steps in prop::collection::vec(step(), 1..80)
+        ) {
+            let t = Time::from_ticks;
+            let mut side = Side::<u32, u8>::new();
+            // The model: (key, start, end, payload) in arrival order.
+            let mut model: Vec<(u8, i64, Option<i64>, u32)> = Vec::new();
+            for (n, step) in steps.into_iter().enumerate() {
+                let payload = n as u32;
+                match step {
+                    Step::Insert(key, start, end) => {
+                        side.insert(Entry {
+                            start: t(start),
+                            end: end.map(t),
+                            key,
+                            payload,
+                            next: NONE,
+                            prev: NONE,
+                        });
+                        model.push((key, start, end, payload));
+                    }
+                    Step::Close(key, start, end) => {
+                        // Closes the first open entry of this key and start, if there is one
+                        // (its payload: whichever the list finds first of equal ones).
+                        let open = side
+                            .with_key(&key)
+                            .find(|(_, e)| e.start == t(start) && e.end.is_none())
+                            .map(|(_, e)| e.payload);
+                        if let Some(p) = open {
+                            side.close(&key, t(start), &p, t(end));
+                            let m = model.iter_mut().find(|m| m.3 == p);
+                            prop_assert!(m.is_some());
+                            if let Some(m) = m {
+                                m.2 = Some(end);
+                            }
+                        }
+                    }
+                    Step::Expire(at) => {
+                        side.expire(t(at));
+                        model.retain(|m| m.2.is_none_or(|e| e >= at));
+                    }
+                }
+                for key in 0..3u8 {
+                    let mut want: Vec<(i64, u32)> = model
+                        .iter()
+                        .filter(|m| m.0 == key)
+                        .map(|m| (m.1, m.3))
+                        .collect();
+                    want.sort_by_key(|w| w.0);
+                    let got: Vec<(i64, u32)> = side
+                        .with_key(&key)
+                        .map(|(_, e)| (e.start.ticks(), e.payload))
+                        .collect();
+                    prop_assert_eq!(&got, &want);
+                    // Backwards from the tail (the head's `prev`) to the head.
+                    let ids: Vec<usize> = side.with_key(&key).map(|(id, _)| id).collect();
+                    if let Some(&head) = ids.first() {
+                        let mut back = Vec::new();
+                        let mut id = side.get(head).map_or(NONE, |e| e.prev);
+                        for _ in 0..ids.len() {
+                            back.push(id);
+                            id = side.get(id).map_or(NONE, |e| e.prev);
+                        }
+                        back.reverse();
+                        prop_assert_eq!(back, ids);
+                    }
+                }
+                prop_assert_eq!(side.live, model.len());
+            }
+        }
+    }
 }
