@@ -431,9 +431,28 @@ time_format = "epoch-ms"
     two_partitions_on_one_and_two_workers(&job);
 }
 
+/// Servers on loopback, each serving its lines to `runs` connections, one after the other;
+/// their addresses, quoted for a job file.
+fn tcp_servers(sends: Vec<String>, runs: usize) -> Vec<String> {
+    let mut addrs = Vec::new();
+    for lines in sends {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        addrs.push(format!("\"{}\"", listener.local_addr().expect("addr")));
+        std::thread::spawn(move || {
+            use std::io::Write;
+            for conn in listener.incoming().take(runs) {
+                let mut conn = conn.expect("accepts");
+                conn.write_all(lines.as_bytes()).expect("writes");
+            }
+        });
+    }
+    addrs
+}
+
 /// A job input that connects to a list of TCP servers reads each as a partition of the
 /// source (an input each): on one worker and on two (a partition each), the totals are those
-/// of both servers' items.
+/// of both servers' lines, whether items or flat records (timed by the query's `TIMESTAMP
+/// BY`, read in arrival order).
 #[test]
 fn a_job_reads_each_tcp_server_of_a_list_as_a_partition() {
     let dir = std::env::temp_dir().join(format!("punctual-job-tcp-{}", std::process::id()));
@@ -445,35 +464,44 @@ fn a_job_reads_each_tcp_server_of_a_list_as_a_partition() {
         )
     };
     let end = "{\"kind\":\"cti\",\"time\":1000000000}\n";
-    let sends = [
-        format!("{}{}{end}", point(1000, "a", 1), point(2000, "b", 5)),
-        format!("{}{}{end}", point(1500, "a", 10), point(12000, "a", 7)),
-    ];
-    // Two servers, each serving its lines to one connection per run (two runs).
-    let mut addrs = Vec::new();
-    for lines in sends {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
-        addrs.push(format!("\"{}\"", listener.local_addr().expect("addr")));
-        std::thread::spawn(move || {
-            use std::io::Write;
-            for conn in listener.incoming().take(2) {
-                let mut conn = conn.expect("accepts");
-                conn.write_all(lines.as_bytes()).expect("writes");
-            }
-        });
-    }
+    let items = tcp_servers(
+        vec![
+            format!("{}{}{end}", point(1000, "a", 1), point(2000, "b", 5)),
+            format!("{}{}{end}", point(1500, "a", 10), point(12000, "a", 7)),
+        ],
+        2,
+    );
+    let record = |ms: i64, device: &str, v: i64| {
+        format!("{{\"v\":{v},\"t\":{ms},\"device\":\"{device}\",\"other\":[1]}}\n")
+    };
+    let records = tcp_servers(
+        vec![
+            format!("{}{}", record(2000, "b", 5), record(1000, "a", 1)),
+            format!("{}{}", record(1500, "a", 10), record(12000, "a", 7)),
+        ],
+        2,
+    );
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        format!(
-            "query = \"SELECT device, SUM(v) AS total INTO totals FROM r GROUP BY device, TumblingWindow(second, 10)\"\n\
-             [inputs.r]\nconnect = [{}]\n\
-             [outputs.totals]\npath = \"totals.jsonl\"\ntime_format = \"epoch-ms\"\n",
-            addrs.join(", ")
+    for (addrs, from, input) in [
+        (items, "r", ""),
+        (
+            records,
+            "r TIMESTAMP BY t",
+            "time_format = \"epoch-ms\"\norder = \"arrival\"\ndelay = \"2s\"\n",
         ),
-    )
-    .expect("written");
-    two_partitions_on_one_and_two_workers(&job);
+    ] {
+        std::fs::write(
+            &job,
+            format!(
+                "query = \"SELECT device, SUM(v) AS total INTO totals FROM {from} GROUP BY device, TumblingWindow(second, 10)\"\n\
+                 [inputs.r]\nconnect = [{}]\n{input}\
+                 [outputs.totals]\npath = \"totals.jsonl\"\ntime_format = \"epoch-ms\"\n",
+                addrs.join(", ")
+            ),
+        )
+        .expect("written");
+        two_partitions_on_one_and_two_workers(&job);
+    }
 }
 
 /// A job input split by byte ranges (`split`), JSON lines or CSV: the same totals as the file

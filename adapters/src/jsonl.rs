@@ -50,7 +50,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
-use crate::line::{parse_line, write_item_as, LineError, TimeFormat};
+use crate::line::{parse_line, write_item_as, LineError, LineFormat, TimeFormat};
 use crate::query::QueryReport;
 use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
 
@@ -72,14 +72,9 @@ pub struct JsonLinesInputConfig {
     /// a final CTI).
     #[serde(default)]
     pub replay: ReplayOptions,
-    /// Flat lines: each line is a JSON object, the payload, and this field holds its event
-    /// time (a point). Without it, lines are items in the form of [`crate::line`].
+    /// Items (the default), or flat records timed by one of their fields.
     #[serde(default)]
-    pub time_field: Option<String>,
-    /// How the time field is written (flat lines; default: integers are ticks, text is
-    /// RFC 3339).
-    #[serde(default)]
-    pub time_format: TimeFormat,
+    pub lines: LineFormat,
     /// A multi-stream arrival log (each line names its `stream`): only this stream's lines
     /// are read; the others are counted as `skipped`.
     #[serde(default)]
@@ -90,10 +85,6 @@ pub struct JsonLinesInputConfig {
     /// of the part.
     #[serde(default)]
     pub split: Option<usize>,
-    /// Flat lines: the fields each payload is read from (default: all; see
-    /// [`JsonLinesInputConfig::fields`]).
-    #[serde(default)]
-    pub fields: Option<Vec<String>>,
 }
 
 fn skip() -> MalformedLines {
@@ -107,18 +98,13 @@ impl JsonLinesInputConfig {
             path: path.into(),
             malformed: MalformedLines::Skip,
             replay: ReplayOptions::default(),
-            time_field: None,
-            time_format: TimeFormat::Auto,
+            lines: LineFormat::default(),
             stream: None,
             split: None,
-            fields: None,
         }
     }
 
-    /// Flat lines: reads each payload from these fields only (the time field is read for the
-    /// event's time either way); the others are skipped as the line is read, not parsed into
-    /// values. For a payload of dynamic fields (a `Row`), the fields a query reads: a narrow
-    /// row is cheaper to build and to move. A line without one of them is read without it.
+    /// Flat lines: reads each payload from these fields only ([`LineFormat::fields`]).
     ///
     /// ```
     /// use punctual_adapters::JsonLinesInputConfig;
@@ -126,10 +112,10 @@ impl JsonLinesInputConfig {
     /// let config = JsonLinesInputConfig::new("readings.jsonl")
     ///     .flat("time", TimeFormat::Rfc3339)
     ///     .fields(["device", "celsius"]);
-    /// assert_eq!(config.fields, Some(vec!["device".to_owned(), "celsius".to_owned()]));
+    /// assert_eq!(config.lines.fields, Some(vec!["device".to_owned(), "celsius".to_owned()]));
     /// ```
     pub fn fields<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
-        self.fields = Some(fields.into_iter().map(Into::into).collect());
+        self.lines = self.lines.fields(fields);
         self
     }
 
@@ -157,8 +143,11 @@ impl JsonLinesInputConfig {
     /// # drop(config);
     /// ```
     pub fn flat(mut self, field: impl Into<String>, format: TimeFormat) -> Self {
-        self.time_field = Some(field.into());
-        self.time_format = format;
+        let fields = self.lines.fields.take();
+        self.lines = LineFormat {
+            fields,
+            ..LineFormat::flat(field, format)
+        };
         self
     }
 
@@ -287,10 +276,10 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
                 feed.malformed(ctx, (number, text), why).await?;
                 continue;
             }
-            if let Some(field) = &self.config.time_field {
-                let fields = self.config.fields.as_deref();
-                match flat_item::<P>(&text, field, self.config.time_format, fields) {
-                    Ok(item) => feed.item(ctx, item).await?,
+            if self.config.lines.is_flat() {
+                match self.config.lines.read::<P>(&text) {
+                    Ok(Some(item)) => feed.item(ctx, item).await?,
+                    Ok(None) => feed.skip(),
                     Err(why) => feed.malformed(ctx, (number, text), why).await?,
                 }
                 continue;
@@ -330,118 +319,6 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
             }
         }
         feed.finish(ctx).await
-    }
-}
-
-/// One flat line: a JSON object whose field `field` holds the time; the object (its fields
-/// `fields` only, if given) is the payload. With `fields` that leave the time field out, the
-/// line is read once, the time read aside; otherwise twice, for its time (the other fields
-/// skipped) and as the payload. No JSON tree in between.
-fn flat_item<P: DeserializeOwned>(
-    text: &str,
-    field: &str,
-    format: TimeFormat,
-    fields: Option<&[String]>,
-) -> Result<punctual_core::StreamItem<P>, String> {
-    let no_time = || format!("no field `{field}` (the event time)");
-    let (time, payload) = match fields {
-        Some(keep) if !keep.iter().any(|k| k == field) => {
-            let mut time = None;
-            let mut de = serde_json::Deserializer::from_str(text);
-            let payload = P::deserialize(crate::only::Only {
-                de: &mut de,
-                keep,
-                time: Some((field, &mut time)),
-            })
-            .and_then(|p| {
-                de.end()?;
-                Ok(p)
-            })
-            .map_err(|e| e.to_string())?;
-            (time.ok_or_else(no_time)?, payload)
-        }
-        _ => {
-            let mut reader = serde_json::Deserializer::from_str(text);
-            let time = serde::de::DeserializeSeed::deserialize(TimeOf(field), &mut reader)
-                .map_err(|e| e.to_string())?
-                .ok_or_else(no_time)?;
-            let payload = match fields {
-                None => serde_json::from_str::<P>(text),
-                Some(keep) => {
-                    let mut de = serde_json::Deserializer::from_str(text);
-                    P::deserialize(crate::only::Only {
-                        de: &mut de,
-                        keep,
-                        time: None,
-                    })
-                    .and_then(|p| {
-                        de.end()?;
-                        Ok(p)
-                    })
-                }
-            }
-            .map_err(|e| e.to_string())?;
-            (time, payload)
-        }
-    };
-    let at = format
-        .read(&time)
-        .map_err(|e| format!("field `{field}`: {e}"))?;
-    Ok(punctual_core::StreamItem::point(at, payload))
-}
-
-/// Reads the value of one field of a JSON object (the last, if named twice), skipping the
-/// others.
-struct TimeOf<'a>(&'a str);
-
-impl<'de> serde::de::DeserializeSeed<'de> for TimeOf<'_> {
-    type Value = Option<serde_json::Value>;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> serde::de::Visitor<'de> for TimeOf<'_> {
-    type Value = Option<serde_json::Value>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a flat line: a JSON object")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut found = None;
-        while let Some(named) = map.next_key_seed(KeyIs(self.0))? {
-            if named {
-                found = Some(map.next_value()?);
-            } else {
-                map.next_value::<serde::de::IgnoredAny>()?;
-            }
-        }
-        Ok(found)
-    }
-}
-
-/// Whether a key is this name.
-struct KeyIs<'a>(&'a str);
-
-impl<'de> serde::de::DeserializeSeed<'de> for KeyIs<'_> {
-    type Value = bool;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl serde::de::Visitor<'_> for KeyIs<'_> {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a field name")
-    }
-
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
-        Ok(v == self.0)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Kafka (feature `kafka`, with `rdkafka`): [`KafkaInput`] consumes a topic, [`KafkaOutput`]
-//! produces to one. A message holds one JSON line of the form of [`crate::line`].
+//! produces to one. A message holds one JSON line: an item of the form of [`crate::line`], or
+//! a flat record timed by one of its fields ([`KafkaConfig::lines`] with [`LineFormat::flat`]).
 //!
 //! Each Kafka partition is one partition of the stream's watermark strategy: the input enqueues
 //! every event with its partition and the broker's timestamp as its arrival time, so with
@@ -60,7 +61,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::{AdapterError, EnqueueError};
-use crate::line::{parse_line, write_item_as, TimeFormat};
+use crate::line::{write_item_as, LineFormat, TimeFormat};
 use crate::query::QueryReport;
 
 /// Where a Kafka adapter connects.
@@ -88,6 +89,10 @@ pub struct KafkaConfig {
     /// brokers' metadata when the query is built (a blocking call of up to 5 s).
     #[serde(default)]
     pub each_partition: bool,
+    /// Input: how each message is read (default: an item; [`LineFormat::flat`]: a flat
+    /// record).
+    #[serde(default)]
+    pub lines: LineFormat,
 }
 
 impl KafkaConfig {
@@ -100,7 +105,15 @@ impl KafkaConfig {
             until_end: false,
             partitions: None,
             each_partition: false,
+            lines: LineFormat::default(),
         }
+    }
+
+    /// Input: reads each message as `lines` says (default: an item; [`LineFormat::flat`]: a
+    /// flat record, timed by one of its fields).
+    pub fn lines(mut self, lines: LineFormat) -> Self {
+        self.lines = lines;
+        self
     }
 
     /// Read every partition of the topic, each as a partition of the source (see
@@ -331,21 +344,19 @@ impl<P: Payload + DeserializeOwned> KafkaReader<P> {
                 .filter(|t| t.is_finite()),
             partition: usize::try_from(partition).ok(),
         };
-        Ok(
-            match parse_line::<P>(text.trim()).and_then(|l| l.into_item()) {
-                Ok(Some(item)) => Received::Item(item, arrival),
-                Ok(None) => Received::Nothing,
-                Err(e) => Received::Malformed(MalformedRecord {
-                    location: format!(
-                        "kafka {} partition {partition} offset {}",
-                        self.config.topic,
-                        message.offset()
-                    ),
-                    message: e.to_string(),
-                    text,
-                }),
-            },
-        )
+        Ok(match self.config.lines.read::<P>(text.trim()) {
+            Ok(Some(item)) => Received::Item(item, arrival),
+            Ok(None) => Received::Nothing,
+            Err(e) => Received::Malformed(MalformedRecord {
+                location: format!(
+                    "kafka {} partition {partition} offset {}",
+                    self.config.topic,
+                    message.offset()
+                ),
+                message: e,
+                text,
+            }),
+        })
     }
 }
 

@@ -1,6 +1,8 @@
 //! MQTT (feature `mqtt`, with `rumqttc`): [`MqttInput`] subscribes to a topic and enqueues one
 //! item per message, [`MqttOutput`] publishes a stream's events and CTIs, one per message. A
-//! message holds one JSON line of the form of [`crate::line`]; an `eof` message ends the input.
+//! message holds one JSON line: an item of the form of [`crate::line`] (an `eof` message ends
+//! the input), or a flat record timed by one of its fields ([`MqttConfig::lines`] with
+//! [`LineFormat::flat`]).
 //! Messages go in in blocks: after one arrives, those already received (up to 1,024) are
 //! enqueued with it in one call.
 //! Malformed messages are skipped, counted as `malformed` and dead-lettered with the topic and
@@ -43,7 +45,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
-use crate::line::{parse_line, write_item_as, TimeFormat};
+use crate::line::{write_item_as, LineFormat, TimeFormat};
 use crate::query::QueryReport;
 
 /// Where an MQTT adapter connects and which topic it uses.
@@ -62,6 +64,10 @@ pub struct MqttConfig {
     /// Quality of service, 0, 1 or 2 (default 1: at least once).
     #[serde(default = "one")]
     pub qos: u8,
+    /// Input: how each message is read (default: an item; [`LineFormat::flat`]: a flat
+    /// record).
+    #[serde(default)]
+    pub lines: LineFormat,
 }
 
 fn one() -> u8 {
@@ -77,7 +83,15 @@ impl MqttConfig {
             topic: topic.into(),
             client_id: None,
             qos: 1,
+            lines: LineFormat::default(),
         }
+    }
+
+    /// Input: reads each message as `lines` says (default: an item; [`LineFormat::flat`]: a
+    /// flat record, timed by one of its fields).
+    pub fn lines(mut self, lines: LineFormat) -> Self {
+        self.lines = lines;
+        self
     }
 
     fn connect(&self, suffix: &str) -> Result<(AsyncClient, EventLoop, QoS), AdapterError> {
@@ -157,14 +171,14 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for MqttReader<P> {
                 if let Event::Incoming(Packet::Publish(message)) = event {
                     number += 1;
                     let text = String::from_utf8_lossy(&message.payload).into_owned();
-                    match parse_line::<P>(text.trim()).and_then(|l| l.into_item()) {
+                    match self.config.lines.read::<P>(text.trim()) {
                         Ok(Some(item)) => block.push(item),
                         Ok(None) => break 'read,
                         Err(e) => {
                             ctx.enqueue_batch(block.drain(..)).await?;
                             ctx.report_malformed(MalformedRecord {
                                 location: format!("mqtt {} message {number}", self.config.topic),
-                                message: e.to_string(),
+                                message: e,
                                 text,
                             })
                             .await;

@@ -3,28 +3,51 @@
 //! `Row`) holds what a query reads and no more.
 
 use serde::de::value::{BorrowedStrDeserializer, StrDeserializer};
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, Visitor};
 use serde::forward_to_deserialize_any;
 
-/// `de`'s object with only the fields named in `keep` (the others skipped); with `time`, the
-/// value of that field (not kept) is read into its slot on the way (the last, if named twice).
+/// `de`'s object with only the fields `pick` keeps (the others skipped), the time field read
+/// on the way.
 pub(crate) struct Only<'k, D> {
     pub(crate) de: D,
-    pub(crate) keep: &'k [String],
+    pub(crate) pick: Pick<'k>,
+}
+
+/// Which fields of an object a payload sees, and the field read aside as the time.
+pub(crate) struct Pick<'k> {
+    /// The fields kept (`None`: all of them).
+    pub(crate) keep: Option<&'k [String]>,
+    /// A field whose value (the last, if named twice) goes into its slot, whether it is kept
+    /// or not: a line is read once for its time and its payload.
     pub(crate) time: Option<TimeSlot<'k>>,
 }
 
 /// A field read aside, and where its value goes.
 pub(crate) type TimeSlot<'k> = (&'k str, &'k mut Option<serde_json::Value>);
 
+impl Pick<'_> {
+    fn keeps(&self, key: &str) -> bool {
+        self.keep.is_none_or(|keep| keep.iter().any(|k| k == key))
+    }
+
+    fn is_time(&self, key: &str) -> bool {
+        self.time.as_ref().is_some_and(|(field, _)| *field == key)
+    }
+
+    fn set_time(&mut self, value: serde_json::Value) {
+        if let Some((_, slot)) = &mut self.time {
+            **slot = Some(value);
+        }
+    }
+}
+
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Only<'_, D> {
     type Error = D::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        self.de.deserialize_map(OnlyVisitor {
+        self.de.deserialize_any(OnlyVisitor {
             inner: visitor,
-            keep: self.keep,
-            time: self.time,
+            pick: self.pick,
         })
     }
 
@@ -37,8 +60,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Only<'_, D> {
 
 struct OnlyVisitor<'k, V> {
     inner: V,
-    keep: &'k [String],
-    time: Option<TimeSlot<'k>>,
+    pick: Pick<'k>,
 }
 
 impl<'de, V: Visitor<'de>> Visitor<'de> for OnlyVisitor<'_, V> {
@@ -51,16 +73,17 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for OnlyVisitor<'_, V> {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
         self.inner.visit_map(OnlyMap {
             map,
-            keep: self.keep,
-            time: self.time,
+            pick: self.pick,
+            time_next: false,
         })
     }
 }
 
 struct OnlyMap<'k, A> {
     map: A,
-    keep: &'k [String],
-    time: Option<TimeSlot<'k>>,
+    pick: Pick<'k>,
+    /// Whether the value to read next is the time field's (kept too).
+    time_next: bool,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for OnlyMap<'_, A> {
@@ -78,15 +101,17 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for OnlyMap<'_, A> {
                 Key::Borrowed(s) => *s,
                 Key::Owned(s) => s.as_str(),
             };
-            if !self.keep.iter().any(|k| k == text) {
-                match &mut self.time {
-                    Some((field, slot)) if *field == text => **slot = Some(self.map.next_value()?),
-                    _ => {
-                        self.map.next_value::<IgnoredAny>()?;
-                    }
+            let time = self.pick.is_time(text);
+            if !self.pick.keeps(text) {
+                if time {
+                    let value = self.map.next_value()?;
+                    self.pick.set_time(value);
+                } else {
+                    self.map.next_value::<IgnoredAny>()?;
                 }
                 continue;
             }
+            self.time_next = time;
             return match key {
                 Key::Borrowed(s) => seed.deserialize(BorrowedStrDeserializer::new(s)),
                 Key::Owned(s) => seed.deserialize(StrDeserializer::new(&s)),
@@ -96,7 +121,13 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for OnlyMap<'_, A> {
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-        self.map.next_value_seed(seed)
+        if !std::mem::take(&mut self.time_next) {
+            return self.map.next_value_seed(seed);
+        }
+        // The time field, kept too: its value once, for the time and for the payload.
+        let value: serde_json::Value = self.map.next_value()?;
+        self.pick.set_time(value.clone());
+        seed.deserialize(value).map_err(A::Error::custom)
     }
 }
 
@@ -139,8 +170,10 @@ mod tests {
         let mut de = serde_json::Deserializer::from_str(text);
         T::deserialize(Only {
             de: &mut de,
-            keep: &keep,
-            time: None,
+            pick: Pick {
+                keep: Some(&keep),
+                time: None,
+            },
         })
     }
 
@@ -173,11 +206,59 @@ mod tests {
         let mut de = serde_json::Deserializer::from_str(text);
         let row = Row::deserialize(Only {
             de: &mut de,
-            keep: &keep,
-            time: Some(("t", &mut time)),
+            pick: Pick {
+                keep: Some(&keep),
+                time: Some(("t", &mut time)),
+            },
         })
         .unwrap();
         assert_eq!(row, Row::new().with("device", "a"));
         assert_eq!(time, Some(serde_json::json!("2026-12-01T10:00:00Z")));
+    }
+
+    #[test]
+    fn a_time_field_kept_is_read_once_for_both() {
+        let text = r#"{"t": 5, "device": "a", "t": 7, "v": [1, 2.5]}"#;
+        let read = |keep: Option<&[String]>| {
+            let mut time = None;
+            let mut de = serde_json::Deserializer::from_str(text);
+            let row = Row::deserialize(Only {
+                de: &mut de,
+                pick: Pick {
+                    keep,
+                    time: Some(("t", &mut time)),
+                },
+            })
+            .unwrap();
+            (row, time)
+        };
+        // Every field: the payload is what serde makes of the line, the time its last `t`.
+        let (row, time) = read(None);
+        assert_eq!(row, serde_json::from_str::<Row>(text).unwrap());
+        assert_eq!(time, Some(serde_json::json!(7)));
+        // Some fields, the time among them.
+        let keep = vec!["t".to_owned(), "v".to_owned()];
+        let (row, time) = read(Some(&keep));
+        assert_eq!(
+            row,
+            serde_json::from_str::<Row>(r#"{"t": 7, "v": [1, 2.5]}"#).unwrap()
+        );
+        assert_eq!(time, Some(serde_json::json!(7)));
+        // A kept time field of a typed payload's type is read as that type.
+        #[derive(Deserialize, Debug, PartialEq)]
+        struct Timed {
+            t: u32,
+        }
+        let mut time = None;
+        let mut de = serde_json::Deserializer::from_str(r#"{"t": 9, "x": 1}"#);
+        let timed = Timed::deserialize(Only {
+            de: &mut de,
+            pick: Pick {
+                keep: None,
+                time: Some(("t", &mut time)),
+            },
+        })
+        .unwrap();
+        assert_eq!((timed, time), (Timed { t: 9 }, Some(serde_json::json!(9))));
     }
 }

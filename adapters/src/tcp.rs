@@ -1,4 +1,5 @@
-//! The TCP line protocol: JSON lines (the form of [`crate::line`]) over TCP.
+//! The TCP line protocol: JSON lines over TCP, items of the form of [`crate::line`] or flat
+//! records timed by one of their fields (each input's [`LineFormat`]).
 //!
 //! - [`TcpServerInput`]: listens, accepts clients (up to [`TcpServerInput::max_connections`]
 //!   at once, [`DEFAULT_MAX_CONNECTIONS`] by default; one more is closed at once, with a
@@ -52,7 +53,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
-use crate::line::{parse_line, write_item_as, TimeFormat};
+use crate::line::{write_item_as, LineFormat, TimeFormat};
 use crate::memory::BATCH;
 use crate::query::QueryReport;
 use crate::replay::next_line;
@@ -72,10 +73,12 @@ fn net_error(what: String) -> impl FnOnce(std::io::Error) -> AdapterError {
     }
 }
 
-/// Reads JSON lines from one connection into `tx` until it closes (or the adapter is gone).
+/// Reads JSON lines (as `lines` says) from one connection into `tx` until it closes (or the
+/// adapter is gone).
 async fn read_lines<P: DeserializeOwned>(
     conn: impl AsyncRead + Unpin + Send,
     peer: String,
+    lines: std::sync::Arc<LineFormat>,
     tx: mpsc::Sender<Received<P>>,
 ) {
     let mut reader = BufReader::new(conn);
@@ -106,16 +109,16 @@ async fn read_lines<P: DeserializeOwned>(
             }
             continue;
         }
-        let received = match parse_line::<P>(&text).and_then(|l| l.into_item()) {
+        let received = match lines.read::<P>(&text) {
             Ok(Some(item)) => Received::Item(item),
             Ok(None) => {
                 // `eof`: this client is done; the connection is closed.
                 let _ = tx.send(Received::Skipped).await;
                 break;
             }
-            Err(e) => Received::Malformed(MalformedRecord {
+            Err(message) => Received::Malformed(MalformedRecord {
                 location: format!("{peer}:{number}"),
-                message: e.to_string(),
+                message,
                 text,
             }),
         };
@@ -188,6 +191,7 @@ pub struct TcpServerInput {
     listener: Mutex<Option<TcpListener>>,
     addr: SocketAddr,
     max_connections: usize,
+    lines: LineFormat,
 }
 
 impl TcpServerInput {
@@ -205,7 +209,14 @@ impl TcpServerInput {
             listener: Mutex::new(Some(listener)),
             addr,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            lines: LineFormat::default(),
         })
+    }
+
+    /// Reads the lines as `lines` says (default: items; [`LineFormat::flat`]: flat records).
+    pub fn lines(mut self, lines: LineFormat) -> Self {
+        self.lines = lines;
+        self
     }
 
     /// Serves at most `n` clients at once (at least 1); a client over the limit is closed at
@@ -228,6 +239,7 @@ pub struct TcpServerAdapter<P> {
     /// Where to listen when it starts, for a [`TcpListenInput`].
     bind: Option<String>,
     max_connections: usize,
+    lines: std::sync::Arc<LineFormat>,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -245,6 +257,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<(), P> for TcpServerInpu
             listener: Some(listener),
             bind: None,
             max_connections: self.max_connections,
+            lines: std::sync::Arc::new(self.lines.clone()),
             _payload: PhantomData,
         })
     }
@@ -262,6 +275,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpServerAdapter<P> {
         };
         let (tx, mut rx) = mpsc::channel::<Received<P>>(BATCH);
         let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(self.max_connections));
+        let lines = std::sync::Arc::clone(&self.lines);
         let limit = self.max_connections;
         let accept = async move {
             // The readers end with the input (dropping the set aborts them).
@@ -274,9 +288,9 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpServerAdapter<P> {
                     drop(conn);
                     continue;
                 };
-                let tx = tx.clone();
+                let (tx, lines) = (tx.clone(), std::sync::Arc::clone(&lines));
                 readers.spawn(async move {
-                    read_lines(conn, peer.to_string(), tx).await;
+                    read_lines(conn, peer.to_string(), lines, tx).await;
                     drop(slot);
                 });
             }
@@ -297,6 +311,9 @@ pub struct TcpListenConfig {
     /// Clients served at once (default [`DEFAULT_MAX_CONNECTIONS`]).
     #[serde(default)]
     pub max_connections: Option<usize>,
+    /// How its lines are read (default: items).
+    #[serde(default)]
+    pub lines: LineFormat,
 }
 
 impl TcpListenConfig {
@@ -305,7 +322,14 @@ impl TcpListenConfig {
         TcpListenConfig {
             listen: addr.into(),
             max_connections: None,
+            lines: LineFormat::default(),
         }
+    }
+
+    /// Reads the lines as `lines` says (default: items; [`LineFormat::flat`]: flat records).
+    pub fn lines(mut self, lines: LineFormat) -> Self {
+        self.lines = lines;
+        self
     }
 }
 
@@ -349,6 +373,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<TcpListenConfig, P> for 
                 .max_connections
                 .unwrap_or(DEFAULT_MAX_CONNECTIONS)
                 .max(1),
+            lines: std::sync::Arc::new(config.lines.clone()),
             _payload: PhantomData,
         })
     }
@@ -360,6 +385,25 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<TcpListenConfig, P> for 
 pub struct TcpClientConfig {
     /// `host:port` to connect to.
     pub connect: String,
+    /// How its lines are read (default: items).
+    #[serde(default)]
+    pub lines: LineFormat,
+}
+
+impl TcpClientConfig {
+    /// Connects to `connect` (`host:port`).
+    pub fn new(connect: impl Into<String>) -> Self {
+        TcpClientConfig {
+            connect: connect.into(),
+            lines: LineFormat::default(),
+        }
+    }
+
+    /// Reads the lines as `lines` says (default: items; [`LineFormat::flat`]: flat records).
+    pub fn lines(mut self, lines: LineFormat) -> Self {
+        self.lines = lines;
+        self
+    }
 }
 
 /// Factory of TCP inputs that connect to a server and read its lines until it closes.
@@ -369,6 +413,7 @@ pub struct TcpClientInput;
 /// The adapter of a [`TcpClientInput`].
 pub struct TcpClientAdapter<P> {
     connect: String,
+    lines: std::sync::Arc<LineFormat>,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -382,6 +427,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<TcpClientConfig, P> for 
     ) -> Result<Self::Adapter, AdapterError> {
         Ok(TcpClientAdapter {
             connect: config.connect.clone(),
+            lines: std::sync::Arc::new(config.lines.clone()),
             _payload: PhantomData,
         })
     }
@@ -394,7 +440,8 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpClientAdapter<P> {
             .await
             .map_err(net_error(self.connect.clone()))?;
         let (tx, mut rx) = mpsc::channel::<Received<P>>(BATCH);
-        let reader = tokio::spawn(read_lines(conn, self.connect.clone(), tx));
+        let lines = std::sync::Arc::clone(&self.lines);
+        let reader = tokio::spawn(read_lines(conn, self.connect.clone(), lines, tx));
         let r = pump(&mut rx, ctx).await;
         reader.abort();
         r

@@ -200,3 +200,60 @@ async fn each_partition_of_a_topic_is_an_input_of_its_own() {
     );
     assert_eq!(payloads, [1, 2, 3]);
 }
+
+/// Flat records in Kafka messages (`KafkaConfig::lines`): each message a JSON object timed by
+/// one of its fields, read for the fields asked for, in arrival order (an unordered stream);
+/// a message without its time is malformed (counted, and dead-lettered).
+#[tokio::test]
+async fn messages_of_flat_records_are_read_for_their_fields() {
+    use punctual_adapters::line::{LineFormat, TimeFormat};
+    use punctual_core::Row;
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("records", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    produce(
+        &brokers,
+        "records",
+        &[
+            (0, r#"{"ts":"2026-12-01T10:00:02Z","device":"a","v":1}"#),
+            (0, r#"{"ts":"2026-12-01T10:00:01Z","device":"b","v":2}"#),
+            (0, r#"{"device":"c","v":3}"#),
+        ],
+    )
+    .await;
+    tokio::time::timeout(Duration::from_secs(60), async {
+        let mut query = Query::new("kafka-flat");
+        let lines = LineFormat::flat("ts", TimeFormat::Rfc3339).fields(["device"]);
+        let s = query
+            .create_stream::<_, Row, _, _>(
+                InputOptions::new("records", EventShape::Point)
+                    .watermark(Watermark::<Row>::partitioned(1, TimeSpan::from_secs(5)))
+                    .unordered(),
+                &KafkaInput,
+                &KafkaConfig::new(brokers.clone(), "records")
+                    .until_end()
+                    .lines(lines),
+            )
+            .expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let report = query.start().expect("starts").wait().await.expect("runs");
+        let at = |s: &str| Time::parse_rfc3339(s).expect("a time");
+        let events: Vec<StreamItem<Row>> = out
+            .items()
+            .into_iter()
+            .filter(|i| matches!(i, StreamItem::Insert(_)))
+            .collect();
+        assert_eq!(
+            events,
+            vec![
+                StreamItem::point(at("2026-12-01T10:00:02Z"), Row::new().with("device", "a")),
+                StreamItem::point(at("2026-12-01T10:00:01Z"), Row::new().with("device", "b")),
+            ]
+        );
+        let c = report.counters("records").expect("stream");
+        assert_eq!(c.malformed, 1, "{c:?}");
+    })
+    .await
+    .expect("finishes in time");
+}

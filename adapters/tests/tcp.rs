@@ -5,12 +5,14 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
+use punctual_adapters::line::{LineFormat, TimeFormat};
 use punctual_adapters::{
-    CollectOutput, InputOptions, MemoryInput, Partitioned, Query, QueryError, TcpClientConfig,
-    TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput, TcpOutputConfig, TcpServerInput,
+    CollectOutput, DeadLetterCollector, InputOptions, MemoryInput, Partitioned, Query, QueryError,
+    TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput, TcpOutputConfig,
+    TcpServerInput,
 };
-use punctual_core::{EventShape, StreamItem, Time};
-use punctual_policies::AdvanceTimeSettings;
+use punctual_core::{EventShape, Row, StreamItem, Time};
+use punctual_policies::{AdvanceTimePolicy, AdvanceTimeSettings};
 
 fn t(x: i64) -> Time {
     Time::from_ticks(x)
@@ -88,7 +90,7 @@ async fn a_client_input_reads_until_the_server_closes() {
                 InputOptions::new("in", EventShape::Point)
                     .settings(AdvanceTimeSettings::increasing_start_time()),
                 &TcpClientInput,
-                &TcpClientConfig { connect: addr.to_string() },
+                &TcpClientConfig::new(addr.to_string()),
             )
             .expect("binds");
         let out = CollectOutput::new();
@@ -103,6 +105,74 @@ async fn a_client_input_reads_until_the_server_closes() {
                 StreamItem::point(t(6), 60),
                 StreamItem::Cti(Time::INF),
             ]
+        );
+    })
+    .await
+    .expect("finishes in time");
+}
+
+/// A client input of flat records: each line a JSON object timed by one of its fields, read
+/// for the fields asked for; in arrival order (the stream unordered), each event goes on as it
+/// comes, and a record without its time is malformed, with the peer and line number.
+#[tokio::test]
+async fn a_client_input_reads_flat_records_in_arrival_order() {
+    tokio::time::timeout(LIMIT, async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.expect("accepts");
+            let lines = concat!(
+                "{\"ts\":3000,\"device\":\"a\",\"v\":1}\n",
+                "{\"ts\":1000,\"device\":\"b\",\"v\":2}\n",
+                "{\"device\":\"c\",\"v\":3}\n",
+                "{\"v\":4,\"ts\":2000}\n",
+            );
+            conn.write_all(lines.as_bytes()).await.expect("writes");
+            conn.shutdown().await.expect("closes");
+        });
+        let mut query = Query::new("tcp-flat");
+        let lines = LineFormat::flat("ts", TimeFormat::EpochMs).fields(["device", "ts"]);
+        let s = query
+            .create_stream::<_, Row, _, _>(
+                InputOptions::new("in", EventShape::Point)
+                    .settings(AdvanceTimeSettings::policy_only(AdvanceTimePolicy::Drop))
+                    .unordered(),
+                &TcpClientInput,
+                &TcpClientConfig::new(addr.to_string()).lines(lines),
+            )
+            .expect("binds");
+        let letters = DeadLetterCollector::new();
+        query.bind_dead_letters(&s, letters.clone()).expect("binds");
+        let out = CollectOutput::new();
+        query.bind_output(&s, &out, &()).expect("binds");
+        let report = query.start().expect("starts").wait().await.expect("runs");
+        let ms = |m: i64| Time::from_ticks(m * 10_000);
+        let row = |ts: i64, device: Option<&str>| match device {
+            Some(d) => Row::new().with("ts", ts).with("device", d),
+            None => Row::new().with("ts", ts),
+        };
+        // In the order they came (no CTI: the settings generate none), each with the fields
+        // asked for that it has, in the line's order (`v` left out).
+        assert_eq!(
+            out.items(),
+            vec![
+                StreamItem::point(ms(3000), row(3000, Some("a"))),
+                StreamItem::point(ms(1000), row(1000, Some("b"))),
+                StreamItem::point(ms(2000), row(2000, None)),
+            ]
+        );
+        let c = report.counters("in").expect("stream");
+        assert_eq!(c.malformed, 1, "{c:?}");
+        let reasons: Vec<String> = letters
+            .letters()
+            .iter()
+            .map(|d| d.reason.to_string())
+            .collect();
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert!(
+            reasons[0].contains(&format!("{addr}:3"))
+                && reasons[0].contains("no field `ts` (the event time)"),
+            "{reasons:?}"
         );
     })
     .await

@@ -22,17 +22,22 @@ pub(super) fn kafka<O: Order>(
     query: &mut Query,
     options: InputOptions<O>,
     table: &toml::Table,
+    lines: punctual_adapters::line::LineFormat,
 ) -> Result<Stream<Row, O>, String> {
     #[cfg(feature = "kafka")]
     {
         let c: punctual_adapters::KafkaConfig = config(table, "kafka")?;
+        if table.contains_key("lines") {
+            return Err("kafka: `lines` comes from the input's `time` and `time_format` (or the query's TIMESTAMP BY), not from this table".into());
+        }
+        let c = c.lines(lines);
         query
             .create_stream::<_, Row, _, _>(options, &punctual_adapters::KafkaInput, &c)
             .map_err(|e| e.to_string())
     }
     #[cfg(not(feature = "kafka"))]
     {
-        let _ = (query, options, table);
+        let _ = (query, options, table, lines);
         Err(missing("kafka"))
     }
 }
@@ -42,17 +47,22 @@ pub(super) fn mqtt<O: Order>(
     query: &mut Query,
     options: InputOptions<O>,
     table: &toml::Table,
+    lines: punctual_adapters::line::LineFormat,
 ) -> Result<Stream<Row, O>, String> {
     #[cfg(feature = "mqtt")]
     {
         let c: punctual_adapters::MqttConfig = config(table, "mqtt")?;
+        if table.contains_key("lines") {
+            return Err("mqtt: `lines` comes from the input's `time` and `time_format` (or the query's TIMESTAMP BY), not from this table".into());
+        }
+        let c = c.lines(lines);
         query
             .create_stream::<_, Row, _, _>(options, &punctual_adapters::MqttInput, &c)
             .map_err(|e| e.to_string())
     }
     #[cfg(not(feature = "mqtt"))]
     {
-        let _ = (query, options, table);
+        let _ = (query, options, table, lines);
         Err(missing("mqtt"))
     }
 }

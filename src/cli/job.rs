@@ -111,12 +111,12 @@ pub(super) struct JobInput {
     /// The file; `-` is standard input.
     #[serde(default)]
     pub(super) path: PathBuf,
-    /// Or a TCP server to connect to (`host:port`), reading the JSON-lines items it sends;
-    /// a list of servers is a partition each.
+    /// Or a TCP server to connect to (`host:port`), reading the JSON lines it sends (flat
+    /// records with a time field, else items); a list of servers is a partition each.
     #[serde(default)]
     pub(super) connect: Option<Addresses>,
-    /// Or an address to listen on (`127.0.0.1:7000`), reading the JSON-lines items clients
-    /// send; the job then runs until stopped (Ctrl-C). A list of addresses is a partition
+    /// Or an address to listen on (`127.0.0.1:7000`), reading the JSON lines clients send
+    /// (flat records with a time field, else items); the job then runs until stopped (Ctrl-C). A list of addresses is a partition
     /// each, listening where it is read.
     #[serde(default)]
     pub(super) listen: Option<Addresses>,
@@ -130,7 +130,7 @@ pub(super) struct JobInput {
     #[serde(default)]
     pub(super) format: Option<Format>,
     /// The field holding each record's event time (default: the query's `TIMESTAMP BY`);
-    /// JSON lines without one are items.
+    /// JSON lines and messages without one are items.
     #[serde(default)]
     pub(super) time: Option<String>,
     /// A multi-stream arrival log (JSON lines naming their `stream`): read this stream's

@@ -143,23 +143,37 @@ pub(super) fn create_input<O: Order>(
             "`split` reads a file by byte ranges; a Kafka topic's partitions are `partitions = [...]` in `kafka`".into(),
         ));
     }
-    if broker && (time.is_some() || input.format == Some(Format::Csv) || input.stream.is_some()) {
+    if broker
+        && (input.format == Some(Format::Csv) || input.stream.is_some() || input.end.is_some())
+    {
         return Err(usage(
-            "a Kafka or MQTT input reads JSON-lines items ({\"kind\":\"point\",\"start\":...}); flat records, CSV and `stream` are for files".into(),
+            "a Kafka or MQTT input reads JSON: flat records timed by `time` (or the query's TIMESTAMP BY), or items ({\"kind\":\"point\",\"start\":...}); CSV, `end` and `stream` are for files".into(),
         ));
     }
+    // How a line or message is read: a flat record timed by its field, with the fields the
+    // query reads only (all, if it reads whole records); or an item.
+    let lines = match &time {
+        Some(time) => {
+            let lines = punctual_adapters::line::LineFormat::flat(time.clone(), time_format);
+            match &u.fields_read {
+                Some(read) => lines.fields(read.iter().cloned()),
+                None => lines,
+            }
+        }
+        None => punctual_adapters::line::LineFormat::default(),
+    };
     if let Some(table) = &input.kafka {
-        let stream = crate::cli::brokers::kafka(query, options, table).map_err(usage)?;
+        let stream = crate::cli::brokers::kafka(query, options, table, lines).map_err(usage)?;
         return Ok((stream, input.fields.clone()));
     }
     if let Some(table) = &input.mqtt {
-        let stream = crate::cli::brokers::mqtt(query, options, table).map_err(usage)?;
+        let stream = crate::cli::brokers::mqtt(query, options, table, lines).map_err(usage)?;
         return Ok((stream, input.fields.clone()));
     }
     if input.connect.is_some() || input.listen.is_some() {
-        if time.is_some() || input.format == Some(Format::Csv) || input.stream.is_some() {
+        if input.format == Some(Format::Csv) || input.stream.is_some() || input.end.is_some() {
             return Err(usage(
-                "a TCP input reads JSON-lines items ({\"kind\":\"point\",\"start\":...}); flat records, CSV and `stream` are for files".into(),
+                "a TCP input reads JSON lines: flat records timed by `time` (or the query's TIMESTAMP BY), or items ({\"kind\":\"point\",\"start\":...}); CSV, `end` and `stream` are for files".into(),
             ));
         }
         // One partition per address (an input `NAME#p` each, read on its own worker); a
@@ -168,7 +182,9 @@ pub(super) fn create_input<O: Order>(
             let servers: Vec<_> = addrs
                 .list()
                 .into_iter()
-                .map(|connect| punctual_adapters::TcpClientConfig { connect })
+                .map(|connect| {
+                    punctual_adapters::TcpClientConfig::new(connect).lines(lines.clone())
+                })
                 .collect();
             if servers.is_empty() {
                 return Err(usage("`connect` names no server".into()));
@@ -182,7 +198,7 @@ pub(super) fn create_input<O: Order>(
                 .map(|a| a.list())
                 .unwrap_or_default()
                 .into_iter()
-                .map(punctual_adapters::TcpListenConfig::new)
+                .map(|listen| punctual_adapters::TcpListenConfig::new(listen).lines(lines.clone()))
                 .collect();
             if ports.is_empty() {
                 return Err(usage("`listen` names no address".into()));
@@ -239,14 +255,7 @@ pub(super) fn create_input<O: Order>(
                 .clone()
                 .or_else(|| json_fields(&input.path, time.is_some(), input.stream.as_deref()));
             let mut config = JsonLinesInputConfig::new(&input.path);
-            if let Some(time) = time {
-                config = config.flat(time, time_format);
-                // Each row with the fields the query reads only (all, if it reads whole
-                // records).
-                if let Some(read) = &u.fields_read {
-                    config = config.fields(read.iter().cloned());
-                }
-            }
+            config.lines = lines;
             if let Some(stream) = &input.stream {
                 config = config.stream(stream.clone());
             }
