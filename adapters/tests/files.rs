@@ -249,11 +249,7 @@ async fn rows_of(
     let out = CollectOutput::new();
     query.bind_output(&s, &out, &()).expect("binds");
     let report = query.start().expect("starts").wait().await.expect("runs");
-    let reasons = letters
-        .letters()
-        .iter()
-        .map(|d| d.reason.to_string())
-        .collect();
+    let reasons = letters.reasons();
     (
         out.items(),
         report.counters("in").expect("a stream"),
@@ -629,11 +625,7 @@ async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header
         .bind_output(&s, &CollectOutput::new(), &())
         .expect("binds");
     query.start().expect("starts").wait().await.expect("runs");
-    let located: Vec<String> = letters
-        .letters()
-        .iter()
-        .map(|l| l.reason.to_string())
-        .collect();
+    let located: Vec<String> = letters.reasons();
     assert_eq!(located.len(), 1, "{located:?}");
     assert!(
         located[0].contains("(part 2 of 2):1") && located[0].contains("unterminated quote"),

@@ -313,11 +313,7 @@ async fn a_file_split_by_byte_ranges_reads_every_line_once() {
         .bind_output(&s, &CollectOutput::new(), &())
         .expect("binds");
     query.start().expect("starts").wait().await.expect("runs");
-    let located: Vec<String> = letters
-        .letters()
-        .iter()
-        .map(|l| l.reason.to_string())
-        .collect();
+    let located: Vec<String> = letters.reasons();
     assert_eq!(located.len(), 1, "{located:?}");
     assert!(located[0].contains("(part 2 of 2):1"), "{located:?}");
 }
@@ -353,11 +349,7 @@ async fn flat_lines_with_fields_hold_those_fields() {
             Row::new().with("v", 4),
         ]
     );
-    let reasons: Vec<String> = letters
-        .letters()
-        .iter()
-        .map(|l| l.reason.to_string())
-        .collect();
+    let reasons: Vec<String> = letters.reasons();
     assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert!(
         reasons[0].contains("no field `t` (the event time)"),

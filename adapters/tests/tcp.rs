@@ -163,11 +163,7 @@ async fn a_client_input_reads_flat_records_in_arrival_order() {
         );
         let c = report.counters("in").expect("stream");
         assert_eq!(c.malformed, 1, "{c:?}");
-        let reasons: Vec<String> = letters
-            .letters()
-            .iter()
-            .map(|d| d.reason.to_string())
-            .collect();
+        let reasons: Vec<String> = letters.reasons();
         assert_eq!(reasons.len(), 1, "{reasons:?}");
         assert!(
             reasons[0].contains(&format!("{addr}:3"))

@@ -55,6 +55,33 @@ impl<P: Clone> DeadLetterCollector<P> {
     }
 }
 
+impl<P> DeadLetterCollector<P> {
+    /// The reasons of the letters received so far, as text, in the order received: why each
+    /// item is a dead letter and, for a malformed record, where it was (file and line, peer,
+    /// topic and offset).
+    ///
+    /// ```
+    /// use punctual_engine::{DeadLetterCollector, DeadLetterSink};
+    /// use punctual_policies::{DeadLetter, DeadLetterReason};
+    /// use punctual_core::{StreamItem, Time};
+    /// let mut letters = DeadLetterCollector::<i64>::new();
+    /// letters.dead_letter(DeadLetter {
+    ///     item: Some(StreamItem::point(Time::from_ticks(1), 7)),
+    ///     reason: DeadLetterReason::Late,
+    ///     cti: Time::from_ticks(5),
+    /// });
+    /// assert_eq!(letters.reasons(), vec![DeadLetterReason::Late.to_string()]);
+    /// ```
+    pub fn reasons(&self) -> Vec<String> {
+        self.letters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|d| d.reason.to_string())
+            .collect()
+    }
+}
+
 impl<P: Send> DeadLetterSink<P> for DeadLetterCollector<P> {
     fn dead_letter(&mut self, letter: DeadLetter<P>) {
         self.letters

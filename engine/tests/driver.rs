@@ -273,11 +273,7 @@ fn a_stream_takes_the_events_of_its_shape() {
                 "{e}"
             );
         }
-        let reasons: Vec<String> = letters
-            .letters()
-            .iter()
-            .map(|d| d.reason.to_string())
-            .collect();
+        let reasons: Vec<String> = letters.reasons();
         assert_eq!(reasons.len(), errors.len());
         if shape == EventShape::Point {
             assert_eq!(
