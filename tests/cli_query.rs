@@ -644,6 +644,35 @@ fn a_job_input_takes_a_bounded_watermark() {
         err.contains("give `watermark`, `delay` or `generate`, one of them"),
         "{err}"
     );
+    // Stream Analytics' tolerances need arrival times, which a file has none of; a watermark
+    // is one kind or the other; `late` goes with `out_of_order`.
+    for (watermark, says) in [
+        (
+            "{ out_of_order = \"1s\" }",
+            "needs arrival times: a Kafka input's",
+        ),
+        ("{ final = true }", "takes `bounded`"),
+        (
+            "{ bounded = \"1s\", out_of_order = \"1s\" }",
+            "takes `bounded`",
+        ),
+        (
+            "{ bounded = \"1s\", late = \"5s\" }",
+            "they go with `out_of_order`",
+        ),
+    ] {
+        std::fs::write(
+            &job,
+            format!("query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\nwatermark = {watermark}\n[outputs.output]\npath = \"out.jsonl\"\n"),
+        )
+        .expect("written");
+        let (code, _, err) = cli(&["job", s(&job)]);
+        assert_eq!(code, EXIT_USAGE, "{watermark}: {err}");
+        assert!(
+            err.contains("input `r`") && err.contains(says),
+            "{watermark}: {err}"
+        );
+    }
 }
 
 /// An input read in arrival order: a filter's results go out in the order their events came

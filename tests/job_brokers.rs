@@ -111,6 +111,84 @@ fn a_job_reads_and_writes_kafka_topics() {
     assert!(err.contains("kafka: unknown field `topik`"), "{err}");
 }
 
+/// A job reading flat records from a Kafka topic with Stream Analytics' tolerances over the
+/// messages' timestamps (their arrival times): with `OVER device` each device has its own
+/// watermark, so one device's clock does not move another's events; without it, one
+/// watermark for all moves every event behind it up to it (policy `adjust`).
+#[cfg(feature = "kafka")]
+#[test]
+fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
+    use punctual::adapters::kafka::rdkafka::config::ClientConfig;
+    use punctual::adapters::kafka::rdkafka::mocking::MockCluster;
+    use punctual::adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
+    use std::time::Duration;
+
+    let cluster = MockCluster::new(1).expect("mock cluster");
+    cluster.create_topic("records", 1, 1).expect("topic");
+    let brokers = cluster.bootstrap_servers();
+    // Event time, device, value, arrival time (seconds after the base).
+    let records = [(5, "a", 1, 5), (1, "b", 2, 6), (3, "a", 3, 7)];
+    // A minute ago: the tolerances measure arrival against the clock (a quiet input's
+    // watermark follows the clock, `late` behind), so the records are recent.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis();
+    let base_ms = i64::try_from(now_ms).expect("in range") / 1000 * 1000 - 60_000;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let producer: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", &brokers)
+            .create()
+            .expect("producer");
+        for (at, device, v, arrival) in records {
+            let line = format!(
+                "{{\"t\":{},\"device\":\"{device}\",\"v\":{v},\"note\":\"x\"}}",
+                base_ms + at * 1000
+            );
+            producer
+                .send(
+                    FutureRecord::<(), str>::to("records")
+                        .payload(&line)
+                        .timestamp(base_ms + arrival * 1000),
+                    Duration::from_secs(5),
+                )
+                .await
+                .expect("produced");
+        }
+    });
+    let dir = temp_dir("kafka-over");
+    let job = dir.join("job.toml");
+    // Each run in a consumer group of its own, which reads the topic from its start.
+    let run = |over: &str, group: &str| {
+        std::fs::write(
+            &job,
+            format!(
+                "query = \"SELECT device, v FROM r TIMESTAMP BY t {over}\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topic = \"records\", group_id = \"{group}\", until_end = true }}\ntime_format = \"epoch-ms\"\nwatermark = {{ out_of_order = \"0s\", late = \"1h\", early = \"1h\" }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"epoch-ms\"\n"
+            ),
+        )
+        .expect("written");
+        let (code, err) = cli(&["job", &job.display().to_string()]);
+        assert_eq!(code, 0, "{err}");
+        let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+        let mut got: Vec<(i64, i64)> = out
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| Some((v["payload"]["v"].as_i64()?, v["start"].as_i64()? - base_ms)))
+            .collect();
+        got.sort();
+        (got, err)
+    };
+    // Per device: b's event at 1 s is on time for b; a's at 3 s is behind a's 5 s.
+    let (per_device, err) = run("OVER device", "per-device");
+    assert_eq!(per_device, vec![(1, 5000), (2, 1000), (3, 5000)], "{err}");
+    assert!(err.contains("out_of_order=1"), "{err}");
+    // One watermark: both events behind 5 s are moved up to it.
+    let (one, err) = run("", "one");
+    assert_eq!(one, vec![(1, 5000), (2, 5000), (3, 5000)], "{err}");
+    assert!(err.contains("out_of_order=2"), "{err}");
+}
+
 /// A job reading an MQTT topic until its `eof` line, to a file.
 #[cfg(feature = "mqtt")]
 #[test]

@@ -175,12 +175,24 @@ pub(super) struct JobInput {
 }
 
 /// A watermark strategy of a job input: Flink's bounded out-of-orderness (the CTI follows the
-/// highest time, `bounded` behind), with an idle timeout read from the clock.
+/// highest time, `bounded` behind), or Stream Analytics' tolerances (`out_of_order`, `late`,
+/// `early`, over each event's arrival time: a Kafka input's), with an idle timeout read from
+/// the clock.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct JobWatermark {
     /// How far behind the highest time the CTI follows (`0s`: ascending times).
-    bounded: TimeSpan,
+    #[serde(default)]
+    bounded: Option<TimeSpan>,
+    /// Stream Analytics' out-of-order tolerance.
+    #[serde(default)]
+    out_of_order: Option<TimeSpan>,
+    /// Stream Analytics' late-arrival tolerance (default 5s).
+    #[serde(default)]
+    late: Option<TimeSpan>,
+    /// Stream Analytics' early-arrival tolerance (default 5 minutes).
+    #[serde(default)]
+    early: Option<TimeSpan>,
     /// After this long without events (by the clock) the input counts as idle.
     #[serde(default)]
     idle_timeout: Option<TimeSpan>,

@@ -9,6 +9,58 @@ use super::*;
 /// An input's stream, and its records' fields when they are known.
 type Created<O> = (Stream<Row, O>, Option<Vec<String>>);
 
+/// The watermark strategy of an input: Flink's bounded out-of-orderness (`bounded`), or Stream
+/// Analytics' tolerances (`out_of_order`, `late`, `early`; a Kafka input's arrival times), one
+/// watermark per value of the `OVER` field if the query gives one. `policy` is the input's
+/// (Stream Analytics' default, `adjust`, when the input gives none with its tolerances).
+fn watermark(
+    w: &JobWatermark,
+    input: &JobInput,
+    over: Option<String>,
+    policy: AdvanceTimePolicy,
+) -> Result<punctual_policies::Watermark<Row>, String> {
+    use punctual_policies::Watermark;
+    let mut strategy = match (w.bounded, w.out_of_order) {
+        (Some(bound), None) => {
+            if w.late.is_some() || w.early.is_some() {
+                return Err("`late` and `early` are Stream Analytics' tolerances: they go with `out_of_order`, not `bounded`".into());
+            }
+            Watermark::<Row>::bounded(bound).policy(policy)
+        }
+        (None, Some(out_of_order)) => {
+            if input.kafka.is_none() {
+                return Err("watermark = { out_of_order = ... } (Stream Analytics' tolerances) needs arrival times: a Kafka input's; give files, TCP and MQTT `bounded`".into());
+            }
+            let mut s = Watermark::<Row>::arrival(out_of_order)
+                .policy(input.policy.unwrap_or(AdvanceTimePolicy::Adjust));
+            if let Some(late) = w.late {
+                s = s.late(late);
+            }
+            if let Some(early) = w.early {
+                s = s.early(early);
+            }
+            s
+        }
+        _ => {
+            return Err("watermark takes `bounded` (Flink's bounded out-of-orderness) or `out_of_order` (Stream Analytics' tolerances, with `late` and `early`), one of them".into())
+        }
+    };
+    strategy = strategy.final_cti(w.final_cti);
+    if let Some(t) = w.idle_timeout {
+        strategy = strategy.idle_timeout(t);
+    }
+    if let Some(field) = over {
+        let name = punctual_core::row::field_name(&field);
+        strategy = strategy.substream(move |r: &Row| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            r.field(&name).hash(&mut h);
+            h.finish()
+        });
+    }
+    Ok(strategy)
+}
+
 /// Creates one input stream as the job reads it: CSV or JSON lines; flat records timed by
 /// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
 /// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for);
@@ -23,14 +75,32 @@ pub(super) fn create_input<O: Order>(
         CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
     };
     let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
-    if let Some(over) = &u.over_field {
-        // Stream Analytics keeps a watermark per key with the help of each event's arrival
-        // time; the file inputs have none to give.
-        return Err(usage(format!(
-            "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times, which file inputs do not have; leave OVER out (one watermark, --delay behind)",
-            over.join(".")
-        )));
-    }
+    // `OVER key`: a watermark per key, which needs each event's arrival time (Stream
+    // Analytics' substreams): a Kafka input's, with the tolerances of its `watermark`.
+    let over = match &u.over_field {
+        None => None,
+        Some(over) => {
+            let tolerances = input
+                .watermark
+                .as_ref()
+                .is_some_and(|w| w.out_of_order.is_some());
+            if input.kafka.is_none() || !tolerances {
+                return Err(usage(format!(
+                    "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times: a Kafka input (its messages' timestamps) with watermark = {{ out_of_order = \"2s\" }}; files, TCP and MQTT have none, so leave OVER out there (one watermark, `delay` behind)",
+                    over.join(".")
+                )));
+            }
+            match over.as_slice() {
+                [field] => Some(field.clone()),
+                _ => {
+                    return Err(usage(format!(
+                        "OVER {}: a nested field; name a field of the record",
+                        over.join(".")
+                    )))
+                }
+            }
+        }
+    };
     let time = match (&input.time, &u.timestamp_field) {
         (Some(t), _) => Some(t.clone()),
         (None, Some(path)) if path.len() == 1 => Some(path[0].clone()),
@@ -105,13 +175,7 @@ pub(super) fn create_input<O: Order>(
     };
     let mut options = InputOptions::new(u.name.clone(), shape).settings(settings);
     if let Some(w) = &input.watermark {
-        let mut strategy = punctual_policies::Watermark::<Row>::bounded(w.bounded)
-            .policy(policy)
-            .final_cti(w.final_cti);
-        if let Some(t) = w.idle_timeout {
-            strategy = strategy.idle_timeout(t);
-        }
-        options = options.watermark(strategy);
+        options = options.watermark(watermark(w, input, over, policy).map_err(usage)?);
     }
     if reference {
         // Read first: the other inputs start once it is in.
