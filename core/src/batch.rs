@@ -139,6 +139,29 @@ impl<P> Batch<P> {
         self.payload.extend_from_slice(payloads);
     }
 
+    /// Appends points given as columns, moving the payloads out of `payloads` (left empty,
+    /// with its room): [`Batch::extend_points`] for payloads that own something (rows,
+    /// strings), with no copy made and dropped.
+    ///
+    /// ```
+    /// use punctual_core::{Batch, Time};
+    /// let mut batch = Batch::new();
+    /// let mut names = vec![String::from("a"), String::from("b")];
+    /// batch.append_points(&[Time::from_ticks(3), Time::from_ticks(1)], &mut names);
+    /// assert_eq!(batch.payloads(), &["a", "b"]);
+    /// assert!(names.is_empty());
+    /// ```
+    ///
+    /// # Panics
+    /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
+    #[inline]
+    pub fn append_points(&mut self, starts: &[Time], payloads: &mut Vec<P>) {
+        assert_eq!(starts.len(), payloads.len(), "one payload per time");
+        self.sync.extend_from_slice(starts);
+        push_point_ends(starts, &mut self.other);
+        self.payload.append(payloads);
+    }
+
     /// Appends points given as records with the functions that read a record's start time and
     /// payload, one column at a time (an adapter's decoded records go in without being copied
     /// into columns first).

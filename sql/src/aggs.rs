@@ -68,13 +68,31 @@ impl AggStates {
 pub(crate) struct SqlAggs {
     fns: Vec<AggFn>,
     slots: Schema,
+    /// The states of a new group, made once (a group's states start as a copy).
+    empty: AggStates,
 }
 
 impl SqlAggs {
     pub(crate) fn new(fns: Vec<AggFn>) -> SqlAggs {
+        let mut states = fns.iter().map(|f| match f {
+            AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
+            AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
+            AggFn::Avg(_) => AggState::Avg(0.0, 0),
+            AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
+            AggFn::TopOne(..) => AggState::Top(None),
+            AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
+        });
+        // Slots past the aggregates are never read (every use zips with them).
+        let mut next = || states.next().unwrap_or(AggState::Count(0));
+        let head = [next(), next()];
+        let empty = AggStates {
+            head,
+            tail: states.collect(),
+        };
         SqlAggs {
             slots: slots(fns.len()),
             fns,
+            empty,
         }
     }
 }
@@ -106,21 +124,7 @@ impl Aggregate<Row> for SqlAggs {
     type Output = Row;
 
     fn init(&self) -> AggStates {
-        let mut states = self.fns.iter().map(|f| match f {
-            AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
-            AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
-            AggFn::Avg(_) => AggState::Avg(0.0, 0),
-            AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
-            AggFn::TopOne(..) => AggState::Top(None),
-            AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
-        });
-        // Slots past the aggregates are never read (every use zips with them).
-        let mut next = || states.next().unwrap_or(AggState::Count(0));
-        let head = [next(), next()];
-        AggStates {
-            head,
-            tail: states.collect(),
-        }
+        self.empty.clone()
     }
 
     fn add(&self, state: &mut AggStates, row: &Row) {

@@ -130,7 +130,7 @@ pub(crate) fn path<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Path {
 }
 
 /// The value at `path`: a field of the row, of one of a pair's rows, or nested in either.
-#[inline]
+#[inline(always)]
 fn lookup<'r>(cx: &Ctx<'r>, path: &[Arc<str>]) -> Option<&'r Value> {
     match (path, cx.pair) {
         // The common case, inline: a field of the row.
@@ -345,8 +345,9 @@ impl E {
     }
 
     /// The value of a literal, a field, a group key or an aggregate, by reference (no copy,
-    /// no call); `None` for anything to compute.
-    #[inline]
+    /// no call); `None` for anything to compute. Inlined where it is called, with the
+    /// context it is given: a row's field is then read with no branch on the context's kind.
+    #[inline(always)]
     pub(crate) fn peek<'a>(&'a self, cx: &Ctx<'a>) -> Option<&'a Value> {
         static NULL: Value = Value::Null;
         match self {
@@ -360,7 +361,7 @@ impl E {
 
     /// Applies `f` to the expression's value: by reference for a literal or a field, else to
     /// the value computed.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn with<'a, T>(&'a self, cx: &Ctx<'a>, f: impl FnOnce(&Value) -> T) -> T {
         match self.peek(cx) {
             Some(v) => f(v),
@@ -369,8 +370,32 @@ impl E {
     }
 
     /// Whether the condition holds: its value is `TRUE` (`NULL` and `FALSE` do not hold).
-    /// `AND`, `OR` and comparisons answer without making the values in between.
+    /// `AND`, `OR` and comparisons answer without making the values in between. Inlined
+    /// where it is called: a comparison of a row's field with a literal (a filter's usual
+    /// condition) is then read in place, the rest by [`E::holds_any`].
+    #[inline(always)]
     pub(crate) fn holds(&self, cx: &Ctx<'_>) -> bool {
+        if let (
+            E::Bin(
+                op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+                a,
+                b,
+            ),
+            None,
+        ) = (self, cx.pair)
+        {
+            if let (E::Field(path), E::Lit(v)) = (&**a, &**b) {
+                if let [name] = &path[..] {
+                    static NULL: Value = Value::Null;
+                    return compared(*op, cx.row.field(name).unwrap_or(&NULL), v);
+                }
+            }
+        }
+        self.holds_any(cx)
+    }
+
+    /// [`E::holds`] for any condition.
+    fn holds_any(&self, cx: &Ctx<'_>) -> bool {
         match self {
             E::Bin(BinOp::And, a, b) => a.holds(cx) && b.holds(cx),
             E::Bin(BinOp::Or, a, b) => a.holds(cx) || b.holds(cx),

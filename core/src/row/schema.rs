@@ -106,6 +106,7 @@ impl Schema {
         schema
     }
 
+    #[inline]
     fn data(&self) -> &SchemaData {
         match &self.0 {
             Names::Static(d) => d,
@@ -114,6 +115,7 @@ impl Schema {
     }
 
     /// The names, in order.
+    #[inline]
     pub fn names(&self) -> &[Arc<str>] {
         &self.data().names
     }

@@ -52,14 +52,24 @@ impl<P> PointSelection<P> {
         self.kept
     }
 
-    /// Appends the kept points, released on arrival, to `batch`
-    /// ([`Batch::extend_points`]). Every event after the batch's last CTI must be
+    /// Appends the kept points, released on arrival, to `batch` ([`Batch::extend_points`];
+    /// payloads that own something are moved, [`Batch::append_points`], and the selection is
+    /// left empty). Every event after the batch's last CTI must be
     /// at or after it (checked in debug builds): select with that CTI as `low`.
-    pub(crate) fn append_to(&self, batch: &mut Batch<P>)
+    pub(crate) fn append_to(&mut self, batch: &mut Batch<P>)
     where
         P: Clone,
     {
-        batch.extend_points(self.times(), self.payloads());
+        if std::mem::needs_drop::<P>() {
+            // The selection holds exactly the kept payloads (see `select`): moved, not
+            // copied and then dropped.
+            debug_assert_eq!(self.payloads.len(), self.kept);
+            batch.append_points(&self.times[..self.kept], &mut self.payloads);
+            self.times.clear();
+            self.kept = 0;
+        } else {
+            batch.extend_points(self.times(), self.payloads());
+        }
     }
 
     /// [`PointSelection::select`] for points given as columns: the predicate judges the
@@ -275,6 +285,12 @@ mod tests {
             );
             assert_eq!(got.0, admitted);
             assert_eq!(strings.len(), want.len());
+            let mut moved = Batch::new();
+            strings.append_to(&mut moved);
+            let texts: Vec<String> = want.iter().map(|p| p.1.to_string()).collect();
+            assert_eq!(moved.payloads(), &texts[..], "len {len}");
+            assert_eq!(moved.sync(), copies.times(), "len {len}");
+            assert_eq!(strings.len(), 0);
             let (times, payloads): (Vec<Time>, Vec<i64>) =
                 records.iter().map(|r| (t(r.0), r.1)).unzip();
             let got = columns.select_columns(&times, &payloads, &keep, t(low));
