@@ -124,7 +124,7 @@ impl<P: Clone> Hold<P> {
                     kept
                 }
                 Hold::Sorted(buffer) => {
-                    buffer.push_point_run(selection.times(), selection.payloads());
+                    selection.hold_in(buffer);
                     0
                 }
             };

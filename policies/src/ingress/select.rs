@@ -1,7 +1,7 @@
 //! [`PointSelection`]: points read from records and filtered on the way, for a filter pushed
 //! down into the ingress of an unordered stream.
 
-use punctual_core::ops::Predicate;
+use punctual_core::ops::{Predicate, ReleaseBuffer};
 use punctual_core::{Batch, Time};
 
 /// Points read from records and filtered on the way, in reusable columns: a filter fused into
@@ -69,6 +69,23 @@ impl<P> PointSelection<P> {
             self.kept = 0;
         } else {
             batch.extend_points(self.times(), self.payloads());
+        }
+    }
+
+    /// Holds the kept points in `buffer` ([`ReleaseBuffer::push_point_run`]; payloads that
+    /// own something are moved, [`ReleaseBuffer::append_point_run`], and the selection is
+    /// left empty).
+    pub(crate) fn hold_in(&mut self, buffer: &mut ReleaseBuffer<P>)
+    where
+        P: Clone,
+    {
+        if std::mem::needs_drop::<P>() {
+            debug_assert_eq!(self.payloads.len(), self.kept);
+            buffer.append_point_run(&self.times[..self.kept], &mut self.payloads);
+            self.times.clear();
+            self.kept = 0;
+        } else {
+            buffer.push_point_run(self.times(), self.payloads());
         }
     }
 

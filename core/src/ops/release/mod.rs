@@ -125,6 +125,42 @@ impl<P> ReleaseBuffer<P> {
         }
     }
 
+    /// [`ReleaseBuffer::push_point_run`] with the payloads moved out of `payloads` (left
+    /// empty, with its room): for payloads that own something (rows, strings), no copy made
+    /// and dropped.
+    ///
+    /// ```
+    /// use punctual_core::ops::ReleaseBuffer;
+    /// use punctual_core::{Batch, Time};
+    /// let t = Time::from_ticks;
+    /// let mut buf = ReleaseBuffer::new();
+    /// let mut names: Vec<String> = ["a", "b", "c"].map(String::from).into();
+    /// buf.append_point_run(&[t(1), t(4), t(2)], &mut names);
+    /// assert!(names.is_empty());
+    /// let mut out = Batch::new();
+    /// buf.release(t(5), &mut out);
+    /// assert_eq!(out.payloads(), &["a", "c", "b"]);
+    /// ```
+    ///
+    /// # Panics
+    /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
+    pub fn append_point_run(&mut self, sync: &[Time], payloads: &mut Vec<P>) {
+        assert_eq!(sync.len(), payloads.len(), "one payload per time");
+        let mut moved = payloads.drain(..);
+        let mut i = 0;
+        while i < sync.len() {
+            let n = in_order(&sync[i..], self.run.last());
+            if n > 0 {
+                self.run.append_points(&sync[i..i + n], &mut moved);
+                i += n;
+            }
+            if let (Some(&t), Some(p)) = (sync.get(i), moved.next()) {
+                self.push_side(t, t.next_tick(), p);
+                i += 1;
+            }
+        }
+    }
+
     /// Holds results given as columns (in arrival order): [`ReleaseBuffer::push`] for each,
     /// in bulk when they are points ([`ReleaseBuffer::push_point_run`]: runs in sync order
     /// extend the main run with one copy per column), one by one otherwise.

@@ -190,6 +190,28 @@ impl<P> MainRun<P> {
         }
     }
 
+    /// [`MainRun::push_points`] with the payloads moved out of `payloads` (payloads that own
+    /// something: no copy made and dropped).
+    pub(super) fn append_points(
+        &mut self,
+        mut sync: &[Time],
+        payloads: &mut impl Iterator<Item = P>,
+    ) {
+        while !sync.is_empty() {
+            let chunk = self.tail();
+            let n = chunk.room().min(sync.len());
+            chunk.sync.extend_from_slice(&sync[..n]);
+            if !chunk.points_only() {
+                push_point_ends(&sync[..n], &mut chunk.other);
+            }
+            chunk.payload.extend(payloads.by_ref().take(n));
+            self.last = sync[n - 1];
+            self.len += n;
+            self.pushed += n as u64;
+            sync = &sync[n..];
+        }
+    }
+
     /// How many results from the front have sync `< t`: a gallop from the front (the results
     /// released are the oldest, and are read next anyway), chunk by chunk.
     pub(super) fn count_below(&self, t: Time) -> usize {

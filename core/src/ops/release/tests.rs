@@ -81,8 +81,13 @@ fn releases_are_a_stable_sort<P: Clone + std::fmt::Debug>(
                         }
                     })
                     .collect();
-                let payloads: Vec<P> = (0..3).map(|k| p(n * 10 + k)).collect();
-                buf.push_run(&sync, &other, &payloads);
+                let mut payloads: Vec<P> = (0..3).map(|k| p(n * 10 + k)).collect();
+                if !interval && n % 2 == 1 {
+                    // Points moved in rather than copied.
+                    buf.append_point_run(&sync, &mut payloads);
+                } else {
+                    buf.push_run(&sync, &other, &payloads);
+                }
                 for k in 0..3 {
                     reference.push((sync[k], other[k], n * 10 + k));
                 }
