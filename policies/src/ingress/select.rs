@@ -60,16 +60,7 @@ impl<P> PointSelection<P> {
     where
         P: Clone,
     {
-        if std::mem::needs_drop::<P>() {
-            // The selection holds exactly the kept payloads (see `select`): moved, not
-            // copied and then dropped.
-            debug_assert_eq!(self.payloads.len(), self.kept);
-            batch.append_points(&self.times[..self.kept], &mut self.payloads);
-            self.times.clear();
-            self.kept = 0;
-        } else {
-            batch.extend_points(self.times(), self.payloads());
-        }
+        self.hand_over(batch, Batch::append_points, Batch::extend_points);
     }
 
     /// Holds the kept points in `buffer` ([`ReleaseBuffer::push_point_run`]; payloads that
@@ -79,13 +70,30 @@ impl<P> PointSelection<P> {
     where
         P: Clone,
     {
+        self.hand_over(
+            buffer,
+            ReleaseBuffer::append_point_run,
+            ReleaseBuffer::push_point_run,
+        );
+    }
+
+    /// Gives the kept points to `to`: `moved` takes payloads that own something (the
+    /// selection holds exactly the kept ones, see `select`; they are moved out, not copied and
+    /// then dropped, and the selection is left empty), `copied` the others.
+    #[inline]
+    fn hand_over<T>(
+        &mut self,
+        to: &mut T,
+        moved: impl FnOnce(&mut T, &[Time], &mut Vec<P>),
+        copied: impl FnOnce(&mut T, &[Time], &[P]),
+    ) {
         if std::mem::needs_drop::<P>() {
             debug_assert_eq!(self.payloads.len(), self.kept);
-            buffer.append_point_run(&self.times[..self.kept], &mut self.payloads);
+            moved(to, &self.times[..self.kept], &mut self.payloads);
             self.times.clear();
             self.kept = 0;
         } else {
-            buffer.push_point_run(self.times(), self.payloads());
+            copied(to, self.times(), self.payloads());
         }
     }
 

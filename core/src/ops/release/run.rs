@@ -191,7 +191,9 @@ impl<P> MainRun<P> {
     }
 
     /// [`MainRun::push_points`] with the payloads moved out of `payloads` (payloads that own
-    /// something: no copy made and dropped).
+    /// something: no copy made and dropped). Kept apart from `push_points`: that one through
+    /// this with a cloning iterator made the typed ordered filter 6% slower (its copy is one
+    /// `extend_from_slice`).
     pub(super) fn append_points(
         &mut self,
         mut sync: &[Time],
