@@ -645,7 +645,8 @@ fn a_job_input_takes_a_bounded_watermark() {
         "{err}"
     );
     // Stream Analytics' tolerances need arrival times, which a file has none of; a watermark
-    // is one kind or the other; `late` goes with `out_of_order`.
+    // is one kind or the other; `late` goes with `out_of_order` (and is a span or
+    // "indefinite", below).
     for (watermark, says) in [
         (
             "{ out_of_order = \"1s\" }",
@@ -673,6 +674,17 @@ fn a_job_input_takes_a_bounded_watermark() {
             "{watermark}: {err}"
         );
     }
+    std::fs::write(
+        &job,
+        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\nwatermark = { out_of_order = \"1s\", late = \"forever\" }\n[outputs.output]\npath = \"out.jsonl\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("line 4, column 43") && err.contains("or \"indefinite\" (no limit)"),
+        "{err}"
+    );
 }
 
 /// An input read in arrival order: a filter's results go out in the order their events came

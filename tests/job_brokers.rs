@@ -127,7 +127,12 @@ fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
     cluster.create_topic("records", 1, 1).expect("topic");
     let brokers = cluster.bootstrap_servers();
     // Event time, device, value, arrival time (seconds after the base).
-    let records = [(5, "a", 1, 5), (1, "b", 2, 6), (3, "a", 3, 7)];
+    let records = [
+        (5, "a", 1, 5),
+        (1, "b", 2, 6),
+        (3, "a", 3, 7),
+        (2, "b", 4, 20),
+    ];
     // A minute ago: the tolerances measure arrival against the clock (a quiet input's
     // watermark follows the clock, `late` behind), so the records are recent.
     let now_ms = std::time::SystemTime::now()
@@ -160,11 +165,11 @@ fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
     let dir = temp_dir("kafka-over");
     let job = dir.join("job.toml");
     // Each run in a consumer group of its own, which reads the topic from its start.
-    let run = |over: &str, group: &str| {
+    let run = |over: &str, watermark: &str, group: &str| {
         std::fs::write(
             &job,
             format!(
-                "query = \"SELECT device, v FROM r TIMESTAMP BY t {over}\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topic = \"records\", group_id = \"{group}\", until_end = true }}\ntime_format = \"epoch-ms\"\nwatermark = {{ out_of_order = \"0s\", late = \"1h\", early = \"1h\" }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"epoch-ms\"\n"
+                "query = \"SELECT device, v FROM r TIMESTAMP BY t {over}\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topic = \"records\", group_id = \"{group}\", until_end = true }}\ntime_format = \"epoch-ms\"\nwatermark = {{ {watermark} }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"epoch-ms\"\n"
             ),
         )
         .expect("written");
@@ -179,14 +184,36 @@ fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
         got.sort();
         (got, err)
     };
-    // Per device: b's event at 1 s is on time for b; a's at 3 s is behind a's 5 s.
-    let (per_device, err) = run("OVER device", "per-device");
-    assert_eq!(per_device, vec![(1, 5000), (2, 1000), (3, 5000)], "{err}");
+    let tolerances = "out_of_order = \"0s\", late = \"1h\", early = \"1h\"";
+    // Per device: b's events at 1 s and 2 s are on time for b; a's at 3 s is behind a's 5 s.
+    let (per_device, err) = run("OVER device", tolerances, "per-device");
+    assert_eq!(
+        per_device,
+        vec![(1, 5000), (2, 1000), (3, 5000), (4, 2000)],
+        "{err}"
+    );
     assert!(err.contains("out_of_order=1"), "{err}");
-    // One watermark: both events behind 5 s are moved up to it.
-    let (one, err) = run("", "one");
-    assert_eq!(one, vec![(1, 5000), (2, 5000), (3, 5000)], "{err}");
-    assert!(err.contains("out_of_order=2"), "{err}");
+    // One watermark: the three events behind 5 s are moved up to it.
+    let (one, err) = run("", tolerances, "one");
+    assert_eq!(
+        one,
+        vec![(1, 5000), (2, 5000), (3, 5000), (4, 5000)],
+        "{err}"
+    );
+    assert!(err.contains("out_of_order=3"), "{err}");
+    // No late-arrival limit (Stream Analytics' -1), a wide out-of-order tolerance: the event
+    // that arrived 18 s after its time keeps it (with the default 5 s it would take 15 s).
+    let (kept, err) = run(
+        "",
+        "out_of_order = \"10s\", late = \"indefinite\", early = \"1h\"",
+        "indefinite",
+    );
+    assert_eq!(
+        kept,
+        vec![(1, 5000), (2, 1000), (3, 3000), (4, 2000)],
+        "{err}"
+    );
+    assert!(err.contains(" late=0 "), "{err}");
 }
 
 /// A job reading an MQTT topic until its `eof` line, to a file.

@@ -187,9 +187,9 @@ pub(super) struct JobWatermark {
     /// Stream Analytics' out-of-order tolerance.
     #[serde(default)]
     out_of_order: Option<TimeSpan>,
-    /// Stream Analytics' late-arrival tolerance (default 5s).
+    /// Stream Analytics' late-arrival tolerance (default 5s), or `"indefinite"` (its -1).
     #[serde(default)]
-    late: Option<TimeSpan>,
+    late: Option<Late>,
     /// Stream Analytics' early-arrival tolerance (default 5 minutes).
     #[serde(default)]
     early: Option<TimeSpan>,
@@ -199,6 +199,33 @@ pub(super) struct JobWatermark {
     /// Whether the end of the input issues `CTI(+inf)` (default: yes).
     #[serde(default = "yes", rename = "final")]
     final_cti: bool,
+}
+
+/// Stream Analytics' late-arrival tolerance as a job writes it: a span (`"5s"`), or
+/// `"indefinite"` (Stream Analytics' -1: no event is moved for arriving late, and a quiet
+/// input does not advance the CTI by the clock; for replaying a topic's history).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Late {
+    Within(TimeSpan),
+    Indefinite,
+}
+
+impl<'de> Deserialize<'de> for Late {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Late, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Ticks(i64),
+            Text(String),
+        }
+        match Repr::deserialize(d)? {
+            Repr::Ticks(t) => Ok(Late::Within(TimeSpan::from_ticks(t))),
+            Repr::Text(s) if s == "indefinite" => Ok(Late::Indefinite),
+            Repr::Text(s) => s.parse().map(Late::Within).map_err(|e| {
+                serde::de::Error::custom(format!("{e}; or \"indefinite\" (no limit)"))
+            }),
+        }
+    }
 }
 
 /// One output of a job.

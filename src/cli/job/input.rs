@@ -33,8 +33,10 @@ fn watermark(
             }
             let mut s = Watermark::<Row>::arrival(out_of_order)
                 .policy(input.policy.unwrap_or(AdvanceTimePolicy::Adjust));
-            if let Some(late) = w.late {
-                s = s.late(late);
+            match w.late {
+                Some(Late::Within(late)) => s = s.late(late),
+                Some(Late::Indefinite) => s = s.no_late_limit(),
+                None => {}
             }
             if let Some(early) = w.early {
                 s = s.early(early);
