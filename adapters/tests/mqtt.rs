@@ -24,7 +24,9 @@ impl Broker {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
-        let dir = std::env::temp_dir().join(format!("punctual-mosquitto-{}", std::process::id()));
+        // A folder per broker: the tests of this file run at once, each with its own.
+        let dir =
+            std::env::temp_dir().join(format!("punctual-mosquitto-{}-{port}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let conf = dir.join("mosquitto.conf");
         std::fs::write(
@@ -133,6 +135,90 @@ async fn publish_through_a_query_and_subscribe_to_the_results() {
             "filtered out: {received:?}"
         );
         assert_eq!(report.counters("in").expect("stream").malformed, 1);
+    })
+    .await
+    .expect("finishes in time");
+    drop(broker);
+}
+
+/// Flat JSON records (`MqttConfig::lines` with `LineFormat::flat`): each message's time from
+/// its field `t` (epoch milliseconds), the payload a row of the fields asked for (`v`, not
+/// `note`); a message without the time field is counted malformed, with its reason; the query
+/// is stopped (flat records have no `eof`), with a drain.
+#[tokio::test]
+async fn messages_of_flat_records_are_read_for_their_fields() {
+    use punctual_adapters::line::{LineFormat, TimeFormat};
+    use punctual_core::{Row, Value};
+
+    let broker = Broker::start();
+    let port = broker.port;
+    tokio::time::timeout(Duration::from_secs(30), async move {
+        let mut opts = MqttOptions::new("flat-sub", "127.0.0.1", port);
+        opts.set_keep_alive(Duration::from_secs(30));
+        let (sub, mut sub_events) = AsyncClient::new(opts, 64);
+        sub.subscribe("flat-out", QoS::AtLeastOnce)
+            .await
+            .expect("subscribes");
+        loop {
+            if let Event::Incoming(Packet::SubAck(_)) = sub_events.poll().await.expect("polls") {
+                break;
+            }
+        }
+        let mut query = Query::new("mqtt-flat");
+        let flat = LineFormat::flat("t", TimeFormat::EpochMs).fields(["v"]);
+        let s = query
+            .create_stream::<_, Row, _, _>(
+                InputOptions::new("in", EventShape::Point)
+                    .settings(AdvanceTimeSettings::strictly_increasing_start_time()),
+                &MqttInput,
+                &MqttConfig::new("127.0.0.1", port, "flat-in").lines(flat),
+            )
+            .expect("binds");
+        let big = s.filter(|r: &Row| r.get("v").and_then(Value::as_i64).is_some_and(|v| v > 10));
+        query
+            .bind_output(
+                big,
+                &MqttOutput,
+                &MqttConfig::new("127.0.0.1", port, "flat-out"),
+            )
+            .expect("binds");
+        let running = query.start().expect("starts");
+        tokio::time::sleep(Duration::from_millis(500)).await; // the input's subscription
+        let mut opts = MqttOptions::new("flat-pub", "127.0.0.1", port);
+        opts.set_keep_alive(Duration::from_secs(30));
+        let (publisher, mut pub_events) = AsyncClient::new(opts, 64);
+        tokio::spawn(async move { while pub_events.poll().await.is_ok() {} });
+        for line in [
+            r#"{"t":1000,"v":5,"note":"low"}"#,
+            r#"{"t":2000,"v":20,"note":"high"}"#,
+            r#"{"v":99}"#,
+            r#"{"note":"last","t":3000,"v":30}"#,
+        ] {
+            publisher
+                .publish("flat-in", QoS::AtLeastOnce, false, line)
+                .await
+                .expect("publishes");
+        }
+        let mut points = Vec::new();
+        while points.len() < 2 {
+            if let Event::Incoming(Packet::Publish(p)) = sub_events.poll().await.expect("polls") {
+                let text = String::from_utf8_lossy(&p.payload).into_owned();
+                if text.contains("\"point\"") {
+                    points.push(text);
+                }
+            }
+        }
+        let report = running.stop().await.expect("stops");
+        // 1 ms = 10,000 ticks; only the field asked for.
+        assert_eq!(
+            points,
+            [
+                r#"{"kind":"point","start":20000000,"payload":{"v":20}}"#,
+                r#"{"kind":"point","start":30000000,"payload":{"v":30}}"#,
+            ],
+        );
+        let counters = report.counters("in").expect("stream");
+        assert_eq!((counters.events_in, counters.malformed), (3, 1));
     })
     .await
     .expect("finishes in time");
