@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use punctual_adapters::mqtt::rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
+use punctual_adapters::mqtt::rumqttc::{AsyncClient, Event, EventLoop, MqttOptions, Packet, QoS};
 
 use punctual_adapters::{InputOptions, MqttConfig, MqttInput, MqttOutput, Query};
 use punctual_core::EventShape;
@@ -60,23 +60,39 @@ impl Drop for Broker {
     }
 }
 
+/// A client subscribed to `topic` on the broker at `port` (the broker has acknowledged the
+/// subscription), with its event loop to read what comes.
+async fn subscriber(port: u16, id: &str, topic: &str) -> (AsyncClient, EventLoop) {
+    let mut opts = MqttOptions::new(id, "127.0.0.1", port);
+    opts.set_keep_alive(Duration::from_secs(30));
+    let (client, mut events) = AsyncClient::new(opts, 64);
+    client
+        .subscribe(topic, QoS::AtLeastOnce)
+        .await
+        .expect("subscribes");
+    loop {
+        if let Event::Incoming(Packet::SubAck(_)) = events.poll().await.expect("polls") {
+            return (client, events);
+        }
+    }
+}
+
+/// A client to publish with, its event loop polled in the background.
+fn publisher(port: u16, id: &str) -> AsyncClient {
+    let mut opts = MqttOptions::new(id, "127.0.0.1", port);
+    opts.set_keep_alive(Duration::from_secs(30));
+    let (client, mut events) = AsyncClient::new(opts, 64);
+    tokio::spawn(async move { while events.poll().await.is_ok() {} });
+    client
+}
+
 #[tokio::test]
 async fn publish_through_a_query_and_subscribe_to_the_results() {
     let broker = Broker::start();
     let port = broker.port;
     tokio::time::timeout(Duration::from_secs(30), async move {
         // A subscriber on the output topic.
-        let mut opts = MqttOptions::new("test-sub", "127.0.0.1", port);
-        opts.set_keep_alive(Duration::from_secs(30));
-        let (sub, mut sub_events) = AsyncClient::new(opts, 64);
-        sub.subscribe("out", QoS::AtLeastOnce)
-            .await
-            .expect("subscribes");
-        loop {
-            if let Event::Incoming(Packet::SubAck(_)) = sub_events.poll().await.expect("polls") {
-                break;
-            }
-        }
+        let (_sub, mut sub_events) = subscriber(port, "test-sub", "out").await;
         // The query: readings above 10 from topic `in` to topic `out`.
         let mut query = Query::new("mqtt");
         let s = query
@@ -96,10 +112,7 @@ async fn publish_through_a_query_and_subscribe_to_the_results() {
             .expect("binds");
         let running = query.start().expect("starts");
         tokio::time::sleep(Duration::from_millis(500)).await; // the input's subscription
-        let mut opts = MqttOptions::new("test-pub", "127.0.0.1", port);
-        opts.set_keep_alive(Duration::from_secs(30));
-        let (publisher, mut pub_events) = AsyncClient::new(opts, 64);
-        tokio::spawn(async move { while pub_events.poll().await.is_ok() {} });
+        let publisher = publisher(port, "test-pub");
         for (t, v) in [(1, 5), (2, 20), (3, 30)] {
             let line = format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}");
             publisher
@@ -153,17 +166,7 @@ async fn messages_of_flat_records_are_read_for_their_fields() {
     let broker = Broker::start();
     let port = broker.port;
     tokio::time::timeout(Duration::from_secs(30), async move {
-        let mut opts = MqttOptions::new("flat-sub", "127.0.0.1", port);
-        opts.set_keep_alive(Duration::from_secs(30));
-        let (sub, mut sub_events) = AsyncClient::new(opts, 64);
-        sub.subscribe("flat-out", QoS::AtLeastOnce)
-            .await
-            .expect("subscribes");
-        loop {
-            if let Event::Incoming(Packet::SubAck(_)) = sub_events.poll().await.expect("polls") {
-                break;
-            }
-        }
+        let (_sub, mut sub_events) = subscriber(port, "flat-sub", "flat-out").await;
         let mut query = Query::new("mqtt-flat");
         let flat = LineFormat::flat("t", TimeFormat::EpochMs).fields(["v"]);
         let s = query
@@ -184,10 +187,7 @@ async fn messages_of_flat_records_are_read_for_their_fields() {
             .expect("binds");
         let running = query.start().expect("starts");
         tokio::time::sleep(Duration::from_millis(500)).await; // the input's subscription
-        let mut opts = MqttOptions::new("flat-pub", "127.0.0.1", port);
-        opts.set_keep_alive(Duration::from_secs(30));
-        let (publisher, mut pub_events) = AsyncClient::new(opts, 64);
-        tokio::spawn(async move { while pub_events.poll().await.is_ok() {} });
+        let publisher = publisher(port, "flat-pub");
         for line in [
             r#"{"t":1000,"v":5,"note":"low"}"#,
             r#"{"t":2000,"v":20,"note":"high"}"#,
