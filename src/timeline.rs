@@ -109,7 +109,7 @@ fn ctis(svg: &mut String, axis: &Axis, ctis: &[Time], (top, bottom): (f64, f64),
         let label = if t == Time::INF {
             "+inf".to_owned()
         } else if clock && t.is_finite() {
-            t.to_rfc3339()
+            t.rfc3339().to_string()
         } else {
             t.to_string()
         };
@@ -197,7 +197,7 @@ fn axis_label(t: i64, step: i64, clock: bool) -> String {
     if !clock {
         return t.to_string();
     }
-    let text = Time::from_ticks(t).to_rfc3339();
+    let text = Time::from_ticks(t).rfc3339();
     let (date, rest) = text.split_once('T').unwrap_or((&text, ""));
     let clock_part = rest.trim_end_matches('Z');
     if step >= 864_000_000_000 {
@@ -513,7 +513,7 @@ pub fn render_picture(picture: &Picture) -> String {
         };
     }
     let unit = if clock {
-        let date = Time::from_ticks(lo).to_rfc3339();
+        let date = Time::from_ticks(lo).rfc3339();
         format!("UTC, {}", date.split('T').next().unwrap_or(&date))
     } else {
         "ticks (100 ns)".to_owned()

@@ -358,6 +358,9 @@ impl JsonLinesOutputConfig {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct JsonLinesOutput;
 
+/// How many bytes of lines [`JsonLinesWriter`] gathers before it writes them.
+const WRITE_SIZE: usize = 64 * 1024;
+
 /// Writes a stream's events and CTIs as JSON lines.
 pub struct JsonLinesWriter<P> {
     path: PathBuf,
@@ -366,6 +369,7 @@ pub struct JsonLinesWriter<P> {
     file: Option<tokio::fs::File>,
     /// Bytes in the file so far.
     written: u64,
+    /// Lines written, not handed to `out` yet.
     line: Vec<u8>,
     time_format: TimeFormat,
     _payload: PhantomData<fn(P)>,
@@ -408,15 +412,24 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
         let Some(out) = self.out.as_mut() else {
             return Ok(());
         };
+        // The batch's lines are written out together (in pieces of about `WRITE_SIZE`), not
+        // one write call per line.
+        self.line.clear();
         for item in batch.items() {
-            self.line.clear();
             write_item_as(item, self.time_format, &mut self.line).map_err(AdapterError::other)?;
             self.line.push(b'\n');
-            out.write_all(&self.line)
-                .await
-                .map_err(io_error(&self.path))?;
-            self.written += self.line.len() as u64;
+            if self.line.len() >= WRITE_SIZE {
+                out.write_all(&self.line)
+                    .await
+                    .map_err(io_error(&self.path))?;
+                self.written += self.line.len() as u64;
+                self.line.clear();
+            }
         }
+        out.write_all(&self.line)
+            .await
+            .map_err(io_error(&self.path))?;
+        self.written += self.line.len() as u64;
         Ok(())
     }
 

@@ -22,4 +22,4 @@ pub use batch::{Batch, CtiMark};
 pub use event::{Event, EventKind, EventShape, InvalidEvent, StreamItem};
 pub use order::{EventOrder, Order, Ordered, Unordered};
 pub use row::{field_name, DuplicateField, FieldName, NotAnObject, Row, Schema, Text, Value};
-pub use time::{EmptyLifetime, Lifetime, Time, TimeError, TimeSpan, TICKS_PER_SECOND};
+pub use time::{EmptyLifetime, Lifetime, Rfc3339, Time, TimeError, TimeSpan, TICKS_PER_SECOND};

@@ -5,9 +5,9 @@
 //! to 31,000. A time outside 0000-9999 is written with an ISO 8601 expanded year, a sign and
 //! five or six digits (`-00001-12-31T23:59:59Z`, `+31197-...`), and read back the same way.
 
-use crate::time::{Time, TimeError, TICKS_PER_SECOND};
+use std::cell::Cell;
 
-const TICKS_PER_DAY: i64 = 86_400 * TICKS_PER_SECOND;
+use crate::time::{Time, TimeError, TICKS_PER_SECOND};
 
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -168,53 +168,161 @@ pub(crate) fn parse(text: &str) -> Result<Time, TimeError> {
     Ok(Time::from_ticks(ticks as i64))
 }
 
-pub(crate) fn format(ticks: i64) -> String {
-    let days = ticks.div_euclid(TICKS_PER_DAY);
-    let rem = ticks.rem_euclid(TICKS_PER_DAY);
-    let (y, m, d) = civil_from_days(days);
-    let secs = rem / TICKS_PER_SECOND;
-    let frac = rem % TICKS_PER_SECOND;
-    // Written digit by digit (a time is written per output line: no formatting machinery).
-    let mut out = String::with_capacity(32);
-    if (0..=9999).contains(&y) {
-        digits(&mut out, y.unsigned_abs(), 4);
-    } else {
-        out.push(if y < 0 { '-' } else { '+' });
-        digits(&mut out, y.unsigned_abs(), 5);
+/// A time written as RFC 3339 text, kept on the stack: what [`Time::rfc3339`] gives, to
+/// write (`Display`) or read as a `&str` (`Deref`) without an allocation.
+///
+/// ```
+/// use punctual_core::Time;
+/// let t = Time::parse_rfc3339("2026-11-29T12:00:00.25Z").unwrap();
+/// let text = t.rfc3339();
+/// assert_eq!(&*text, "2026-11-29T12:00:00.25Z");
+/// assert_eq!(format!("at {text}"), "at 2026-11-29T12:00:00.25Z");
+/// assert_eq!(Time::INF.rfc3339().as_str(), "+inf");
+/// ```
+#[derive(Clone, Copy)]
+pub struct Rfc3339 {
+    bytes: [u8; Rfc3339::CAPACITY],
+    len: u8,
+}
+
+impl Rfc3339 {
+    /// The longest text: a sign and six digits of year, `-MM-DDTHH:MM:SS`, seven digits of
+    /// fraction and `Z` take 31 bytes.
+    const CAPACITY: usize = 32;
+
+    const EMPTY: Rfc3339 = Rfc3339 {
+        bytes: [0; Rfc3339::CAPACITY],
+        len: 0,
+    };
+
+    /// Text of a word (`+inf`, `-inf`).
+    pub(crate) fn word(word: &str) -> Rfc3339 {
+        let mut out = Rfc3339::EMPTY;
+        word.bytes().for_each(|b| out.push(b));
+        out
     }
-    for (separator, value) in [
-        ('-', m as u64),
-        ('-', d as u64),
-        ('T', (secs / 3600) as u64),
-        (':', (secs / 60 % 60) as u64),
-        (':', (secs % 60) as u64),
-    ] {
-        out.push(separator);
-        // Two digits (every value here is below 100).
-        out.push(char::from(b'0' + (value / 10 % 10) as u8));
-        out.push(char::from(b'0' + (value % 10) as u8));
+
+    /// The text.
+    #[inline]
+    pub fn as_str(&self) -> &str {
+        // Only ASCII is ever written.
+        std::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or_default()
     }
+
+    #[inline]
+    fn push(&mut self, b: u8) {
+        // Never full: every text written is shorter than the capacity.
+        if let Some(slot) = self.bytes.get_mut(usize::from(self.len)) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    #[inline]
+    fn extend(&mut self, bytes: &[u8]) {
+        let at = usize::from(self.len);
+        if let Some(slots) = self.bytes.get_mut(at..at + bytes.len()) {
+            slots.copy_from_slice(bytes);
+            self.len += bytes.len() as u8;
+        }
+    }
+
+    /// Appends `value` in decimal, at least `width` digits (zeros first).
+    fn digits(&mut self, mut value: u64, width: usize) {
+        let mut buf = [b'0'; 20];
+        let mut start = buf.len();
+        while value > 0 || buf.len() - start < width {
+            start -= 1;
+            buf[start] = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+        buf[start..].iter().for_each(|&b| self.push(b));
+    }
+}
+
+impl std::ops::Deref for Rfc3339 {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl std::fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl std::fmt::Debug for Rfc3339 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq<&str> for Rfc3339 {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// The RFC 3339 text of a finite time (UTC, as many fractional digits as needed).
+pub(crate) fn format(ticks: i64) -> Rfc3339 {
+    thread_local! {
+        /// The last whole second written, and its text: times written one after another
+        /// (an output's lines) are mostly in the same second, and only their fraction differs.
+        static LAST: Cell<(i64, Rfc3339)> = const { Cell::new((i64::MIN, Rfc3339::EMPTY)) };
+    }
+    let second = ticks.div_euclid(TICKS_PER_SECOND);
+    let frac = ticks.rem_euclid(TICKS_PER_SECOND);
+    let known = |(s, text): (i64, Rfc3339)| (s == second).then_some(text);
+    let mut out = match LAST.try_with(|last| known(last.get())) {
+        Ok(Some(text)) => text,
+        _ => {
+            let text = whole_second(second);
+            let _ = LAST.try_with(|last| last.set((second, text)));
+            text
+        }
+    };
     if frac != 0 {
-        out.push('.');
-        let at = out.len();
-        digits(&mut out, frac as u64, 7);
-        let kept = out.trim_end_matches('0').len().max(at + 1);
-        out.truncate(kept);
+        // Seven digits, without the zeros at the end (there is a digit that is not zero).
+        let mut digits = [b'.'; 8];
+        let mut rest = frac as u32;
+        for d in digits[1..].iter_mut().rev() {
+            *d = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        let kept = digits.iter().rposition(|&d| d != b'0').map_or(1, |i| i + 1);
+        out.extend(&digits[..kept]);
     }
-    out.push('Z');
+    out.push(b'Z');
     out
 }
 
-/// Appends `value` in decimal, at least `width` digits (zeros first).
-fn digits(out: &mut String, mut value: u64, width: usize) {
-    let mut buf = [b'0'; 20];
-    let mut start = buf.len();
-    while value > 0 || buf.len() - start < width {
-        start -= 1;
-        buf[start] = b'0' + (value % 10) as u8;
-        value /= 10;
+/// The text of a whole second since the epoch, to the seconds' digits (`YYYY-MM-DDTHH:MM:SS`).
+fn whole_second(second: i64) -> Rfc3339 {
+    let days = second.div_euclid(86_400);
+    let secs = second.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let mut out = Rfc3339::EMPTY;
+    if (0..=9999).contains(&y) {
+        out.digits(y.unsigned_abs(), 4);
+    } else {
+        out.push(if y < 0 { b'-' } else { b'+' });
+        out.digits(y.unsigned_abs(), 5);
     }
-    out.extend(buf[start..].iter().map(|&b| char::from(b)));
+    for (separator, value) in [
+        (b'-', m as u64),
+        (b'-', d as u64),
+        (b'T', (secs / 3600) as u64),
+        (b':', (secs / 60 % 60) as u64),
+        (b':', (secs % 60) as u64),
+    ] {
+        out.push(separator);
+        // Two digits (every value here is below 100).
+        out.push(b'0' + (value / 10 % 10) as u8);
+        out.push(b'0' + (value % 10) as u8);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -255,6 +363,27 @@ mod tests {
             let text = format(ticks);
             assert_eq!(parse(&text).unwrap().ticks(), ticks, "{text}");
         }
+    }
+
+    #[test]
+    fn times_of_one_second_and_of_others_in_turn() {
+        // The text of the last second written is kept: every time still gets its own.
+        let second = 1_764_547_199 * TICKS_PER_SECOND;
+        for ticks in [
+            second + 5,
+            second + 9_990_000,
+            second - 1,
+            second,
+            second + TICKS_PER_SECOND,
+            second + 1,
+            -second - 3,
+            -second - 4,
+        ] {
+            let text = format(ticks);
+            assert_eq!(parse(&text).unwrap().ticks(), ticks, "{text}");
+        }
+        assert_eq!(format(second + 9_990_000), "2025-11-30T23:59:59.999Z");
+        assert_eq!(format(second), "2025-11-30T23:59:59Z");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! ```
 //! use punctual_core::time::{Time, TimeSpan};
 //! let t = Time::parse_rfc3339("2026-11-29T12:00:00.5Z").unwrap();
-//! assert_eq!(t.to_rfc3339(), "2026-11-29T12:00:00.5Z");
+//! assert_eq!(t.rfc3339().to_string(), "2026-11-29T12:00:00.5Z");
 //! assert_eq!((t + TimeSpan::from_secs(1)) - t, TimeSpan::from_ticks(10_000_000));
 //! assert_eq!(Time::INF - TimeSpan::from_secs(5), Time::INF);
 //! ```
@@ -18,6 +18,8 @@ use std::ops::{Add, Neg, Sub};
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use crate::rfc3339::Rfc3339;
 
 /// Ticks per second (one tick is 100 ns, StreamInsight's unit).
 pub const TICKS_PER_SECOND: i64 = 10_000_000;
@@ -161,12 +163,15 @@ impl Time {
         crate::rfc3339::parse(text)
     }
 
-    /// Formats the time as RFC 3339 in UTC with as many fractional digits as needed (none for a
-    /// whole second); the infinities are written `-inf` and `+inf`.
-    pub fn to_rfc3339(self) -> String {
+    /// The time as RFC 3339 text in UTC with as many fractional digits as needed (none for a
+    /// whole second); the infinities are written `-inf` and `+inf`. The text is kept on the
+    /// stack ([`Rfc3339`]: `Display`, and a `&str` by `Deref`): writing a time allocates
+    /// nothing.
+    #[inline]
+    pub fn rfc3339(self) -> Rfc3339 {
         match self {
-            Time::INF => "+inf".to_owned(),
-            Time::NEG_INF => "-inf".to_owned(),
+            Time::INF => Rfc3339::word("+inf"),
+            Time::NEG_INF => Rfc3339::word("-inf"),
             t => crate::rfc3339::format(t.0),
         }
     }

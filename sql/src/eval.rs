@@ -419,7 +419,7 @@ impl E {
                 .unwrap_or(Value::Null),
             E::Key(i) => cx.keys.get(*i).cloned().unwrap_or(Value::Null),
             E::Agg(i) => cx.aggs.get(*i).cloned().unwrap_or(Value::Null),
-            E::Time => Value::from(cx.time.to_rfc3339()),
+            E::Time => Value::from(&*cx.time.rfc3339()),
             E::Not(e) => not(e.eval(cx)),
             E::Neg(e) => match e.eval(cx) {
                 Value::Int(i) => i.checked_neg().map_or(Value::Null, Value::Int),
@@ -516,7 +516,7 @@ fn cast(v: Value, ty: SqlType) -> Value {
             _ => Value::Null,
         },
         (SqlType::Datetime, Value::Str(s)) => {
-            Time::parse_rfc3339(&s).map_or(Value::Null, |t| Value::from(t.to_rfc3339()))
+            Time::parse_rfc3339(&s).map_or(Value::Null, |t| Value::from(&*t.rfc3339()))
         }
         (SqlType::Record, v @ Value::Row(_)) => v,
         _ => Value::Null,

@@ -82,7 +82,7 @@ fn tumbling_window_per_key_with_the_window_end() {
                 ("mean", Value::Float(mean)),
                 ("lo", Value::Int(lo)),
                 ("hi", Value::Int(hi)),
-                ("window_end", Value::from(Time::to_rfc3339(t(end)))),
+                ("window_end", Value::from(&*t(end).rfc3339())),
             ]),
         )
     };

@@ -42,14 +42,13 @@ impl OutputAdapter<Reading> for TablePrinter {
             match item {
                 StreamItem::Insert(e) => println!(
                     "{:<26} {:<8} {:>9.1} C",
-                    e.kind.start().to_rfc3339(),
+                    e.kind.start().rfc3339(),
                     e.payload.device,
                     e.payload.temperature
                 ),
-                StreamItem::Cti(t) => println!(
-                    "{:<26} (CTI: all readings before it are out)",
-                    t.to_rfc3339()
-                ),
+                StreamItem::Cti(t) => {
+                    println!("{:<26} (CTI: all readings before it are out)", t.rfc3339())
+                }
             }
         }
         Ok(())
@@ -65,8 +64,8 @@ fn show_dead_letter(d: &DeadLetter<Reading>) -> String {
             "{} {:.1} C at {}: {reason} (the stream's CTI was already {})",
             e.payload.device,
             e.payload.temperature,
-            e.kind.start().to_rfc3339(),
-            d.cti.to_rfc3339()
+            e.kind.start().rfc3339(),
+            d.cti.rfc3339()
         ),
         (item, reason) => format!("{item:?}: {reason}"),
     }

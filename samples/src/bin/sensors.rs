@@ -276,7 +276,7 @@ impl OutputAdapterFactory<(), Average> for Table {
 }
 
 fn clock(t: Time) -> String {
-    let text = t.to_rfc3339();
+    let text = t.rfc3339();
     text.get(11..19).unwrap_or(&text).to_owned()
 }
 
