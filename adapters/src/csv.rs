@@ -439,9 +439,14 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
         };
         let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
         // The header: the first line of the file, which only the first part reads as its own.
+        // The line read, reused for each.
+        let mut line = String::new();
         let header_line = match self.part {
             Some((k, _)) if k > 0 => first_line(&path).await?.map(Ok),
-            _ => feed.next_line(ctx, reader.as_mut(), &path).await?,
+            _ => feed
+                .next_line(ctx, reader.as_mut(), (&path, &mut line))
+                .await?
+                .map(|read| read.map(|()| std::mem::take(&mut line))),
         };
         let Some(header_line) = header_line else {
             if ctx.is_stopping() {
@@ -471,27 +476,25 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
             if ctx.is_stopping() {
                 return feed.stopped(ctx).await;
             }
-            let Some(line) = feed.next_line(ctx, reader.as_mut(), &path).await? else {
+            let read = feed.next_line(ctx, reader.as_mut(), (&path, &mut line));
+            let Some(read) = read.await? else {
                 if ctx.is_stopping() {
                     return feed.stopped(ctx).await;
                 }
                 break;
             };
             number += 1;
-            let line = match line {
-                Ok(line) => line,
-                Err((shown, why)) => {
-                    feed.malformed(ctx, (number, shown), why).await?;
-                    continue;
-                }
-            };
+            if let Err((shown, why)) = read {
+                feed.malformed(ctx, (number, shown), why).await?;
+                continue;
+            }
             if line.trim().is_empty() {
                 feed.skip();
                 continue;
             }
             match self.item(&columns, &line, &mut fields) {
                 Ok(item) => feed.item(ctx, item).await?,
-                Err(message) => feed.malformed(ctx, (number, line), message).await?,
+                Err(message) => feed.malformed(ctx, (number, line.clone()), message).await?,
             }
         }
         feed.finish(ctx).await

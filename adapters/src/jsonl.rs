@@ -247,45 +247,46 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
         };
         let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
         let mut number = 0usize;
+        // The line read, reused for each.
+        let mut line = String::new();
         // After an `eof` line (not following the file), the lines left are read and counted.
         let mut ended = false;
         loop {
             if ctx.is_stopping() {
                 return feed.stopped(ctx).await;
             }
-            let Some(text) = feed.next_line(ctx, reader.as_mut(), &path).await? else {
+            let read = feed.next_line(ctx, reader.as_mut(), (&path, &mut line));
+            let Some(read) = read.await? else {
                 if ctx.is_stopping() {
                     return feed.stopped(ctx).await;
                 }
                 break;
             };
             number += 1;
-            let text = match text {
-                Ok(text) => text,
-                Err((shown, why)) => {
-                    feed.malformed(ctx, (number, shown), why).await?;
-                    continue;
-                }
-            };
+            if let Err((shown, why)) = read {
+                feed.malformed(ctx, (number, shown), why).await?;
+                continue;
+            }
+            let text = &line;
             if text.trim().is_empty() {
                 feed.skip();
                 continue;
             }
             if ended {
                 let why = "a line after the `eof` line".to_owned();
-                feed.malformed(ctx, (number, text), why).await?;
+                feed.malformed(ctx, (number, text.clone()), why).await?;
                 continue;
             }
             if self.config.lines.is_flat() {
-                match self.config.lines.read::<P>(&text) {
+                match self.config.lines.read::<P>(text) {
                     Ok(Some(item)) => feed.item(ctx, item).await?,
                     Ok(None) => feed.skip(),
-                    Err(why) => feed.malformed(ctx, (number, text), why).await?,
+                    Err(why) => feed.malformed(ctx, (number, text.clone()), why).await?,
                 }
                 continue;
             }
             let wanted = self.config.stream.as_deref();
-            let parsed = parse_line::<P>(&text).and_then(|line| {
+            let parsed = parse_line::<P>(text).and_then(|line| {
                 if let Some(wanted) = wanted {
                     return match line.stream.as_deref() {
                         Some(s) if s == wanted => line.into_item().map(|i| i.map(Some)),
@@ -315,7 +316,10 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
                     feed.end(ctx).await?;
                     ended = true;
                 }
-                Err(e) => feed.malformed(ctx, (number, text), e.to_string()).await?,
+                Err(e) => {
+                    feed.malformed(ctx, (number, text.clone()), e.to_string())
+                        .await?
+                }
             }
         }
         feed.finish(ctx).await

@@ -372,7 +372,7 @@ pub(crate) async fn next_line(
                 _ = &mut stopping => return Ok(None),
             }
         }
-        let (take, found) = match available.iter().position(|&b| b == b'\n') {
+        let (take, found) = match memchr::memchr(b'\n', available) {
             Some(i) => (i + 1, true),
             None => (available.len(), false),
         };
@@ -391,22 +391,38 @@ pub(crate) async fn next_line(
     Ok(Some(text(line, length)))
 }
 
-/// The next line, if the reader's buffer holds all of it (its end included): taken at once,
-/// with nothing to wait on (most lines of a file are). `None` when the line is not all there.
+/// The next line into `line`, if the reader's buffer holds all of it (its end included):
+/// taken at once, with nothing to wait on (most lines of a file are), and copied into the
+/// caller's `line` (no allocation per line). `None` when the line is not all there; `Some(Err)`
+/// for a malformed line, as [`next_line`] says.
 async fn buffered_line(
     reader: &mut (dyn AsyncBufRead + Unpin + Send),
-) -> std::io::Result<Option<ReadLine>> {
+    line: &mut String,
+) -> std::io::Result<Option<Result<(), (String, String)>>> {
     std::future::poll_fn(|cx| {
         let available = match std::pin::Pin::new(&mut *reader).poll_fill_buf(cx) {
             std::task::Poll::Ready(read) => read?,
             std::task::Poll::Pending => return std::task::Poll::Ready(Ok(None)),
         };
-        let Some(end) = available.iter().position(|&b| b == b'\n') else {
+        let Some(end) = memchr::memchr(b'\n', available) else {
             return std::task::Poll::Ready(Ok(None));
         };
-        let line = text(available[..=end].to_vec(), end);
+        let mut bytes = &available[..end];
+        while let [rest @ .., b'\r'] = bytes {
+            bytes = rest;
+        }
+        let read = match std::str::from_utf8(bytes) {
+            Ok(text) if end <= MAX_LINE_BYTES => {
+                line.clear();
+                line.push_str(text);
+                Ok(())
+            }
+            _ => text(available[..=end].to_vec(), end).map(|text| {
+                *line = text;
+            }),
+        };
         std::pin::Pin::new(&mut *reader).consume(end + 1);
-        std::task::Poll::Ready(Ok(Some(line)))
+        std::task::Poll::Ready(Ok(Some(read)))
     })
     .await
 }
@@ -484,44 +500,52 @@ impl<P: Payload> Feeder<P> {
         self.skipped += 1;
     }
 
-    /// Reads the next line (see [`next_line`]). On a live input, when that line keeps the
-    /// reader waiting for more than [`LIVE_FLUSH_AFTER`], what was read so far is enqueued
-    /// first: a slow writer's lines are not held back to fill a batch.
+    /// Reads the next line into `line` (see [`next_line`]): `Some(Ok(()))` when it is there,
+    /// `Some(Err((text shown, why)))` for a malformed line, `None` at the end. On a live input,
+    /// when that line keeps the reader waiting for more than [`LIVE_FLUSH_AFTER`], what was
+    /// read so far is enqueued first: a slow writer's lines are not held back to fill a batch.
     pub(crate) async fn next_line(
         &mut self,
         ctx: &mut InputContext<P>,
         reader: &mut (dyn AsyncBufRead + Unpin + Send),
-        path: &Path,
-    ) -> Result<Option<ReadLine>, AdapterError> {
-        let buffered = buffered_line(reader)
+        (path, line): (&Path, &mut String),
+    ) -> Result<Option<Result<(), (String, String)>>, AdapterError> {
+        let buffered = buffered_line(reader, line)
             .await
             .map_err(|error| AdapterError::Io {
                 path: path.to_owned(),
                 error,
             })?;
-        if let Some(line) = buffered {
-            return Ok(Some(line));
+        if let Some(read) = buffered {
+            return Ok(Some(read));
         }
+        let into = |read: Option<ReadLine>| {
+            read.map(|read| {
+                read.map(|text| {
+                    *line = text;
+                })
+            })
+        };
         let read = next_line(reader, self.follow, path, ctx.stop_signal());
         tokio::pin!(read);
         if !self.live || (self.pending.is_empty() && self.ahead.is_empty() && self.skipped == 0) {
-            return read.await;
+            return read.await.map(into);
         }
         // One look first: a line already buffered costs no timer.
         let first = std::future::poll_fn(|cx| {
             std::task::Poll::Ready(std::future::Future::poll(read.as_mut(), cx))
         })
         .await;
-        if let std::task::Poll::Ready(line) = first {
-            return line;
+        if let std::task::Poll::Ready(read) = first {
+            return read.map(into);
         }
         tokio::select! {
             biased;
-            line = &mut read => return line,
+            read = &mut read => return read.map(into),
             _ = tokio::time::sleep(LIVE_FLUSH_AFTER) => {}
         }
         self.flush(ctx).await?;
-        read.await
+        read.await.map(into)
     }
 
     /// Enqueues what was read so far, in order (announcing the batch being read first).
@@ -669,7 +693,7 @@ mod tests {
     /// ends (`\r\n` too), an empty line, one that is not UTF-8, a last one without its end.
     #[tokio::test]
     async fn lines_in_the_buffer_read_as_lines_waited_for() {
-        let input: &[u8] = b"a\r\nb\n\xff\n\nlast";
+        let input: &[u8] = b"a\r\nb\n\xff\n\nx\r\r\nlast";
         let path = Path::new("lines");
         let mut reader = input;
         let mut waited = Vec::new();
@@ -681,9 +705,10 @@ mod tests {
         }
         let mut reader = input;
         let mut buffered = Vec::new();
+        let mut line = String::from("left from before");
         loop {
-            if let Some(line) = buffered_line(&mut reader).await.unwrap() {
-                buffered.push(line);
+            if let Some(read) = buffered_line(&mut reader, &mut line).await.unwrap() {
+                buffered.push(read.map(|()| line.clone()));
                 continue;
             }
             match next_line(&mut reader, false, path, std::future::pending())
@@ -695,11 +720,12 @@ mod tests {
             }
         }
         assert_eq!(buffered, waited);
-        assert_eq!(buffered.len(), 5);
+        assert_eq!(buffered.len(), 6);
         assert_eq!(buffered[0], Ok("a".to_owned()));
         assert!(matches!(&buffered[2], Err((_, why)) if why.contains("not UTF-8")));
         assert_eq!(buffered[3], Ok(String::new()));
-        assert_eq!(buffered[4], Ok("last".to_owned()));
+        assert_eq!(buffered[4], Ok("x".to_owned()));
+        assert_eq!(buffered[5], Ok("last".to_owned()));
     }
 
     #[test]

@@ -172,6 +172,11 @@ impl Signals {
         self.stop.send_replace(true);
     }
 
+    /// Whether a stop was asked for (a drain or an abort): set before the stop watch says so.
+    pub(crate) fn stopping(&self) -> bool {
+        self.mode.load(Ordering::SeqCst) != 0
+    }
+
     /// Whether the query is being stopped with a drain (final CTIs), not aborted or failed.
     pub(crate) fn draining(&self) -> bool {
         self.mode.load(Ordering::SeqCst) == 1
