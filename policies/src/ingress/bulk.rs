@@ -7,6 +7,8 @@
 //! run (a late or invalid point, a full buffer, the CTI boundary) takes the general path of
 //! [`Ingress::enqueue`] for that one point.
 
+use std::cell::Cell;
+
 use punctual_core::{Event, EventKind, StreamItem, Time};
 
 use super::output::{EnqueueSummary, IngressOutput};
@@ -22,13 +24,25 @@ use super::hold::Hold;
 /// Points taken from an iterator per pass of the loop.
 const CHUNK: usize = 1024;
 
+/// The positions of a chunk's points, the records of a run whose payloads are moved out of
+/// their column ([`Ingress::enqueue_moved`]).
+static INDEX: [u16; CHUNK] = {
+    let mut index = [0; CHUNK];
+    let mut i = 0;
+    while i < CHUNK {
+        index[i] = i as u16;
+        i += 1;
+    }
+    index
+};
+
 impl<P: Clone + PartialEq> Ingress<P> {
     /// Enqueues items in arrival order, with the same result as [`Ingress::enqueue`] for each
     /// (CTIs generated between them included), and counts what became of them: the way an
     /// adapter hands over a block of what it read. Runs of points go through the bulk loop
-    /// (payloads without drop glue: those that own memory are moved in one by one rather than
-    /// copied). Rejected items do not stop it (they are counted and sent to the dead letters
-    /// with their reason); a full reorder buffer does, with [`Error::BufferFull`]: that item
+    /// (payloads without drop glue copied, those that own memory, such as rows, moved).
+    /// Rejected items do not stop it (they are counted and sent to the dead letters with their
+    /// reason); a full reorder buffer does, with [`Error::BufferFull`]: that item
     /// was rejected, the items after it were not enqueued, and what happened before it is in
     /// the counters.
     ///
@@ -56,10 +70,17 @@ impl<P: Clone + PartialEq> Ingress<P> {
     ) -> Result<EnqueueSummary, Error> {
         let mut summary = EnqueueSummary::default();
         if std::mem::needs_drop::<P>() {
-            for item in items {
-                summary.record(self.enqueue(item, out))?;
-            }
-            return Ok(summary);
+            let (mut times, mut payloads) = std::mem::take(&mut self.moving);
+            let result = self.enqueue_items_moved(
+                items.into_iter(),
+                (&mut times, &mut payloads),
+                &mut summary,
+                out,
+            );
+            times.clear();
+            payloads.clear();
+            self.moving = (times, payloads);
+            return result.map(|()| summary);
         }
         let mut chunk = std::mem::take(&mut self.scratch);
         chunk.clear();
@@ -145,6 +166,71 @@ impl<P: Clone + PartialEq> Ingress<P> {
             }
         }
         self.enqueue_chunk(chunk, summary, out)
+    }
+
+    /// [`Ingress::enqueue_items_in_runs`] for payloads with drop glue: the points are gathered
+    /// as columns and the bulk loop moves each payload out as it reads it (a copy and a drop
+    /// of the original would cost, for a row of text, two atomic operations per text field).
+    fn enqueue_items_moved(
+        &mut self,
+        items: impl Iterator<Item = StreamItem<P>>,
+        (times, payloads): (&mut Vec<Time>, &mut Vec<Option<P>>),
+        summary: &mut EnqueueSummary,
+        out: &mut IngressOutput<P>,
+    ) -> Result<(), Error> {
+        for item in items {
+            match item {
+                StreamItem::Insert(Event {
+                    kind: EventKind::Point(t),
+                    payload,
+                }) => {
+                    times.push(t);
+                    payloads.push(Some(payload));
+                    if times.len() == CHUNK {
+                        self.enqueue_moved(times, payloads, summary, out)?;
+                    }
+                }
+                other => {
+                    self.enqueue_moved(times, payloads, summary, out)?;
+                    summary.record(self.enqueue(other, out))?;
+                }
+            }
+        }
+        self.enqueue_moved(times, payloads, summary, out)
+    }
+
+    /// The points of the columns through the bulk loop, each payload moved out as the loop
+    /// reads it (once, in order: see [`Ingress::enqueue_point_run`]); leaves them empty.
+    fn enqueue_moved(
+        &mut self,
+        times: &mut Vec<Time>,
+        payloads: &mut Vec<Option<P>>,
+        summary: &mut EnqueueSummary,
+        out: &mut IngressOutput<P>,
+    ) -> Result<(), Error> {
+        let n = times.len().min(payloads.len()).min(INDEX.len());
+        let spare = payloads.first().cloned().flatten();
+        let result = match spare {
+            Some(spare) => {
+                let cells = Cell::from_mut(&mut payloads[..]).as_slice_of_cells();
+                let run = Records {
+                    records: &INDEX[..n],
+                    time: |&i: &u16| times[usize::from(i)],
+                    payload: |&i: &u16| {
+                        cells[usize::from(i)].take().unwrap_or_else(|| {
+                            debug_assert!(false, "the bulk loop read a payload twice");
+                            spare.clone()
+                        })
+                    },
+                };
+                self.enqueue_point_run(&run, out)
+            }
+            None => Ok(EnqueueSummary::default()),
+        };
+        times.clear();
+        payloads.clear();
+        summary.add(result?);
+        Ok(())
     }
 
     /// The points of `chunk` through the bulk loop; leaves it empty.

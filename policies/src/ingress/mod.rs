@@ -145,6 +145,9 @@ pub struct Ingress<P> {
     selection: PointSelection<P>,
     /// Room for the points [`Ingress::enqueue_points`] takes from its iterator.
     scratch: Vec<(Time, P)>,
+    /// The same for payloads with drop glue, which the bulk loop moves out as it reads them:
+    /// their times, and the payloads not read yet.
+    moving: (Vec<Time>, Vec<Option<P>>),
 }
 
 impl<P: Clone + PartialEq> Ingress<P> {
@@ -166,6 +169,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             filter: None,
             selection: PointSelection::new(),
             scratch: Vec::new(),
+            moving: (Vec::new(), Vec::new()),
         }
     }
 
