@@ -1,7 +1,8 @@
 //! The side list of a release buffer: results pushed out of sync order. At a release, the ones
 //! pushed since the last release are sorted into a run (descending, so that the earliest are
 //! popped from the back), and every run gives up its results below the CTI; a run is sorted
-//! once, and a release looks at the back of each run only. When runs grow many, they are merged.
+//! once (by keys that carry positions, see [`sort_entries`]), and a release looks at the back
+//! of each run only. When runs grow many, they are merged.
 
 use std::collections::VecDeque;
 
@@ -37,6 +38,8 @@ pub(super) struct Side<P> {
     seq: u64,
     /// Emptied runs, reused.
     pool: Vec<Vec<SideEntry<P>>>,
+    /// Room for the sort keys of [`sort_entries`].
+    keys: SortKeys,
 }
 
 impl<P> Side<P> {
@@ -48,6 +51,7 @@ impl<P> Side<P> {
             len: 0,
             seq: 0,
             pool: Vec::new(),
+            keys: SortKeys::default(),
         }
     }
 
@@ -95,12 +99,11 @@ impl<P> Side<P> {
         if self.len == 0 {
             return;
         }
-        let descending = |a: &SideEntry<P>, b: &SideEntry<P>| (b.sync, b.seq).cmp(&(a.sync, a.seq));
         if !self.new.is_empty() && self.new_min < t {
             let mut run = self.pool.pop().unwrap_or_default();
             std::mem::swap(&mut run, &mut self.new);
             self.new_min = Time::INF;
-            run.sort_unstable_by(descending);
+            sort_entries(&mut run, Order::Descending, Pushed::InOrder, &mut self.keys);
             self.runs.push_back(run);
             if self.runs.len() > MAX_RUNS {
                 // Many small runs (frequent CTIs, few late results each): merge them into one,
@@ -110,7 +113,7 @@ impl<P> Side<P> {
                     all.append(&mut r);
                     self.pool.push(r);
                 }
-                all.sort_unstable_by(descending);
+                sort_entries(&mut all, Order::Descending, Pushed::Mixed, &mut self.keys);
                 self.runs.push_back(all);
             }
         }
@@ -142,7 +145,7 @@ impl<P> Side<P> {
         }
         self.len -= ready.len();
         if sorted && from_runs > 1 {
-            ready.sort_unstable_by_key(|e| (e.sync, e.seq));
+            sort_entries(ready, Order::Ascending, Pushed::Mixed, &mut self.keys);
         }
     }
 
@@ -179,5 +182,108 @@ impl<P> Side<P> {
         self.len = 0;
         self.new_min = Time::INF;
         self.new.drain(..).chain(self.runs.drain(..).flatten())
+    }
+}
+
+/// Which way [`sort_entries`] sorts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Ascending,
+    Descending,
+}
+
+/// Whether the entries [`sort_entries`] sorts are in push order (`seq` rising with the
+/// position), as the results pushed since the last release are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pushed {
+    InOrder,
+    Mixed,
+}
+
+/// Room for the keys of [`sort_entries`], reused from sort to sort.
+#[derive(Clone, Debug, Default)]
+struct SortKeys {
+    /// A sync time's offset from the least and a position, in one word.
+    packed: Vec<u64>,
+    /// `(sync, seq, position)`, where they do not fit in one word.
+    wide: Vec<(Time, u64, u32)>,
+    /// The position of the entry each place takes.
+    from: Vec<u32>,
+}
+
+/// Sorts `entries` by `(sync, seq)`. An entry is four words and a payload (a row is six more):
+/// rather than move entries at every step of a sort, keys that carry each entry's position are
+/// sorted, and then each entry is moved to its place once, following the cycles of the
+/// permutation the keys give. Entries in push order, whose sync times span less than what a
+/// word holds beside a position (the usual case: late results within a few seconds), are
+/// sorted by one word each, `(sync - least) << bits | position` (the position stands in for
+/// `seq`: they rise together); others by `(sync, seq, position)`.
+fn sort_entries<P>(
+    entries: &mut [SideEntry<P>],
+    order: Order,
+    pushed: Pushed,
+    keys: &mut SortKeys,
+) {
+    let n = entries.len();
+    if n < 2 {
+        return;
+    }
+    if u32::try_from(n).is_err() {
+        match order {
+            Order::Ascending => entries.sort_unstable_by_key(|e| (e.sync, e.seq)),
+            Order::Descending => {
+                entries.sort_unstable_by_key(|e| std::cmp::Reverse((e.sync, e.seq)))
+            }
+        }
+        return;
+    }
+    let from = &mut keys.from;
+    from.clear();
+    let bits = usize::BITS - (n - 1).leading_zeros();
+    let (least, most) = entries
+        .iter()
+        .fold((Time::INF, Time::NEG_INF), |(lo, hi), e| {
+            (lo.min(e.sync), hi.max(e.sync))
+        });
+    let span = most.ticks().abs_diff(least.ticks());
+    if pushed == Pushed::InOrder && span.leading_zeros() >= bits {
+        let packed = &mut keys.packed;
+        packed.clear();
+        packed.extend(
+            entries
+                .iter()
+                .zip(0u64..)
+                .map(|(e, i)| (e.sync.ticks().abs_diff(least.ticks()) << bits) | i),
+        );
+        packed.sort_unstable();
+        let mask = (1u64 << bits) - 1;
+        // Below 2^32: the positions are below n.
+        let position = |k: &u64| (k & mask) as u32;
+        match order {
+            Order::Ascending => from.extend(packed.iter().map(position)),
+            Order::Descending => from.extend(packed.iter().rev().map(position)),
+        }
+    } else {
+        let wide = &mut keys.wide;
+        wide.clear();
+        wide.extend(entries.iter().zip(0u32..).map(|(e, i)| (e.sync, e.seq, i)));
+        wide.sort_unstable();
+        match order {
+            Order::Ascending => from.extend(wide.iter().map(|k| k.2)),
+            Order::Descending => from.extend(wide.iter().rev().map(|k| k.2)),
+        }
+    }
+    // Each cycle of the permutation once, a place marked done by pointing it at itself.
+    for start in 0..n {
+        let mut here = start;
+        loop {
+            let source = from[here] as usize;
+            from[here] = here as u32;
+            if source == start || source == here {
+                break;
+            }
+            entries.swap(here, source);
+            here = source;
+        }
     }
 }

@@ -25,6 +25,25 @@ fn out_of_order_results_merge_in_sync_then_push_order() {
     assert!(buf.is_empty());
 }
 
+/// Out-of-order results whose times span the whole time line (too far apart to sort by one
+/// word each) come out in sync then push order too.
+#[test]
+fn out_of_order_results_far_apart_merge_in_sync_then_push_order() {
+    let far = Time::MAX_FINITE.ticks();
+    let mut buf = ReleaseBuffer::new();
+    buf.push_point(Time::from_ticks(far), usize::MAX);
+    let times = [0, -far, far - 1, 0, -far, 7];
+    for (k, &x) in times.iter().enumerate() {
+        buf.push_point(Time::from_ticks(x), k);
+    }
+    let mut out = Batch::new();
+    buf.release(Time::INF, &mut out);
+    let mut expected: Vec<usize> = (0..times.len()).collect();
+    expected.sort_by_key(|&k| times[k]);
+    expected.push(usize::MAX);
+    assert_eq!(out.payloads(), &expected[..]);
+}
+
 /// Any pushes (points and intervals, in and out of order) interleaved with releases and
 /// removals come out as a stable sort by sync time of what was pushed; with payloads `p(n)`
 /// for push `n` (`n` read back with `n_of`).
