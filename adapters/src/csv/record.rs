@@ -21,9 +21,13 @@ pub(crate) enum Inferred<'a> {
 /// a number).
 pub(crate) fn infer(text: &str) -> Inferred<'_> {
     let digits = text.strip_prefix('-').unwrap_or(text);
-    let canonical = !digits.is_empty()
-        && digits.bytes().all(|b| b.is_ascii_digit())
-        && (!digits.starts_with('0') || (digits == "0" && digits.len() == text.len()));
+    // A leading zero (but `0` itself) or a `+` is not how an integer is written; the rest is
+    // checked by the parse.
+    let canonical = match digits.as_bytes() {
+        [b'1'..=b'9', ..] => true,
+        [b'0'] => digits.len() == text.len(),
+        _ => false,
+    };
     if canonical {
         if let Ok(i) = text.parse::<i64>() {
             return Inferred::Int(i);
