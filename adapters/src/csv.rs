@@ -28,6 +28,7 @@
 //! ```
 
 mod record;
+mod split;
 
 use std::any::{Any, TypeId};
 use std::marker::PhantomData;
@@ -167,79 +168,10 @@ impl CsvInputConfig {
 
 /// Splits one CSV record; `None` for an unterminated quote.
 pub fn split_record(line: &str, delimiter: char) -> Option<Vec<String>> {
-    let mut fields = Vec::new();
-    split_into(line, delimiter, &mut fields).then_some(fields)
-}
-
-/// Splits one CSV record into `fields`, reusing its strings (a reader keeps one vector for
-/// every line); `false` for an unterminated quote.
-fn split_into(line: &str, delimiter: char, fields: &mut Vec<String>) -> bool {
-    fn next(fields: &mut Vec<String>, n: usize) -> &mut String {
-        if n == fields.len() {
-            fields.push(String::new());
-        }
-        let field = &mut fields[n];
-        field.clear();
-        field
-    }
-    let mut n = 0;
-    let mut field = next(fields, n);
-    let mut rest = line;
-    let mut quoted = false;
-    loop {
-        if !rest.starts_with('"') {
-            // An unquoted field: up to the next delimiter, in one piece (an ASCII delimiter
-            // found byte by byte: `str::find` checks each candidate with a call to `memcmp`).
-            let at = match u8::try_from(delimiter) {
-                Ok(d) if d.is_ascii() => rest.bytes().position(|b| b == d),
-                _ => rest.find(delimiter),
-            };
-            match at {
-                Some(i) => {
-                    field.push_str(&rest[..i]);
-                    rest = &rest[i + delimiter.len_utf8()..];
-                    n += 1;
-                    field = next(fields, n);
-                    continue;
-                }
-                None => {
-                    field.push_str(rest);
-                    break;
-                }
-            }
-        }
-        // A quoted field: `""` is a quote; the closing quote, then text up to the delimiter.
-        quoted = true;
-        let mut chars = rest[1..].char_indices().peekable();
-        let mut end = rest.len();
-        while let Some((i, c)) = chars.next() {
-            if quoted {
-                if c == '"' {
-                    if chars.peek().map(|&(_, c)| c) == Some('"') {
-                        field.push('"');
-                        chars.next();
-                    } else {
-                        quoted = false;
-                    }
-                } else {
-                    field.push(c);
-                }
-            } else if c == delimiter {
-                end = 1 + i;
-                break;
-            } else {
-                field.push(c);
-            }
-        }
-        if quoted || end == rest.len() {
-            break;
-        }
-        rest = &rest[end + delimiter.len_utf8()..];
-        n += 1;
-        field = next(fields, n);
-    }
-    fields.truncate(n + 1);
-    !quoted
+    let mut split = split::Split::default();
+    split
+        .read(line, delimiter)
+        .then(|| split.fields(line).iter().map(str::to_owned).collect())
 }
 
 /// Joins fields into a CSV record, quoting where needed.
@@ -377,12 +309,12 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
         &self,
         columns: &Columns,
         line: &str,
-        fields: &mut Vec<String>,
+        split: &mut split::Split,
     ) -> Result<StreamItem<P>, String> {
-        if !split_into(line, self.config.delimiter, fields) {
+        if !split.read(line, self.config.delimiter) {
             return Err("an unterminated quote".into());
         }
-        let fields = &fields[..];
+        let fields = split.fields(line);
         let header = &columns.header[..];
         if fields.len() != header.len() {
             return Err(format!(
@@ -392,7 +324,7 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
             ));
         }
         let field = |at: Option<usize>, name: &str| {
-            at.map(|i| fields[i].as_str())
+            at.map(|i| fields.get(i))
                 .ok_or_else(|| format!("no column `{name}`"))
         };
         let parse_time = |text: &str| self.config.time_format.read_text(text);
@@ -408,7 +340,7 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
         };
         let payload = match &columns.row {
             Some((schema, kept)) => {
-                let row = schema.row(kept.iter().map(|&i| record::value(&fields[i])));
+                let row = schema.row(kept.iter().map(|&i| record::value(fields.get(i))));
                 let mut payload: Option<P> = None;
                 if let Some(slot) = (&mut payload as &mut dyn Any).downcast_mut::<Option<Row>>() {
                     *slot = Some(row);
@@ -471,7 +403,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
             Some((k, _)) if k > 0 => 0usize,
             _ => 1,
         };
-        let mut fields = Vec::new();
+        let mut split = split::Split::default();
         loop {
             if ctx.is_stopping() {
                 return feed.stopped(ctx).await;
@@ -492,7 +424,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
                 feed.skip();
                 continue;
             }
-            match self.item(&columns, &line, &mut fields) {
+            match self.item(&columns, &line, &mut split) {
                 Ok(item) => feed.item(ctx, item).await?,
                 Err(message) => feed.malformed(ctx, (number, line.clone()), message).await?,
             }
@@ -660,64 +592,5 @@ mod tests {
         assert_eq!(f, vec!["a", "b, c", r#"say "hi""#, "", "x"]);
         assert_eq!(split_record(r#"a,"open"#, ','), None);
         assert_eq!(join_record(&f, ','), r#"a,"b, c","say ""hi""",,x"#);
-        // A reused vector: longer lines, then shorter ones.
-        let mut fields = vec!["left".to_owned(); 9];
-        assert!(split_into("x,,y", ',', &mut fields));
-        assert_eq!(fields, ["x", "", "y"]);
-        assert!(split_into("", ',', &mut fields));
-        assert_eq!(fields, [""]);
-    }
-
-    /// Every line of up to six characters of `a`, `,`, `"`, `;` and `é` splits as a split one
-    /// character at a time does (the rules written plainly).
-    #[test]
-    fn records_split_as_the_plain_rules_say() {
-        fn plain(line: &str, delimiter: char) -> Option<Vec<String>> {
-            let (mut fields, mut field) = (Vec::new(), String::new());
-            let (mut quoted, mut at_start) = (false, true);
-            let mut chars = line.chars().peekable();
-            while let Some(c) = chars.next() {
-                if quoted {
-                    if c == '"' && chars.peek() == Some(&'"') {
-                        field.push('"');
-                        chars.next();
-                    } else if c == '"' {
-                        quoted = false;
-                    } else {
-                        field.push(c);
-                    }
-                } else if c == '"' && at_start {
-                    (quoted, at_start) = (true, false);
-                } else if c == delimiter {
-                    fields.push(std::mem::take(&mut field));
-                    at_start = true;
-                } else {
-                    field.push(c);
-                    at_start = false;
-                }
-            }
-            fields.push(field);
-            (!quoted).then_some(fields)
-        }
-        let alphabet = ['a', ',', '"', ';', 'é'];
-        let mut lines = vec![String::new()];
-        let mut fields = Vec::new();
-        for _ in 0..6 {
-            lines = lines
-                .iter()
-                .flat_map(|l| alphabet.iter().map(move |c| format!("{l}{c}")))
-                .collect();
-            for line in &lines {
-                for delimiter in [',', 'é'] {
-                    let expected = plain(line, delimiter);
-                    let ok = split_into(line, delimiter, &mut fields);
-                    assert_eq!(
-                        ok.then(|| fields.clone()),
-                        expected,
-                        "{line:?} {delimiter:?}"
-                    );
-                }
-            }
-        }
     }
 }

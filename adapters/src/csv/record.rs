@@ -62,7 +62,7 @@ pub(crate) fn value(text: &str) -> punctual_core::Value {
 /// it marks.
 pub(crate) struct Record<'a> {
     pub(crate) header: &'a [String],
-    pub(crate) fields: &'a [String],
+    pub(crate) fields: super::split::Fields<'a>,
     pub(crate) keep: Option<&'a [bool]>,
 }
 
@@ -70,7 +70,7 @@ impl<'de> Deserializer<'de> for Record<'_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        let pairs = self.header.iter().zip(self.fields);
+        let pairs = self.header.iter().zip(self.fields.iter());
         match self.keep {
             None => visitor.visit_map(Fields { pairs, value: None }),
             Some(keep) => visitor.visit_map(Fields {
@@ -93,7 +93,7 @@ struct Fields<'a, I> {
     value: Option<&'a str>,
 }
 
-impl<'de, 'a, I: Iterator<Item = (&'a String, &'a String)>> MapAccess<'de> for Fields<'a, I> {
+impl<'de, 'a, I: Iterator<Item = (&'a String, &'a str)>> MapAccess<'de> for Fields<'a, I> {
     type Error = Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
@@ -164,6 +164,7 @@ impl<'de> Deserializer<'de> for Field<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::split::Split;
     use super::*;
     use punctual_core::Row;
     use serde::Deserialize;
@@ -190,10 +191,12 @@ mod tests {
     #[test]
     fn a_record_is_what_its_payload_type_asks_for() {
         let header = ["code", "n", "x", "ok", "note"].map(String::from);
-        let fields = ["007", "3", "2.5", "true", ""].map(String::from);
+        let line = "007,3,2.5,true,";
+        let mut split = Split::default();
+        assert!(split.read(line, ','));
         let record = || Record {
             header: &header,
-            fields: &fields,
+            fields: split.fields(line),
             keep: None,
         };
         let row = Row::deserialize(record()).unwrap();
@@ -273,11 +276,13 @@ mod tests {
     #[test]
     fn a_record_with_columns_kept_is_those_fields_only() {
         let header = ["code", "n", "x"].map(String::from);
-        let fields = ["007", "3", "not a number"].map(String::from);
+        let line = r#"007,3,"not a number""#;
+        let mut split = Split::default();
+        assert!(split.read(line, ','));
         let keep = [false, true, false];
         let record = Record {
             header: &header,
-            fields: &fields,
+            fields: split.fields(line),
             keep: Some(&keep),
         };
         assert_eq!(Row::deserialize(record).unwrap(), Row::new().with("n", 3));
