@@ -36,6 +36,53 @@ static INDEX: [u16; CHUNK] = {
     index
 };
 
+/// Points gathered for the bulk loop ([`Ingress::enqueue_items`]): pairs, whose payloads the
+/// loop copies (no drop glue), or columns, whose payloads it moves out.
+trait Gathered<P> {
+    /// Adds a point; how many are gathered now.
+    fn push(&mut self, t: Time, payload: P) -> usize;
+    /// The points gathered through the bulk loop; leaves none.
+    fn enqueue(
+        &mut self,
+        ingress: &mut Ingress<P>,
+        summary: &mut EnqueueSummary,
+        out: &mut IngressOutput<P>,
+    ) -> Result<(), Error>;
+}
+
+impl<P: Clone + PartialEq> Gathered<P> for Vec<(Time, P)> {
+    fn push(&mut self, t: Time, payload: P) -> usize {
+        Vec::push(self, (t, payload));
+        self.len()
+    }
+
+    fn enqueue(
+        &mut self,
+        ingress: &mut Ingress<P>,
+        summary: &mut EnqueueSummary,
+        out: &mut IngressOutput<P>,
+    ) -> Result<(), Error> {
+        ingress.enqueue_chunk(self, summary, out)
+    }
+}
+
+impl<P: Clone + PartialEq> Gathered<P> for (Vec<Time>, Vec<Option<P>>) {
+    fn push(&mut self, t: Time, payload: P) -> usize {
+        self.0.push(t);
+        self.1.push(Some(payload));
+        self.0.len()
+    }
+
+    fn enqueue(
+        &mut self,
+        ingress: &mut Ingress<P>,
+        summary: &mut EnqueueSummary,
+        out: &mut IngressOutput<P>,
+    ) -> Result<(), Error> {
+        ingress.enqueue_moved(self, summary, out)
+    }
+}
+
 impl<P: Clone + PartialEq> Ingress<P> {
     /// Enqueues items in arrival order, with the same result as [`Ingress::enqueue`] for each
     /// (CTIs generated between them included), and counts what became of them: the way an
@@ -69,22 +116,18 @@ impl<P: Clone + PartialEq> Ingress<P> {
         out: &mut IngressOutput<P>,
     ) -> Result<EnqueueSummary, Error> {
         let mut summary = EnqueueSummary::default();
+        let items = items.into_iter();
         if std::mem::needs_drop::<P>() {
-            let (mut times, mut payloads) = std::mem::take(&mut self.moving);
-            let result = self.enqueue_items_moved(
-                items.into_iter(),
-                (&mut times, &mut payloads),
-                &mut summary,
-                out,
-            );
-            times.clear();
-            payloads.clear();
-            self.moving = (times, payloads);
+            let mut columns = std::mem::take(&mut self.moving);
+            let result = self.enqueue_items_in_runs(items, &mut columns, &mut summary, out);
+            columns.0.clear();
+            columns.1.clear();
+            self.moving = columns;
             return result.map(|()| summary);
         }
         let mut chunk = std::mem::take(&mut self.scratch);
         chunk.clear();
-        let result = self.enqueue_items_in_runs(items.into_iter(), &mut chunk, &mut summary, out);
+        let result = self.enqueue_items_in_runs(items, &mut chunk, &mut summary, out);
         chunk.clear();
         self.scratch = chunk;
         result.map(|()| summary)
@@ -139,12 +182,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
         self.enqueue_items(items, out)
     }
 
-    /// Points gathered into `chunk` (moved out of their items) and taken by the bulk loop a
-    /// chunk at a time; any other item ends the chunk and takes the general path.
+    /// Points gathered (moved out of their items) and taken by the bulk loop a chunk at a
+    /// time; any other item ends the chunk and takes the general path.
     fn enqueue_items_in_runs(
         &mut self,
         items: impl Iterator<Item = StreamItem<P>>,
-        chunk: &mut Vec<(Time, P)>,
+        gathered: &mut impl Gathered<P>,
         summary: &mut EnqueueSummary,
         out: &mut IngressOutput<P>,
     ) -> Result<(), Error> {
@@ -154,57 +197,26 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     kind: EventKind::Point(t),
                     payload,
                 }) => {
-                    chunk.push((t, payload));
-                    if chunk.len() == CHUNK {
-                        self.enqueue_chunk(chunk, summary, out)?;
+                    if gathered.push(t, payload) == CHUNK {
+                        gathered.enqueue(self, summary, out)?;
                     }
                 }
                 other => {
-                    self.enqueue_chunk(chunk, summary, out)?;
+                    gathered.enqueue(self, summary, out)?;
                     summary.record(self.enqueue(other, out))?;
                 }
             }
         }
-        self.enqueue_chunk(chunk, summary, out)
-    }
-
-    /// [`Ingress::enqueue_items_in_runs`] for payloads with drop glue: the points are gathered
-    /// as columns and the bulk loop moves each payload out as it reads it (a copy and a drop
-    /// of the original would cost, for a row of text, two atomic operations per text field).
-    fn enqueue_items_moved(
-        &mut self,
-        items: impl Iterator<Item = StreamItem<P>>,
-        (times, payloads): (&mut Vec<Time>, &mut Vec<Option<P>>),
-        summary: &mut EnqueueSummary,
-        out: &mut IngressOutput<P>,
-    ) -> Result<(), Error> {
-        for item in items {
-            match item {
-                StreamItem::Insert(Event {
-                    kind: EventKind::Point(t),
-                    payload,
-                }) => {
-                    times.push(t);
-                    payloads.push(Some(payload));
-                    if times.len() == CHUNK {
-                        self.enqueue_moved(times, payloads, summary, out)?;
-                    }
-                }
-                other => {
-                    self.enqueue_moved(times, payloads, summary, out)?;
-                    summary.record(self.enqueue(other, out))?;
-                }
-            }
-        }
-        self.enqueue_moved(times, payloads, summary, out)
+        gathered.enqueue(self, summary, out)
     }
 
     /// The points of the columns through the bulk loop, each payload moved out as the loop
-    /// reads it (once, in order: see [`Ingress::enqueue_point_run`]); leaves them empty.
+    /// reads it (once, in order: see [`Ingress::enqueue_point_run`]); leaves them empty. (A
+    /// copy and a drop of the original would cost, for a row of text, two atomic operations
+    /// per text field.)
     fn enqueue_moved(
         &mut self,
-        times: &mut Vec<Time>,
-        payloads: &mut Vec<Option<P>>,
+        (times, payloads): &mut (Vec<Time>, Vec<Option<P>>),
         summary: &mut EnqueueSummary,
         out: &mut IngressOutput<P>,
     ) -> Result<(), Error> {
