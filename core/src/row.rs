@@ -21,9 +21,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 use crate::ops::fxhash::FxHasher;
 
 mod codec;
+mod field_ref;
 mod schema;
 mod text;
 
+pub use field_ref::FieldRef;
 pub use schema::{DuplicateField, Schema};
 pub use text::Text;
 

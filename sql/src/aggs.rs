@@ -2,23 +2,23 @@
 //! `TopOne() OVER (ORDER BY ...)`, over expressions of each member.
 
 use punctual_core::ops::{compare_values, Aggregate};
-use punctual_core::{Row, Schema, Time, Value};
+use punctual_core::{Row, Schema, Value};
 
-use crate::eval::{Ctx, E};
+use crate::eval::RowExpr;
 
 /// One aggregate of a query.
 #[derive(Clone, Debug)]
 pub(crate) enum AggFn {
     CountStar,
-    Count(E),
-    Sum(E),
-    Avg(E),
-    Min(E),
-    Max(E),
+    Count(RowExpr),
+    Sum(RowExpr),
+    Avg(RowExpr),
+    Min(RowExpr),
+    Max(RowExpr),
     /// The member first by the order (descending if `true`), as a record.
-    TopOne(E, bool),
+    TopOne(RowExpr, bool),
     /// The first `k` members by the order, as a list of `{rank, value}` records.
-    CollectTop(usize, E, bool),
+    CollectTop(usize, RowExpr, bool),
 }
 
 impl AggFn {
@@ -55,10 +55,6 @@ pub(crate) struct AggStates {
 impl AggStates {
     fn iter(&self) -> impl Iterator<Item = &AggState> {
         self.head.iter().chain(&self.tail)
-    }
-
-    fn iter_mut(&mut self) -> impl Iterator<Item = &mut AggState> {
-        self.head.iter_mut().chain(&mut self.tail)
     }
 }
 
@@ -102,20 +98,88 @@ pub(crate) fn slots(n: usize) -> Schema {
     Schema::new((0..n).map(|i| i.to_string())).unwrap_or_else(|_| Schema::empty())
 }
 
-fn eval(e: &E, row: &Row) -> Value {
-    e.eval(&cx(row))
-}
-
-fn cx(row: &Row) -> Ctx<'_> {
-    Ctx::row(row, Time::NEG_INF)
-}
-
 /// What a value adds to a sum: an integer, a float, or nothing.
 fn sum_term(v: &Value) -> Option<Result<i64, f64>> {
     match *v {
         Value::Int(i) => Some(Ok(i)),
         Value::Float(f) => Some(Err(f)),
         _ => None,
+    }
+}
+
+/// Adds `row` to one aggregate's state.
+#[inline(always)]
+fn add_one(f: &AggFn, st: &mut AggState, row: &Row) {
+    match (f, st) {
+        (AggFn::CountStar, AggState::Count(n)) => *n += 1,
+        (AggFn::Count(e), AggState::Count(n)) if !e.with(row, |v| matches!(v, Value::Null)) => {
+            *n += 1;
+        }
+        (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => match e.with(row, sum_term) {
+            Some(Ok(v)) => {
+                *x += v as f64;
+                *n += 1;
+                match i.checked_add(v) {
+                    Some(s) => *i = s,
+                    None => *all_int = false,
+                }
+            }
+            Some(Err(v)) => {
+                *x += v;
+                *n += 1;
+                *all_int = false;
+            }
+            None => {}
+        },
+        (AggFn::Avg(e), AggState::Avg(x, n)) => {
+            if let Some(v) = e.with(row, Value::as_f64) {
+                *x += v;
+                *n += 1;
+            }
+        }
+        (AggFn::Min(e) | AggFn::Max(e), AggState::Extremum(cur)) => e.with(row, |v| {
+            if matches!(v, Value::Null) {
+                return;
+            }
+            let min = matches!(f, AggFn::Min(_));
+            let better = match cur {
+                None => true,
+                Some(c) => {
+                    compare_values(v, c).is_some_and(|o| if min { o.is_lt() } else { o.is_gt() })
+                }
+            };
+            if better {
+                *cur = Some(v.clone());
+            }
+        }),
+        (AggFn::TopOne(e, desc), AggState::Top(cur)) => e.with(row, |v| {
+            let better =
+                match cur {
+                    None => true,
+                    // Ties keep the first member.
+                    Some(top) => compare_values(v, &top.0).is_some_and(|o| {
+                        if *desc {
+                            o.is_gt()
+                        } else {
+                            o.is_lt()
+                        }
+                    }),
+                };
+            if better {
+                *cur = Some(Box::new((v.clone(), row.clone())));
+            }
+        }),
+        (AggFn::CollectTop(k, e, desc), AggState::Tops(tops)) => e.with(row, |v| {
+            // After every member it comes after (ties keep the first first).
+            let at = tops.partition_point(|(c, _)| {
+                compare_values(v, c).is_none_or(|o| if *desc { o.is_le() } else { o.is_ge() })
+            });
+            if at < *k {
+                tops.insert(at, (v.clone(), row.clone()));
+                tops.truncate(*k);
+            }
+        }),
+        _ => {}
     }
 }
 
@@ -128,88 +192,22 @@ impl Aggregate<Row> for SqlAggs {
     }
 
     fn add(&self, state: &mut AggStates, row: &Row) {
-        for (f, st) in self.fns.iter().zip(state.iter_mut()) {
-            match (f, st) {
-                (AggFn::CountStar, AggState::Count(n)) => *n += 1,
-                (AggFn::Count(e), AggState::Count(n))
-                    if !e.with(&cx(row), |v| matches!(v, Value::Null)) =>
-                {
-                    *n += 1;
+        // Unrolled for the usual one or two aggregates (a loop over the head and the tail
+        // cost more per row than the aggregates themselves).
+        match (&self.fns[..], &mut state.head) {
+            ([f], [a, _]) => add_one(f, a, row),
+            ([f, g], [a, b]) => {
+                add_one(f, a, row);
+                add_one(g, b, row);
+            }
+            (fns, head) => {
+                let (first, rest) = fns.split_at(fns.len().min(2));
+                for (f, st) in first.iter().zip(head) {
+                    add_one(f, st, row);
                 }
-                (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => {
-                    match e.with(&cx(row), sum_term) {
-                        Some(Ok(v)) => {
-                            *x += v as f64;
-                            *n += 1;
-                            match i.checked_add(v) {
-                                Some(s) => *i = s,
-                                None => *all_int = false,
-                            }
-                        }
-                        Some(Err(v)) => {
-                            *x += v;
-                            *n += 1;
-                            *all_int = false;
-                        }
-                        None => {}
-                    }
+                for (f, st) in rest.iter().zip(&mut state.tail) {
+                    add_one(f, st, row);
                 }
-                (AggFn::Avg(e), AggState::Avg(x, n)) => {
-                    if let Some(v) = e.with(&cx(row), Value::as_f64) {
-                        *x += v;
-                        *n += 1;
-                    }
-                }
-                (AggFn::Min(e) | AggFn::Max(e), AggState::Extremum(cur)) => {
-                    let v = eval(e, row);
-                    if matches!(v, Value::Null) {
-                        continue;
-                    }
-                    let min = matches!(f, AggFn::Min(_));
-                    let better = match cur {
-                        None => true,
-                        Some(c) => compare_values(&v, c).is_some_and(|o| {
-                            if min {
-                                o.is_lt()
-                            } else {
-                                o.is_gt()
-                            }
-                        }),
-                    };
-                    if better {
-                        *cur = Some(v);
-                    }
-                }
-                (AggFn::TopOne(e, desc), AggState::Top(cur)) => {
-                    let v = eval(e, row);
-                    let better = match cur {
-                        None => true,
-                        // Ties keep the first member.
-                        Some(top) => compare_values(&v, &top.0).is_some_and(|o| {
-                            if *desc {
-                                o.is_gt()
-                            } else {
-                                o.is_lt()
-                            }
-                        }),
-                    };
-                    if better {
-                        *cur = Some(Box::new((v, row.clone())));
-                    }
-                }
-                (AggFn::CollectTop(k, e, desc), AggState::Tops(tops)) => {
-                    let v = eval(e, row);
-                    // After every member it comes after (ties keep the first first).
-                    let at = tops.partition_point(|(c, _)| {
-                        compare_values(&v, c)
-                            .is_none_or(|o| if *desc { o.is_le() } else { o.is_ge() })
-                    });
-                    if at < *k {
-                        tops.insert(at, (v, row.clone()));
-                        tops.truncate(*k);
-                    }
-                }
-                _ => {}
             }
         }
     }

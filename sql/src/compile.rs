@@ -10,7 +10,7 @@ use punctual_core::{field_name, Order, Row, Schema, Time, TimeSpan, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
 use crate::ast::*;
-use crate::eval::{Ctx, E};
+use crate::eval::{Ctx, RowExpr, E};
 use crate::join::JoinParts;
 use crate::lower::{compile, constant, Grouping};
 use crate::scope::{canonical, err, walk, Scope};
@@ -623,22 +623,20 @@ fn grouped_by<O: Order>(
     (key_exprs, key_slots): (Vec<E>, Schema),
     aggs: SqlAggs,
 ) -> Stream<Group> {
+    let key_exprs: Vec<RowExpr> = key_exprs.into_iter().map(RowExpr::new).collect();
     match key_exprs.len() {
         0 | 1 => windowed
             .group_by(move |r: &Row| {
-                key_exprs.first().map_or(Value::Null, |k| {
-                    k.with(&Ctx::row(r, Time::NEG_INF), Value::clone)
-                })
+                key_exprs
+                    .first()
+                    .map_or(Value::Null, |k| k.with(r, Value::clone))
             })
             .aggregate_into(aggs, move |k: &Value, aggs| Group {
                 keys: key_slots.row([k.clone()]),
                 aggs,
             }),
         _ => windowed
-            .group_by(move |r: &Row| {
-                let cx = Ctx::row(r, Time::NEG_INF);
-                key_exprs.iter().map(|k| k.eval(&cx)).collect::<Vec<_>>()
-            })
+            .group_by(move |r: &Row| key_exprs.iter().map(|k| k.eval(r)).collect::<Vec<_>>())
             .aggregate_into(aggs, move |k: &Vec<Value>, aggs| Group {
                 keys: key_slots.row(k.iter().cloned()),
                 aggs,

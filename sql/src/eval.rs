@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 use punctual_core::ops::compare_values;
 use std::sync::Arc;
 
+use punctual_core::row::FieldRef;
 use punctual_core::{field_name, Row, Time, Value};
 
 use crate::ast::{BinOp, SqlType};
@@ -121,25 +122,41 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// A path into a row: field names (shared, so that a lookup compares pointers first).
-pub(crate) type Path = Vec<Arc<str>>;
+/// A path into a row: field names (shared, so that a lookup compares pointers first), the
+/// last of which remembers where it was found (see [`FieldRef`]): a path is read from rows
+/// of one schema, or of a few.
+#[derive(Clone, Debug)]
+pub(crate) struct Path {
+    names: Vec<Arc<str>>,
+    last: FieldRef,
+}
+
+impl std::ops::Deref for Path {
+    type Target = [Arc<str>];
+
+    fn deref(&self) -> &[Arc<str>] {
+        &self.names
+    }
+}
 
 /// The path of these names.
 pub(crate) fn path<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Path {
-    names.into_iter().map(|n| field_name(n.as_ref())).collect()
+    let names: Vec<Arc<str>> = names.into_iter().map(|n| field_name(n.as_ref())).collect();
+    let last = FieldRef::new(names.last().map_or_else(|| field_name(""), Arc::clone));
+    Path { names, last }
 }
 
 /// The value at `path`: a field of the row, of one of a pair's rows, or nested in either.
 #[inline(always)]
-fn lookup<'r>(cx: &Ctx<'r>, path: &[Arc<str>]) -> Option<&'r Value> {
-    match (path, cx.pair) {
+fn lookup<'r>(cx: &Ctx<'r>, path: &Path) -> Option<&'r Value> {
+    match (&path.names[..], cx.pair) {
         // The common case, inline: a field of the row.
-        ([name], None) => cx.row.field(name),
-        ([first, second], Some((names, [a, b]))) => {
+        ([_], None) => cx.row.field_ref(&path.last),
+        ([first, _], Some((names, [a, b]))) => {
             if Arc::ptr_eq(&names[0], first) {
-                a.field(second)
+                a.field_ref(&path.last)
             } else if Arc::ptr_eq(&names[1], first) {
-                b.field(second)
+                b.field_ref(&path.last)
             } else {
                 lookup_path(cx, path)
             }
@@ -319,6 +336,41 @@ fn not(v: Value) -> Value {
     }
 }
 
+/// An expression evaluated over one row alone (an aggregate's argument, a group key): a
+/// field of the row is read in place, with no context built per row; anything else is an
+/// [`E`] evaluated in the row's context (no time: [`Time::NEG_INF`]).
+#[derive(Clone, Debug)]
+pub(crate) enum RowExpr {
+    /// A field of the row.
+    Field(FieldRef),
+    /// Any other expression.
+    Any(E),
+}
+
+impl RowExpr {
+    pub(crate) fn new(e: E) -> RowExpr {
+        match e {
+            E::Field(path) if path.len() == 1 => RowExpr::Field(path.last),
+            e => RowExpr::Any(e),
+        }
+    }
+
+    /// Applies `f` to the expression's value over `row` (by reference for a field).
+    #[inline(always)]
+    pub(crate) fn with<T>(&self, row: &Row, f: impl FnOnce(&Value) -> T) -> T {
+        static NULL: Value = Value::Null;
+        match self {
+            RowExpr::Field(field) => f(row.field_ref(field).unwrap_or(&NULL)),
+            RowExpr::Any(e) => e.with(&Ctx::row(row, Time::NEG_INF), f),
+        }
+    }
+
+    /// The expression's value over `row`.
+    pub(crate) fn eval(&self, row: &Row) -> Value {
+        self.with(row, Value::clone)
+    }
+}
+
 impl E {
     /// Whether the expression can be evaluated over a pair of joined rows ([`Ctx::pair`]):
     /// it reads fields of the sources (paths of two names or more), not a source's whole
@@ -385,9 +437,9 @@ impl E {
         ) = (self, cx.pair)
         {
             if let (E::Field(path), E::Lit(v)) = (&**a, &**b) {
-                if let [name] = &path[..] {
+                if path.len() == 1 {
                     static NULL: Value = Value::Null;
-                    return compared(*op, cx.row.field(name).unwrap_or(&NULL), v);
+                    return compared(*op, cx.row.field_ref(&path.last).unwrap_or(&NULL), v);
                 }
             }
         }
@@ -443,7 +495,11 @@ impl E {
                     }
                     _ => compare(*op, a, b),
                 };
-                a.with(cx, |a| b.with(cx, |b| apply(a, b)))
+                match (a.peek(cx), b.peek(cx)) {
+                    // Two fields or literals (the usual case): read in place, no closures.
+                    (Some(a), Some(b)) => apply(a, b),
+                    _ => a.with(cx, |a| b.with(cx, |b| apply(a, b))),
+                }
             }
             E::IsNull(e, negated) => Value::Bool(matches!(e.eval(cx), Value::Null) != *negated),
             E::Between(e, lo, hi, negated) => {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use punctual_core::ops::Stream;
 use punctual_core::{Row, Schema, Time, Value};
 
-use crate::eval::{Ctx, E};
+use crate::eval::{Ctx, RowExpr, E};
 use crate::stream::Rows;
 use crate::RowStream;
 
@@ -76,9 +76,11 @@ impl JoinParts {
             ..
         } = self;
         let empty = Row::new();
+        // One list of the conditions (a chain of two was walked for every pair).
+        let conditions: Vec<E> = rest.into_iter().chain(filter).collect();
         join(left, right, kl, kr, move |a, b| {
             let cx = Ctx::pair(&names, [a, b], &empty);
-            let keep = rest.iter().chain(&filter).all(|c| c.holds(&cx));
+            let keep = conditions.iter().all(|c| c.holds(&cx));
             keep.then(|| schema.row(columns.iter().map(|c| c.with(&cx, Value::clone))))
         })
     }
@@ -92,6 +94,8 @@ fn join<C>(left: RowStream, right: Stream<Row>, kl: Vec<E>, kr: Vec<E>, combine:
 where
     C: Fn(&Row, &Row) -> Option<Row> + Clone + Send + 'static,
 {
+    let kl: Vec<RowExpr> = kl.into_iter().map(RowExpr::new).collect();
+    let kr: Vec<RowExpr> = kr.into_iter().map(RowExpr::new).collect();
     let left = if kl.is_empty() {
         left
     } else {
@@ -107,15 +111,12 @@ where
     match (&kl[..], &kr[..]) {
         ([l], [r]) => {
             let (l, r) = (l.clone(), r.clone());
-            let key = |e: E| move |row: &Row| e.with(&Ctx::row(row, Time::NEG_INF), Value::clone);
+            let key = |e: RowExpr| move |row: &Row| e.with(row, Value::clone);
             left.join(&right, key(l), key(r), combine)
         }
         _ => {
-            let key = |keys: Vec<E>| {
-                move |row: &Row| {
-                    let cx = Ctx::row(row, Time::NEG_INF);
-                    keys.iter().map(|k| k.eval(&cx)).collect::<Vec<Value>>()
-                }
+            let key = |keys: Vec<RowExpr>| {
+                move |row: &Row| keys.iter().map(|k| k.eval(row)).collect::<Vec<Value>>()
             };
             left.join(&right, key(kl), key(kr), combine)
         }
@@ -123,8 +124,10 @@ where
 }
 
 /// Whether none of the row's `keys` is `NULL` (a row with one is left out before the join).
-fn has_no_null(row: &Row, keys: &[E]) -> bool {
-    let cx = Ctx::row(row, Time::NEG_INF);
-    keys.iter()
-        .all(|k| !k.with(&cx, |v| matches!(v, Value::Null)))
+fn has_no_null(row: &Row, keys: &[RowExpr]) -> bool {
+    let null = |k: &RowExpr| k.with(row, |v| matches!(v, Value::Null));
+    match keys {
+        [k] => !null(k),
+        keys => !keys.iter().any(null),
+    }
 }

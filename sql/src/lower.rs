@@ -5,7 +5,7 @@ use punctual_core::Value;
 
 use crate::aggs::AggFn;
 use crate::ast::*;
-use crate::eval::{Func, E};
+use crate::eval::{Func, RowExpr, E};
 use crate::scope::{canonical, err, walk, Scope};
 use crate::SqlError;
 
@@ -122,9 +122,9 @@ pub(crate) fn compile(
                         ),
                     ));
                 };
-                let member = |x: &Expr| compile(x, scope, None, false);
+                let member = |x: &Expr| compile(x, scope, None, false).map(RowExpr::new);
                 let lower = name.name.to_ascii_lowercase();
-                let one = |args: &[Expr]| -> Result<E, SqlError> {
+                let one = |args: &[Expr]| -> Result<RowExpr, SqlError> {
                     match args {
                         [a] => {
                             let mut inner = false;

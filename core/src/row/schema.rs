@@ -42,9 +42,15 @@ enum Names {
 
 pub(crate) struct SchemaData {
     names: Vec<Arc<str>>,
+    /// The interned schema's number (from 1), or 0 for a schema that is not interned (the
+    /// empty one, a counted one): what a [`FieldRef`](super::FieldRef) remembers.
+    id: u32,
 }
 
-static EMPTY: SchemaData = SchemaData { names: Vec::new() };
+static EMPTY: SchemaData = SchemaData {
+    names: Vec::new(),
+    id: 0,
+};
 
 /// A schema given the same name twice.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,6 +120,13 @@ impl Schema {
         }
     }
 
+    /// The interned schema's number (from 1; unique for the process), or 0 if it is not
+    /// interned.
+    #[inline]
+    pub(crate) fn id(&self) -> u32 {
+        self.data().id
+    }
+
     /// The names, in order.
     #[inline]
     pub fn names(&self) -> &[Arc<str>] {
@@ -135,10 +148,10 @@ impl Schema {
     #[inline]
     pub fn position(&self, name: &Arc<str>) -> Option<usize> {
         let names = self.names();
-        names
-            .iter()
-            .position(|k| Arc::ptr_eq(k, name))
-            .or_else(|| names.iter().position(|k| **k == **name))
+        match names.iter().position(|k| Arc::ptr_eq(k, name)) {
+            Some(i) => Some(i),
+            None => position_by_text(names, name),
+        }
     }
 
     /// Where the field named `name` is.
@@ -159,6 +172,15 @@ impl Schema {
     pub fn same(&self, other: &Schema) -> bool {
         std::ptr::eq(self.data(), other.data())
     }
+}
+
+/// Where a name that is not one of `names`' shared names is, by its text: out of line, so
+/// that the usual lookup (a shared name, found by pointer) is a short loop inlined where a
+/// field is read.
+#[cold]
+#[inline(never)]
+fn position_by_text(names: &[Arc<str>], name: &Arc<str>) -> Option<usize> {
+    names.iter().position(|k| **k == **name)
 }
 
 impl PartialEq for Schema {
@@ -190,12 +212,17 @@ fn global(names: &[Arc<str>]) -> Schema {
     if let Some(d) = schemas.get(names) {
         return Schema(Names::Static(d));
     }
+    if schemas.len() >= MAX_SCHEMAS {
+        return Schema(Names::Counted(Arc::new(SchemaData {
+            names: names.to_vec(),
+            id: 0,
+        })));
+    }
+    // Numbered from 1 in the order they are interned (below `MAX_SCHEMAS`: fits).
     let data = SchemaData {
         names: names.to_vec(),
+        id: u32::try_from(schemas.len() + 1).unwrap_or(0),
     };
-    if schemas.len() >= MAX_SCHEMAS {
-        return Schema(Names::Counted(Arc::new(data)));
-    }
     let data: &'static SchemaData = Box::leak(Box::new(data));
     schemas.insert(names.to_vec(), data);
     Schema(Names::Static(data))
