@@ -14,6 +14,7 @@ pub mod checkpoint;
 pub mod clock;
 pub mod context;
 pub mod csv;
+mod digits;
 pub mod error;
 pub mod jsonl;
 #[cfg(feature = "kafka")]

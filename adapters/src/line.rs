@@ -396,33 +396,31 @@ impl TimeFormat {
 
     /// A time from text (a CSV field).
     pub fn read_text(self, text: &str) -> Result<Time, String> {
-        let text = text.trim();
+        let text = crate::digits::trim(text);
         let number = |what: &str| {
             text.parse::<f64>()
                 .map_err(|_| format!("`{text}` is not {what}"))
         };
         match self {
-            TimeFormat::Auto => text
-                .parse::<i64>()
+            TimeFormat::Auto => crate::digits::parse_i64(text)
                 .map(Time::from_ticks)
                 .or_else(|_| Time::parse_rfc3339(text).map_err(|e| e.to_string())),
             TimeFormat::Rfc3339 => Time::parse_rfc3339(text).map_err(|e| e.to_string()),
-            TimeFormat::EpochMs => match text.parse::<i64>() {
+            TimeFormat::EpochMs => match crate::digits::parse_i64(text) {
                 Ok(ms) => ms
                     .checked_mul(10_000)
                     .map(Time::from_ticks)
                     .ok_or_else(|| format!("{ms} ms is out of the range of times")),
                 Err(_) => Self::scaled(number("a number of milliseconds")?, 1e4),
             },
-            TimeFormat::EpochS => match text.parse::<i64>() {
+            TimeFormat::EpochS => match crate::digits::parse_i64(text) {
                 Ok(s) => s
                     .checked_mul(10_000_000)
                     .map(Time::from_ticks)
                     .ok_or_else(|| format!("{s} s is out of the range of times")),
                 Err(_) => Self::scaled(number("a number of seconds")?, 1e7),
             },
-            TimeFormat::Ticks => text
-                .parse::<i64>()
+            TimeFormat::Ticks => crate::digits::parse_i64(text)
                 .map(Time::from_ticks)
                 .map_err(|_| format!("`{text}` is not a whole number of ticks")),
         }
