@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use punctual_core::ops::{AnyStream, Stream, Ungrouped, Windowed};
+use punctual_core::ops::{AnyStream, Payload, Stream, Ungrouped, Windowed};
 use punctual_core::{field_name, Order, Row, Schema, Time, TimeSpan, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
@@ -546,50 +546,82 @@ impl Compiler<'_> {
             None => None,
         };
         let aggs = SqlAggs::new(grouping.aggs);
+        let select_reads_time = items.iter().any(E::reads_time);
         let key_slots = crate::aggs::slots(key_exprs.len().max(1));
-        let keys = (key_exprs, key_slots);
-        let mut groups = match window {
-            WindowSql::Tumbling { size, offset } => {
-                hopping(&stream, size, size, offset, keys, aggs)
-            }
-            WindowSql::Hopping { size, hop, offset } => {
-                hopping(&stream, size, hop, offset, keys, aggs)
-            }
-            WindowSql::Sliding { size } => grouped_by(
-                stream.ordered().alter_duration(size).snapshot_window(),
-                keys,
-                aggs,
-            ),
-            WindowSql::Snapshot => grouped_by(stream.ordered().snapshot_window(), keys, aggs),
-        };
-        if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {
-            // A result at each moment the window's contents change.
-            groups = groups.to_point_events();
-        }
-        if let Some(h) = having {
-            let empty = Row::new();
-            groups = groups.filter(move |g| {
-                h.holds(&Ctx {
-                    row: &empty,
-                    pair: None,
-                    time: Time::NEG_INF,
-                    keys: g.keys.values(),
-                    aggs: g.aggs.values(),
-                })
-            });
-        }
-        let empty = Row::new();
         let schema = Schema::new(&names).map_err(|e| err(s.pos, e.to_string()))?;
-        let stream = groups.map_with_time(move |t, g| {
+        let empty = Row::new();
+        // The select's row of a group's keys and aggregates, at time `t`.
+        let select = move |t: Time, keys: &[Value], aggs: &[Value]| {
             let cx = Ctx {
                 row: &empty,
                 pair: None,
                 time: t,
-                keys: g.keys.values(),
-                aggs: g.aggs.values(),
+                keys,
+                aggs,
             };
             schema.row(items.iter().map(|e| e.with(&cx, Value::clone)))
-        });
+        };
+        let stream = match window {
+            // With no HAVING and no System.Timestamp(), the select's row is made as each
+            // group's aggregates are (no row of keys, no row of aggregates, no pass after).
+            WindowSql::Tumbling { size, offset } | WindowSql::Hopping { size, offset, .. }
+                if having.is_none() && !select_reads_time =>
+            {
+                let hop = match window {
+                    WindowSql::Hopping { hop, .. } => hop,
+                    _ => size,
+                };
+                hopping(
+                    &stream,
+                    size,
+                    hop,
+                    offset,
+                    key_exprs,
+                    aggs,
+                    move |k, aggs: Row| select(Time::NEG_INF, k, aggs.values()),
+                )
+            }
+            _ => {
+                let group = move |k: &[Value], aggs: Row| Group {
+                    keys: key_slots.row(k.iter().cloned()),
+                    aggs,
+                };
+                let mut groups = match window {
+                    WindowSql::Tumbling { size, offset } => {
+                        hopping(&stream, size, size, offset, key_exprs, aggs, group)
+                    }
+                    WindowSql::Hopping { size, hop, offset } => {
+                        hopping(&stream, size, hop, offset, key_exprs, aggs, group)
+                    }
+                    WindowSql::Sliding { size } => grouped_by(
+                        stream.ordered().alter_duration(size).snapshot_window(),
+                        key_exprs,
+                        aggs,
+                        group,
+                    ),
+                    WindowSql::Snapshot => {
+                        grouped_by(stream.ordered().snapshot_window(), key_exprs, aggs, group)
+                    }
+                };
+                if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {
+                    // A result at each moment the window's contents change.
+                    groups = groups.to_point_events();
+                }
+                if let Some(h) = having {
+                    let empty = Row::new();
+                    groups = groups.filter(move |g| {
+                        h.holds(&Ctx {
+                            row: &empty,
+                            pair: None,
+                            time: Time::NEG_INF,
+                            keys: g.keys.values(),
+                            aggs: g.aggs.values(),
+                        })
+                    });
+                }
+                groups.map_with_time(move |t, g| select(t, g.keys.values(), g.aggs.values()))
+            }
+        };
         Ok(Named {
             stream: stream.into(),
             fields: Some(names),
@@ -600,47 +632,52 @@ impl Compiler<'_> {
 
 /// Hopping windows of `size` every `hop` (aligned to `offset`) over `stream` in the order it
 /// has (their results are sorted either way), grouped and aggregated as [`grouped_by`] says.
-fn hopping(
+fn hopping<Out: Payload>(
     stream: &RowStream,
     size: TimeSpan,
     hop: TimeSpan,
     offset: TimeSpan,
-    keys: (Vec<E>, Schema),
+    keys: Vec<E>,
     aggs: SqlAggs,
-) -> Stream<Group> {
+    make: impl Fn(&[Value], Row) -> Out + Send + 'static,
+) -> Stream<Out> {
     let at = Time::from_ticks(0) + offset;
     match stream {
-        AnyStream::Ordered(s) => grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs),
-        AnyStream::Arrival(s) => grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs),
+        AnyStream::Ordered(s) => {
+            grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs, make)
+        }
+        AnyStream::Arrival(s) => {
+            grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs, make)
+        }
     }
 }
 
-/// A window's groups by `keys` (their expressions, and the schema of their values) with
-/// `aggs` over each. One key (or none) is that value, several a vector: a group of one
-/// integer key is found by indexing the window's table, as in a typed query.
-fn grouped_by<O: Order>(
+/// A window's groups by `keys` with `aggs` over each, each group's result what `make` makes
+/// of its keys' values and its aggregates. One key (or none) is that value, several a
+/// vector: a group of one integer key is found by indexing the window's table, as in a
+/// typed query.
+fn grouped_by<O: Order, Out: Payload>(
     windowed: Windowed<Row, Ungrouped, O>,
-    (key_exprs, key_slots): (Vec<E>, Schema),
+    keys: Vec<E>,
     aggs: SqlAggs,
-) -> Stream<Group> {
-    let key_exprs: Vec<RowExpr> = key_exprs.into_iter().map(RowExpr::new).collect();
-    match key_exprs.len() {
-        0 | 1 => windowed
-            .group_by(move |r: &Row| {
-                key_exprs
-                    .first()
-                    .map_or(Value::Null, |k| k.with(r, Value::clone))
-            })
-            .aggregate_into(aggs, move |k: &Value, aggs| Group {
-                keys: key_slots.row([k.clone()]),
-                aggs,
-            }),
+    make: impl Fn(&[Value], Row) -> Out + Send + 'static,
+) -> Stream<Out> {
+    let mut keys: Vec<RowExpr> = keys.into_iter().map(RowExpr::new).collect();
+    match keys.len() {
+        0 | 1 => {
+            let key = keys.pop();
+            windowed
+                .group_by(move |r: &Row| {
+                    key.as_ref()
+                        .map_or(Value::Null, |k| k.with(r, Value::clone))
+                })
+                .aggregate_into(aggs, move |k: &Value, aggs| {
+                    make(std::slice::from_ref(k), aggs)
+                })
+        }
         _ => windowed
-            .group_by(move |r: &Row| key_exprs.iter().map(|k| k.eval(r)).collect::<Vec<_>>())
-            .aggregate_into(aggs, move |k: &Vec<Value>, aggs| Group {
-                keys: key_slots.row(k.iter().cloned()),
-                aggs,
-            }),
+            .group_by(move |r: &Row| keys.iter().map(|k| k.eval(r)).collect::<Vec<_>>())
+            .aggregate_into(aggs, move |k: &Vec<Value>, aggs| make(k, aggs)),
     }
 }
 

@@ -372,6 +372,24 @@ impl RowExpr {
 }
 
 impl E {
+    /// Whether the expression reads the event's time (`System.Timestamp()`) anywhere.
+    pub(crate) fn reads_time(&self) -> bool {
+        match self {
+            E::Time => true,
+            E::Lit(_) | E::Field(_) | E::FirstOf(_) | E::Key(_) | E::Agg(_) => false,
+            E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => a.reads_time(),
+            E::Bin(_, a, b) | E::Like(a, b, _) => a.reads_time() || b.reads_time(),
+            E::Between(a, b, c, _) => a.reads_time() || b.reads_time() || c.reads_time(),
+            E::In(a, list, _) => a.reads_time() || list.iter().any(E::reads_time),
+            E::Case(subject, whens, otherwise) => {
+                subject.as_ref().is_some_and(|e| e.reads_time())
+                    || whens.iter().any(|(c, t)| c.reads_time() || t.reads_time())
+                    || otherwise.as_ref().is_some_and(|e| e.reads_time())
+            }
+            E::Call(_, args) => args.iter().any(E::reads_time),
+        }
+    }
+
     /// Whether the expression can be evaluated over a pair of joined rows ([`Ctx::pair`]):
     /// it reads fields of the sources (paths of two names or more), not a source's whole
     /// record, nor the time.
