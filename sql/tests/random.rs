@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use punctual_core::ops::{Stream, Sum, WindowOutput};
+use punctual_core::ops::{Count, Max, Min, Stream, Sum, WindowOutput};
 use punctual_core::{Batch, EventShape, Ordered, Row, StreamItem, Time, TimeSpan, Value};
 use punctual_engine::{InputOptions, Plan};
 use punctual_sql::{SqlInput, SqlQuery};
@@ -76,6 +76,24 @@ proptest! {
                 .output(WindowOutput::PointAtEnd)
                 .group_by(|r: &Row| int(r, "k"))
                 .aggregate_into(Sum::of(|r: &Row| int(r, "v") as f64), |k, total| Row::new().with("k", *k).with("total", total as i64))
+        });
+        prop_assert_eq!(segments(&sql["output"]), segments(&rust));
+    }
+
+    /// Several aggregates per key over hopping windows (the select's row made as each group's
+    /// aggregates are): the same results as the Rust query's.
+    #[test]
+    fn several_aggregates_over_hopping_windows_match_the_rust_query(items in readings(), size in 1i64..40, hop in 1i64..40) {
+        let sql = run(&format!("SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo, MAX(v) - MIN(v) AS spread FROM readings GROUP BY k, HoppingWindow(tick, {size}, {hop})"), &[("readings", items.clone())]);
+        let rust = run_rust(&items, |s| {
+            let v = |r: &Row| int(r, "v");
+            s.hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
+                .output(WindowOutput::PointAtEnd)
+                .group_by(|r: &Row| int(r, "k"))
+                .aggregate_into(((Count, Sum::of(move |r: &Row| v(r) as f64)), (Min::of(v), Max::of(v))), |k, ((n, total), (lo, hi))| {
+                    let (lo, hi) = (lo.unwrap_or_default(), hi.unwrap_or_default());
+                    Row::new().with("k", *k).with("n", n as i64).with("total", total as i64).with("lo", lo).with("spread", hi - lo)
+                })
         });
         prop_assert_eq!(segments(&sql["output"]), segments(&rust));
     }
