@@ -8,6 +8,8 @@ use crate::eval::RowExpr;
 
 /// One aggregate of a query.
 #[derive(Clone, Debug)]
+// A tag of its own (not a niche in the expression's): one load to tell the aggregate.
+#[repr(u8)]
 pub(crate) enum AggFn {
     CountStar,
     Count(RowExpr),

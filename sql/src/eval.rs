@@ -62,6 +62,7 @@ impl Func {
 
 /// A compiled expression: fields resolved to paths, aggregates and group keys to slots.
 #[derive(Clone, Debug)]
+#[repr(u8)]
 pub(crate) enum E {
     Lit(Value),
     /// A path into the row.
@@ -340,6 +341,7 @@ fn not(v: Value) -> Value {
 /// field of the row is read in place, with no context built per row; anything else is an
 /// [`E`] evaluated in the row's context (no time: [`Time::NEG_INF`]).
 #[derive(Clone, Debug)]
+#[repr(u8)]
 pub(crate) enum RowExpr {
     /// A field of the row.
     Field(FieldRef),
