@@ -225,6 +225,17 @@ fn float(x: f64) -> Value {
     }
 }
 
+/// `a op b` for an arithmetic operator or a comparison (not `AND`, `OR`).
+#[inline]
+fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
+    match op {
+        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => arith(op, a, b),
+        _ => compare(op, a, b),
+    }
+}
+
+/// `a op b` for an arithmetic operator: integers inline, the rest out of line.
+#[inline]
 fn arith(op: BinOp, a: &Value, b: &Value) -> Value {
     if let (Value::Int(x), Value::Int(y)) = (a, b) {
         let r = match op {
@@ -236,6 +247,12 @@ fn arith(op: BinOp, a: &Value, b: &Value) -> Value {
         };
         return r.map_or(Value::Null, Value::Int);
     }
+    arith_other(op, a, b)
+}
+
+/// [`arith`] of values that are not two integers.
+#[inline(never)]
+fn arith_other(op: BinOp, a: &Value, b: &Value) -> Value {
     if op == BinOp::Add {
         if let (Value::Str(x), Value::Str(y)) = (a, b) {
             return Value::from(format!("{x}{y}"));
@@ -508,19 +525,11 @@ impl E {
                 (Value::Bool(false), Value::Bool(false)) => Value::Bool(false),
                 _ => Value::Null,
             },
-            E::Bin(op, a, b) => {
-                let apply = |a: &Value, b: &Value| match op {
-                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
-                        arith(*op, a, b)
-                    }
-                    _ => compare(*op, a, b),
-                };
-                match (a.peek(cx), b.peek(cx)) {
-                    // Two fields or literals (the usual case): read in place, no closures.
-                    (Some(a), Some(b)) => apply(a, b),
-                    _ => a.with(cx, |a| b.with(cx, |b| apply(a, b))),
-                }
-            }
+            E::Bin(op, a, b) => match (a.peek(cx), b.peek(cx)) {
+                // Two fields or literals (the usual case): read in place, no closures.
+                (Some(a), Some(b)) => binary(*op, a, b),
+                _ => a.with(cx, |a| b.with(cx, |b| binary(*op, a, b))),
+            },
             E::IsNull(e, negated) => Value::Bool(matches!(e.eval(cx), Value::Null) != *negated),
             E::Between(e, lo, hi, negated) => {
                 let v = e.eval(cx);
