@@ -4,7 +4,7 @@
 use punctual_core::ops::{compare_values, Aggregate};
 use punctual_core::{Row, Schema, Value};
 
-use crate::eval::RowExpr;
+use crate::row_expr::RowExpr;
 
 /// One aggregate of a query.
 #[derive(Clone, Debug)]

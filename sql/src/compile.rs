@@ -10,9 +10,10 @@ use punctual_core::{field_name, Order, Row, Schema, Time, TimeSpan, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
 use crate::ast::*;
-use crate::eval::{Ctx, RowExpr, E};
+use crate::eval::{Ctx, E};
 use crate::join::JoinParts;
 use crate::lower::{compile, constant, Grouping};
+use crate::row_expr::{Cond, RowExpr};
 use crate::scope::{canonical, err, walk, Scope};
 use crate::stream::Rows;
 use crate::{RowStream, SqlError};
@@ -319,7 +320,8 @@ impl Compiler<'_> {
             stream = parts.joined();
         }
         if let Some(c) = filter {
-            stream = stream.filter(move |r| c.holds(&Ctx::row(r, Time::NEG_INF)));
+            let c = Cond::new(c);
+            stream = stream.filter(move |r| c.holds(r));
         }
         if grouped {
             return self.grouped(s, &scope, stream);
@@ -344,10 +346,26 @@ impl Compiler<'_> {
             })
             .collect::<Option<Vec<_>>>()
             .and_then(|names| Schema::new(names).ok());
-        let stream = stream.map_with_time(move |t, r| match &schema {
-            Some(schema) => schema.row(items.iter().filter_map(|i| column(i, r, t).map(|c| c.1))),
-            None => project(&items, r, t),
-        });
+        let columns: Option<Vec<RowExpr>> = items
+            .iter()
+            .map(|i| match i {
+                Item::Expr(_, e) => Some(RowExpr::new(e.clone())),
+                _ => None,
+            })
+            .collect();
+        let stream = match (schema, columns) {
+            // Computed columns only (the usual select list): each a field read in place or an
+            // expression, the row built from them at once.
+            (Some(schema), Some(columns)) => stream.map_with_time(move |t, r| match &columns[..] {
+                [a] => schema.row([a.value_at(r, t)]),
+                [a, b] => schema.row([a.value_at(r, t), b.value_at(r, t)]),
+                columns => schema.row(columns.iter().map(|c| c.value_at(r, t))),
+            }),
+            (Some(schema), None) => stream.map_with_time(move |t, r| {
+                schema.row(items.iter().filter_map(|i| column(i, r, t).map(|c| c.1)))
+            }),
+            (None, _) => stream.map_with_time(move |t, r| project(&items, r, t)),
+        };
         Ok(Named {
             stream,
             fields: names,

@@ -129,7 +129,7 @@ impl<'a> Ctx<'a> {
 #[derive(Clone, Debug)]
 pub(crate) struct Path {
     names: Vec<Arc<str>>,
-    last: FieldRef,
+    pub(crate) last: FieldRef,
 }
 
 impl std::ops::Deref for Path {
@@ -278,7 +278,7 @@ fn compare(op: BinOp, a: &Value, b: &Value) -> Value {
 /// without a branch on the outcome: a filter's outcome is often a coin toss, and a branch on
 /// it is mispredicted half the time.
 #[inline]
-fn compared(op: BinOp, a: &Value, b: &Value) -> bool {
+pub(crate) fn compared(op: BinOp, a: &Value, b: &Value) -> bool {
     /// `x op y` as the operator says (`NaN` equals nothing, differs from everything and has no
     /// order, as in `ordered`).
     #[inline]
@@ -351,42 +351,6 @@ fn not(v: Value) -> Value {
     match v {
         Value::Bool(b) => Value::Bool(!b),
         _ => Value::Null,
-    }
-}
-
-/// An expression evaluated over one row alone (an aggregate's argument, a group key): a
-/// field of the row is read in place, with no context built per row; anything else is an
-/// [`E`] evaluated in the row's context (no time: [`Time::NEG_INF`]).
-#[derive(Clone, Debug)]
-#[repr(u8)]
-pub(crate) enum RowExpr {
-    /// A field of the row.
-    Field(FieldRef),
-    /// Any other expression.
-    Any(E),
-}
-
-impl RowExpr {
-    pub(crate) fn new(e: E) -> RowExpr {
-        match e {
-            E::Field(path) if path.len() == 1 => RowExpr::Field(path.last),
-            e => RowExpr::Any(e),
-        }
-    }
-
-    /// Applies `f` to the expression's value over `row` (by reference for a field).
-    #[inline(always)]
-    pub(crate) fn with<T>(&self, row: &Row, f: impl FnOnce(&Value) -> T) -> T {
-        static NULL: Value = Value::Null;
-        match self {
-            RowExpr::Field(field) => f(row.field_ref(field).unwrap_or(&NULL)),
-            RowExpr::Any(e) => e.with(&Ctx::row(row, Time::NEG_INF), f),
-        }
-    }
-
-    /// The expression's value over `row`.
-    pub(crate) fn eval(&self, row: &Row) -> Value {
-        self.with(row, Value::clone)
     }
 }
 

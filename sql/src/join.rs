@@ -6,7 +6,8 @@ use std::sync::Arc;
 use punctual_core::ops::Stream;
 use punctual_core::{Row, Schema, Time, Value};
 
-use crate::eval::{Ctx, RowExpr, E};
+use crate::eval::{Ctx, E};
+use crate::row_expr::RowExpr;
 use crate::stream::Rows;
 use crate::RowStream;
 

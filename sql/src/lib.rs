@@ -88,6 +88,7 @@ mod join;
 mod lower;
 mod parse;
 mod reads;
+mod row_expr;
 mod scope;
 mod stream;
 

@@ -5,7 +5,8 @@ use punctual_core::Value;
 
 use crate::aggs::AggFn;
 use crate::ast::*;
-use crate::eval::{Func, RowExpr, E};
+use crate::eval::{Func, E};
+use crate::row_expr::RowExpr;
 use crate::scope::{canonical, err, walk, Scope};
 use crate::SqlError;
 

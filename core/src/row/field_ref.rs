@@ -76,8 +76,13 @@ impl Row {
         let id = self.schema.id();
         let seen = field.seen.load(Ordering::Relaxed);
         if id != 0 && (seen >> 32) as u32 == id {
-            // `ABSENT` is past any row's values.
-            return self.values().get(seen as u32 as usize);
+            // A position found in this schema is below its length (no need to read it: the
+            // values past it are never there or `NULL`); `ABSENT` is past any row's values.
+            let at = seen as u32 as usize;
+            return match &self.values {
+                super::Values::Inline(v) => v.get(at),
+                super::Values::Heap(v) => v.get(at),
+            };
         }
         self.field_ref_slow(field, id)
     }

@@ -1,0 +1,203 @@
+//! Expressions over one row alone, compiled to the shape they are read in: [`RowExpr`] (an
+//! aggregate's argument, a group's or a join's key, a select list's column) and [`Cond`] (a
+//! `WHERE` over one source).
+
+use punctual_core::row::FieldRef;
+use punctual_core::{Row, Time, Value};
+
+use crate::ast::BinOp;
+use crate::eval::{compared, Ctx, E};
+
+/// An expression evaluated over one row alone (an aggregate's argument, a group key): a
+/// field of the row is read in place, with no context built per row; anything else is an
+/// [`E`] evaluated in the row's context (no time: [`Time::NEG_INF`]).
+#[derive(Clone, Debug)]
+#[repr(u8)]
+pub(crate) enum RowExpr {
+    /// A field of the row.
+    Field(FieldRef),
+    /// Any other expression.
+    Any(E),
+}
+
+impl RowExpr {
+    pub(crate) fn new(e: E) -> RowExpr {
+        match e {
+            E::Field(path) if path.len() == 1 => RowExpr::Field(path.last),
+            e => RowExpr::Any(e),
+        }
+    }
+
+    /// Applies `f` to the expression's value over `row` (by reference for a field).
+    #[inline(always)]
+    pub(crate) fn with<T>(&self, row: &Row, f: impl FnOnce(&Value) -> T) -> T {
+        static NULL: Value = Value::Null;
+        match self {
+            RowExpr::Field(field) => f(row.field_ref(field).unwrap_or(&NULL)),
+            RowExpr::Any(e) => e.with(&Ctx::row(row, Time::NEG_INF), f),
+        }
+    }
+
+    /// The expression's value over `row`.
+    pub(crate) fn eval(&self, row: &Row) -> Value {
+        self.with(row, Value::clone)
+    }
+
+    /// The expression's value over `row` at time `t` (what `System.Timestamp()` reads): a
+    /// select list's column.
+    #[inline(always)]
+    pub(crate) fn value_at(&self, row: &Row, t: Time) -> Value {
+        match self {
+            RowExpr::Field(field) => row.field_ref(field).cloned().unwrap_or(Value::Null),
+            RowExpr::Any(e) => e.with(&Ctx::row(row, t), Value::clone),
+        }
+    }
+}
+
+/// A condition over one row (a `WHERE` over one source): a comparison of a field with a
+/// literal, the usual filter, compiled to that shape and compared in place (no context, no
+/// walk of the expression per row); any other condition by [`E::holds`].
+#[derive(Clone, Debug)]
+pub(crate) enum Cond {
+    /// `field op literal`, for a comparison operator.
+    Compare(BinOp, FieldRef, Value),
+    /// Any other condition.
+    Any(E),
+}
+
+impl Cond {
+    pub(crate) fn new(e: E) -> Cond {
+        match e {
+            E::Bin(
+                op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+                a,
+                b,
+            ) => match (*a, *b) {
+                (E::Field(path), E::Lit(v)) if path.len() == 1 => Cond::Compare(op, path.last, v),
+                (a, b) => Cond::Any(E::Bin(op, Box::new(a), Box::new(b))),
+            },
+            e => Cond::Any(e),
+        }
+    }
+
+    /// Whether the condition holds over `row` (is `TRUE`: `NULL` and `FALSE` do not hold).
+    #[inline(always)]
+    pub(crate) fn holds(&self, row: &Row) -> bool {
+        static NULL: Value = Value::Null;
+        match self {
+            Cond::Compare(op, field, v) => compared(*op, row.field_ref(field).unwrap_or(&NULL), v),
+            Cond::Any(e) => e.holds(&Ctx::row(row, Time::NEG_INF)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::path;
+    use punctual_core::Schema;
+
+    fn rows() -> Vec<Row> {
+        let two = Schema::new(["v", "k"]).unwrap();
+        let other = Schema::new(["k", "v", "w"]).unwrap();
+        let none = Schema::new(["k"]).unwrap();
+        vec![
+            two.row([Value::Int(5), Value::Int(1)]),
+            two.row([Value::Int(-3), Value::Null]),
+            two.row([Value::Float(5.0), Value::Int(1)]),
+            two.row([Value::Float(f64::NAN), Value::Int(1)]),
+            two.row([Value::Str("5".into()), Value::Int(1)]),
+            two.row([Value::Null, Value::Int(1)]),
+            other.row([Value::Int(1), Value::Int(7), Value::Bool(true)]),
+            none.row([Value::Int(1)]),
+        ]
+    }
+
+    /// A condition compiled to a comparison of a field with a literal holds exactly where
+    /// the expression it came from holds: every operator, literals of several kinds, rows
+    /// with the field an integer, a float, NaN, text, `NULL`, elsewhere or missing.
+    #[test]
+    fn a_compiled_comparison_holds_where_its_expression_holds() {
+        let ops = [
+            BinOp::Eq,
+            BinOp::Ne,
+            BinOp::Lt,
+            BinOp::Le,
+            BinOp::Gt,
+            BinOp::Ge,
+        ];
+        let literals = [
+            Value::Int(5),
+            Value::Int(-3),
+            Value::Float(5.0),
+            Value::Str("5".into()),
+            Value::Null,
+        ];
+        let rows = rows();
+        let (mut compiled, mut held) = (0, 0);
+        for op in ops {
+            for lit in &literals {
+                let e = E::Bin(
+                    op,
+                    Box::new(E::Field(path(["v"]))),
+                    Box::new(E::Lit(lit.clone())),
+                );
+                let c = Cond::new(e.clone());
+                compiled += usize::from(matches!(c, Cond::Compare(..)));
+                // Twice over the rows: the second read finds the field where it was.
+                for r in rows.iter().chain(&rows) {
+                    let want = e.holds(&Ctx::row(r, Time::NEG_INF));
+                    assert_eq!(c.holds(r), want, "{e:?} over {r:?}");
+                    held += usize::from(want);
+                }
+            }
+        }
+        assert_eq!(compiled, ops.len() * literals.len());
+        assert!(held > 0);
+        // Anything else is evaluated as it is.
+        let e = E::Bin(
+            BinOp::Gt,
+            Box::new(E::Lit(Value::Int(6))),
+            Box::new(E::Field(path(["v"]))),
+        );
+        let c = Cond::new(e.clone());
+        assert!(matches!(c, Cond::Any(_)));
+        for r in &rows {
+            assert_eq!(c.holds(r), e.holds(&Ctx::row(r, Time::NEG_INF)), "{r:?}");
+        }
+    }
+
+    /// A column's value is the expression's at the event's time: a field read in place (or
+    /// `NULL` where it is missing), anything else evaluated, `System.Timestamp()` included.
+    #[test]
+    fn a_column_is_its_expression_at_the_time() {
+        let t = Time::from_ticks(1_234_567);
+        let exprs = [
+            E::Field(path(["v"])),
+            E::Field(path(["w"])),
+            E::Time,
+            E::Bin(
+                BinOp::Mul,
+                Box::new(E::Field(path(["v"]))),
+                Box::new(E::Lit(Value::Int(3))),
+            ),
+        ];
+        for e in exprs {
+            let column = RowExpr::new(e.clone());
+            assert_eq!(
+                matches!(column, RowExpr::Field(_)),
+                matches!(e, E::Field(_)),
+                "{e:?}"
+            );
+            for r in rows() {
+                let want = e.eval(&Ctx::row(&r, t));
+                let got = column.value_at(&r, t);
+                assert!(
+                    got == want
+                        || matches!((&got, &want), (Value::Float(a), Value::Float(b)) if a.is_nan() && b.is_nan()),
+                    "{e:?} over {r:?}: {got:?}, not {want:?}"
+                );
+            }
+        }
+    }
+}
