@@ -227,7 +227,7 @@ fn float(x: f64) -> Value {
 
 /// `a op b` for an arithmetic operator or a comparison (not `AND`, `OR`).
 #[inline]
-fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
+pub(crate) fn binary(op: BinOp, a: &Value, b: &Value) -> Value {
     match op {
         BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => arith(op, a, b),
         _ => compare(op, a, b),

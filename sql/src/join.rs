@@ -7,7 +7,7 @@ use punctual_core::ops::Stream;
 use punctual_core::{Row, Schema, Time, Value};
 
 use crate::eval::{Ctx, E};
-use crate::row_expr::RowExpr;
+use crate::row_expr::{PairExpr, RowExpr};
 use crate::stream::Rows;
 use crate::RowStream;
 
@@ -78,11 +78,23 @@ impl JoinParts {
         } = self;
         let empty = Row::new();
         // One list of the conditions (a chain of two was walked for every pair).
-        let conditions: Vec<E> = rest.into_iter().chain(filter).collect();
+        let conditions: Vec<PairExpr> = rest
+            .into_iter()
+            .chain(filter)
+            .map(|c| PairExpr::new(c, &names))
+            .collect();
+        let columns: Vec<PairExpr> = columns
+            .into_iter()
+            .map(|c| PairExpr::new(c, &names))
+            .collect();
         join(left, right, kl, kr, move |a, b| {
-            let cx = Ctx::pair(&names, [a, b], &empty);
-            let keep = conditions.iter().all(|c| c.holds(&cx));
-            keep.then(|| schema.row(columns.iter().map(|c| c.with(&cx, Value::clone))))
+            let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
+            let keep = conditions.iter().all(|c| c.holds(rows, &cx));
+            keep.then(|| match &columns[..] {
+                [x] => schema.row([x.value(rows, &cx)]),
+                [x, y] => schema.row([x.value(rows, &cx), y.value(rows, &cx)]),
+                columns => schema.row(columns.iter().map(|c| c.value(rows, &cx))),
+            })
         })
     }
 }

@@ -1,12 +1,14 @@
 //! Expressions over one row alone, compiled to the shape they are read in: [`RowExpr`] (an
-//! aggregate's argument, a group's or a join's key, a select list's column) and [`Cond`] (a
-//! `WHERE` over one source).
+//! aggregate's argument, a group's or a join's key, a select list's column), [`Cond`] (a
+//! `WHERE` over one source) and [`PairExpr`] (a fused join's condition or column).
+
+use std::sync::Arc;
 
 use punctual_core::row::FieldRef;
 use punctual_core::{Row, Time, Value};
 
 use crate::ast::BinOp;
-use crate::eval::{compared, Ctx, E};
+use crate::eval::{binary, compared, truthy, Ctx, E};
 
 /// An expression evaluated over one row alone (an aggregate's argument, a group key): a
 /// field of the row is read in place, with no context built per row; anything else is an
@@ -87,6 +89,94 @@ impl Cond {
         match self {
             Cond::Compare(op, field, v) => compared(*op, row.field_ref(field).unwrap_or(&NULL), v),
             Cond::Any(e) => e.holds(&Ctx::row(row, Time::NEG_INF)),
+        }
+    }
+}
+
+/// A field of one of a pair's rows, or a literal: an operand read in place.
+#[derive(Clone, Debug)]
+pub(crate) enum Operand {
+    /// The field of the left (0) or right (1) row.
+    Side(usize, FieldRef),
+    Lit(Value),
+}
+
+impl Operand {
+    /// `e` as an operand over a pair whose sources are `names`: a literal, or a field of
+    /// one source (its side found now, not per pair).
+    fn new(e: &E, names: &[Arc<str>; 2]) -> Option<Operand> {
+        match e {
+            E::Lit(v) => Some(Operand::Lit(v.clone())),
+            E::Field(path) => match &path[..] {
+                [source, _] => names
+                    .iter()
+                    .position(|n| Arc::ptr_eq(n, source) || **n == **source)
+                    .map(|side| Operand::Side(side, path.last.clone())),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    #[inline(always)]
+    fn read<'a>(&'a self, rows: [&'a Row; 2]) -> &'a Value {
+        static NULL: Value = Value::Null;
+        match self {
+            Operand::Side(side, field) => rows[*side & 1].field_ref(field).unwrap_or(&NULL),
+            Operand::Lit(v) => v,
+        }
+    }
+}
+
+/// An expression over a pair of joined rows (a fused join's condition or column), compiled
+/// to the shape it is read in: a field or a literal read in place, or an arithmetic
+/// operator or a comparison over two such (the sides of their fields found when compiled,
+/// not by name per pair); anything else an [`E`] evaluated in the pair's context.
+#[derive(Clone, Debug)]
+pub(crate) enum PairExpr {
+    One(Operand),
+    Bin(BinOp, Operand, Operand),
+    Any(E),
+}
+
+impl PairExpr {
+    /// `e` over pairs of rows of the sources `names`.
+    pub(crate) fn new(e: E, names: &[Arc<str>; 2]) -> PairExpr {
+        if let Some(o) = Operand::new(&e, names) {
+            return PairExpr::One(o);
+        }
+        if let E::Bin(op, a, b) = &e {
+            if !matches!(op, BinOp::And | BinOp::Or) {
+                if let (Some(a), Some(b)) = (Operand::new(a, names), Operand::new(b, names)) {
+                    return PairExpr::Bin(*op, a, b);
+                }
+            }
+        }
+        PairExpr::Any(e)
+    }
+
+    /// The expression's value over the pair `rows`; `cx` is the pair's context (for
+    /// [`PairExpr::Any`]).
+    #[inline]
+    pub(crate) fn value(&self, rows: [&Row; 2], cx: &Ctx<'_>) -> Value {
+        match self {
+            PairExpr::One(o) => o.read(rows).clone(),
+            PairExpr::Bin(op, a, b) => binary(*op, a.read(rows), b.read(rows)),
+            PairExpr::Any(e) => e.with(cx, Value::clone),
+        }
+    }
+
+    /// Whether the condition holds over the pair `rows` (is `TRUE`).
+    #[inline]
+    pub(crate) fn holds(&self, rows: [&Row; 2], cx: &Ctx<'_>) -> bool {
+        match self {
+            PairExpr::Bin(
+                op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+                a,
+                b,
+            ) => compared(*op, a.read(rows), b.read(rows)),
+            PairExpr::Any(e) => e.holds(cx),
+            other => truthy(&other.value(rows, cx)),
         }
     }
 }
@@ -199,5 +289,59 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// An expression over a pair, compiled, has the value the expression has in the pair's
+    /// context, and holds where it holds: fields of either side (found by name, shared or
+    /// not), literals, arithmetic and comparisons of two such, anything else as it is.
+    #[test]
+    fn a_compiled_pair_expression_is_what_it_was_compiled_from() {
+        let names = [field_name_of("a"), field_name_of("b")];
+        let field = |side: &str, f: &str| E::Field(path([side, f]));
+        let bin = |op, x: E, y: E| E::Bin(op, Box::new(x), Box::new(y));
+        let lit = |i: i64| E::Lit(Value::Int(i));
+        let mut exprs = vec![field("a", "v"), field("b", "v"), field("b", "w"), lit(4)];
+        for op in [
+            BinOp::Mul,
+            BinOp::Sub,
+            BinOp::Div,
+            BinOp::Lt,
+            BinOp::Eq,
+            BinOp::Ge,
+        ] {
+            exprs.push(bin(op, field("a", "v"), field("b", "v")));
+            exprs.push(bin(op, field("b", "k"), lit(1)));
+        }
+        exprs.push(bin(BinOp::And, field("a", "v"), field("b", "v")));
+        exprs.push(E::Not(Box::new(bin(BinOp::Lt, field("a", "v"), lit(0)))));
+        let rows = rows();
+        let empty = Row::new();
+        let mut compiled = 0;
+        for e in exprs {
+            // The sources' names as the compiler has them, and as unshared text.
+            for names in [names.clone(), [Arc::from("a"), Arc::from("b")]] {
+                let p = PairExpr::new(e.clone(), &names);
+                compiled += usize::from(!matches!(p, PairExpr::Any(_)));
+                for (x, y) in rows.iter().zip(rows.iter().rev()) {
+                    let cx = Ctx::pair(&names, [x, y], &empty);
+                    let (want, got) = (e.eval(&cx), p.value([x, y], &cx));
+                    let nan = |v: &Value| matches!(v, Value::Float(f) if f.is_nan());
+                    assert!(
+                        got == want || nan(&got) && nan(&want),
+                        "{e:?}: {got:?}, not {want:?}"
+                    );
+                    assert_eq!(
+                        p.holds([x, y], &cx),
+                        e.holds(&cx),
+                        "{e:?} over {x:?}, {y:?}"
+                    );
+                }
+            }
+        }
+        assert!(compiled >= 2 * 16);
+    }
+
+    fn field_name_of(s: &str) -> Arc<str> {
+        punctual_core::field_name(s)
     }
 }
