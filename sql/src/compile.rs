@@ -577,7 +577,11 @@ impl Compiler<'_> {
                 keys,
                 aggs,
             };
-            schema.row(items.iter().map(|e| e.with(&cx, Value::clone)))
+            match &items[..] {
+                [a] => schema.row([a.with(&cx, Value::clone)]),
+                [a, b] => schema.row([a.with(&cx, Value::clone), b.with(&cx, Value::clone)]),
+                items => schema.row(items.iter().map(|e| e.with(&cx, Value::clone))),
+            }
         };
         let stream = match window {
             // With no HAVING and no System.Timestamp(), the select's row is made as each
