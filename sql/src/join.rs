@@ -100,8 +100,8 @@ impl JoinParts {
 }
 
 /// The temporal join of `left` and `right` on their keys' values, `combine` making each
-/// pair's result (or none). A key with a `NULL` matches nothing: such rows are left out before
-/// the join. One key is that value (an integer key is found by indexing the join's table, as
+/// pair's result (or none). A key with a `NULL` matches nothing: the right's rows with one
+/// are left out before the join. One key is that value (an integer key is found by indexing the join's table, as
 /// in a typed query), several a vector. The results are in `left`'s order.
 fn join<C>(left: RowStream, right: Stream<Row>, kl: Vec<E>, kr: Vec<E>, combine: C) -> RowStream
 where
@@ -109,12 +109,9 @@ where
 {
     let kl: Vec<RowExpr> = kl.into_iter().map(RowExpr::new).collect();
     let kr: Vec<RowExpr> = kr.into_iter().map(RowExpr::new).collect();
-    let left = if kl.is_empty() {
-        left
-    } else {
-        let keys = kl.clone();
-        left.filter(move |row| has_no_null(row, &keys))
-    };
+    // The right's rows with a `NULL` key are left out: a left row with one then finds no
+    // match (keys are equal only to keys without a `NULL`), so the left, often the fast
+    // stream, is not filtered.
     let right = if kr.is_empty() {
         right
     } else {
