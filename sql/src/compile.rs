@@ -3,7 +3,6 @@
 //! `union`), so a query runs as fast as its Rust form.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use punctual_core::ops::{AnyStream, Payload, Stream, Ungrouped, Windowed};
 use punctual_core::{field_name, Order, Row, Schema, Time, TimeSpan, Value};
@@ -15,6 +14,7 @@ use crate::join::JoinParts;
 use crate::lower::{compile, constant, Grouping};
 use crate::row_expr::{Cond, RowExpr};
 use crate::scope::{canonical, err, walk, Scope};
+use crate::select::{projection, Item};
 use crate::stream::Rows;
 use crate::{RowStream, SqlError};
 
@@ -337,35 +337,7 @@ impl Compiler<'_> {
             });
         }
         let (items, names) = self.plain_items(s, &scope)?;
-        // Named columns only: every result has the same names, made once.
-        let schema = items
-            .iter()
-            .map(|i| match i {
-                Item::Copy(n, _) | Item::Expr(n, _) => Some(n),
-                Item::All | Item::Spread(_) => None,
-            })
-            .collect::<Option<Vec<_>>>()
-            .and_then(|names| Schema::new(names).ok());
-        let columns: Option<Vec<RowExpr>> = items
-            .iter()
-            .map(|i| match i {
-                Item::Expr(_, e) => Some(RowExpr::new(e.clone())),
-                _ => None,
-            })
-            .collect();
-        let stream = match (schema, columns) {
-            // Computed columns only (the usual select list): each a field read in place or an
-            // expression, the row built from them at once.
-            (Some(schema), Some(columns)) => stream.map_with_time(move |t, r| match &columns[..] {
-                [a] => schema.row([a.value_at(r, t)]),
-                [a, b] => schema.row([a.value_at(r, t), b.value_at(r, t)]),
-                columns => schema.row(columns.iter().map(|c| c.value_at(r, t))),
-            }),
-            (Some(schema), None) => stream.map_with_time(move |t, r| {
-                schema.row(items.iter().filter_map(|i| column(i, r, t).map(|c| c.1)))
-            }),
-            (None, _) => stream.map_with_time(move |t, r| project(&items, r, t)),
-        };
+        let stream = projection(items, &stream);
         Ok(Named {
             stream,
             fields: names,
@@ -753,59 +725,4 @@ fn push_name(names: &mut Option<Vec<String>>, name: Option<String>) {
         (Some(ns), Some(n)) => ns.push(n),
         _ => *names = None,
     }
-}
-
-/// One part of a plain select list.
-enum Item {
-    /// `*` over a flat row: every field.
-    All,
-    /// `source.*`: every field of the record at this path (the row itself if empty).
-    Spread(Vec<String>),
-    /// A whole source's record under a name (`*` after a join).
-    Copy(Arc<str>, crate::eval::Path),
-    /// A computed column.
-    Expr(Arc<str>, E),
-}
-
-/// A column of the result: its name and value (`None` for `*` and `source.*`).
-fn column<'i>(item: &'i Item, r: &Row, t: Time) -> Option<(&'i Arc<str>, Value)> {
-    match item {
-        Item::Copy(name, path) => {
-            let v = path.first().and_then(|p| r.field(p)).cloned();
-            Some((name, v.unwrap_or(Value::Null)))
-        }
-        Item::Expr(name, e) => Some((name, e.with(&Ctx::row(r, t), Value::clone))),
-        Item::All | Item::Spread(_) => None,
-    }
-}
-
-fn project(items: &[Item], r: &Row, t: Time) -> Row {
-    if let [Item::All] = items {
-        // The row as it is: shared, not copied.
-        return r.clone();
-    }
-    let mut out = Row::new();
-    for item in items {
-        match item {
-            Item::All => out.extend(r),
-            Item::Spread(path) => {
-                let rec = match path.first() {
-                    None => Some(r),
-                    Some(p) => match r.get(p) {
-                        Some(Value::Row(inner)) => Some(&**inner),
-                        _ => None,
-                    },
-                };
-                if let Some(rec) = rec {
-                    out.extend(rec);
-                }
-            }
-            Item::Copy(..) | Item::Expr(..) => {
-                if let Some((name, v)) = column(item, r, t) {
-                    out.set(name, v);
-                }
-            }
-        }
-    }
-    out
 }

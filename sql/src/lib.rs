@@ -90,6 +90,7 @@ mod parse;
 mod reads;
 mod row_expr;
 mod scope;
+mod select;
 mod stream;
 
 use std::collections::HashMap;
