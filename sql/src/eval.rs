@@ -650,6 +650,17 @@ fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
     }
 }
 
+/// The comparison operators, for tests over each.
+#[cfg(test)]
+pub(crate) const COMPARISONS: [BinOp; 6] = [
+    BinOp::Eq,
+    BinOp::Ne,
+    BinOp::Lt,
+    BinOp::Le,
+    BinOp::Gt,
+    BinOp::Ge,
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -679,14 +690,7 @@ mod tests {
             E::Field(path(["f"])),
             E::Field(path(["nan"])),
         ];
-        let ops = [
-            BinOp::Eq,
-            BinOp::Ne,
-            BinOp::Lt,
-            BinOp::Le,
-            BinOp::Gt,
-            BinOp::Ge,
-        ];
+        let ops = COMPARISONS;
         let mut conditions = Vec::new();
         for a in &leaves {
             for b in &leaves {
