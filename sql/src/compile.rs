@@ -12,7 +12,7 @@ use crate::ast::*;
 use crate::eval::{Ctx, E};
 use crate::join::JoinParts;
 use crate::lower::{compile, constant, Grouping};
-use crate::row_expr::{Cond, RowExpr};
+use crate::row_expr::{row_of, Cond, RowExpr};
 use crate::scope::{canonical, err, walk, Scope};
 use crate::select::{projection, Item};
 use crate::stream::Rows;
@@ -549,11 +549,12 @@ impl Compiler<'_> {
                 keys,
                 aggs,
             };
-            match &items[..] {
-                [a] => schema.row([a.with(&cx, Value::clone)]),
-                [a, b] => schema.row([a.with(&cx, Value::clone), b.with(&cx, Value::clone)]),
-                items => schema.row(items.iter().map(|e| e.with(&cx, Value::clone))),
-            }
+            row_of(
+                &schema,
+                &items,
+                #[inline(always)]
+                |e| e.with(&cx, Value::clone),
+            )
         };
         let stream = match window {
             // With no HAVING and no System.Timestamp(), the select's row is made as each

@@ -7,7 +7,7 @@ use punctual_core::ops::Stream;
 use punctual_core::{Row, Schema, Time, Value};
 
 use crate::eval::{Ctx, E};
-use crate::row_expr::{PairExpr, RowExpr};
+use crate::row_expr::{row_of, PairExpr, RowExpr};
 use crate::stream::Rows;
 use crate::RowStream;
 
@@ -90,10 +90,13 @@ impl JoinParts {
         join(left, right, kl, kr, move |a, b| {
             let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
             let keep = conditions.iter().all(|c| c.holds(rows, &cx));
-            keep.then(|| match &columns[..] {
-                [x] => schema.row([x.value(rows, &cx)]),
-                [x, y] => schema.row([x.value(rows, &cx), y.value(rows, &cx)]),
-                columns => schema.row(columns.iter().map(|c| c.value(rows, &cx))),
+            keep.then(|| {
+                row_of(
+                    &schema,
+                    &columns,
+                    #[inline(always)]
+                    |c| c.value(rows, &cx),
+                )
             })
         })
     }
@@ -101,8 +104,9 @@ impl JoinParts {
 
 /// The temporal join of `left` and `right` on their keys' values, `combine` making each
 /// pair's result (or none). A key with a `NULL` matches nothing: the right's rows with one
-/// are left out before the join. One key is that value (an integer key is found by indexing the join's table, as
-/// in a typed query), several a vector. The results are in `left`'s order.
+/// are left out before the join. One key is that value (an integer key is found by indexing
+/// the join's table, as in a typed query), several a vector. The results are in `left`'s
+/// order.
 fn join<C>(left: RowStream, right: Stream<Row>, kl: Vec<E>, kr: Vec<E>, combine: C) -> RowStream
 where
     C: Fn(&Row, &Row) -> Option<Row> + Clone + Send + 'static,

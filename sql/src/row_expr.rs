@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use punctual_core::row::FieldRef;
-use punctual_core::{Row, Time, Value};
+use punctual_core::{Row, Schema, Time, Value};
 
 use crate::ast::BinOp;
 use crate::eval::{binary, compared, truthy, Ctx, E};
@@ -53,6 +53,18 @@ impl RowExpr {
             RowExpr::Field(field) => row.field_ref(field).cloned().unwrap_or(Value::Null),
             RowExpr::Any(e) => e.with(&Ctx::row(row, t), Value::clone),
         }
+    }
+}
+
+/// A row of `schema` whose values are `value` of each of `columns`, in order: one or two
+/// built at once (a row of up to two values is inline, and an iterator in between cost more
+/// than the values), more through an iterator.
+#[inline(always)]
+pub(crate) fn row_of<C>(schema: &Schema, columns: &[C], value: impl Fn(&C) -> Value) -> Row {
+    match columns {
+        [a] => schema.row([value(a)]),
+        [a, b] => schema.row([value(a), value(b)]),
+        columns => schema.row(columns.iter().map(value)),
     }
 }
 
@@ -185,7 +197,6 @@ impl PairExpr {
 mod tests {
     use super::*;
     use crate::eval::path;
-    use punctual_core::Schema;
 
     fn rows() -> Vec<Row> {
         let two = Schema::new(["v", "k"]).unwrap();

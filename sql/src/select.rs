@@ -6,7 +6,7 @@ use std::sync::Arc;
 use punctual_core::{Row, Schema, Time, Value};
 
 use crate::eval::{Ctx, E};
-use crate::row_expr::RowExpr;
+use crate::row_expr::{row_of, RowExpr};
 use crate::stream::Rows;
 use crate::RowStream;
 
@@ -31,10 +31,13 @@ pub(crate) fn projection(items: Vec<Item>, stream: &RowStream) -> RowStream {
     match (schema, columns) {
         // Computed columns only (the usual select list): each a field read in place or an
         // expression, the row built from them at once.
-        (Some(schema), Some(columns)) => stream.map_with_time(move |t, r| match &columns[..] {
-            [a] => schema.row([a.value_at(r, t)]),
-            [a, b] => schema.row([a.value_at(r, t), b.value_at(r, t)]),
-            columns => schema.row(columns.iter().map(|c| c.value_at(r, t))),
+        (Some(schema), Some(columns)) => stream.map_with_time(move |t, r| {
+            row_of(
+                &schema,
+                &columns,
+                #[inline(always)]
+                |c| c.value_at(r, t),
+            )
         }),
         (Some(schema), None) => stream.map_with_time(move |t, r| {
             schema.row(items.iter().filter_map(|i| column(i, r, t).map(|c| c.1)))
