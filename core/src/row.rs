@@ -16,6 +16,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasherDefault;
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::ops::fxhash::FxHasher;
@@ -65,8 +66,35 @@ pub enum Value {
 /// first.
 #[derive(Clone)]
 pub struct Row {
-    schema: Schema,
-    values: Values,
+    // Dropped by `Row`'s own `drop`: see there.
+    schema: ManuallyDrop<Schema>,
+    values: ManuallyDrop<Values>,
+}
+
+impl Drop for Row {
+    /// Rows are dropped per event, and most own nothing (an interned schema, inline numbers):
+    /// whether there is anything to release is a few comparisons, inlined where the row is
+    /// dropped. (The derived drop glue was a call per row, with the rare cases' registers
+    /// saved.)
+    #[inline]
+    fn drop(&mut self) {
+        if self.schema.is_counted() || self.values.owns() {
+            self.release();
+        }
+    }
+}
+
+impl Row {
+    /// Drops what the row owns (leaving it empty).
+    #[cold]
+    #[inline(never)]
+    fn release(&mut self) {
+        drop(std::mem::replace(&mut *self.schema, Schema::empty()));
+        drop(std::mem::replace(
+            &mut *self.values,
+            Values::Inline(Default::default()),
+        ));
+    }
 }
 
 /// A row's values, one per name of its schema.
@@ -75,6 +103,17 @@ enum Values {
     Inline([Value; Schema::INLINE]),
     /// More, shared.
     Heap(Arc<[Value]>),
+}
+
+impl Values {
+    /// Whether dropping the values releases something.
+    #[inline(always)]
+    fn owns(&self) -> bool {
+        match self {
+            Values::Inline([a, b]) => a.owns() || b.owns(),
+            Values::Heap(_) => true,
+        }
+    }
 }
 
 // Written out for two inline values: an array's `clone` and `from_fn` are loops that are not
@@ -94,8 +133,8 @@ impl Clone for Values {
 impl Default for Row {
     fn default() -> Row {
         Row {
-            schema: Schema::empty(),
-            values: Values::Inline(Default::default()),
+            schema: ManuallyDrop::new(Schema::empty()),
+            values: ManuallyDrop::new(Values::Inline(Default::default())),
         }
     }
 }
@@ -198,6 +237,12 @@ fn shared_name(text: &str) -> Arc<str> {
 }
 
 impl Value {
+    /// Whether dropping the value releases something (text, a list, a row).
+    #[inline(always)]
+    fn owns(&self) -> bool {
+        matches!(self, Value::Str(_) | Value::List(_) | Value::Row(_))
+    }
+
     /// The value as `f64` if it is a number.
     pub fn as_f64(&self) -> Option<f64> {
         match *self {
@@ -390,8 +435,8 @@ impl Row {
         };
         let first = next(0);
         Row {
-            schema,
-            values: Values::Inline([first, next(1)]),
+            schema: ManuallyDrop::new(schema),
+            values: ManuallyDrop::new(Values::Inline([first, next(1)])),
         }
     }
 
@@ -402,7 +447,10 @@ impl Row {
         // An iterator of known length: one allocation, of the row's size.
         let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
         let values = Values::Heap((0..n).map(|_| values.next().unwrap_or_default()).collect());
-        Row { schema, values }
+        Row {
+            schema: ManuallyDrop::new(schema),
+            values: ManuallyDrop::new(values),
+        }
     }
 
     /// The row's schema: its field names, in order.
@@ -413,7 +461,7 @@ impl Row {
     /// The row's values, in the order of its schema's names.
     #[inline]
     pub fn values(&self) -> &[Value] {
-        match &self.values {
+        match &*self.values {
             Values::Inline(v) => &v[..self.schema.len()],
             Values::Heap(v) => v,
         }
@@ -422,7 +470,7 @@ impl Row {
     /// The values to change in place (copied first if shared).
     fn values_mut(&mut self) -> &mut [Value] {
         let n = self.schema.len();
-        match &mut self.values {
+        match &mut *self.values {
             Values::Inline(v) => &mut v[..n],
             Values::Heap(v) => Arc::make_mut(v),
         }
@@ -452,9 +500,10 @@ impl Row {
         let mut names = self.schema.names().to_vec();
         names.push(field);
         let schema = Schema::of(&names);
-        let old = std::mem::take(self);
-        let values: Vec<Value> = match old.values {
-            Values::Inline(v) => v.into_iter().take(old.schema.len()).collect(),
+        let mut old = std::mem::take(self);
+        let n = old.schema.len();
+        let values: Vec<Value> = match &mut *old.values {
+            Values::Inline(v) => std::mem::take(v).into_iter().take(n).collect(),
             Values::Heap(v) => v.iter().cloned().collect(),
         };
         *self = Row::assemble(schema, values.into_iter().chain(std::iter::once(value)));
@@ -683,6 +732,39 @@ mod tests {
         changed.set("b", 20);
         assert_eq!(changed.get("b"), Some(&Value::Int(20)));
         assert_eq!(wide.get("b"), Some(&Value::Int(2)));
+    }
+
+    /// A row's own drop looks for what needs releasing: every kind of row releases it.
+    #[test]
+    fn dropping_rows_releases_what_they_hold() {
+        let list = Arc::new(vec![Value::Int(1)]);
+        let held = || Value::List(Arc::clone(&list));
+        let schema = Schema::new(["a", "b"]).unwrap();
+        let mut rows = vec![
+            schema.row([held(), Value::Int(1)]),
+            schema.row([Value::Float(1.0), held()]),
+            Row::from_fields([("a", held()), ("b", Value::Null), ("c", held())]),
+            Row::new().with("x", Value::from(Row::new().with("y", held()))),
+            Row::new().with("s", "text").with("t", held()),
+        ];
+        let mut grown = schema.row([held(), Value::Null]);
+        grown.set("c", held());
+        rows.push(grown);
+        rows.extend(rows.clone());
+        assert!(Arc::strong_count(&list) > 1);
+        drop(rows);
+        assert_eq!(Arc::strong_count(&list), 1);
+        // A schema counted by reference (made once the interned ones reached their bound) is
+        // released with its last row.
+        let name: Arc<str> = Arc::from("a name no other test uses");
+        let counted = Schema::counted(&[Arc::clone(&name)]);
+        let row = counted.row([Value::Int(1)]);
+        let copy = row.clone();
+        drop(counted);
+        drop(row);
+        assert_eq!(Arc::strong_count(&name), 2);
+        drop(copy);
+        assert_eq!(Arc::strong_count(&name), 1);
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl Row {
             // A position found in this schema is below its length (no need to read it: the
             // values past it are never there or `NULL`); `ABSENT` is past any row's values.
             let at = seen as u32 as usize;
-            return match &self.values {
+            return match &*self.values {
                 super::Values::Inline(v) => v.get(at),
                 super::Values::Heap(v) => v.get(at),
             };

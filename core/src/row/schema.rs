@@ -112,6 +112,22 @@ impl Schema {
         schema
     }
 
+    /// A schema counted by reference, as the process makes once its interned schemas reached
+    /// their bound.
+    #[cfg(test)]
+    pub(crate) fn counted(names: &[Arc<str>]) -> Schema {
+        Schema(Names::Counted(Arc::new(SchemaData {
+            names: names.to_vec(),
+            id: 0,
+        })))
+    }
+
+    /// Whether the schema is counted by reference (not interned): dropping it releases it.
+    #[inline(always)]
+    pub(crate) fn is_counted(&self) -> bool {
+        matches!(self.0, Names::Counted(_))
+    }
+
     #[inline]
     fn data(&self) -> &SchemaData {
         match &self.0 {
