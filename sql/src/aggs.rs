@@ -46,25 +46,57 @@ pub(crate) enum AggState {
     Tops(Vec<(Value, Row)>),
 }
 
-/// The states of a query's aggregates: the first two inline (kept in the window's table with
-/// the group, not behind a pointer per group), the others in a vector.
-#[derive(Clone, Debug)]
-pub(crate) struct AggStates {
-    head: [AggState; 2],
-    tail: Vec<AggState>,
+/// The running state of a `COUNT`, `SUM` or `AVG`: the same few numbers for each, so that
+/// adding a member matches on the aggregate only.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Acc {
+    /// Integer sum (while `all_int`).
+    int: i64,
+    /// Float sum.
+    float: f64,
+    /// Members counted (`COUNT`) or summed (`SUM`, `AVG`: not `NULL`, numbers).
+    n: u64,
+    /// A float was summed, or the integer sum overflowed: the sum is `float`.
+    not_int: bool,
 }
 
-impl AggStates {
-    fn iter(&self) -> impl Iterator<Item = &AggState> {
-        self.head.iter().chain(&self.tail)
-    }
+/// One of the first two `COUNT`, `SUM` or `AVG` of a query, kept as an [`Acc`].
+#[derive(Clone, Debug)]
+#[repr(u8)]
+enum NumFn {
+    /// No aggregate in this place.
+    None,
+    CountStar,
+    Count(RowExpr),
+    Sum(RowExpr),
+    Avg(RowExpr),
+}
+
+/// Where an aggregate's state is: the `i`th of the numeric ones kept inline, or the `i`th of
+/// the others.
+#[derive(Clone, Copy, Debug)]
+enum Place {
+    Head(usize),
+    Tail(usize),
+}
+
+/// The states of a query's aggregates: the first two `COUNT`, `SUM` or `AVG` as numbers
+/// inline (kept in the window's table with the group, not behind a pointer, and added to
+/// without a match on the state), the others as [`AggState`]s (none: no allocation).
+#[derive(Clone, Debug)]
+pub(crate) struct AggStates {
+    head: [Acc; 2],
+    tail: Option<Box<[AggState]>>,
 }
 
 /// A grouped query's aggregates, computed together; their results are a row of one value
 /// per aggregate, by position (inline, with no allocation, for up to two).
 #[derive(Clone, Debug)]
 pub(crate) struct SqlAggs {
-    fns: Vec<AggFn>,
+    head: [NumFn; 2],
+    tail: Vec<AggFn>,
+    /// Each aggregate's state, in the query's order.
+    places: Vec<Place>,
     slots: Schema,
     /// The states of a new group, made once (a group's states start as a copy).
     empty: AggStates,
@@ -72,26 +104,100 @@ pub(crate) struct SqlAggs {
 
 impl SqlAggs {
     pub(crate) fn new(fns: Vec<AggFn>) -> SqlAggs {
-        let mut states = fns.iter().map(|f| match f {
-            AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
-            AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
-            AggFn::Avg(_) => AggState::Avg(0.0, 0),
-            AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
-            AggFn::TopOne(..) => AggState::Top(None),
-            AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
-        });
-        // Slots past the aggregates are never read (every use zips with them).
-        let mut next = || states.next().unwrap_or(AggState::Count(0));
-        let head = [next(), next()];
+        let mut head = [NumFn::None, NumFn::None];
+        let mut heads = 0;
+        let mut tail = Vec::new();
+        let mut places = Vec::with_capacity(fns.len());
+        for f in fns {
+            let num = match (&f, heads < head.len()) {
+                (AggFn::CountStar, true) => NumFn::CountStar,
+                (AggFn::Count(e), true) => NumFn::Count(e.clone()),
+                (AggFn::Sum(e), true) => NumFn::Sum(e.clone()),
+                (AggFn::Avg(e), true) => NumFn::Avg(e.clone()),
+                _ => {
+                    places.push(Place::Tail(tail.len()));
+                    tail.push(f);
+                    continue;
+                }
+            };
+            head[heads] = num;
+            places.push(Place::Head(heads));
+            heads += 1;
+        }
+        let states: Vec<AggState> = tail
+            .iter()
+            .map(|f| match f {
+                AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
+                AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
+                AggFn::Avg(_) => AggState::Avg(0.0, 0),
+                AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
+                AggFn::TopOne(..) => AggState::Top(None),
+                AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
+            })
+            .collect();
         let empty = AggStates {
-            head,
-            tail: states.collect(),
+            head: [Acc::default(); 2],
+            tail: (!states.is_empty()).then(|| states.into_boxed_slice()),
         };
         SqlAggs {
-            slots: slots(fns.len()),
-            fns,
+            slots: slots(places.len()),
+            head,
+            tail,
+            places,
             empty,
         }
+    }
+}
+
+impl Acc {
+    /// Adds a number to the sum (anything else is left out).
+    #[inline(always)]
+    fn sum(&mut self, v: &Value) {
+        match *v {
+            Value::Int(i) => {
+                self.float += i as f64;
+                self.n += 1;
+                match self.int.checked_add(i) {
+                    Some(s) => self.int = s,
+                    None => self.not_int = true,
+                }
+            }
+            Value::Float(x) => {
+                self.float += x;
+                self.n += 1;
+                self.not_int = true;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Adds `row` to one of the numeric aggregates.
+#[inline(always)]
+fn add_num(f: &NumFn, acc: &mut Acc, row: &Row) {
+    match f {
+        NumFn::None => {}
+        NumFn::CountStar => acc.n += 1,
+        NumFn::Count(e) => acc.n += u64::from(e.with(row, |v| !matches!(v, Value::Null))),
+        NumFn::Sum(e) => e.with(row, |v| acc.sum(v)),
+        NumFn::Avg(e) => {
+            if let Some(v) = e.with(row, Value::as_f64) {
+                acc.float += v;
+                acc.n += 1;
+            }
+        }
+    }
+}
+
+/// A numeric aggregate's result.
+fn num_result(f: &NumFn, acc: &Acc) -> Value {
+    match f {
+        NumFn::None => Value::Null,
+        NumFn::CountStar | NumFn::Count(_) => Value::Int(i64::try_from(acc.n).unwrap_or(i64::MAX)),
+        NumFn::Sum(_) | NumFn::Avg(_) if acc.n == 0 => Value::Null,
+        NumFn::Sum(_) if !acc.not_int => Value::Int(acc.int),
+        NumFn::Sum(_) => Value::Float(acc.float),
+        NumFn::Avg(_) => Value::Float(acc.float / acc.n as f64),
     }
 }
 
@@ -185,6 +291,16 @@ fn add_one(f: &AggFn, st: &mut AggState, row: &Row) {
     }
 }
 
+impl SqlAggs {
+    /// Adds `row` to the aggregates kept as [`AggState`]s.
+    #[inline(never)]
+    fn add_tail(&self, states: &mut [AggState], row: &Row) {
+        for (f, st) in self.tail.iter().zip(states) {
+            add_one(f, st, row);
+        }
+    }
+}
+
 impl Aggregate<Row> for SqlAggs {
     type State = AggStates;
     type Output = Row;
@@ -193,54 +309,142 @@ impl Aggregate<Row> for SqlAggs {
         self.empty.clone()
     }
 
+    #[inline(always)]
     fn add(&self, state: &mut AggStates, row: &Row) {
-        // Unrolled for the usual one or two aggregates (a loop over the head and the tail
-        // cost more per row than the aggregates themselves).
-        match (&self.fns[..], &mut state.head) {
-            ([f], [a, _]) => add_one(f, a, row),
-            ([f, g], [a, b]) => {
-                add_one(f, a, row);
-                add_one(g, b, row);
-            }
-            (fns, head) => {
-                let (first, rest) = fns.split_at(fns.len().min(2));
-                for (f, st) in first.iter().zip(head) {
-                    add_one(f, st, row);
-                }
-                for (f, st) in rest.iter().zip(&mut state.tail) {
-                    add_one(f, st, row);
-                }
-            }
+        let [f, g] = &self.head;
+        let [a, b] = &mut state.head;
+        add_num(f, a, row);
+        add_num(g, b, row);
+        if let Some(tail) = &mut state.tail {
+            self.add_tail(tail, row);
         }
     }
 
     fn result(&self, state: &AggStates) -> Row {
-        self.slots
-            .row(self.fns.iter().zip(state.iter()).map(|(_, st)| {
-                match st {
-                    AggState::Count(n) => Value::Int(i64::try_from(*n).unwrap_or(i64::MAX)),
-                    AggState::Sum(_, _, _, 0) => Value::Null,
-                    AggState::Sum(i, _, true, _) => Value::Int(*i),
-                    AggState::Sum(_, x, false, _) => Value::Float(*x),
-                    AggState::Avg(_, 0) => Value::Null,
-                    AggState::Avg(x, n) => Value::Float(*x / *n as f64),
-                    AggState::Extremum(v) => v.clone().unwrap_or(Value::Null),
-                    AggState::Top(v) => v
-                        .as_ref()
-                        .map_or(Value::Null, |top| Value::from(top.1.clone())),
-                    AggState::Tops(tops) => Value::from(
-                        tops.iter()
-                            .enumerate()
-                            .map(|(i, (_, r))| {
-                                Value::from(
-                                    Row::new()
-                                        .with("rank", Value::Int(i as i64 + 1))
-                                        .with("value", Value::from(r.clone())),
-                                )
-                            })
-                            .collect::<Vec<_>>(),
-                    ),
+        let tail = state.tail.as_deref().unwrap_or_default();
+        self.slots.row(self.places.iter().map(|&place| match place {
+            Place::Head(i) => num_result(&self.head[i], &state.head[i]),
+            Place::Tail(i) => tail.get(i).map_or(Value::Null, tail_result),
+        }))
+    }
+}
+
+/// The result of an aggregate kept as an [`AggState`].
+fn tail_result(st: &AggState) -> Value {
+    match st {
+        AggState::Count(n) => Value::Int(i64::try_from(*n).unwrap_or(i64::MAX)),
+        AggState::Sum(_, _, _, 0) => Value::Null,
+        AggState::Sum(i, _, true, _) => Value::Int(*i),
+        AggState::Sum(_, x, false, _) => Value::Float(*x),
+        AggState::Avg(_, 0) => Value::Null,
+        AggState::Avg(x, n) => Value::Float(*x / *n as f64),
+        AggState::Extremum(v) => v.clone().unwrap_or(Value::Null),
+        AggState::Top(v) => v
+            .as_ref()
+            .map_or(Value::Null, |top| Value::from(top.1.clone())),
+        AggState::Tops(tops) => Value::from(
+            tops.iter()
+                .enumerate()
+                .map(|(i, (_, r))| {
+                    Value::from(
+                        Row::new()
+                            .with("rank", Value::Int(i as i64 + 1))
+                            .with("value", Value::from(r.clone())),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::{path, E};
+    use crate::row_expr::RowExpr;
+
+    /// The first two `COUNT`, `SUM` or `AVG` are kept as numbers, the rest as states: the
+    /// same aggregate gives the same result either way, over integers, floats, `NULL`,
+    /// text, a missing field, and a sum past `i64::MAX` (which becomes a float sum); and
+    /// results come in the query's order whatever their place.
+    #[test]
+    fn numbers_inline_and_states_aside_give_the_same_results() {
+        let v = || RowExpr::new(E::Field(path(["v"])));
+        let numeric = || {
+            [
+                AggFn::Sum(v()),
+                AggFn::Avg(v()),
+                AggFn::Count(v()),
+                AggFn::CountStar,
+            ]
+        };
+        // Everything aside: a MIN first takes no inline place, and the inline places are
+        // taken by the first two numeric ones of each list.
+        let lists: Vec<Vec<AggFn>> = vec![
+            numeric().into_iter().chain(numeric()).collect(),
+            [AggFn::Min(v())]
+                .into_iter()
+                .chain(numeric())
+                .chain(numeric())
+                .collect(),
+            numeric().into_iter().rev().chain(numeric()).collect(),
+        ];
+        let schema = Schema::new(["v", "w"]).unwrap();
+        let other = Schema::new(["w"]).unwrap();
+        let member_sets: Vec<Vec<Row>> = vec![
+            vec![],
+            vec![schema.row([Value::Int(3), Value::Null])],
+            vec![
+                schema.row([Value::Int(3), Value::Null]),
+                schema.row([Value::Null, Value::Null]),
+                schema.row([Value::Float(0.5), Value::Null]),
+                schema.row([Value::from("x"), Value::Null]),
+                other.row([Value::Int(1)]),
+            ],
+            vec![
+                schema.row([Value::Int(i64::MAX), Value::Null]),
+                schema.row([Value::Int(2), Value::Null]),
+            ],
+            vec![
+                other.row([Value::Int(1)]),
+                schema.row([Value::Int(-4), Value::Null]),
+            ],
+        ];
+        for fns in lists {
+            let aggs = SqlAggs::new(fns.clone());
+            let heads = aggs
+                .head
+                .iter()
+                .filter(|f| !matches!(f, NumFn::None))
+                .count();
+            assert_eq!(heads, 2);
+            assert_eq!(aggs.tail.len(), fns.len() - 2);
+            for members in &member_sets {
+                let mut st = aggs.init();
+                for m in members {
+                    aggs.add(&mut st, m);
                 }
-            }))
+                let got = aggs.result(&st);
+                let got = got.values();
+                assert_eq!(got.len(), fns.len());
+                // Each aggregate aside (after two that take the inline places).
+                for (i, f) in fns.iter().enumerate() {
+                    let aside = SqlAggs::new(vec![AggFn::CountStar, AggFn::CountStar, f.clone()]);
+                    assert_eq!(aside.tail.len(), 1);
+                    let mut st = aside.init();
+                    for m in members {
+                        aside.add(&mut st, m);
+                    }
+                    let want = aside.result(&st).values()[2].clone();
+                    let same = match (&got[i], &want) {
+                        (Value::Int(a), Value::Int(b)) => a == b,
+                        (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+                        (Value::Null, Value::Null) => true,
+                        _ => false,
+                    };
+                    assert!(same, "{f:?} over {members:?}: {:?}, aside {want:?}", got[i]);
+                }
+            }
+        }
     }
 }
