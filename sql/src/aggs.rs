@@ -11,10 +11,8 @@ use crate::row_expr::RowExpr;
 // A tag of its own (not a niche in the expression's): one load to tell the aggregate.
 #[repr(u8)]
 pub(crate) enum AggFn {
-    CountStar,
-    Count(RowExpr),
-    Sum(RowExpr),
-    Avg(RowExpr),
+    /// `COUNT(*)`, `COUNT`, `SUM` or `AVG`.
+    Num(NumFn),
     Min(RowExpr),
     Max(RowExpr),
     /// The member first by the order (descending if `true`), as a record.
@@ -33,13 +31,10 @@ impl AggFn {
     }
 }
 
-/// The running state of one aggregate.
+/// The running state of one aggregate kept aside (see [`AggStates`]).
 #[derive(Clone, Debug)]
 pub(crate) enum AggState {
-    Count(u64),
-    /// Integer sum, float sum, whether every value was an integer (and the sum fits), count.
-    Sum(i64, f64, bool, u64),
-    Avg(f64, u64),
+    Num(Acc),
     Extremum(Option<Value>),
     Top(Option<Box<(Value, Row)>>),
     /// The first members so far, in order.
@@ -50,7 +45,7 @@ pub(crate) enum AggState {
 /// adding a member matches on the aggregate only.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Acc {
-    /// Integer sum (while `all_int`).
+    /// Integer sum (while not `not_int`).
     int: i64,
     /// Float sum.
     float: f64,
@@ -60,11 +55,11 @@ pub(crate) struct Acc {
     not_int: bool,
 }
 
-/// One of the first two `COUNT`, `SUM` or `AVG` of a query, kept as an [`Acc`].
+/// A `COUNT`, `SUM` or `AVG`, whose state is an [`Acc`].
 #[derive(Clone, Debug)]
 #[repr(u8)]
-enum NumFn {
-    /// No aggregate in this place.
+pub(crate) enum NumFn {
+    /// No aggregate (an inline place not taken).
     None,
     CountStar,
     Count(RowExpr),
@@ -109,27 +104,22 @@ impl SqlAggs {
         let mut tail = Vec::new();
         let mut places = Vec::with_capacity(fns.len());
         for f in fns {
-            let num = match (&f, heads < head.len()) {
-                (AggFn::CountStar, true) => NumFn::CountStar,
-                (AggFn::Count(e), true) => NumFn::Count(e.clone()),
-                (AggFn::Sum(e), true) => NumFn::Sum(e.clone()),
-                (AggFn::Avg(e), true) => NumFn::Avg(e.clone()),
-                _ => {
+            match f {
+                AggFn::Num(num) if heads < head.len() => {
+                    head[heads] = num;
+                    places.push(Place::Head(heads));
+                    heads += 1;
+                }
+                f => {
                     places.push(Place::Tail(tail.len()));
                     tail.push(f);
-                    continue;
                 }
-            };
-            head[heads] = num;
-            places.push(Place::Head(heads));
-            heads += 1;
+            }
         }
         let states: Vec<AggState> = tail
             .iter()
             .map(|f| match f {
-                AggFn::CountStar | AggFn::Count(_) => AggState::Count(0),
-                AggFn::Sum(_) => AggState::Sum(0, 0.0, true, 0),
-                AggFn::Avg(_) => AggState::Avg(0.0, 0),
+                AggFn::Num(_) => AggState::Num(Acc::default()),
                 AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
                 AggFn::TopOne(..) => AggState::Top(None),
                 AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
@@ -206,45 +196,11 @@ pub(crate) fn slots(n: usize) -> Schema {
     Schema::new((0..n).map(|i| i.to_string())).unwrap_or_else(|_| Schema::empty())
 }
 
-/// What a value adds to a sum: an integer, a float, or nothing.
-fn sum_term(v: &Value) -> Option<Result<i64, f64>> {
-    match *v {
-        Value::Int(i) => Some(Ok(i)),
-        Value::Float(f) => Some(Err(f)),
-        _ => None,
-    }
-}
-
 /// Adds `row` to one aggregate's state.
 #[inline(always)]
 fn add_one(f: &AggFn, st: &mut AggState, row: &Row) {
     match (f, st) {
-        (AggFn::CountStar, AggState::Count(n)) => *n += 1,
-        (AggFn::Count(e), AggState::Count(n)) if !e.with(row, |v| matches!(v, Value::Null)) => {
-            *n += 1;
-        }
-        (AggFn::Sum(e), AggState::Sum(i, x, all_int, n)) => match e.with(row, sum_term) {
-            Some(Ok(v)) => {
-                *x += v as f64;
-                *n += 1;
-                match i.checked_add(v) {
-                    Some(s) => *i = s,
-                    None => *all_int = false,
-                }
-            }
-            Some(Err(v)) => {
-                *x += v;
-                *n += 1;
-                *all_int = false;
-            }
-            None => {}
-        },
-        (AggFn::Avg(e), AggState::Avg(x, n)) => {
-            if let Some(v) = e.with(row, Value::as_f64) {
-                *x += v;
-                *n += 1;
-            }
-        }
+        (AggFn::Num(f), AggState::Num(acc)) => add_num(f, acc, row),
         (AggFn::Min(e) | AggFn::Max(e), AggState::Extremum(cur)) => e.with(row, |v| {
             if matches!(v, Value::Null) {
                 return;
@@ -324,25 +280,24 @@ impl Aggregate<Row> for SqlAggs {
         let tail = state.tail.as_deref().unwrap_or_default();
         self.slots.row(self.places.iter().map(|&place| match place {
             Place::Head(i) => num_result(&self.head[i], &state.head[i]),
-            Place::Tail(i) => tail.get(i).map_or(Value::Null, tail_result),
+            Place::Tail(i) => match (&self.tail[i], tail.get(i)) {
+                (f, Some(st)) => tail_result(f, st),
+                (_, None) => Value::Null,
+            },
         }))
     }
 }
 
 /// The result of an aggregate kept as an [`AggState`].
-fn tail_result(st: &AggState) -> Value {
-    match st {
-        AggState::Count(n) => Value::Int(i64::try_from(*n).unwrap_or(i64::MAX)),
-        AggState::Sum(_, _, _, 0) => Value::Null,
-        AggState::Sum(i, _, true, _) => Value::Int(*i),
-        AggState::Sum(_, x, false, _) => Value::Float(*x),
-        AggState::Avg(_, 0) => Value::Null,
-        AggState::Avg(x, n) => Value::Float(*x / *n as f64),
-        AggState::Extremum(v) => v.clone().unwrap_or(Value::Null),
-        AggState::Top(v) => v
+fn tail_result(f: &AggFn, st: &AggState) -> Value {
+    match (f, st) {
+        (AggFn::Num(f), AggState::Num(acc)) => num_result(f, acc),
+        (_, AggState::Num(_)) => Value::Null,
+        (_, AggState::Extremum(v)) => v.clone().unwrap_or(Value::Null),
+        (_, AggState::Top(v)) => v
             .as_ref()
             .map_or(Value::Null, |top| Value::from(top.1.clone())),
-        AggState::Tops(tops) => Value::from(
+        (_, AggState::Tops(tops)) => Value::from(
             tops.iter()
                 .enumerate()
                 .map(|(i, (_, r))| {
@@ -363,86 +318,94 @@ mod tests {
     use crate::eval::{path, E};
     use crate::row_expr::RowExpr;
 
-    /// The first two `COUNT`, `SUM` or `AVG` are kept as numbers, the rest as states: the
-    /// same aggregate gives the same result either way, over integers, floats, `NULL`,
-    /// text, a missing field, and a sum past `i64::MAX` (which becomes a float sum); and
-    /// results come in the query's order whatever their place.
+    /// `SUM`, `AVG`, `COUNT(v)` and `COUNT(*)` of one set of members.
+    type Want = [Value; 4];
+
+    /// `COUNT`, `SUM` and `AVG` over integers, floats, `NULL`, text and a missing field, and a
+    /// sum past `i64::MAX` (a float sum from then on), give what the language says, whether
+    /// the aggregate is kept inline (the first two) or aside, and in the query's order
+    /// whatever their places.
     #[test]
-    fn numbers_inline_and_states_aside_give_the_same_results() {
+    fn counts_sums_and_averages_inline_or_aside() {
         let v = || RowExpr::new(E::Field(path(["v"])));
         let numeric = || {
             [
-                AggFn::Sum(v()),
-                AggFn::Avg(v()),
-                AggFn::Count(v()),
-                AggFn::CountStar,
+                NumFn::Sum(v()),
+                NumFn::Avg(v()),
+                NumFn::Count(v()),
+                NumFn::CountStar,
             ]
+            .map(AggFn::Num)
         };
-        // Everything aside: a MIN first takes no inline place, and the inline places are
-        // taken by the first two numeric ones of each list.
-        let lists: Vec<Vec<AggFn>> = vec![
-            numeric().into_iter().chain(numeric()).collect(),
-            [AggFn::Min(v())]
-                .into_iter()
-                .chain(numeric())
-                .chain(numeric())
-                .collect(),
-            numeric().into_iter().rev().chain(numeric()).collect(),
-        ];
         let schema = Schema::new(["v", "w"]).unwrap();
         let other = Schema::new(["w"]).unwrap();
-        let member_sets: Vec<Vec<Row>> = vec![
-            vec![],
-            vec![schema.row([Value::Int(3), Value::Null])],
-            vec![
-                schema.row([Value::Int(3), Value::Null]),
-                schema.row([Value::Null, Value::Null]),
-                schema.row([Value::Float(0.5), Value::Null]),
-                schema.row([Value::from("x"), Value::Null]),
-                other.row([Value::Int(1)]),
-            ],
-            vec![
-                schema.row([Value::Int(i64::MAX), Value::Null]),
-                schema.row([Value::Int(2), Value::Null]),
-            ],
-            vec![
-                other.row([Value::Int(1)]),
-                schema.row([Value::Int(-4), Value::Null]),
-            ],
+        let row = |x: Value| schema.row([x, Value::Null]);
+        let (int, float) = (Value::Int, Value::Float);
+        let cases: Vec<(Vec<Row>, Want)> = vec![
+            (vec![], [Value::Null, Value::Null, int(0), int(0)]),
+            (vec![row(int(3))], [int(3), float(3.0), int(1), int(1)]),
+            (
+                vec![
+                    row(int(3)),
+                    row(Value::Null),
+                    row(float(0.5)),
+                    row(Value::from("x")),
+                    other.row([int(1)]),
+                ],
+                [float(3.5), float(1.75), int(3), int(5)],
+            ),
+            (
+                vec![row(int(i64::MAX)), row(int(2))],
+                [
+                    float(i64::MAX as f64 + 2.0),
+                    float((i64::MAX as f64 + 2.0) / 2.0),
+                    int(2),
+                    int(2),
+                ],
+            ),
+            (
+                vec![row(int(-4)), row(int(1))],
+                [int(-3), float(-1.5), int(2), int(2)],
+            ),
         ];
-        for fns in lists {
+        // Inline places taken by the first two numeric aggregates of each list: Sum and Avg,
+        // or (reversed) COUNT(*) and COUNT(v), or Sum and Avg after a MIN that stays aside.
+        let lists: Vec<(Vec<AggFn>, Vec<usize>)> = vec![
+            (
+                numeric().into_iter().chain(numeric()).collect(),
+                vec![0, 1, 2, 3, 0, 1, 2, 3],
+            ),
+            (
+                numeric().into_iter().rev().chain(numeric()).collect(),
+                vec![3, 2, 1, 0, 0, 1, 2, 3],
+            ),
+            (
+                [AggFn::Min(v())].into_iter().chain(numeric()).collect(),
+                vec![4, 0, 1, 2, 3],
+            ),
+        ];
+        for (fns, which) in lists {
             let aggs = SqlAggs::new(fns.clone());
-            let heads = aggs
-                .head
-                .iter()
-                .filter(|f| !matches!(f, NumFn::None))
-                .count();
-            assert_eq!(heads, 2);
+            let inline = aggs.head.iter().filter(|f| !matches!(f, NumFn::None));
+            assert_eq!(inline.count(), 2);
             assert_eq!(aggs.tail.len(), fns.len() - 2);
-            for members in &member_sets {
+            for (members, want) in &cases {
                 let mut st = aggs.init();
                 for m in members {
                     aggs.add(&mut st, m);
                 }
                 let got = aggs.result(&st);
-                let got = got.values();
-                assert_eq!(got.len(), fns.len());
-                // Each aggregate aside (after two that take the inline places).
-                for (i, f) in fns.iter().enumerate() {
-                    let aside = SqlAggs::new(vec![AggFn::CountStar, AggFn::CountStar, f.clone()]);
-                    assert_eq!(aside.tail.len(), 1);
-                    let mut st = aside.init();
-                    for m in members {
-                        aside.add(&mut st, m);
-                    }
-                    let want = aside.result(&st).values()[2].clone();
-                    let same = match (&got[i], &want) {
-                        (Value::Int(a), Value::Int(b)) => a == b,
-                        (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
-                        (Value::Null, Value::Null) => true,
+                assert_eq!(got.values().len(), fns.len());
+                for (got, &w) in got.values().iter().zip(&which) {
+                    let same = match (got, want.get(w)) {
+                        (Value::Int(a), Some(Value::Int(b))) => a == b,
+                        (Value::Float(a), Some(Value::Float(b))) => a.to_bits() == b.to_bits(),
+                        (Value::Null, Some(Value::Null)) => true,
+                        // The MIN.
+                        (_, None) => true,
                         _ => false,
                     };
-                    assert!(same, "{f:?} over {members:?}: {:?}, aside {want:?}", got[i]);
+                    assert!(same, "{members:?}: {got:?}, not {:?}", want.get(w));
                 }
             }
         }

@@ -3,7 +3,7 @@
 
 use punctual_core::Value;
 
-use crate::aggs::AggFn;
+use crate::aggs::{AggFn, NumFn};
 use crate::ast::*;
 use crate::eval::{Func, E};
 use crate::row_expr::RowExpr;
@@ -146,10 +146,10 @@ pub(crate) fn compile(
                     }
                 };
                 let f = match (lower.as_str(), star) {
-                    ("count", true) => AggFn::CountStar,
-                    ("count", false) => AggFn::Count(one(args)?),
-                    ("sum", _) => AggFn::Sum(one(args)?),
-                    ("avg", _) => AggFn::Avg(one(args)?),
+                    ("count", true) => AggFn::Num(NumFn::CountStar),
+                    ("count", false) => AggFn::Num(NumFn::Count(one(args)?)),
+                    ("sum", _) => AggFn::Num(NumFn::Sum(one(args)?)),
+                    ("avg", _) => AggFn::Num(NumFn::Avg(one(args)?)),
                     ("min", _) => AggFn::Min(one(args)?),
                     ("max", _) => AggFn::Max(one(args)?),
                     ("collecttop", _) => {
