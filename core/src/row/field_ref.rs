@@ -9,6 +9,11 @@ use super::{FieldName, Row, Value};
 /// Where a field was not found (the position remembered for a schema without it).
 const ABSENT: u32 = u32::MAX;
 
+/// What a new `FieldRef` remembers: the schema number `u32::MAX`, which no schema has (the
+/// interned ones are numbered from 1, far below; the others are 0 and never remembered), so
+/// that a read compares one number.
+const NOTHING: u64 = (u32::MAX as u64) << 32;
+
 /// A field's name together with where it was last found: reading it from rows of one schema
 /// (the usual case: an input's rows share theirs) compares one number instead of looking
 /// through the schema's names.
@@ -34,7 +39,7 @@ const ABSENT: u32 = u32::MAX;
 /// ```
 pub struct FieldRef {
     name: Arc<str>,
-    /// The schema's number (high half; 0: none yet) and the position (low half).
+    /// The schema's number (high half; `u32::MAX`: none yet) and the position (low half).
     seen: AtomicU64,
 }
 
@@ -43,7 +48,7 @@ impl FieldRef {
     pub fn new(name: impl FieldName) -> FieldRef {
         FieldRef {
             name: name.into_name(),
-            seen: AtomicU64::new(0),
+            seen: AtomicU64::new(NOTHING),
         }
     }
 
@@ -75,7 +80,7 @@ impl Row {
     pub fn field_ref(&self, field: &FieldRef) -> Option<&Value> {
         let id = self.schema.id();
         let seen = field.seen.load(Ordering::Relaxed);
-        if id != 0 && (seen >> 32) as u32 == id {
+        if (seen >> 32) as u32 == id {
             // A position found in this schema is below its length (no need to read it: the
             // values past it are never there or `NULL`); `ABSENT` is past any row's values.
             let at = seen as u32 as usize;
@@ -117,6 +122,8 @@ mod tests {
             Schema::new(["b"]).unwrap(),
             Schema::new(["c", "d", "e", "x"]).unwrap(),
             Schema::empty(),
+            // Not interned (number 0): never remembered, always found by name.
+            Schema::counted(&[crate::field_name("c"), crate::field_name("x")]),
         ];
         let rows: Vec<Row> = schemas
             .iter()
@@ -144,6 +151,12 @@ mod tests {
         assert_eq!(rows[1].field_ref(&x), Some(&Value::Int(10)));
         assert_eq!(rows[3].field_ref(&x), Some(&Value::Int(33)));
         assert_eq!(rows[2].field_ref(&x), None);
+        // A new `FieldRef` remembers no schema, not even the ones numbered 0.
+        assert_eq!(
+            rows[5].field_ref(&FieldRef::new("x")),
+            Some(&Value::Int(51))
+        );
+        assert_eq!(rows[4].field_ref(&FieldRef::new("x")), None);
         // A name given as text, not shared, is found by its text.
         let unshared = FieldRef::new(Arc::<str>::from("x"));
         assert_eq!(rows[0].field_ref(&unshared), Some(&Value::Int(1)));
