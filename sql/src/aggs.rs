@@ -280,9 +280,9 @@ impl Aggregate<Row> for SqlAggs {
         let tail = state.tail.as_deref().unwrap_or_default();
         self.slots.row(self.places.iter().map(|&place| match place {
             Place::Head(i) => num_result(&self.head[i], &state.head[i]),
-            Place::Tail(i) => match (&self.tail[i], tail.get(i)) {
-                (f, Some(st)) => tail_result(f, st),
-                (_, None) => Value::Null,
+            Place::Tail(i) => match (self.tail.get(i), tail.get(i)) {
+                (Some(f), Some(st)) => tail_result(f, st),
+                _ => Value::Null,
             },
         }))
     }
