@@ -320,8 +320,7 @@ impl Compiler<'_> {
             stream = parts.joined();
         }
         if let Some(c) = filter {
-            let c = Cond::new(c);
-            stream = stream.filter(move |r| c.holds(r));
+            stream = Cond::new(c).filter(&stream);
         }
         if grouped {
             return self.grouped(s, &scope, stream);

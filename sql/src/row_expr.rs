@@ -9,6 +9,7 @@ use punctual_core::{Row, Schema, Time, Value};
 
 use crate::ast::BinOp;
 use crate::eval::{binary, compared, truthy, Ctx, E};
+use crate::stream::{RowStream, Rows};
 
 /// An expression evaluated over one row alone (an aggregate's argument, a group key): a
 /// field of the row is read in place, with no context built per row; anything else is an
@@ -103,6 +104,43 @@ impl Cond {
             Cond::Any(e) => e.holds(&Ctx::row(row, Time::NEG_INF)),
         }
     }
+}
+
+impl Cond {
+    /// `stream` filtered by the condition. A comparison of a field with an integer (the
+    /// usual filter) gets a filter of its own for its operator, the comparison compiled in:
+    /// an integer field is compared with no match on the operator per row (anything else in
+    /// the field as [`Cond::holds`] compares it).
+    pub(crate) fn filter(self, stream: &RowStream) -> RowStream {
+        let (op, field, k) = match self {
+            Cond::Compare(op, field, Value::Int(k)) => (op, field, k),
+            c => return stream.filter(move |r| c.holds(r)),
+        };
+        match op {
+            BinOp::Eq => int_filter(stream, op, field, k, |x, k| x == k),
+            BinOp::Ne => int_filter(stream, op, field, k, |x, k| x != k),
+            BinOp::Lt => int_filter(stream, op, field, k, |x, k| x < k),
+            BinOp::Le => int_filter(stream, op, field, k, |x, k| x <= k),
+            BinOp::Gt => int_filter(stream, op, field, k, |x, k| x > k),
+            _ => int_filter(stream, op, field, k, |x, k| x >= k),
+        }
+    }
+}
+
+/// `stream` filtered by `field op k`, `by` being `op` over integers.
+fn int_filter(
+    stream: &RowStream,
+    op: BinOp,
+    field: FieldRef,
+    k: i64,
+    by: impl Fn(i64, i64) -> bool + Send + 'static,
+) -> RowStream {
+    static NULL: Value = Value::Null;
+    let lit = Value::Int(k);
+    stream.filter(move |r| match r.field_ref(&field) {
+        Some(&Value::Int(x)) => by(x, k),
+        v => compared(op, v.unwrap_or(&NULL), &lit),
+    })
 }
 
 /// A field of one of a pair's rows, or a literal: an operand read in place.

@@ -422,6 +422,59 @@ fn nulls_follow_three_valued_logic() {
     );
 }
 
+/// `WHERE field op integer`, which gets a filter of its own per operator, keeps what the same
+/// comparison written the other way round keeps (`integer op' field`, evaluated as any
+/// condition is): every operator, over integers below, at and above the literal, floats,
+/// text, booleans, `NULL` and a missing field.
+#[test]
+fn a_field_compared_with_an_integer_keeps_what_any_comparison_keeps() {
+    let values = [
+        Value::Int(4),
+        Value::Int(5),
+        Value::Int(6),
+        Value::Int(i64::MIN),
+        Value::Float(5.0),
+        Value::Float(5.5),
+        Value::Float(f64::NAN),
+        Value::Str("5".into()),
+        Value::Bool(true),
+        Value::Null,
+    ];
+    let mut items: Vec<StreamItem<Row>> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let fields = [("i", Value::Int(i as i64)), ("v", v.clone())];
+            StreamItem::point(t(i as f64), row(&fields))
+        })
+        .collect();
+    items.push(StreamItem::point(t(20.0), row(&[("i", Value::Int(20))])));
+    let items = ended(items);
+    let kept = |cond: &str| -> Vec<Value> {
+        let sql = format!("SELECT i FROM r WHERE {cond}");
+        events(&run(&sql, &[("r", items.clone())])["output"])
+            .into_iter()
+            .map(|e| e.2.values()[0].clone())
+            .collect()
+    };
+    let mut some = 0;
+    for (op, mirrored) in [
+        ("=", "="),
+        ("<>", "<>"),
+        ("<", ">"),
+        ("<=", ">="),
+        (">", "<"),
+        (">=", "<="),
+    ] {
+        for k in [5, -7] {
+            let got = kept(&format!("v {op} {k}"));
+            assert_eq!(got, kept(&format!("{k} {mirrored} v")), "v {op} {k}");
+            some += got.len();
+        }
+    }
+    assert!(some > 0);
+}
+
 fn parse_err(sql: &str) -> SqlError {
     SqlQuery::parse(sql).expect_err("a syntax error")
 }

@@ -308,7 +308,7 @@ mod tests {
                 &keep_strings,
                 t(low),
             );
-            assert_eq!(got.0, admitted);
+            assert_eq!(got, (admitted, top.unwrap_or(Time::NEG_INF)), "len {len}");
             assert_eq!(strings.len(), want.len());
             let mut moved = Batch::new();
             strings.append_to(&mut moved);

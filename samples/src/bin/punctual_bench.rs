@@ -57,6 +57,7 @@ use punctual::adapters::{
 };
 use punctual::cluster::ClusterConfig;
 use punctual::core::ops::{Count, Sum};
+use punctual::core::row::FieldRef;
 use punctual::core::Schema;
 use punctual::prelude::*;
 use punctual::sql::RowStream;
@@ -373,9 +374,12 @@ impl Run<'_> {
             (false, _) => sql.build(&inputs).map_err(|e| e.show(text))?,
             (true, reference) => vec![(String::new(), over_rows(name, &readings, reference)?)],
         };
-        let field = if name == "filter" { "value" } else { "x" };
+        // The output's field read as Rust code over rows reads one: through a `FieldRef`,
+        // which remembers where the rows' schema has it.
+        let field = FieldRef::new(if name == "filter" { "value" } else { "x" });
         let out = Checksum::new(move |sum: u64, r: &Row| {
-            sum.wrapping_add(r.get(field).and_then(|v| v.as_i64()).unwrap_or(0) as u64)
+            let v = r.field_ref(&field).and_then(Value::as_i64);
+            sum.wrapping_add(v.unwrap_or(0) as u64)
         });
         for (_, stream) in &outputs {
             query.bind_output(stream, &out, &()).map_err(e)?;
