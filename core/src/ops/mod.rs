@@ -277,6 +277,12 @@ pub trait BinaryOperator<L, R, O>: Send + 'static {
     fn on_left(&mut self, input: &Batch<L>, out: &mut Batch<O>);
     /// Processes a batch of the right input.
     fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>);
+    /// Like [`BinaryOperator::on_left`], for a batch no one reads after this operator (see
+    /// [`UnaryOperator::on_owned_batch`]): the operator may take or change its contents. The
+    /// default reads it as [`BinaryOperator::on_left`] does.
+    fn on_owned_left(&mut self, input: &mut Batch<L>, out: &mut Batch<O>) {
+        self.on_left(input, out);
+    }
     /// Events or groups held now.
     fn state_size(&self) -> usize {
         0
@@ -445,6 +451,14 @@ where
         let out = graph::output::<O>(out);
         if port == 0 {
             self.op.on_left(graph::input::<L>(input), out);
+        } else {
+            self.op.on_right(graph::input::<R>(input), out);
+        }
+    }
+    fn push_owned(&mut self, port: usize, input: &mut dyn Any, out: &mut dyn Any) {
+        let out = graph::output::<O>(out);
+        if port == 0 {
+            self.op.on_owned_left(graph::output::<L>(input), out);
         } else {
             self.op.on_right(graph::input::<R>(input), out);
         }

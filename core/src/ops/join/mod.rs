@@ -17,7 +17,8 @@
 //! stream of points against a slower reference stream whose CTIs are imported). Its results go
 //! straight to the output, without waiting for the CTI, when nothing else is held and its side
 //! stores nothing: every result that can still come is at or after it. A left point at or
-//! above the right side's CTI waits in a [`ReleaseBuffer`] (not in the left side's table) and
+//! above the right side's CTI waits in a [`ReleaseBuffer`] (not in the left side's table;
+//! moved in, not copied, when the join is its batch's last reader) and
 //! is joined when the right CTI passes it; a right point is joined at once only below the
 //! earliest waiting left point, so that it meets them.
 //!
@@ -33,6 +34,7 @@ mod side;
 mod sweep;
 
 use crate::event::EventShape;
+use std::collections::VecDeque;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
@@ -124,46 +126,104 @@ where
     /// One segment of an unordered left input: points below the right CTI are joined at once
     /// (results to `out`), other points wait, intervals wait for the left CTI.
     fn unordered_left_segment(&mut self, input: &Batch<L>, range: std::ops::Range<usize>) {
-        let right_cti = self.sweep.frontier.input(1);
         let sync = &input.sync()[range.clone()];
         let ends = &input.other()[range.clone()];
         let payloads = &input.payloads()[range];
-        let is_point = |k: usize| ends[k] == sync[k].next_tick();
-        let mut i = 0;
-        while i < sync.len() {
-            // A run of points that must wait (the usual case), in one go: the waiting buffer
-            // takes the runs in time order in it with one copy per column.
-            let start = i;
-            while i < sync.len() && sync[i] >= right_cti && is_point(i) {
-                i += 1;
+        let right_cti = self.sweep.frontier.input(1);
+        left_runs(sync, ends, right_cti, |run| match run {
+            // The waiting buffer takes the run in time order in it with one copy per column.
+            LeftRun::Wait(r) => self
+                .sweep
+                .waiting
+                .push_point_run(&sync[r.clone()], &payloads[r]),
+            LeftRun::Probe(r) => self.probe_run(&sync[r.clone()], &payloads[r]),
+            LeftRun::Other(i) => self.intervals.push(sync[i], ends[i], payloads[i].clone()),
+        });
+    }
+
+    /// [`Join::unordered_left_segment`] of the payloads at the front of `payloads`, a
+    /// batch's that no one reads after the join: what waits is moved in, not copied (a row,
+    /// say, is neither cloned nor dropped), and what is read is dropped.
+    fn owned_left_segment(
+        &mut self,
+        input: &Batch<L>,
+        range: std::ops::Range<usize>,
+        payloads: &mut VecDeque<L>,
+    ) {
+        let sync = &input.sync()[range.clone()];
+        let ends = &input.other()[range];
+        let right_cti = self.sweep.frontier.input(1);
+        left_runs(sync, ends, right_cti, |run| match run {
+            LeftRun::Wait(r) => {
+                let n = r.len();
+                self.sweep
+                    .waiting
+                    .append_points_from(&sync[r], &mut payloads.drain(..n));
             }
-            if i > start {
-                let run = (&sync[start..i], &payloads[start..i]);
-                self.sweep.waiting.push_point_run(run.0, run.1);
-                continue;
+            LeftRun::Probe(r) => {
+                let n = r.len();
+                // Taken only from the front: one slice.
+                let front = &payloads.make_contiguous()[..n];
+                self.probe_run(&sync[r], front);
+                payloads.drain(..n);
             }
-            // A run of points the right side has every partner of: joined at once.
-            while i < sync.len() && sync[i] < right_cti && is_point(i) {
-                i += 1;
+            LeftRun::Other(i) => {
+                if let Some(p) = payloads.pop_front() {
+                    self.intervals.push(sync[i], ends[i], p);
+                }
             }
-            if i > start {
-                let sweep = &mut self.sweep;
-                let run = (&sync[start..i], &payloads[start..i]);
-                let (right, key, combine) = (&sweep.right, &sweep.key_left, &sweep.combine);
-                probe_points(
-                    right,
-                    key,
-                    combine,
-                    run,
-                    &mut sweep.heads,
-                    &mut self.results,
-                );
-                continue;
-            }
-            // Not a point: waits for the left CTI.
-            self.intervals.push(sync[i], ends[i], payloads[i].clone());
+        });
+    }
+
+    /// Joins points the right side has every partner of at once (results to `results`).
+    fn probe_run(&mut self, sync: &[Time], payloads: &[L]) {
+        let sweep = &mut self.sweep;
+        let (right, key, combine) = (&sweep.right, &sweep.key_left, &sweep.combine);
+        probe_points(
+            right,
+            key,
+            combine,
+            (sync, payloads),
+            &mut sweep.heads,
+            &mut self.results,
+        );
+    }
+}
+
+/// A run of one segment of an unordered left input (see [`left_runs`]).
+enum LeftRun {
+    /// Points at or after the right CTI: they wait for it.
+    Wait(std::ops::Range<usize>),
+    /// Points below the right CTI: the right side has every partner they can have.
+    Probe(std::ops::Range<usize>),
+    /// An event that is not a point: it waits for the left CTI.
+    Other(usize),
+}
+
+/// The runs of a segment of an unordered left input (its start times and ends), in order,
+/// given the right CTI: each index is in exactly one.
+fn left_runs(sync: &[Time], ends: &[Time], right_cti: Time, mut run: impl FnMut(LeftRun)) {
+    let is_point = |k: usize| ends[k] == sync[k].next_tick();
+    let mut i = 0;
+    while i < sync.len() {
+        // A run of points that must wait (the usual case), in one go.
+        let start = i;
+        while i < sync.len() && sync[i] >= right_cti && is_point(i) {
             i += 1;
         }
+        if i > start {
+            run(LeftRun::Wait(start..i));
+            continue;
+        }
+        while i < sync.len() && sync[i] < right_cti && is_point(i) {
+            i += 1;
+        }
+        if i > start {
+            run(LeftRun::Probe(start..i));
+            continue;
+        }
+        run(LeftRun::Other(i));
+        i += 1;
     }
 }
 
@@ -227,6 +287,27 @@ where
                 }
             }
         }
+    }
+
+    /// An unordered left input's batch that no one reads after the join: the payloads of the
+    /// points that wait are moved into the waiting buffer (see [`Join::owned_left_segment`]).
+    fn on_owned_left(&mut self, input: &mut Batch<L>, out: &mut Batch<O>) {
+        if M::ORDER == EventOrder::Sorted || !std::mem::needs_drop::<L>() {
+            return self.on_left(input, out);
+        }
+        // The payload column taken out (its room given back, empty, at the end): read and
+        // taken from its front, run by run, segment by segment.
+        let mut payloads = VecDeque::from(std::mem::take(input.columns_mut().2));
+        for (range, cti) in input.segments() {
+            self.owned_left_segment(input, range, &mut payloads);
+            self.forward(out);
+            if let Some(t) = cti {
+                self.left_cti = self.left_cti.max(t);
+                self.sync_left(out);
+            }
+        }
+        payloads.clear();
+        *input.columns_mut().2 = Vec::from(payloads);
     }
 
     fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {

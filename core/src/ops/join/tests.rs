@@ -42,6 +42,75 @@ fn points_joined_on_arrival_keep_their_times_whatever_their_number_of_results() 
     assert_eq!(out.last_cti(), Some(t(10)));
 }
 
+mod owned {
+    use super::*;
+    use crate::order::Unordered;
+    use proptest::prelude::*;
+
+    /// A batch of the left input: events (start, duration: 1 is a point), each followed or
+    /// not by a CTI (kept rising, and no event below the last one).
+    fn left_batches() -> impl Strategy<Value = Vec<Vec<(i64, i64, u8, bool)>>> {
+        let event = (
+            0..30i64,
+            prop_oneof![4 => Just(1i64), 1 => 2..8i64],
+            0..3u8,
+            prop::bool::weighted(0.15),
+        );
+        prop::collection::vec(prop::collection::vec(event, 0..12), 1..8)
+    }
+
+    proptest! {
+        /// A left batch that no one reads after the join, whose payloads are moved in,
+        /// gives exactly what the same batch read in place gives, batch by batch, whatever
+        /// the mix of points that wait, points joined at once, intervals and CTIs; and the
+        /// owned batch keeps no payload.
+        #[test]
+        fn an_owned_left_batch_gives_what_a_borrowed_one_gives(
+            batches in left_batches(),
+            right_cti in 0..40i64,
+        ) {
+            let t = Time::from_ticks;
+            let make = || Join::<_, _, _, _, _, _, _, Unordered>::new(
+                |l: &String| l.as_bytes()[0],
+                |r: &(u8, i64)| r.0,
+                |l: &String, r: &(u8, i64)| Some(format!("{l}x{}", r.1)),
+            );
+            let (mut read, mut owned) = (make(), make());
+            let mut right = Batch::new();
+            for (k, (start, end)) in [(0u8, (0, 50)), (1, (5, 20)), (1, (10, 60)), (2, (25, 26))] {
+                right.push_event(t(start), t(end), (b'a' + k, start * 10 + end));
+            }
+            right.push_cti(t(right_cti));
+            let (mut out_read, mut out_owned) = (Batch::new(), Batch::new());
+            read.on_right(&right, &mut out_read);
+            owned.on_right(&right, &mut out_owned);
+            let mut cti = 0;
+            for (b, events) in batches.iter().enumerate() {
+                let mut left = Batch::new();
+                for (n, &(at, d, key, close)) in events.iter().enumerate() {
+                    let at = cti.max(at);
+                    left.push_event(t(at), t(at + d), format!("{}{b}.{n}", (b'a' + key) as char));
+                    if close {
+                        cti = at + 1;
+                        left.push_cti(t(cti));
+                    }
+                }
+                let mut taken = left.clone();
+                read.on_left(&left, &mut out_read);
+                owned.on_owned_left(&mut taken, &mut out_owned);
+                prop_assert_eq!(&out_owned, &out_read, "batch {}", b);
+                prop_assert!(taken.payloads().is_empty());
+            }
+            // The right CTI passes every waiting point.
+            let mut end = Batch::new();
+            end.push_cti(t(100));
+            read.on_right(&end, &mut out_read);
+            owned.on_right(&end, &mut out_owned);
+            prop_assert_eq!(&out_owned, &out_read);
+        }
+    }
+}
+
 mod lists {
     use super::super::side::{Entry, Side, NONE};
     use crate::time::Time;

@@ -146,18 +146,27 @@ impl<P> ReleaseBuffer<P> {
     /// If the columns differ in length (a caller's bug, as with `copy_from_slice`).
     pub fn append_point_run(&mut self, sync: &[Time], payloads: &mut Vec<P>) {
         assert_eq!(sync.len(), payloads.len(), "one payload per time");
-        let mut moved = payloads.drain(..);
+        self.append_points_from(sync, &mut payloads.drain(..));
+    }
+
+    /// [`ReleaseBuffer::append_point_run`] with the payloads taken from `moved`, which gives
+    /// (at least) one per time.
+    pub(crate) fn append_points_from(
+        &mut self,
+        sync: &[Time],
+        moved: &mut impl Iterator<Item = P>,
+    ) {
         let mut i = 0;
         while i < sync.len() {
             let n = in_order(&sync[i..], self.run.last());
             if n > 0 {
-                self.run.append_points(&sync[i..i + n], &mut moved);
+                self.run.append_points(&sync[i..i + n], moved);
                 i += n;
             }
-            if let (Some(&t), Some(p)) = (sync.get(i), moved.next()) {
-                self.push_side(t, t.next_tick(), p);
-                i += 1;
-            }
+            let Some(&t) = sync.get(i) else { break };
+            let Some(p) = moved.next() else { break };
+            self.push_side(t, t.next_tick(), p);
+            i += 1;
         }
     }
 
