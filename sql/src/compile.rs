@@ -659,15 +659,20 @@ fn grouped_by<O: Order, Out: Payload>(
     let mut keys: Vec<RowExpr> = keys.into_iter().map(RowExpr::new).collect();
     match keys.len() {
         0 | 1 => {
-            let key = keys.pop();
-            windowed
-                .group_by(move |r: &Row| {
-                    key.as_ref()
-                        .map_or(Value::Null, |k| k.with(r, Value::clone))
-                })
-                .aggregate_into(aggs, move |k: &Value, aggs| {
-                    make(std::slice::from_ref(k), aggs)
-                })
+            let one = move |k: &Value, aggs| make(std::slice::from_ref(k), aggs);
+            match keys.pop() {
+                // A field: a key function of its own, short enough to be inlined in the
+                // window's loop.
+                Some(RowExpr::Field(f)) => windowed
+                    .group_by(move |r: &Row| r.field_ref(&f).cloned().unwrap_or(Value::Null))
+                    .aggregate_into(aggs, one),
+                key => windowed
+                    .group_by(move |r: &Row| {
+                        key.as_ref()
+                            .map_or(Value::Null, |k| k.with(r, Value::clone))
+                    })
+                    .aggregate_into(aggs, one),
+            }
         }
         _ => windowed
             .group_by(move |r: &Row| keys.iter().map(|k| k.eval(r)).collect::<Vec<_>>())

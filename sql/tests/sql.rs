@@ -96,6 +96,50 @@ fn tumbling_window_per_key_with_the_window_end() {
     );
 }
 
+/// A window's group key that is a field, one that is an expression, and none: each group's
+/// count and sum are its members', with the key's value (a key function of its own reads
+/// a field).
+#[test]
+fn windows_grouped_by_a_field_an_expression_or_nothing() {
+    let items = ended(vec![
+        reading(1.0, "a", 2),
+        reading(2.0, "b", 3),
+        reading(3.0, "a", 5),
+        reading(4.0, "c", 8),
+        reading(5.0, "b", 13),
+    ]);
+    let out = run(
+        "SELECT device, COUNT(*) AS n, SUM(v) AS s INTO by_field FROM r
+             GROUP BY device, TumblingWindow(second, 10);
+         SELECT v % 2 AS odd, COUNT(*) AS n, SUM(v) AS s INTO by_expression FROM r
+             GROUP BY v % 2, TumblingWindow(second, 10);
+         SELECT COUNT(*) AS n, SUM(v) AS s INTO whole FROM r GROUP BY TumblingWindow(second, 10)",
+        &[("r", items)],
+    );
+    let groups = |name: &str| -> Vec<Vec<Value>> {
+        let mut g: Vec<Vec<Value>> = events(&out[name])
+            .into_iter()
+            .map(|e| e.2.values().to_vec())
+            .collect();
+        g.sort_by_key(|v| format!("{v:?}"));
+        g
+    };
+    let (s, i) = (|x: &str| Value::Str(x.into()), Value::Int);
+    assert_eq!(
+        groups("by_field"),
+        vec![
+            vec![s("a"), i(2), i(7)],
+            vec![s("b"), i(2), i(16)],
+            vec![s("c"), i(1), i(8)]
+        ]
+    );
+    assert_eq!(
+        groups("by_expression"),
+        vec![vec![i(0), i(2), i(10)], vec![i(1), i(3), i(21)]]
+    );
+    assert_eq!(groups("whole"), vec![vec![i(5), i(31)]]);
+}
+
 #[test]
 fn hopping_having_and_top_one() {
     let out = run(
