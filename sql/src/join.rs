@@ -7,7 +7,7 @@ use punctual_core::ops::Stream;
 use punctual_core::{Row, Schema, Time, Value};
 
 use crate::eval::{Ctx, E};
-use crate::row_expr::{row_of, Pair, PairExpr, RowExpr};
+use crate::row_expr::{row_of, PairExpr, RowExpr};
 use crate::stream::Rows;
 use crate::RowStream;
 
@@ -88,18 +88,14 @@ impl JoinParts {
             .map(|c| PairExpr::new(c, &names))
             .collect();
         join(left, right, kl, kr, move |a, b| {
-            let pair = Pair {
-                names: &names,
-                rows: [a, b],
-                empty: &empty,
-            };
-            let keep = conditions.iter().all(|c| c.holds(&pair));
+            let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
+            let keep = conditions.iter().all(|c| c.holds(rows, &cx));
             keep.then(|| {
                 row_of(
                     &schema,
                     &columns,
                     #[inline(always)]
-                    |c| c.value(&pair),
+                    |c| c.value(rows, &cx),
                 )
             })
         })

@@ -205,47 +205,29 @@ impl PairExpr {
         PairExpr::Any(e)
     }
 
-    /// The expression's value over `pair`.
+    /// The expression's value over the pair `rows`; `cx` is the pair's context (for
+    /// [`PairExpr::Any`]).
     #[inline]
-    pub(crate) fn value(&self, pair: &Pair<'_>) -> Value {
+    pub(crate) fn value(&self, rows: [&Row; 2], cx: &Ctx<'_>) -> Value {
         match self {
-            PairExpr::One(o) => o.read(pair.rows).clone(),
-            PairExpr::Bin(op, a, b) => binary(*op, a.read(pair.rows), b.read(pair.rows)),
-            PairExpr::Any(e) => e.with(&pair.cx(), Value::clone),
+            PairExpr::One(o) => o.read(rows).clone(),
+            PairExpr::Bin(op, a, b) => binary(*op, a.read(rows), b.read(rows)),
+            PairExpr::Any(e) => e.with(cx, Value::clone),
         }
     }
 
-    /// Whether the condition holds over `pair` (is `TRUE`).
+    /// Whether the condition holds over the pair `rows` (is `TRUE`).
     #[inline]
-    pub(crate) fn holds(&self, pair: &Pair<'_>) -> bool {
+    pub(crate) fn holds(&self, rows: [&Row; 2], cx: &Ctx<'_>) -> bool {
         match self {
             PairExpr::Bin(
                 op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
                 a,
                 b,
-            ) => compared(*op, a.read(pair.rows), b.read(pair.rows)),
-            PairExpr::Any(e) => e.holds(&pair.cx()),
-            other => truthy(&other.value(pair)),
+            ) => compared(*op, a.read(rows), b.read(rows)),
+            PairExpr::Any(e) => e.holds(cx),
+            other => truthy(&other.value(rows, cx)),
         }
-    }
-}
-
-/// A pair of joined rows and the sources' names: what a [`PairExpr`] reads, and what its
-/// context is made of when an expression is evaluated in it ([`PairExpr::Any`]; a field or
-/// an operator over fields needs none).
-pub(crate) struct Pair<'a> {
-    /// The sources' names, left and right.
-    pub(crate) names: &'a [Arc<str>; 2],
-    /// The left row and the right row.
-    pub(crate) rows: [&'a Row; 2],
-    /// An empty row: the context's own row (a pair has none).
-    pub(crate) empty: &'a Row,
-}
-
-impl Pair<'_> {
-    /// The pair's context.
-    fn cx(&self) -> Ctx<'_> {
-        Ctx::pair(self.names, self.rows, self.empty)
     }
 }
 
@@ -384,18 +366,17 @@ mod tests {
                 compiled += usize::from(!matches!(p, PairExpr::Any(_)));
                 for (x, y) in rows.iter().zip(rows.iter().rev()) {
                     let cx = Ctx::pair(&names, [x, y], &empty);
-                    let pair = Pair {
-                        names: &names,
-                        rows: [x, y],
-                        empty: &empty,
-                    };
-                    let (want, got) = (e.eval(&cx), p.value(&pair));
+                    let (want, got) = (e.eval(&cx), p.value([x, y], &cx));
                     let nan = |v: &Value| matches!(v, Value::Float(f) if f.is_nan());
                     assert!(
                         got == want || nan(&got) && nan(&want),
                         "{e:?}: {got:?}, not {want:?}"
                     );
-                    assert_eq!(p.holds(&pair), e.holds(&cx), "{e:?} over {x:?}, {y:?}");
+                    assert_eq!(
+                        p.holds([x, y], &cx),
+                        e.holds(&cx),
+                        "{e:?} over {x:?}, {y:?}"
+                    );
                 }
             }
         }
