@@ -34,7 +34,6 @@ mod side;
 mod sweep;
 
 use crate::event::EventShape;
-use std::collections::VecDeque;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
@@ -141,34 +140,28 @@ where
         });
     }
 
-    /// [`Join::unordered_left_segment`] of the payloads at the front of `payloads`, a
-    /// batch's that no one reads after the join: what waits is moved in, not copied (a row,
-    /// say, is neither cloned nor dropped), and what is read is dropped.
+    /// [`Join::unordered_left_segment`] of the payloads `payloads` takes next, a batch's
+    /// that no one reads after the join: what waits is moved in, not copied (a row, say, is
+    /// neither cloned nor dropped), and what is read is dropped.
     fn owned_left_segment(
         &mut self,
         input: &Batch<L>,
         range: std::ops::Range<usize>,
-        payloads: &mut VecDeque<L>,
+        payloads: &mut std::vec::Drain<'_, L>,
     ) {
         let sync = &input.sync()[range.clone()];
         let ends = &input.other()[range];
         let right_cti = self.sweep.frontier.input(1);
         left_runs(sync, ends, right_cti, |run| match run {
-            LeftRun::Wait(r) => {
-                let n = r.len();
-                self.sweep
-                    .waiting
-                    .append_points_from(&sync[r], &mut payloads.drain(..n));
-            }
+            LeftRun::Wait(r) => self.sweep.waiting.append_points_from(&sync[r], payloads),
             LeftRun::Probe(r) => {
                 let n = r.len();
-                // Taken only from the front: one slice.
-                let front = &payloads.make_contiguous()[..n];
-                self.probe_run(&sync[r], front);
-                payloads.drain(..n);
+                self.probe_run(&sync[r], &payloads.as_slice()[..n]);
+                // Read: dropped.
+                payloads.take(n).for_each(drop);
             }
             LeftRun::Other(i) => {
-                if let Some(p) = payloads.pop_front() {
+                if let Some(p) = payloads.next() {
                     self.intervals.push(sync[i], ends[i], p);
                 }
             }
@@ -297,7 +290,8 @@ where
         }
         // The payload column taken out (its room given back, empty, at the end): read and
         // taken from its front, run by run, segment by segment.
-        let mut payloads = VecDeque::from(std::mem::take(input.columns_mut().2));
+        let mut column = std::mem::take(input.columns_mut().2);
+        let mut payloads = column.drain(..);
         for (range, cti) in input.segments() {
             self.owned_left_segment(input, range, &mut payloads);
             self.forward(out);
@@ -306,8 +300,8 @@ where
                 self.sync_left(out);
             }
         }
-        payloads.clear();
-        *input.columns_mut().2 = Vec::from(payloads);
+        drop(payloads);
+        *input.columns_mut().2 = column;
     }
 
     fn on_right(&mut self, input: &Batch<R>, out: &mut Batch<O>) {
