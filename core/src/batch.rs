@@ -140,15 +140,22 @@ impl<P> Batch<P> {
     }
 
     /// Appends points given as columns, moving the payloads out of `payloads` (left empty,
-    /// with its room): [`Batch::extend_points`] for payloads that own something (rows,
-    /// strings), with no copy made and dropped.
+    /// with room): [`Batch::extend_points`] for payloads that own something (rows,
+    /// strings), with no copy made and dropped. Into a batch with no events the payload
+    /// column moves whole (the two vectors swap: no payload is copied).
     ///
     /// ```
     /// use punctual_core::{Batch, Time};
+    /// let t = Time::from_ticks;
     /// let mut batch = Batch::new();
     /// let mut names = vec![String::from("a"), String::from("b")];
-    /// batch.append_points(&[Time::from_ticks(3), Time::from_ticks(1)], &mut names);
+    /// batch.append_points(&[t(3), t(1)], &mut names);
     /// assert_eq!(batch.payloads(), &["a", "b"]);
+    /// assert!(names.is_empty());
+    /// names.push(String::from("c"));
+    /// batch.append_points(&[t(2)], &mut names);
+    /// assert_eq!(batch.payloads(), &["a", "b", "c"]);
+    /// assert_eq!(batch.sync(), &[t(3), t(1), t(2)]);
     /// assert!(names.is_empty());
     /// ```
     ///
@@ -159,7 +166,11 @@ impl<P> Batch<P> {
         assert_eq!(starts.len(), payloads.len(), "one payload per time");
         self.sync.extend_from_slice(starts);
         push_point_ends(starts, &mut self.other);
-        self.payload.append(payloads);
+        if self.payload.is_empty() {
+            std::mem::swap(&mut self.payload, payloads);
+        } else {
+            self.payload.append(payloads);
+        }
     }
 
     /// Appends points given as records with the functions that read a record's start time and
