@@ -48,14 +48,12 @@ where
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
-            for i in range {
-                let (s, o, q) = (
-                    input.sync()[i],
-                    input.other()[i],
-                    (self.f)(&input.payloads()[i]),
-                );
-                out.push_event(s, o, q);
-            }
+            // Column by column: each new payload is made where it goes (pushed one event at a
+            // time, a payload was made aside and then copied over).
+            let (osync, oother, opayload) = out.columns_mut();
+            osync.extend_from_slice(&input.sync()[range.clone()]);
+            oother.extend_from_slice(&input.other()[range.clone()]);
+            opayload.extend(input.payloads()[range].iter().map(&self.f));
             if let Some(t) = cti {
                 out.push_cti(t);
             }
@@ -95,12 +93,18 @@ where
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
-            for i in range {
-                let (s, o) = (input.sync()[i], input.other()[i]);
-                // An end edge's sync time is its end; its start is the other time.
-                let start = if o < s { o } else { s };
-                out.push_event(s, o, (self.f)(start, &input.payloads()[i]));
-            }
+            // Column by column, as `Map` does.
+            let (sync, other) = (&input.sync()[range.clone()], &input.other()[range.clone()]);
+            let (osync, oother, opayload) = out.columns_mut();
+            osync.extend_from_slice(sync);
+            oother.extend_from_slice(other);
+            let f = &self.f;
+            opayload.extend(sync.iter().zip(other).zip(&input.payloads()[range]).map(
+                |((&s, &o), p)| {
+                    // An end edge's sync time is its end; its start is the other time.
+                    f(if o < s { o } else { s }, p)
+                },
+            ));
             if let Some(t) = cti {
                 out.push_cti(t);
             }
