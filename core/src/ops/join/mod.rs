@@ -283,7 +283,7 @@ where
     }
 
     /// An unordered left input's batch that no one reads after the join: the payloads of the
-    /// points that wait are moved into the waiting buffer (see [`Join::owned_left_segment`]).
+    /// points that wait are moved into the waiting buffer, not cloned (what is read is dropped).
     fn on_owned_left(&mut self, input: &mut Batch<L>, out: &mut Batch<O>) {
         if M::ORDER == EventOrder::Sorted || !std::mem::needs_drop::<L>() {
             return self.on_left(input, out);
