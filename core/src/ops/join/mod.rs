@@ -282,10 +282,10 @@ where
         }
     }
 
-    /// An unordered left input's batch that no one reads after the join: the payloads of the
-    /// points that wait are moved into the waiting buffer, not cloned (what is read is dropped).
+    /// A left batch that no one reads after the join: the payloads of the points that wait,
+    /// and of the events the sweep stores, are moved in, not cloned (what is read is dropped).
     fn on_owned_left(&mut self, input: &mut Batch<L>, out: &mut Batch<O>) {
-        if M::ORDER == EventOrder::Sorted || !std::mem::needs_drop::<L>() {
+        if !std::mem::needs_drop::<L>() {
             return self.on_left(input, out);
         }
         // The payload column taken out (its room given back, empty, at the end): read and
@@ -293,11 +293,22 @@ where
         let mut column = std::mem::take(input.columns_mut().2);
         let mut payloads = column.drain(..);
         for (range, cti) in input.segments() {
-            self.owned_left_segment(input, range, &mut payloads);
-            self.forward(out);
-            if let Some(t) = cti {
-                self.left_cti = self.left_cti.max(t);
-                self.sync_left(out);
+            match M::ORDER {
+                EventOrder::Sorted => {
+                    self.sweep
+                        .left_segment_owned(input, range, &mut payloads, out);
+                    if let Some(t) = cti {
+                        self.sweep.left_cti(t, out);
+                    }
+                }
+                EventOrder::Arrival => {
+                    self.owned_left_segment(input, range, &mut payloads);
+                    self.forward(out);
+                    if let Some(t) = cti {
+                        self.left_cti = self.left_cti.max(t);
+                        self.sync_left(out);
+                    }
+                }
             }
         }
         drop(payloads);

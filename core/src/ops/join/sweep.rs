@@ -94,10 +94,34 @@ where
         range: std::ops::Range<usize>,
         out: &mut Batch<O>,
     ) {
+        let payloads = Payloads::Read(&input.payloads()[range.clone()]);
+        self.left_payloads(Segment { input, range }, payloads, out);
+    }
+
+    /// [`Sweep::left_segment`] of a batch no one reads after the join, whose payload column
+    /// was taken out and is drained from this segment's first payload on: what waits or is
+    /// stored is moved in, not cloned.
+    pub(super) fn left_segment_owned(
+        &mut self,
+        input: &Batch<L>,
+        range: std::ops::Range<usize>,
+        payloads: &mut std::vec::Drain<'_, L>,
+        out: &mut Batch<O>,
+    ) {
+        self.left_payloads(Segment { input, range }, Payloads::Taken(payloads), out);
+    }
+
+    fn left_payloads(
+        &mut self,
+        segment: Segment<'_, L>,
+        payloads: Payloads<'_, '_, L>,
+        out: &mut Batch<O>,
+    ) {
         let direct = self.direct();
         let combine = &self.combine;
         absorb_segment(
-            Segment { input, range },
+            segment,
+            payloads,
             Sides {
                 own: &mut self.left,
                 own_key: &self.key_left,
@@ -124,8 +148,10 @@ where
     ) {
         let direct = self.direct();
         let combine = &self.combine;
+        let payloads = Payloads::Read(&input.payloads()[range.clone()]);
         absorb_segment(
             Segment { input, range },
+            payloads,
             Sides {
                 own: &mut self.right,
                 own_key: &self.key_right,
@@ -290,24 +316,72 @@ fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone + 'static>(
     let payload = &batch.payloads()[i];
     match batch.kind(i) {
         EventKind::EndEdge { start, end } => side.close(&key(payload), start, payload, end),
-        kind => {
-            let (start, other) = kind.encode();
-            side.insert(Entry {
-                start,
-                end: (other != Time::INF).then_some(other),
-                key: key(payload),
-                payload: payload.clone(),
-                next: NONE,
-                prev: NONE,
-            });
-        }
+        kind => insert(side, key, kind, payload.clone()),
     }
+}
+
+/// [`absorb`] of an event of this kind whose payload is moved in.
+#[inline]
+fn absorb_moved<P: PartialEq, K: Hash + Eq + Clone + 'static>(
+    side: &mut Side<P, K>,
+    key: &impl Fn(&P) -> K,
+    kind: EventKind,
+    payload: P,
+) {
+    match kind {
+        EventKind::EndEdge { start, end } => side.close(&key(&payload), start, &payload, end),
+        kind => insert(side, key, kind, payload),
+    }
+}
+
+/// Stores an event of this kind (not an end edge) in a side.
+#[inline]
+fn insert<P: PartialEq, K: Hash + Eq + Clone + 'static>(
+    side: &mut Side<P, K>,
+    key: &impl Fn(&P) -> K,
+    kind: EventKind,
+    payload: P,
+) {
+    let (start, other) = kind.encode();
+    side.insert(Entry {
+        start,
+        end: (other != Time::INF).then_some(other),
+        key: key(&payload),
+        payload,
+        next: NONE,
+        prev: NONE,
+    });
 }
 
 /// A segment of an input batch.
 struct Segment<'a, P> {
     input: &'a Batch<P>,
     range: std::ops::Range<usize>,
+}
+
+/// A segment's payloads: read in place, or taken from a drain of the batch's payload column
+/// (a batch no one reads after the join) that stands at the segment's next payload.
+enum Payloads<'a, 'd, P> {
+    Read(&'a [P]),
+    Taken(&'a mut std::vec::Drain<'d, P>),
+}
+
+impl<P> Payloads<'_, '_, P> {
+    /// The payloads from position `k` of the segment on, when every payload before `k` was
+    /// passed or taken.
+    fn from(&self, k: usize) -> &[P] {
+        match self {
+            Payloads::Read(all) => &all[k..],
+            Payloads::Taken(rest) => rest.as_slice(),
+        }
+    }
+
+    /// Done with the next `n` payloads, which were read (taken ones are dropped).
+    fn pass(&mut self, n: usize) {
+        if let Payloads::Taken(rest) = self {
+            rest.take(n).for_each(drop);
+        }
+    }
 }
 
 /// The side a segment arrives on, and the other one.
@@ -337,6 +411,7 @@ struct Sinks<'a, O> {
 #[inline]
 fn absorb_segment<P, Q, K, O, KF>(
     segment: Segment<'_, P>,
+    mut payloads: Payloads<'_, '_, P>,
     sides: Sides<'_, P, Q, K, KF>,
     combine: &impl Fn(&P, &Q) -> Option<O>,
     sinks: Sinks<'_, O>,
@@ -363,7 +438,6 @@ fn absorb_segment<P, Q, K, O, KF>(
     } = sinks;
     let sync = &input.sync()[range.clone()];
     let ends = &input.other()[range.clone()];
-    let payloads = &input.payloads()[range.clone()];
     let is_point = |k: usize| ends[k] == sync[k].next_tick();
     let mut first = 0;
     if direct && own.live == 0 {
@@ -372,8 +446,9 @@ fn absorb_segment<P, Q, K, O, KF>(
         first = (0..sync.len())
             .take_while(|&k| sync[k] < other_cti && is_point(k))
             .count();
-        let points = (&sync[..first], &payloads[..first]);
+        let points = (&sync[..first], &payloads.from(0)[..first]);
         probe_points(other, own_key, combine, points, heads, out);
+        payloads.pass(first);
     }
     // The rest, after an event that is stored (or with results held already): results wait
     // for the CTI.
@@ -381,21 +456,33 @@ fn absorb_segment<P, Q, K, O, KF>(
     while k < sync.len() {
         let s = sync[k];
         if s < other_cti && is_point(k) {
-            let payload = &payloads[k];
+            let payload = &payloads.from(k)[0];
             let head = other.head(&own_key(payload));
             probe(other, head, s, payload, combine, |r| held.push_point(s, r));
+            payloads.pass(1);
         } else if let (Some(w), true) = (waiting.as_deref_mut(), is_point(k)) {
             // A run of points at or above the other side's CTI (the usual case) waits in one
-            // go (in order, it extends the waiting run with one copy per column).
+            // go (in order, it extends the waiting run with one copy per column, or with the
+            // payloads moved in).
             let run = k
                 + (k..sync.len())
                     .take_while(|&j| sync[j] >= other_cti && is_point(j))
                     .count();
-            w.push_point_run(&sync[k..run], &payloads[k..run]);
+            match &mut payloads {
+                Payloads::Read(all) => w.push_point_run(&sync[k..run], &all[k..run]),
+                Payloads::Taken(rest) => w.append_points_from(&sync[k..run], *rest),
+            }
             k = run;
             continue;
         } else {
-            absorb(own, own_key, input, range.start + k);
+            match &mut payloads {
+                Payloads::Read(_) => absorb(own, own_key, input, range.start + k),
+                Payloads::Taken(rest) => {
+                    if let Some(p) = rest.next() {
+                        absorb_moved(own, own_key, input.kind(range.start + k), p);
+                    }
+                }
+            }
         }
         k += 1;
     }

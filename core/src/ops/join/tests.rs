@@ -59,54 +59,76 @@ mod owned {
         prop::collection::vec(prop::collection::vec(event, 0..12), 1..8)
     }
 
+    /// Two joins of left order `M`, one given each left batch to read, the other to own
+    /// (its payloads moved in): their outputs are the same after every batch. With `sorted`,
+    /// each event's start is the previous one's (or the last CTI) plus its time modulo 3.
+    fn owned_and_read_agree<M: crate::order::Order>(
+        batches: &[Vec<(i64, i64, u8, bool)>],
+        right_cti: i64,
+        sorted: bool,
+    ) -> Result<(), TestCaseError> {
+        let t = Time::from_ticks;
+        let make = || {
+            Join::<_, _, _, _, _, _, _, M>::new(
+                |l: &String| l.as_bytes()[0],
+                |r: &(u8, i64)| r.0,
+                |l: &String, r: &(u8, i64)| Some(format!("{l}x{}", r.1)),
+            )
+        };
+        let (mut read, mut owned) = (make(), make());
+        let mut right = Batch::new();
+        for (k, (start, end)) in [(0u8, (0, 50)), (1, (5, 20)), (1, (10, 60)), (2, (25, 26))] {
+            right.push_event(t(start), t(end), (b'a' + k, start * 10 + end));
+        }
+        right.push_cti(t(right_cti));
+        let (mut out_read, mut out_owned) = (Batch::new(), Batch::new());
+        read.on_right(&right, &mut out_read);
+        owned.on_right(&right, &mut out_owned);
+        let (mut cti, mut last) = (0, 0);
+        for (b, events) in batches.iter().enumerate() {
+            let mut left = Batch::new();
+            for (n, &(at, d, key, close)) in events.iter().enumerate() {
+                let at = if sorted { last + at % 3 } else { cti.max(at) };
+                last = at;
+                left.push_event(t(at), t(at + d), format!("{}{b}.{n}", (b'a' + key) as char));
+                if close {
+                    cti = at + 1;
+                    last = cti;
+                    left.push_cti(t(cti));
+                }
+            }
+            let mut taken = left.clone();
+            read.on_left(&left, &mut out_read);
+            owned.on_owned_left(&mut taken, &mut out_owned);
+            prop_assert_eq!(&out_owned, &out_read, "batch {}", b);
+            prop_assert!(taken.payloads().is_empty());
+        }
+        // The right CTI passes every waiting point, then the left CTI every stored event.
+        let mut end = Batch::new();
+        end.push_cti(t(100));
+        read.on_right(&end, &mut out_read);
+        owned.on_right(&end, &mut out_owned);
+        prop_assert_eq!(&out_owned, &out_read);
+        let mut end = Batch::new();
+        end.push_cti(t(200));
+        read.on_left(&end, &mut out_read);
+        owned.on_owned_left(&mut end.clone(), &mut out_owned);
+        prop_assert_eq!(&out_owned, &out_read);
+        Ok(())
+    }
+
     proptest! {
         /// A left batch that no one reads after the join, whose payloads are moved in,
         /// gives exactly what the same batch read in place gives, batch by batch, whatever
-        /// the mix of points that wait, points joined at once, intervals and CTIs; and the
-        /// owned batch keeps no payload.
+        /// the mix of points that wait, points joined at once, intervals and CTIs, in
+        /// arrival order and in time order; and the owned batch keeps no payload.
         #[test]
         fn an_owned_left_batch_gives_what_a_borrowed_one_gives(
             batches in left_batches(),
             right_cti in 0..40i64,
         ) {
-            let t = Time::from_ticks;
-            let make = || Join::<_, _, _, _, _, _, _, Unordered>::new(
-                |l: &String| l.as_bytes()[0],
-                |r: &(u8, i64)| r.0,
-                |l: &String, r: &(u8, i64)| Some(format!("{l}x{}", r.1)),
-            );
-            let (mut read, mut owned) = (make(), make());
-            let mut right = Batch::new();
-            for (k, (start, end)) in [(0u8, (0, 50)), (1, (5, 20)), (1, (10, 60)), (2, (25, 26))] {
-                right.push_event(t(start), t(end), (b'a' + k, start * 10 + end));
-            }
-            right.push_cti(t(right_cti));
-            let (mut out_read, mut out_owned) = (Batch::new(), Batch::new());
-            read.on_right(&right, &mut out_read);
-            owned.on_right(&right, &mut out_owned);
-            let mut cti = 0;
-            for (b, events) in batches.iter().enumerate() {
-                let mut left = Batch::new();
-                for (n, &(at, d, key, close)) in events.iter().enumerate() {
-                    let at = cti.max(at);
-                    left.push_event(t(at), t(at + d), format!("{}{b}.{n}", (b'a' + key) as char));
-                    if close {
-                        cti = at + 1;
-                        left.push_cti(t(cti));
-                    }
-                }
-                let mut taken = left.clone();
-                read.on_left(&left, &mut out_read);
-                owned.on_owned_left(&mut taken, &mut out_owned);
-                prop_assert_eq!(&out_owned, &out_read, "batch {}", b);
-                prop_assert!(taken.payloads().is_empty());
-            }
-            // The right CTI passes every waiting point.
-            let mut end = Batch::new();
-            end.push_cti(t(100));
-            read.on_right(&end, &mut out_read);
-            owned.on_right(&end, &mut out_owned);
-            prop_assert_eq!(&out_owned, &out_read);
+            owned_and_read_agree::<Unordered>(&batches, right_cti, false)?;
+            owned_and_read_agree::<crate::order::Ordered>(&batches, right_cti, true)?;
         }
     }
 }
