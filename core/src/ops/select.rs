@@ -48,8 +48,8 @@ where
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
-            // Column by column: each new payload is made where it goes (pushed one event at a
-            // time, a payload was made aside and then copied over).
+            // Column by column: the times copied per segment, the payloads extended (faster
+            // than pushing one event at a time, by a few percent on rows).
             let (osync, oother, opayload) = out.columns_mut();
             osync.extend_from_slice(&input.sync()[range.clone()]);
             oother.extend_from_slice(&input.other()[range.clone()]);
