@@ -276,6 +276,7 @@ impl Aggregate<Row> for SqlAggs {
         }
     }
 
+    #[inline]
     fn result(&self, state: &AggStates) -> Row {
         let tail = state.tail.as_deref().unwrap_or_default();
         self.slots.row(self.places.iter().map(|&place| match place {
