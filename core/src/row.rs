@@ -419,38 +419,39 @@ impl Row {
 
     /// A row of `schema`'s names with these values by position (missing ones `NULL`, extra
     /// ones left out).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn assemble(schema: Schema, values: impl IntoIterator<Item = Value>) -> Row {
         let n = schema.len();
         let mut values = values.into_iter();
-        if n > Schema::INLINE {
-            return Row::assemble_heap(schema, values);
-        }
-        let mut next = |i: usize| {
-            if i < n {
-                values.next().unwrap_or_default()
-            } else {
-                Value::Null
-            }
+        // Both ways give the values in registers (a wide row's are one pointer), so that the
+        // row is written once, where it goes: a row returned from a call out of line would be
+        // built in a stack slot both ways share and copied from there.
+        let values = if n > Schema::INLINE {
+            Values::Heap(Row::heap_values(n, values))
+        } else {
+            let mut next = |i: usize| {
+                if i < n {
+                    values.next().unwrap_or_default()
+                } else {
+                    Value::Null
+                }
+            };
+            let first = next(0);
+            Values::Inline([first, next(1)])
         };
-        let first = next(0);
-        Row {
-            schema: ManuallyDrop::new(schema),
-            values: ManuallyDrop::new(Values::Inline([first, next(1)])),
-        }
-    }
-
-    /// [`Row::assemble`] of a row wider than [`Schema::INLINE`]: its values in one allocation.
-    #[inline(never)]
-    fn assemble_heap(schema: Schema, values: impl Iterator<Item = Value>) -> Row {
-        let n = schema.len();
-        // An iterator of known length: one allocation, of the row's size.
-        let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
-        let values = Values::Heap((0..n).map(|_| values.next().unwrap_or_default()).collect());
         Row {
             schema: ManuallyDrop::new(schema),
             values: ManuallyDrop::new(values),
         }
+    }
+
+    /// The values of a row wider than [`Schema::INLINE`] (`n` of them, missing ones `NULL`),
+    /// in one allocation.
+    #[inline(never)]
+    fn heap_values(n: usize, values: impl Iterator<Item = Value>) -> Arc<[Value]> {
+        // An iterator of known length: one allocation, of the row's size.
+        let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
+        (0..n).map(|_| values.next().unwrap_or_default()).collect()
     }
 
     /// The row's schema: its field names, in order.
