@@ -7,7 +7,7 @@ use punctual_core::ops::Stream;
 use punctual_core::{Row, Schema, Time, Value};
 
 use crate::eval::{Ctx, E};
-use crate::row_expr::{row_of, PairExpr, RowExpr};
+use crate::row_expr::{PairExpr, RowExpr};
 use crate::stream::Rows;
 use crate::RowStream;
 
@@ -90,14 +90,10 @@ impl JoinParts {
         join(left, right, kl, kr, move |a, b| {
             let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
             let keep = conditions.iter().all(|c| c.holds(rows, &cx));
-            keep.then(|| {
-                row_of(
-                    &schema,
-                    &columns,
-                    #[inline(always)]
-                    |c| c.value(rows, &cx),
-                )
-            })
+            // Each value is taken as the row is built (its function is out of line and
+            // returns through memory: built first, into an array, each was copied before
+            // its stores settled).
+            keep.then(|| schema.row(columns.iter().map(|c| c.value(rows, &cx))))
         })
     }
 }
