@@ -426,8 +426,9 @@ impl Row {
         // Both ways give the values in registers (a wide row's are one pointer), so that the
         // row is written once, where it goes: a row returned from a call out of line would be
         // built in a stack slot both ways share and copied from there.
-        let values = if n > Schema::INLINE {
-            Values::Heap(Row::heap_values(n, values))
+        let (schema, values) = if n > Schema::INLINE {
+            let (schema, values) = Row::heap_values(schema, values);
+            (schema, Values::Heap(values))
         } else {
             let mut next = |i: usize| {
                 if i < n {
@@ -437,7 +438,7 @@ impl Row {
                 }
             };
             let first = next(0);
-            Values::Inline([first, next(1)])
+            (schema, Values::Inline([first, next(1)]))
         };
         Row {
             schema: ManuallyDrop::new(schema),
@@ -448,10 +449,15 @@ impl Row {
     /// The values of a row wider than [`Schema::INLINE`] (`n` of them, missing ones `NULL`),
     /// in one allocation.
     #[inline(never)]
-    fn heap_values(n: usize, values: impl Iterator<Item = Value>) -> Arc<[Value]> {
+    fn heap_values(
+        schema: Schema,
+        values: impl Iterator<Item = Value>,
+    ) -> (Schema, Arc<[Value]>) {
+        let n = schema.len();
         // An iterator of known length: one allocation, of the row's size.
         let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
-        (0..n).map(|_| values.next().unwrap_or_default()).collect()
+        let values = (0..n).map(|_| values.next().unwrap_or_default()).collect();
+        (schema, values)
     }
 
     /// The row's schema: its field names, in order.
