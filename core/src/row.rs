@@ -446,13 +446,11 @@ impl Row {
         }
     }
 
-    /// The values of a row wider than [`Schema::INLINE`] (`n` of them, missing ones `NULL`),
-    /// in one allocation.
+    /// The values of a row of `schema`, wider than [`Schema::INLINE`] (missing ones `NULL`),
+    /// in one allocation; the schema is given back, so that the caller holds nothing across
+    /// the call.
     #[inline(never)]
-    fn heap_values(
-        schema: Schema,
-        values: impl Iterator<Item = Value>,
-    ) -> (Schema, Arc<[Value]>) {
+    fn heap_values(schema: Schema, values: impl Iterator<Item = Value>) -> (Schema, Arc<[Value]>) {
         let n = schema.len();
         // An iterator of known length: one allocation, of the row's size.
         let mut values = values.chain(std::iter::repeat(Value::Null)).take(n);
