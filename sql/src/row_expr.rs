@@ -59,7 +59,9 @@ impl RowExpr {
 
 /// A row of `schema` whose values are `value` of each of `columns`, in order: one or two
 /// built at once (a row of up to two values is inline, and an iterator in between cost more
-/// than the values), more through an iterator.
+/// than values computed inline), more through an iterator. A value that a function out of
+/// line returns is better taken through the iterator, as the row is built (see the fused
+/// join): built first, it is copied into the array before its stores have settled.
 #[inline(always)]
 pub(crate) fn row_of<C>(schema: &Schema, columns: &[C], value: impl Fn(&C) -> Value) -> Row {
     match columns {

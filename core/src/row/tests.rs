@@ -145,3 +145,32 @@ fn round_trip_and_errors() {
     let e = serde_json::from_str::<Row>("[1]").unwrap_err();
     assert!(e.to_string().contains("not a list"), "{e}");
 }
+
+/// A row built from a schema takes the values by position, inline or wide: missing ones are
+/// `NULL`, extra ones are left out (and dropped), and the row keeps its schema.
+#[test]
+fn a_row_takes_values_by_position_missing_ones_null_extra_ones_left_out() {
+    let names = ["a", "b", "c", "d"];
+    for width in 1..=names.len() {
+        let schema = Schema::new(names[..width].iter().copied()).unwrap();
+        for given in 0..=width + 2 {
+            let text: Vec<Value> = (0..given).map(|i| Value::from(format!("v{i}"))).collect();
+            let row = schema.row(text.iter().cloned());
+            assert_eq!(row.schema(), &schema, "width {width}, {given} given");
+            let want: Vec<Value> = (0..width)
+                .map(|i| text.get(i).cloned().unwrap_or(Value::Null))
+                .collect();
+            assert_eq!(row.values(), &want[..], "width {width}, {given} given");
+            for (i, name) in names[..width].iter().enumerate() {
+                assert_eq!(row.get(name), Some(&want[i]), "field {name}");
+            }
+        }
+        // An array of values takes the same way.
+        let two = schema.row([Value::Int(1), Value::Int(2)]);
+        let want_two: Vec<Value> = [Value::Int(1), Value::Int(2), Value::Null, Value::Null]
+            .into_iter()
+            .take(width)
+            .collect();
+        assert_eq!(two.values(), &want_two[..]);
+    }
+}
