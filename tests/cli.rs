@@ -10,7 +10,7 @@ fn check_passes_the_ingress_and_policy_cases() {
     let (ingress, policies) = (cases().join("ingress"), cases().join("policies"));
     let (code, out, _) = cli(&["check", s(&ingress), s(&policies)]);
     assert_eq!(code, EXIT_OK, "{out}");
-    assert_eq!(out.lines().last(), Some("11 passed, 0 failed"));
+    assert_eq!(out.lines().last(), Some("13 passed, 0 failed"));
 }
 
 #[test]

@@ -201,7 +201,7 @@ fn check_runs_every_case_on_two_processes() {
         .expect("runs");
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("8 passed, 0 failed"), "{text}");
+    assert!(text.contains("10 passed, 0 failed"), "{text}");
 }
 
 /// A process killed mid-run: the other one stops with an error that names it, well within

@@ -241,6 +241,65 @@ fn a_start_edge_after_the_final_cti_is_dropped_not_moved_to_infinity() {
     assert_eq!((c.dropped, c.buffered, c.adjusted), (2, 0, 0));
 }
 
+/// A fused filter refuses both edges (their payload), and the end edge still removes its
+/// start edge: both counted dropped and dead-lettered, as in front of the filter; a refused
+/// point that no CTI passes is unreleased, one that a CTI passes is filtered.
+#[test]
+fn a_fused_filter_leaves_the_counts_of_the_stream_in_front_of_it() {
+    let mut ing = ingress(Some(AdvanceTimePolicy::Adjust));
+    ing.fuse_filter(Box::new(|p: &u32| *p != 1));
+    let mut out = IngressOutput::new();
+    ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
+    ing.enqueue(StreamItem::start_edge(t(3), 1), &mut out)
+        .unwrap();
+    assert_eq!(
+        ing.enqueue(StreamItem::end_edge(t(3), t(8), 1), &mut out),
+        Ok(Enqueued::Dropped)
+    );
+    for at in [12, 20] {
+        ing.enqueue(StreamItem::point(t(at), 1), &mut out).unwrap();
+    }
+    ing.enqueue(StreamItem::point(t(13), 2), &mut out).unwrap();
+    let c = ing.counters();
+    assert_eq!(
+        (c.dropped, c.adjusted, c.buffered, c.filtered),
+        (2, 1, 3, 0)
+    );
+    ing.enqueue(StreamItem::Cti(t(15)), &mut out).unwrap();
+    let c = ing.counters();
+    assert_eq!((c.released, c.filtered, c.buffered), (1, 1, 1));
+    ing.close(&mut out);
+    let c = ing.counters();
+    assert_eq!((c.unreleased, c.buffered), (1, 0));
+    assert_eq!(
+        c.events_in,
+        c.released + c.filtered + c.dropped + c.rejected + c.buffered + c.unreleased,
+        "{c:?}"
+    );
+    let reasons: Vec<(DeadLetterReason, Option<StreamItem<u32>>)> = out
+        .dead_letters
+        .iter()
+        .map(|d| (d.reason.clone(), d.item.clone()))
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            (
+                DeadLetterReason::Late,
+                Some(StreamItem::start_edge(t(10), 1))
+            ),
+            (
+                DeadLetterReason::Late,
+                Some(StreamItem::end_edge(t(3), t(8), 1))
+            ),
+            (
+                DeadLetterReason::Unreleased,
+                Some(StreamItem::point(t(20), 1))
+            ),
+        ]
+    );
+}
+
 #[test]
 fn a_cti_at_minus_infinity_is_a_rejected_cti_not_a_rejected_event() {
     let mut ing = ingress(None);

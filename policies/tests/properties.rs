@@ -564,8 +564,30 @@ proptest! {
             (p.events_in, p.dropped, p.adjusted, p.rejected, p.ctis_out, p.cti, p.max_start)
         );
         prop_assert_eq!(p.events_in, p.released + p.dropped + p.rejected + p.buffered + p.unreleased + p.filtered);
-        prop_assert_eq!(p.filtered, a.released + a.buffered - p.released - p.buffered);
+        // A refused event is held until a CTI passes it, as in front of the filter: filtered
+        // are exactly the events the unfiltered stream released that the filter refused.
+        prop_assert_eq!(p.buffered, a.buffered);
+        prop_assert_eq!(p.filtered, a.released - p.released);
         prop_assert_eq!(p.released, filtered.len() as u64);
+        // Closed, what no CTI passed is unreleased, refused or not, and dead-lettered alike.
+        let (a_letters, p_letters) = (all_out.dead_letters.len(), pushed_out.dead_letters.len());
+        all.close(&mut all_out);
+        pushed.close(&mut pushed_out);
+        let unreleased = |letters: &[punctual_policies::DeadLetter<u32>]| {
+            let mut held: Vec<(Time, u32)> = letters
+                .iter()
+                .filter_map(|d| match (&d.reason, &d.item) {
+                    (DeadLetterReason::Unreleased, Some(StreamItem::Insert(e))) => Some((e.kind.start(), e.payload)),
+                    _ => None,
+                })
+                .collect();
+            held.sort();
+            held
+        };
+        prop_assert_eq!(unreleased(&pushed_out.dead_letters[p_letters..]), unreleased(&all_out.dead_letters[a_letters..]));
+        let (a, p) = (all.counters(), pushed.counters());
+        prop_assert_eq!((p.unreleased, p.buffered), (a.unreleased, 0));
+        prop_assert_eq!(p.events_in, p.released + p.dropped + p.rejected + p.unreleased + p.filtered);
     }
 }
 

@@ -5,7 +5,8 @@
 //! and applies it as it reads, so refused events are never written out, and the filter node
 //! passes what reaches it through unchanged. Chains of such filters fuse into one predicate.
 //! The stream the query sees is the same either way; the input's counters show the refused
-//! events as `filtered`.
+//! events as `filtered` once a CTI passes them (an event no CTI passed stays `buffered`, then
+//! `unreleased`, as it would in front of the filter).
 //!
 //! On an unordered stream the filter keeps each event where it is, so its output has the order
 //! of its input.

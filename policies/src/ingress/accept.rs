@@ -13,8 +13,8 @@ use crate::Error;
 
 impl<P: Clone + PartialEq> Ingress<P> {
     /// Validates, polices and accepts one event. `keep` is the fused filter's verdict (true
-    /// without one): an accepted event it refuses is counted as filtered instead of released
-    /// or held.
+    /// without one): an accepted event it refuses is never released, and counted as filtered
+    /// when a CTI passes it (at once on an unordered stream).
     pub(super) fn insert(
         &mut self,
         event: Event<P>,
@@ -134,8 +134,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
                 if let StartEdge::Open(s) | StartEdge::Dangling(s) = state {
                     // Nothing is left of the edge. Its start is still held (had a CTI
                     // released it, that CTI would be at most the end, which is not below
-                    // the CTI), so both go.
-                    if let Some(p) = self.hold.take_back_start_edge(s, &event.payload) {
+                    // the CTI), so both go: kept or refused by the fused filter alike (it
+                    // judged the start edge's equal payload as it judges this one's).
+                    if let Some(p) = self.hold.take_back_start_edge(s, &event.payload, keep) {
                         self.drop_late(StreamItem::start_edge(s, p), out);
                     }
                 }
@@ -156,7 +157,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
     }
 
     /// Accepts `event` as `kind` (the policy's ruling): keeps the open edges up to date, holds
-    /// it (or counts it filtered), then issues what a watermark strategy or generation asks.
+    /// it (kept or refused by the fused filter), then issues what a watermark strategy or
+    /// generation asks.
     fn accept(
         &mut self,
         event: Event<P>,
@@ -174,12 +176,10 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     self.counters.dangling_edges -= 1;
                 }
                 self.edges.remove(start, idx);
-                // (Its start edge had the same payload: the filter refused it too.)
-                if keep {
-                    self.hold.accept(kind, payload, &mut out.batch);
-                } else {
-                    self.counters.filtered += 1;
-                }
+                // (Its start edge had the same payload: the filter judged it alike.)
+                let (released, filtered) = self.hold.accept(kind, payload, keep, &mut out.batch);
+                self.counters.released += released;
+                self.counters.filtered += filtered;
                 return;
             }
             (_, EventKind::StartEdge(s), _) => {
@@ -193,11 +193,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
             .watermark
             .as_mut()
             .and_then(|w| w.observe(start, &payload, arrival));
-        if keep {
-            self.counters.released += self.hold.accept(kind, payload, &mut out.batch);
-        } else {
-            self.counters.filtered += 1;
-        }
+        let (released, filtered) = self.hold.accept(kind, payload, keep, &mut out.batch);
+        self.counters.released += released;
+        self.counters.filtered += filtered;
         self.high = self.high.max(start);
         self.since_cti += 1;
         match candidate {

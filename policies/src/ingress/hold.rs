@@ -1,6 +1,12 @@
 //! [`Hold`]: where an input's accepted events wait for their CTI. An ordered stream holds them
 //! sorted in a [`ReleaseBuffer`] until a CTI passes them; an unordered one releases each at
 //! once, in arrival order. Everything in the ingress that depends on the order asks the hold.
+//!
+//! A filter fused into the ingress decides an event's fate only as far as the CTIs allow, as the
+//! filter after the ingress would: an ordered stream holds the events it refuses too (apart, so
+//! they are never released), and counts them `filtered` when a CTI passes them; what no CTI
+//! passed is `unreleased` when the stream closes, and a refused start edge that its end edge
+//! removes is taken back like a kept one (SEMANTICS.md sections 2, 3 and 6.5).
 
 use punctual_core::ops::{Predicate, ReleaseBuffer};
 use punctual_core::{Batch, EventKind, EventOrder, Time};
@@ -13,8 +19,14 @@ use super::select::PointSelection;
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Hold<P> {
-    /// Held sorted until a CTI passes them (an ordered stream).
-    Sorted(ReleaseBuffer<P>),
+    /// Held sorted until a CTI passes them (an ordered stream): the events to release, and the
+    /// ones the fused filter refused (never released; counted `filtered` as CTIs pass them).
+    Sorted {
+        /// The events a CTI releases.
+        kept: ReleaseBuffer<P>,
+        /// The events the fused filter refused, until a CTI passes them.
+        refused: ReleaseBuffer<P>,
+    },
     /// Released at once, in arrival order (an unordered stream).
     Arrival,
 }
@@ -26,7 +38,8 @@ pub(crate) struct Taken {
     pub(crate) read: usize,
     /// The highest start time read (`-inf` if none).
     pub(crate) top: Time,
-    /// Points the fused filter kept out.
+    /// Points the fused filter kept out, counted `filtered` now (an unordered stream; an
+    /// ordered one holds them until a CTI passes them).
     pub(crate) filtered: usize,
     /// Points released at once.
     pub(crate) released: usize,
@@ -35,15 +48,18 @@ pub(crate) struct Taken {
 impl<P: Clone> Hold<P> {
     pub(crate) fn new(order: EventOrder) -> Self {
         match order {
-            EventOrder::Sorted => Hold::Sorted(ReleaseBuffer::new()),
+            EventOrder::Sorted => Hold::Sorted {
+                kept: ReleaseBuffer::new(),
+                refused: ReleaseBuffer::new(),
+            },
             EventOrder::Arrival => Hold::Arrival,
         }
     }
 
-    /// Events waiting for a CTI.
+    /// Events waiting for a CTI (those the fused filter refused included).
     pub(crate) fn len(&self) -> usize {
         match self {
-            Hold::Sorted(buffer) => buffer.len(),
+            Hold::Sorted { kept, refused } => kept.len() + refused.len(),
             Hold::Arrival => 0,
         }
     }
@@ -54,49 +70,73 @@ impl<P: Clone> Hold<P> {
         matches!(self, Hold::Arrival)
     }
 
-    /// Takes an accepted event; returns how many events it released at once (0 or 1).
-    pub(crate) fn accept(&mut self, kind: EventKind, payload: P, out: &mut Batch<P>) -> u64 {
+    /// Takes an accepted event, which the fused filter keeps (or not: `keep`); returns how
+    /// many events it released at once and how many it counted `filtered` at once (each 0 or
+    /// 1: only an unordered stream decides at once).
+    pub(crate) fn accept(
+        &mut self,
+        kind: EventKind,
+        payload: P,
+        keep: bool,
+        out: &mut Batch<P>,
+    ) -> (u64, u64) {
         let (sync, other) = kind.encode();
         match self {
-            Hold::Sorted(buffer) => {
-                buffer.push(sync, other, payload);
-                0
+            Hold::Sorted { kept, refused } => {
+                if keep {
+                    kept.push(sync, other, payload);
+                } else {
+                    refused.push(sync, other, payload);
+                }
+                (0, 0)
             }
-            Hold::Arrival => {
+            Hold::Arrival if keep => {
                 out.push_event(sync, other, payload);
-                1
+                (1, 0)
             }
+            Hold::Arrival => (0, 1),
         }
     }
 
     /// The CTI `t` was issued: appends what it releases (sorted by sync time, ties in arrival
-    /// order), then the CTI, to `out`; returns how many events it released.
-    pub(crate) fn release(&mut self, t: Time, out: &mut Batch<P>) -> usize {
+    /// order), then the CTI, to `out`; returns how many events it released and how many of
+    /// those the fused filter refused it passed (now `filtered`).
+    pub(crate) fn release(&mut self, t: Time, out: &mut Batch<P>) -> (usize, usize) {
         let n = match self {
-            Hold::Sorted(buffer) => buffer.release_into(t, out),
-            Hold::Arrival => 0,
+            Hold::Sorted { kept, refused } => {
+                let passed = if refused.is_empty() {
+                    0
+                } else {
+                    refused.release_unsorted(t, |_| {})
+                };
+                (kept.release_into(t, out), passed)
+            }
+            Hold::Arrival => (0, 0),
         };
         out.push_cti(t);
         n
     }
 
-    /// Takes back a held start edge (one whose end edge leaves nothing of it).
-    pub(crate) fn take_back_start_edge(&mut self, start: Time, payload: &P) -> Option<P>
+    /// Takes back a held start edge (one whose end edge leaves nothing of it), kept or
+    /// refused by the fused filter (`keep`).
+    pub(crate) fn take_back_start_edge(&mut self, start: Time, payload: &P, keep: bool) -> Option<P>
     where
         P: PartialEq,
     {
-        let Hold::Sorted(buffer) = self else {
+        let Hold::Sorted { kept, refused } = self else {
             return None;
         };
+        let buffer = if keep { kept } else { refused };
         let removed = buffer
             .remove_first(|sync, other, p| sync == start && other == Time::INF && *p == *payload);
         removed.map(|(_, _, p)| p)
     }
 
-    /// Takes every held event out (the stream is closed): `(sync, other, payload)`.
+    /// Takes every held event out (the stream is closed): `(sync, other, payload)`, those the
+    /// fused filter refused included.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (Time, Time, P)> + '_ {
         let held = match self {
-            Hold::Sorted(buffer) => Some(buffer.drain_all()),
+            Hold::Sorted { kept, refused } => Some(kept.drain_all().chain(refused.drain_all())),
             Hold::Arrival => None,
         };
         held.into_iter().flatten()
@@ -106,7 +146,8 @@ impl<P: Clone> Hold<P> {
     /// they are valid (finite, at or after `low`), releases (unordered stream) or holds
     /// (ordered) the ones `keep` keeps (all without a filter), and stops before the first that
     /// is not valid. With a filter, the points go through `selection` (a refused point is
-    /// never written out); in order, runs go into the reorder buffer with one copy per column.
+    /// never written out; an ordered stream holds it apart until a CTI passes it); in order,
+    /// runs go into the reorder buffer with one copy per column.
     pub(crate) fn take_points(
         &mut self,
         points: &impl PointRun<P>,
@@ -116,26 +157,31 @@ impl<P: Clone> Hold<P> {
     ) -> Taken {
         let (i, end) = (range.start, range.end);
         if let Some(keep) = keep {
-            let (read, top) = points.select(i..end, selection, (low, keep));
-            let kept = selection.len();
-            let released = match self {
+            return match self {
                 Hold::Arrival => {
+                    let (read, top) = points.select::<false>(i..end, selection, (low, keep));
+                    let kept = selection.len();
                     selection.append_to(out);
-                    kept
+                    Taken {
+                        read,
+                        top,
+                        filtered: read - kept,
+                        released: kept,
+                    }
                 }
-                Hold::Sorted(buffer) => {
-                    selection.hold_in(buffer);
-                    0
+                Hold::Sorted { kept, refused } => {
+                    let (read, top) = points.select::<true>(i..end, selection, (low, keep));
+                    selection.hold_in(kept, refused);
+                    Taken {
+                        read,
+                        top,
+                        filtered: 0,
+                        released: 0,
+                    }
                 }
-            };
-            return Taken {
-                read,
-                top,
-                filtered: read - kept,
-                released,
             };
         }
-        if let Hold::Sorted(buffer) = self {
+        if let Hold::Sorted { kept: buffer, .. } = self {
             let (read, top) = points.hold(i..end, low..Time::MAX_FINITE, buffer);
             return Taken {
                 read,

@@ -188,10 +188,13 @@ impl<P: Clone + PartialEq> Ingress<P> {
     }
 
     /// Fuses a filter into the ingress: from now on only the accepted events whose payload
-    /// `keep` keeps are released (or held); the others are counted as `filtered` and go
-    /// nowhere. They still count for CTI generation and the CTI checks (a late one is dropped
-    /// or rejected as usual), so the released stream is exactly what the filter would pass
-    /// downstream. A second call adds a filter after the first.
+    /// `keep` keeps are released; the others go nowhere. They still count for CTI generation
+    /// and the CTI checks (a late one is dropped or rejected as usual), so the released stream
+    /// is exactly what the filter would pass downstream, and they are counted as the filter
+    /// downstream would see them: `filtered` once a CTI passes them (at once on an unordered
+    /// stream, which releases on arrival), `buffered` until then and `unreleased` if the
+    /// stream closes first; a refused start edge that its end edge removes is `dropped` with
+    /// it. A second call adds a filter after the first.
     pub fn fuse_filter(&mut self, keep: Box<dyn Predicate<P>>)
     where
         P: 'static,
@@ -377,11 +380,12 @@ impl<P: Clone + PartialEq> Ingress<P> {
             return false;
         }
         self.app = t;
-        let n = self.hold.release(t, &mut out.batch);
+        let (n, filtered) = self.hold.release(t, &mut out.batch);
         if self.late_output {
             out.late.push_cti(t);
         }
         self.counters.released += n as u64;
+        self.counters.filtered += filtered as u64;
         self.counters.ctis_out += 1;
         true
     }

@@ -35,13 +35,15 @@ pub struct IngressCounters {
     pub unreleased: u64,
     /// Valid events that a filter fused into the ingress ([`Ingress::fuse_filter`]) kept out
     /// of the query: accepted (they count for CTI generation and the CTI checks as any
-    /// other), never released.
+    /// other), never released, and counted here once a CTI passes them (until then they are
+    /// `buffered`, and `unreleased` if the stream closes first).
     pub filtered: u64,
     /// Start edges left open because their end edge was dropped.
     pub dangling_edges: u64,
     /// CTIs emitted downstream.
     pub ctis_out: u64,
-    /// Events in the reorder buffer now.
+    /// Events in the reorder buffer now (those a fused filter refused and no CTI passed yet
+    /// included).
     pub buffered: u64,
     /// Start edges whose end edge has not come yet, now: the ingress keeps each to match its
     /// end edge (they count against a query's budget of what it holds).

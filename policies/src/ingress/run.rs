@@ -32,8 +32,9 @@ pub(crate) trait PointRun<P> {
     /// Appends points `range`, released on arrival, to `batch`.
     fn release(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>);
     /// Reads points from the start of `range` while their time is finite and at or after
-    /// `low` into `selection`, the ones `keep` keeps; returns (points read, highest time read).
-    fn select(
+    /// `low` into `selection`, the ones `keep` keeps (and, with `REFUSED`, the others apart);
+    /// returns (points read, highest time read).
+    fn select<const REFUSED: bool>(
         &self,
         range: std::ops::Range<usize>,
         selection: &mut PointSelection<P>,
@@ -72,14 +73,14 @@ impl<P: Clone> PointRun<P> for Columns<'_, P> {
     fn release(&self, range: std::ops::Range<usize>, batch: &mut Batch<P>) {
         batch.extend_points(&self.times[range.clone()], &self.payloads[range]);
     }
-    fn select(
+    fn select<const REFUSED: bool>(
         &self,
         range: std::ops::Range<usize>,
         selection: &mut PointSelection<P>,
         (low, keep): (Time, &dyn Predicate<P>),
     ) -> (usize, Time) {
         let (times, payloads) = (&self.times[range.clone()], &self.payloads[range]);
-        selection.select_columns(times, payloads, keep, low)
+        selection.select_columns::<REFUSED>(times, payloads, keep, low)
     }
     #[inline]
     fn hold(
@@ -124,14 +125,14 @@ where
         batch.extend_points_with(&self.records[range], &self.time, &self.payload);
     }
     #[inline]
-    fn select(
+    fn select<const REFUSED: bool>(
         &self,
         range: std::ops::Range<usize>,
         selection: &mut PointSelection<P>,
         (low, keep): (Time, &dyn Predicate<P>),
     ) -> (usize, Time) {
         let records = &self.records[range];
-        selection.select(records, &self.time, &self.payload, keep, low)
+        selection.select::<REFUSED, _>(records, &self.time, &self.payload, keep, low)
     }
     #[inline]
     fn hold(

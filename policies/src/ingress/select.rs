@@ -10,8 +10,9 @@ use punctual_core::{Batch, Time};
 /// room from one selection to the next, so that each record is written without a branch on
 /// the predicate (often a coin flip): it goes to the write position, which advances only past
 /// kept ones. The selection is then appended to a batch with [`PointSelection::append_to`]
-/// (one copy per column, of the kept points only).
-///
+/// (one copy per column, of the kept points only). A selection for an ordered stream also
+/// keeps the refused points apart ([`PointSelection::hold_in`] holds them until a CTI passes
+/// them, so that they are counted as the filter after the ingress would count them).
 #[derive(Debug, Clone)]
 pub(crate) struct PointSelection<P> {
     /// Start times; valid up to `kept`, room (stale values) after it.
@@ -19,6 +20,11 @@ pub(crate) struct PointSelection<P> {
     /// Payloads; as `times`.
     payloads: Vec<P>,
     kept: usize,
+    /// The refused points' start times (a selection that keeps them), as `times`.
+    refused_times: Vec<Time>,
+    /// Their payloads.
+    refused_payloads: Vec<P>,
+    refused: usize,
 }
 
 impl<P> Default for PointSelection<P> {
@@ -34,6 +40,9 @@ impl<P> PointSelection<P> {
             times: Vec::new(),
             payloads: Vec::new(),
             kept: 0,
+            refused_times: Vec::new(),
+            refused_payloads: Vec::new(),
+            refused: 0,
         }
     }
 
@@ -52,6 +61,18 @@ impl<P> PointSelection<P> {
         self.kept
     }
 
+    /// The start times of the points the last selection that keeps them refused, in order.
+    #[cfg(test)]
+    pub(crate) fn refused_times(&self) -> &[Time] {
+        &self.refused_times[..self.refused]
+    }
+
+    /// Their payloads.
+    #[cfg(test)]
+    pub(crate) fn refused_payloads(&self) -> &[P] {
+        &self.refused_payloads[..self.refused]
+    }
+
     /// Appends the kept points, released on arrival, to `batch` ([`Batch::extend_points`];
     /// payloads that own something are moved, [`Batch::append_points`], and the selection is
     /// left empty). Every event after the batch's last CTI must be
@@ -63,18 +84,35 @@ impl<P> PointSelection<P> {
         self.hand_over(batch, Batch::append_points, Batch::extend_points);
     }
 
-    /// Holds the kept points in `buffer` ([`ReleaseBuffer::push_point_run`]; payloads that
-    /// own something are moved, [`ReleaseBuffer::append_point_run`], and the selection is
-    /// left empty).
-    pub(crate) fn hold_in(&mut self, buffer: &mut ReleaseBuffer<P>)
+    /// Holds the kept points in `kept` and the refused ones (a selection that keeps them) in
+    /// `refused` ([`ReleaseBuffer::push_point_run`]; payloads that own something are moved,
+    /// [`ReleaseBuffer::append_point_run`], and the selection is left empty).
+    pub(crate) fn hold_in(&mut self, kept: &mut ReleaseBuffer<P>, refused: &mut ReleaseBuffer<P>)
     where
         P: Clone,
     {
         self.hand_over(
-            buffer,
+            kept,
             ReleaseBuffer::append_point_run,
             ReleaseBuffer::push_point_run,
         );
+        if self.refused == 0 {
+            return;
+        }
+        if std::mem::needs_drop::<P>() {
+            debug_assert_eq!(self.refused_payloads.len(), self.refused);
+            refused.append_point_run(
+                &self.refused_times[..self.refused],
+                &mut self.refused_payloads,
+            );
+            self.refused_times.clear();
+        } else {
+            refused.push_point_run(
+                &self.refused_times[..self.refused],
+                &self.refused_payloads[..self.refused],
+            );
+        }
+        self.refused = 0;
     }
 
     /// Gives the kept points to `to`: `moved` takes payloads that own something (the
@@ -99,7 +137,7 @@ impl<P> PointSelection<P> {
 
     /// [`PointSelection::select`] for points given as columns: the predicate judges the
     /// payload column in place, 64 at a time.
-    pub(crate) fn select_columns(
+    pub(crate) fn select_columns<const REFUSED: bool>(
         &mut self,
         times: &[Time],
         payloads: &[P],
@@ -117,25 +155,32 @@ impl<P> PointSelection<P> {
         let top = times[..read].iter().copied().fold(Time::NEG_INF, Time::max);
         self.times.clear();
         self.payloads.clear();
+        self.refused_times.clear();
+        self.refused_payloads.clear();
         for (ts, ps) in times[..read].chunks(64).zip(payloads[..read].chunks(64)) {
             let mask = keep.mask(ps);
             for (i, (&t, p)) in ts.iter().zip(ps).enumerate() {
                 if (mask >> i) & 1 == 1 {
                     self.times.push(t);
                     self.payloads.push(p.clone());
+                } else if REFUSED {
+                    self.refused_times.push(t);
+                    self.refused_payloads.push(p.clone());
                 }
             }
         }
         self.kept = self.times.len();
+        self.refused = self.refused_times.len();
         (read, top)
     }
 
     /// Reads `records` (start time and payload through `time` and `payload`) in order, and
     /// stops before the first whose time is below `low` or infinite (`Time::MAX_FINITE` counts
     /// as infinite here); of the records before it, keeps those whose payload `keep` keeps,
-    /// replacing the previous selection. Returns how many records it read (all of them, or up
-    /// to the refused one) and the highest time it read (`-inf` if none).
-    pub(crate) fn select<R>(
+    /// replacing the previous selection; with `REFUSED`, it keeps the others apart. Returns how
+    /// many records it read (all of them, or up to the refused one) and the highest time it
+    /// read (`-inf` if none).
+    pub(crate) fn select<const REFUSED: bool, R>(
         &mut self,
         records: &[R],
         time: impl Fn(&R) -> Time,
@@ -158,6 +203,8 @@ impl<P> PointSelection<P> {
             // payloads are kept alive as room.
             self.times.clear();
             self.payloads.clear();
+            self.refused_times.clear();
+            self.refused_payloads.clear();
             for (k, r) in records.iter().enumerate() {
                 let t = time(r);
                 if !admit(t) {
@@ -169,11 +216,16 @@ impl<P> PointSelection<P> {
                 if keep.keep(&p) {
                     self.times.push(t);
                     self.payloads.push(p);
+                } else if REFUSED {
+                    self.refused_times.push(t);
+                    self.refused_payloads.push(p);
                 }
             }
             self.kept = self.times.len();
+            self.refused = self.refused_times.len();
             return (read, top);
         }
+        self.refused = 0;
         let Some(first) = records.first() else {
             self.kept = 0;
             return (0, top);
@@ -183,8 +235,22 @@ impl<P> PointSelection<P> {
             self.times.resize(n, Time::NEG_INF);
             self.payloads.resize(n, payload(first));
         }
+        if REFUSED && self.refused_times.len() < n {
+            self.refused_times.resize(n, Time::NEG_INF);
+            self.refused_payloads.resize(n, payload(first));
+        }
         let times = &mut self.times[..n];
         let payloads = &mut self.payloads[..n];
+        let (refused_times, refused_payloads) = if REFUSED {
+            (
+                &mut self.refused_times[..n],
+                &mut self.refused_payloads[..n],
+            )
+        } else {
+            (&mut [][..], &mut [][..])
+        };
+        // The refused records' write position (`r <= k`); only with `REFUSED`.
+        let mut r = 0;
         // The highest time, one running maximum per lane (a chain of maxima through one
         // variable compiled to branches, mispredicted at each late record).
         let mut tops = [Time::NEG_INF; 4];
@@ -238,6 +304,19 @@ impl<P> PointSelection<P> {
             }
             let mask = keep.mask(&pw[..j]);
             let mut c = 0;
+            if REFUSED {
+                // The refused records go to their own columns, as branch-free as the kept.
+                let (rt, rp) = (&mut refused_times[r..], &mut refused_payloads[r..]);
+                let mut f = 0;
+                for i in 0..j {
+                    let bit = ((mask >> i) & 1) as usize;
+                    let e = f.min(i);
+                    rt[e] = tw[i];
+                    rp[e] = pw[i].clone();
+                    f += 1 - bit;
+                }
+                r += f;
+            }
             for i in 0..j {
                 // `c <= i`: saying so drops the bounds checks.
                 let d = c.min(i);
@@ -254,6 +333,7 @@ impl<P> PointSelection<P> {
         }
         top = tops.into_iter().fold(top, Time::max);
         self.kept = w;
+        self.refused = r;
         (read, top)
     }
 }
@@ -264,9 +344,20 @@ mod tests {
 
     /// A selection against the obvious filter, across several blocks of 64, stopping at an
     /// inadmissible record, for payloads with and without drop glue, with room left over from
-    /// a longer selection before it; and the columns' selection alike.
+    /// a longer selection before it; and the columns' selection alike. Every other round keeps
+    /// the refused points apart: they are exactly the rest of the prefix, in order.
     #[test]
     fn a_selection_is_the_filtered_prefix() {
+        for round in 0..2 {
+            if round == 0 {
+                selections::<false>();
+            } else {
+                selections::<true>();
+            }
+        }
+    }
+
+    fn selections<const REFUSED: bool>() {
         let t = Time::from_ticks;
         let mut copies = PointSelection::new();
         let mut strings = PointSelection::new();
@@ -291,8 +382,17 @@ mod tests {
                 .filter(|r| keep(&r.1))
                 .map(|r| (t(r.0), r.1))
                 .collect();
+            let rest: Vec<(Time, i64)> = if REFUSED {
+                records[..admitted]
+                    .iter()
+                    .filter(|r| !keep(&r.1))
+                    .map(|r| (t(r.0), r.1))
+                    .collect()
+            } else {
+                Vec::new()
+            };
             let top = records[..admitted].iter().map(|r| t(r.0)).max();
-            let got = copies.select(&records, |r| t(r.0), |r| r.1, &keep, t(low));
+            let got = copies.select::<REFUSED, _>(&records, |r| t(r.0), |r| r.1, &keep, t(low));
             assert_eq!(got, (admitted, top.unwrap_or(Time::NEG_INF)), "len {len}");
             let pairs: Vec<(Time, i64)> = copies
                 .times()
@@ -301,7 +401,14 @@ mod tests {
                 .zip(copies.payloads().iter().copied())
                 .collect();
             assert_eq!(pairs, want, "len {len}");
-            let got = strings.select(
+            let refused: Vec<(Time, i64)> = copies
+                .refused_times()
+                .iter()
+                .copied()
+                .zip(copies.refused_payloads().iter().copied())
+                .collect();
+            assert_eq!(refused, rest, "len {len}");
+            let got = strings.select::<REFUSED, _>(
                 &records,
                 |r| t(r.0),
                 |r| r.1.to_string(),
@@ -310,6 +417,9 @@ mod tests {
             );
             assert_eq!(got, (admitted, top.unwrap_or(Time::NEG_INF)), "len {len}");
             assert_eq!(strings.len(), want.len());
+            let texts: Vec<String> = rest.iter().map(|p| p.1.to_string()).collect();
+            assert_eq!(strings.refused_payloads(), &texts[..], "len {len}");
+            assert_eq!(strings.refused_times(), copies.refused_times(), "len {len}");
             let mut moved = Batch::new();
             strings.append_to(&mut moved);
             let texts: Vec<String> = want.iter().map(|p| p.1.to_string()).collect();
@@ -318,9 +428,14 @@ mod tests {
             assert_eq!(strings.len(), 0);
             let (times, payloads): (Vec<Time>, Vec<i64>) =
                 records.iter().map(|r| (t(r.0), r.1)).unzip();
-            let got = columns.select_columns(&times, &payloads, &keep, t(low));
+            let got = columns.select_columns::<REFUSED>(&times, &payloads, &keep, t(low));
             assert_eq!(got.0, admitted);
             assert_eq!(columns.payloads(), copies.payloads());
+            assert_eq!(columns.refused_payloads(), copies.refused_payloads());
+            assert_eq!(columns.refused_times(), copies.refused_times());
+            let (mut held, mut apart) = (ReleaseBuffer::new(), ReleaseBuffer::new());
+            columns.hold_in(&mut held, &mut apart);
+            assert_eq!((held.len(), apart.len()), (want.len(), rest.len()));
             let mut batch = Batch::new();
             copies.append_to(&mut batch);
             assert_eq!(batch.len(), want.len());
