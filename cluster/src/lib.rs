@@ -29,10 +29,15 @@
 
 #![warn(missing_docs)]
 
+mod error;
 mod live;
 mod net;
+mod shipment;
 mod stop;
+pub use error::Error;
 pub use live::{run_query, ClusterReport};
+use shipment::Carried;
+pub use shipment::Shipment;
 pub use stop::StopSignal;
 
 use std::cell::RefCell;
@@ -48,50 +53,6 @@ use timely::dataflow::operators::generic::operator::source;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::operators::probe::Probe;
 use timely::dataflow::operators::Capability;
-
-/// Why a run on the cluster failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// Timely could not start its workers.
-    #[error("cannot start the cluster: {0}")]
-    Start(String),
-    /// A worker could not build the query.
-    #[error("worker {worker} cannot build the query: {message}")]
-    Build {
-        /// The worker.
-        worker: usize,
-        /// Why.
-        message: String,
-    },
-    /// Another process of the run was lost (it died, or its connection broke): there is no
-    /// recovery; every process of the run stops with this error.
-    #[error("lost process {process} ({address}): {message}; the run stops (there is no recovery)")]
-    LostPeer {
-        /// The lost process's index.
-        process: usize,
-        /// Its address, from the configuration.
-        address: String,
-        /// What the connection said.
-        message: String,
-    },
-    /// The query failed on a worker (an adapter's error, say): [`run_query`].
-    #[error("worker {worker}: the query failed: {message}")]
-    Query {
-        /// The worker.
-        worker: usize,
-        /// What went wrong.
-        message: String,
-    },
-    /// A worker stopped with a panic.
-    #[error("worker {worker} failed: {message}")]
-    Worker {
-        /// The worker.
-        worker: usize,
-        /// What it said.
-        message: String,
-    },
-}
 
 /// Where the workers run: threads of this process, or also other processes (on this machine
 /// or others), each running the same program with the same configuration but its own
@@ -113,8 +74,7 @@ pub struct ClusterConfig {
     pub backlog: usize,
 }
 
-/// [`ClusterConfig::backlog`] by default: 64 K events, a few of the operators' reads' worth;
-/// on the shared benchmark, 8 K and 16 K ran slower and 256 K no faster.
+/// [`ClusterConfig::backlog`] by default: 64 K events, a few of the operators' reads' worth.
 pub const DEFAULT_BACKLOG: usize = 1 << 16;
 
 impl ClusterConfig {
@@ -217,85 +177,6 @@ pub trait Script: Send + Sync + 'static {
     /// What the worker reports once the run is over; `owns[i]` says whether it owned input
     /// `i` (its counters and dead letters are this worker's).
     fn finish(&self, driver: &mut Driver, worker: Self::Worker, owns: &[bool]) -> Self::Output;
-}
-
-/// A batch on its way between workers: for edge `edge`, from worker `sender` to `dest`.
-pub struct Shipment {
-    dest: usize,
-    sender: usize,
-    edge: usize,
-    batch: Carried,
-}
-
-/// The edge index of a shipment that carries no batch but a stop ([`StopSignal`]).
-const STOP_EDGE: usize = usize::MAX;
-
-/// A shipment's batch: as it is between threads, as bytes from another process.
-enum Carried {
-    Batch(Box<dyn AnyBatch>),
-    Bytes(Vec<u8>),
-}
-
-impl Shipment {
-    pub(crate) fn new(dest: usize, sender: usize, edge: usize, batch: Box<dyn AnyBatch>) -> Self {
-        Shipment {
-            dest,
-            sender,
-            edge,
-            batch: Carried::Batch(batch),
-        }
-    }
-}
-
-impl Shipment {
-    /// A stop for worker `dest`, from worker `sender` ([`StopSignal`]).
-    pub(crate) fn stop(dest: usize, sender: usize) -> Self {
-        Shipment {
-            dest,
-            sender,
-            edge: STOP_EDGE,
-            batch: Carried::Bytes(Vec::new()),
-        }
-    }
-
-    /// Whether it is a stop.
-    fn is_stop(&self) -> bool {
-        self.edge == STOP_EDGE
-    }
-}
-
-// Timely serializes what goes to a worker of another process (never between threads).
-impl serde::Serialize for Shipment {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let bytes = match &self.batch {
-            Carried::Bytes(b) => std::borrow::Cow::Borrowed(b),
-            Carried::Batch(b) => {
-                std::borrow::Cow::Owned(b.encode().map_err(serde::ser::Error::custom)?)
-            }
-        };
-        serde::Serialize::serialize(
-            &(
-                self.dest as u64,
-                self.sender as u64,
-                self.edge as u64,
-                &*bytes,
-            ),
-            s,
-        )
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Shipment {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (dest, sender, edge, bytes): (u64, u64, u64, Vec<u8>) =
-            serde::Deserialize::deserialize(d)?;
-        Ok(Shipment {
-            dest: dest as usize,
-            sender: sender as usize,
-            edge: edge as usize,
-            batch: Carried::Bytes(bytes),
-        })
-    }
 }
 
 /// Steps a timely time leaves room for per input: the passes (an input's stream fed once)

@@ -25,35 +25,12 @@ mod codec;
 mod field_ref;
 mod schema;
 mod text;
+mod value;
 
 pub use field_ref::FieldRef;
 pub use schema::{DuplicateField, Schema};
 pub use text::Text;
-
-/// One field value of a [`Row`]: two words, its kind and its value.
-#[derive(Clone, Debug, Default)]
-// The kind a whole word and every value at the second: a value is moved as two aligned
-// words (with a one-byte kind and a `bool` at the second byte, moves copied bytes 1 to 16
-// piecewise, and reading them back waited on those stores: a third of the query language's
-// time per event in a profile).
-#[repr(u64)]
-pub enum Value {
-    /// JSON `null`, or a missing value.
-    #[default]
-    Null,
-    /// A boolean.
-    Bool(bool),
-    /// An integer.
-    Int(i64),
-    /// A floating-point number.
-    Float(f64),
-    /// A string (shared text: see [`Text`]).
-    Str(Text),
-    /// A list (shared: cloning the value does not copy the list).
-    List(Arc<Vec<Value>>),
-    /// A nested row (shared: cloning the value does not copy the row).
-    Row(Arc<Row>),
-}
+pub use value::Value;
 
 /// Named values in insertion order; compared as a map.
 ///
@@ -236,116 +213,8 @@ fn shared_name(text: &str) -> Arc<str> {
     name
 }
 
-impl Value {
-    /// Whether dropping the value releases something (text, a list, a row).
-    #[inline(always)]
-    fn owns(&self) -> bool {
-        matches!(self, Value::Str(_) | Value::List(_) | Value::Row(_))
-    }
-
-    /// The value as `f64` if it is a number.
-    pub fn as_f64(&self) -> Option<f64> {
-        match *self {
-            Value::Int(i) => Some(i as f64),
-            Value::Float(f) => Some(f),
-            _ => None,
-        }
-    }
-
-    /// The value as a string slice if it is a string.
-    pub fn as_str(&self) -> Option<&str> {
-        match self {
-            Value::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// The value as `i64` if it is an integer.
-    pub fn as_i64(&self) -> Option<i64> {
-        match *self {
-            Value::Int(i) => Some(i),
-            _ => None,
-        }
-    }
-
-    /// Converts a `serde_json` value.
-    pub fn from_json(json: serde_json::Value) -> Value {
-        match json {
-            serde_json::Value::Null => Value::Null,
-            serde_json::Value::Bool(b) => Value::Bool(b),
-            serde_json::Value::Number(n) => match n.as_i64() {
-                Some(i) => Value::Int(i),
-                None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
-            },
-            serde_json::Value::String(s) => Value::Str(Text::from(s)),
-            serde_json::Value::Array(a) => {
-                Value::List(Arc::new(a.into_iter().map(Value::from_json).collect()))
-            }
-            serde_json::Value::Object(o) => Value::Row(Arc::new(object(o))),
-        }
-    }
-
-    /// Converts to a `serde_json` value (a non-finite float becomes `null`).
-    pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            Value::Null => serde_json::Value::Null,
-            Value::Bool(b) => serde_json::Value::Bool(*b),
-            Value::Int(i) => serde_json::Value::from(*i),
-            Value::Float(f) => serde_json::Number::from_f64(*f)
-                .map(serde_json::Value::Number)
-                .unwrap_or(serde_json::Value::Null),
-            Value::Str(s) => serde_json::Value::String(s.to_string()),
-            Value::List(l) => serde_json::Value::Array(l.iter().map(Value::to_json).collect()),
-            Value::Row(r) => r.to_json(),
-        }
-    }
-}
-
-impl PartialEq for Value {
-    fn eq(&self, other: &Value) -> bool {
-        match (self, other) {
-            (Value::Null, Value::Null) => true,
-            (Value::Bool(a), Value::Bool(b)) => a == b,
-            (Value::Int(a), Value::Int(b)) => a == b,
-            (Value::Str(a), Value::Str(b)) => a == b,
-            (Value::List(a), Value::List(b)) => a == b,
-            (Value::Row(a), Value::Row(b)) => a == b,
-            (a, b) => match (a.as_f64(), b.as_f64()) {
-                (Some(x), Some(y)) => x == y,
-                _ => false,
-            },
-        }
-    }
-}
-
-/// Values are keys (group-by, equi-join): `Eq` treats every value as equal to itself except
 /// `NaN`, which never equals anything (so a `NaN` key matches nothing).
 impl Eq for Value {}
-
-impl std::hash::Hash for Value {
-    /// Consistent with `==`: numbers hash by their `f64` value, so `4` and `4.0` hash alike.
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        match self {
-            Value::Null => 0u8.hash(state),
-            Value::Bool(b) => (1u8, b).hash(state),
-            // By the `f64` value (as `==` compares), written as an integer when it is one:
-            // the bits of small integers' `f64`s end in zeros, which multiplying hashers keep
-            // in the low bits (every key in one bucket).
-            Value::Int(_) | Value::Float(_) => {
-                let f = self.as_f64().unwrap_or(0.0);
-                let i = f as i64;
-                if i as f64 == f {
-                    (2u8, i).hash(state)
-                } else {
-                    (6u8, f.to_bits()).hash(state)
-                }
-            }
-            Value::Str(s) => (3u8, s).hash(state),
-            Value::List(l) => (4u8, l).hash(state),
-            Value::Row(r) => (5u8, r).hash(state),
-        }
-    }
-}
 
 impl Eq for Row {}
 
@@ -359,42 +228,6 @@ impl std::hash::Hash for Row {
             acc = acc.wrapping_add(std::hash::Hasher::finish(&h));
         }
         (self.len(), acc).hash(state);
-    }
-}
-
-impl From<&str> for Value {
-    fn from(s: &str) -> Value {
-        Value::Str(Text::from(s))
-    }
-}
-
-impl From<String> for Value {
-    fn from(s: String) -> Value {
-        Value::Str(Text::from(s))
-    }
-}
-
-impl From<Vec<Value>> for Value {
-    fn from(l: Vec<Value>) -> Value {
-        Value::List(Arc::new(l))
-    }
-}
-
-impl From<i64> for Value {
-    fn from(i: i64) -> Value {
-        Value::Int(i)
-    }
-}
-
-impl From<f64> for Value {
-    fn from(f: f64) -> Value {
-        Value::Float(f)
-    }
-}
-
-impl From<bool> for Value {
-    fn from(b: bool) -> Value {
-        Value::Bool(b)
     }
 }
 
@@ -637,12 +470,6 @@ type Scratch = (Vec<Arc<str>>, Vec<Value>);
 thread_local! {
     /// Where [`Row`]'s `from_iter` gathers fields.
     static SCRATCH: RefCell<Scratch> = const { RefCell::new((Vec::new(), Vec::new())) };
-}
-
-impl From<Row> for Value {
-    fn from(r: Row) -> Value {
-        Value::Row(Arc::new(r))
-    }
 }
 
 fn kind_name(v: &Value) -> &'static str {

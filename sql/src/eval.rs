@@ -10,6 +10,9 @@ use punctual_core::{field_name, Row, Time, Value};
 
 use crate::ast::{BinOp, SqlType};
 
+mod call;
+use call::{call, cast};
+
 /// A scalar function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Func {
@@ -543,113 +546,6 @@ impl E {
     }
 }
 
-fn cast(v: Value, ty: SqlType) -> Value {
-    match (ty, v) {
-        (_, Value::Null) => Value::Null,
-        (SqlType::Bigint, Value::Int(i)) => Value::Int(i),
-        (SqlType::Bigint, Value::Float(f)) if f.is_finite() && f.abs() < 9.2e18 => {
-            Value::Int(f.trunc() as i64)
-        }
-        (SqlType::Bigint, Value::Str(s)) => s.trim().parse().map_or(Value::Null, Value::Int),
-        (SqlType::Bigint, Value::Bool(b)) => Value::Int(i64::from(b)),
-        (SqlType::Float, v @ (Value::Int(_) | Value::Float(_))) => {
-            num(&v).map_or(Value::Null, float)
-        }
-        (SqlType::Float, Value::Str(s)) => s.trim().parse().map_or(Value::Null, float),
-        (SqlType::Nvarchar, v) => text(&v).map_or(Value::Null, Value::from),
-        (SqlType::Bit, Value::Bool(b)) => Value::Bool(b),
-        (SqlType::Bit, Value::Int(i)) => Value::Bool(i != 0),
-        (SqlType::Bit, Value::Str(s)) => match s.to_ascii_lowercase().as_str() {
-            "true" | "1" => Value::Bool(true),
-            "false" | "0" => Value::Bool(false),
-            _ => Value::Null,
-        },
-        (SqlType::Datetime, Value::Str(s)) => {
-            Time::parse_rfc3339(&s).map_or(Value::Null, |t| Value::from(&*t.rfc3339()))
-        }
-        (SqlType::Record, v @ Value::Row(_)) => v,
-        _ => Value::Null,
-    }
-}
-
-fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
-    let arg = |i: usize| args.get(i).map_or(Value::Null, |a| a.eval(cx));
-    let s = |i: usize| text(&arg(i));
-    let x = |i: usize| num(&arg(i));
-    match f {
-        Func::Upper => s(0).map_or(Value::Null, |t| Value::from(t.to_uppercase())),
-        Func::Lower => s(0).map_or(Value::Null, |t| Value::from(t.to_lowercase())),
-        Func::Len => s(0).map_or(Value::Null, |t| Value::Int(t.chars().count() as i64)),
-        Func::Concat => Value::Str((0..args.len()).filter_map(s).collect()),
-        Func::Substring => match (s(0), arg(1).as_i64(), arg(2).as_i64()) {
-            (Some(t), Some(start), Some(len)) if len >= 0 => {
-                // 1-based; a start before 1 eats into the length, as in T-SQL.
-                let end = start.saturating_sub(1).saturating_add(len).max(0);
-                let from = start.saturating_sub(1).max(0);
-                let take = usize::try_from(end - from.min(end)).unwrap_or(0);
-                let skip = usize::try_from(from).unwrap_or(usize::MAX);
-                Value::Str(t.chars().skip(skip).take(take).collect())
-            }
-            _ => Value::Null,
-        },
-        Func::Trim => s(0).map_or(Value::Null, |t| Value::from(t.trim().to_owned())),
-        Func::Ltrim => s(0).map_or(Value::Null, |t| Value::from(t.trim_start().to_owned())),
-        Func::Rtrim => s(0).map_or(Value::Null, |t| Value::from(t.trim_end().to_owned())),
-        Func::Replace => match (s(0), s(1), s(2)) {
-            (Some(t), Some(from), Some(to)) if !from.is_empty() => {
-                Value::from(t.replace(&from, &to))
-            }
-            (Some(t), Some(_), Some(_)) => Value::from(t),
-            _ => Value::Null,
-        },
-        Func::CharIndex => match (s(0), s(1)) {
-            (Some(find), Some(t)) => Value::Int(
-                t.find(&find)
-                    .map_or(0, |b| t[..b].chars().count() as i64 + 1),
-            ),
-            _ => Value::Null,
-        },
-        Func::Abs => match arg(0) {
-            Value::Int(i) => i.checked_abs().map_or(Value::Null, Value::Int),
-            v => num(&v).map_or(Value::Null, |f| float(f.abs())),
-        },
-        Func::Round => {
-            let digits = arg(1).as_i64().unwrap_or(0).clamp(-18, 18) as i32;
-            match arg(0) {
-                Value::Int(i) if digits >= 0 => Value::Int(i),
-                v => num(&v).map_or(Value::Null, |f| {
-                    let m = 10f64.powi(digits);
-                    float((f * m).round() / m)
-                }),
-            }
-        }
-        Func::Floor => match arg(0) {
-            Value::Int(i) => Value::Int(i),
-            v => num(&v).map_or(Value::Null, |f| float(f.floor())),
-        },
-        Func::Ceiling => match arg(0) {
-            Value::Int(i) => Value::Int(i),
-            v => num(&v).map_or(Value::Null, |f| float(f.ceil())),
-        },
-        Func::Power => match (x(0), x(1)) {
-            (Some(a), Some(b)) => float(a.powf(b)),
-            _ => Value::Null,
-        },
-        Func::Sqrt => x(0).map_or(Value::Null, |f| float(f.sqrt())),
-        Func::Sign => match arg(0) {
-            Value::Int(i) => Value::Int(i.signum()),
-            v => num(&v).map_or(Value::Null, |f| {
-                float(if f == 0.0 { 0.0 } else { f.signum() })
-            }),
-        },
-        Func::Coalesce => args
-            .iter()
-            .map(|a| a.eval(cx))
-            .find(|v| !matches!(v, Value::Null))
-            .unwrap_or(Value::Null),
-    }
-}
-
 /// The comparison operators, for tests over each.
 #[cfg(test)]
 pub(crate) const COMPARISONS: [BinOp; 6] = [
@@ -662,87 +558,4 @@ pub(crate) const COMPARISONS: [BinOp; 6] = [
 ];
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_condition_holds_exactly_when_its_value_is_true() {
-        // Every AND / OR / NOT of comparisons over integers, floats (NaN too), NULL, a missing
-        // field and a string: `holds` (no values in between; numbers of one kind compared
-        // without a branch) against the value `eval` makes.
-        let row = Row::new()
-            .with("a", 1)
-            .with("n", Value::Null)
-            .with("s", "x")
-            .with("f", 1.5)
-            .with("nan", f64::NAN);
-        let cx = Ctx::row(&row, Time::NEG_INF);
-        let leaves = [
-            E::Lit(Value::Int(1)),
-            E::Lit(Value::Int(2)),
-            E::Lit(Value::Null),
-            E::Field(path(["a"])),
-            E::Field(path(["n"])),
-            E::Field(path(["missing"])),
-            E::Field(path(["s"])),
-            E::Lit(Value::Float(1.0)),
-            E::Lit(Value::Float(1.5)),
-            E::Field(path(["f"])),
-            E::Field(path(["nan"])),
-        ];
-        let ops = COMPARISONS;
-        let mut conditions = Vec::new();
-        for a in &leaves {
-            for b in &leaves {
-                for op in ops {
-                    conditions.push(E::Bin(op, Box::new(a.clone()), Box::new(b.clone())));
-                }
-            }
-        }
-        let atoms = conditions.len();
-        for i in (0..atoms).step_by(7) {
-            for j in (0..atoms).step_by(11) {
-                let (x, y) = (conditions[i].clone(), conditions[j].clone());
-                conditions.push(E::Bin(BinOp::And, Box::new(x.clone()), Box::new(y.clone())));
-                conditions.push(E::Bin(BinOp::Or, Box::new(x.clone()), Box::new(y)));
-                conditions.push(E::Not(Box::new(x)));
-            }
-        }
-        let mut held = 0;
-        for c in &conditions {
-            assert_eq!(c.holds(&cx), truthy(&c.eval(&cx)), "{c:?}");
-            held += usize::from(c.holds(&cx));
-        }
-        assert!(held > 0 && held < conditions.len());
-    }
-
-    #[test]
-    fn like_matches_runs_and_single_characters() {
-        assert!(like("sensor-12", "sensor-%"));
-        assert!(like("abc", "a_c"));
-        assert!(like("abc", "%"));
-        assert!(!like("abc", "a_"));
-        assert!(like("a%c", "a%c"));
-        assert!(!like("", "_"));
-    }
-
-    #[test]
-    fn substring_is_one_based_as_in_t_sql() {
-        let row = Row::new();
-        let sub = |start: i64, len: i64| {
-            E::Call(
-                Func::Substring,
-                vec![
-                    E::Lit(Value::Str("abcdef".into())),
-                    E::Lit(Value::Int(start)),
-                    E::Lit(Value::Int(len)),
-                ],
-            )
-            .eval(&Ctx::row(&row, Time::NEG_INF))
-        };
-        assert_eq!(sub(2, 3), Value::Str("bcd".into()));
-        assert_eq!(sub(0, 3), Value::Str("ab".into()));
-        assert_eq!(sub(5, 10), Value::Str("ef".into()));
-        assert_eq!(sub(9, 2), Value::Str("".into()));
-    }
-}
+mod tests;

@@ -47,6 +47,7 @@ mod ports;
 mod running;
 pub(crate) mod shell;
 mod show;
+mod signals;
 pub use shell::held_items;
 mod tasks;
 mod worker;

@@ -10,7 +10,7 @@
 
 use std::any::Any;
 
-use crate::batch::{Batch, WireError};
+use crate::batch::Batch;
 use crate::event::EventShape;
 use crate::order::EventOrder;
 
@@ -18,6 +18,9 @@ use super::filter::Predicate;
 use super::split::Split;
 use super::{Held, OperatorDrop, Payload, Placement};
 use crate::time::Time;
+
+mod any_batch;
+pub use any_batch::AnyBatch;
 
 /// One operator's numbers, as [`Graph::for_each_operator`] visits them.
 #[derive(Clone, Copy, Debug)]
@@ -103,141 +106,6 @@ impl std::fmt::Display for Explanation {
 
 /// Index of a node in a [`Graph`].
 pub type NodeId = usize;
-
-/// A batch of any payload type, as nodes exchange them.
-pub trait AnyBatch: Any + Send {
-    /// Whether it holds neither events nor CTIs.
-    fn is_empty(&self) -> bool;
-    /// Empties it, keeping capacity.
-    fn clear(&mut self);
-    /// As `&dyn Any`, for downcasting.
-    fn as_any(&self) -> &dyn Any;
-    /// As `&mut dyn Any`, for downcasting.
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// Moves everything into `dst`, a batch of the same type.
-    fn move_into(&mut self, dst: &mut dyn Any);
-    /// The last CTI in the batch, if any.
-    fn last_cti(&self) -> Option<Time>;
-    /// How many events it holds.
-    fn events(&self) -> usize;
-    /// Swaps contents with `other`, a batch of the same type.
-    fn swap_with(&mut self, other: &mut dyn Any);
-    /// Whether it keeps the invariants of a stream of this `order` ([`Batch::check`]) and
-    /// comes after `cti`, the stream's last CTI (no event below it).
-    fn check(&self, order: EventOrder, cti: Time) -> Result<(), String>;
-    /// An empty batch of the same type.
-    fn new_empty(&self) -> Box<dyn AnyBatch>;
-    /// The name of its payload type, for messages.
-    fn payload_name(&self) -> &'static str;
-    /// An empty release buffer of its payload type (see [`AnyBatch::merge_from`]).
-    fn new_release_buffer(&self) -> Box<dyn Any + Send>;
-    /// Appends a copy of everything to `dst`, a batch of the same type.
-    fn copy_into(&self, dst: &mut dyn Any);
-    /// Splits it over `dests` (empty batches of the same type, one per worker): every event
-    /// to worker `to`, every CTI to each (see [`Graph::split`]); it is left empty.
-    fn scatter_to(&mut self, to: usize, dests: &mut [Box<dyn AnyBatch>]);
-    /// Merges what several workers sent in one step (`runs`, batches of the same type, with
-    /// the sender's index) into this batch, as one stream: the CTI that every sender has
-    /// passed (`latest`, by sender) whenever it passes `emitted` (see [`Graph::split`]); for
-    /// an ordered stream, events wait in `pending` (a release buffer of the payload type,
-    /// [`AnyBatch::new_release_buffer`]) until a CTI passes them, as one operator would hold
-    /// them.
-    fn merge_from(
-        &mut self,
-        runs: &mut [(usize, Box<dyn AnyBatch>)],
-        latest: &mut [Time],
-        emitted: &mut Time,
-        pending: Option<&mut dyn Any>,
-    );
-    /// Its contents as bytes, for a batch that travels to another process
-    /// ([`Batch::to_bytes`]).
-    fn encode(&self) -> Result<Vec<u8>, WireError>;
-    /// A batch of the same payload type read from bytes that [`AnyBatch::encode`] wrote
-    /// ([`Batch::from_bytes`]).
-    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn AnyBatch>, WireError>;
-}
-
-impl<P: Payload> AnyBatch for Batch<P> {
-    fn encode(&self) -> Result<Vec<u8>, WireError> {
-        self.to_bytes()
-    }
-    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn AnyBatch>, WireError> {
-        Ok(Box::new(Batch::<P>::from_bytes(bytes)?))
-    }
-    fn is_empty(&self) -> bool {
-        Batch::is_empty(self)
-    }
-    fn clear(&mut self) {
-        Batch::clear(self)
-    }
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-    fn move_into(&mut self, dst: &mut dyn Any) {
-        output::<P>(dst).append(self);
-    }
-    fn last_cti(&self) -> Option<Time> {
-        Batch::last_cti(self)
-    }
-    fn events(&self) -> usize {
-        Batch::len(self)
-    }
-    fn swap_with(&mut self, other: &mut dyn Any) {
-        std::mem::swap(self, output::<P>(other));
-    }
-    fn check(&self, order: EventOrder, cti: Time) -> Result<(), String> {
-        Batch::check(self, order)?;
-        match self.sync().iter().find(|&&s| s < cti) {
-            Some(s) => Err(format!("an event at {s:?} after CTI({cti:?})")),
-            None => Ok(()),
-        }
-    }
-    fn new_empty(&self) -> Box<dyn AnyBatch> {
-        Box::new(Batch::<P>::new())
-    }
-    fn payload_name(&self) -> &'static str {
-        std::any::type_name::<P>()
-    }
-    fn new_release_buffer(&self) -> Box<dyn Any + Send> {
-        Box::new(super::ReleaseBuffer::<P>::new())
-    }
-    fn copy_into(&self, dst: &mut dyn Any) {
-        output::<P>(dst).append(&mut self.clone());
-    }
-    fn scatter_to(&mut self, to: usize, dests: &mut [Box<dyn AnyBatch>]) {
-        // Every event to one worker: the batch itself goes there (its buffer stays here), the
-        // others get the CTIs.
-        for (w, d) in dests.iter_mut().enumerate() {
-            if w != to {
-                let d = output::<P>(d.as_any_mut());
-                for m in self.ctis() {
-                    d.push_cti(m.time);
-                }
-            }
-        }
-        match dests.get_mut(to) {
-            Some(d) => std::mem::swap(self, output::<P>(d.as_any_mut())),
-            None => self.clear(),
-        }
-    }
-    fn merge_from(
-        &mut self,
-        runs: &mut [(usize, Box<dyn AnyBatch>)],
-        latest: &mut [Time],
-        emitted: &mut Time,
-        pending: Option<&mut dyn Any>,
-    ) {
-        let mut typed: Vec<(usize, Batch<P>)> = runs
-            .iter_mut()
-            .map(|(sender, b)| (*sender, std::mem::take(output::<P>(b.as_any_mut()))))
-            .collect();
-        let pending = pending.and_then(|p| p.downcast_mut::<super::ReleaseBuffer<P>>());
-        self.merge_runs(&mut typed, latest, emitted, pending);
-    }
-}
 
 /// A type-erased operator: takes a batch on one of its input ports, appends to its output.
 pub trait Node: Send {

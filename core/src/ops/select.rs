@@ -48,8 +48,8 @@ where
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
-            // Column by column: the times copied per segment, the payloads extended (faster
-            // than pushing one event at a time, by a few percent on rows).
+            // Column by column: the times copied per segment, the payloads extended, rather
+            // than one event at a time.
             let (osync, oother, opayload) = out.columns_mut();
             osync.extend_from_slice(&input.sync()[range.clone()]);
             oother.extend_from_slice(&input.other()[range.clone()]);

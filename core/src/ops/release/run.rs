@@ -18,8 +18,7 @@ const CHUNK: usize = 8;
 /// Results a chunk of payloads `P` holds: [`CHUNK`], or an eighth of it (at least 4) for
 /// payloads with drop glue, which a release moves out of the chunk's front and so shifts the
 /// rest of the chunk down (a copy of up to the chunk's payloads per release; copies are taken
-/// without moving anything). 512 rows against 4,096: the language's filter and window in
-/// time order 7-9% faster, nothing slower; 128: no faster.
+/// without moving anything): a smaller chunk bounds that shift.
 const fn chunk_len<P>() -> usize {
     if !std::mem::needs_drop::<P>() {
         CHUNK
@@ -206,9 +205,8 @@ impl<P> MainRun<P> {
     }
 
     /// [`MainRun::push_points`] with the payloads moved out of `payloads` (payloads that own
-    /// something: no copy made and dropped). Kept apart from `push_points`: that one through
-    /// this with a cloning iterator made the typed ordered filter 6% slower (its copy is one
-    /// `extend_from_slice`).
+    /// something: no copy made and dropped). Kept apart from `push_points`, whose copy is one
+    /// `extend_from_slice`.
     pub(super) fn append_points(
         &mut self,
         mut sync: &[Time],
@@ -272,7 +270,7 @@ impl<P> MainRun<P> {
     /// `side` (sorted) that go among them: each goes where [`place`](super::place) says,
     /// those that go after all `n` are left in `side`. Each chunk's released part goes out in
     /// pieces, nothing allocated. (The copy path in `release_into` merges the same way over
-    /// slices; one function for both, through a closure, made typed queries 3-7% slower.)
+    /// slices, kept apart so that a copy stays one `extend_from_slice` per piece.)
     pub(super) fn move_front_into(
         &mut self,
         n: usize,

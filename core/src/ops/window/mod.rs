@@ -27,13 +27,15 @@ use std::collections::BTreeMap;
 use std::hash::Hash;
 
 use crate::batch::Batch;
-use crate::event::{EventKind, EventShape};
-use crate::time::{Time, TimeSpan};
+use crate::event::EventKind;
+use crate::time::Time;
 
 use super::groups::Groups;
-use super::{
-    Aggregate, Held, HeldWhat, OperatorDrop, ReleaseBuffer, UnaryOperator, MAX_KEPT_DROPS,
-};
+
+mod operator;
+mod spec;
+use super::{Aggregate, OperatorDrop, ReleaseBuffer, MAX_KEPT_DROPS};
+pub use spec::{WindowOutput, WindowSpec};
 
 /// The most windows one event may count in, by default: a 1 s tumbling window takes an
 /// interval of up to about 11.5 days; larger ones are dropped with the reason.
@@ -41,124 +43,6 @@ pub const DEFAULT_MAX_WINDOWS_PER_EVENT: u64 = 1_000_000;
 
 /// A member over more windows than this is kept once and counted as windows close.
 const EAGER_WINDOWS: i64 = 64;
-
-/// What a window result looks like.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum WindowOutput {
-    /// A point at the window's end; output CTI = input CTI.
-    #[default]
-    PointAtEnd,
-    /// An interval with the window's lifetime; output CTI held back to the earliest open window.
-    Window,
-}
-
-/// Size, hop, alignment and output policy of hopping windows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WindowSpec {
-    size: i64,
-    hop: i64,
-    alignment: i64,
-    output: WindowOutput,
-    max_windows: u64,
-}
-
-impl WindowSpec {
-    /// Hopping windows of `size` every `hop`, aligned at time 0, results at window ends. Size
-    /// and hop are at least one tick.
-    pub fn hopping(size: TimeSpan, hop: TimeSpan) -> Self {
-        WindowSpec {
-            size: size.ticks().max(1),
-            hop: hop.ticks().max(1),
-            alignment: 0,
-            output: WindowOutput::PointAtEnd,
-            max_windows: DEFAULT_MAX_WINDOWS_PER_EVENT,
-        }
-    }
-
-    /// Tumbling windows: hop = size.
-    pub fn tumbling(size: TimeSpan) -> Self {
-        Self::hopping(size, size)
-    }
-
-    /// Windows start at `alignment + n * hop`.
-    pub fn alignment(mut self, alignment: Time) -> Self {
-        self.alignment = alignment.ticks();
-        self
-    }
-
-    /// The output policy.
-    pub fn output(mut self, output: WindowOutput) -> Self {
-        self.output = output;
-        self
-    }
-
-    /// The most windows one event may count in (at least 1; default
-    /// [`DEFAULT_MAX_WINDOWS_PER_EVENT`]); an event over more is dropped with the reason (see
-    /// the module doc).
-    pub fn max_windows_per_event(mut self, n: u64) -> Self {
-        self.max_windows = n.max(1);
-        self
-    }
-
-    fn start(&self, n: i64) -> Time {
-        let t = i128::from(self.alignment) + i128::from(n) * i128::from(self.hop);
-        clamp(t)
-    }
-
-    fn end(&self, n: i64) -> Time {
-        self.start(n) + TimeSpan::from_ticks(self.size)
-    }
-
-    /// The first window whose end is after `x`.
-    #[inline]
-    fn first_ending_after(&self, x: Time) -> i64 {
-        if x == Time::NEG_INF {
-            return i64::MIN;
-        }
-        // i64 arithmetic when it cannot overflow (always, for real times); i128 otherwise.
-        match x
-            .ticks()
-            .checked_sub(self.alignment)
-            .and_then(|v| v.checked_sub(self.size))
-        {
-            Some(v) => v.div_euclid(self.hop).saturating_add(1),
-            None => {
-                let v =
-                    (i128::from(x.ticks()) - i128::from(self.alignment) - i128::from(self.size))
-                        .div_euclid(i128::from(self.hop))
-                        + 1;
-                v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
-            }
-        }
-    }
-
-    /// The last window starting before `x`.
-    #[inline]
-    fn last_starting_before(&self, x: Time) -> i64 {
-        if x == Time::INF {
-            return i64::MAX;
-        }
-        match x
-            .ticks()
-            .checked_sub(self.alignment)
-            .and_then(|v| v.checked_sub(1))
-        {
-            Some(v) => v.div_euclid(self.hop),
-            None => {
-                let v = (i128::from(x.ticks()) - i128::from(self.alignment) - 1)
-                    .div_euclid(i128::from(self.hop));
-                v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
-            }
-        }
-    }
-}
-
-fn clamp(t: i128) -> Time {
-    Time::from_ticks(t.clamp(
-        i128::from(Time::MIN_FINITE.ticks()),
-        i128::from(Time::MAX_FINITE.ticks()),
-    ) as i64)
-}
 
 /// The group map of stored window `n`, a pooled (or new) one if it has none yet.
 fn stored_window<'a, K: Hash + Eq + Clone + 'static, S>(
@@ -607,118 +491,6 @@ where
             WindowOutput::Window => t.min(self.spec.start(self.spec.first_ending_after(t))),
         };
         self.held.release(out_cti, out);
-    }
-}
-
-impl<P, K, A, O, KF, MK> UnaryOperator<P, O> for HoppingWindow<P, K, A, O, KF, MK>
-where
-    P: Clone + PartialEq + Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
-    A: Aggregate<P>,
-    O: Clone + Send + 'static,
-    KF: Fn(&P) -> K + Send + 'static,
-    MK: Fn(&K, A::Output) -> O + Send + 'static,
-{
-    const NAME: &'static str = "hopping window";
-
-    fn placement(&self) -> crate::ops::Placement {
-        crate::ops::Placement::ByKey
-    }
-
-    fn key_hash(&self, payload: &P) -> u64 {
-        crate::ops::key_hash(&(self.key)(payload))
-    }
-
-    fn output_shape(&self, _input: EventShape) -> EventShape {
-        match self.spec.output {
-            WindowOutput::PointAtEnd => EventShape::Point,
-            WindowOutput::Window => EventShape::Interval,
-        }
-    }
-
-    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<O>) {
-        let tumbling = self.spec.size == self.spec.hop;
-        for (range, cti) in input.segments() {
-            let sync = &input.sync()[range.clone()];
-            let other = &input.other()[range.clone()];
-            let payloads = &input.payloads()[range];
-            let mut i = 0;
-            while i < sync.len() {
-                if let (true, Some(c)) = (tumbling, self.current.as_mut()) {
-                    // The common case in a tight loop: points and intervals inside the current
-                    // tumbling window, which overlap no other window.
-                    let (ws, we) = (c.start, c.end);
-                    while let (Some(&s), Some(&o), Some(p)) =
-                        (sync.get(i), other.get(i), payloads.get(i))
-                    {
-                        if !(ws <= s && s < o && o <= we) {
-                            break;
-                        }
-                        let agg = &self.agg;
-                        let state = c.groups.entry((self.key)(p), || agg.init());
-                        agg.add(state, p);
-                        i += 1;
-                    }
-                    if i == sync.len() {
-                        break;
-                    }
-                }
-                self.one(sync[i], other[i], &payloads[i]);
-                i += 1;
-            }
-            if let Some(t) = cti {
-                if t > self.cti {
-                    self.close(t, out);
-                }
-            }
-        }
-    }
-
-    fn state_size(&self) -> usize {
-        self.windows.values().map(|g| g.len()).sum::<usize>()
-            + self.current.as_ref().map_or(0, |c| c.groups.len())
-            + self.previous.as_ref().map_or(0, |c| c.groups.len())
-            + self.spans.len()
-            + self.open_count
-            + self.held.len()
-    }
-
-    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
-        let stored = self
-            .windows
-            .iter()
-            .map(|(&n, g)| (self.spec.start(n), self.spec.end(n), g));
-        let cached = [&self.current, &self.previous]
-            .into_iter()
-            .flatten()
-            .map(|c| (c.start, c.end, &c.groups));
-        for (start, end, groups) in stored.chain(cached) {
-            for key in groups.keys() {
-                f(Held {
-                    what: HeldWhat::Group,
-                    start,
-                    end,
-                    payload: key,
-                });
-            }
-        }
-        for s in self.spans.iter().chain(self.open.values().flatten()) {
-            f(Held {
-                what: HeldWhat::Event,
-                start: s.start,
-                end: s.end,
-                payload: &s.payload,
-            });
-        }
-        Held::results(&self.held, f);
-    }
-
-    fn dropped(&self) -> u64 {
-        self.dropped
-    }
-
-    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
-        into.append(&mut self.drops);
     }
 }
 

@@ -1,8 +1,8 @@
 //! The window operator's limits: long members kept once, events over the limit dropped.
 
 use super::*;
-use crate::ops::{AnyBatch, Count};
-use crate::time::TICKS_PER_SECOND;
+use crate::ops::{AnyBatch, Count, UnaryOperator};
+use crate::time::{TimeSpan, TICKS_PER_SECOND};
 
 fn counting(spec: WindowSpec) -> impl UnaryOperator<u8, (i64, u64)> {
     HoppingWindow::new(spec, |_: &u8| 0u8, Count, |_: &u8, n: u64| (0i64, n))

@@ -1,0 +1,238 @@
+//! The files a file input reads: the partitions a path names, and their lines (a whole file,
+//! standard input, or one byte range of a file).
+
+use std::path::{Path, PathBuf};
+
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
+
+use super::ReplayOptions;
+use crate::error::AdapterError;
+
+/// Whether a file input reads the same lines every time: a regular file (or one not there yet:
+/// the run reports that), not standard input, a FIFO or a device, and not in follow mode.
+pub(crate) fn replayable(path: &Path, replay: ReplayOptions) -> bool {
+    path.as_os_str() != "-"
+        && !replay.follow
+        && std::fs::metadata(path).map_or(true, |m| m.is_file())
+}
+
+/// The files a file input's `path` names, one partition each: the path itself, or, when its
+/// file name holds `*` (any characters) or `?` (one character), every file of its directory
+/// whose name matches, sorted by name. A pattern that matches nothing is an error naming it.
+pub(crate) fn partition_files(path: &Path) -> Result<Vec<PathBuf>, AdapterError> {
+    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+        return Ok(vec![path.to_owned()]);
+    };
+    if !name.contains(['*', '?']) {
+        return Ok(vec![path.to_owned()]);
+    }
+    let pattern: Vec<char> = name.chars().collect();
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let entries = std::fs::read_dir(&dir).map_err(|error| AdapterError::Io {
+        path: dir.clone(),
+        error,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| {
+            let name: Vec<char> = e.file_name().to_string_lossy().chars().collect();
+            wildcard(&pattern, &name)
+        })
+        .map(|e| dir.join(e.file_name()))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(AdapterError::Config(format!(
+            "no file matches `{}`",
+            path.display()
+        )));
+    }
+    Ok(files)
+}
+
+/// Whether `name` matches `pattern` (`*`: any characters, `?`: one).
+pub(super) fn wildcard(pattern: &[char], name: &[char]) -> bool {
+    // Matches of the pattern's prefix against each prefix of the name, row by row.
+    let mut row = vec![false; name.len() + 1];
+    row[0] = true;
+    for &p in pattern {
+        let mut next = vec![false; name.len() + 1];
+        if p == '*' {
+            next[0] = row[0];
+            for j in 1..=name.len() {
+                next[j] = row[j] || next[j - 1];
+            }
+        } else {
+            for j in 1..=name.len() {
+                next[j] = row[j - 1] && (p == '?' || p == name[j - 1]);
+            }
+        }
+        row = next;
+    }
+    row[name.len()]
+}
+
+/// The file of partition `partition` of a file input's `path` (see [`partition_files`]).
+pub(crate) fn partition_file(path: &Path, partition: usize) -> Result<PathBuf, AdapterError> {
+    let mut files = partition_files(path)?;
+    let n = files.len();
+    if partition >= n {
+        return Err(AdapterError::Config(format!(
+            "partition {partition} of `{}`, which names {n} file(s)",
+            path.display()
+        )));
+    }
+    Ok(files.swap_remove(partition))
+}
+
+/// A line source: the reader, and whether it is live (standard input, a FIFO, a device: lines
+/// come when someone writes them) rather than a regular file.
+pub(crate) struct Lines {
+    pub(crate) reader: Box<dyn AsyncBufRead + Unpin + Send>,
+    pub(crate) live: bool,
+}
+
+/// The buffer of a file read or written: each fill or flush of a `tokio` file is a call on
+/// its blocking thread pool (a thread switch each way), so a large one makes few.
+pub(crate) const FILE_BUFFER: usize = 256 * 1024;
+
+/// Opens a file for line reading; `-` is standard input.
+pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
+    if path.as_os_str() == "-" {
+        return Ok(Lines {
+            reader: Box::new(BufReader::new(tokio::io::stdin())),
+            live: true,
+        });
+    }
+    let io = |source| AdapterError::Io {
+        path: path.to_owned(),
+        error: source,
+    };
+    let file = tokio::fs::File::open(path).await.map_err(io)?;
+    let live = !file.metadata().await.map_err(io)?.is_file();
+    Ok(Lines {
+        reader: Box::new(BufReader::with_capacity(FILE_BUFFER, file)),
+        live,
+    })
+}
+
+/// Opens part `part` of `parts` of a regular file for line reading: the lines that start in
+/// its share of the file's bytes (`[len * part / parts, len * (part + 1) / parts)`), the last
+/// one read to its end wherever that is. Every line of the file is in exactly one part.
+pub(crate) async fn open_range(
+    path: &Path,
+    part: usize,
+    parts: usize,
+) -> Result<Lines, AdapterError> {
+    use tokio::io::AsyncSeekExt;
+    let io = |source| AdapterError::Io {
+        path: path.to_owned(),
+        error: source,
+    };
+    let file = tokio::fs::File::open(path).await.map_err(io)?;
+    let meta = file.metadata().await.map_err(io)?;
+    if !meta.is_file() {
+        return Err(AdapterError::Config(format!(
+            "`{}` is not a regular file: only a file can be split by byte ranges",
+            path.display()
+        )));
+    }
+    let share = |k: usize| (u128::from(meta.len()) * k as u128 / parts.max(1) as u128) as u64;
+    let (start, end) = (share(part), share(part + 1));
+    let mut reader = BufReader::with_capacity(FILE_BUFFER, file);
+    let mut at = start;
+    if start > 0 {
+        // The line in progress at `start` belongs to the part before: skip to its end (from
+        // the byte before `start`, so that a line starting exactly at `start` is kept).
+        reader
+            .seek(std::io::SeekFrom::Start(start - 1))
+            .await
+            .map_err(io)?;
+        let mut skipped = Vec::new();
+        let n = reader.read_until(b'\n', &mut skipped).await.map_err(io)?;
+        at = start - 1 + n as u64;
+    }
+    Ok(Lines {
+        reader: Box::new(RangeLines {
+            inner: reader,
+            left: end.saturating_sub(at),
+            open: false,
+            done: at >= end,
+        }),
+        live: false,
+    })
+}
+
+/// A reader of the lines that start before a limit: `left` bytes, then the rest of the line
+/// they end in.
+struct RangeLines {
+    inner: BufReader<tokio::fs::File>,
+    /// Bytes left before the limit.
+    left: u64,
+    /// Whether the last byte handed out ends no line (a line is in progress).
+    open: bool,
+    done: bool,
+}
+
+impl tokio::io::AsyncRead for RangeLines {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use tokio::io::AsyncBufRead as _;
+        let available = match self.as_mut().poll_fill_buf(cx) {
+            std::task::Poll::Ready(Ok(b)) => b,
+            std::task::Poll::Ready(Err(e)) => return std::task::Poll::Ready(Err(e)),
+            std::task::Poll::Pending => return std::task::Poll::Pending,
+        };
+        let n = available.len().min(buf.remaining());
+        buf.put_slice(&available[..n]);
+        self.consume(n);
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncBufRead for RangeLines {
+    fn poll_fill_buf(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<&[u8]>> {
+        let this = self.get_mut();
+        if this.done {
+            return std::task::Poll::Ready(Ok(&[]));
+        }
+        let (left, open) = (this.left, this.open);
+        let buf = match std::pin::Pin::new(&mut this.inner).poll_fill_buf(cx) {
+            std::task::Poll::Ready(Ok(b)) => b,
+            other => return other,
+        };
+        let n = if left > 0 {
+            buf.len().min(usize::try_from(left).unwrap_or(usize::MAX))
+        } else if open {
+            // Past the limit: the rest of the line in progress, up to its end.
+            buf.iter()
+                .position(|&b| b == b'\n')
+                .map_or(buf.len(), |i| i + 1)
+        } else {
+            0
+        };
+        std::task::Poll::Ready(Ok(&buf[..n]))
+    }
+
+    fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        if amt == 0 {
+            return;
+        }
+        // What was handed out is still in the inner buffer until it is consumed.
+        this.open = this.inner.buffer().get(amt - 1) != Some(&b'\n');
+        this.left = this.left.saturating_sub(amt as u64);
+        std::pin::Pin::new(&mut this.inner).consume(amt);
+        this.done = this.left == 0 && !this.open;
+    }
+}

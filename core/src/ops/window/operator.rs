@@ -1,0 +1,121 @@
+//! [`HoppingWindow`] as an operator of the graph: its CTI rule, what it holds and drops.
+
+use std::hash::Hash;
+
+use crate::batch::Batch;
+use crate::event::EventShape;
+
+use super::{HoppingWindow, WindowOutput};
+use crate::ops::{Aggregate, Held, HeldWhat, OperatorDrop, UnaryOperator};
+
+impl<P, K, A, O, KF, MK> UnaryOperator<P, O> for HoppingWindow<P, K, A, O, KF, MK>
+where
+    P: Clone + PartialEq + Send + 'static,
+    K: Hash + Eq + Clone + Send + 'static,
+    A: Aggregate<P>,
+    O: Clone + Send + 'static,
+    KF: Fn(&P) -> K + Send + 'static,
+    MK: Fn(&K, A::Output) -> O + Send + 'static,
+{
+    const NAME: &'static str = "hopping window";
+
+    fn placement(&self) -> crate::ops::Placement {
+        crate::ops::Placement::ByKey
+    }
+
+    fn key_hash(&self, payload: &P) -> u64 {
+        crate::ops::key_hash(&(self.key)(payload))
+    }
+
+    fn output_shape(&self, _input: EventShape) -> EventShape {
+        match self.spec.output {
+            WindowOutput::PointAtEnd => EventShape::Point,
+            WindowOutput::Window => EventShape::Interval,
+        }
+    }
+
+    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<O>) {
+        let tumbling = self.spec.size == self.spec.hop;
+        for (range, cti) in input.segments() {
+            let sync = &input.sync()[range.clone()];
+            let other = &input.other()[range.clone()];
+            let payloads = &input.payloads()[range];
+            let mut i = 0;
+            while i < sync.len() {
+                if let (true, Some(c)) = (tumbling, self.current.as_mut()) {
+                    // The common case in a tight loop: points and intervals inside the current
+                    // tumbling window, which overlap no other window.
+                    let (ws, we) = (c.start, c.end);
+                    while let (Some(&s), Some(&o), Some(p)) =
+                        (sync.get(i), other.get(i), payloads.get(i))
+                    {
+                        if !(ws <= s && s < o && o <= we) {
+                            break;
+                        }
+                        let agg = &self.agg;
+                        let state = c.groups.entry((self.key)(p), || agg.init());
+                        agg.add(state, p);
+                        i += 1;
+                    }
+                    if i == sync.len() {
+                        break;
+                    }
+                }
+                self.one(sync[i], other[i], &payloads[i]);
+                i += 1;
+            }
+            if let Some(t) = cti {
+                if t > self.cti {
+                    self.close(t, out);
+                }
+            }
+        }
+    }
+
+    fn state_size(&self) -> usize {
+        self.windows.values().map(|g| g.len()).sum::<usize>()
+            + self.current.as_ref().map_or(0, |c| c.groups.len())
+            + self.previous.as_ref().map_or(0, |c| c.groups.len())
+            + self.spans.len()
+            + self.open_count
+            + self.held.len()
+    }
+
+    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
+        let stored = self
+            .windows
+            .iter()
+            .map(|(&n, g)| (self.spec.start(n), self.spec.end(n), g));
+        let cached = [&self.current, &self.previous]
+            .into_iter()
+            .flatten()
+            .map(|c| (c.start, c.end, &c.groups));
+        for (start, end, groups) in stored.chain(cached) {
+            for key in groups.keys() {
+                f(Held {
+                    what: HeldWhat::Group,
+                    start,
+                    end,
+                    payload: key,
+                });
+            }
+        }
+        for s in self.spans.iter().chain(self.open.values().flatten()) {
+            f(Held {
+                what: HeldWhat::Event,
+                start: s.start,
+                end: s.end,
+                payload: &s.payload,
+            });
+        }
+        Held::results(&self.held, f);
+    }
+
+    fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
+        into.append(&mut self.drops);
+    }
+}

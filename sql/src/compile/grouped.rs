@@ -1,0 +1,212 @@
+//! A grouped select: its windows, groups and aggregates, `HAVING` and the select list over
+//! each group's result.
+
+use super::*;
+
+impl Compiler<'_> {
+    pub(super) fn grouped(
+        &self,
+        s: &Select,
+        scope: &Scope,
+        stream: RowStream,
+    ) -> Result<Named, SqlError> {
+        let mut window = None;
+        let mut keys: Vec<(String, Pos)> = Vec::new();
+        let mut key_exprs = Vec::new();
+        for g in &s.group_by {
+            match g {
+                GroupItem::Window(w, at) => {
+                    if window.is_some() {
+                        return Err(err(*at, "one window per GROUP BY"));
+                    }
+                    window = Some(*w);
+                }
+                GroupItem::Key(e) => {
+                    keys.push((canonical(e), e.pos));
+                    key_exprs.push(compile(e, scope, None, false)?);
+                }
+            }
+        }
+        let Some(window) = window else {
+            return Err(err(
+                s.group_pos.unwrap_or(s.pos),
+                "a query with aggregates or GROUP BY needs a window in GROUP BY: TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow",
+            ));
+        };
+        let mut grouping = Grouping {
+            keys: &keys,
+            aggs: Vec::new(),
+        };
+        let mut items = Vec::new();
+        let mut names = Vec::new();
+        for (n, item) in s.items.iter().enumerate() {
+            let SelectItem::Expr(e, alias) = item else {
+                let at = match item {
+                    SelectItem::Star(p) => *p,
+                    SelectItem::QualifiedStar(i) => i.pos,
+                    SelectItem::Expr(e, _) => e.pos,
+                };
+                return Err(err(
+                    at,
+                    "a grouped query selects keys and aggregates, not *",
+                ));
+            };
+            let name = item_name(e, alias, n + 1);
+            if names.contains(&name) {
+                return Err(err(
+                    alias.as_ref().map_or(e.pos, |a| a.pos),
+                    format!("two columns are named `{name}`: give one an alias (AS other)"),
+                ));
+            }
+            names.push(name.clone());
+            items.push(compile(e, scope, Some(&mut grouping), true)?);
+        }
+        let having = match &s.having {
+            Some(h) => Some(compile(h, scope, Some(&mut grouping), false)?),
+            None => None,
+        };
+        let aggs = SqlAggs::new(grouping.aggs);
+        let select_reads_time = items.iter().any(E::reads_time);
+        let key_slots = crate::aggs::slots(key_exprs.len().max(1));
+        let schema = Schema::new(&names).map_err(|e| err(s.pos, e.to_string()))?;
+        let empty = Row::new();
+        // The select's row of a group's keys and aggregates, at time `t`.
+        let select = move |t: Time, keys: &[Value], aggs: &[Value]| {
+            let cx = Ctx {
+                row: &empty,
+                pair: None,
+                time: t,
+                keys,
+                aggs,
+            };
+            row_of(
+                &schema,
+                &items,
+                #[inline(always)]
+                |e| e.with(&cx, Value::clone),
+            )
+        };
+        let stream = match window {
+            // With no HAVING and no System.Timestamp(), the select's row is made as each
+            // group's aggregates are (no row of keys, no row of aggregates, no pass after).
+            WindowSql::Tumbling { size, offset } | WindowSql::Hopping { size, offset, .. }
+                if having.is_none() && !select_reads_time =>
+            {
+                let hop = match window {
+                    WindowSql::Hopping { hop, .. } => hop,
+                    _ => size,
+                };
+                hopping(
+                    &stream,
+                    size,
+                    hop,
+                    offset,
+                    key_exprs,
+                    aggs,
+                    move |k, aggs: Row| select(Time::NEG_INF, k, aggs.values()),
+                )
+            }
+            _ => {
+                let group = move |k: &[Value], aggs: Row| Group {
+                    keys: key_slots.row(k.iter().cloned()),
+                    aggs,
+                };
+                let mut groups = match window {
+                    WindowSql::Tumbling { size, offset } => {
+                        hopping(&stream, size, size, offset, key_exprs, aggs, group)
+                    }
+                    WindowSql::Hopping { size, hop, offset } => {
+                        hopping(&stream, size, hop, offset, key_exprs, aggs, group)
+                    }
+                    WindowSql::Sliding { size } => grouped_by(
+                        stream.ordered().alter_duration(size).snapshot_window(),
+                        key_exprs,
+                        aggs,
+                        group,
+                    ),
+                    WindowSql::Snapshot => {
+                        grouped_by(stream.ordered().snapshot_window(), key_exprs, aggs, group)
+                    }
+                };
+                if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {
+                    // A result at each moment the window's contents change.
+                    groups = groups.to_point_events();
+                }
+                if let Some(h) = having {
+                    let empty = Row::new();
+                    groups = groups.filter(move |g| {
+                        h.holds(&Ctx {
+                            row: &empty,
+                            pair: None,
+                            time: Time::NEG_INF,
+                            keys: g.keys.values(),
+                            aggs: g.aggs.values(),
+                        })
+                    });
+                }
+                groups.map_with_time(move |t, g| select(t, g.keys.values(), g.aggs.values()))
+            }
+        };
+        Ok(Named {
+            stream: stream.into(),
+            fields: Some(names),
+            input: false,
+        })
+    }
+}
+
+/// Hopping windows of `size` every `hop` (aligned to `offset`) over `stream` in the order it
+/// has (their results are sorted either way), grouped and aggregated as [`grouped_by`] says.
+fn hopping<Out: Payload>(
+    stream: &RowStream,
+    size: TimeSpan,
+    hop: TimeSpan,
+    offset: TimeSpan,
+    keys: Vec<E>,
+    aggs: SqlAggs,
+    make: impl Fn(&[Value], Row) -> Out + Send + 'static,
+) -> Stream<Out> {
+    let at = Time::from_ticks(0) + offset;
+    match stream {
+        AnyStream::Ordered(s) => {
+            grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs, make)
+        }
+        AnyStream::Arrival(s) => {
+            grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs, make)
+        }
+    }
+}
+
+/// A window's groups by `keys` with `aggs` over each, each group's result what `make` makes
+/// of its keys' values and its aggregates. One key (or none) is that value, several a
+/// vector: a group of one integer key is found by indexing the window's table, as in a
+/// typed query.
+fn grouped_by<O: Order, Out: Payload>(
+    windowed: Windowed<Row, Ungrouped, O>,
+    keys: Vec<E>,
+    aggs: SqlAggs,
+    make: impl Fn(&[Value], Row) -> Out + Send + 'static,
+) -> Stream<Out> {
+    let mut keys: Vec<RowExpr> = keys.into_iter().map(RowExpr::new).collect();
+    match keys.len() {
+        0 | 1 => {
+            let one = move |k: &Value, aggs| make(std::slice::from_ref(k), aggs);
+            match keys.pop() {
+                // A field: a key function of its own, short enough to be inlined in the
+                // window's loop.
+                Some(RowExpr::Field(f)) => windowed
+                    .group_by(move |r: &Row| r.field_ref(&f).cloned().unwrap_or(Value::Null))
+                    .aggregate_into(aggs, one),
+                key => windowed
+                    .group_by(move |r: &Row| {
+                        key.as_ref()
+                            .map_or(Value::Null, |k| k.with(r, Value::clone))
+                    })
+                    .aggregate_into(aggs, one),
+            }
+        }
+        _ => windowed
+            .group_by(move |r: &Row| keys.iter().map(|k| k.eval(r)).collect::<Vec<_>>())
+            .aggregate_into(aggs, move |k: &Vec<Value>, aggs| make(k, aggs)),
+    }
+}

@@ -1,0 +1,180 @@
+//! What builds a job's query (its inputs, the query's operators, its outputs), once on the
+//! runtime or once per worker on the cluster.
+
+use super::input::create_input;
+use super::*;
+
+/// Why a job could not start: the job or the query (exit 2), or the run.
+pub(super) enum RunError {
+    Usage(String),
+    Query(QueryError),
+    Cluster(punctual_cluster::Error),
+}
+
+impl From<QueryError> for RunError {
+    fn from(e: QueryError) -> Self {
+        RunError::Query(e)
+    }
+}
+
+/// The first malformed line of each input: where and why.
+pub(super) type FirstBad = Arc<Mutex<std::collections::BTreeMap<String, String>>>;
+
+/// What builds a job's query: on the runtime once, on the cluster once per worker.
+pub(super) struct Parts {
+    pub(super) job: Job,
+    pub(super) sql: SqlQuery,
+    pub(super) uses: Vec<InputUse>,
+    pub(super) letters: Arc<Mutex<DeadLetters>>,
+    pub(super) first_bad: FirstBad,
+}
+
+impl Parts {
+    /// The job's query: its inputs, the query's operators, its outputs; with `timeline`,
+    /// captured for the picture.
+    pub(super) fn build(
+        &self,
+        mut timeline: Option<&mut Timeline>,
+    ) -> Result<punctual_adapters::Query, RunError> {
+        let mut query = punctual_adapters::Query::new("job");
+        let Parts { job, sql, uses, .. } = self;
+        let text = &job.query;
+        let mut streams = Vec::new();
+        for u in uses {
+            let Some(input) = job.inputs.get(&u.name) else {
+                continue;
+            };
+            let (stream, fields): (RowStream, _) = match input.order {
+                InputOrder::Time => {
+                    let (s, f) = create_input(&mut query, u, input, |o| o)?;
+                    watch_input(&mut query, &u.name, &s, timeline.as_deref_mut(), self)?;
+                    (s.into(), f)
+                }
+                InputOrder::Arrival => {
+                    let (s, f) = create_input(&mut query, u, input, |o| o.unordered())?;
+                    watch_input(&mut query, &u.name, &s, timeline.as_deref_mut(), self)?;
+                    (s.into(), f)
+                }
+            };
+            streams.push((u.name.clone(), stream, fields));
+        }
+        let inputs: Vec<punctual_sql::SqlInput<'_>> = streams
+            .iter()
+            .map(|(n, s, f)| {
+                let i = punctual_sql::SqlInput::new(n, s);
+                match f {
+                    Some(f) => i.fields(f),
+                    None => i,
+                }
+            })
+            .collect();
+        let built = sql
+            .build(&inputs)
+            .map_err(|e| RunError::Usage(e.show(text)))?;
+        for (name, stream) in &built {
+            let Some(out) = job.outputs.get(name) else {
+                continue;
+            };
+            bind_output(&mut query, name, out, stream, timeline.as_deref_mut())?;
+        }
+        Ok(query)
+    }
+}
+
+/// Binds the dead letters of input `name` (counted, the first malformed line kept, each
+/// written where the job says) and, with `timeline`, captures what it releases.
+fn watch_input<O: Order>(
+    query: &mut punctual_adapters::Query,
+    name: &str,
+    stream: &Stream<Row, O>,
+    timeline: Option<&mut Timeline>,
+    parts: &Parts,
+) -> Result<(), RunError> {
+    let capture = match timeline {
+        Some(t) => Some(t.input(query, name, stream)?),
+        None => None,
+    };
+    let sink_letters = Arc::clone(&parts.letters);
+    let sink_bad = Arc::clone(&parts.first_bad);
+    let name = name.to_owned();
+    query.bind_dead_letters(stream, move |letter: punctual_policies::DeadLetter<Row>| {
+        if let punctual_policies::DeadLetterReason::Malformed(m) = &letter.reason {
+            if let Ok(mut bad) = sink_bad.lock() {
+                bad.entry(name.clone())
+                    .or_insert_with(|| format!("{}: {}", m.location, m.message));
+            }
+        }
+        if let Some(c) = &capture {
+            c.letter(&letter);
+        }
+        if let Ok(mut l) = sink_letters.lock() {
+            l.add(&letter);
+        }
+    })?;
+    Ok(())
+}
+
+/// Binds output `name` of the query to its target (a file, standard output, TCP, Kafka or
+/// MQTT) and, with `timeline`, captures what it receives.
+fn bind_output(
+    query: &mut punctual_adapters::Query,
+    name: &str,
+    out: &JobOutput,
+    stream: &RowStream,
+    timeline: Option<&mut Timeline>,
+) -> Result<(), RunError> {
+    if let Some(t) = timeline {
+        t.output(query, name, stream)?;
+    }
+    let times = out.time_format.unwrap_or(TimeFormat::Rfc3339);
+    let targets = [
+        !out.path.as_os_str().is_empty(),
+        out.connect.is_some(),
+        out.kafka.is_some(),
+        out.mqtt.is_some(),
+    ];
+    if targets.iter().filter(|&&t| t).count() != 1 {
+        return Err(RunError::Usage(format!(
+            "output `{name}`: give one target: `path` (a file, or \"-\"), `connect`, `kafka` or `mqtt`"
+        )));
+    }
+    let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
+    if let Some(table) = &out.kafka {
+        crate::cli::brokers::kafka_output(query, stream, table).map_err(bad)?;
+        return Ok(());
+    }
+    if let Some(table) = &out.mqtt {
+        crate::cli::brokers::mqtt_output(query, stream, table).map_err(bad)?;
+        return Ok(());
+    }
+    if let Some(addr) = &out.connect {
+        if out.format == Some(Format::Csv) {
+            return Err(RunError::Usage(format!(
+                "output `{name}`: a TCP output writes JSON lines"
+            )));
+        }
+        query.bind_output(
+            stream,
+            &punctual_adapters::TcpOutput,
+            &punctual_adapters::TcpOutputConfig {
+                connect: addr.clone(),
+            },
+        )?;
+        return Ok(());
+    }
+    match format_of(&out.path, out.format) {
+        Format::Jsonl => query.bind_output(
+            stream,
+            &punctual_adapters::JsonLinesOutput,
+            &punctual_adapters::JsonLinesOutputConfig::new(&out.path).time_format(times),
+        )?,
+        Format::Csv => query.bind_output(
+            stream,
+            &punctual_adapters::CsvOutput,
+            &punctual_adapters::CsvOutputConfig {
+                path: out.path.clone(),
+            },
+        )?,
+    }
+    Ok(())
+}
