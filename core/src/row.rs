@@ -213,9 +213,6 @@ fn shared_name(text: &str) -> Arc<str> {
     name
 }
 
-/// `NaN`, which never equals anything (so a `NaN` key matches nothing).
-impl Eq for Value {}
-
 impl Eq for Row {}
 
 impl std::hash::Hash for Row {

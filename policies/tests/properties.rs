@@ -569,22 +569,26 @@ proptest! {
         prop_assert_eq!(p.buffered, a.buffered);
         prop_assert_eq!(p.filtered, a.released - p.released);
         prop_assert_eq!(p.released, filtered.len() as u64);
-        // Closed, what no CTI passed is unreleased, refused or not, and dead-lettered alike.
+        // Closed, what no CTI passed is unreleased, refused or not, and dead-lettered alike: a
+        // kept event with its item, a refused one without (only its times were kept).
         let (a_letters, p_letters) = (all_out.dead_letters.len(), pushed_out.dead_letters.len());
         all.close(&mut all_out);
         pushed.close(&mut pushed_out);
-        let unreleased = |letters: &[punctual_policies::DeadLetter<u32>]| {
+        let unreleased = |letters: &[punctual_policies::DeadLetter<u32>], keeps: bool| {
             let mut held: Vec<(Time, u32)> = letters
                 .iter()
                 .filter_map(|d| match (&d.reason, &d.item) {
-                    (DeadLetterReason::Unreleased, Some(StreamItem::Insert(e))) => Some((e.kind.start(), e.payload)),
+                    (DeadLetterReason::Unreleased, Some(StreamItem::Insert(e))) if !keeps || keep(&e.payload) => Some((e.kind.start(), e.payload)),
                     _ => None,
                 })
                 .collect();
             held.sort();
             held
         };
-        prop_assert_eq!(unreleased(&pushed_out.dead_letters[p_letters..]), unreleased(&all_out.dead_letters[a_letters..]));
+        let (all_closed, pushed_closed) = (&all_out.dead_letters[a_letters..], &pushed_out.dead_letters[p_letters..]);
+        prop_assert_eq!(unreleased(pushed_closed, false), unreleased(all_closed, true));
+        let without_item = pushed_closed.iter().filter(|d| d.reason == DeadLetterReason::Unreleased && d.item.is_none()).count();
+        prop_assert_eq!(without_item + unreleased(pushed_closed, false).len(), unreleased(all_closed, false).len());
         let (a, p) = (all.counters(), pushed.counters());
         prop_assert_eq!((p.unreleased, p.buffered), (a.unreleased, 0));
         prop_assert_eq!(p.events_in, p.released + p.dropped + p.rejected + p.unreleased + p.filtered);

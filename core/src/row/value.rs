@@ -113,6 +113,8 @@ impl PartialEq for Value {
 }
 
 /// Values are keys (group-by, equi-join): `Eq` treats every value as equal to itself except
+/// `NaN`, which never equals anything (so a `NaN` key matches nothing).
+impl Eq for Value {}
 
 impl std::hash::Hash for Value {
     /// Consistent with `==`: numbers hash by their `f64` value, so `4` and `4.0` hash alike.

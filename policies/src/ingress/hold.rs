@@ -3,14 +3,15 @@
 //! once, in arrival order. Everything in the ingress that depends on the order asks the hold.
 //!
 //! A filter fused into the ingress decides an event's fate only as far as the CTIs allow, as the
-//! filter after the ingress would: an ordered stream holds the events it refuses too (apart, so
-//! they are never released), and counts them `filtered` when a CTI passes them; what no CTI
-//! passed is `unreleased` when the stream closes, and a refused start edge that its end edge
-//! removes is taken back like a kept one (SEMANTICS.md sections 2, 3 and 6.5).
+//! filter after the ingress would: an ordered stream keeps the times of the events it refuses
+//! (apart, and without their payloads: they are never released), and counts them `filtered`
+//! when a CTI passes them; what no CTI passed is `unreleased` when the stream closes, and a
+//! refused start edge that its end edge removes is taken back like a kept one.
 
 use punctual_core::ops::{Predicate, ReleaseBuffer};
 use punctual_core::{Batch, EventKind, EventOrder, Time};
 
+use super::refused::Refused;
 use super::run::PointRun;
 use super::select::PointSelection;
 
@@ -24,8 +25,8 @@ pub(crate) enum Hold<P> {
     Sorted {
         /// The events a CTI releases.
         kept: ReleaseBuffer<P>,
-        /// The events the fused filter refused, until a CTI passes them.
-        refused: ReleaseBuffer<P>,
+        /// The times of the events the fused filter refused, until a CTI passes them.
+        refused: Refused,
     },
     /// Released at once, in arrival order (an unordered stream).
     Arrival,
@@ -50,7 +51,7 @@ impl<P: Clone> Hold<P> {
         match order {
             EventOrder::Sorted => Hold::Sorted {
                 kept: ReleaseBuffer::new(),
-                refused: ReleaseBuffer::new(),
+                refused: Refused::default(),
             },
             EventOrder::Arrival => Hold::Arrival,
         }
@@ -86,7 +87,7 @@ impl<P: Clone> Hold<P> {
                 if keep {
                     kept.push(sync, other, payload);
                 } else {
-                    refused.push(sync, other, payload);
+                    refused.push(sync);
                 }
                 (0, 0)
             }
@@ -104,10 +105,10 @@ impl<P: Clone> Hold<P> {
     pub(crate) fn release(&mut self, t: Time, out: &mut Batch<P>) -> (usize, usize) {
         let n = match self {
             Hold::Sorted { kept, refused } => {
-                let passed = if refused.is_empty() {
+                let passed = if refused.len() == 0 {
                     0
                 } else {
-                    refused.release_unsorted(t, |_| {})
+                    refused.release(t)
                 };
                 (kept.release_into(t, out), passed)
             }
@@ -118,7 +119,8 @@ impl<P: Clone> Hold<P> {
     }
 
     /// Takes back a held start edge (one whose end edge leaves nothing of it), kept or
-    /// refused by the fused filter (`keep`).
+    /// refused by the fused filter (`keep`: a refused one is any refused start edge at
+    /// `start`, and its payload the one given, which equals it).
     pub(crate) fn take_back_start_edge(&mut self, start: Time, payload: &P, keep: bool) -> Option<P>
     where
         P: PartialEq,
@@ -126,20 +128,33 @@ impl<P: Clone> Hold<P> {
         let Hold::Sorted { kept, refused } = self else {
             return None;
         };
-        let buffer = if keep { kept } else { refused };
-        let removed = buffer
-            .remove_first(|sync, other, p| sync == start && other == Time::INF && *p == *payload);
-        removed.map(|(_, _, p)| p)
+        if keep {
+            let removed = kept.remove_first(|sync, other, p| {
+                sync == start && other == Time::INF && *p == *payload
+            });
+            removed.map(|(_, _, p)| p)
+        } else {
+            refused.remove(start).then(|| payload.clone())
+        }
     }
 
     /// Takes every held event out (the stream is closed): `(sync, other, payload)`, those the
-    /// fused filter refused included.
+    /// fused filter refused apart ([`Hold::forget_refused`]).
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (Time, Time, P)> + '_ {
         let held = match self {
-            Hold::Sorted { kept, refused } => Some(kept.drain_all().chain(refused.drain_all())),
+            Hold::Sorted { kept, .. } => Some(kept.drain_all()),
             Hold::Arrival => None,
         };
         held.into_iter().flatten()
+    }
+
+    /// Forgets the events the fused filter refused that no CTI passed (the stream is closed);
+    /// returns how many there were.
+    pub(crate) fn forget_refused(&mut self) -> usize {
+        match self {
+            Hold::Sorted { refused, .. } => refused.clear(),
+            Hold::Arrival => 0,
+        }
     }
 
     /// The bulk path's pass over `range` of a run of points: reads them from its start while

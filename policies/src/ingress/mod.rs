@@ -42,6 +42,7 @@ mod edges;
 mod hold;
 mod output;
 pub(crate) mod policy;
+mod refused;
 mod run;
 mod select;
 
@@ -193,8 +194,9 @@ impl<P: Clone + PartialEq> Ingress<P> {
     /// is exactly what the filter would pass downstream, and they are counted as the filter
     /// downstream would see them: `filtered` once a CTI passes them (at once on an unordered
     /// stream, which releases on arrival), `buffered` until then and `unreleased` if the
-    /// stream closes first; a refused start edge that its end edge removes is `dropped` with
-    /// it. A second call adds a filter after the first.
+    /// stream closes first (its dead letter has no item: only a refused event's times are
+    /// kept); a refused start edge that its end edge removes is `dropped` with it. A second
+    /// call adds a filter after the first.
     pub fn fuse_filter(&mut self, keep: Box<dyn Predicate<P>>)
     where
         P: 'static,
@@ -301,7 +303,8 @@ impl<P: Clone + PartialEq> Ingress<P> {
     }
 
     /// Closes the stream for good (the query has ended): every event still held is counted
-    /// as `unreleased` and sent to the dead letters with that reason.
+    /// as `unreleased` and sent to the dead letters with that reason (with no item for one a
+    /// fused filter refused: its payload was not kept).
     pub fn close(&mut self, out: &mut IngressOutput<P>) {
         self.finished = true;
         self.counters.unreleased += self.hold.len() as u64;
@@ -312,6 +315,13 @@ impl<P: Clone + PartialEq> Ingress<P> {
                     kind: EventKind::decode(sync, other),
                     payload,
                 })),
+                reason: DeadLetterReason::Unreleased,
+                cti: app,
+            });
+        }
+        for _ in 0..self.hold.forget_refused() {
+            out.dead_letters.push(DeadLetter {
+                item: None,
                 reason: DeadLetterReason::Unreleased,
                 cti: app,
             });

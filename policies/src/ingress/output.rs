@@ -118,7 +118,8 @@ impl std::fmt::Display for DeadLetterReason {
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeadLetter<P> {
     /// The item as it was enqueued (or as adjusted, for a start edge removed later); `None` for
-    /// a malformed record that never became an item.
+    /// a malformed record that never became an item, and for an unreleased event that a filter
+    /// fused into the ingress refused (the ingress keeps only such an event's times).
     pub item: Option<StreamItem<P>>,
     /// Why it was not released.
     pub reason: DeadLetterReason,

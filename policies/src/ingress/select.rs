@@ -4,6 +4,8 @@
 use punctual_core::ops::{Predicate, ReleaseBuffer};
 use punctual_core::{Batch, Time};
 
+use super::refused::Refused;
+
 /// Points read from records and filtered on the way, in reusable columns: a filter fused into
 /// the read of an adapter's records (what [`Batch::extend_points_with`] followed by
 /// a filter gives, without writing out the points the filter refuses). The columns keep their
@@ -11,8 +13,8 @@ use punctual_core::{Batch, Time};
 /// the predicate (often a coin flip): it goes to the write position, which advances only past
 /// kept ones. The selection is then appended to a batch with [`PointSelection::append_to`]
 /// (one copy per column, of the kept points only). A selection for an ordered stream also
-/// keeps the refused points apart ([`PointSelection::hold_in`] holds them until a CTI passes
-/// them, so that they are counted as the filter after the ingress would count them).
+/// keeps the refused points' times apart ([`PointSelection::hold_in`] holds them until a CTI
+/// passes them, so that they are counted as the filter after the ingress would count them).
 #[derive(Debug, Clone)]
 pub(crate) struct PointSelection<P> {
     /// Start times; valid up to `kept`, room (stale values) after it.
@@ -22,8 +24,6 @@ pub(crate) struct PointSelection<P> {
     kept: usize,
     /// The refused points' start times (a selection that keeps them), as `times`.
     refused_times: Vec<Time>,
-    /// Their payloads.
-    refused_payloads: Vec<P>,
     refused: usize,
 }
 
@@ -41,7 +41,6 @@ impl<P> PointSelection<P> {
             payloads: Vec::new(),
             kept: 0,
             refused_times: Vec::new(),
-            refused_payloads: Vec::new(),
             refused: 0,
         }
     }
@@ -67,12 +66,6 @@ impl<P> PointSelection<P> {
         &self.refused_times[..self.refused]
     }
 
-    /// Their payloads.
-    #[cfg(test)]
-    pub(crate) fn refused_payloads(&self) -> &[P] {
-        &self.refused_payloads[..self.refused]
-    }
-
     /// Appends the kept points, released on arrival, to `batch` ([`Batch::extend_points`];
     /// payloads that own something are moved, [`Batch::append_points`], and the selection is
     /// left empty). Every event after the batch's last CTI must be
@@ -84,10 +77,10 @@ impl<P> PointSelection<P> {
         self.hand_over(batch, Batch::append_points, Batch::extend_points);
     }
 
-    /// Holds the kept points in `kept` and the refused ones (a selection that keeps them) in
-    /// `refused` ([`ReleaseBuffer::push_point_run`]; payloads that own something are moved,
-    /// [`ReleaseBuffer::append_point_run`], and the selection is left empty).
-    pub(crate) fn hold_in(&mut self, kept: &mut ReleaseBuffer<P>, refused: &mut ReleaseBuffer<P>)
+    /// Holds the kept points in `kept` and the refused ones' times (a selection that keeps
+    /// them) in `refused` ([`ReleaseBuffer::push_point_run`]; payloads that own something are
+    /// moved, [`ReleaseBuffer::append_point_run`], and the selection is left empty).
+    pub(crate) fn hold_in(&mut self, kept: &mut ReleaseBuffer<P>, refused: &mut Refused)
     where
         P: Clone,
     {
@@ -96,23 +89,10 @@ impl<P> PointSelection<P> {
             ReleaseBuffer::append_point_run,
             ReleaseBuffer::push_point_run,
         );
-        if self.refused == 0 {
-            return;
+        if self.refused > 0 {
+            refused.extend(&self.refused_times[..self.refused]);
+            self.refused = 0;
         }
-        if std::mem::needs_drop::<P>() {
-            debug_assert_eq!(self.refused_payloads.len(), self.refused);
-            refused.append_point_run(
-                &self.refused_times[..self.refused],
-                &mut self.refused_payloads,
-            );
-            self.refused_times.clear();
-        } else {
-            refused.push_point_run(
-                &self.refused_times[..self.refused],
-                &self.refused_payloads[..self.refused],
-            );
-        }
-        self.refused = 0;
     }
 
     /// Gives the kept points to `to`: `moved` takes payloads that own something (the
@@ -156,7 +136,6 @@ impl<P> PointSelection<P> {
         self.times.clear();
         self.payloads.clear();
         self.refused_times.clear();
-        self.refused_payloads.clear();
         for (ts, ps) in times[..read].chunks(64).zip(payloads[..read].chunks(64)) {
             let mask = keep.mask(ps);
             for (i, (&t, p)) in ts.iter().zip(ps).enumerate() {
@@ -165,7 +144,6 @@ impl<P> PointSelection<P> {
                     self.payloads.push(p.clone());
                 } else if REFUSED {
                     self.refused_times.push(t);
-                    self.refused_payloads.push(p.clone());
                 }
             }
         }
@@ -204,7 +182,6 @@ impl<P> PointSelection<P> {
             self.times.clear();
             self.payloads.clear();
             self.refused_times.clear();
-            self.refused_payloads.clear();
             for (k, r) in records.iter().enumerate() {
                 let t = time(r);
                 if !admit(t) {
@@ -218,7 +195,6 @@ impl<P> PointSelection<P> {
                     self.payloads.push(p);
                 } else if REFUSED {
                     self.refused_times.push(t);
-                    self.refused_payloads.push(p);
                 }
             }
             self.kept = self.times.len();
@@ -237,17 +213,13 @@ impl<P> PointSelection<P> {
         }
         if REFUSED && self.refused_times.len() < n {
             self.refused_times.resize(n, Time::NEG_INF);
-            self.refused_payloads.resize(n, payload(first));
         }
         let times = &mut self.times[..n];
         let payloads = &mut self.payloads[..n];
-        let (refused_times, refused_payloads) = if REFUSED {
-            (
-                &mut self.refused_times[..n],
-                &mut self.refused_payloads[..n],
-            )
+        let refused_times = if REFUSED {
+            &mut self.refused_times[..n]
         } else {
-            (&mut [][..], &mut [][..])
+            &mut [][..]
         };
         // The refused records' write position (`r <= k`); only with `REFUSED`.
         let mut r = 0;
@@ -305,24 +277,28 @@ impl<P> PointSelection<P> {
             let mask = keep.mask(&pw[..j]);
             let mut c = 0;
             if REFUSED {
-                // The refused records go to their own columns, as branch-free as the kept.
-                let (rt, rp) = (&mut refused_times[r..], &mut refused_payloads[r..]);
+                // The same, and each refused record's time written at the refused ones'
+                // position in their own column (`r + j <= n`: no more refused than read).
+                let rt = &mut refused_times[r..r + j];
                 let mut f = 0;
                 for i in 0..j {
-                    let bit = ((mask >> i) & 1) as usize;
-                    let e = f.min(i);
-                    rt[e] = tw[i];
-                    rp[e] = pw[i].clone();
+                    let (t, bit) = (tw[i], ((mask >> i) & 1) as usize);
+                    rt[f.min(i)] = t;
+                    let d = c.min(i);
+                    tw[d] = t;
+                    pw[d] = pw[i].clone();
+                    c += bit;
                     f += 1 - bit;
                 }
                 r += f;
-            }
-            for i in 0..j {
-                // `c <= i`: saying so drops the bounds checks.
-                let d = c.min(i);
-                tw[d] = tw[i];
-                pw[d] = pw[i].clone();
-                c += ((mask >> i) & 1) as usize;
+            } else {
+                for i in 0..j {
+                    // `c <= i`: saying so drops the bounds checks.
+                    let d = c.min(i);
+                    tw[d] = tw[i];
+                    pw[d] = pw[i].clone();
+                    c += ((mask >> i) & 1) as usize;
+                }
             }
             w += c;
             k += j;
@@ -401,13 +377,8 @@ mod tests {
                 .zip(copies.payloads().iter().copied())
                 .collect();
             assert_eq!(pairs, want, "len {len}");
-            let refused: Vec<(Time, i64)> = copies
-                .refused_times()
-                .iter()
-                .copied()
-                .zip(copies.refused_payloads().iter().copied())
-                .collect();
-            assert_eq!(refused, rest, "len {len}");
+            let rest_times: Vec<Time> = rest.iter().map(|r| r.0).collect();
+            assert_eq!(copies.refused_times(), &rest_times[..], "len {len}");
             let got = strings.select::<REFUSED, _>(
                 &records,
                 |r| t(r.0),
@@ -417,8 +388,6 @@ mod tests {
             );
             assert_eq!(got, (admitted, top.unwrap_or(Time::NEG_INF)), "len {len}");
             assert_eq!(strings.len(), want.len());
-            let texts: Vec<String> = rest.iter().map(|p| p.1.to_string()).collect();
-            assert_eq!(strings.refused_payloads(), &texts[..], "len {len}");
             assert_eq!(strings.refused_times(), copies.refused_times(), "len {len}");
             let mut moved = Batch::new();
             strings.append_to(&mut moved);
@@ -431,9 +400,8 @@ mod tests {
             let got = columns.select_columns::<REFUSED>(&times, &payloads, &keep, t(low));
             assert_eq!(got.0, admitted);
             assert_eq!(columns.payloads(), copies.payloads());
-            assert_eq!(columns.refused_payloads(), copies.refused_payloads());
             assert_eq!(columns.refused_times(), copies.refused_times());
-            let (mut held, mut apart) = (ReleaseBuffer::new(), ReleaseBuffer::new());
+            let (mut held, mut apart) = (ReleaseBuffer::new(), Refused::default());
             columns.hold_in(&mut held, &mut apart);
             assert_eq!((held.len(), apart.len()), (want.len(), rest.len()));
             let mut batch = Batch::new();
