@@ -49,7 +49,7 @@ use crate::error::AdapterError;
 use crate::jsonl::MalformedLines;
 use crate::line::TimeFormat;
 use crate::query::QueryReport;
-use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
+use crate::replay::{open_sink, Feeder, FilePart, Lines, ReplayOptions};
 
 /// Configuration of [`CsvInput`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -204,8 +204,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
     /// A file name with `*` or `?` in it names several files: one partition each, times
     /// [`CsvInputConfig::split`] parts per file.
     fn partitions(&self, config: &CsvInputConfig) -> usize {
-        let files = crate::replay::partition_files(&config.path).map_or(1, |files| files.len());
-        files * config.split.unwrap_or(1).max(1)
+        FilePart::count(&config.path, config.split)
     }
 
     fn create(
@@ -225,21 +224,9 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
         if config.start.is_empty() {
             return Err(AdapterError::Config("`start` must name a column".into()));
         }
-        config.replay.validate()?;
-        let parts = config.split.unwrap_or(1).max(1);
-        if parts > 1 && (config.replay.follow || config.path.as_os_str() == "-") {
-            return Err(AdapterError::Config(
-                "`split` reads a regular file by byte ranges: not standard input or follow mode"
-                    .into(),
-            ));
-        }
-        let config = &CsvInputConfig {
-            path: crate::replay::partition_file(&config.path, partition / parts)?,
-            ..config.clone()
-        };
         Ok(CsvReader {
+            source: FilePart::of(&config.path, config.replay, config.split, partition)?,
             config: config.clone(),
-            part: (parts > 1).then_some((partition % parts, parts)),
             _payload: PhantomData,
         })
     }
@@ -249,8 +236,8 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
 #[derive(Debug)]
 pub struct CsvReader<P> {
     config: CsvInputConfig,
-    /// The byte range it reads: part `k` of `n` of its file.
-    part: Option<(usize, usize)>,
+    /// The file, or the part of it, it reads.
+    source: FilePart,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -361,21 +348,15 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
 #[async_trait]
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
-        let path = self.config.path.clone();
-        let (Lines { mut reader, live }, shown) = match self.part {
-            None => (open_lines(&path).await?, path.clone()),
-            Some((k, n)) => (
-                crate::replay::open_range(&path, k, n).await?,
-                PathBuf::from(format!("{} (part {} of {n})", path.display(), k + 1)),
-            ),
-        };
+        let path = self.source.path.clone();
+        let (Lines { mut reader, live }, shown) = self.source.open().await?;
         let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
         // The header: the first line of the file, which only the first part reads as its own.
         // The line read, reused for each.
         let mut line = String::new();
-        let header_line = match self.part {
-            Some((k, _)) if k > 0 => first_line(&path).await?.map(Ok),
-            _ => feed
+        let header_line = match self.source.later_part() {
+            true => first_line(&path).await?.map(Ok),
+            false => feed
                 .next_line(ctx, reader.as_mut(), (&path, &mut line))
                 .await?
                 .map(|read| read.map(|()| std::mem::take(&mut line))),
@@ -399,10 +380,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
             .ok_or_else(|| malformed_header("the header has an unterminated quote".into()))?;
         let columns = Columns::new::<P>(header, &self.config).map_err(malformed_header)?;
         // Lines are numbered in what this reader reads: the file, or its part.
-        let mut number = match self.part {
-            Some((k, _)) if k > 0 => 0usize,
-            _ => 1,
-        };
+        let mut number = if self.source.later_part() { 0usize } else { 1 };
         let mut split = split::Split::default();
         loop {
             if ctx.is_stopping() {

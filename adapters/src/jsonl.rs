@@ -52,7 +52,7 @@ use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::line::{parse_line, write_item_as, LineError, LineFormat, TimeFormat};
 use crate::query::QueryReport;
-use crate::replay::{open_lines, open_sink, Feeder, Lines, ReplayOptions};
+use crate::replay::{open_sink, Feeder, FilePart, Lines, ReplayOptions};
 
 pub use crate::replay::MalformedLines;
 
@@ -172,8 +172,8 @@ pub struct JsonLinesInput;
 #[derive(Debug)]
 pub struct JsonLinesReader<P> {
     config: JsonLinesInputConfig,
-    /// The byte range it reads: part `k` of `n` of its file.
-    part: Option<(usize, usize)>,
+    /// The file, or the part of it, it reads.
+    source: FilePart,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -189,8 +189,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
 
     /// A file name with `*` or `?` in it names several files: one partition each.
     fn partitions(&self, config: &JsonLinesInputConfig) -> usize {
-        let files = crate::replay::partition_files(&config.path).map_or(1, |files| files.len());
-        files * config.split.unwrap_or(1).max(1)
+        FilePart::count(&config.path, config.split)
     }
 
     fn create(
@@ -207,21 +206,9 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
         _shape: EventShape,
         partition: usize,
     ) -> Result<Self::Adapter, AdapterError> {
-        config.replay.validate()?;
-        let parts = config.split.unwrap_or(1).max(1);
-        if parts > 1 && (config.replay.follow || config.path.as_os_str() == "-") {
-            return Err(AdapterError::Config(
-                "`split` reads a regular file by byte ranges: not standard input or follow mode"
-                    .into(),
-            ));
-        }
-        let config = &JsonLinesInputConfig {
-            path: crate::replay::partition_file(&config.path, partition / parts)?,
-            ..config.clone()
-        };
         Ok(JsonLinesReader {
+            source: FilePart::of(&config.path, config.replay, config.split, partition)?,
             config: config.clone(),
-            part: (parts > 1).then_some((partition % parts, parts)),
             _payload: PhantomData,
         })
     }
@@ -237,14 +224,8 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
 #[async_trait]
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
-        let path = self.config.path.clone();
-        let (Lines { mut reader, live }, shown) = match self.part {
-            None => (open_lines(&path).await?, path.clone()),
-            Some((k, n)) => (
-                crate::replay::open_range(&path, k, n).await?,
-                PathBuf::from(format!("{} (part {} of {n})", path.display(), k + 1)),
-            ),
-        };
+        let path = self.source.path.clone();
+        let (Lines { mut reader, live }, shown) = self.source.open().await?;
         let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
         let mut number = 0usize;
         // The line read, reused for each.

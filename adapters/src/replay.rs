@@ -20,9 +20,7 @@ use crate::memory::BATCH;
 mod files;
 #[cfg(test)]
 use files::wildcard;
-pub(crate) use files::{
-    open_lines, open_range, partition_file, partition_files, replayable, Lines, FILE_BUFFER,
-};
+pub(crate) use files::{replayable, FilePart, Lines, FILE_BUFFER};
 
 /// What a file input does with a line it cannot parse.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]

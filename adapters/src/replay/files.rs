@@ -236,3 +236,62 @@ impl AsyncBufRead for RangeLines {
         this.done = this.left == 0 && !this.open;
     }
 }
+
+/// One partition of a file input, the one file reader behind the CSV and JSON-lines inputs: a
+/// file (a path whose name holds `*` or `?` names several, one partition each), read whole or
+/// as one of the byte ranges `split` cuts it into.
+#[derive(Clone, Debug)]
+pub(crate) struct FilePart {
+    /// The file.
+    pub(crate) path: PathBuf,
+    /// Part `k` of `n` of the file, when it is split.
+    pub(crate) part: Option<(usize, usize)>,
+}
+
+impl FilePart {
+    /// How many partitions a file input's `path` read as `split` parts per file makes.
+    pub(crate) fn count(path: &Path, split: Option<usize>) -> usize {
+        let files = partition_files(path).map_or(1, |files| files.len());
+        files * split.unwrap_or(1).max(1)
+    }
+
+    /// Partition `partition` of a file input's `path` read as `split` parts per file, with its
+    /// replay options checked (a split file must be a regular file read to its end).
+    pub(crate) fn of(
+        path: &Path,
+        replay: ReplayOptions,
+        split: Option<usize>,
+        partition: usize,
+    ) -> Result<FilePart, AdapterError> {
+        replay.validate()?;
+        let parts = split.unwrap_or(1).max(1);
+        if parts > 1 && (replay.follow || path.as_os_str() == "-") {
+            return Err(AdapterError::Config(
+                "`split` reads a regular file by byte ranges: not standard input or follow mode"
+                    .into(),
+            ));
+        }
+        Ok(FilePart {
+            path: partition_file(path, partition / parts)?,
+            part: (parts > 1).then_some((partition % parts, parts)),
+        })
+    }
+
+    /// Whether it is a part of its file after the first (its first line is not the file's).
+    pub(crate) fn later_part(&self) -> bool {
+        self.part.is_some_and(|(k, _)| k > 0)
+    }
+
+    /// Opens it for line reading: its lines, and its name for messages (the path, and which
+    /// part of the file it is).
+    pub(crate) async fn open(&self) -> Result<(Lines, PathBuf), AdapterError> {
+        let path = &self.path;
+        Ok(match self.part {
+            None => (open_lines(path).await?, path.clone()),
+            Some((k, n)) => (
+                open_range(path, k, n).await?,
+                PathBuf::from(format!("{} (part {} of {n})", path.display(), k + 1)),
+            ),
+        })
+    }
+}
