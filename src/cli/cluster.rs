@@ -186,7 +186,25 @@ fn run_processes(
     let ports = free_ports(processes)?;
     let lines: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
     std::fs::write(&hosts, lines.join("\n")).map_err(|e| format!("{}: {e}", hosts.display()))?;
-    let mut children: Vec<(Child, PathBuf, PathBuf)> = Vec::new();
+    let mut children = spawn_processes(exe, dir, (workers, processes), &hosts, scratch)?;
+    wait_for_processes(&mut children)?;
+    let reports: Vec<PathBuf> = children.into_iter().map(|(_, report, _)| report).collect();
+    read_reports(dir, &reports)
+}
+
+/// A started process of a case's run: the child, where it writes its report, its stderr.
+type Process = (Child, PathBuf, PathBuf);
+
+/// Starts the `processes` processes of a case's run, each of `workers` workers; a process that
+/// cannot start stops the others.
+fn spawn_processes(
+    exe: &Path,
+    dir: &Path,
+    (workers, processes): (usize, usize),
+    hosts: &Path,
+    scratch: &Path,
+) -> Result<Vec<Process>, String> {
+    let mut children: Vec<Process> = Vec::new();
     for i in 0..processes {
         let report = scratch.join(format!("report-{i}.json"));
         let log = scratch.join(format!("stderr-{i}.txt"));
@@ -198,7 +216,7 @@ fn run_processes(
             .args(["--processes", &processes.to_string()])
             .args(["--process", &i.to_string()])
             .arg("--hosts")
-            .arg(&hosts)
+            .arg(hosts)
             .arg("--report")
             .arg(&report)
             .stdin(Stdio::null())
@@ -213,18 +231,26 @@ fn run_processes(
             }
         }
     }
+    Ok(children)
+}
+
+/// Waits until every process has succeeded; the first that fails, or the deadline, stops
+/// them all with the reason (a failed process's stderr).
+fn wait_for_processes(children: &mut [Process]) -> Result<(), String> {
+    let processes = children.len();
     let deadline = Instant::now() + DEADLINE;
     let mut done = vec![false; processes];
     while done.iter().any(|d| !d) {
-        for (i, (child, _, log)) in children.iter_mut().enumerate() {
+        for i in 0..processes {
             if done[i] {
                 continue;
             }
+            let (child, _, log) = &mut children[i];
             match child.try_wait() {
                 Ok(Some(status)) if status.success() => done[i] = true,
                 Ok(Some(status)) => {
                     let said = std::fs::read_to_string(log.as_path()).unwrap_or_default();
-                    stop(&mut children);
+                    stop(children);
                     return Err(format!(
                         "process {i} of {processes} failed ({status}): {}",
                         said.trim()
@@ -232,13 +258,13 @@ fn run_processes(
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    stop(&mut children);
+                    stop(children);
                     return Err(format!("cannot wait for process {i}: {e}"));
                 }
             }
         }
         if Instant::now() > deadline {
-            stop(&mut children);
+            stop(children);
             return Err(format!(
                 "the processes did not finish within {}s",
                 DEADLINE.as_secs()
@@ -246,6 +272,12 @@ fn run_processes(
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    Ok(())
+}
+
+/// The case's run from its processes' reports: process 0's output, each stream's counters from
+/// the process that owns it.
+fn read_reports(dir: &Path, reports: &[PathBuf]) -> Result<CaseRun, String> {
     let case = Case::load(dir).map_err(|e| e.to_string())?;
     let mut output = Vec::new();
     let mut counters: Vec<(String, Option<IngressCounters>)> = case
@@ -253,7 +285,7 @@ fn run_processes(
         .iter()
         .map(|s| (s.name.clone(), None))
         .collect();
-    for (i, (_, report, _)) in children.iter().enumerate() {
+    for (i, report) in reports.iter().enumerate() {
         let text = std::fs::read_to_string(report)
             .map_err(|e| format!("process {i} wrote no report: {e}"))?;
         let json: serde_json::Value =

@@ -21,7 +21,7 @@ use punctual_cluster::ClusterConfig;
 
 mod input;
 mod parts;
-use parts::{FirstBad, Parts, RunError};
+use parts::{print_report, FirstBad, Parts, RunError};
 
 use super::capture::Timeline;
 use super::letters::DeadLetters;
@@ -362,44 +362,8 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
         }
     };
     let uses = sql.inputs();
-    for u in &uses {
-        if !job.inputs.contains_key(&u.name) {
-            let _ = writeln!(
-                err,
-                "error: the query reads `{0}`: give it an input ([inputs.{0}], or --input {0}=FILE)",
-                u.name
-            );
-            return EXIT_USAGE;
-        }
-    }
-    for name in job.inputs.keys() {
-        if !uses.iter().any(|u| u.name == *name) {
-            let names: Vec<&str> = uses.iter().map(|u| u.name.as_str()).collect();
-            let _ = writeln!(
-                err,
-                "error: input `{name}`: the query does not read it (it reads {})",
-                names.join(", ")
-            );
-            return EXIT_USAGE;
-        }
-    }
-    let names = sql.outputs();
-    for n in &names {
-        if !job.outputs.contains_key(n) {
-            let _ = writeln!(
-                err,
-                "error: the query writes INTO {}: give each an output ([outputs.NAME], or --output NAME=FILE)",
-                names.join(", ")
-            );
-            return EXIT_USAGE;
-        }
-    }
-    if let Some(extra) = job.outputs.keys().find(|o| !names.contains(o)) {
-        let _ = writeln!(
-            err,
-            "error: output `{extra}`: the query writes INTO {}",
-            names.join(", ")
-        );
+    if let Err(message) = check_names(job, &sql, &uses) {
+        let _ = writeln!(err, "error: {message}");
         return EXIT_USAGE;
     }
     let shown_times = job
@@ -447,43 +411,13 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
                 Err(e) => Err(RunError::Cluster(e)),
             }
         }
-        None => {
-            let run = async {
-                let query = parts.build(timeline.as_mut())?;
-                let running = query.start()?;
-                let stop = running.stop_handle();
-                let done = running.wait();
-                tokio::pin!(done);
-                let interrupted = tokio::signal::ctrl_c();
-                tokio::pin!(interrupted);
-                let mut interrupts = 0;
-                loop {
-                    tokio::select! {
-                        r = &mut done => return Ok::<_, RunError>(r),
-                        _ = &mut interrupted, if interrupts < 2 => {
-                            // Ctrl-C: stop with a drain (what is held comes out); again: abort.
-                            interrupts += 1;
-                            interrupted.set(tokio::signal::ctrl_c());
-                            if interrupts == 1 { stop.stop() } else { stop.abort() }
-                        }
-                    }
-                }
-            };
-            let runtime = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = writeln!(err, "error: {e}");
-                    return EXIT_FAILED;
-                }
-            };
-            let ran = runtime.block_on(run);
-            // A read of standard input that never returns is not waited for.
-            runtime.shutdown_background();
-            ran
-        }
+        None => match run_local(&parts, timeline.as_mut()) {
+            Ok(ran) => ran,
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                return EXIT_FAILED;
+            }
+        },
     };
     if let (Some(t), Some(path)) = (&timeline, &job.timeline) {
         let title = job.query.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -492,53 +426,7 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
         }
     }
     let report = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| -> bool {
-        for (name, c) in &report.streams {
-            let _ = writeln!(err, "{}", counters_line(name, c, shown_times));
-        }
-        if let Ok(mut l) = letters.lock() {
-            l.summary(err);
-        }
-        for h in &report.held_items {
-            let at = |t| {
-                let v = shown_times.write(t);
-                v.as_str().map_or_else(|| v.to_string(), str::to_owned)
-            };
-            let payload = h
-                .payload
-                .as_deref()
-                .map(|p| format!(" {p}"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                err,
-                "not emitted at the end: {} held {} [{}, {}){payload}",
-                h.operator,
-                h.what.as_str(),
-                at(h.start),
-                at(h.end)
-            );
-        }
-        // Nothing read, but lines that were all wrong: say so, and fail.
-        let mut all_bad = false;
-        for (name, c) in &report.streams {
-            if c.events_in == 0 && c.malformed > 0 {
-                all_bad = true;
-                let first = first_bad
-                    .lock()
-                    .ok()
-                    .and_then(|b| {
-                        // A partition (`NAME#p`) of a source read from several files.
-                        let source = name.rsplit_once('#').map_or(name.as_str(), |(n, _)| n);
-                        b.get(name).or_else(|| b.get(source)).cloned()
-                    })
-                    .unwrap_or_default();
-                let _ = writeln!(
-                    err,
-                    "error: input `{name}`: every line ({}) was malformed; the first: {first}",
-                    c.malformed
-                );
-            }
-        }
-        all_bad
+        print_report(err, report, (&letters, &first_bad), shown_times)
     };
     match ran {
         Ok(ended) => super::exit_code(ended, err, report),
@@ -555,6 +443,82 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
             EXIT_FAILED
         }
     }
+}
+
+/// Checks that the job gives an input for each input the query reads and an output for each
+/// it writes, and nothing else; the message names what is missing or extra.
+fn check_names(job: &Job, sql: &SqlQuery, uses: &[InputUse]) -> Result<(), String> {
+    for u in uses {
+        if !job.inputs.contains_key(&u.name) {
+            return Err(format!(
+                "the query reads `{0}`: give it an input ([inputs.{0}], or --input {0}=FILE)",
+                u.name
+            ));
+        }
+    }
+    for name in job.inputs.keys() {
+        if !uses.iter().any(|u| u.name == *name) {
+            let names: Vec<&str> = uses.iter().map(|u| u.name.as_str()).collect();
+            return Err(format!(
+                "input `{name}`: the query does not read it (it reads {})",
+                names.join(", ")
+            ));
+        }
+    }
+    let names = sql.outputs();
+    for n in &names {
+        if !job.outputs.contains_key(n) {
+            return Err(format!(
+                "the query writes INTO {}: give each an output ([outputs.NAME], or --output NAME=FILE)",
+                names.join(", ")
+            ));
+        }
+    }
+    if let Some(extra) = job.outputs.keys().find(|o| !names.contains(o)) {
+        return Err(format!(
+            "output `{extra}`: the query writes INTO {}",
+            names.join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the job's query on this thread's runtime; Ctrl-C stops it with a drain, a second one
+/// aborts it. The error is the runtime's, if it cannot start.
+fn run_local(
+    parts: &Parts,
+    mut timeline: Option<&mut Timeline>,
+) -> std::io::Result<
+    Result<Result<punctual_adapters::QueryReport, punctual_adapters::QueryFailure>, RunError>,
+> {
+    let run = async {
+        let query = parts.build(timeline.as_deref_mut())?;
+        let running = query.start()?;
+        let stop = running.stop_handle();
+        let done = running.wait();
+        tokio::pin!(done);
+        let interrupted = tokio::signal::ctrl_c();
+        tokio::pin!(interrupted);
+        let mut interrupts = 0;
+        loop {
+            tokio::select! {
+                r = &mut done => return Ok::<_, RunError>(r),
+                _ = &mut interrupted, if interrupts < 2 => {
+                    // Ctrl-C: stop with a drain (what is held comes out); again: abort.
+                    interrupts += 1;
+                    interrupted.set(tokio::signal::ctrl_c());
+                    if interrupts == 1 { stop.stop() } else { stop.abort() }
+                }
+            }
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let ran = runtime.block_on(run);
+    // A read of standard input that never returns is not waited for.
+    runtime.shutdown_background();
+    Ok(ran)
 }
 
 /// Ctrl-C stops a run on the cluster with a drain, on every process of it (the run's

@@ -95,15 +95,11 @@ fn progress_total(input: &Path) -> Option<u64> {
 }
 
 pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
-    use punctual_adapters::{
-        CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
-        JsonLinesOutput, JsonLinesOutputConfig, Query,
-    };
-    use punctual_core::{EventShape, Row};
+    use punctual_adapters::InputOptions;
+    use punctual_core::EventShape;
     use punctual_policies::AdvanceTimeSettings;
 
     use punctual_adapters::line::TimeFormat;
-    let time_in = p.time_format.unwrap_or(TimeFormat::Auto);
     let time_out = p.time_format.unwrap_or(TimeFormat::Rfc3339);
     let letters = match DeadLetters::new(p.dead_letters.as_deref(), time_out) {
         Ok(letters) => std::sync::Arc::new(std::sync::Mutex::new(letters)),
@@ -137,82 +133,8 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         .as_ref()
         .map(|_| super::capture::Timeline::default());
     let run = async {
-        let mut query = Query::new("pipe");
-        if let Some(dir) = &p.checkpoint {
-            let mut checkpoints = punctual_adapters::Checkpoints::new(dir);
-            if let Some(every) = p.checkpoint_every {
-                checkpoints = checkpoints.every(every);
-            }
-            query = query.checkpoints(checkpoints);
-        }
-        let stream = match &p.csv_time {
-            Some(col) => query.create_stream::<_, Row, _, _>(
-                options,
-                &CsvInput,
-                &CsvInputConfig::new(&input, col.clone()).time_format(time_in),
-            )?,
-            None => {
-                let mut config = JsonLinesInputConfig::new(&input)
-                    .malformed(punctual_adapters::MalformedLines::Skip);
-                if let Some(field) = &p.time_field {
-                    config = config.flat(field.clone(), time_in);
-                }
-                query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?
-            }
-        };
-        query.bind_output(
-            &stream,
-            &JsonLinesOutput,
-            &JsonLinesOutputConfig::new(&output).time_format(time_out),
-        )?;
-        let capture = match timeline.as_mut() {
-            Some(t) => {
-                t.output(&mut query, "out", &stream)?;
-                Some(t.input(&mut query, "in", &stream)?)
-            }
-            None => None,
-        };
-        let sink = std::sync::Arc::clone(&letters);
-        query.bind_dead_letters(&stream, move |letter| {
-            if let Some(c) = &capture {
-                c.letter(&letter);
-            }
-            if let Ok(mut letters) = sink.lock() {
-                letters.add(&letter);
-            }
-        })?;
-        let running = query.start()?;
-        let stop = running.stop_handle();
-        let interrupted = tokio::signal::ctrl_c();
-        tokio::pin!(interrupted);
-        let mut interrupts = 0;
-        let bar = match total {
-            Some(n) => indicatif::ProgressBar::new(n),
-            None => indicatif::ProgressBar::new_spinner(),
-        };
-        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        let monitor = running.monitor();
-        let done = running.wait();
-        tokio::pin!(done);
-        loop {
-            tokio::select! {
-                r = &mut done => {
-                    bar.finish_and_clear();
-                    return Ok::<_, punctual_adapters::QueryError>(r);
-                }
-                _ = &mut interrupted, if interrupts < 2 => {
-                    // Ctrl-C: stop with a drain (what is held comes out); again: abort.
-                    interrupts += 1;
-                    interrupted.set(tokio::signal::ctrl_c());
-                    if interrupts == 1 { stop.stop() } else { stop.abort() }
-                }
-                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
-                    // The input's lines read (every partition's, for a wildcard path).
-                    let read = monitor.streams().iter().map(|(_, c)| c.events_in + c.malformed).sum();
-                    bar.set_position(read);
-                }
-            }
-        }
+        let query = build_query(p, options, (&input, &output), timeline.as_mut(), &letters)?;
+        wait_with_progress(query.start()?, total).await
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -260,6 +182,112 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
             EXIT_FAILED
+        }
+    }
+}
+
+/// The pipe's query: its input (CSV or JSON lines) straight to a JSON-lines output, with its
+/// dead letters counted and, with `timeline`, captured for the picture.
+fn build_query(
+    p: &PipeArgs,
+    options: punctual_adapters::InputOptions,
+    (input, output): (&Path, &Path),
+    timeline: Option<&mut super::capture::Timeline>,
+    letters: &std::sync::Arc<std::sync::Mutex<DeadLetters>>,
+) -> Result<punctual_adapters::Query, punctual_adapters::QueryError> {
+    use punctual_adapters::line::TimeFormat;
+    use punctual_adapters::{
+        CsvInput, CsvInputConfig, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
+        JsonLinesOutputConfig, Query,
+    };
+    use punctual_core::Row;
+    let time_in = p.time_format.unwrap_or(TimeFormat::Auto);
+    let time_out = p.time_format.unwrap_or(TimeFormat::Rfc3339);
+    let mut query = Query::new("pipe");
+    if let Some(dir) = &p.checkpoint {
+        let mut checkpoints = punctual_adapters::Checkpoints::new(dir);
+        if let Some(every) = p.checkpoint_every {
+            checkpoints = checkpoints.every(every);
+        }
+        query = query.checkpoints(checkpoints);
+    }
+    let stream = match &p.csv_time {
+        Some(col) => query.create_stream::<_, Row, _, _>(
+            options,
+            &CsvInput,
+            &CsvInputConfig::new(input, col.clone()).time_format(time_in),
+        )?,
+        None => {
+            let mut config =
+                JsonLinesInputConfig::new(input).malformed(punctual_adapters::MalformedLines::Skip);
+            if let Some(field) = &p.time_field {
+                config = config.flat(field.clone(), time_in);
+            }
+            query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?
+        }
+    };
+    query.bind_output(
+        &stream,
+        &JsonLinesOutput,
+        &JsonLinesOutputConfig::new(output).time_format(time_out),
+    )?;
+    let capture = match timeline {
+        Some(t) => {
+            t.output(&mut query, "out", &stream)?;
+            Some(t.input(&mut query, "in", &stream)?)
+        }
+        None => None,
+    };
+    let sink = std::sync::Arc::clone(letters);
+    query.bind_dead_letters(&stream, move |letter| {
+        if let Some(c) = &capture {
+            c.letter(&letter);
+        }
+        if let Ok(mut letters) = sink.lock() {
+            letters.add(&letter);
+        }
+    })?;
+    Ok(query)
+}
+
+/// Waits for the pipe's query with a progress bar on standard error (of `total` lines, when
+/// the input's length is known); Ctrl-C stops it with a drain, a second one aborts it.
+async fn wait_with_progress(
+    running: punctual_adapters::RunningQuery,
+    total: Option<u64>,
+) -> Result<
+    Result<punctual_adapters::QueryReport, punctual_adapters::QueryFailure>,
+    punctual_adapters::QueryError,
+> {
+    let stop = running.stop_handle();
+    let interrupted = tokio::signal::ctrl_c();
+    tokio::pin!(interrupted);
+    let mut interrupts = 0;
+    let bar = match total {
+        Some(n) => indicatif::ProgressBar::new(n),
+        None => indicatif::ProgressBar::new_spinner(),
+    };
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    let monitor = running.monitor();
+    let done = running.wait();
+    tokio::pin!(done);
+    loop {
+        tokio::select! {
+            r = &mut done => {
+                bar.finish_and_clear();
+                return Ok::<_, punctual_adapters::QueryError>(r);
+            }
+            _ = &mut interrupted, if interrupts < 2 => {
+                // Ctrl-C: stop with a drain (what is held comes out); again: abort.
+                interrupts += 1;
+                interrupted.set(tokio::signal::ctrl_c());
+                if interrupts == 1 { stop.stop() } else { stop.abort() }
+            }
+            _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => {
+                // The input's lines read (every partition's, for a wildcard path).
+                let read = monitor.streams().iter().map(|(_, c)| c.events_in + c.malformed).sum();
+                bar.set_position(read);
+            }
         }
     }
 }

@@ -1,5 +1,5 @@
 //! What builds a job's query (its inputs, the query's operators, its outputs), once on the
-//! runtime or once per worker on the cluster.
+//! runtime or once per worker on the cluster, and what a run reports at its end.
 
 use super::input::create_input;
 use super::*;
@@ -177,4 +177,61 @@ fn bind_output(
         )?,
     }
     Ok(())
+}
+
+/// Writes a run's report on `err`: each input's counters, the dead letters' summary, what the
+/// operators held at the end; returns whether an input read nothing but malformed lines.
+pub(super) fn print_report(
+    err: &mut dyn Write,
+    report: &punctual_adapters::QueryReport,
+    (letters, first_bad): (&Arc<Mutex<DeadLetters>>, &FirstBad),
+    shown_times: TimeFormat,
+) -> bool {
+    for (name, c) in &report.streams {
+        let _ = writeln!(err, "{}", counters_line(name, c, shown_times));
+    }
+    if let Ok(mut l) = letters.lock() {
+        l.summary(err);
+    }
+    for h in &report.held_items {
+        let at = |t| {
+            let v = shown_times.write(t);
+            v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+        };
+        let payload = h
+            .payload
+            .as_deref()
+            .map(|p| format!(" {p}"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            err,
+            "not emitted at the end: {} held {} [{}, {}){payload}",
+            h.operator,
+            h.what.as_str(),
+            at(h.start),
+            at(h.end)
+        );
+    }
+    // Nothing read, but lines that were all wrong: say so, and fail.
+    let mut all_bad = false;
+    for (name, c) in &report.streams {
+        if c.events_in == 0 && c.malformed > 0 {
+            all_bad = true;
+            let first = first_bad
+                .lock()
+                .ok()
+                .and_then(|b| {
+                    // A partition (`NAME#p`) of a source read from several files.
+                    let source = name.rsplit_once('#').map_or(name.as_str(), |(n, _)| n);
+                    b.get(name).or_else(|| b.get(source)).cloned()
+                })
+                .unwrap_or_default();
+            let _ = writeln!(
+                err,
+                "error: input `{name}`: every line ({}) was malformed; the first: {first}",
+                c.malformed
+            );
+        }
+    }
+    all_bad
 }
