@@ -15,6 +15,7 @@ use punctual::prelude::*;
 type Reading = (char, i64);
 
 #[tokio::main(flavor = "current_thread")]
+#[allow(clippy::too_many_lines, reason = "an example read top to bottom")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Time::from_ticks;
     // Arrival order; up to 4 ticks late. Generated CTIs: 5 behind the highest start.

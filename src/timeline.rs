@@ -374,6 +374,7 @@ pub fn render(run: &CaseRun) -> String {
 }
 
 /// Renders a picture as an SVG document.
+#[allow(clippy::too_many_lines, reason = "draws the picture in one pass")]
 pub fn render_picture(picture: &Picture) -> String {
     let mut times = Vec::new();
     for lane in &picture.lanes {

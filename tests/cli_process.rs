@@ -435,6 +435,10 @@ fn a_job_runs_on_workers_and_processes_with_the_same_results() {
 /// the cluster, every item sent comes out (the ones held for the other partition's CTI too),
 /// and both exit with success.
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a test that runs two processes through a scripted interruption"
+)]
 fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
     use std::io::Write;
     use std::process::{Command, Stdio};

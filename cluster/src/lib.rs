@@ -401,6 +401,10 @@ pub(crate) fn route(graph: &mut Graph, me: usize, give: &mut Vec<Shipment>) {
     });
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "the scripted worker body, to become the one worker function"
+)]
 fn run_timely<S: Script>(script: Arc<S>, config: ClusterConfig) -> Result<Vec<S::Output>, Error> {
     let guards = crate::net::execute(&config, move |worker| {
         let me = worker.index();

@@ -251,6 +251,10 @@ where
 }
 
 /// One worker of [`run_query`].
+#[allow(
+    clippy::too_many_lines,
+    reason = "the live worker body, to become the one worker function"
+)]
 fn run_worker(
     worker: &mut timely::worker::Worker,
     handle: &tokio::runtime::Handle,

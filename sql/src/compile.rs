@@ -159,6 +159,7 @@ impl Compiler<'_> {
         })
     }
 
+    #[allow(clippy::too_many_lines, reason = "to be split by the logical plan")]
     fn select(&self, s: &Select) -> Result<Named, SqlError> {
         let from = self.get(&s.from.name)?;
         for src in std::iter::once(&s.from).chain(s.joins.iter().map(|j| &j.source)) {

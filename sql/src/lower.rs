@@ -17,6 +17,10 @@ pub(crate) struct Grouping<'a> {
     pub(crate) aggs: Vec<AggFn>,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one match over the syntax tree's expressions"
+)]
 pub(crate) fn compile(
     e: &Expr,
     scope: &Scope,

@@ -478,6 +478,10 @@ fn expr(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
         .parse(p.into_inner())
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one match over the grammar's primary expressions"
+)]
 fn primary(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
     let at = pos(&p);
     let kind = match p.as_rule() {

@@ -180,6 +180,10 @@ fn bad(path: &Path, line: usize, message: impl Into<String>) -> CaseError {
 
 impl Case {
     /// Reads the case in `dir`.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "reads case.toml field by field, with an error for each"
+    )]
     pub fn load(dir: &Path) -> Result<Case, CaseError> {
         let toml_path = dir.join("case.toml");
         let text = read(&toml_path)?;

@@ -93,6 +93,10 @@ struct Window {
 
 /// Builds the steps of a case, in order, on its input streams (`stream_names` and `inputs` in
 /// declaration order); returns the stream named `output`.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one match over the conformance steps"
+)]
 pub(super) fn build(
     stream_names: &[String],
     inputs: &[Stream<Row>],

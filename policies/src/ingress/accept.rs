@@ -15,6 +15,10 @@ impl<P: Clone + PartialEq> Ingress<P> {
     /// Validates, polices and accepts one event. `keep` is the fused filter's verdict (true
     /// without one): an accepted event it refuses is never released, and counted as filtered
     /// when a CTI passes it (at once on an unordered stream).
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one event's whole path through the ingress, step by step"
+    )]
     pub(super) fn insert(
         &mut self,
         event: Event<P>,

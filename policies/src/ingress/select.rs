@@ -158,6 +158,10 @@ impl<P> PointSelection<P> {
     /// replacing the previous selection; with `REFUSED`, it keeps the others apart. Returns how
     /// many records it read (all of them, or up to the refused one) and the highest time it
     /// read (`-inf` if none).
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the filtered read loop, kept whole on the hot path"
+    )]
     pub(crate) fn select<const REFUSED: bool, R>(
         &mut self,
         records: &[R],

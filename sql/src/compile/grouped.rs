@@ -4,6 +4,7 @@
 use super::*;
 
 impl Compiler<'_> {
+    #[allow(clippy::too_many_lines, reason = "to be split by the logical plan")]
     pub(super) fn grouped(
         &self,
         s: &Select,

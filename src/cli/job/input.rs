@@ -67,6 +67,10 @@ fn watermark(
 /// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
 /// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for);
 /// its events in the order `order` gives its options (sorted, or in arrival order).
+#[allow(
+    clippy::too_many_lines,
+    reason = "one match over the input kinds of a job file"
+)]
 pub(super) fn create_input<O: Order>(
     query: &mut punctual_adapters::Query,
     u: &InputUse,

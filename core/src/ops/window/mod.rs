@@ -366,6 +366,10 @@ where
     }
 
     /// The input CTI advanced to `t`: close every window ending at or before it.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "the window's close loop, kept whole on the hot path"
+    )]
     fn close(&mut self, t: Time, out: &mut Batch<O>) {
         self.flush_current();
         let first_open = self.spec.first_ending_after(self.cti);
