@@ -180,10 +180,6 @@ fn bad(path: &Path, line: usize, message: impl Into<String>) -> CaseError {
 
 impl Case {
     /// Reads the case in `dir`.
-    #[allow(
-        clippy::too_many_lines,
-        reason = "reads case.toml field by field, with an error for each"
-    )]
     pub fn load(dir: &Path) -> Result<Case, CaseError> {
         let toml_path = dir.join("case.toml");
         let text = read(&toml_path)?;
@@ -196,40 +192,7 @@ impl Case {
         })?;
         let mut streams = Vec::new();
         for (name, value) in file.streams {
-            let s: StreamFile = value.try_into().map_err(|e: toml::de::Error| {
-                bad(&toml_path, 0, format!("[streams.{name}]: {e}"))
-            })?;
-            let generation = s
-                .generate
-                .map(|g| {
-                    let builder = match (g.every, g.duration) {
-                        (Some(n), None) => AdvanceTimeGenerationSettings::every_events(n),
-                        (None, Some(d)) => {
-                            AdvanceTimeGenerationSettings::every_duration(d)
-                        }
-                        _ => {
-                            return Err(bad(
-                                &toml_path,
-                                0,
-                                format!("[streams.{name}] generate needs exactly one of `every` and `duration`"),
-                            ))
-                        }
-                    };
-                    builder
-                        .delay(g.delay)
-                        .final_cti(g.final_cti)
-                        .build()
-                        .map_err(|e| bad(&toml_path, 0, format!("[streams.{name}]: {e}")))
-                })
-                .transpose()?;
-            streams.push(StreamSpec {
-                watermark: s.watermark,
-                name,
-                shape: s.shape,
-                policy: s.policy,
-                generation,
-                import: s.import,
-            });
+            streams.push(stream_spec(name, value, &toml_path)?);
         }
         let mut steps = Vec::new();
         for step in &file.query.step {
@@ -271,81 +234,8 @@ impl Case {
                 .map(|s| s.name.clone())
                 .ok_or_else(|| bad(&toml_path, 0, "a case needs at least one stream"))?,
         };
-        let mut metrics = Vec::new();
-        for (stream, table) in file.expect.metrics {
-            let Some(table) = table.as_table() else {
-                return Err(bad(
-                    &toml_path,
-                    0,
-                    format!("[expect.metrics.{stream}] must be a table"),
-                ));
-            };
-            for (counter, value) in table {
-                let v = value
-                    .as_integer()
-                    .and_then(|v| u64::try_from(v).ok())
-                    .ok_or_else(|| {
-                        bad(
-                            &toml_path,
-                            0,
-                            format!(
-                                "expect.metrics.{stream}.{counter} must be a non-negative integer"
-                            ),
-                        )
-                    })?;
-                metrics.push((stream.clone(), counter.clone(), v));
-            }
-        }
-        let arrivals_path = dir.join("arrivals.jsonl");
-        let mut arrivals = Vec::new();
-        for (i, text) in read(&arrivals_path)?.lines().enumerate() {
-            if text.trim().is_empty() {
-                continue;
-            }
-            let line =
-                parse_line::<Row>(text).map_err(|e| bad(&arrivals_path, i + 1, e.to_string()))?;
-            let Some(stream_name) = line.stream.clone() else {
-                return Err(bad(&arrivals_path, i + 1, "an arrival needs `stream`"));
-            };
-            let stream = streams
-                .iter()
-                .position(|s| s.name == stream_name)
-                .ok_or_else(|| {
-                    bad(
-                        &arrivals_path,
-                        i + 1,
-                        format!("unknown stream `{stream_name}`"),
-                    )
-                })?;
-            let (arrival, partition) = (line.arrival, line.partition);
-            if line.kind == LineKind::Clock {
-                let Some(now) = line.time else {
-                    return Err(bad(&arrivals_path, i + 1, "a `clock` line needs `time`"));
-                };
-                arrivals.push(Arrival {
-                    line: i + 1,
-                    stream,
-                    item: None,
-                    arrival,
-                    partition,
-                    clock: Some(now),
-                });
-                continue;
-            }
-            let is_eof = line.kind == LineKind::Eof;
-            let item = line
-                .into_item_or_default()
-                .map_err(|e| bad(&arrivals_path, i + 1, e.to_string()))?;
-            debug_assert_eq!(item.is_none(), is_eof);
-            arrivals.push(Arrival {
-                line: i + 1,
-                stream,
-                item,
-                arrival,
-                partition,
-                clock: None,
-            });
-        }
+        let metrics = expected_metrics(file.expect.metrics, &toml_path)?;
+        let arrivals = read_arrivals(&dir.join("arrivals.jsonl"), &streams)?;
         let expected = read_items(&dir.join("expected.jsonl"))?;
         Ok(Case {
             dir: dir.to_owned(),
@@ -384,4 +274,121 @@ pub fn read_items(path: &Path) -> Result<Vec<StreamItem<Row>>, CaseError> {
 /// A short text for a time in messages.
 pub(crate) fn show_time(t: Time) -> String {
     t.to_string()
+}
+
+/// One `[streams.NAME]` table of a case: its shape, policy, CTI generation, import and
+/// watermark strategy.
+fn stream_spec(name: String, value: toml::Value, path: &Path) -> Result<StreamSpec, CaseError> {
+    let s: StreamFile = value
+        .try_into()
+        .map_err(|e: toml::de::Error| bad(path, 0, format!("[streams.{name}]: {e}")))?;
+    let generation = s
+        .generate
+        .map(|g| {
+            let builder = match (g.every, g.duration) {
+                (Some(n), None) => AdvanceTimeGenerationSettings::every_events(n),
+                (None, Some(d)) => AdvanceTimeGenerationSettings::every_duration(d),
+                _ => {
+                    return Err(bad(
+                        path,
+                        0,
+                        format!(
+                            "[streams.{name}] generate needs exactly one of `every` and `duration`"
+                        ),
+                    ))
+                }
+            };
+            builder
+                .delay(g.delay)
+                .final_cti(g.final_cti)
+                .build()
+                .map_err(|e| bad(path, 0, format!("[streams.{name}]: {e}")))
+        })
+        .transpose()?;
+    Ok(StreamSpec {
+        watermark: s.watermark,
+        name,
+        shape: s.shape,
+        policy: s.policy,
+        generation,
+        import: s.import,
+    })
+}
+
+/// The `[expect.metrics.STREAM]` tables of a case: `(stream, counter, value)`.
+fn expected_metrics(
+    tables: toml::Table,
+    path: &Path,
+) -> Result<Vec<(String, String, u64)>, CaseError> {
+    let mut metrics = Vec::new();
+    for (stream, table) in tables {
+        let Some(table) = table.as_table() else {
+            return Err(bad(
+                path,
+                0,
+                format!("[expect.metrics.{stream}] must be a table"),
+            ));
+        };
+        for (counter, value) in table {
+            let v = value
+                .as_integer()
+                .and_then(|v| u64::try_from(v).ok())
+                .ok_or_else(|| {
+                    bad(
+                        path,
+                        0,
+                        format!("expect.metrics.{stream}.{counter} must be a non-negative integer"),
+                    )
+                })?;
+            metrics.push((stream.clone(), counter.clone(), v));
+        }
+    }
+    Ok(metrics)
+}
+
+/// The arrivals of a case (`arrivals.jsonl`), each naming one of `streams`.
+fn read_arrivals(path: &Path, streams: &[StreamSpec]) -> Result<Vec<Arrival>, CaseError> {
+    let mut arrivals = Vec::new();
+    for (i, text) in read(path)?.lines().enumerate() {
+        if text.trim().is_empty() {
+            continue;
+        }
+        let line = parse_line::<Row>(text).map_err(|e| bad(path, i + 1, e.to_string()))?;
+        let Some(stream_name) = line.stream.clone() else {
+            return Err(bad(path, i + 1, "an arrival needs `stream`"));
+        };
+        let stream = streams
+            .iter()
+            .position(|s| s.name == stream_name)
+            .ok_or_else(|| bad(path, i + 1, format!("unknown stream `{stream_name}`")))?;
+        let (arrival, partition) = (line.arrival, line.partition);
+        if line.kind == LineKind::Clock {
+            let Some(now) = line.time else {
+                return Err(bad(path, i + 1, "a `clock` line needs `time`"));
+            };
+            arrivals.push(Arrival {
+                line: i + 1,
+                stream,
+                item: None,
+                arrival,
+                partition,
+                clock: Some(now),
+            });
+            continue;
+        }
+        let is_eof = line.kind == LineKind::Eof;
+        let item = line
+            .into_item_or_default()
+            .map_err(|e| bad(path, i + 1, e.to_string()))?;
+        debug_assert_eq!(item.is_none(), is_eof);
+        arrivals.push(Arrival {
+            line: i + 1,
+            stream,
+            item,
+            arrival,
+            partition,
+            clock: None,
+        });
+    }
+    Ok(arrivals)
 }
