@@ -781,3 +781,57 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
     assert_eq!(code, EXIT_USAGE);
     assert!(err.contains("unknown variant `random`"), "{err}");
 }
+
+/// A negative delay is refused before the run, with the fix named: on `query` and `pipe`
+/// (`--delay`) and in a job file (`delay`, `generate.delay`). Before, it was taken and every
+/// event but the first was dropped as late.
+#[test]
+fn a_negative_delay_is_refused_everywhere() {
+    let dir = temp_dir("negative-delay");
+    let input = dir.join("r.jsonl");
+    std::fs::write(
+        &input,
+        "{\"t\": 1, \"v\": 1}\n{\"t\": 2, \"v\": 2}\n{\"t\": 3, \"v\": 3}\n",
+    )
+    .expect("written");
+    let said = "a delay cannot be negative";
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT v FROM r TIMESTAMP BY t",
+        "--input",
+        &format!("r={}", s(&input)),
+        "--delay",
+        "-5s",
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains(&format!("--delay -5s: {said}")), "{err}");
+    let (code, _, err) = cli(&["pipe", "-i", s(&input), "--delay", "-1tick"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains(said), "{err}");
+    for setting in ["delay = \"-5s\"", "generate = { every = 1, delay = \"-5s\" }"] {
+        let job = dir.join("job.toml");
+        std::fs::write(
+            &job,
+            format!(
+                "query = \"SELECT v INTO o FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\n{setting}\n[outputs.o]\npath = \"o.jsonl\"\n"
+            ),
+        )
+        .expect("written");
+        let (code, _, err) = cli(&["job", s(&job)]);
+        assert_eq!(code, EXIT_USAGE, "{setting}: {err}");
+        assert!(err.contains(said), "{setting}: {err}");
+        assert!(!dir.join("o.jsonl").exists(), "{setting}: refused before the run");
+    }
+    // Zero is a delay, and the run goes on.
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT v FROM r TIMESTAMP BY t",
+        "--input",
+        &format!("r={}", s(&input)),
+        "--delay",
+        "0s",
+        "--output",
+        s(&dir.join("zero.jsonl")),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+}

@@ -64,7 +64,7 @@ pub(super) struct Generate {
     every: Option<u64>,
     duration: Option<TimeSpan>,
     #[serde(default)]
-    delay: TimeSpan,
+    pub(super) delay: TimeSpan,
     #[serde(default = "yes", rename = "final")]
     final_cti: bool,
 }

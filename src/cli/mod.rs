@@ -302,6 +302,18 @@ fn duration(flag: &str, text: &str) -> Result<punctual_core::TimeSpan, String> {
     text.parse().map_err(|e| format!("{flag}: {e}"))
 }
 
+/// A `--delay` flag's value: a duration that is not negative (how far the CTIs stay behind the
+/// newest event; below zero every event but the first would be late).
+fn delay(flag: &str, text: &str) -> Result<punctual_core::TimeSpan, String> {
+    let d = duration(flag, text)?;
+    if d.ticks() < 0 {
+        return Err(format!(
+            "{flag} {text}: a delay cannot be negative (it is how far the CTIs stay behind the newest event; 0s for events in order)"
+        ));
+    }
+    Ok(d)
+}
+
 /// The exit code of a query that ran: `report` prints what it did (counters, dead letters) and
 /// says whether it read nothing but malformed lines (a failure). A closed output (the reader of
 /// a pipe went away, as `| head` does) is a normal end.

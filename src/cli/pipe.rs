@@ -38,7 +38,7 @@ impl PipeArgs {
                 "--csv" => p.csv_time = Some(value("--csv")?),
                 "--time-field" => p.time_field = Some(value("--time-field")?),
                 "--time-format" => p.time_format = Some(value("--time-format")?.parse()?),
-                "--delay" => p.delay = Some(super::duration("--delay", &value("--delay")?)?),
+                "--delay" => p.delay = Some(super::delay("--delay", &value("--delay")?)?),
                 "--in-order" => p.in_order = true,
                 "--dead-letters" => p.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
                 "--checkpoint" => p.checkpoint = Some(PathBuf::from(value("--checkpoint")?)),

@@ -62,7 +62,7 @@ impl QueryArgs {
                     });
                 }
                 "--time-format" => q.time_format = Some(value("--time-format")?.parse()?),
-                "--delay" => q.delay = Some(super::duration("--delay", &value("--delay")?)?),
+                "--delay" => q.delay = Some(super::delay("--delay", &value("--delay")?)?),
                 "--dead-letters" => q.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
                 "--timeline" => q.timeline = Some(PathBuf::from(value("--timeline")?)),
                 flag if flag.starts_with('-') && flag.len() > 1 => {

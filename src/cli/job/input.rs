@@ -141,6 +141,14 @@ pub(super) fn create_input<O: Order>(
             "give `watermark`, `delay` or `generate`, one of them".into(),
         ));
     }
+    // A delay is how far behind the newest event the CTIs stay, for events that come out of
+    // order: below zero it would turn every event but the first into a late one.
+    let delays = [input.delay, input.generate.as_ref().map(|g| g.delay)];
+    if let Some(d) = delays.into_iter().flatten().find(|d| d.ticks() < 0) {
+        return Err(usage(format!(
+            "delay = \"{d}\": a delay cannot be negative (it is how far the CTIs stay behind the newest event; \"0s\" for events in order)"
+        )));
+    }
     let generation = match (&input.generate, input.delay) {
         _ if input.watermark.is_some() => None,
         (Some(_), Some(_)) => return Err(usage("give `delay` or `generate`, not both".into())),
