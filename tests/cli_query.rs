@@ -808,7 +808,10 @@ fn a_negative_delay_is_refused_everywhere() {
     let (code, _, err) = cli(&["pipe", "-i", s(&input), "--delay", "-1tick"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(err.contains(said), "{err}");
-    for setting in ["delay = \"-5s\"", "generate = { every = 1, delay = \"-5s\" }"] {
+    for setting in [
+        "delay = \"-5s\"",
+        "generate = { every = 1, delay = \"-5s\" }",
+    ] {
         let job = dir.join("job.toml");
         std::fs::write(
             &job,
@@ -820,7 +823,10 @@ fn a_negative_delay_is_refused_everywhere() {
         let (code, _, err) = cli(&["job", s(&job)]);
         assert_eq!(code, EXIT_USAGE, "{setting}: {err}");
         assert!(err.contains(said), "{setting}: {err}");
-        assert!(!dir.join("o.jsonl").exists(), "{setting}: refused before the run");
+        assert!(
+            !dir.join("o.jsonl").exists(),
+            "{setting}: refused before the run"
+        );
     }
     // Zero is a delay, and the run goes on.
     let (code, _, err) = cli(&[

@@ -214,6 +214,9 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
     }
 }
 
+/// The byte-order mark some editors write at the start of a UTF-8 file.
+const BOM: char = '\u{feff}';
+
 fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
     move |source| AdapterError::Io {
         path: path.to_owned(),
@@ -247,6 +250,10 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
             if let Err((shown, why)) = read {
                 feed.malformed(ctx, (number, shown), why).await?;
                 continue;
+            }
+            if number == 1 && !self.source.later_part() && line.starts_with(BOM) {
+                // A byte-order mark before the first line is not part of it.
+                line.drain(..BOM.len_utf8());
             }
             let text = &line;
             if text.trim().is_empty() {

@@ -170,6 +170,28 @@ async fn skipped_malformed_lines_are_counted_and_dead_lettered() {
     );
 }
 
+/// A byte-order mark before the first line (as some editors write) is not part of it: every
+/// line is read, none malformed (as a CSV input's header is read).
+#[tokio::test]
+async fn a_byte_order_mark_before_the_first_line_is_skipped() {
+    let path = temp_file("bom.jsonl", &format!("\u{feff}{READINGS}"));
+    let mut query = Query::new("bom");
+    let s = query
+        .create_stream::<_, Reading, _, _>(
+            InputOptions::new("readings", EventShape::Point).settings(
+                AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5)),
+            ),
+            &JsonLinesInput,
+            &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Skip),
+        )
+        .unwrap();
+    let out = CollectOutput::new();
+    query.bind_output(&s, &out, &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    let c = report.counters("readings").unwrap();
+    assert_eq!((c.events_in, c.malformed, c.released), (3, 0, 3));
+}
+
 #[tokio::test]
 async fn a_missing_file_is_an_io_error_naming_it() {
     let mut query = Query::new("missing");

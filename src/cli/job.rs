@@ -325,7 +325,9 @@ fn json_fields(path: &Path, flat: bool, stream: Option<&str>) -> Option<Vec<Stri
     let mut seen = false;
     for line in file.lines().take(SAMPLED_LINES) {
         let Ok(line) = line else { break };
-        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(&line)
+        // (A byte-order mark before the first line is not part of it.)
+        let line = line.strip_prefix('\u{feff}').unwrap_or(&line);
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(line)
         else {
             continue;
         };
