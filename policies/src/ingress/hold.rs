@@ -100,18 +100,11 @@ impl<P: Clone> Hold<P> {
     }
 
     /// The CTI `t` was issued: appends what it releases (sorted by sync time, ties in arrival
-    /// order), then the CTI, to `out`; returns how many events it released and how many of
-    /// those the fused filter refused it passed (now `filtered`).
+    /// order), then the CTI, to `out`; returns how many events it released, and how many
+    /// refused ones it passed (now `filtered`).
     pub(crate) fn release(&mut self, t: Time, out: &mut Batch<P>) -> (usize, usize) {
         let n = match self {
-            Hold::Sorted { kept, refused } => {
-                let passed = if refused.len() == 0 {
-                    0
-                } else {
-                    refused.release(t)
-                };
-                (kept.release_into(t, out), passed)
-            }
+            Hold::Sorted { kept, refused } => (kept.release_into(t, out), refused.release(t)),
             Hold::Arrival => (0, 0),
         };
         out.push_cti(t);
