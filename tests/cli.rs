@@ -139,9 +139,18 @@ fn a_bad_command_line_exits_2_with_help() {
     let (code, _, err) = cli(&["check", "--workers", "0", "tests"]);
     assert_eq!(code, EXIT_USAGE);
     assert!(
-        err.starts_with("error: `--workers 0`: workers is a number, 1 or more\n"),
+        err.starts_with("error: `--workers 0`: workers is a number from 1 to 128\n"),
         "{err}"
     );
+    // Past the most workers a run may have: refused before anything starts (700 threads
+    // used to take the process down).
+    let job = cases().join("../../samples/jobs/sensors.toml");
+    let (code, _, err) = cli(&["job", s(&job), "--workers", "700"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("workers is a number from 1 to 128"), "{err}");
+    let (code, _, err) = cli(&["job", s(&job), "--workers", "16", "--processes", "9"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("make 144 workers; at most 128"), "{err}");
     let dir = cases().join("operators/filter");
     let (code, _, err) = cli(&["run", s(&dir), "--processes", "2"]);
     assert_eq!(code, EXIT_FAILED);
@@ -325,4 +334,59 @@ fn pipe_reads_a_fifo_once() {
     writer.join().expect("the writer ends");
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(err.contains("events_in=2 ctis_in=1 released=2"), "{err}");
+}
+
+/// A process of a run whose peers never come, or whose port a program that is not a process of
+/// the run connects to, fails within `--connect-timeout` naming what it waited for, instead of
+/// waiting forever.
+#[test]
+fn a_run_waits_for_its_peers_only_as_long_as_it_is_told() {
+    let free = || {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+        l.local_addr().expect("addr").to_string()
+    };
+    let (me, peer) = (free(), free());
+    let dir = std::env::temp_dir().join(format!("punctual-peers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, format!("{me}\n{peer}\n")).expect("written");
+    let case = cases().join("operators/filter");
+    let run = || {
+        cli(&[
+            "run",
+            s(&case),
+            "--processes",
+            "2",
+            "--process",
+            "0",
+            "--hosts",
+            s(&hosts),
+            "--connect-timeout",
+            "1s",
+        ])
+    };
+    let (code, _, err) = run();
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(
+        err.contains(&format!("process 1 ({peer}) did not connect within 1 s")),
+        "{err}"
+    );
+    // A program that connects and says nothing is not process 1.
+    let me_addr = me.clone();
+    let silent = std::thread::spawn(move || {
+        for _ in 0..200 {
+            if let Ok(conn) = std::net::TcpStream::connect(&me_addr) {
+                std::thread::sleep(std::time::Duration::from_secs(3));
+                drop(conn);
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    });
+    let (code, _, err) = run();
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(err.contains("sent no process index"), "{err}");
+    silent.join().expect("joins");
+    let (code, _, err) = cli(&["run", s(&case), "--connect-timeout", "0s"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
 }

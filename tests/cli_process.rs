@@ -553,3 +553,62 @@ fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
     assert!(written.contains("\"inf\""), "the final CTI: {written}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An event an operator drops (over a window's limit of windows per event) reaches the user
+/// every way: the library's warning on stderr (the binary installs a log subscriber; `RUST_LOG`
+/// chooses the level), the operator's count in the summary, and a dead letter with the
+/// operator, the event's lifetime and the reason.
+#[test]
+fn an_operator_drop_reaches_the_log_the_summary_and_the_dead_letters() {
+    use std::process::Command;
+    let dir = std::env::temp_dir().join(format!("punctual-op-drop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("r.jsonl");
+    std::fs::write(
+        &input,
+        "{\"t\":\"2024-05-01T00:00:00Z\",\"v\":1}\n{\"t\":\"2024-05-01T00:00:01Z\",\"v\":2}\n",
+    )
+    .expect("written");
+    let dead = dir.join("dead.jsonl");
+    let run = |log: Option<&str>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_punctual"));
+        c.args([
+            "query",
+            // A 30-day window every second: 2,592,000 windows per event, over the limit.
+            "SELECT COUNT(*) AS n FROM r TIMESTAMP BY t GROUP BY HoppingWindow(second, 2592000, 1)",
+            "--input",
+            &format!("r={}", s(&input)),
+            "--output",
+            s(&dir.join("out.jsonl")),
+            "--dead-letters",
+            s(&dead),
+        ]);
+        c.env_remove("RUST_LOG");
+        if let Some(level) = log {
+            c.env("RUST_LOG", level);
+        }
+        let out = c.output().expect("runs");
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run(None);
+    assert!(
+        err.contains("WARN an operator dropped an event: it overlaps 2592000 windows"),
+        "{err}"
+    );
+    assert!(err.contains("hopping window `output`: dropped=2"), "{err}");
+    assert!(
+        err.contains("dead letters: 2 (dropped by an operator 2)"),
+        "{err}"
+    );
+    let letters = std::fs::read_to_string(&dead).expect("written");
+    let first = letters.lines().next().expect("a letter");
+    assert_eq!(
+        first,
+        r#"{"reason":"dropped by hopping window `output`: it overlaps 2592000 windows, over the limit of 1000000 windows per event","operator":"hopping window `output`","start":"2024-05-01T00:00:00Z","end":"2024-05-01T00:00:00.0000001Z"}"#
+    );
+    // RUST_LOG is honoured: errors only, so no warning (the summary stays).
+    let err = run(Some("error"));
+    assert!(!err.contains("WARN"), "{err}");
+    assert!(err.contains("hopping window `output`: dropped=2"), "{err}");
+}

@@ -841,3 +841,282 @@ fn a_negative_delay_is_refused_everywhere() {
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
 }
+
+/// Files a run would write over each other, or over what it reads, are refused before the
+/// run (exit 2), and nothing is written: two outputs on one file used to lose one output's
+/// rows and leave a torn line; an output on the input's file destroyed the input.
+#[test]
+fn files_that_collide_are_refused_before_the_run() {
+    let dir = temp_dir("collide");
+    let input = dir.join("r.jsonl");
+    let lines = "{\"t\": 1, \"v\": 1}\n{\"t\": 2, \"v\": 2}\n";
+    std::fs::write(&input, lines).expect("written");
+    let query = "SELECT v INTO a FROM r TIMESTAMP BY t; SELECT v INTO b FROM r TIMESTAMP BY t";
+    for (outputs, said) in [
+        (
+            "[outputs.a]\npath = \"o.jsonl\"\n[outputs.b]\npath = \"./o.jsonl\"\n",
+            "output `a` and output `b` both write",
+        ),
+        (
+            "[outputs.a]\npath = \"r.jsonl\"\n[outputs.b]\npath = \"b.jsonl\"\n",
+            "output `a` writes",
+        ),
+        (
+            "dead_letters = \"b.jsonl\"\n[outputs.a]\npath = \"a.jsonl\"\n[outputs.b]\npath = \"b.jsonl\"\n",
+            "output `b` and the dead letters both write",
+        ),
+    ] {
+        let job = dir.join("job.toml");
+        let (top, tables) = outputs.split_at(outputs.find('[').unwrap_or(0));
+        std::fs::write(
+            &job,
+            format!("query = \"{query}\"\n{top}[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\n{tables}"),
+        )
+        .expect("written");
+        let (code, _, err) = cli(&["job", s(&job)]);
+        assert_eq!(code, EXIT_USAGE, "{outputs}: {err}");
+        assert!(err.contains(said), "{outputs}: {err}");
+        assert_eq!(std::fs::read_to_string(&input).expect("kept"), lines);
+        for name in ["o.jsonl", "a.jsonl", "b.jsonl"] {
+            assert!(!dir.join(name).exists(), "{outputs}: {name} written");
+        }
+    }
+    let (code, _, err) = cli(&["pipe", "-i", s(&input), "-o", s(&input)]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("which the input reads"), "{err}");
+    assert_eq!(std::fs::read_to_string(&input).expect("kept"), lines);
+}
+
+/// Many events at one time (daily data with date-only times) wait for a CTI after that time:
+/// the cap on what may wait is set on `query` (`--max-buffered`) and in a job file
+/// (`max_buffered`), and its error says what the CTIs are stuck on, in RFC 3339.
+#[test]
+fn the_buffer_cap_is_settable_and_its_error_says_what_waits() {
+    let dir = temp_dir("one-time");
+    let input = dir.join("r.jsonl");
+    let mut lines = String::new();
+    for v in 0..50 {
+        lines.push_str(&format!(
+            "{{\"day\": \"2024-05-01T00:00:00Z\", \"v\": {v}}}\n"
+        ));
+    }
+    lines.push_str("{\"day\": \"2024-05-02T00:00:00Z\", \"v\": 50}\n");
+    std::fs::write(&input, lines).expect("written");
+    let run = |cap: &str| {
+        cli(&[
+            "query",
+            "SELECT COUNT(*) AS n FROM r TIMESTAMP BY day GROUP BY TumblingWindow(day, 1)",
+            "--input",
+            &format!("r={}", s(&input)),
+            "--max-buffered",
+            cap,
+            "--output",
+            s(&dir.join("out.jsonl")),
+        ])
+    };
+    let (code, _, err) = run("20");
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(
+        err.contains("20 events wait for a CTI (the input's buffer cap): the last CTI is at 2024-05-01T00:00:00Z, the earliest event held is at 2024-05-01T00:00:00Z"),
+        "{err}"
+    );
+    let (code, _, err) = run("60");
+    assert_eq!(code, EXIT_OK, "{err}");
+    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
+    assert!(out.contains("\"n\":50"), "{out}");
+    let (code, _, err) = run("0");
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    // The same cap in a job file.
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        "query = \"SELECT COUNT(*) AS n INTO o FROM r TIMESTAMP BY day GROUP BY TumblingWindow(day, 1)\"\n[inputs.r]\npath = \"r.jsonl\"\nmax_buffered = 20\n[outputs.o]\npath = \"o.jsonl\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(err.contains("20 events wait for a CTI"), "{err}");
+}
+
+/// A value that would grow past the limit (REPLACE nested to a gigabyte) is not made: its row
+/// is dropped by the projection with the reason, counted and dead-lettered, and the other
+/// rows go on. Before, the process grew to gigabytes and aborted.
+#[test]
+fn a_value_over_the_size_limit_is_a_dead_letter_not_an_abort() {
+    let dir = temp_dir("huge-value");
+    let input = dir.join("r.jsonl");
+    std::fs::write(
+        &input,
+        "{\"t\": 1, \"s\": \"aaaaaaaaaa\"}\n{\"t\": 2, \"s\": \"bbbbbbbbbb\"}\n",
+    )
+    .expect("written");
+    let mut grow = "s".to_owned();
+    for _ in 0..9 {
+        grow = format!("REPLACE({grow}, 'a', 'aaaaaaaaaa')");
+    }
+    let dead = dir.join("dead.jsonl");
+    let out = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        &format!("SELECT LEN({grow}) AS n FROM r TIMESTAMP BY t"),
+        "--input",
+        &format!("r={}", s(&input)),
+        "--time-format",
+        "ticks",
+        "--output",
+        s(&out),
+        "--dead-letters",
+        s(&dead),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(err.contains("map `output`: dropped=1"), "{err}");
+    let letters = std::fs::read_to_string(&dead).expect("written");
+    assert!(
+        letters.contains("its select list cannot be computed: a text over the limit of 16 MiB"),
+        "{letters}"
+    );
+    let written = std::fs::read_to_string(&out).expect("written");
+    let results: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+    assert_eq!(results.len(), 1, "{written}");
+    assert!(results[0].contains("\"n\":10"), "{written}");
+}
+
+/// `fields` is the user's list, not the file's header: an empty list is refused as such, and
+/// a time column missing from the list is said to be missing from the list.
+#[test]
+fn a_fields_list_is_named_as_the_list_it_is() {
+    let dir = temp_dir("fields-list");
+    std::fs::write(dir.join("r.csv"), "t,v\n1,1\n").expect("written");
+    let job = dir.join("job.toml");
+    for (fields, said) in [
+        ("[]", "`fields = []` lists no field"),
+        (
+            "[\"v\"]",
+            "`fields` of the input does not list `t` (it lists: v)",
+        ),
+    ] {
+        std::fs::write(
+            &job,
+            format!("query = \"SELECT v INTO o FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.csv\"\nfields = {fields}\n[outputs.o]\npath = \"o.jsonl\"\n"),
+        )
+        .expect("written");
+        let (code, _, err) = cli(&["job", s(&job)]);
+        assert_eq!(code, EXIT_USAGE, "{err}");
+        assert!(err.contains(said), "{err}");
+        assert!(!err.contains("r.csv has no column"), "{err}");
+    }
+}
+
+/// Smaller findings of the reliability review, each as the user meets it: an output's failure
+/// names the output; a source joined with itself without DATEDIFF is a compile error with
+/// its position (exit 2), not an "import cycle" at exit 1; a rejected CTI is counted as one in
+/// the dead letters' summary, as the counters count it.
+#[test]
+fn errors_and_counts_name_what_the_user_wrote() {
+    let dir = temp_dir("names");
+    let input = dir.join("r.jsonl");
+    std::fs::write(&input, "{\"t\": 1, \"k\": 1, \"v\": 1}\n").expect("written");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT v INTO alerts FROM r TIMESTAMP BY t",
+        "--input",
+        &format!("r={}", s(&input)),
+        "--output",
+        &format!("alerts={}", s(&dir.join("missing-dir").join("o.jsonl"))),
+    ]);
+    assert_eq!(code, EXIT_FAILED, "{err}");
+    assert!(
+        err.contains("the output adapter of `alerts` failed"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT a.v FROM r a TIMESTAMP BY t JOIN r b TIMESTAMP BY t ON a.k = b.k",
+        "--input",
+        &format!("r={}", s(&input)),
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("line 1, column 36: `r` is joined with itself without DATEDIFF"),
+        "{err}"
+    );
+    let items = dir.join("items.jsonl");
+    std::fs::write(
+        &items,
+        "{\"kind\":\"point\",\"start\":1,\"payload\":{}}\n{\"kind\":\"cti\",\"time\":\"-inf\"}\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["pipe", "-i", s(&items), "-o", s(&dir.join("out.jsonl"))]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(err.contains("rejected=0 rejected_ctis=1"), "{err}");
+    assert!(err.contains("dead letters: 1 (rejected CTI 1)"), "{err}");
+}
+
+/// A row whose select list cannot be computed (a bigint overflow, a division by zero, a cast
+/// that fails) is dropped by its projection with the reason, counted and dead-lettered, in a
+/// plain select and in a grouped one; before, the value was a silent NULL.
+#[test]
+fn a_failed_computation_drops_its_row_with_the_reason() {
+    let dir = temp_dir("numbers");
+    let input = dir.join("r.jsonl");
+    std::fs::write(
+        &input,
+        "{\"t\":1,\"a\":9223372036854775807,\"b\":1,\"s\":\"7\"}\n\
+         {\"t\":2,\"a\":4,\"b\":0,\"s\":\"7\"}\n\
+         {\"t\":3,\"a\":4,\"b\":2,\"s\":\"seven\"}\n\
+         {\"t\":4,\"a\":4,\"b\":2,\"s\":\"7\"}\n",
+    )
+    .expect("written");
+    let run = |query: &str| {
+        let (out, dead) = (dir.join("out.jsonl"), dir.join("dead.jsonl"));
+        let (code, _, err) = cli(&[
+            "query",
+            query,
+            "--input",
+            &format!("r={}", s(&input)),
+            "--time-format",
+            "ticks",
+            "--output",
+            s(&out),
+            "--dead-letters",
+            s(&dead),
+        ]);
+        assert_eq!(code, EXIT_OK, "{err}");
+        let written = std::fs::read_to_string(out).expect("written");
+        let results: Vec<String> = written
+            .lines()
+            .filter(|l| l.contains("point"))
+            .map(str::to_owned)
+            .collect();
+        (
+            results,
+            std::fs::read_to_string(dead).expect("written"),
+            err,
+        )
+    };
+    let (results, dead, err) =
+        run("SELECT a + b AS x, a / b AS y, CAST(s AS bigint) AS z FROM r TIMESTAMP BY t");
+    assert_eq!(
+        results,
+        ["{\"kind\":\"point\",\"start\":4,\"payload\":{\"x\":6,\"y\":2,\"z\":7}}"],
+        "{err}"
+    );
+    assert!(err.contains("dropped=3"), "{err}");
+    for why in [
+        "a bigint overflow",
+        "a division by zero",
+        "a text that is not an integer cast to bigint",
+    ] {
+        assert!(dead.contains(why), "{why}: {dead}");
+    }
+    // A grouped select: the group whose row cannot be computed is dropped the same way.
+    let (results, dead, err) = run(
+        "SELECT b, SUM(a) / (b - b) AS q FROM r TIMESTAMP BY t GROUP BY b, TumblingWindow(second, 1)",
+    );
+    assert!(results.is_empty(), "{results:?}");
+    assert!(dead.contains("a division by zero"), "{dead}");
+    assert!(
+        err.contains("dead letters: 3 (dropped by an operator 3)"),
+        "{err}"
+    );
+}

@@ -27,20 +27,7 @@ use punctual::policies::{
     IngressConfig, IngressCounters, IngressOutput, Watermark,
 };
 
-/// Cases per harness: `PUNCTUAL_FUZZ_CASES`, or a few for `cargo test`.
-fn config(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PUNCTUAL_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        failure_persistence: Some(Box::new(
-            proptest::test_runner::FileFailurePersistence::WithSource("regressions"),
-        )),
-        ..ProptestConfig::default()
-    }
-}
+use punctual_tests::fuzz_config as config;
 
 /// Times at the edges of the range, and ordinary ones.
 fn time_text() -> impl Strategy<Value = String> {

@@ -555,6 +555,27 @@ fn a_job_reads_a_file_split_by_byte_ranges() {
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(err.contains("r#3"), "{err}");
     assert_eq!(csv_parts, whole);
+    // More parts than the file has bytes: the parts without bytes read nothing, and the one
+    // that starts at the file's first byte reads the header as the header (not as a row).
+    std::fs::write(
+        dir.join("small.csv"),
+        "t,device,v\n1000,d0,1\n2000,d1,2\n3000,d0,3\n",
+    )
+    .expect("written");
+    let (code, err, small) = run("", "small.csv");
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(small.len(), 2, "{small:?}");
+    let (code, err, many_parts) = run("split = 100", "small.csv");
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(err.contains("malformed=0"), "{err}");
+    assert_eq!(many_parts, small);
+    // Past the most parts a file may be split into: refused before the run, with the limit.
+    let (code, err, _) = run(
+        &format!("split = {}", punctual::adapters::MAX_SPLIT + 1),
+        "r.csv",
+    );
+    assert_eq!(code, punctual::cli::EXIT_USAGE, "{err}");
+    assert!(err.contains("1 to 256 parts"), "{err}");
 }
 
 /// A job's CSV rows and flat JSON lines hold the fields its query reads: a query of named

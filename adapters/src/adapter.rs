@@ -193,6 +193,14 @@ pub trait InputAdapterFactory<C, P: Payload> {
         false
     }
 
+    /// The files a replayable source reads, which a checkpoint records (size, modification
+    /// time, a hash of the start) so that a restore refuses inputs that changed. The default
+    /// names none.
+    fn source_files(&self, config: &C) -> Vec<std::path::PathBuf> {
+        let _ = config;
+        Vec::new()
+    }
+
     /// How many partitions the source `config` names has: parts read independently of each
     /// other (several files, a topic's partitions, several connections). Each partition
     /// becomes an input of its own ([`Query::create_stream`](crate::Query::create_stream)):
@@ -307,6 +315,13 @@ impl<C, P: Payload, F: InputAdapterFactory<C, P>> InputAdapterFactory<Vec<C>, P>
     /// Every configuration is.
     fn replayable(&self, configs: &Vec<C>) -> bool {
         configs.iter().all(|c| self.0.replayable(c))
+    }
+
+    fn source_files(&self, configs: &Vec<C>) -> Vec<std::path::PathBuf> {
+        configs
+            .iter()
+            .flat_map(|c| self.0.source_files(c))
+            .collect()
     }
 
     fn partitions(&self, configs: &Vec<C>) -> usize {

@@ -123,13 +123,155 @@ impl Checkpoints {
         std::fs::rename(&tmp, &path).map_err(io(&path))
     }
 
-    /// Creates the directory.
-    pub(crate) fn prepare(&self) -> Result<(), AdapterError> {
-        std::fs::create_dir_all(&self.dir).map_err(|error| AdapterError::Io {
-            path: self.dir.clone(),
+    /// Creates the directory, takes its lock (one run at a time: the lock goes with the file
+    /// it returns, and with the process), and checks the inputs against the record of what
+    /// they were when the checkpoints began (written now if there is none): a restore of
+    /// inputs that changed would write the results of other data after the old ones.
+    pub(crate) fn prepare(
+        &self,
+        inputs: &[(String, PathBuf)],
+    ) -> Result<std::fs::File, AdapterError> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |error| AdapterError::Io { path, error }
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io(&self.dir))?;
+        let lock_path = self.dir.join("LOCK");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io(&lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(AdapterError::Config(format!(
+                    "the checkpoint directory {} is in use by another run: give each run its own",
+                    self.dir.display()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(error)) => {
+                return Err(AdapterError::Io {
+                    path: lock_path,
+                    error,
+                })
+            }
+        }
+        let now: Vec<InputFile> = inputs
+            .iter()
+            .map(|(name, path)| InputFile::of(name, path))
+            .collect::<Result<_, _>>()?;
+        let record = self.dir.join("inputs.json");
+        match std::fs::read(&record) {
+            Ok(bytes) => {
+                let then: Vec<InputFile> =
+                    serde_json::from_slice(&bytes).map_err(|e| AdapterError::Malformed {
+                        path: record.clone(),
+                        line: 1,
+                        message: format!("not a record of inputs: {e}"),
+                    })?;
+                if let Some(why) = changed(&then, &now) {
+                    return Err(AdapterError::Config(format!(
+                        "{why} since the checkpoints in {} began: a restore would replay other data into the old outputs; remove the directory to start over",
+                        self.dir.display()
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let text = serde_json::to_vec_pretty(&now).map_err(AdapterError::other)?;
+                let tmp = record.with_extension("json.tmp");
+                std::fs::write(&tmp, text).map_err(io(&tmp))?;
+                std::fs::rename(&tmp, &record).map_err(io(&record))?;
+            }
+            Err(error) => {
+                return Err(AdapterError::Io {
+                    path: record,
+                    error,
+                })
+            }
+        }
+        Ok(lock)
+    }
+}
+
+/// What a checkpoint records of one input file: enough to tell that it changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct InputFile {
+    input: String,
+    path: PathBuf,
+    bytes: u64,
+    /// Modification time, in nanoseconds since the Unix epoch (`None` where unknown).
+    modified: Option<u128>,
+    /// FNV-1a of its first [`PREFIX`] bytes.
+    prefix_hash: u64,
+}
+
+/// How much of an input file's start a checkpoint's record hashes.
+const PREFIX: usize = 64 * 1024;
+
+impl InputFile {
+    fn of(input: &str, path: &Path) -> Result<InputFile, AdapterError> {
+        use std::io::Read;
+        let io = |error| AdapterError::Io {
+            path: path.to_owned(),
             error,
+        };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        let mut start = Vec::with_capacity(PREFIX);
+        file.take(PREFIX as u64)
+            .read_to_end(&mut start)
+            .map_err(io)?;
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos());
+        Ok(InputFile {
+            input: input.to_owned(),
+            path: std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned()),
+            bytes: meta.len(),
+            modified,
+            prefix_hash: fnv1a(&start),
         })
     }
+}
+
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// How the inputs `now` differ from the record `then`, if they do.
+fn changed(then: &[InputFile], now: &[InputFile]) -> Option<String> {
+    for n in now {
+        let Some(t) = then.iter().find(|t| t.input == n.input && t.path == n.path) else {
+            return Some(format!(
+                "input `{}` reads {}, which it did not",
+                n.input,
+                n.path.display()
+            ));
+        };
+        let what = if t.bytes != n.bytes {
+            format!("its size went from {} to {} bytes", t.bytes, n.bytes)
+        } else if t.prefix_hash != n.prefix_hash {
+            "its first bytes differ".to_owned()
+        } else if t.modified != n.modified {
+            "it was modified".to_owned()
+        } else {
+            continue;
+        };
+        return Some(format!(
+            "input `{}` ({}) changed: {what},",
+            n.input,
+            n.path.display()
+        ));
+    }
+    then.iter()
+        .find(|t| !now.iter().any(|n| n.input == t.input && n.path == t.path))
+        .map(|t| format!("input `{}` no longer reads {},", t.input, t.path.display()))
 }
 
 /// What an output recorded at a checkpoint: the CTI it had written through, and its position
@@ -210,7 +352,7 @@ mod tests {
     fn records_are_saved_whole_and_read_back() {
         let dir = std::env::temp_dir().join(format!("punctual-ckpt-{}", std::process::id()));
         let c = Checkpoints::new(&dir);
-        c.prepare().expect("a temp dir");
+        let _lock = c.prepare(&[]).expect("a temp dir");
         assert_eq!(c.load("out/1").expect("readable"), None);
         let p = Position {
             cti: t(7),

@@ -49,7 +49,7 @@ use crate::error::AdapterError;
 use crate::jsonl::MalformedLines;
 use crate::line::TimeFormat;
 use crate::query::QueryReport;
-use crate::replay::{open_sink, Feeder, FilePart, Lines, ReplayOptions};
+use crate::replay::{open_sink, Feeder, FilePart, Lines, ReadLine, ReplayOptions};
 
 /// Configuration of [`CsvInput`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -201,6 +201,10 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
         crate::replay::replayable(&config.path, config.replay)
     }
 
+    fn source_files(&self, config: &CsvInputConfig) -> Vec<std::path::PathBuf> {
+        crate::replay::source_files(&config.path)
+    }
+
     /// A file name with `*` or `?` in it names several files: one partition each, times
     /// [`CsvInputConfig::split`] parts per file.
     fn partitions(&self, config: &CsvInputConfig) -> usize {
@@ -349,13 +353,21 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.source.path.clone();
-        let (Lines { mut reader, live }, shown) = self.source.open().await?;
+        let (
+            Lines {
+                mut reader,
+                live,
+                from_start,
+            },
+            shown,
+        ) = self.source.open().await?;
         let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
-        // The header: the first line of the file, which only the first part reads as its own.
+        // The header: the first line of the file, which only the part that starts at the
+        // file's first byte reads as its own (the first part, unless it has no bytes at all).
         // The line read, reused for each.
         let mut line = String::new();
-        let header_line = match self.source.later_part() {
-            true => first_line(&path).await?.map(Ok),
+        let header_line = match !from_start {
+            true => first_line(&path).await?,
             false => feed
                 .next_line(ctx, reader.as_mut(), (&path, &mut line))
                 .await?
@@ -380,7 +392,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
             .ok_or_else(|| malformed_header("the header has an unterminated quote".into()))?;
         let columns = Columns::new::<P>(header, &self.config).map_err(malformed_header)?;
         // Lines are numbered in what this reader reads: the file, or its part.
-        let mut number = if self.source.later_part() { 0usize } else { 1 };
+        let mut number = if from_start { 1 } else { 0usize };
         let mut split = split::Split::default();
         loop {
             if ctx.is_stopping() {
@@ -411,20 +423,25 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
     }
 }
 
-/// The first line of a file (without its line end), `None` for an empty file.
-async fn first_line(path: &Path) -> Result<Option<String>, AdapterError> {
-    use tokio::io::AsyncBufReadExt;
-    let io = |source| AdapterError::Io {
+/// The first line of a file (without its line end), `None` for an empty file; a line over
+/// [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES) or not UTF-8 is `Some(Err(why))`, and no more of
+/// it is held than the limit.
+async fn first_line(path: &Path) -> Result<Option<ReadLine>, AdapterError> {
+    let path = path.to_owned();
+    let io = |path: &Path, source| AdapterError::Io {
         path: path.to_owned(),
         error: source,
     };
-    let file = tokio::fs::File::open(path).await.map_err(io)?;
-    let mut line = String::new();
-    let n = tokio::io::BufReader::new(file)
-        .read_line(&mut line)
-        .await
-        .map_err(io)?;
-    Ok((n > 0).then(|| line.trim_end_matches(['\n', '\r']).to_owned()))
+    // One line read ahead, blocking: on the blocking pool, as tokio reads files anyway.
+    let read = tokio::task::spawn_blocking(move || {
+        let file = std::fs::File::open(&path).map_err(|e| io(&path, e))?;
+        crate::replay::read_line_ahead(&mut std::io::BufReader::new(file), false)
+            .map_err(|e| io(&path, e))
+    });
+    match read.await {
+        Ok(read) => Ok(read?.map(|r| r.map_err(|why| (String::new(), why)))),
+        Err(e) => Err(AdapterError::Config(format!("reading a header: {e}"))),
+    }
 }
 
 /// Configuration of [`CsvOutput`].

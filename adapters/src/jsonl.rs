@@ -187,6 +187,10 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
         crate::replay::replayable(&config.path, config.replay)
     }
 
+    fn source_files(&self, config: &JsonLinesInputConfig) -> Vec<std::path::PathBuf> {
+        crate::replay::source_files(&config.path)
+    }
+
     /// A file name with `*` or `?` in it names several files: one partition each.
     fn partitions(&self, config: &JsonLinesInputConfig) -> usize {
         FilePart::count(&config.path, config.split)
@@ -228,7 +232,14 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.source.path.clone();
-        let (Lines { mut reader, live }, shown) = self.source.open().await?;
+        let (
+            Lines {
+                mut reader,
+                live,
+                from_start,
+            },
+            shown,
+        ) = self.source.open().await?;
         let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
         let mut number = 0usize;
         // The line read, reused for each.
@@ -251,7 +262,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
                 feed.malformed(ctx, (number, shown), why).await?;
                 continue;
             }
-            if number == 1 && !self.source.later_part() && line.starts_with(BOM) {
+            if number == 1 && from_start && line.starts_with(BOM) {
                 // A byte-order mark before the first line is not part of it.
                 line.drain(..BOM.len_utf8());
             }
@@ -445,9 +456,26 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
         Ok(self.written)
     }
 
-    /// Opens the file without emptying it and cuts it at `position`.
+    /// Opens the file without emptying it and cuts it at `position`: a file that is not
+    /// there, or shorter than `position`, is refused (it was changed since the checkpoint;
+    /// going on would leave a gap or fill one with zero bytes).
     async fn rewind(&mut self, position: u64) -> Result<(), AdapterError> {
         use tokio::io::AsyncSeekExt;
+        if position > 0 {
+            let length = match tokio::fs::metadata(&self.path).await {
+                Ok(meta) => Some(meta.len()),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(io_error(&self.path)(e)),
+            };
+            if length.is_none_or(|l| l < position) {
+                let has =
+                    length.map_or_else(|| "is not there".to_owned(), |l| format!("has {l} bytes"));
+                return Err(AdapterError::Config(format!(
+                    "the checkpoint says {} had {position} bytes written, but it {has}: it was changed since; restore it, or remove the checkpoint directory to start over",
+                    self.path.display()
+                )));
+            }
+        }
         let mut file = tokio::fs::OpenOptions::new()
             .write(true)
             .create(true)

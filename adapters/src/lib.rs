@@ -55,10 +55,10 @@ pub use punctual_core::ops::Stream;
 pub use punctual_engine::{DeadLetterCollector, DeadLetterSink, InputOptions};
 pub use punctual_policies::EnqueueSummary;
 pub use query::{
-    Backlog, Ending, Exchange, HeldItem, Monitor, Query, QueryFailure, QueryReport, QueryWorker,
-    RunningQuery, StopHandle, StopMode, MAX_REPORTED_HELD,
+    Backlog, Ending, Exchange, HeldItem, Monitor, OperatorDropItem, Query, QueryFailure,
+    QueryReport, QueryWorker, RunningQuery, StopHandle, StopMode, MAX_REPORTED_HELD,
 };
-pub use replay::{ReplayOptions, MAX_LINE_BYTES};
+pub use replay::{ReplayOptions, MAX_LINE_BYTES, MAX_SPLIT};
 pub use tcp::{
     TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput, TcpOutputConfig,
     TcpServerInput,

@@ -18,9 +18,10 @@ use crate::error::AdapterError;
 use crate::memory::BATCH;
 
 mod files;
+pub use files::names_file;
 #[cfg(test)]
 use files::wildcard;
-pub(crate) use files::{replayable, FilePart, Lines, FILE_BUFFER};
+pub(crate) use files::{replayable, source_files, FilePart, Lines, FILE_BUFFER};
 
 /// What a file input does with a line it cannot parse.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]
@@ -107,6 +108,49 @@ pub(crate) const LIVE_FLUSH_AFTER: Duration = Duration::from_millis(10);
 
 /// Lines longer than this are malformed: the rest of such a line is skipped, never held.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// The most parts a file may be split into ([`CsvInputConfig::split`](crate::CsvInputConfig::split),
+/// [`JsonLinesInputConfig::split`](crate::JsonLinesInputConfig::split)): each part is an input
+/// of its own, with an open file and a 256 KiB buffer. More is refused before anything opens.
+pub const MAX_SPLIT: usize = 256;
+
+/// Reads one line ahead of a run (a header, the lines sampled for a file's fields), holding at
+/// most [`MAX_LINE_BYTES`] of it: `Ok(None)` at the end of the input, `Ok(Some(Ok(text)))` for
+/// a line (its end and a byte-order mark before it taken off: `first` says whether it is the
+/// file's first line), `Ok(Some(Err(why)))` for a line over the limit or not UTF-8. After a line
+/// over the limit, the rest of it is left unread: stop reading ahead there.
+///
+/// ```
+/// use std::io::BufReader;
+/// use punctual_adapters::replay::read_line_ahead;
+/// let mut endless = BufReader::new(std::io::repeat(b'x'));
+/// assert!(read_line_ahead(&mut endless, true).unwrap().unwrap().is_err());
+/// let mut file: &[u8] = b"\xEF\xBB\xBFtime,value\r\n";
+/// assert_eq!(read_line_ahead(&mut file, true).unwrap(), Some(Ok("time,value".to_owned())));
+/// ```
+pub fn read_line_ahead<R: std::io::BufRead>(
+    reader: &mut R,
+    first: bool,
+) -> std::io::Result<Option<Result<String, String>>> {
+    use std::io::{BufRead as _, Read as _};
+    let mut line = Vec::new();
+    let limit = MAX_LINE_BYTES as u64 + 1;
+    if reader.by_ref().take(limit).read_until(b'\n', &mut line)? == 0 {
+        return Ok(None);
+    }
+    let ended = line.last() == Some(&b'\n');
+    if !ended && line.len() > MAX_LINE_BYTES {
+        return Ok(Some(Err(format!(
+            "the line is over the limit of {MAX_LINE_BYTES} bytes"
+        ))));
+    }
+    let length = line.len() - usize::from(ended);
+    let read = text(line, length).map_err(|(_, why)| why);
+    Ok(Some(read.map(|t| match t.strip_prefix('\u{feff}') {
+        Some(rest) if first => rest.to_owned(),
+        _ => t,
+    })))
+}
 
 /// One line read: its text, or why it is not a line of text (not UTF-8, too long) with what
 /// can be shown of it.

@@ -2,8 +2,9 @@
 //! records timed by one of their fields (each input's [`LineFormat`]).
 //!
 //! - [`TcpServerInput`]: listens, accepts clients (up to [`TcpServerInput::max_connections`]
-//!   at once, [`DEFAULT_MAX_CONNECTIONS`] by default; one more is closed at once, with a
-//!   warning), and enqueues every line they send. Each connection has a reader task feeding a
+//!   at once, [`DEFAULT_MAX_CONNECTIONS`] by default; one more is closed at once, unread, with
+//!   a warning, and counted as one `malformed` record whose dead letter names the peer), and
+//!   enqueues every line they send. Each connection has a reader task feeding a
 //!   bounded channel, so when the query is behind the readers stop reading and TCP's own flow
 //!   control holds the senders back. The readers and their sockets end with the input; an
 //!   error accepting a connection (no file descriptor left, say) is logged and retried after
@@ -220,7 +221,8 @@ impl TcpServerInput {
     }
 
     /// Serves at most `n` clients at once (at least 1); a client over the limit is closed at
-    /// once and logged (`warn`).
+    /// once, unread, logged (`warn`) and counted as one `malformed` record (its dead letter
+    /// names the peer and the limit).
     pub fn max_connections(mut self, n: usize) -> Self {
         self.max_connections = n.max(1);
         self
@@ -286,6 +288,17 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for TcpServerAdapter<P> {
                 let Ok(slot) = std::sync::Arc::clone(&slots).try_acquire_owned() else {
                     tracing::warn!(%peer, limit, "TCP input: over the connection limit; closed");
                     drop(conn);
+                    // What it would have sent is lost: counted, and a dead letter says whose.
+                    let refused = MalformedRecord {
+                        location: format!("socket {peer}"),
+                        message: format!(
+                            "connection closed unread: the input serves at most {limit} clients at once"
+                        ),
+                        text: String::new(),
+                    };
+                    if tx.send(Received::Malformed(refused)).await.is_err() {
+                        return;
+                    }
                     continue;
                 };
                 let (tx, lines) = (tx.clone(), std::sync::Arc::clone(&lines));

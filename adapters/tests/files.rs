@@ -520,6 +520,76 @@ async fn a_drained_stop_is_not_a_checkpoint() {
     );
 }
 
+/// Checkpoints verify before they trust: a second run on a directory in use, an output
+/// deleted or cut shorter than its recorded position (or a position no file has), and an
+/// input that changed are each refused with the reason, and nothing is written. Before, an
+/// output was filled with zero bytes to its position, or a changed input replayed into the old
+/// output, exit 0.
+#[tokio::test]
+async fn checkpoints_verify_the_outputs_and_inputs_they_restore() {
+    use punctual_adapters::{Checkpoints, JsonLinesOutput, JsonLinesOutputConfig};
+    let dir = std::env::temp_dir().join(format!("punctual-verify-ckpt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let input = dir.join("in.jsonl");
+    let lines = |n: i64| -> String {
+        (0..n)
+            .map(|i| format!("{{\"kind\":\"point\",\"start\":{i},\"payload\":{{\"v\":{i}}}}}\n"))
+            .collect()
+    };
+    std::fs::write(&input, lines(50)).expect("written");
+    let (out, state) = (dir.join("out.jsonl"), dir.join("state"));
+    let query = || {
+        let mut q =
+            Query::new("verified").checkpoints(Checkpoints::new(&state).every(Duration::ZERO));
+        let s = q
+            .create_stream::<_, Row, _, _>(
+                InputOptions::new("in", EventShape::Point)
+                    .settings(punctual_policies::AdvanceTimeSettings::increasing_start_time()),
+                &JsonLinesInput,
+                &JsonLinesInputConfig::new(&input),
+            )
+            .expect("binds");
+        q.bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
+            .expect("binds");
+        q
+    };
+    let failure = |r: Result<punctual_adapters::QueryReport, punctual_adapters::QueryFailure>| {
+        r.expect_err("refused").to_string()
+    };
+    query().start().expect("starts").wait().await.expect("runs");
+    let whole = std::fs::read_to_string(&out).expect("written");
+    // A second run while the first holds the directory.
+    let first = query().start().expect("starts");
+    let second = query()
+        .start()
+        .map(|_| ())
+        .expect_err("refused")
+        .to_string();
+    assert!(second.contains("is in use by another run"), "{second}");
+    first.wait().await.expect("runs");
+    // The output cut shorter than its record, then deleted.
+    std::fs::write(&out, &whole[..10]).expect("cut");
+    let why = failure(query().start().expect("starts").wait().await);
+    assert!(why.contains("but it has 10 bytes"), "{why}");
+    assert_eq!(std::fs::read_to_string(&out).expect("kept").len(), 10);
+    std::fs::remove_file(&out).expect("deleted");
+    let why = failure(query().start().expect("starts").wait().await);
+    assert!(why.contains("but it is not there"), "{why}");
+    assert!(!out.exists(), "nothing written");
+    // The input changed.
+    std::fs::write(&out, &whole).expect("put back");
+    std::fs::write(&input, lines(60)).expect("changed");
+    let why = query()
+        .start()
+        .map(|_| ())
+        .expect_err("refused")
+        .to_string();
+    assert!(why.contains("input `in`"), "{why}");
+    assert!(why.contains("changed: its size went from"), "{why}");
+    assert_eq!(std::fs::read_to_string(&out).expect("kept"), whole);
+}
+
 /// A file name with wildcards names several files, sorted by name: each is a partition of the
 /// source, an input of its own with its own counters and CTIs, and the stream is their union.
 /// A pattern that matches nothing is refused with the pattern.

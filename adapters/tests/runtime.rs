@@ -315,7 +315,7 @@ async fn a_stream_without_ctis_hits_the_buffer_cap_with_a_clear_error() {
     let err = query.start().unwrap().wait().await.unwrap_err();
     let text = err.to_string();
     assert!(
-        text.contains("silent") && text.contains("100 events are waiting for a CTI"),
+        text.contains("silent") && text.contains("100 events wait for a CTI"),
         "{text}"
     );
 }

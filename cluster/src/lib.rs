@@ -72,10 +72,23 @@ pub struct ClusterConfig {
     /// yet before they wait ([`run_query`]; [`DEFAULT_BACKLOG`] unless set): more lets the
     /// inputs read further ahead, in more memory.
     pub backlog: usize,
+    /// How long the processes of a run may take to connect to each other (each connection,
+    /// and the index each sends on it): past it the run fails naming the process it waited
+    /// for ([`DEFAULT_CONNECT_TIMEOUT`] unless set).
+    pub connect_timeout: std::time::Duration,
 }
+
+/// [`ClusterConfig::connect_timeout`] by default.
+pub const DEFAULT_CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// [`ClusterConfig::backlog`] by default: 64 K events, a few of the operators' reads' worth.
 pub const DEFAULT_BACKLOG: usize = 1 << 16;
+
+/// The most workers a run may have in all (workers per process times processes): every pair
+/// of workers has its channels, so memory and start-up grow with the square of the count
+/// (64 workers take about 350 MB before any data). A configuration over it is refused
+/// ([`Error::Start`]) rather than left to run the machine out of memory.
+pub const MAX_WORKERS: usize = 128;
 
 impl ClusterConfig {
     /// `workers` worker threads in this process.
@@ -86,6 +99,7 @@ impl ClusterConfig {
             hosts: Vec::new(),
             stop: StopSignal::new(),
             backlog: DEFAULT_BACKLOG,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
 
@@ -99,6 +113,7 @@ impl ClusterConfig {
             hosts,
             stop: StopSignal::new(),
             backlog: DEFAULT_BACKLOG,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
         }
     }
 

@@ -49,6 +49,7 @@ impl ClusterReport {
             held: Vec::new(),
             held_items: Vec::new(),
             dropped: Vec::new(),
+            drops: Vec::new(),
         };
         let owner_of = |input: usize| {
             self.owners
@@ -75,6 +76,7 @@ impl ClusterReport {
             merged.held.extend(r.held.iter().cloned());
             merged.held_items.extend(r.held_items.iter().cloned());
             merged.dropped.extend(r.dropped.iter().cloned());
+            merged.drops.extend(r.drops.iter().cloned());
             if merged.ending == punctual_adapters::Ending::Completed {
                 merged.ending = r.ending.clone();
             }

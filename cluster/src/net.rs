@@ -7,14 +7,14 @@
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::thread::sleep;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
 use timely::communication::allocator::{AllocatorBuilder, ProcessBuilder};
 use timely::communication::{Hooks, WorkerGuards};
 use timely::worker::Worker;
 
-use crate::{ClusterConfig, Error};
+use crate::{ClusterConfig, Error, MAX_WORKERS};
 
 /// How long to wait between two attempts to reach a peer that is not there yet.
 const RETRY: Duration = Duration::from_millis(50);
@@ -26,11 +26,12 @@ where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
 {
+    config.check()?;
     let setup = |e: String| Error::Start(e);
     if config.hosts.len() <= 1 {
         return timely::execute(config.timely(), func).map_err(setup);
     }
-    let sockets = connect(&config.hosts, config.process).map_err(setup)?;
+    let sockets = connect(&config.hosts, config.process, config.connect_timeout).map_err(setup)?;
     let hooks = Hooks::default();
     let local =
         ProcessBuilder::new_typed_vector(config.workers, hooks.refill.clone(), hooks.spill.clone());
@@ -47,8 +48,25 @@ where
     .map_err(setup)
 }
 
-/// A connection to every other process (`None` at `me`), in process order.
-pub(crate) fn connect(hosts: &[String], me: usize) -> Result<Vec<Option<TcpStream>>, String> {
+/// A connection to every other process (`None` at `me`), in process order, within `timeout`
+/// (else an error naming the processes not heard from).
+pub(crate) fn connect(
+    hosts: &[String],
+    me: usize,
+    timeout: Duration,
+) -> Result<Vec<Option<TcpStream>>, String> {
+    let deadline = Instant::now() + timeout;
+    let late = |peers: &[usize]| {
+        let named: Vec<String> = peers
+            .iter()
+            .map(|&p| format!("process {p} ({})", hosts.get(p).map_or("?", |h| h.trim())))
+            .collect();
+        format!(
+            "{} did not connect within {} s (is it running, on that address?)",
+            named.join(", "),
+            timeout.as_secs_f64()
+        )
+    };
     let own = hosts
         .get(me)
         .ok_or_else(|| format!("process {me} of {}", hosts.len()))?;
@@ -59,8 +77,9 @@ pub(crate) fn connect(hosts: &[String], me: usize) -> Result<Vec<Option<TcpStrea
         let mut stream = loop {
             match TcpStream::connect(address.trim()) {
                 Ok(s) => break s,
-                // Not there yet: it starts in its own time (the caller bounds the wait).
-                Err(_) => sleep(RETRY),
+                // Not there yet: it starts in its own time, up to the deadline.
+                Err(_) if Instant::now() < deadline => sleep(RETRY),
+                Err(_) => return Err(late(&[peer])),
             }
         };
         let sent = stream
@@ -69,15 +88,36 @@ pub(crate) fn connect(hosts: &[String], me: usize) -> Result<Vec<Option<TcpStrea
         sent.map_err(|e| format!("process {peer} ({address}): {e}"))?;
         sockets[peer] = Some(stream);
     }
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("listening on {own}: {e}"))?;
     while sockets.iter().skip(me + 1).any(Option::is_none) {
-        let (mut stream, from) = listener
-            .accept()
-            .map_err(|e| format!("accepting on {own}: {e}"))?;
+        let (mut stream, from) = match listener.accept() {
+            Ok(accepted) => accepted,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if Instant::now() >= deadline {
+                    let missing: Vec<usize> = (me + 1..hosts.len())
+                        .filter(|&p| sockets[p].is_none())
+                        .collect();
+                    return Err(late(&missing));
+                }
+                sleep(RETRY);
+                continue;
+            }
+            Err(e) => return Err(format!("accepting on {own}: {e}")),
+        };
         let mut index = [0u8; 8];
+        // The index comes at once from a process of the run; anything else is not one.
+        let wait = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(100));
         stream
-            .set_nodelay(true)
+            .set_nonblocking(false)
+            .and_then(|()| stream.set_nodelay(true))
+            .and_then(|()| stream.set_read_timeout(Some(wait)))
             .and_then(|()| stream.read_exact(&mut index))
-            .map_err(|e| format!("a connection from {from}: {e}"))?;
+            .and_then(|()| stream.set_read_timeout(None))
+            .map_err(|e| format!("a connection from {from} sent no process index ({e}): is another program using the run's addresses?"))?;
         let peer = usize::try_from(u64::from_be_bytes(index)).unwrap_or(usize::MAX);
         match sockets.get_mut(peer) {
             Some(slot @ None) if peer > me => *slot = Some(stream),
@@ -89,4 +129,33 @@ pub(crate) fn connect(hosts: &[String], me: usize) -> Result<Vec<Option<TcpStrea
         }
     }
     Ok(sockets)
+}
+
+impl ClusterConfig {
+    /// Why the configuration cannot run, if it cannot: more than [`crate::MAX_WORKERS`] workers in
+    /// all, or a process index outside the hosts.
+    ///
+    /// ```
+    /// use punctual_cluster::ClusterConfig;
+    /// assert!(ClusterConfig::threads(8).check().is_ok());
+    /// assert!(ClusterConfig::threads(700).check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<(), Error> {
+        let all = self.workers.saturating_mul(self.process_count());
+        if all > MAX_WORKERS {
+            return Err(Error::Start(format!(
+                "{} worker(s) in each of {} process(es) make {all} workers; at most {MAX_WORKERS} are allowed (every pair of workers has its own channels)",
+                self.workers,
+                self.process_count()
+            )));
+        }
+        if self.hosts.len() > 1 && self.process >= self.hosts.len() {
+            return Err(Error::Start(format!(
+                "process {} of a run of {} processes (numbered from 0)",
+                self.process,
+                self.hosts.len()
+            )));
+        }
+        Ok(())
+    }
 }

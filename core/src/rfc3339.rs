@@ -158,6 +158,14 @@ pub(crate) fn parse(text: &str) -> Result<Time, TimeError> {
     if c.pos != c.bytes.len() {
         return Err(c.err("unexpected text after the time"));
     }
+    // A leap second (`:60`) is read as the last tick of the second before it: it stays in its
+    // minute, its day and its year, after every time of second 59 and before the next minute
+    // (a tick count has no room for it).
+    let (second, frac_ticks) = if second == 60 {
+        (59, TICKS_PER_SECOND - 1)
+    } else {
+        (second, frac_ticks)
+    };
     let days = days_from_civil(year, month, day);
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
     let ticks = i128::from(secs) * i128::from(TICKS_PER_SECOND) + i128::from(frac_ticks);
@@ -397,6 +405,18 @@ mod tests {
             parse("+99999-01-01T00:00:00Z").is_err(),
             "beyond the tick range"
         );
+    }
+
+    #[test]
+    fn a_leap_second_stays_in_its_minute() {
+        // The last tick before the next minute: in the same day and year, after second 59.
+        let leap = parse("2016-12-31T23:59:60Z").expect("reads");
+        assert_eq!(&*leap.rfc3339(), "2016-12-31T23:59:59.9999999Z");
+        let before = parse("2016-12-31T23:59:59.9999998Z").expect("reads");
+        let after = parse("2017-01-01T00:00:00Z").expect("reads");
+        assert!(before < leap && leap < after);
+        assert_eq!(parse("2016-12-31T23:59:60.5Z").expect("reads"), leap);
+        assert!(parse("2016-12-31T23:59:61Z").is_err());
     }
 
     #[test]

@@ -46,12 +46,16 @@ pub enum Error {
         app: Time,
     },
     /// The reorder buffer is full: the stream has buffered `cap` events that no CTI has released.
-    #[error("{cap} events are waiting for a CTI past {app} (the buffer cap): does this input send CTIs, or need AdvanceTimeSettings?")]
+    /// The message gives the times in RFC 3339: the last CTI, and the earliest event held,
+    /// which waits for a CTI after it.
+    #[error("{cap} events wait for a CTI (the input's buffer cap): the last CTI is at {}, the earliest event held is at {}, and a CTI releases only the events before its time. Do the input's CTIs pass its events (many events at one time wait for a CTI after that time), or does it send none? If so many events are expected, raise the cap (`InputOptions::max_buffered`; `max_buffered` of a job input; `--max-buffered` of `query`)", app.rfc3339(), earliest.rfc3339())]
     BufferFull {
         /// The cap.
         cap: usize,
         /// The stream's current CTI.
         app: Time,
+        /// The earliest sync time held: it waits for a CTI after it.
+        earliest: Time,
     },
     /// Settings that cannot work.
     #[error("invalid advance-time settings: {0}")]

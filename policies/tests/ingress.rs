@@ -138,11 +138,14 @@ fn the_buffer_cap_rejects_with_a_clear_error() {
         e,
         Error::BufferFull {
             cap: 3,
-            app: Time::NEG_INF
+            app: Time::NEG_INF,
+            earliest: t(0),
         }
     );
     assert!(
-        e.to_string().contains("3 events are waiting for a CTI"),
+        e.to_string().contains(
+            "3 events wait for a CTI (the input's buffer cap): the last CTI is at -inf, the earliest event held is at 1970-01-01T00:00:00Z"
+        ),
         "{e}"
     );
     // A CTI frees the buffer and the stream goes on.

@@ -89,6 +89,9 @@ pub(crate) enum E {
     Case(Option<Box<E>>, Vec<(E, E)>, Option<Box<E>>),
     Cast(Box<E>, SqlType),
     Call(Func, Vec<E>),
+    /// A level of a deep expression where evaluation makes room on the stack for the levels
+    /// below (see `limits::LEVELS_PER_ROOM`).
+    Deep(Box<E>),
 }
 
 /// What an expression is evaluated against.
@@ -220,11 +223,25 @@ fn text(v: &Value) -> Option<String> {
     }
 }
 
+/// A float result, if finite; else `NULL` and a fault (the row's projection drops it).
 fn float(x: f64) -> Value {
     if x.is_finite() {
         Value::Float(x)
     } else {
+        crate::limits::fault("the result is not a finite number");
         Value::Null
+    }
+}
+
+/// An integer result, if it fits (`checked` gave one); else `NULL` and a fault with `why`.
+#[inline]
+fn int(checked: Option<i64>, why: &'static str) -> Value {
+    match checked {
+        Some(i) => Value::Int(i),
+        None => {
+            crate::limits::fault(why);
+            Value::Null
+        }
     }
 }
 
@@ -248,7 +265,14 @@ fn arith(op: BinOp, a: &Value, b: &Value) -> Value {
             BinOp::Div => x.checked_div(*y),
             _ => x.checked_rem(*y),
         };
-        return r.map_or(Value::Null, Value::Int);
+        if let Some(r) = r {
+            return Value::Int(r);
+        }
+        let why = match op {
+            BinOp::Div | BinOp::Rem if *y == 0 => "a division by zero",
+            _ => "a bigint overflow (the result is outside -2^63..2^63-1)",
+        };
+        return int(None, why);
     }
     arith_other(op, a, b)
 }
@@ -258,6 +282,9 @@ fn arith(op: BinOp, a: &Value, b: &Value) -> Value {
 fn arith_other(op: BinOp, a: &Value, b: &Value) -> Value {
     if op == BinOp::Add {
         if let (Value::Str(x), Value::Str(y)) = (a, b) {
+            if !crate::limits::text_room(x.len().saturating_add(y.len())) {
+                return Value::Null;
+            }
             return Value::from(format!("{x}{y}"));
         }
     }
@@ -363,7 +390,7 @@ impl E {
         match self {
             E::Time => true,
             E::Lit(_) | E::Field(_) | E::FirstOf(_) | E::Key(_) | E::Agg(_) => false,
-            E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => a.reads_time(),
+            E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) | E::Deep(a) => a.reads_time(),
             E::Bin(_, a, b) | E::Like(a, b, _) => a.reads_time() || b.reads_time(),
             E::Between(a, b, c, _) => a.reads_time() || b.reads_time() || c.reads_time(),
             E::In(a, list, _) => a.reads_time() || list.iter().any(E::reads_time),
@@ -385,7 +412,7 @@ impl E {
             E::Time => false,
             E::Field(p) => p.len() >= 2,
             E::FirstOf(ps) => ps.iter().all(|p| p.len() >= 2),
-            E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) => a.reads_pairs(),
+            E::Not(a) | E::Neg(a) | E::IsNull(a, _) | E::Cast(a, _) | E::Deep(a) => a.reads_pairs(),
             E::Bin(_, a, b) | E::Like(a, b, _) => a.reads_pairs() && b.reads_pairs(),
             E::Between(a, b, c, _) => a.reads_pairs() && b.reads_pairs() && c.reads_pairs(),
             E::In(a, list, _) => a.reads_pairs() && list.iter().all(E::reads_pairs),
@@ -460,6 +487,7 @@ impl E {
                 a,
                 b,
             ) => a.with(cx, |a| b.with(cx, |b| compared(*op, a, b))),
+            E::Deep(e) => crate::limits::with_eval_room(|| e.holds(cx)),
             _ => truthy(&self.eval(cx)),
         }
     }
@@ -476,9 +504,10 @@ impl E {
             E::Key(i) => cx.keys.get(*i).cloned().unwrap_or(Value::Null),
             E::Agg(i) => cx.aggs.get(*i).cloned().unwrap_or(Value::Null),
             E::Time => Value::from(&*cx.time.rfc3339()),
+            E::Deep(e) => crate::limits::with_eval_room(|| e.eval(cx)),
             E::Not(e) => not(e.eval(cx)),
             E::Neg(e) => match e.eval(cx) {
-                Value::Int(i) => i.checked_neg().map_or(Value::Null, Value::Int),
+                Value::Int(i) => int(i.checked_neg(), "a bigint overflow (-(-2^63))"),
                 Value::Float(f) => Value::Float(-f),
                 _ => Value::Null,
             },

@@ -85,8 +85,9 @@ pub mod ast;
 mod compile;
 mod eval;
 mod join;
+mod limits;
 mod lower;
-mod parse;
+pub(crate) mod parse;
 mod reads;
 mod row_expr;
 mod scope;
@@ -98,6 +99,7 @@ use std::collections::HashMap;
 use punctual_core::{Time, Value};
 
 use ast::{ExprKind, Pos, Script};
+pub use limits::{MAX_DEPTH, MAX_NESTING};
 pub use stream::RowStream;
 
 /// A query that could not be parsed or compiled: where, and why.
@@ -238,8 +240,10 @@ impl SqlQuery {
     /// assert_eq!(e.to_string(), "syntax error at line 1, column 14: expected a name");
     /// ```
     pub fn parse(text: &str) -> Result<SqlQuery, SqlError> {
+        let script = limits::with_room(|| parse::parse(text))?;
+        check_self_joins(&script)?;
         Ok(SqlQuery {
-            script: parse::parse(text)?,
+            script,
             text: text.to_owned(),
         })
     }
@@ -338,6 +342,11 @@ impl SqlQuery {
     /// arrival order when it comes from inputs in arrival order through operators that keep
     /// it (see [`RowStream`]), sorted otherwise.
     pub fn build(&self, inputs: &[SqlInput<'_>]) -> Result<Vec<(String, RowStream)>, SqlError> {
+        limits::with_room(|| self.build_here(inputs))
+    }
+
+    /// [`SqlQuery::build`] on the stack it is called on.
+    fn build_here(&self, inputs: &[SqlInput<'_>]) -> Result<Vec<(String, RowStream)>, SqlError> {
         let named: HashMap<String, compile::Named> = inputs
             .iter()
             .map(|i| {
@@ -357,6 +366,33 @@ impl SqlQuery {
         }
         .script(&self.script)
     }
+}
+
+/// Refuses a source joined with itself without `DATEDIFF`: such a join reads its right side
+/// as reference data, which would be the same input (its own reference, importing its own
+/// CTIs).
+fn check_self_joins(script: &Script) -> Result<(), SqlError> {
+    let queries = script
+        .steps
+        .iter()
+        .map(|(_, q)| q)
+        .chain(&script.statements);
+    for s in queries.flat_map(|q| &q.selects) {
+        for j in &s.joins {
+            let mut timed = false;
+            walk_datediff(&j.on, &mut timed);
+            if !timed && j.source.name.name == s.from.name.name {
+                return Err(SqlError::compile(
+                    j.pos,
+                    format!(
+                        "`{}` is joined with itself without DATEDIFF, which would make it reference data for itself: bound the join in time (ON ... AND DATEDIFF(second, a, b) BETWEEN 0 AND 10)",
+                        s.from.name.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn walk_datediff(e: &ast::Expr, found: &mut bool) {

@@ -17,11 +17,29 @@ pub(crate) struct Grouping<'a> {
     pub(crate) aggs: Vec<AggFn>,
 }
 
+/// Compiles `e` in `scope` (over a group with `group`; `System.Timestamp()` allowed with
+/// `time_ok`). Every few levels of a deep expression are compiled as a point where its
+/// evaluation makes room on the stack ([`E::Deep`]).
+pub(crate) fn compile(
+    e: &Expr,
+    scope: &Scope,
+    group: Option<&mut Grouping<'_>>,
+    time_ok: bool,
+) -> Result<E, SqlError> {
+    let level = crate::limits::Compiling::enter();
+    let compiled = compile_level(e, scope, group, time_ok)?;
+    Ok(if level.makes_room() {
+        E::Deep(Box::new(compiled))
+    } else {
+        compiled
+    })
+}
+
 #[allow(
     clippy::too_many_lines,
     reason = "one match over the syntax tree's expressions"
 )]
-pub(crate) fn compile(
+fn compile_level(
     e: &Expr,
     scope: &Scope,
     mut group: Option<&mut Grouping<'_>>,

@@ -17,6 +17,7 @@ struct Grammar;
 
 /// Parses a script; a syntax error says where and what was expected.
 pub fn parse(text: &str) -> Result<Script, SqlError> {
+    crate::limits::check_nesting(text)?;
     let mut pairs = Grammar::parse(Rule::script, text).map_err(syntax)?;
     let script = pairs
         .next()
@@ -407,6 +408,8 @@ fn pratt() -> &'static PrattParser<Rule> {
 
 /// An `expr` (or a `bound` of `BETWEEN`) pair.
 fn expr(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
+    let operators = crate::limits::operators_in(&p);
+    let _depth = crate::limits::Depth::enter(operators + 1, pos(&p))?;
     pratt()
         .map_primary(primary)
         .map_prefix(|op, e| {

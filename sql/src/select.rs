@@ -12,6 +12,21 @@ use crate::RowStream;
 
 /// `stream` with each row made into the select list's `items`, at the event's start time.
 pub(crate) fn projection(items: Vec<Item>, stream: &RowStream) -> RowStream {
+    let may_fault = items
+        .iter()
+        .any(|i| matches!(i, Item::Expr(_, e) if e.may_fault()));
+    if may_fault {
+        // A row whose values cannot be computed (an overflow, a division by zero, a failed
+        // cast, a text over the limit) is dropped with the reason.
+        return stream.try_map_with_time(move |t, r| {
+            let _stale = crate::limits::take_fault();
+            let row = project(&items, r, t);
+            match crate::limits::take_fault() {
+                None => Ok(row),
+                Some(why) => Err(format!("its select list cannot be computed: {why}")),
+            }
+        });
+    }
     // Named columns only: every result has the same names, made once.
     let schema = items
         .iter()

@@ -43,6 +43,11 @@ pub(crate) trait Rows {
     fn filter(&self, keep: impl Fn(&Row) -> bool + Send + 'static) -> RowStream;
     /// Each row made into another, with the event's start time; in the same order.
     fn map_with_time(&self, f: impl Fn(Time, &Row) -> Row + Send + 'static) -> RowStream;
+    /// `Stream::try_map_with_time`, in this stream's order.
+    fn try_map_with_time(
+        &self,
+        f: impl Fn(Time, &Row) -> Result<Row, String> + Send + 'static,
+    ) -> RowStream;
     /// The union with `rest`: in arrival order if all are, else sorted.
     fn union(&self, rest: &[&RowStream]) -> RowStream;
     /// The temporal equi-join with `right` (`Stream::join_on_filter_map`), in this
@@ -80,6 +85,16 @@ impl Rows for RowStream {
         match self {
             AnyStream::Ordered(s) => s.map_with_time(f).into(),
             AnyStream::Arrival(s) => s.map_with_time(f).into(),
+        }
+    }
+
+    fn try_map_with_time(
+        &self,
+        f: impl Fn(Time, &Row) -> Result<Row, String> + Send + 'static,
+    ) -> RowStream {
+        match self {
+            AnyStream::Ordered(s) => s.try_map_with_time(f).into(),
+            AnyStream::Arrival(s) => s.try_map_with_time(f).into(),
         }
     }
 

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use punctual_adapters::line::{item_to_json, parse_line};
-use punctual_cluster::ClusterConfig;
+use punctual_cluster::{ClusterConfig, MAX_WORKERS};
 use punctual_core::{Row, StreamItem};
 use punctual_policies::IngressCounters;
 
@@ -26,6 +26,8 @@ pub(super) struct Placement {
     pub(super) process: Option<usize>,
     pub(super) hosts: Option<PathBuf>,
     pub(super) report: Option<PathBuf>,
+    /// `--connect-timeout`: how long the processes may take to connect.
+    pub(super) connect_timeout: Option<Duration>,
 }
 
 impl Placement {
@@ -47,8 +49,8 @@ impl Placement {
             let count = |v: String, what: &str| {
                 v.parse::<usize>()
                     .ok()
-                    .filter(|&n| n >= 1)
-                    .ok_or_else(|| format!("`{a} {v}`: {what} is a number, 1 or more"))
+                    .filter(|&n| (1..=MAX_WORKERS).contains(&n))
+                    .ok_or_else(|| format!("`{a} {v}`: {what} is a number from 1 to {MAX_WORKERS}"))
             };
             match a.as_str() {
                 "--workers" => p.workers = count(value("a number of workers")?, "workers")?,
@@ -63,8 +65,24 @@ impl Placement {
                 }
                 "--hosts" => p.hosts = Some(PathBuf::from(value("a file of host:port lines")?)),
                 "--report" => p.report = Some(PathBuf::from(value("a file to write")?)),
+                "--connect-timeout" => {
+                    let v = value("a duration (`30s`)")?;
+                    let d = super::duration(a, &v)?;
+                    let d = u64::try_from(d.ticks())
+                        .ok()
+                        .filter(|&t| t > 0)
+                        .ok_or_else(|| format!("`{a} {v}`: a duration above zero"))?;
+                    p.connect_timeout = Some(Duration::from_nanos(d.saturating_mul(100)));
+                }
                 _ => rest.push(a.clone()),
             }
+        }
+        let all = p.workers.saturating_mul(p.processes);
+        if all > MAX_WORKERS {
+            return Err(format!(
+                "`--workers {} --processes {}` make {all} workers; at most {MAX_WORKERS} are allowed in all (every pair of workers has its own channels)",
+                p.workers, p.processes
+            ));
         }
         Ok((p, rest))
     }
@@ -115,7 +133,11 @@ impl Placement {
                 self.processes - 1
             ));
         }
-        Ok(ClusterConfig::processes(self.workers, process, addresses))
+        let mut config = ClusterConfig::processes(self.workers, process, addresses);
+        if let Some(t) = self.connect_timeout {
+            config.connect_timeout = t;
+        }
+        Ok(config)
     }
 }
 

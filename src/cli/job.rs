@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use serde::Deserialize;
 
 use punctual_adapters::line::TimeFormat;
+use punctual_adapters::replay::read_line_ahead;
 use punctual_adapters::QueryError;
 use punctual_core::ops::Stream;
 use punctual_core::{EventShape, Order, Row, TimeSpan};
@@ -173,6 +174,9 @@ pub(super) struct JobInput {
     /// `time` (default: events sorted between CTIs) or `arrival`.
     #[serde(default)]
     pub(super) order: InputOrder,
+    /// How many events may wait for a CTI in the input's reorder buffer (default 1,000,000).
+    #[serde(default)]
+    pub(super) max_buffered: Option<usize>,
 }
 
 /// A watermark strategy of a job input: Flink's bounded out-of-orderness (the CTI follows the
@@ -296,17 +300,19 @@ fn format_of(path: &Path, format: Option<Format>) -> Format {
 
 /// The columns of a CSV file's header (a regular file only: a pipe is not read ahead).
 pub(super) fn csv_header(path: &Path) -> Option<Vec<String>> {
-    use std::io::BufRead;
     if !std::fs::metadata(path).ok()?.is_file() {
         return None;
     }
-    let mut line = String::new();
-    std::io::BufReader::new(std::fs::File::open(path).ok()?)
-        .read_line(&mut line)
-        .ok()?;
-    let line = line.trim_end_matches(['\n', '\r']);
-    let line = line.strip_prefix('\u{feff}').unwrap_or(line);
-    punctual_adapters::csv::split_record(line, ',')
+    header_of(&mut std::io::BufReader::new(
+        std::fs::File::open(path).ok()?,
+    ))
+}
+
+/// The columns of the header `reader` starts with: `None` if there is none, or it is over the
+/// line limit (the run reports why), or it does not split.
+fn header_of(reader: &mut impl std::io::BufRead) -> Option<Vec<String>> {
+    let line = read_line_ahead(reader, true).ok()??.ok()?;
+    punctual_adapters::csv::split_record(&line, ',')
 }
 
 /// How many lines of a JSON-lines file are read ahead for its fields.
@@ -316,18 +322,27 @@ const SAMPLED_LINES: usize = 1_000;
 /// each flat object, or of each item's payload (of `stream`'s lines, for an arrival log).
 /// `None` if no line says (then references are not checked).
 fn json_fields(path: &Path, flat: bool, stream: Option<&str>) -> Option<Vec<String>> {
-    use std::io::BufRead;
     if !std::fs::metadata(path).ok()?.is_file() {
         return None;
     }
-    let file = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    let mut file = std::io::BufReader::new(std::fs::File::open(path).ok()?);
+    fields_of(&mut file, flat, stream)
+}
+
+/// [`json_fields`] of what `reader` reads: at most [`SAMPLED_LINES`] lines, each held only up
+/// to the line limit (the sample ends at a line over it, which the run reports malformed).
+fn fields_of(
+    reader: &mut impl std::io::BufRead,
+    flat: bool,
+    stream: Option<&str>,
+) -> Option<Vec<String>> {
     let mut fields: Vec<String> = Vec::new();
     let mut seen = false;
-    for line in file.lines().take(SAMPLED_LINES) {
-        let Ok(line) = line else { break };
-        // (A byte-order mark before the first line is not part of it.)
-        let line = line.strip_prefix('\u{feff}').unwrap_or(&line);
-        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(line)
+    for number in 0..SAMPLED_LINES {
+        let Ok(Some(Ok(line))) = read_line_ahead(reader, number == 0) else {
+            break;
+        };
+        let Ok(serde_json::Value::Object(o)) = serde_json::from_str::<serde_json::Value>(&line)
         else {
             continue;
         };
@@ -364,7 +379,7 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
         }
     };
     let uses = sql.inputs();
-    if let Err(message) = check_names(job, &sql, &uses) {
+    if let Err(message) = check_names(job, &sql, &uses).and_then(|()| check_files(job)) {
         let _ = writeln!(err, "error: {message}");
         return EXIT_USAGE;
     }
@@ -485,6 +500,31 @@ fn check_names(job: &Job, sql: &SqlQuery, uses: &[InputUse]) -> Result<(), Strin
     Ok(())
 }
 
+/// Refuses a job whose files collide: two outputs (or the dead letters, or the timeline) on
+/// one file, or one of them on a file an input reads.
+fn check_files(job: &Job) -> Result<(), String> {
+    let file = |p: &PathBuf| !p.as_os_str().is_empty();
+    let reads: Vec<(String, &Path)> = (job.inputs.iter())
+        .filter(|(_, i)| file(&i.path))
+        .map(|(name, i)| (format!("input `{name}`"), i.path.as_path()))
+        .collect();
+    let mut writes: Vec<(String, &Path)> = (job.outputs.iter())
+        .filter(|(_, o)| file(&o.path))
+        .map(|(name, o)| (format!("output `{name}`"), o.path.as_path()))
+        .collect();
+    writes.extend(
+        job.dead_letters
+            .as_deref()
+            .map(|p| ("the dead letters".to_owned(), p)),
+    );
+    writes.extend(
+        job.timeline
+            .as_deref()
+            .map(|p| ("the timeline".to_owned(), p)),
+    );
+    super::paths::check_collisions(&reads, &writes)
+}
+
 /// Runs the job's query on this thread's runtime; Ctrl-C stops it with a drain, a second one
 /// aborts it. The error is the runtime's, if it cannot start.
 fn run_local(
@@ -551,3 +591,6 @@ fn interrupts_stop(stop: punctual_cluster::StopSignal) -> tokio::sync::oneshot::
     });
     done
 }
+
+#[cfg(test)]
+mod tests;

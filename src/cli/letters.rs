@@ -50,6 +50,15 @@ impl DeadLetters {
         }
         let kind = match &letter.reason {
             R::Late => "late",
+            // As the counters say it: `rejected` events, `rejected_ctis`.
+            R::Rejected(_)
+                if letter
+                    .item
+                    .as_ref()
+                    .is_some_and(|i| matches!(i.as_ref(), punctual_core::StreamItem::Cti(_))) =>
+            {
+                "rejected CTI"
+            }
             R::Rejected(_) => "rejected",
             R::Unreleased => "unreleased",
             R::Malformed(_) => "malformed",
@@ -74,6 +83,33 @@ impl DeadLetters {
             if let R::Malformed(m) = &letter.reason {
                 line["text"] = serde_json::Value::String(m.text.clone());
             }
+            if let Err(e) = writeln!(out, "{line}") {
+                self.write_error
+                    .get_or_insert_with(|| format!("{}: {e}", path.display()));
+            }
+        }
+    }
+
+    /// An event an operator dropped (over a window's limit of windows per event), with the
+    /// operator and the reason: counted as `dropped by an operator`, written as a JSON line
+    /// with its lifetime (its payload stays with the operator).
+    pub(super) fn add_operator_drop(&mut self, drop: &punctual_adapters::OperatorDropItem) {
+        *self.by_reason.entry("dropped by an operator").or_default() += 1;
+        let reason = format!("dropped by {}: {}", drop.operator, drop.reason);
+        let (start, end) = (self.times.write(drop.start), self.times.write(drop.end));
+        if self.first.len() < Self::SHOWN {
+            let shown =
+                |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_owned);
+            self.first
+                .push(format!("{reason} [{}, {})", shown(&start), shown(&end)));
+        }
+        if let Some((path, out)) = self.file.as_mut() {
+            let line = serde_json::json!({
+                "reason": reason,
+                "operator": drop.operator,
+                "start": start,
+                "end": end,
+            });
             if let Err(e) = writeln!(out, "{line}") {
                 self.write_error
                     .get_or_insert_with(|| format!("{}: {e}", path.display()));

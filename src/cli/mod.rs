@@ -11,6 +11,7 @@ mod capture;
 mod cluster;
 mod job;
 mod letters;
+mod paths;
 mod pipe;
 mod query;
 
@@ -28,7 +29,10 @@ USAGE:
                                  --workers W: split over W worker threads (same results);
                                  --processes P: this is process I of P, each running the
                                  same command with its own I; FILE has one host:port per
-                                 process (line I is this one); the output is on process 0
+                                 process (line I is this one); the output is on process 0;
+                                 --connect-timeout 60s: how long the processes may take
+                                 to connect (then the run fails naming the missing one);
+                                 at most 128 workers in all
     punctual check [--workers W] [--processes P] PATH...
                                  run every case at or below each PATH, print a diff for
                                  each failing case and a closing line `N passed, N failed`;
@@ -60,8 +64,8 @@ USAGE:
     punctual query 'SELECT ...' | --file QUERY.sql
                   --input NAME=FILE[,time=FIELD][,end=FIELD][,order=arrival]...
                   [--output FILE | --output NAME=FILE...] [--time-format FORMAT]
-                  [--delay DURATION] [--dead-letters FILE] [--timeline FILE.svg]
-                  [--workers W] [--processes P --process I --hosts FILE]
+                  [--delay DURATION] [--max-buffered N] [--dead-letters FILE]
+                  [--timeline FILE.svg] [--workers W] [--processes P --process I --hosts FILE]
                                  run a query in the query language (Stream Analytics-style
                                  SQL: WHERE, GROUP BY with TumblingWindow, HoppingWindow,
                                  SlidingWindow or SnapshotWindow, JOIN, UNION, WITH) over
@@ -71,7 +75,8 @@ USAGE:
                                  an input joined without DATEDIFF is reference data that
                                  imports the other input's CTIs. CTIs follow each input's
                                  latest time, --delay behind (default 0s; later events are
-                                 dropped, counted and dead-lettered). Results as JSON lines
+                                 dropped, counted and dead-lettered); --max-buffered: how
+                                 many events may wait for a CTI per input (1000000). Results as JSON lines
                                  to FILE or standard output, times in --time-format
                                  (rfc3339 by default; epoch-ms, epoch-s, ticks); counters
                                  and dead letters on stderr. An input whose every line is
@@ -122,6 +127,33 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FAILED: u8 = 1;
 /// Exit code: bad command line.
 pub const EXIT_USAGE: u8 = 2;
+
+/// Sends the library's log (`tracing`) to standard error: warnings and errors by default (an
+/// event an operator dropped, a TCP client over the limit closed), or what `RUST_LOG` asks
+/// (`info`, `debug`, `punctual_adapters=debug,warn`: a level, or targets with levels). A
+/// `RUST_LOG` that does not read is said on standard error, and the default kept. Call it
+/// once, from a program's `main` (the `punctual` binary does).
+pub fn install_logging() {
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let default = Targets::new().with_default(tracing_subscriber::filter::LevelFilter::WARN);
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(text) if !text.trim().is_empty() => text.parse::<Targets>().unwrap_or_else(|e| {
+            eprintln!("warning: RUST_LOG={text} does not read ({e}); logging warnings");
+            default.clone()
+        }),
+        _ => default.clone(),
+    };
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time();
+    let _ = tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
+        .try_init();
+}
 
 /// Runs the command line `args` (without the program name), writing to `out` and `err`;
 /// returns the exit code. Write errors on `out`/`err` are ignored (a closed pipe is no reason to

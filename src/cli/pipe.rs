@@ -94,6 +94,22 @@ fn progress_total(input: &Path) -> Option<u64> {
     }
 }
 
+/// Refuses a pipe whose output, dead letters or timeline collide with each other or the input.
+fn check_files(p: &PipeArgs, input: &Path, output: &Path) -> Result<(), String> {
+    let mut writes = vec![("the output".to_owned(), output)];
+    writes.extend(
+        p.dead_letters
+            .as_deref()
+            .map(|d| ("the dead letters".to_owned(), d)),
+    );
+    writes.extend(
+        p.timeline
+            .as_deref()
+            .map(|t| ("the timeline".to_owned(), t)),
+    );
+    super::paths::check_collisions(&[("the input".to_owned(), input)], &writes)
+}
+
 pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     use punctual_adapters::InputOptions;
     use punctual_core::EventShape;
@@ -101,6 +117,12 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
 
     use punctual_adapters::line::TimeFormat;
     let time_out = p.time_format.unwrap_or(TimeFormat::Rfc3339);
+    let input = p.input.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let output = p.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    if let Err(message) = check_files(p, &input, &output) {
+        let _ = writeln!(err, "error: {message}");
+        return super::EXIT_USAGE;
+    }
     let letters = match DeadLetters::new(p.dead_letters.as_deref(), time_out) {
         Ok(letters) => std::sync::Arc::new(std::sync::Mutex::new(letters)),
         Err(e) => {
@@ -108,8 +130,6 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
             return EXIT_FAILED;
         }
     };
-    let input = p.input.clone().unwrap_or_else(|| PathBuf::from("-"));
-    let output = p.output.clone().unwrap_or_else(|| PathBuf::from("-"));
     let total = progress_total(&input);
     if let (Some(col), Some(header)) = (&p.csv_time, super::job::csv_header(&input)) {
         if !header.contains(col) {

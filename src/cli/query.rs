@@ -28,6 +28,7 @@ pub(super) struct QueryArgs {
     outputs: Vec<(Option<String>, PathBuf)>,
     time_format: Option<TimeFormat>,
     delay: Option<TimeSpan>,
+    max_buffered: Option<usize>,
     dead_letters: Option<PathBuf>,
     timeline: Option<PathBuf>,
 }
@@ -63,6 +64,13 @@ impl QueryArgs {
                 }
                 "--time-format" => q.time_format = Some(value("--time-format")?.parse()?),
                 "--delay" => q.delay = Some(super::delay("--delay", &value("--delay")?)?),
+                "--max-buffered" => {
+                    let v = value("--max-buffered")?;
+                    let n = v.parse::<usize>().ok().filter(|&n| n >= 1);
+                    q.max_buffered = Some(n.ok_or_else(|| {
+                        format!("--max-buffered {v}: a number of events, 1 or more")
+                    })?);
+                }
                 "--dead-letters" => q.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
                 "--timeline" => q.timeline = Some(PathBuf::from(value("--timeline")?)),
                 flag if flag.starts_with('-') && flag.len() > 1 => {
@@ -145,6 +153,7 @@ pub(super) fn cmd_query(
             order: i.order,
             time_format: q.time_format,
             delay: q.delay,
+            max_buffered: q.max_buffered,
             ..JobInput::default()
         };
         if job.inputs.insert(i.name.clone(), input).is_some() {

@@ -62,8 +62,8 @@ use punctual_engine::{DeadLetterSink, InputOptions, Plan};
 use punctual_policies::{AdvanceTimeSettings, LateEvent};
 
 pub use running::{
-    Ending, HeldItem, Monitor, QueryFailure, QueryReport, RunningQuery, StopHandle, StopMode,
-    MAX_REPORTED_HELD,
+    Ending, HeldItem, Monitor, OperatorDropItem, QueryFailure, QueryReport, RunningQuery,
+    StopHandle, StopMode, MAX_REPORTED_HELD,
 };
 
 use crate::adapter::{InputAdapterFactory, OutputAdapterFactory, Payload};
@@ -91,6 +91,8 @@ pub struct Query {
     checkpoints: Option<Checkpoints>,
     /// Inputs whose adapters cannot replay their source, for checkpoints.
     not_replayable: Vec<String>,
+    /// The files the replayable inputs read, by input, for checkpoints.
+    input_files: Vec<(String, std::path::PathBuf)>,
     /// Payload types the report can show.
     shows: show::Shows,
 }
@@ -119,6 +121,7 @@ impl Query {
             monitor: Monitor::default(),
             checkpoints: None,
             not_replayable: Vec::new(),
+            input_files: Vec::new(),
             shows: show::Shows::default(),
         }
     }
@@ -310,7 +313,11 @@ impl Query {
                 error: source,
             })?);
         }
-        if !factory.replayable(config) {
+        if factory.replayable(config) {
+            let files = factory.source_files(config);
+            self.input_files
+                .extend(files.into_iter().map(|f| (name.clone(), f)));
+        } else {
             self.not_replayable.push(name.clone());
         }
         let (ids, stream) = self.plan.partitioned_input::<P, O>(options, partitions)?;
@@ -363,7 +370,9 @@ impl Query {
     {
         let name = match self.plan.input_of(stream) {
             Some(input) => self.plan.input_name(input).unwrap_or_default().to_owned(),
-            None => format!("node {}", stream.node()),
+            None => {
+                (stream.graph().label(stream)).unwrap_or_else(|| format!("node {}", stream.node()))
+            }
         };
         if self.outputs.iter().any(|o| o.node() == stream.node()) {
             return Err(QueryError::Bind(format!(
@@ -432,6 +441,7 @@ impl Query {
         worker: Option<(usize, WorkerSide)>,
     ) -> Result<RunningQuery, QueryError> {
         let clocked = (0..driver.input_count()).any(|i| driver.has_watermark(i));
+        let mut lock = None;
         if let Some(c) = &self.checkpoints {
             let refusal = if let Some(name) = self.not_replayable.first() {
                 Some(format!(
@@ -446,10 +456,13 @@ impl Query {
             if let Some(why) = refusal {
                 return Err(QueryError::Bind(format!("checkpoints: {why}")));
             }
-            c.prepare().map_err(|error| QueryError::Create {
-                stream: "checkpoints".to_owned(),
-                error,
-            })?;
+            lock = Some(
+                c.prepare(&self.input_files)
+                    .map_err(|error| QueryError::Create {
+                        stream: "checkpoints".to_owned(),
+                        error,
+                    })?,
+            );
         }
         let signals = Arc::new(Signals::new());
         let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
@@ -505,6 +518,7 @@ impl Query {
             tasks,
             shell,
             monitor: self.monitor,
+            _checkpoint_lock: lock,
         })
     }
 }

@@ -160,6 +160,22 @@ pub struct QueryReport {
     ///
     /// [`WindowSpec::max_windows_per_event`]: punctual_core::ops::WindowSpec::max_windows_per_event
     pub dropped: Vec<(String, u64)>,
+    /// The operators' drops one by one, with the reason (the operators' dead letters): the
+    /// first [`MAX_REPORTED_HELD`] of the run; `dropped` has the counts.
+    pub drops: Vec<OperatorDropItem>,
+}
+
+/// One event an operator dropped (see [`QueryReport::drops`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorDropItem {
+    /// The operator, as [`QueryReport::dropped`] names it.
+    pub operator: String,
+    /// The event's lifetime: its start, and its end (`+inf` for an open start edge).
+    pub start: Time,
+    /// See `start`.
+    pub end: Time,
+    /// Why it was dropped.
+    pub reason: String,
 }
 
 /// How many held items a [`QueryReport`] lists (`QueryReport::held` counts them all).
@@ -243,6 +259,8 @@ pub struct RunningQuery {
     pub(crate) tasks: Tasks,
     pub(crate) shell: Arc<Shell>,
     pub(crate) monitor: Monitor,
+    /// The checkpoint directory's lock, held while the query runs.
+    pub(crate) _checkpoint_lock: Option<std::fs::File>,
 }
 
 impl std::fmt::Debug for RunningQuery {

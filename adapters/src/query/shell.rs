@@ -16,7 +16,7 @@ use punctual_core::Time;
 use punctual_engine::Driver;
 use punctual_policies::{ClockReading, IngressCounters};
 
-use super::running::{Ending, HeldItem, QueryReport, MAX_REPORTED_HELD};
+use super::running::{Ending, HeldItem, OperatorDropItem, QueryReport, MAX_REPORTED_HELD};
 use super::show::Shows;
 use super::worker::Exchange;
 use crate::error::EnqueueError;
@@ -59,6 +59,8 @@ pub(crate) struct Engine {
     /// Inputs whose adapter has not ended.
     pub(crate) live: usize,
     operator_metrics: OperatorMetrics,
+    /// The operators' drops so far, the first [`MAX_REPORTED_HELD`] of them.
+    drops: Vec<OperatorDropItem>,
 }
 
 /// What the query handle keeps of one input stream between calls: its counters as of the last
@@ -184,6 +186,7 @@ impl Shell {
                 ports: Vec::new(),
                 live,
                 operator_metrics: OperatorMetrics::default(),
+                drops: Vec::new(),
             }),
             streams,
             signals,
@@ -334,6 +337,7 @@ impl Shell {
         let Engine {
             driver,
             operator_metrics,
+            drops: kept,
             ..
         } = engine;
         let held = operator_metrics
@@ -347,18 +351,7 @@ impl Shell {
                 }
             }
         }
-        let mut drops = Vec::new();
-        driver.take_operator_drops(&mut drops);
-        for (label, operator, drop) in drops {
-            tracing::warn!(
-                query = %self.name,
-                node = %label,
-                operator,
-                event = ?drop.kind,
-                "an operator dropped an event: {}",
-                drop.reason
-            );
-        }
+        keep_drops(&self.name, driver, kept);
     }
 
     /// The adapter of input `index` has ended: its final CTI if `final_cti` (not after a
@@ -430,8 +423,12 @@ impl Shell {
 
     /// The query's report as of now, with this ending.
     pub(crate) async fn report(&self, ending: Ending) -> QueryReport {
-        let engine = self.engine.lock().await;
-        self.report_of(&engine.driver, ending, true)
+        let mut engine = self.engine.lock().await;
+        let Engine { driver, drops, .. } = &mut *engine;
+        keep_drops(&self.name, driver, drops);
+        let mut report = self.report_of(driver, ending, true);
+        report.drops.clone_from(drops);
+        report
     }
 
     /// The report; with `items`, what the operators hold item by item (a visit of all their
@@ -467,6 +464,7 @@ impl Shell {
             held,
             held_items,
             dropped,
+            drops: Vec::new(),
         }
     }
 
@@ -520,4 +518,35 @@ pub(crate) fn held_items_shown(driver: &Driver, show: &Shows) -> Vec<HeldItem> {
 /// by hand (the conformance runner), payloads of the built-in types shown.
 pub fn held_items(driver: &Driver) -> Vec<HeldItem> {
     held_items_shown(driver, &Shows::default())
+}
+
+/// Takes the operators' drops not taken yet: each logged (`warn`), the first
+/// [`MAX_REPORTED_HELD`] of the run kept in `kept` for the report.
+fn keep_drops(query: &str, driver: &mut Driver, kept: &mut Vec<OperatorDropItem>) {
+    let mut drops = Vec::new();
+    driver.take_operator_drops(&mut drops);
+    for (label, operator, drop) in drops {
+        if kept.len() < MAX_REPORTED_HELD {
+            let (start, end) = match drop.kind {
+                punctual_core::EventKind::Point(t) => (t, t.next_tick()),
+                punctual_core::EventKind::Interval { start, end }
+                | punctual_core::EventKind::EndEdge { start, end } => (start, end),
+                punctual_core::EventKind::StartEdge(s) => (s, Time::INF),
+            };
+            kept.push(OperatorDropItem {
+                operator: label.clone(),
+                start,
+                end,
+                reason: drop.reason.clone(),
+            });
+        }
+        tracing::warn!(
+            query = %query,
+            node = %label,
+            operator,
+            event = ?drop.kind,
+            "an operator dropped an event: {}",
+            drop.reason
+        );
+    }
 }

@@ -16,6 +16,12 @@ pub(crate) fn replayable(path: &Path, replay: ReplayOptions) -> bool {
         && std::fs::metadata(path).map_or(true, |m| m.is_file())
 }
 
+/// The files a file input's `path` names, for a checkpoint's record: its partitions' files,
+/// or the path itself when they cannot be listed (the run reports why).
+pub(crate) fn source_files(path: &Path) -> Vec<PathBuf> {
+    partition_files(path).unwrap_or_else(|_| vec![path.to_owned()])
+}
+
 /// The files a file input's `path` names, one partition each: the path itself, or, when its
 /// file name holds `*` (any characters) or `?` (one character), every file of its directory
 /// whose name matches, sorted by name. A pattern that matches nothing is an error naming it.
@@ -52,6 +58,35 @@ pub(crate) fn partition_files(path: &Path) -> Result<Vec<PathBuf>, AdapterError>
         )));
     }
     Ok(files)
+}
+
+/// Whether a file input's `path` names `file`: it is `file`, or its file name is a pattern (`*`,
+/// `?`) that `file`'s name matches in the same directory. Paths are compared as given:
+/// make them canonical first to compare the files.
+///
+/// ```
+/// use std::path::Path;
+/// use punctual_adapters::replay::names_file;
+/// assert!(names_file(Path::new("/d/day-*.csv"), Path::new("/d/day-2.csv")));
+/// assert!(!names_file(Path::new("/d/day-*.csv"), Path::new("/e/day-2.csv")));
+/// assert!(names_file(Path::new("/d/a.csv"), Path::new("/d/a.csv")));
+/// ```
+pub fn names_file(path: &Path, file: &Path) -> bool {
+    if path == file {
+        return true;
+    }
+    let (Some(pattern), Some(name)) = (path.file_name(), file.file_name()) else {
+        return false;
+    };
+    let (Some(pattern), Some(name)) = (pattern.to_str(), name.to_str()) else {
+        return false;
+    };
+    pattern.contains(['*', '?'])
+        && path.parent() == file.parent()
+        && wildcard(
+            &pattern.chars().collect::<Vec<_>>(),
+            &name.chars().collect::<Vec<_>>(),
+        )
 }
 
 /// Whether `name` matches `pattern` (`*`: any characters, `?`: one).
@@ -94,6 +129,9 @@ pub(crate) fn partition_file(path: &Path, partition: usize) -> Result<PathBuf, A
 pub(crate) struct Lines {
     pub(crate) reader: Box<dyn AsyncBufRead + Unpin + Send>,
     pub(crate) live: bool,
+    /// Whether its first line is the file's first line (a part of a split file after the
+    /// first byte does not start there; nor does a part with no bytes of its own).
+    pub(crate) from_start: bool,
 }
 
 /// The buffer of a file read or written: each fill or flush of a `tokio` file is a call on
@@ -106,6 +144,7 @@ pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
         return Ok(Lines {
             reader: Box::new(BufReader::new(tokio::io::stdin())),
             live: true,
+            from_start: true,
         });
     }
     let io = |source| AdapterError::Io {
@@ -117,6 +156,7 @@ pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
     Ok(Lines {
         reader: Box::new(BufReader::with_capacity(FILE_BUFFER, file)),
         live,
+        from_start: true,
     })
 }
 
@@ -164,6 +204,7 @@ pub(crate) async fn open_range(
             done: at >= end,
         }),
         live: false,
+        from_start: start == 0 && end > 0,
     })
 }
 
@@ -264,6 +305,12 @@ impl FilePart {
         partition: usize,
     ) -> Result<FilePart, AdapterError> {
         replay.validate()?;
+        if let Some(parts) = split.filter(|p| !(1..=super::MAX_SPLIT).contains(p)) {
+            return Err(AdapterError::Config(format!(
+                "`split = {parts}`: a file is split into 1 to {} parts",
+                super::MAX_SPLIT
+            )));
+        }
         let parts = split.unwrap_or(1).max(1);
         if parts > 1 && (replay.follow || path.as_os_str() == "-") {
             return Err(AdapterError::Config(
@@ -275,11 +322,6 @@ impl FilePart {
             path: partition_file(path, partition / parts)?,
             part: (parts > 1).then_some((partition % parts, parts)),
         })
-    }
-
-    /// Whether it is a part of its file after the first (its first line is not the file's).
-    pub(crate) fn later_part(&self) -> bool {
-        self.part.is_some_and(|(k, _)| k > 0)
     }
 
     /// Opens it for line reading: its lines, and its name for messages (the path, and which

@@ -62,6 +62,8 @@ pub struct Explanation {
     pub state: usize,
     /// Events it has emitted so far.
     pub events_out: u64,
+    /// Events it has dropped so far (see [`OperatorDrop`]).
+    pub dropped: u64,
     /// For an input: how long since its CTI last advanced (filled in by a runtime with a clock;
     /// `None` in the synchronous core).
     pub quiet_for: Option<std::time::Duration>,
@@ -99,6 +101,9 @@ impl std::fmt::Display for Explanation {
         }
         if self.state > 0 {
             write!(f, "; holds {} items", self.state)?;
+        }
+        if self.dropped > 0 {
+            write!(f, "; dropped {} events", self.dropped)?;
         }
         Ok(())
     }
@@ -480,6 +485,11 @@ impl Graph {
         }
     }
 
+    /// A node's name, if it was given one ([`Graph::set_label`]).
+    pub fn label(&self, node: NodeId) -> Option<&str> {
+        self.slots.get(node).and_then(|s| s.label.as_deref())
+    }
+
     /// Where every node's CTI stands: see [`Explanation`].
     pub fn explain(&self) -> Vec<Explanation> {
         let label = |i: NodeId| {
@@ -513,6 +523,7 @@ impl Graph {
                     held_by,
                     state: s.node.as_ref().map_or(0, |n| n.state_size()),
                     events_out: s.events_out,
+                    dropped: s.node.as_ref().map_or(0, |n| n.dropped()),
                     quiet_for: None,
                     held_quiet_for: None,
                 }
@@ -550,16 +561,20 @@ impl Graph {
         });
     }
 
-    /// Moves every operator's drops not yet taken to `into`, with the node's label (or
-    /// `node N`) and operator name.
+    /// Moves every operator's drops not yet taken to `into`, with the node as reports name it
+    /// (its operator and label, `` hopping window `averages` ``, or its operator and number,
+    /// `hopping window 3`) and the operator's name.
     pub fn take_drops(&mut self, into: &mut Vec<(String, &'static str, OperatorDrop)>) {
         let mut taken = Vec::new();
         for (i, s) in self.slots.iter_mut().enumerate() {
             if let Some(n) = s.node.as_mut() {
                 n.take_drops(&mut taken);
                 if !taken.is_empty() {
-                    let label = s.label.clone().unwrap_or_else(|| format!("node {i}"));
                     let name = n.name();
+                    let label = match &s.label {
+                        Some(l) => format!("{name} `{l}`"),
+                        None => format!("{name} {i}"),
+                    };
                     into.extend(taken.drain(..).map(|d| (label.clone(), name, d)));
                 }
             }

@@ -42,7 +42,9 @@ pub use join::Join;
 pub use process::{Process, ProcessContext, ProcessOperator};
 pub use release::{ReleaseBuffer, Released};
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
-pub use select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
+pub use select::{
+    AlterDuration, AlterLifetime, KeepOk, Map, MapWithTime, Reorder, Shift, TryMapWithTime,
+};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use split::{Edge, EdgeEnd, Received};
 pub use stream::{QueryGraph, Stream};
@@ -137,6 +139,34 @@ impl<'a> Held<'a> {
 
 /// How many unread drops an operator keeps (the count goes on).
 pub const MAX_KEPT_DROPS: usize = 1024;
+
+/// An operator's drops: how many, and the first [`MAX_KEPT_DROPS`] not yet taken, with their
+/// reasons (what [`UnaryOperator::dropped`] and [`UnaryOperator::take_drops`] answer).
+#[derive(Debug, Default)]
+pub(crate) struct DropLog {
+    dropped: u64,
+    drops: Vec<OperatorDrop>,
+}
+
+impl DropLog {
+    /// Counts and records an event the operator does not take.
+    pub(crate) fn record(&mut self, kind: EventKind, reason: String) {
+        self.dropped += 1;
+        if self.drops.len() < MAX_KEPT_DROPS {
+            self.drops.push(OperatorDrop { kind, reason });
+        }
+    }
+
+    /// Events dropped so far.
+    pub(crate) fn count(&self) -> u64 {
+        self.dropped
+    }
+
+    /// Moves the drops not yet taken to `into`.
+    pub(crate) fn take(&mut self, into: &mut Vec<OperatorDrop>) {
+        into.append(&mut self.drops);
+    }
+}
 
 /// What a payload type needs to travel through a query: `Clone` (operators keep and repeat
 /// payloads), `PartialEq` (an end edge is matched to its start edge by payload),

@@ -89,6 +89,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
             let error = Error::BufferFull {
                 cap: self.config.max_buffered,
                 app: self.app,
+                earliest: self.hold.earliest(),
             };
             return Err(self.reject(StreamItem::Insert(event), error, out));
         }

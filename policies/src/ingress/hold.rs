@@ -65,6 +65,14 @@ impl<P: Clone> Hold<P> {
         }
     }
 
+    /// The earliest sync time held (`+inf` if none).
+    pub(crate) fn earliest(&self) -> Time {
+        match self {
+            Hold::Sorted { kept, refused } => kept.earliest().min(refused.earliest()),
+            Hold::Arrival => Time::INF,
+        }
+    }
+
     /// Whether the hold releases events on arrival (and so cannot take edges: an end edge can
     /// still change or remove its start edge, which must wait for its CTI).
     pub(crate) fn on_arrival(&self) -> bool {

@@ -26,6 +26,12 @@ impl Refused {
         self.run.len() - self.head + self.late.len()
     }
 
+    /// The earliest time held (`+inf` if none).
+    pub(crate) fn earliest(&self) -> Time {
+        let run = self.run.get(self.head).copied().unwrap_or(Time::INF);
+        self.late.peek().map_or(run, |&Reverse(t)| t.min(run))
+    }
+
     /// Holds one time.
     #[inline]
     pub(crate) fn push(&mut self, t: Time) {

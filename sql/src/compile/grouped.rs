@@ -68,6 +68,7 @@ impl Compiler<'_> {
         };
         let aggs = SqlAggs::new(grouping.aggs);
         let select_reads_time = items.iter().any(E::reads_time);
+        let select_may_fault = items.iter().any(E::may_fault);
         let key_slots = crate::aggs::slots(key_exprs.len().max(1));
         let schema = Schema::new(&names).map_err(|e| err(s.pos, e.to_string()))?;
         let empty = Row::new();
@@ -97,15 +98,36 @@ impl Compiler<'_> {
                     WindowSql::Hopping { hop, .. } => hop,
                     _ => size,
                 };
-                hopping(
-                    &stream,
-                    size,
-                    hop,
-                    offset,
-                    key_exprs,
-                    aggs,
-                    move |k, aggs: Row| select(Time::NEG_INF, k, aggs.values()),
-                )
+                if select_may_fault {
+                    // A group whose row cannot be computed is dropped with the reason, by the
+                    // projection after the window (the window makes the row or the reason).
+                    hopping(
+                        &stream,
+                        size,
+                        hop,
+                        offset,
+                        key_exprs,
+                        aggs,
+                        move |k, aggs: Row| {
+                            let _stale = crate::limits::take_fault();
+                            let row = select(Time::NEG_INF, k, aggs.values());
+                            crate::limits::take_fault().map_or(Ok(row), |why| {
+                                Err(format!("its select list cannot be computed: {why}"))
+                            })
+                        },
+                    )
+                    .keep_ok()
+                } else {
+                    hopping(
+                        &stream,
+                        size,
+                        hop,
+                        offset,
+                        key_exprs,
+                        aggs,
+                        move |k, aggs: Row| select(Time::NEG_INF, k, aggs.values()),
+                    )
+                }
             }
             _ => {
                 let group = move |k: &[Value], aggs: Row| Group {
@@ -145,7 +167,20 @@ impl Compiler<'_> {
                         })
                     });
                 }
-                groups.map_with_time(move |t, g| select(t, g.keys.values(), g.aggs.values()))
+                if select_may_fault {
+                    // A group whose row cannot be computed (an overflow, a division by zero,
+                    // a failed cast) is dropped with the reason.
+                    groups.try_map_with_time(move |t, g| {
+                        let _stale = crate::limits::take_fault();
+                        let row = select(t, g.keys.values(), g.aggs.values());
+                        match crate::limits::take_fault() {
+                            None => Ok(row),
+                            Some(why) => Err(format!("its select list cannot be computed: {why}")),
+                        }
+                    })
+                } else {
+                    groups.map_with_time(move |t, g| select(t, g.keys.values(), g.aggs.values()))
+                }
             }
         };
         Ok(Named {

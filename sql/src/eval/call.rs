@@ -4,33 +4,62 @@ use punctual_core::{Time, Value};
 
 use super::{float, num, text, Ctx, Func, E};
 use crate::ast::SqlType;
+use crate::limits::text_room;
 
+/// `CAST(v AS ty)`. `NULL` casts to `NULL`; a value that does not convert (a text that is
+/// not a number, a float out of bigint's range, a record to a number) is `NULL` with a fault
+/// (the row's projection drops it with the reason), as Stream Analytics fails such a row.
 pub(super) fn cast(v: Value, ty: SqlType) -> Value {
+    let failed = |why: &'static str| {
+        crate::limits::fault(why);
+        Value::Null
+    };
     match (ty, v) {
         (_, Value::Null) => Value::Null,
         (SqlType::Bigint, Value::Int(i)) => Value::Int(i),
         (SqlType::Bigint, Value::Float(f)) if f.is_finite() && f.abs() < 9.2e18 => {
             Value::Int(f.trunc() as i64)
         }
-        (SqlType::Bigint, Value::Str(s)) => s.trim().parse().map_or(Value::Null, Value::Int),
+        (SqlType::Bigint, Value::Float(_)) => {
+            failed("a float outside bigint's range cast to bigint")
+        }
+        (SqlType::Bigint, Value::Str(s)) => s.trim().parse().map_or_else(
+            |_| failed("a text that is not an integer cast to bigint"),
+            Value::Int,
+        ),
         (SqlType::Bigint, Value::Bool(b)) => Value::Int(i64::from(b)),
         (SqlType::Float, v @ (Value::Int(_) | Value::Float(_))) => {
             num(&v).map_or(Value::Null, float)
         }
-        (SqlType::Float, Value::Str(s)) => s.trim().parse().map_or(Value::Null, float),
+        (SqlType::Float, Value::Str(s)) => s.trim().parse().map_or_else(
+            |_| failed("a text that is not a number cast to float"),
+            float,
+        ),
+        // As `AS bigint` reads it: 1 and 0.
+        (SqlType::Float, Value::Bool(b)) => Value::Float(if b { 1.0 } else { 0.0 }),
         (SqlType::Nvarchar, v) => text(&v).map_or(Value::Null, Value::from),
         (SqlType::Bit, Value::Bool(b)) => Value::Bool(b),
         (SqlType::Bit, Value::Int(i)) => Value::Bool(i != 0),
         (SqlType::Bit, Value::Str(s)) => match s.to_ascii_lowercase().as_str() {
             "true" | "1" => Value::Bool(true),
             "false" | "0" => Value::Bool(false),
-            _ => Value::Null,
+            _ => failed("a text other than true, false, 1 or 0 cast to bit"),
         },
-        (SqlType::Datetime, Value::Str(s)) => {
-            Time::parse_rfc3339(&s).map_or(Value::Null, |t| Value::from(&*t.rfc3339()))
-        }
+        (SqlType::Datetime, Value::Str(s)) => Time::parse_rfc3339(&s).map_or_else(
+            |_| failed("a text that is not an RFC 3339 time cast to datetime"),
+            |t| Value::from(&*t.rfc3339()),
+        ),
         (SqlType::Record, v @ Value::Row(_)) => v,
-        _ => Value::Null,
+        _ => failed("a value of another type cast to this one"),
+    }
+}
+
+/// A text made, if within the limit (a case mapping may make a text longer than its input).
+fn room(t: String) -> Value {
+    if text_room(t.len()) {
+        Value::from(t)
+    } else {
+        Value::Null
     }
 }
 
@@ -39,10 +68,16 @@ pub(super) fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
     let s = |i: usize| text(&arg(i));
     let x = |i: usize| num(&arg(i));
     match f {
-        Func::Upper => s(0).map_or(Value::Null, |t| Value::from(t.to_uppercase())),
-        Func::Lower => s(0).map_or(Value::Null, |t| Value::from(t.to_lowercase())),
+        Func::Upper => s(0).map_or(Value::Null, |t| room(t.to_uppercase())),
+        Func::Lower => s(0).map_or(Value::Null, |t| room(t.to_lowercase())),
         Func::Len => s(0).map_or(Value::Null, |t| Value::Int(t.chars().count() as i64)),
-        Func::Concat => Value::Str((0..args.len()).filter_map(s).collect()),
+        Func::Concat => {
+            let parts: Vec<String> = (0..args.len()).filter_map(s).collect();
+            if !text_room(parts.iter().map(String::len).fold(0, usize::saturating_add)) {
+                return Value::Null;
+            }
+            Value::Str(parts.concat().into())
+        }
         Func::Substring => match (s(0), arg(1).as_i64(), arg(2).as_i64()) {
             (Some(t), Some(start), Some(len)) if len >= 0 => {
                 // 1-based; a start before 1 eats into the length, as in T-SQL.
@@ -59,6 +94,11 @@ pub(super) fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
         Func::Rtrim => s(0).map_or(Value::Null, |t| Value::from(t.trim_end().to_owned())),
         Func::Replace => match (s(0), s(1), s(2)) {
             (Some(t), Some(from), Some(to)) if !from.is_empty() => {
+                let n = t.matches(from.as_str()).count();
+                let length = (t.len() - n * from.len()).saturating_add(n.saturating_mul(to.len()));
+                if !text_room(length) {
+                    return Value::Null;
+                }
                 Value::from(t.replace(&from, &to))
             }
             (Some(t), Some(_), Some(_)) => Value::from(t),
@@ -72,7 +112,7 @@ pub(super) fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
             _ => Value::Null,
         },
         Func::Abs => match arg(0) {
-            Value::Int(i) => i.checked_abs().map_or(Value::Null, Value::Int),
+            Value::Int(i) => super::int(i.checked_abs(), "a bigint overflow (ABS(-2^63))"),
             v => num(&v).map_or(Value::Null, |f| float(f.abs())),
         },
         Func::Round => {

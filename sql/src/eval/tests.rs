@@ -80,3 +80,14 @@ fn substring_is_one_based_as_in_t_sql() {
     assert_eq!(sub(5, 10), Value::Str("ef".into()));
     assert_eq!(sub(9, 2), Value::Str("".into()));
 }
+
+#[test]
+fn a_boolean_casts_to_the_same_number_as_either_numeric_type() {
+    for (b, n) in [(true, 1), (false, 0)] {
+        assert_eq!(call::cast(Value::Bool(b), SqlType::Bigint), Value::Int(n));
+        assert_eq!(
+            call::cast(Value::Bool(b), SqlType::Float),
+            Value::Float(n as f64)
+        );
+    }
+}

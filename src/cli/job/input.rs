@@ -188,6 +188,14 @@ pub(super) fn create_input<O: Order>(
         AdvanceTimeSettings::policy_only(policy)
     };
     let mut options = InputOptions::new(u.name.clone(), shape).settings(settings);
+    if let Some(n) = input.max_buffered {
+        if n == 0 {
+            return Err(usage(
+                "`max_buffered = 0`: the reorder buffer holds 1 event or more".into(),
+            ));
+        }
+        options = options.max_buffered(n);
+    }
     if let Some(w) = &input.watermark {
         options = options.watermark(watermark(w, input, over, policy).map_err(usage)?);
     }
@@ -202,6 +210,11 @@ pub(super) fn create_input<O: Order>(
     }
     let options = order(options);
     let time_format = input.time_format.unwrap_or(TimeFormat::Auto);
+    if input.fields.as_ref().is_some_and(Vec::is_empty) {
+        return Err(usage(
+            "`fields = []` lists no field: list the records' fields, or leave `fields` out to read them from the file".into(),
+        ));
+    }
     let sources = [
         !input.path.as_os_str().is_empty(),
         input.connect.is_some(),
@@ -214,6 +227,15 @@ pub(super) fn create_input<O: Order>(
             "give one source: `path` (a file, or \"-\"), `connect`, `listen`, `kafka` or `mqtt`"
                 .into(),
         ));
+    }
+    if let Some(parts) = input
+        .split
+        .filter(|p| !(1..=punctual_adapters::MAX_SPLIT).contains(p))
+    {
+        return Err(usage(format!(
+            "`split = {parts}`: a file is split into 1 to {} parts (each part is an input with its own open file)",
+            punctual_adapters::MAX_SPLIT
+        )));
     }
     let broker = input.kafka.is_some() || input.mqtt.is_some();
     if input.split.is_some() && (broker || input.connect.is_some() || input.listen.is_some()) {
@@ -296,13 +318,25 @@ pub(super) fn create_input<O: Order>(
                     "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\")".into(),
                 ));
             };
-            let header = input.fields.clone().or_else(|| csv_header(&input.path));
+            // The columns as `fields` lists them, or as the file's header has them: each
+            // message says which it read.
+            let (header, whose, they) = match &input.fields {
+                Some(listed) => (
+                    Some(listed.clone()),
+                    "`fields` of the input does not list".to_owned(),
+                    "it lists",
+                ),
+                None => (
+                    csv_header(&input.path),
+                    format!("{} has no column", input.path.display()),
+                    "its columns",
+                ),
+            };
             if let Some(h) = &header {
                 for column in std::iter::once(&time).chain(input.end.as_ref()) {
                     if !h.contains(column) {
                         return Err(usage(format!(
-                            "{} has no column `{column}` (its columns: {})",
-                            input.path.display(),
+                            "{whose} `{column}` ({they}: {})",
                             h.join(", ")
                         )));
                     }

@@ -123,6 +123,12 @@ fn bind_output(
     stream: &RowStream,
     timeline: Option<&mut Timeline>,
 ) -> Result<(), RunError> {
+    // The stream is named for its output: an error of the output says which.
+    let label = name.to_owned();
+    let stream: &RowStream = &match stream.clone() {
+        punctual_core::ops::AnyStream::Ordered(s) => s.named(label).into(),
+        punctual_core::ops::AnyStream::Arrival(s) => s.named(label).into(),
+    };
     if let Some(t) = timeline {
         t.output(query, name, stream)?;
     }
@@ -190,7 +196,13 @@ pub(super) fn print_report(
     for (name, c) in &report.streams {
         let _ = writeln!(err, "{}", counters_line(name, c, shown_times));
     }
+    for (operator, n) in &report.dropped {
+        let _ = writeln!(err, "{operator}: dropped={n}");
+    }
     if let Ok(mut l) = letters.lock() {
+        for drop in &report.drops {
+            l.add_operator_drop(drop);
+        }
         l.summary(err);
     }
     for h in &report.held_items {

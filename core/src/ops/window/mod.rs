@@ -34,7 +34,7 @@ use super::groups::Groups;
 
 mod operator;
 mod spec;
-use super::{Aggregate, OperatorDrop, ReleaseBuffer, MAX_KEPT_DROPS};
+use super::{Aggregate, DropLog, ReleaseBuffer};
 pub use spec::{WindowOutput, WindowSpec};
 
 /// The most windows one event may count in, by default: a 1 s tumbling window takes an
@@ -105,8 +105,7 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     scratch_windows: Vec<i64>,
     scratch_ranges: Vec<(i64, i64)>,
     /// Events dropped (over the window limit), and the drops not yet taken.
-    dropped: u64,
-    drops: Vec<OperatorDrop>,
+    drops: DropLog,
     cti: Time,
     /// The first window not yet closed (derived from `cti`, cached).
     first_open: i64,
@@ -149,8 +148,7 @@ where
             open_count: 0,
             scratch_windows: Vec::new(),
             scratch_ranges: Vec::new(),
-            dropped: 0,
-            drops: Vec::new(),
+            drops: DropLog::default(),
             cti: Time::NEG_INF,
             first_open: i64::MIN,
             held: ReleaseBuffer::new(),
@@ -286,10 +284,7 @@ where
 
     /// Counts and records an event the operator does not take.
     fn drop_event(&mut self, kind: EventKind, reason: String) {
-        self.dropped += 1;
-        if self.drops.len() < MAX_KEPT_DROPS {
-            self.drops.push(OperatorDrop { kind, reason });
-        }
+        self.drops.record(kind, reason);
     }
 
     fn emit(&mut self, n: i64, mut groups: Groups<K, A::State>) {

@@ -112,10 +112,10 @@ where
     }
 
     fn dropped(&self) -> u64 {
-        self.dropped
+        self.drops.count()
     }
 
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
-        into.append(&mut self.drops);
+        self.drops.take(into);
     }
 }

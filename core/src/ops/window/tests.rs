@@ -1,7 +1,7 @@
 //! The window operator's limits: long members kept once, events over the limit dropped.
 
 use super::*;
-use crate::ops::{AnyBatch, Count, UnaryOperator};
+use crate::ops::{AnyBatch, Count, UnaryOperator, MAX_KEPT_DROPS};
 use crate::time::{TimeSpan, TICKS_PER_SECOND};
 
 fn counting(spec: WindowSpec) -> impl UnaryOperator<u8, (i64, u64)> {
