@@ -4,6 +4,7 @@
 use punctual::cli::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 mod cli_common;
+mod query_faults;
 use std::path::Path;
 
 use cli_common::{case, cli, s, temp_dir};
@@ -1050,73 +1051,4 @@ fn errors_and_counts_name_what_the_user_wrote() {
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(err.contains("rejected=0 rejected_ctis=1"), "{err}");
     assert!(err.contains("dead letters: 1 (rejected CTI 1)"), "{err}");
-}
-
-/// A row whose select list cannot be computed (a bigint overflow, a division by zero, a cast
-/// that fails) is dropped by its projection with the reason, counted and dead-lettered, in a
-/// plain select and in a grouped one; before, the value was a silent NULL.
-#[test]
-fn a_failed_computation_drops_its_row_with_the_reason() {
-    let dir = temp_dir("numbers");
-    let input = dir.join("r.jsonl");
-    std::fs::write(
-        &input,
-        "{\"t\":1,\"a\":9223372036854775807,\"b\":1,\"s\":\"7\"}\n\
-         {\"t\":2,\"a\":4,\"b\":0,\"s\":\"7\"}\n\
-         {\"t\":3,\"a\":4,\"b\":2,\"s\":\"seven\"}\n\
-         {\"t\":4,\"a\":4,\"b\":2,\"s\":\"7\"}\n",
-    )
-    .expect("written");
-    let run = |query: &str| {
-        let (out, dead) = (dir.join("out.jsonl"), dir.join("dead.jsonl"));
-        let (code, _, err) = cli(&[
-            "query",
-            query,
-            "--input",
-            &format!("r={}", s(&input)),
-            "--time-format",
-            "ticks",
-            "--output",
-            s(&out),
-            "--dead-letters",
-            s(&dead),
-        ]);
-        assert_eq!(code, EXIT_OK, "{err}");
-        let written = std::fs::read_to_string(out).expect("written");
-        let results: Vec<String> = written
-            .lines()
-            .filter(|l| l.contains("point"))
-            .map(str::to_owned)
-            .collect();
-        (
-            results,
-            std::fs::read_to_string(dead).expect("written"),
-            err,
-        )
-    };
-    let (results, dead, err) =
-        run("SELECT a + b AS x, a / b AS y, CAST(s AS bigint) AS z FROM r TIMESTAMP BY t");
-    assert_eq!(
-        results,
-        ["{\"kind\":\"point\",\"start\":4,\"payload\":{\"x\":6,\"y\":2,\"z\":7}}"],
-        "{err}"
-    );
-    assert!(err.contains("dropped=3"), "{err}");
-    for why in [
-        "a bigint overflow",
-        "a division by zero",
-        "a text that is not an integer cast to bigint",
-    ] {
-        assert!(dead.contains(why), "{why}: {dead}");
-    }
-    // A grouped select: the group whose row cannot be computed is dropped the same way.
-    let (results, dead, err) = run(
-        "SELECT b, SUM(a) / (b - b) AS q FROM r TIMESTAMP BY t GROUP BY b, TumblingWindow(second, 1)",
-    );
-    assert!(results.is_empty(), "{results:?}");
-    assert!(dead.contains("a division by zero"), "{dead}");
-    assert!(
-        err.contains("dead letters: 3 (dropped by an operator 3)"),
-        "{err}"
-    );
 }

@@ -31,6 +31,27 @@ impl AggFn {
     }
 }
 
+impl AggFn {
+    /// The argument the rows are checked on before they are aggregated, if any, and whether
+    /// it must be a number (`SUM`, `AVG`): one that may fail to compute, or any of theirs.
+    pub(crate) fn checked_arg(&self) -> Option<(RowExpr, bool)> {
+        match self {
+            AggFn::Num(NumFn::Sum(e) | NumFn::Avg(e)) => Some((e.clone(), true)),
+            AggFn::Num(NumFn::Count(e))
+            | AggFn::Min(e)
+            | AggFn::Max(e)
+            | AggFn::TopOne(e, _)
+            | AggFn::CollectTop(_, e, _) => e.may_fault().then(|| (e.clone(), false)),
+            AggFn::Num(NumFn::None | NumFn::CountStar) => None,
+        }
+    }
+
+    /// Whether its result may fail (a `SUM` of integers outside the `bigint` range).
+    pub(crate) fn may_fail(&self) -> bool {
+        matches!(self, AggFn::Num(NumFn::Sum(_)))
+    }
+}
+
 /// The running state of one aggregate kept aside (see [`AggStates`]).
 #[derive(Clone, Debug)]
 pub(crate) enum AggState {
@@ -45,14 +66,16 @@ pub(crate) enum AggState {
 /// adding a member matches on the aggregate only.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Acc {
-    /// Integer sum (while not `not_int`).
+    /// Integer sum (while it fits).
     int: i64,
     /// Float sum.
     float: f64,
     /// Members counted (`COUNT`) or summed (`SUM`, `AVG`: not `NULL`, numbers).
     n: u64,
-    /// A float was summed, or the integer sum overflowed: the sum is `float`.
-    not_int: bool,
+    /// A float was summed: the sum is `float`.
+    float_seen: bool,
+    /// The integer sum left the `bigint` range (a `SUM` of integers only then fails).
+    overflow: bool,
 }
 
 /// A `COUNT`, `SUM` or `AVG`, whose state is an [`Acc`].
@@ -149,13 +172,13 @@ impl Acc {
                 self.n += 1;
                 match self.int.checked_add(i) {
                     Some(s) => self.int = s,
-                    None => self.not_int = true,
+                    None => self.overflow = true,
                 }
             }
             Value::Float(x) => {
                 self.float += x;
                 self.n += 1;
-                self.not_int = true;
+                self.float_seen = true;
             }
             _ => {}
         }
@@ -185,8 +208,12 @@ fn num_result(f: &NumFn, acc: &Acc) -> Value {
         NumFn::None => Value::Null,
         NumFn::CountStar | NumFn::Count(_) => Value::Int(i64::try_from(acc.n).unwrap_or(i64::MAX)),
         NumFn::Sum(_) | NumFn::Avg(_) if acc.n == 0 => Value::Null,
-        NumFn::Sum(_) if !acc.not_int => Value::Int(acc.int),
-        NumFn::Sum(_) => Value::Float(acc.float),
+        NumFn::Sum(_) if acc.float_seen => Value::Float(acc.float),
+        NumFn::Sum(_) if acc.overflow => {
+            crate::limits::fault("a SUM of integers outside the bigint range");
+            Value::Null
+        }
+        NumFn::Sum(_) => Value::Int(acc.int),
         NumFn::Avg(_) => Value::Float(acc.float / acc.n as f64),
     }
 }
@@ -276,8 +303,11 @@ impl Aggregate<Row> for SqlAggs {
         }
     }
 
+    /// The aggregates' results. A `SUM` that cannot be given (integers outside the `bigint`
+    /// range) is `NULL` with a fault, which the group's select takes right after.
     #[inline]
     fn result(&self, state: &AggStates) -> Row {
+        let _stale = crate::limits::take_fault();
         let tail = state.tail.as_deref().unwrap_or_default();
         self.slots.row(self.places.iter().map(|&place| match place {
             Place::Head(i) => num_result(&self.head[i], &state.head[i]),
@@ -323,7 +353,7 @@ mod tests {
     type Want = [Value; 4];
 
     /// `COUNT`, `SUM` and `AVG` over integers, floats, `NULL`, text and a missing field, and a
-    /// sum past `i64::MAX` (a float sum from then on), give what the language says, whether
+    /// sum of integers past `i64::MAX` (`NULL` with a fault), give what the language says, whether
     /// the aggregate is kept inline (the first two) or aside, and in the query's order
     /// whatever their places.
     #[test]
@@ -358,7 +388,7 @@ mod tests {
             (
                 vec![row(int(i64::MAX)), row(int(2))],
                 [
-                    float(i64::MAX as f64 + 2.0),
+                    Value::Null,
                     float((i64::MAX as f64 + 2.0) / 2.0),
                     int(2),
                     int(2),
@@ -395,7 +425,14 @@ mod tests {
                 for m in members {
                     aggs.add(&mut st, m);
                 }
+                let _stale = crate::limits::take_fault();
+                crate::limits::fault("a stale fault, cleared by the result");
                 let got = aggs.result(&st);
+                let overflow = members.first() == Some(&row(int(i64::MAX)));
+                assert_eq!(
+                    crate::limits::take_fault(),
+                    overflow.then_some("a SUM of integers outside the bigint range")
+                );
                 assert_eq!(got.values().len(), fns.len());
                 for (got, &w) in got.values().iter().zip(&which) {
                     let same = match (got, want.get(w)) {

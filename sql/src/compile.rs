@@ -69,6 +69,8 @@ struct Group {
     keys: Row,
     /// The aggregates' values by position.
     aggs: Row,
+    /// Why the aggregates could not all be given (a `SUM` out of range), if so.
+    fault: Option<String>,
 }
 
 pub(crate) struct Compiler<'a> {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use punctual_core::ops::Stream;
+use punctual_core::ops::{AnyStream, Payload, Stream};
 use punctual_core::{Row, Schema, Time, Value};
 
 use crate::eval::{Ctx, E};
@@ -43,15 +43,28 @@ impl JoinParts {
             pair,
             first,
         } = self;
-        join(left, right, kl, kr, move |a, b| {
-            let row = if first {
+        let fallible = rest.iter().any(E::may_fault);
+        let joined_row = move |a: &Row, b: &Row| {
+            if first {
                 pair.row([Value::from(a.clone()), Value::from(b.clone())])
             } else {
                 a.clone().with(&rname, Value::from(b.clone()))
-            };
-            rest.iter()
-                .all(|c| c.holds(&Ctx::row(&row, Time::NEG_INF)))
-                .then_some(row)
+            }
+        };
+        let holds = move |row: &Row| rest.iter().all(|c| c.holds(&Ctx::row(row, Time::NEG_INF)));
+        if fallible {
+            // A pair whose conditions cannot be computed is dropped with the reason.
+            return RowStream::kept_ok(join(left, right, kl, kr, move |a, b| {
+                let row = joined_row(a, b);
+                match crate::limits::checked("its join conditions", || holds(&row)) {
+                    Ok(keep) => keep.then_some(Ok(row)),
+                    Err(why) => Some(Err(why)),
+                }
+            }));
+        }
+        join(left, right, kl, kr, move |a, b| {
+            let row = joined_row(a, b);
+            holds(&row).then_some(row)
         })
     }
 
@@ -77,6 +90,7 @@ impl JoinParts {
             ..
         } = self;
         let empty = Row::new();
+        let fallible = rest.iter().chain(&filter).chain(&columns).any(E::may_fault);
         // One list of the conditions (a chain of two was walked for every pair).
         let conditions: Vec<PairExpr> = rest
             .into_iter()
@@ -87,6 +101,23 @@ impl JoinParts {
             .into_iter()
             .map(|c| PairExpr::new(c, &names))
             .collect();
+        if fallible {
+            // A pair whose conditions or columns cannot be computed is dropped with the
+            // reason.
+            return RowStream::kept_ok(join(left, right, kl, kr, move |a, b| {
+                let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
+                let keep = crate::limits::checked("its join conditions", || {
+                    conditions.iter().all(|c| c.holds(rows, &cx))
+                });
+                match keep {
+                    Ok(false) => None,
+                    Ok(true) => Some(crate::limits::checked("its select list", || {
+                        schema.row(columns.iter().map(|c| c.value(rows, &cx)))
+                    })),
+                    Err(why) => Some(Err(why)),
+                }
+            }));
+        }
         join(left, right, kl, kr, move |a, b| {
             let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
             let keep = conditions.iter().all(|c| c.holds(rows, &cx));
@@ -103,10 +134,26 @@ impl JoinParts {
 /// are left out before the join. One key is that value (an integer key is found by indexing
 /// the join's table, as in a typed query), several a vector. The results are in `left`'s
 /// order.
-fn join<C>(left: RowStream, right: Stream<Row>, kl: Vec<E>, kr: Vec<E>, combine: C) -> RowStream
+fn join<C, Out>(
+    left: RowStream,
+    right: Stream<Row>,
+    kl: Vec<E>,
+    kr: Vec<E>,
+    combine: C,
+) -> AnyStream<Out>
 where
-    C: Fn(&Row, &Row) -> Option<Row> + Clone + Send + 'static,
+    C: Fn(&Row, &Row) -> Option<Out> + Clone + Send + 'static,
+    Out: Payload,
 {
+    // Rows whose keys cannot be computed are dropped with the reason before the join.
+    let left = match key_gate(&kl) {
+        Some(gate) => left.try_filter(gate),
+        None => left,
+    };
+    let right = match key_gate(&kr) {
+        Some(gate) => right.try_filter(gate),
+        None => right,
+    };
     let kl: Vec<RowExpr> = kl.into_iter().map(RowExpr::new).collect();
     let kr: Vec<RowExpr> = kr.into_iter().map(RowExpr::new).collect();
     // The right's rows with a `NULL` key are left out: a left row with one then finds no
@@ -131,6 +178,27 @@ where
             left.join(&right, key(kl), key(kr), combine)
         }
     }
+}
+
+/// A check of a side's join `keys`, when one may fail to compute: a row whose keys cannot
+/// be computed is refused with the reason.
+fn key_gate(keys: &[E]) -> Option<impl Fn(&Row) -> Result<bool, String> + Send + 'static> {
+    let keys: Vec<RowExpr> = keys
+        .iter()
+        .filter(|k| k.may_fault())
+        .map(|k| RowExpr::new(k.clone()))
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    Some(move |row: &Row| {
+        crate::limits::checked("its join keys", || {
+            for k in &keys {
+                k.with(row, |_| ());
+            }
+            true
+        })
+    })
 }
 
 /// Whether none of the row's `keys` is `NULL` (a row with one is left out before the join).

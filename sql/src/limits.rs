@@ -147,6 +147,19 @@ pub(crate) fn take_fault() -> Option<&'static str> {
     FAULT.with(Cell::take)
 }
 
+/// `compute`'s result, or the reason it cannot be computed (the first fault it recorded, after
+/// `what`): how a row's condition, keys or select list is checked. A fault left over from an
+/// earlier computation is cleared first.
+#[inline]
+pub(crate) fn checked<T>(what: &str, compute: impl FnOnce() -> T) -> Result<T, String> {
+    let _stale = take_fault();
+    let value = compute();
+    match take_fault() {
+        None => Ok(value),
+        Some(why) => Err(format!("{what} cannot be computed: {why}")),
+    }
+}
+
 /// A text of `length` bytes, if within [`MAX_TEXT_BYTES`]; else a fault is recorded and
 /// `None` returned (before anything that long is made).
 pub(crate) fn text_room(length: usize) -> bool {
@@ -242,8 +255,21 @@ impl crate::eval::E {
                 ..,
             )
             | crate::eval::E::Neg(_)
-            | crate::eval::E::Cast(..)
-            | crate::eval::E::Call(..) => true,
+            | crate::eval::E::Cast(..) => true,
+            // Functions that make no number and no longer text fail only through their
+            // arguments.
+            crate::eval::E::Call(
+                crate::eval::Func::Len
+                | crate::eval::Func::Substring
+                | crate::eval::Func::Trim
+                | crate::eval::Func::Ltrim
+                | crate::eval::Func::Rtrim
+                | crate::eval::Func::CharIndex
+                | crate::eval::Func::Sign
+                | crate::eval::Func::Coalesce,
+                args,
+            ) => args.iter().any(crate::eval::E::may_fault),
+            crate::eval::E::Call(..) => true,
             crate::eval::E::Not(a) | crate::eval::E::IsNull(a, _) | crate::eval::E::Deep(a) => {
                 a.may_fault()
             }

@@ -24,6 +24,14 @@ pub(crate) enum RowExpr {
 }
 
 impl RowExpr {
+    /// Whether evaluating it may fail ([`E::may_fault`]).
+    pub(crate) fn may_fault(&self) -> bool {
+        match self {
+            RowExpr::Field(_) => false,
+            RowExpr::Any(e) => e.may_fault(),
+        }
+    }
+
     pub(crate) fn new(e: E) -> RowExpr {
         match e {
             E::Field(path) if path.len() == 1 => RowExpr::Field(path.last),
@@ -112,9 +120,17 @@ impl Cond {
     /// `stream` filtered by the condition. A comparison of a field with an integer (the
     /// usual filter) gets a filter of its own for its operator, the comparison compiled in:
     /// an integer field is compared with no match on the operator per row (anything else in
-    /// the field as [`Cond::holds`] compares it).
+    /// the field as [`Cond::holds`] compares it). A row whose condition cannot be computed
+    /// (an overflow, a division by zero, a failed cast) is dropped with the reason.
     pub(crate) fn filter(self, stream: &RowStream) -> RowStream {
         let (op, field, k) = match self {
+            Cond::Any(e) if e.may_fault() => {
+                return stream.try_filter(move |r| {
+                    crate::limits::checked("its WHERE condition", || {
+                        e.holds(&Ctx::row(r, Time::NEG_INF))
+                    })
+                })
+            }
             Cond::Compare(op, field, Value::Int(k)) => (op, field, k),
             c => return stream.filter(move |r| c.holds(r)),
         };

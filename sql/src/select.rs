@@ -19,12 +19,7 @@ pub(crate) fn projection(items: Vec<Item>, stream: &RowStream) -> RowStream {
         // A row whose values cannot be computed (an overflow, a division by zero, a failed
         // cast, a text over the limit) is dropped with the reason.
         return stream.try_map_with_time(move |t, r| {
-            let _stale = crate::limits::take_fault();
-            let row = project(&items, r, t);
-            match crate::limits::take_fault() {
-                None => Ok(row),
-                Some(why) => Err(format!("its select list cannot be computed: {why}")),
-            }
+            crate::limits::checked("its select list", || project(&items, r, t))
         });
     }
     // Named columns only: every result has the same names, made once.

@@ -7,7 +7,7 @@
 
 use std::hash::Hash;
 
-use punctual_core::ops::{AnyStream, Stream};
+use punctual_core::ops::{AnyStream, Payload, Stream};
 use punctual_core::{Row, Time, TimeSpan, Unordered};
 
 /// A query's stream of rows, sorted or in arrival order: an input of
@@ -41,6 +41,11 @@ pub(crate) trait Rows {
     fn named(self, label: String) -> RowStream;
     /// The rows that satisfy `keep`, in the same order.
     fn filter(&self, keep: impl Fn(&Row) -> bool + Send + 'static) -> RowStream;
+    /// `Stream::keep_ok` of `made`, in its order.
+    fn kept_ok(made: AnyStream<Result<Row, String>>) -> RowStream;
+    /// `Stream::try_filter`, in this stream's order.
+    fn try_filter(&self, keep: impl Fn(&Row) -> Result<bool, String> + Send + 'static)
+        -> RowStream;
     /// Each row made into another, with the event's start time; in the same order.
     fn map_with_time(&self, f: impl Fn(Time, &Row) -> Row + Send + 'static) -> RowStream;
     /// `Stream::try_map_with_time`, in this stream's order.
@@ -52,13 +57,13 @@ pub(crate) trait Rows {
     fn union(&self, rest: &[&RowStream]) -> RowStream;
     /// The temporal equi-join with `right` (`Stream::join_on_filter_map`), in this
     /// stream's order.
-    fn join<K: Hash + Eq + Clone + Send + 'static>(
+    fn join<K: Hash + Eq + Clone + Send + 'static, Out: Payload>(
         &self,
         right: &Stream<Row>,
         key_left: impl Fn(&Row) -> K + Send + 'static,
         key_right: impl Fn(&Row) -> K + Send + 'static,
-        combine: impl Fn(&Row, &Row) -> Option<Row> + Send + 'static,
-    ) -> RowStream;
+        combine: impl Fn(&Row, &Row) -> Option<Out> + Send + 'static,
+    ) -> AnyStream<Out>;
     /// Each event's lifetime moved to start `shift` later and last `duration` (sorted
     /// first).
     fn alter_lifetime(&self, shift: TimeSpan, duration: TimeSpan) -> RowStream;
@@ -78,6 +83,23 @@ impl Rows for RowStream {
         match self {
             AnyStream::Ordered(s) => s.filter(keep).into(),
             AnyStream::Arrival(s) => s.filter(keep).into(),
+        }
+    }
+
+    fn kept_ok(made: AnyStream<Result<Row, String>>) -> RowStream {
+        match made {
+            AnyStream::Ordered(s) => s.keep_ok().into(),
+            AnyStream::Arrival(s) => s.keep_ok().into(),
+        }
+    }
+
+    fn try_filter(
+        &self,
+        keep: impl Fn(&Row) -> Result<bool, String> + Send + 'static,
+    ) -> RowStream {
+        match self {
+            AnyStream::Ordered(s) => s.try_filter(keep).into(),
+            AnyStream::Arrival(s) => s.try_filter(keep).into(),
         }
     }
 
@@ -115,13 +137,13 @@ impl Rows for RowStream {
         sorted[0].union(&others).into()
     }
 
-    fn join<K: Hash + Eq + Clone + Send + 'static>(
+    fn join<K: Hash + Eq + Clone + Send + 'static, Out: Payload>(
         &self,
         right: &Stream<Row>,
         key_left: impl Fn(&Row) -> K + Send + 'static,
         key_right: impl Fn(&Row) -> K + Send + 'static,
-        combine: impl Fn(&Row, &Row) -> Option<Row> + Send + 'static,
-    ) -> RowStream {
+        combine: impl Fn(&Row, &Row) -> Option<Out> + Send + 'static,
+    ) -> AnyStream<Out> {
         match self {
             AnyStream::Ordered(s) => s
                 .join_on_filter_map(right, key_left, key_right, combine)

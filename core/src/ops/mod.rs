@@ -11,6 +11,7 @@
 mod aggregate;
 mod anti_join;
 mod any;
+mod fallible;
 mod filter;
 mod frontier;
 pub(crate) mod fxhash;
@@ -33,6 +34,7 @@ mod windowed;
 pub use aggregate::{Aggregate, Avg, Count, Max, Min, Sum, TopK};
 pub use anti_join::{AntiSemiJoin, ClipDuration};
 pub use any::AnyStream;
+pub use fallible::{KeepOk, TryFilter, TryMapWithTime};
 pub use filter::{both, Filter, Predicate};
 pub use frontier::CtiFrontier;
 pub use fxhash::{FxHashMap, FxHasher};
@@ -42,9 +44,7 @@ pub use join::Join;
 pub use process::{Process, ProcessContext, ProcessOperator};
 pub use release::{ReleaseBuffer, Released};
 pub use rows::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
-pub use select::{
-    AlterDuration, AlterLifetime, KeepOk, Map, MapWithTime, Reorder, Shift, TryMapWithTime,
-};
+pub use select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use split::{Edge, EdgeEnd, Received};
 pub use stream::{QueryGraph, Stream};

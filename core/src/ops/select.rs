@@ -15,7 +15,7 @@ use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
 use crate::time::{Time, TimeSpan};
 
-use super::{DropLog, Held, HeldWhat, OperatorDrop, ReleaseBuffer, UnaryOperator};
+use super::{Held, HeldWhat, ReleaseBuffer, UnaryOperator};
 
 /// Transforms each payload; CTIs pass unchanged.
 #[derive(Debug)]
@@ -109,123 +109,6 @@ where
                 out.push_cti(t);
             }
         }
-    }
-}
-
-/// Like [`MapWithTime`], with a function that may refuse an event (`Err(why)`): the event is
-/// dropped, counted in the operator's `dropped` and recorded with the reason
-/// ([`OperatorDrop`]), as a dead letter of the operator. A start edge and its end edge carry
-/// equal payloads, so a pure function refuses both or neither.
-#[derive(Debug)]
-pub struct TryMapWithTime<F> {
-    f: F,
-    drops: DropLog,
-}
-
-impl<F> TryMapWithTime<F> {
-    /// A projection with this function of `(start, payload)`.
-    pub fn new(f: F) -> Self {
-        TryMapWithTime {
-            f,
-            drops: DropLog::default(),
-        }
-    }
-}
-
-impl<P, Q, F> UnaryOperator<P, Q> for TryMapWithTime<F>
-where
-    P: Send + 'static,
-    Q: Send + 'static,
-    F: Fn(Time, &P) -> Result<Q, String> + Send + 'static,
-{
-    const NAME: &'static str = "map";
-
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
-
-    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
-        for (range, cti) in input.segments() {
-            for i in range {
-                let (s, o) = (input.sync()[i], input.other()[i]);
-                // An end edge's sync time is its end; its start is the other time.
-                match (self.f)(if o < s { o } else { s }, &input.payloads()[i]) {
-                    Ok(q) => out.push_event(s, o, q),
-                    Err(reason) => self.drops.record(EventKind::decode(s, o), reason),
-                }
-            }
-            if let Some(t) = cti {
-                out.push_cti(t);
-            }
-        }
-    }
-
-    fn dropped(&self) -> u64 {
-        self.drops.count()
-    }
-
-    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
-        self.drops.take(into);
-    }
-}
-
-/// Keeps each event whose payload is `Ok(q)`, with payload `q`; an event whose payload is
-/// `Err(why)` is dropped, counted in the operator's `dropped` and recorded with the reason
-/// ([`OperatorDrop`]). CTIs pass unchanged. A batch no one else reads is moved, not copied.
-#[derive(Debug, Default)]
-pub struct KeepOk {
-    drops: DropLog,
-}
-
-impl<Q> UnaryOperator<Result<Q, String>, Q> for KeepOk
-where
-    Q: Clone + Send + 'static,
-{
-    const NAME: &'static str = "keep ok";
-
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
-
-    fn on_batch(&mut self, input: &Batch<Result<Q, String>>, out: &mut Batch<Q>) {
-        for (range, cti) in input.segments() {
-            for i in range {
-                let (s, o) = (input.sync()[i], input.other()[i]);
-                match &input.payloads()[i] {
-                    Ok(q) => out.push_event(s, o, q.clone()),
-                    Err(why) => self.drops.record(EventKind::decode(s, o), why.clone()),
-                }
-            }
-            if let Some(t) = cti {
-                out.push_cti(t);
-            }
-        }
-    }
-
-    fn on_owned_batch(&mut self, input: &mut Batch<Result<Q, String>>, out: &mut Batch<Q>) {
-        input.drain_items(|item| match item {
-            crate::event::StreamItem::Cti(t) => out.push_cti(t),
-            crate::event::StreamItem::Insert(e) => match e.payload {
-                Ok(q) => out.push(e.kind, q),
-                Err(why) => self.drops.record(e.kind, why),
-            },
-        });
-    }
-
-    fn dropped(&self) -> u64 {
-        self.drops.count()
-    }
-
-    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
-        self.drops.take(into);
     }
 }
 

@@ -44,7 +44,7 @@ use crate::time::{Time, TimeSpan};
 use super::filter::Filter;
 use super::graph::{Graph, NodeId};
 use super::join::Join;
-use super::select::{KeepOk, Map, MapWithTime, Reorder, TryMapWithTime};
+use super::select::{Map, MapWithTime, Reorder};
 use super::union::Union;
 use super::window::WindowSpec;
 use super::windowed::{Ungrouped, WindowKind, Windowed};
@@ -313,35 +313,6 @@ impl<P: Payload, O: Order> Stream<P, O> {
         self.unary(MapWithTime::new(f))
     }
 
-    /// Like [`Stream::map_with_time`], with a function that may refuse an event (`Err(why)`):
-    /// the event is dropped, counted in the operator's `dropped` and kept with the reason
-    /// (the operator's drops, which a query reports as dead letters).
-    ///
-    /// ```
-    /// use punctual_core::ops::QueryGraph;
-    /// use punctual_core::{Batch, Ordered, Time};
-    /// let graph = QueryGraph::new();
-    /// let input = graph.source::<i64, Ordered>();
-    /// let halves = input.try_map_with_time(|_, v| match v % 2 {
-    ///     0 => Ok(v / 2),
-    ///     _ => Err(format!("{v} is odd")),
-    /// });
-    /// graph.keep_output(&halves);
-    /// let mut batch = Batch::new();
-    /// batch.push_point(Time::from_ticks(1), 4);
-    /// batch.push_point(Time::from_ticks(2), 5);
-    /// graph.feed(&input, &mut batch);
-    /// let mut out = Batch::new();
-    /// graph.take_output(&halves, &mut out);
-    /// assert_eq!(out.payloads(), &[2]);
-    /// ```
-    pub fn try_map_with_time<Q: Payload>(
-        &self,
-        f: impl Fn(Time, &P) -> Result<Q, String> + Send + 'static,
-    ) -> Stream<Q, O> {
-        self.unary(TryMapWithTime::new(f))
-    }
-
     /// The ordinary stream: an unordered stream's events held until a CTI passes them, then
     /// released sorted by sync time (ties in arrival order) before the CTI ([`Reorder`]);
     /// what an ordered source with the same settings gives, segment by segment. An ordered
@@ -565,31 +536,5 @@ impl<P: Payload, O: Order> Stream<P, O> {
             .lock()
             .add_node::<P>(Box::new(make(inputs.len())), &inputs, order);
         self.graph.stream(node)
-    }
-}
-
-impl<Q: Payload, O: Order> Stream<Result<Q, String>, O> {
-    /// Each event whose payload is `Ok(q)`, with payload `q`; an `Err(why)` event is dropped,
-    /// counted in the operator's `dropped` and kept with the reason (the operator's drops,
-    /// which a query reports as dead letters). CTIs unchanged. What an operator that makes
-    /// its results in one step (a window's aggregate) uses to refuse some of them.
-    ///
-    /// ```
-    /// use punctual_core::ops::QueryGraph;
-    /// use punctual_core::{Batch, Ordered, Time};
-    /// let graph = QueryGraph::new();
-    /// let input = graph.source::<Result<i64, String>, Ordered>();
-    /// let kept = input.keep_ok();
-    /// graph.keep_output(&kept);
-    /// let mut batch = Batch::new();
-    /// batch.push_point(Time::from_ticks(1), Ok(4));
-    /// batch.push_point(Time::from_ticks(2), Err("no value".to_owned()));
-    /// graph.feed(&input, &mut batch);
-    /// let mut out = Batch::new();
-    /// graph.take_output(&kept, &mut out);
-    /// assert_eq!(out.payloads(), &[4]);
-    /// ```
-    pub fn keep_ok(&self) -> Stream<Q, O> {
-        self.unary(KeepOk::default())
     }
 }

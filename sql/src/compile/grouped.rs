@@ -66,9 +66,14 @@ impl Compiler<'_> {
             Some(h) => Some(compile(h, scope, Some(&mut grouping), false)?),
             None => None,
         };
+        // Rows whose keys or aggregates' arguments cannot be computed are dropped with the
+        // reason before the window; a group whose aggregates cannot be given (a SUM out of
+        // range) is dropped with the reason by the select after it.
+        let stream = gate(stream, &key_exprs, &grouping.aggs);
+        let aggs_may_fail = grouping.aggs.iter().any(AggFn::may_fail);
         let aggs = SqlAggs::new(grouping.aggs);
         let select_reads_time = items.iter().any(E::reads_time);
-        let select_may_fault = items.iter().any(E::may_fault);
+        let checked = aggs_may_fail || items.iter().any(E::may_fault);
         let key_slots = crate::aggs::slots(key_exprs.len().max(1));
         let schema = Schema::new(&names).map_err(|e| err(s.pos, e.to_string()))?;
         let empty = Row::new();
@@ -98,85 +103,36 @@ impl Compiler<'_> {
                     WindowSql::Hopping { hop, .. } => hop,
                     _ => size,
                 };
-                if select_may_fault {
-                    // A group whose row cannot be computed is dropped with the reason, by the
-                    // projection after the window (the window makes the row or the reason).
-                    hopping(
-                        &stream,
-                        size,
-                        hop,
-                        offset,
-                        key_exprs,
-                        aggs,
-                        move |k, aggs: Row| {
-                            let _stale = crate::limits::take_fault();
-                            let row = select(Time::NEG_INF, k, aggs.values());
-                            crate::limits::take_fault().map_or(Ok(row), |why| {
-                                Err(format!("its select list cannot be computed: {why}"))
-                            })
-                        },
-                    )
-                    .keep_ok()
+                if checked {
+                    // The window makes the row or the reason (a fault of the aggregates'
+                    // results is still recorded), the projection after it drops the reasons.
+                    let make = move |k: &[Value], aggs: Row| {
+                        let row = select(Time::NEG_INF, k, aggs.values());
+                        crate::limits::take_fault().map_or(Ok(row), |why| {
+                            Err(format!("its select list cannot be computed: {why}"))
+                        })
+                    };
+                    hopping(&stream, size, hop, offset, key_exprs, aggs, make).keep_ok()
                 } else {
-                    hopping(
-                        &stream,
-                        size,
-                        hop,
-                        offset,
-                        key_exprs,
-                        aggs,
-                        move |k, aggs: Row| select(Time::NEG_INF, k, aggs.values()),
-                    )
+                    let make =
+                        move |k: &[Value], aggs: Row| select(Time::NEG_INF, k, aggs.values());
+                    hopping(&stream, size, hop, offset, key_exprs, aggs, make)
                 }
             }
             _ => {
-                let group = move |k: &[Value], aggs: Row| Group {
-                    keys: key_slots.row(k.iter().cloned()),
-                    aggs,
+                let groups = groups(window, &stream, key_exprs, aggs, key_slots, aggs_may_fail);
+                let groups = match having {
+                    Some(h) => having_filter(groups, h, aggs_may_fail),
+                    None => groups,
                 };
-                let mut groups = match window {
-                    WindowSql::Tumbling { size, offset } => {
-                        hopping(&stream, size, size, offset, key_exprs, aggs, group)
-                    }
-                    WindowSql::Hopping { size, hop, offset } => {
-                        hopping(&stream, size, hop, offset, key_exprs, aggs, group)
-                    }
-                    WindowSql::Sliding { size } => grouped_by(
-                        stream.ordered().alter_duration(size).snapshot_window(),
-                        key_exprs,
-                        aggs,
-                        group,
-                    ),
-                    WindowSql::Snapshot => {
-                        grouped_by(stream.ordered().snapshot_window(), key_exprs, aggs, group)
-                    }
-                };
-                if matches!(window, WindowSql::Sliding { .. } | WindowSql::Snapshot) {
-                    // A result at each moment the window's contents change.
-                    groups = groups.to_point_events();
-                }
-                if let Some(h) = having {
-                    let empty = Row::new();
-                    groups = groups.filter(move |g| {
-                        h.holds(&Ctx {
-                            row: &empty,
-                            pair: None,
-                            time: Time::NEG_INF,
-                            keys: g.keys.values(),
-                            aggs: g.aggs.values(),
-                        })
-                    });
-                }
-                if select_may_fault {
-                    // A group whose row cannot be computed (an overflow, a division by zero,
-                    // a failed cast) is dropped with the reason.
+                if checked {
                     groups.try_map_with_time(move |t, g| {
-                        let _stale = crate::limits::take_fault();
-                        let row = select(t, g.keys.values(), g.aggs.values());
-                        match crate::limits::take_fault() {
-                            None => Ok(row),
-                            Some(why) => Err(format!("its select list cannot be computed: {why}")),
+                        if let Some(why) = &g.fault {
+                            return Err(format!("its aggregates cannot be computed: {why}"));
                         }
+                        crate::limits::checked("its select list", || {
+                            select(t, g.keys.values(), g.aggs.values())
+                        })
                     })
                 } else {
                     groups.map_with_time(move |t, g| select(t, g.keys.values(), g.aggs.values()))
@@ -189,6 +145,104 @@ impl Compiler<'_> {
             input: false,
         })
     }
+}
+
+/// The groups of `window` over `stream` by `keys` with `aggs` over each, as points at each
+/// moment a sliding or snapshot window changes. With `aggs_may_fail`, each group keeps the
+/// fault its aggregates' results recorded (a `SUM` out of range).
+fn groups(
+    window: WindowSql,
+    stream: &RowStream,
+    keys: Vec<E>,
+    aggs: SqlAggs,
+    key_slots: Schema,
+    aggs_may_fail: bool,
+) -> Stream<Group> {
+    let group = move |k: &[Value], aggs: Row| Group {
+        keys: key_slots.row(k.iter().cloned()),
+        aggs,
+        fault: if aggs_may_fail {
+            crate::limits::take_fault().map(str::to_owned)
+        } else {
+            None
+        },
+    };
+    match window {
+        WindowSql::Tumbling { size, offset } => {
+            hopping(stream, size, size, offset, keys, aggs, group)
+        }
+        WindowSql::Hopping { size, hop, offset } => {
+            hopping(stream, size, hop, offset, keys, aggs, group)
+        }
+        WindowSql::Sliding { size } => grouped_by(
+            stream.ordered().alter_duration(size).snapshot_window(),
+            keys,
+            aggs,
+            group,
+        )
+        .to_point_events(),
+        WindowSql::Snapshot => {
+            grouped_by(stream.ordered().snapshot_window(), keys, aggs, group).to_point_events()
+        }
+    }
+}
+
+/// `groups` whose `HAVING` condition `h` holds; a group whose condition (or, with
+/// `aggs_may_fail`, whose aggregates) cannot be computed is dropped with the reason.
+fn having_filter(groups: Stream<Group>, h: E, aggs_may_fail: bool) -> Stream<Group> {
+    let checked = aggs_may_fail || h.may_fault();
+    let empty = Row::new();
+    let holds = move |g: &Group| {
+        h.holds(&Ctx {
+            row: &empty,
+            pair: None,
+            time: Time::NEG_INF,
+            keys: g.keys.values(),
+            aggs: g.aggs.values(),
+        })
+    };
+    if !checked {
+        return groups.filter(holds);
+    }
+    groups.try_filter(move |g| {
+        if let Some(why) = &g.fault {
+            return Err(format!("its aggregates cannot be computed: {why}"));
+        }
+        crate::limits::checked("its HAVING condition", || holds(g))
+    })
+}
+
+/// `stream` without the rows whose group `keys` or aggregates' arguments cannot be computed
+/// (an overflow, a division by zero, a failed cast) or whose `SUM` or `AVG` argument is not a
+/// number (a text, a boolean, a record): each is dropped with the reason, before the window.
+/// The stream itself when no key and no argument can fail.
+fn gate(stream: RowStream, keys: &[E], aggs: &[AggFn]) -> RowStream {
+    let keys: Vec<RowExpr> = keys
+        .iter()
+        .filter(|k| k.may_fault())
+        .map(|k| RowExpr::new(k.clone()))
+        .collect();
+    let args: Vec<(RowExpr, bool)> = aggs.iter().filter_map(AggFn::checked_arg).collect();
+    if keys.is_empty() && args.is_empty() {
+        return stream;
+    }
+    stream.try_filter(move |r| {
+        crate::limits::checked("its group keys or aggregates", || {
+            for k in &keys {
+                k.with(r, |_| ());
+            }
+            for (arg, number) in &args {
+                arg.with(r, |v| match v {
+                    Value::Null | Value::Int(_) | Value::Float(_) => {}
+                    _ if !number => {}
+                    Value::Str(_) => crate::limits::fault("a SUM or AVG of a text"),
+                    Value::Bool(_) => crate::limits::fault("a SUM or AVG of a boolean"),
+                    _ => crate::limits::fault("a SUM or AVG of a value that is not a number"),
+                });
+            }
+            true
+        })
+    })
 }
 
 /// Hopping windows of `size` every `hop` (aligned to `offset`) over `stream` in the order it

@@ -1,0 +1,286 @@
+//! Operators that may refuse an event with a reason: the refused event is dropped, counted in
+//! the operator's `dropped` and recorded with the reason ([`OperatorDrop`]), which a query
+//! reports as a dead letter of the operator. A start edge and its end edge carry equal
+//! payloads, so a pure function refuses both or neither.
+//!
+//! - [`TryFilter`]: keeps, leaves out or refuses each event (a condition that cannot be
+//!   computed for it).
+//! - [`TryMapWithTime`]: projects each event or refuses it.
+//! - [`KeepOk`]: keeps the `Ok` results of an operator that made `Result`s in one step.
+
+use crate::batch::Batch;
+use crate::event::{EventKind, EventShape};
+use crate::order::Order;
+use crate::time::Time;
+
+use super::stream::Stream;
+use super::{DropLog, OperatorDrop, Payload, UnaryOperator};
+
+impl<P: Payload, O: Order> Stream<P, O> {
+    /// Like [`Stream::filter`], with a predicate that may refuse an event (`Err(why)`): the
+    /// event is dropped, counted in the operator's `dropped` and kept with the reason (the
+    /// operator's drops, which a query reports as dead letters), where `Ok(false)` leaves it
+    /// out as a filter does. CTIs unchanged. Never fused into an ingress.
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time};
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<i64, Ordered>();
+    /// let big = input.try_filter(|v| match 100_i64.checked_div(*v) {
+    ///     Some(q) => Ok(q < 50),
+    ///     None => Err("a division by zero".to_owned()),
+    /// });
+    /// graph.keep_output(&big);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(Time::from_ticks(1), 1);
+    /// batch.push_point(Time::from_ticks(2), 0);
+    /// batch.push_point(Time::from_ticks(3), 4);
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&big, &mut out);
+    /// assert_eq!(out.payloads(), &[4]);
+    /// ```
+    pub fn try_filter(
+        &self,
+        predicate: impl Fn(&P) -> Result<bool, String> + Send + 'static,
+    ) -> Stream<P, O> {
+        self.unary(TryFilter::new(predicate))
+    }
+
+    /// Like [`Stream::map_with_time`], with a function that may refuse an event (`Err(why)`):
+    /// the event is dropped, counted in the operator's `dropped` and kept with the reason
+    /// (the operator's drops, which a query reports as dead letters).
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time};
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<i64, Ordered>();
+    /// let halves = input.try_map_with_time(|_, v| match v % 2 {
+    ///     0 => Ok(v / 2),
+    ///     _ => Err(format!("{v} is odd")),
+    /// });
+    /// graph.keep_output(&halves);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(Time::from_ticks(1), 4);
+    /// batch.push_point(Time::from_ticks(2), 5);
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&halves, &mut out);
+    /// assert_eq!(out.payloads(), &[2]);
+    /// ```
+    pub fn try_map_with_time<Q: Payload>(
+        &self,
+        f: impl Fn(Time, &P) -> Result<Q, String> + Send + 'static,
+    ) -> Stream<Q, O> {
+        self.unary(TryMapWithTime::new(f))
+    }
+}
+
+impl<Q: Payload, O: Order> Stream<Result<Q, String>, O> {
+    /// Each event whose payload is `Ok(q)`, with payload `q`; an `Err(why)` event is dropped,
+    /// counted in the operator's `dropped` and kept with the reason (the operator's drops,
+    /// which a query reports as dead letters). CTIs unchanged. What an operator that makes
+    /// its results in one step (a window's aggregate) uses to refuse some of them.
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time};
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<Result<i64, String>, Ordered>();
+    /// let kept = input.keep_ok();
+    /// graph.keep_output(&kept);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(Time::from_ticks(1), Ok(4));
+    /// batch.push_point(Time::from_ticks(2), Err("no value".to_owned()));
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&kept, &mut out);
+    /// assert_eq!(out.payloads(), &[4]);
+    /// ```
+    pub fn keep_ok(&self) -> Stream<Q, O> {
+        self.unary(KeepOk::default())
+    }
+}
+
+/// Keeps the events its predicate keeps (`Ok(true)`), leaves out those it does not
+/// (`Ok(false)`) and refuses the others (`Err(why)`: dropped with the reason). CTIs pass
+/// unchanged.
+#[derive(Debug)]
+pub struct TryFilter<F> {
+    predicate: F,
+    drops: DropLog,
+}
+
+impl<F> TryFilter<F> {
+    /// A filter with this predicate.
+    pub fn new(predicate: F) -> Self {
+        TryFilter {
+            predicate,
+            drops: DropLog::default(),
+        }
+    }
+}
+
+impl<P, F> UnaryOperator<P, P> for TryFilter<F>
+where
+    P: Clone + Send + 'static,
+    F: Fn(&P) -> Result<bool, String> + Send + 'static,
+{
+    const NAME: &'static str = "filter";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+
+    fn keeps_payloads(&self) -> bool {
+        true
+    }
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
+
+    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
+        for (range, cti) in input.segments() {
+            for i in range {
+                let (s, o) = (input.sync()[i], input.other()[i]);
+                let p = &input.payloads()[i];
+                match (self.predicate)(p) {
+                    Ok(true) => out.push_event(s, o, p.clone()),
+                    Ok(false) => {}
+                    Err(reason) => self.drops.record(EventKind::decode(s, o), reason),
+                }
+            }
+            if let Some(t) = cti {
+                out.push_cti(t);
+            }
+        }
+    }
+
+    fn dropped(&self) -> u64 {
+        self.drops.count()
+    }
+
+    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
+        self.drops.take(into);
+    }
+}
+
+/// Like [`MapWithTime`], with a function that may refuse an event (`Err(why)`): the event is
+/// dropped, counted in the operator's `dropped` and recorded with the reason
+/// ([`OperatorDrop`]), as a dead letter of the operator. A start edge and its end edge carry
+/// equal payloads, so a pure function refuses both or neither.
+#[derive(Debug)]
+pub struct TryMapWithTime<F> {
+    f: F,
+    drops: DropLog,
+}
+
+impl<F> TryMapWithTime<F> {
+    /// A projection with this function of `(start, payload)`.
+    pub fn new(f: F) -> Self {
+        TryMapWithTime {
+            f,
+            drops: DropLog::default(),
+        }
+    }
+}
+
+impl<P, Q, F> UnaryOperator<P, Q> for TryMapWithTime<F>
+where
+    P: Send + 'static,
+    Q: Send + 'static,
+    F: Fn(Time, &P) -> Result<Q, String> + Send + 'static,
+{
+    const NAME: &'static str = "map";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
+
+    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
+        for (range, cti) in input.segments() {
+            for i in range {
+                let (s, o) = (input.sync()[i], input.other()[i]);
+                // An end edge's sync time is its end; its start is the other time.
+                match (self.f)(if o < s { o } else { s }, &input.payloads()[i]) {
+                    Ok(q) => out.push_event(s, o, q),
+                    Err(reason) => self.drops.record(EventKind::decode(s, o), reason),
+                }
+            }
+            if let Some(t) = cti {
+                out.push_cti(t);
+            }
+        }
+    }
+
+    fn dropped(&self) -> u64 {
+        self.drops.count()
+    }
+
+    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
+        self.drops.take(into);
+    }
+}
+
+/// Keeps each event whose payload is `Ok(q)`, with payload `q`; an event whose payload is
+/// `Err(why)` is dropped, counted in the operator's `dropped` and recorded with the reason
+/// ([`OperatorDrop`]). CTIs pass unchanged. A batch no one else reads is moved, not copied.
+#[derive(Debug, Default)]
+pub struct KeepOk {
+    drops: DropLog,
+}
+
+impl<Q> UnaryOperator<Result<Q, String>, Q> for KeepOk
+where
+    Q: Clone + Send + 'static,
+{
+    const NAME: &'static str = "keep ok";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
+
+    fn on_batch(&mut self, input: &Batch<Result<Q, String>>, out: &mut Batch<Q>) {
+        for (range, cti) in input.segments() {
+            for i in range {
+                let (s, o) = (input.sync()[i], input.other()[i]);
+                match &input.payloads()[i] {
+                    Ok(q) => out.push_event(s, o, q.clone()),
+                    Err(why) => self.drops.record(EventKind::decode(s, o), why.clone()),
+                }
+            }
+            if let Some(t) = cti {
+                out.push_cti(t);
+            }
+        }
+    }
+
+    fn on_owned_batch(&mut self, input: &mut Batch<Result<Q, String>>, out: &mut Batch<Q>) {
+        input.drain_items(|item| match item {
+            crate::event::StreamItem::Cti(t) => out.push_cti(t),
+            crate::event::StreamItem::Insert(e) => match e.payload {
+                Ok(q) => out.push(e.kind, q),
+                Err(why) => self.drops.record(e.kind, why),
+            },
+        });
+    }
+
+    fn dropped(&self) -> u64 {
+        self.drops.count()
+    }
+
+    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
+        self.drops.take(into);
+    }
+}
