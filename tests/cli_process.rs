@@ -208,9 +208,38 @@ fn check_runs_every_case_on_two_processes() {
 /// 10 seconds, instead of waiting for it.
 #[test]
 fn a_lost_process_stops_the_others_with_its_name() {
+    let err = lose_process_1("killed", |second| {
+        second.kill().expect("killed");
+        let _ = second.wait();
+    });
+    assert!(err.contains("lost process 1 (127.0.0.1:"), "{err}");
+}
+
+/// A process stopped mid-run (`SIGSTOP`: alive, its connections open, silent): the other one
+/// stops once it has heard nothing for `--peer-timeout`, with an error that names it and
+/// says so; before, it waited forever.
+#[test]
+fn a_frozen_process_stops_the_others_with_its_name() {
+    let err = lose_process_1("frozen", |second| {
+        let stopped = std::process::Command::new("kill")
+            .args(["-STOP", &second.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(stopped.success());
+    });
+    assert!(
+        err.contains("lost process 1 (127.0.0.1:") && err.contains("it sent nothing for 1 s"),
+        "{err}"
+    );
+}
+
+/// Runs a long case on two processes, does `lose` to process 1 mid-run, and returns what
+/// process 0 wrote on stderr once it ended (within 10 s, with an exit code other than 0 and
+/// no panic). Process 1 is killed at the end whatever `lose` did.
+fn lose_process_1(name: &str, lose: impl FnOnce(&mut std::process::Child)) -> String {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
-    let dir = std::env::temp_dir().join(format!("punctual-lost-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("punctual-{name}-{}", std::process::id()));
     let case = dir.join("case");
     std::fs::create_dir_all(&case).expect("temp dir");
     std::fs::write(
@@ -244,6 +273,8 @@ fn a_lost_process_stops_the_others_with_its_name() {
                 "2",
                 "--process",
                 &i.to_string(),
+                "--peer-timeout",
+                "1s",
             ])
             .args(["--hosts", s(&hosts)])
             .stdout(Stdio::null())
@@ -268,8 +299,7 @@ fn a_lost_process_stops_the_others_with_its_name() {
         first.try_wait().expect("waits").is_none(),
         "the run ended before the kill: make it longer"
     );
-    second.kill().expect("killed");
-    let _ = second.wait();
+    lose(&mut second);
     let killed = Instant::now();
     let status = loop {
         if let Some(status) = first.try_wait().expect("waits") {
@@ -280,15 +310,17 @@ fn a_lost_process_stops_the_others_with_its_name() {
         }
         std::thread::sleep(Duration::from_millis(20));
     };
+    let _ = second.kill();
+    let _ = second.wait();
     let Some(status) = status else {
         let _ = first.kill();
-        panic!("process 0 still runs 10 s after process 1 was killed");
+        panic!("process 0 still runs 10 s after process 1 was {name}");
     };
     let err = rest.join().expect("stderr read");
     assert_ne!(status.code(), Some(0), "{err}");
-    assert!(err.contains("lost process 1 (127.0.0.1:"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+    err
 }
 
 /// The sensors job (readings joined with calibration data that imports their CTIs, averaged

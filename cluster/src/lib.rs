@@ -30,11 +30,13 @@
 #![warn(missing_docs)]
 
 mod error;
+mod heartbeat;
 mod live;
 mod net;
 mod shipment;
 mod stop;
 pub use error::Error;
+pub use heartbeat::DEFAULT_PEER_TIMEOUT;
 pub use live::{run_query, ClusterReport};
 use shipment::Carried;
 pub use shipment::Shipment;
@@ -76,6 +78,10 @@ pub struct ClusterConfig {
     /// and the index each sends on it): past it the run fails naming the process it waited
     /// for ([`DEFAULT_CONNECT_TIMEOUT`] unless set).
     pub connect_timeout: std::time::Duration,
+    /// How long another process of a run may send nothing (not even its heartbeat, sent
+    /// several times per timeout from a thread of its own) before it is lost and the run fails
+    /// naming it ([`DEFAULT_PEER_TIMEOUT`] unless set): a stopped or frozen process.
+    pub peer_timeout: std::time::Duration,
 }
 
 /// [`ClusterConfig::connect_timeout`] by default.
@@ -100,6 +106,7 @@ impl ClusterConfig {
             stop: StopSignal::new(),
             backlog: DEFAULT_BACKLOG,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            peer_timeout: DEFAULT_PEER_TIMEOUT,
         }
     }
 
@@ -114,6 +121,7 @@ impl ClusterConfig {
             stop: StopSignal::new(),
             backlog: DEFAULT_BACKLOG,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            peer_timeout: DEFAULT_PEER_TIMEOUT,
         }
     }
 
@@ -200,7 +208,7 @@ const PASSES: i64 = 64;
 
 /// The first lost connection to another process, as timely's network threads report it
 /// (`timely:recv-N` / `timely:send-N`, `N` the other process's index).
-static LOST: std::sync::Mutex<Option<(usize, String)>> = std::sync::Mutex::new(None);
+pub(crate) static LOST: std::sync::Mutex<Option<(usize, String)>> = std::sync::Mutex::new(None);
 
 /// Installs (once) a panic hook that turns the panics of timely's network threads, and the
 /// workers' panics that follow from them, into one record in [`LOST`] instead of a backtrace

@@ -14,14 +14,30 @@ use timely::communication::allocator::{AllocatorBuilder, ProcessBuilder};
 use timely::communication::{Hooks, WorkerGuards};
 use timely::worker::Worker;
 
+use crate::heartbeat::Heartbeats;
 use crate::{ClusterConfig, Error, MAX_WORKERS};
 
 /// How long to wait between two attempts to reach a peer that is not there yet.
 const RETRY: Duration = Duration::from_millis(50);
 
+/// A run's workers on this process, and its heartbeats when it has other processes.
+pub(crate) struct Running<T: Send + 'static> {
+    guards: WorkerGuards<T>,
+    heartbeats: Option<Heartbeats>,
+}
+
+impl<T: Send + 'static> Running<T> {
+    /// Waits for every worker of this process; then the heartbeats stop.
+    pub(crate) fn join(self) -> Vec<Result<T, String>> {
+        let results = self.guards.join();
+        drop(self.heartbeats);
+        results
+    }
+}
+
 /// Runs `func` on every worker of this process, as `timely::execute` does: on one process
-/// without a network; on several, over connections made by [`connect`].
-pub(crate) fn execute<T, F>(config: &ClusterConfig, func: F) -> Result<WorkerGuards<T>, Error>
+/// without a network; on several, over connections made by [`connect`], with heartbeats.
+pub(crate) fn execute<T, F>(config: &ClusterConfig, func: F) -> Result<Running<T>, Error>
 where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
@@ -29,9 +45,16 @@ where
     config.check()?;
     let setup = |e: String| Error::Start(e);
     if config.hosts.len() <= 1 {
-        return timely::execute(config.timely(), func).map_err(setup);
+        let guards = timely::execute(config.timely(), func).map_err(setup)?;
+        return Ok(Running {
+            guards,
+            heartbeats: None,
+        });
     }
-    let sockets = connect(&config.hosts, config.process, config.connect_timeout).map_err(setup)?;
+    let (sockets, beats) =
+        connect(&config.hosts, config.process, config.connect_timeout).map_err(setup)?;
+    let heartbeats =
+        Heartbeats::start(beats, &sockets, &config.hosts, config.peer_timeout).map_err(setup)?;
     let hooks = Hooks::default();
     let local =
         ProcessBuilder::new_typed_vector(config.workers, hooks.refill.clone(), hooks.spill.clone());
@@ -39,22 +62,34 @@ where
         initialize_networking_from_sockets(local, sockets, config.process, config.workers, hooks)
             .map_err(|e| setup(format!("the network threads: {e}")))?;
     let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
-    timely::execute::execute_from(
+    let guards = timely::execute::execute_from(
         builders,
         Box::new(guard),
         timely::WorkerConfig::default(),
         func,
     )
-    .map_err(setup)
+    .map_err(setup)?;
+    Ok(Running {
+        guards,
+        heartbeats: Some(heartbeats),
+    })
 }
 
-/// A connection to every other process (`None` at `me`), in process order, within `timeout`
-/// (else an error naming the processes not heard from).
+/// A connection to each process of a run, by index (`None` at this one).
+type Connections = Vec<Option<TcpStream>>;
+
+/// The bit of a connection's first word that marks it as a heartbeat connection (the rest
+/// is the process index).
+const BEAT: u64 = 1 << 63;
+
+/// Connections to every other process (`None` at `me`), in process order, within `timeout`
+/// (else an error naming the processes not heard from): one for timely's data and one for
+/// the heartbeats to each.
 pub(crate) fn connect(
     hosts: &[String],
     me: usize,
     timeout: Duration,
-) -> Result<Vec<Option<TcpStream>>, String> {
+) -> Result<(Connections, Connections), String> {
     let deadline = Instant::now() + timeout;
     let late = |peers: &[usize]| {
         let named: Vec<String> = peers
@@ -72,34 +107,43 @@ pub(crate) fn connect(
         .ok_or_else(|| format!("process {me} of {}", hosts.len()))?;
     // Listening first: a process that connects to this one waits in the backlog meanwhile.
     let listener = TcpListener::bind(own.trim()).map_err(|e| format!("listening on {own}: {e}"))?;
-    let mut sockets: Vec<Option<TcpStream>> = (0..hosts.len()).map(|_| None).collect();
+    let none = || {
+        (0..hosts.len())
+            .map(|_| None)
+            .collect::<Vec<Option<TcpStream>>>()
+    };
+    let (mut sockets, mut beats) = (none(), none());
     for (peer, address) in hosts.iter().enumerate().take(me) {
-        let mut stream = loop {
-            match TcpStream::connect(address.trim()) {
-                Ok(s) => break s,
-                // Not there yet: it starts in its own time, up to the deadline.
-                Err(_) if Instant::now() < deadline => sleep(RETRY),
-                Err(_) => return Err(late(&[peer])),
-            }
-        };
-        let sent = stream
-            .set_nodelay(true)
-            .and_then(|()| stream.write_all(&(me as u64).to_be_bytes()));
-        sent.map_err(|e| format!("process {peer} ({address}): {e}"))?;
-        sockets[peer] = Some(stream);
+        for (slots, word) in [(&mut sockets, me as u64), (&mut beats, me as u64 | BEAT)] {
+            let mut stream = loop {
+                match TcpStream::connect(address.trim()) {
+                    Ok(s) => break s,
+                    // Not there yet: it starts in its own time, up to the deadline.
+                    Err(_) if Instant::now() < deadline => sleep(RETRY),
+                    Err(_) => return Err(late(&[peer])),
+                }
+            };
+            let sent = stream
+                .set_nodelay(true)
+                .and_then(|()| stream.write_all(&word.to_be_bytes()));
+            sent.map_err(|e| format!("process {peer} ({address}): {e}"))?;
+            slots[peer] = Some(stream);
+        }
     }
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("listening on {own}: {e}"))?;
-    while sockets.iter().skip(me + 1).any(Option::is_none) {
+    let missing = |sockets: &[Option<TcpStream>], beats: &[Option<TcpStream>]| -> Vec<usize> {
+        (me + 1..hosts.len())
+            .filter(|&p| sockets[p].is_none() || beats[p].is_none())
+            .collect()
+    };
+    while !missing(&sockets, &beats).is_empty() {
         let (mut stream, from) = match listener.accept() {
             Ok(accepted) => accepted,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 if Instant::now() >= deadline {
-                    let missing: Vec<usize> = (me + 1..hosts.len())
-                        .filter(|&p| sockets[p].is_none())
-                        .collect();
-                    return Err(late(&missing));
+                    return Err(late(&missing(&sockets, &beats)));
                 }
                 sleep(RETRY);
                 continue;
@@ -118,8 +162,14 @@ pub(crate) fn connect(
             .and_then(|()| stream.read_exact(&mut index))
             .and_then(|()| stream.set_read_timeout(None))
             .map_err(|e| format!("a connection from {from} sent no process index ({e}): is another program using the run's addresses?"))?;
-        let peer = usize::try_from(u64::from_be_bytes(index)).unwrap_or(usize::MAX);
-        match sockets.get_mut(peer) {
+        let word = u64::from_be_bytes(index);
+        let slots = if word & BEAT == 0 {
+            &mut sockets
+        } else {
+            &mut beats
+        };
+        let peer = usize::try_from(word & !BEAT).unwrap_or(usize::MAX);
+        match slots.get_mut(peer) {
             Some(slot @ None) if peer > me => *slot = Some(stream),
             _ => {
                 return Err(format!(
@@ -128,7 +178,7 @@ pub(crate) fn connect(
             }
         }
     }
-    Ok(sockets)
+    Ok((sockets, beats))
 }
 
 impl ClusterConfig {

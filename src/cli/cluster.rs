@@ -28,6 +28,8 @@ pub(super) struct Placement {
     pub(super) report: Option<PathBuf>,
     /// `--connect-timeout`: how long the processes may take to connect.
     pub(super) connect_timeout: Option<Duration>,
+    /// `--peer-timeout`: how long another process may send nothing before it is lost.
+    pub(super) peer_timeout: Option<Duration>,
 }
 
 impl Placement {
@@ -65,14 +67,19 @@ impl Placement {
                 }
                 "--hosts" => p.hosts = Some(PathBuf::from(value("a file of host:port lines")?)),
                 "--report" => p.report = Some(PathBuf::from(value("a file to write")?)),
-                "--connect-timeout" => {
+                "--connect-timeout" | "--peer-timeout" => {
                     let v = value("a duration (`30s`)")?;
                     let d = super::duration(a, &v)?;
                     let d = u64::try_from(d.ticks())
                         .ok()
                         .filter(|&t| t > 0)
                         .ok_or_else(|| format!("`{a} {v}`: a duration above zero"))?;
-                    p.connect_timeout = Some(Duration::from_nanos(d.saturating_mul(100)));
+                    let d = Some(Duration::from_nanos(d.saturating_mul(100)));
+                    if a == "--connect-timeout" {
+                        p.connect_timeout = d;
+                    } else {
+                        p.peer_timeout = d;
+                    }
                 }
                 _ => rest.push(a.clone()),
             }
@@ -136,6 +143,9 @@ impl Placement {
         let mut config = ClusterConfig::processes(self.workers, process, addresses);
         if let Some(t) = self.connect_timeout {
             config.connect_timeout = t;
+        }
+        if let Some(t) = self.peer_timeout {
+            config.peer_timeout = t;
         }
         Ok(config)
     }

@@ -32,6 +32,9 @@ USAGE:
                                  process (line I is this one); the output is on process 0;
                                  --connect-timeout 60s: how long the processes may take
                                  to connect (then the run fails naming the missing one);
+                                 --peer-timeout 30s: how long another process may send
+                                 nothing, not even its heartbeat, before the run fails
+                                 naming it (a stopped or frozen process);
                                  at most 128 workers in all
     punctual check [--workers W] [--processes P] PATH...
                                  run every case at or below each PATH, print a diff for
