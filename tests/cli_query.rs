@@ -5,6 +5,7 @@ use punctual::cli::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 mod cli_common;
 mod query_faults;
+mod query_times;
 use std::path::Path;
 
 use cli_common::{case, cli, s, temp_dir};
@@ -533,7 +534,7 @@ fn fields_are_sampled_from_the_first_thousand_lines_or_listed() {
     let write = |fields: &str| {
         std::fs::write(
             &job,
-            format!("query = \"SELECT late_field FROM r TIMESTAMP BY t WHERE late_field > 0\"\n[inputs.r]\npath = \"r.jsonl\"\n{fields}[outputs.output]\npath = \"out.jsonl\"\n"),
+            format!("query = \"SELECT late_field FROM r TIMESTAMP BY t WHERE late_field > 0\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\n{fields}[outputs.output]\npath = \"out.jsonl\"\n"),
         )
         .expect("written");
     };
@@ -837,6 +838,8 @@ fn a_negative_delay_is_refused_everywhere() {
         &format!("r={}", s(&input)),
         "--delay",
         "0s",
+        "--time-format",
+        "ticks",
         "--output",
         s(&dir.join("zero.jsonl")),
     ]);

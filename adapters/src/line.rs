@@ -351,7 +351,9 @@ pub fn item_to_json<P: Serialize>(item: StreamItem<&P>) -> serde_json::Value {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TimeFormat {
-    /// Read: an integer is ticks, text is RFC 3339. Write: integer ticks.
+    /// What an input whose format is not declared reads: RFC 3339 text. A number is refused
+    /// with the fix named ([`NUMBER_WITHOUT_UNIT`]): whether it counts milliseconds, seconds or
+    /// ticks is never guessed. Written as integer ticks (the items format's own).
     #[default]
     Auto,
     /// RFC 3339 text (`2026-12-01T10:00:00Z`, offsets and fractions allowed).
@@ -384,6 +386,12 @@ impl std::str::FromStr for TimeFormat {
     }
 }
 
+/// Why a number in a time field whose format is not declared is refused, with the fix.
+pub const NUMBER_WITHOUT_UNIT: &str = "is a number, and what it counts is not declared: \
+     set the input's time format to epoch-ms, epoch-s or ticks \
+     (`time_format = \"epoch-ms\"` on a job's input, `--time-format epoch-ms` on `query` \
+     and `pipe`), or write the times as RFC 3339 text";
+
 impl TimeFormat {
     fn scaled(n: f64, per: f64) -> Result<Time, String> {
         let ticks = (n * per).round();
@@ -402,9 +410,13 @@ impl TimeFormat {
                 .map_err(|_| format!("`{text}` is not {what}"))
         };
         match self {
-            TimeFormat::Auto => crate::digits::parse_i64(text)
-                .map(Time::from_ticks)
-                .or_else(|_| Time::parse_rfc3339(text).map_err(|e| e.to_string())),
+            TimeFormat::Auto => Time::parse_rfc3339(text).map_err(|e| {
+                if text.parse::<f64>().is_ok() {
+                    format!("`{text}` {NUMBER_WITHOUT_UNIT}")
+                } else {
+                    e.to_string()
+                }
+            }),
             TimeFormat::Rfc3339 => Time::parse_rfc3339(text).map_err(|e| e.to_string()),
             TimeFormat::EpochMs => match crate::digits::parse_i64(text) {
                 Ok(ms) => ms

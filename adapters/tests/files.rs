@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use punctual_adapters::line::TimeFormat;
 use punctual_adapters::{
     CollectOutput, CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig, DeadLetterCollector,
     InputOptions, JsonLinesInput, JsonLinesInputConfig, MalformedLines, Query, ReplayOptions,
@@ -42,14 +43,14 @@ async fn csv_typed_and_untyped_with_a_malformed_record() {
         .create_stream::<_, Reading, _, _>(
             InputOptions::new("typed", EventShape::Point),
             &CsvInput,
-            &CsvInputConfig::new(&path, "time"),
+            &CsvInputConfig::new(&path, "time").time_format(TimeFormat::Ticks),
         )
         .expect("binds");
     let rows = query
         .create_stream::<_, Row, _, _>(
             InputOptions::new("rows", EventShape::Point),
             &CsvInput,
-            &CsvInputConfig::new(&path, "time"),
+            &CsvInputConfig::new(&path, "time").time_format(TimeFormat::Ticks),
         )
         .expect("binds");
     let (a, b) = (CollectOutput::new(), CollectOutput::new());
@@ -128,7 +129,9 @@ async fn csv_intervals_and_output() {
         .create_stream::<_, Row, _, _>(
             InputOptions::new("spans", EventShape::Interval),
             &CsvInput,
-            &CsvInputConfig::new(&path, "from").end("to"),
+            &CsvInputConfig::new(&path, "from")
+                .time_format(TimeFormat::Ticks)
+                .end("to"),
         )
         .expect("binds");
     query
@@ -236,7 +239,11 @@ async fn rows_of(
     let mut query = Query::new("file");
     let options = InputOptions::new("in", EventShape::Point);
     let s = if csv {
-        query.create_stream::<_, Row, _, _>(options, &CsvInput, &CsvInputConfig::new(path, "time"))
+        query.create_stream::<_, Row, _, _>(
+            options,
+            &CsvInput,
+            &CsvInputConfig::new(path, "time").time_format(TimeFormat::Ticks),
+        )
     } else {
         query.create_stream::<_, Row, _, _>(
             options,
@@ -604,7 +611,7 @@ async fn a_wildcard_path_reads_each_matching_file_as_a_partition() {
         .create_stream::<_, Row, _, _>(
             InputOptions::new("in", EventShape::Point),
             &CsvInput,
-            &CsvInputConfig::new(&pattern, "time"),
+            &CsvInputConfig::new(&pattern, "time").time_format(TimeFormat::Ticks),
         )
         .expect("binds");
     let out = CollectOutput::new();
@@ -661,7 +668,9 @@ async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header
             .create_stream::<_, Row, _, _>(
                 InputOptions::new("in", EventShape::Point),
                 &CsvInput,
-                &CsvInputConfig::new(&path, "time").split(parts),
+                &CsvInputConfig::new(&path, "time")
+                    .time_format(TimeFormat::Ticks)
+                    .split(parts),
             )
             .expect("binds");
         let letters = DeadLetterCollector::new();
@@ -687,7 +696,9 @@ async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header
         .create_stream::<_, Row, _, _>(
             InputOptions::new("in", EventShape::Point),
             &CsvInput,
-            &CsvInputConfig::new(&bad, "time").split(2),
+            &CsvInputConfig::new(&bad, "time")
+                .time_format(TimeFormat::Ticks)
+                .split(2),
         )
         .expect("binds");
     query.bind_dead_letters(&s, letters.clone()).expect("binds");
@@ -705,7 +716,9 @@ async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header
     let refused = query.create_stream::<_, Row, _, _>(
         InputOptions::new("in", EventShape::Point),
         &CsvInput,
-        &CsvInputConfig::new("-", "time").split(2),
+        &CsvInputConfig::new("-", "time")
+            .time_format(TimeFormat::Ticks)
+            .split(2),
     );
     let why = refused.map(|_| ()).expect_err("refused").to_string();
     assert!(why.contains("not standard input"), "{why}");
@@ -721,7 +734,9 @@ async fn csv_columns_read_only_the_fields_named() {
         .create_stream::<_, Row, _, _>(
             InputOptions::new("rows", EventShape::Point),
             &CsvInput,
-            &CsvInputConfig::new(&path, "time").columns(["device"]),
+            &CsvInputConfig::new(&path, "time")
+                .time_format(TimeFormat::Ticks)
+                .columns(["device"]),
         )
         .expect("binds");
     let out = CollectOutput::new();
@@ -740,7 +755,9 @@ async fn csv_columns_read_only_the_fields_named() {
         .create_stream::<_, Row, _, _>(
             InputOptions::new("rows", EventShape::Point),
             &CsvInput,
-            &CsvInputConfig::new(&path, "time").columns(["device", "humidity"]),
+            &CsvInputConfig::new(&path, "time")
+                .time_format(TimeFormat::Ticks)
+                .columns(["device", "humidity"]),
         )
         .expect("binds");
     query
@@ -769,7 +786,7 @@ async fn csv_rows_of_a_header_with_a_repeated_name() {
         .create_stream::<_, Row, _, _>(
             InputOptions::new("rows", EventShape::Point),
             &CsvInput,
-            &CsvInputConfig::new(&path, "time"),
+            &CsvInputConfig::new(&path, "time").time_format(TimeFormat::Ticks),
         )
         .expect("binds");
     let out = CollectOutput::new();

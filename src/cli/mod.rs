@@ -9,6 +9,7 @@ use crate::conformance::{find_cases, run_case};
 mod brokers;
 mod capture;
 mod cluster;
+mod first_time;
 mod job;
 mod letters;
 mod paths;
@@ -52,8 +53,9 @@ USAGE:
                                  or standard input, put them in time order as the CTIs
                                  allow, write JSON lines to FILE or standard output (times
                                  in --time-format: rfc3339 by default, epoch-ms, epoch-s,
-                                 ticks; also how time fields are read; by default an
-                                 integer is ticks, text RFC 3339); counters and a summary
+                                 ticks; also how time fields are read; by default RFC
+                                 3339 text, a number refused: its unit is never guessed);
+                                 counters and a summary
                                  of the dead letters (dropped,
                                  rejected, malformed, unreleased items with the reason) on
                                  stderr, every dead letter as a JSON line to the

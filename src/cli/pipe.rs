@@ -142,6 +142,18 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
             return super::EXIT_USAGE;
         }
     }
+    let time_in = match (&p.csv_time, &p.time_field) {
+        (Some(column), _) => Some(super::first_time::TimeIn::Column(column)),
+        (None, Some(field)) => Some(super::first_time::TimeIn::Field(field)),
+        (None, None) => None,
+    };
+    let declared = p
+        .time_format
+        .unwrap_or(punctual_adapters::line::TimeFormat::Auto);
+    if let Some(Err(message)) = time_in.map(|t| super::first_time::check(&input, &t, declared)) {
+        let _ = writeln!(err, "error: {message}");
+        return super::EXIT_USAGE;
+    }
     let mut options = InputOptions::new("in", EventShape::Edge);
     if let Some(d) = p.delay {
         options = options.settings(AdvanceTimeSettings::unordered_start_time(d));

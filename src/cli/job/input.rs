@@ -342,6 +342,8 @@ pub(super) fn create_input<O: Order>(
                     }
                 }
             }
+            let first = crate::cli::first_time::TimeIn::Column(&time);
+            crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
             let mut config = CsvInputConfig::new(&input.path, time).time_format(time_format);
             if let Some(end) = &input.end {
                 config = config.end(end.clone());
@@ -361,6 +363,10 @@ pub(super) fn create_input<O: Order>(
                 return Err(usage(
                     "`end` is for CSV inputs; JSON lines give intervals as items".into(),
                 ));
+            }
+            if let Some(field) = &time {
+                let first = crate::cli::first_time::TimeIn::Field(field);
+                crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
             }
             let fields = input
                 .fields

@@ -1,0 +1,104 @@
+//! Times are never guessed: a number in a time field says nothing of its unit, so an input
+//! that does not declare its time format and holds numbers is refused before the run with
+//! the fix named, on `query`, `job` and `pipe`; declared, the same numbers read as what they
+//! count.
+
+use punctual::cli::{EXIT_OK, EXIT_USAGE};
+
+use crate::cli_common::{cli, s, temp_dir};
+
+/// Epoch milliseconds (1 May 2024, 12:00 UTC, and 75 s later) as JSON lines and as CSV.
+fn readings(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (json, csv) = (dir.join("r.jsonl"), dir.join("r.csv"));
+    std::fs::write(
+        &json,
+        "{\"ts\":1714564800000,\"v\":1}\n{\"ts\":1714564875000,\"v\":2}\n",
+    )
+    .expect("written");
+    std::fs::write(&csv, "ts,v\n1714564800000,1\n1714564875000,2\n").expect("written");
+    (json, csv)
+}
+
+/// `query`, `job` (JSON lines and CSV) and `pipe` over epoch-ms times with no format
+/// declared: exit 2 before anything is written, the message naming the file, line and field
+/// and the fix. Before, the numbers were read as 100 ns ticks (1970-01-02), exit 0.
+#[test]
+fn a_number_time_without_a_declared_unit_is_refused_before_the_run() {
+    let dir = temp_dir("times-refused");
+    let (json, csv) = readings(&dir);
+    let out = dir.join("out.jsonl");
+    let fix =
+        "what it counts is not declared: set the input's time format to epoch-ms, epoch-s or ticks";
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT v FROM r TIMESTAMP BY ts",
+        "--input",
+        &format!("r={}", s(&json)),
+        "--output",
+        s(&out),
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}:1: the time field `ts`: `1714564800000` is a number",
+            s(&json)
+        )),
+        "{err}"
+    );
+    assert!(err.contains(fix), "{err}");
+    assert!(!out.exists(), "refused before the run");
+    for (input, line) in [(&json, 1), (&csv, 2)] {
+        let job = dir.join("job.toml");
+        std::fs::write(
+            &job,
+            format!(
+                "query = \"SELECT v INTO o FROM r TIMESTAMP BY ts\"\n[inputs.r]\npath = \"{}\"\n[outputs.o]\npath = \"{}\"\n",
+                s(input),
+                s(&out)
+            ),
+        )
+        .expect("written");
+        let (code, _, err) = cli(&["job", s(&job)]);
+        assert_eq!(code, EXIT_USAGE, "{err}");
+        assert!(
+            err.contains(&format!("{}:{line}: the time field `ts`", s(input))),
+            "{err}"
+        );
+        assert!(err.contains(fix), "{err}");
+        assert!(!out.exists(), "refused before the run");
+    }
+    let (code, _, err) = cli(&["pipe", "-i", s(&csv), "--csv", "ts", "-o", s(&out)]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains(fix), "{err}");
+    assert!(!out.exists(), "refused before the run");
+}
+
+/// Declared, the same numbers read as what they count: epoch-ms puts the readings 75 s
+/// apart on 1 May 2024, in two one-minute windows.
+#[test]
+fn a_declared_unit_reads_numbers_as_it_says() {
+    let dir = temp_dir("times-declared");
+    let (json, _) = readings(&dir);
+    let out = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT COUNT(*) AS n FROM r TIMESTAMP BY ts GROUP BY TumblingWindow(minute, 1)",
+        "--input",
+        &format!("r={}", s(&json)),
+        "--time-format",
+        "epoch-ms",
+        "--output",
+        s(&out),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&out).expect("written");
+    let windows: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+    assert_eq!(
+        windows,
+        [
+            "{\"kind\":\"point\",\"start\":1714564860000,\"payload\":{\"n\":1}}",
+            "{\"kind\":\"point\",\"start\":1714564920000,\"payload\":{\"n\":1}}",
+        ],
+        "{written}"
+    );
+}
