@@ -377,6 +377,8 @@ fn a_misspelled_field_over_json_lines_is_an_error() {
         "SELECT device, AVG(celcius) AS mean FROM r TIMESTAMP BY time GROUP BY device, TumblingWindow(tick, 10)",
         "--input",
         &format!("r={}", s(&input)),
+        "--time-format",
+        "ticks",
     ]);
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(
@@ -1025,6 +1027,8 @@ fn errors_and_counts_name_what_the_user_wrote() {
         "SELECT v INTO alerts FROM r TIMESTAMP BY t",
         "--input",
         &format!("r={}", s(&input)),
+        "--time-format",
+        "ticks",
         "--output",
         &format!("alerts={}", s(&dir.join("missing-dir").join("o.jsonl"))),
     ]);

@@ -102,21 +102,39 @@ impl JoinParts {
             .map(|c| PairExpr::new(c, &names))
             .collect();
         if fallible {
-            // A pair whose conditions or columns cannot be computed is dropped with the
-            // reason.
-            return RowStream::kept_ok(join(left, right, kl, kr, move |a, b| {
+            // A pair whose conditions or columns cannot be computed gives a row of its own
+            // schema holding the reason (as small as a result, in the join's output as one),
+            // which the filter after the join drops with the reason.
+            let failed = Schema::new(["\u{0}why"]).unwrap_or_else(|_| Schema::empty());
+            let why = failed.clone();
+            // Every place a fault can be recorded takes it, so none is left over before a
+            // pair: one look at the fault slot after each step.
+            let made: RowStream = join(left, right, kl, kr, move |a, b| {
                 let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
-                let keep = crate::limits::checked("its join conditions", || {
-                    conditions.iter().all(|c| c.holds(rows, &cx))
-                });
-                match keep {
-                    Ok(false) => None,
-                    Ok(true) => Some(crate::limits::checked("its select list", || {
-                        schema.row(columns.iter().map(|c| c.value(rows, &cx)))
-                    })),
-                    Err(why) => Some(Err(why)),
+                let keep = conditions.iter().all(|c| c.holds(rows, &cx));
+                if let Some(why) = crate::limits::take_fault() {
+                    return Some(failed_row(&failed, "its join conditions", why));
                 }
-            }));
+                if !keep {
+                    return None;
+                }
+                let row = schema.row(columns.iter().map(|c| c.value(rows, &cx)));
+                Some(match crate::limits::take_fault() {
+                    None => row,
+                    Some(why) => failed_row(&failed, "its select list", why),
+                })
+            });
+            return made.try_filter(move |r| {
+                if !r.schema().same(&why) {
+                    return Ok(true);
+                }
+                Err(r
+                    .values()
+                    .first()
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned())
+            });
         }
         join(left, right, kl, kr, move |a, b| {
             let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
@@ -127,6 +145,13 @@ impl JoinParts {
             keep.then(|| schema.row(columns.iter().map(|c| c.value(rows, &cx))))
         })
     }
+}
+
+/// The row of `failed`'s schema that stands for a pair whose `what` cannot be computed.
+#[cold]
+#[inline(never)]
+fn failed_row(failed: &Schema, what: &str, why: &str) -> Row {
+    failed.row([Value::from(format!("{what} cannot be computed: {why}"))])
 }
 
 /// The temporal join of `left` and `right` on their keys' values, `combine` making each

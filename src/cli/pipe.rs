@@ -110,6 +110,29 @@ fn check_files(p: &PipeArgs, input: &Path, output: &Path) -> Result<(), String> 
     super::paths::check_collisions(&[("the input".to_owned(), input)], &writes)
 }
 
+/// What can be checked of the input before the run: its CSV header has the time column, and
+/// its first record's time says what it counts.
+fn check_input(p: &PipeArgs, input: &Path) -> Result<(), String> {
+    if let (Some(col), Some(header)) = (&p.csv_time, super::job::csv_header(input)) {
+        if !header.contains(col) {
+            return Err(format!(
+                "--csv {col}: {} has no column `{col}` (its columns: {})",
+                input.display(),
+                header.join(", ")
+            ));
+        }
+    }
+    let time_in = match (&p.csv_time, &p.time_field) {
+        (Some(column), _) => super::first_time::TimeIn::Column(column),
+        (None, Some(field)) => super::first_time::TimeIn::Field(field),
+        (None, None) => return Ok(()),
+    };
+    let declared = p
+        .time_format
+        .unwrap_or(punctual_adapters::line::TimeFormat::Auto);
+    super::first_time::check(input, &time_in, declared)
+}
+
 pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     use punctual_adapters::InputOptions;
     use punctual_core::EventShape;
@@ -131,26 +154,7 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         }
     };
     let total = progress_total(&input);
-    if let (Some(col), Some(header)) = (&p.csv_time, super::job::csv_header(&input)) {
-        if !header.contains(col) {
-            let _ = writeln!(
-                err,
-                "error: --csv {col}: {} has no column `{col}` (its columns: {})",
-                input.display(),
-                header.join(", ")
-            );
-            return super::EXIT_USAGE;
-        }
-    }
-    let time_in = match (&p.csv_time, &p.time_field) {
-        (Some(column), _) => Some(super::first_time::TimeIn::Column(column)),
-        (None, Some(field)) => Some(super::first_time::TimeIn::Field(field)),
-        (None, None) => None,
-    };
-    let declared = p
-        .time_format
-        .unwrap_or(punctual_adapters::line::TimeFormat::Auto);
-    if let Some(Err(message)) = time_in.map(|t| super::first_time::check(&input, &t, declared)) {
+    if let Err(message) = check_input(p, &input) {
         let _ = writeln!(err, "error: {message}");
         return super::EXIT_USAGE;
     }

@@ -217,32 +217,55 @@ fn having_filter(groups: Stream<Group>, h: E, aggs_may_fail: bool) -> Stream<Gro
 /// number (a text, a boolean, a record): each is dropped with the reason, before the window.
 /// The stream itself when no key and no argument can fail.
 fn gate(stream: RowStream, keys: &[E], aggs: &[AggFn]) -> RowStream {
-    let keys: Vec<RowExpr> = keys
+    // What may fail to compute, evaluated with the fault slot looked at after; and the
+    // arguments that must be numbers, only looked at (the usual case: a field).
+    let fallible: Vec<RowExpr> = keys
         .iter()
         .filter(|k| k.may_fault())
         .map(|k| RowExpr::new(k.clone()))
+        .chain(
+            aggs.iter()
+                .filter_map(AggFn::checked_arg)
+                .filter(|(arg, _)| arg.may_fault())
+                .map(|(arg, _)| arg),
+        )
         .collect();
-    let args: Vec<(RowExpr, bool)> = aggs.iter().filter_map(AggFn::checked_arg).collect();
-    if keys.is_empty() && args.is_empty() {
+    let numbers: Vec<RowExpr> = aggs
+        .iter()
+        .filter_map(AggFn::checked_arg)
+        .filter_map(|(arg, number)| number.then_some(arg))
+        .collect();
+    if fallible.is_empty() && numbers.is_empty() {
         return stream;
     }
+    let what = "its group keys or aggregates";
     stream.try_filter(move |r| {
-        crate::limits::checked("its group keys or aggregates", || {
-            for k in &keys {
-                k.with(r, |_| ());
+        for arg in &numbers {
+            if let Some(why) = arg.with(r, not_a_number) {
+                return Err(format!("{what} cannot be computed: {why}"));
             }
-            for (arg, number) in &args {
-                arg.with(r, |v| match v {
-                    Value::Null | Value::Int(_) | Value::Float(_) => {}
-                    _ if !number => {}
-                    Value::Str(_) => crate::limits::fault("a SUM or AVG of a text"),
-                    Value::Bool(_) => crate::limits::fault("a SUM or AVG of a boolean"),
-                    _ => crate::limits::fault("a SUM or AVG of a value that is not a number"),
-                });
+        }
+        if fallible.is_empty() {
+            return Ok(true);
+        }
+        crate::limits::checked(what, || {
+            for e in &fallible {
+                e.with(r, |_| ());
             }
             true
         })
     })
+}
+
+/// Why `v` cannot be summed or averaged, if it cannot (`NULL` is left out, not refused).
+#[inline]
+fn not_a_number(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Null | Value::Int(_) | Value::Float(_) => None,
+        Value::Str(_) => Some("a SUM or AVG of a text"),
+        Value::Bool(_) => Some("a SUM or AVG of a boolean"),
+        _ => Some("a SUM or AVG of a value that is not a number"),
+    }
 }
 
 /// Hopping windows of `size` every `hop` (aligned to `offset`) over `stream` in the order it
