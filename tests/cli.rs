@@ -108,6 +108,51 @@ fn watermark_counters_and_bad_steps() {
     );
 }
 
+/// Every command has its help (`punctual COMMAND --help`, `-h`, `punctual help COMMAND`):
+/// its usage lines, its examples and the exit codes, exit 0 (`query --help` was an error);
+/// the top-level help says what the program is.
+#[test]
+fn every_command_has_its_help() {
+    for command in [
+        "run", "check", "explain", "pipe", "query", "job", "timeline",
+    ] {
+        for asked in [
+            vec![command, "--help"],
+            vec![command, "x", "-h"],
+            vec!["help", command],
+        ] {
+            let (code, out, err) = cli(&asked);
+            assert_eq!(code, EXIT_OK, "{asked:?}: {err}");
+            assert!(
+                out.starts_with(&format!("USAGE:\n    punctual {command} ")),
+                "{asked:?}: {out}"
+            );
+            assert!(out.contains("EXIT CODES:"), "{asked:?}: {out}");
+            let usage = out.split("\n\n").next().unwrap_or_default();
+            assert_eq!(
+                usage.matches("\n    punctual ").count(),
+                1,
+                "{asked:?}: one command's usage: {out}"
+            );
+        }
+    }
+    let (code, out, _) = cli(&["query", "--help"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(
+        out.contains("GROUP BY device, TumblingWindow(minute, 1)"),
+        "{out}"
+    );
+    let (code, out, _) = cli(&["--help"]);
+    assert_eq!(code, EXIT_OK);
+    assert!(
+        out.starts_with("punctual: event-time stream processing"),
+        "{out}"
+    );
+    let (code, _, err) = cli(&["nope", "--help"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("`nope` is not a command"), "{err}");
+}
+
 #[test]
 fn a_bad_command_line_exits_2_with_help() {
     let (code, _, err) = cli(&["frobnicate"]);
@@ -120,7 +165,7 @@ fn a_bad_command_line_exits_2_with_help() {
     assert_eq!(code, EXIT_USAGE);
     assert_eq!(
         err,
-        "error: `pipe` does not take `--colour`\nhint: `punctual --help` shows how to use `pipe`\n"
+        "error: `pipe` does not take `--colour`\nhint: `punctual pipe --help` shows how to use it\n"
     );
     let (code, _, err) = cli(&["run"]);
     assert_eq!(code, EXIT_USAGE);

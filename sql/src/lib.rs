@@ -114,7 +114,7 @@ pub enum SqlError {
         message: String,
     },
     /// The query refers to something that does not exist, or combines what does not go.
-    #[error("error at {pos}: {message}")]
+    #[error("{pos}: {message}")]
     Compile {
         /// Where.
         pos: Pos,

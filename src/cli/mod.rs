@@ -21,7 +21,11 @@ use query::{cmd_query, QueryArgs};
 
 /// `punctual --help`.
 pub const HELP: &str = "\
-punctual: run Punctual conformance cases from the command line
+punctual: event-time stream processing from the command line. Runs queries in a Stream
+Analytics-style language over files, standard input, sockets and brokers (query, job),
+puts JSON lines or CSV in time order (pipe), and runs, checks and draws the conformance
+cases of the temporal semantics (run, check, explain, timeline). `punctual COMMAND --help`
+shows one command.
 
 USAGE:
     punctual run CASE_DIR [--workers W] [--processes P --process I --hosts FILE]
@@ -164,6 +168,21 @@ pub fn install_logging() {
 /// returns the exit code. Write errors on `out`/`err` are ignored (a closed pipe is no reason to
 /// fail the run).
 pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    let asks_help = args[1..].iter().any(|a| a == "--help" || a == "-h");
+    let helped = match args.first().map(String::as_str) {
+        Some("help") => args.get(1).map(String::as_str),
+        Some(command) if asks_help => Some(command),
+        _ => None,
+    };
+    if let Some(command) = helped {
+        return match command_help(command) {
+            Some(text) => {
+                let _ = write!(out, "{text}");
+                EXIT_OK
+            }
+            None => usage(err, &format!("`{command}` is not a command"), ""),
+        };
+    }
     match args.first().map(String::as_str) {
         Some("run") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
             Ok((placement, rest)) if rest.len() == 1 => {
@@ -250,15 +269,58 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
     }
 }
 
+/// What `punctual COMMAND --help` prints: the command's lines of [`HELP`], its examples and
+/// the exit codes; `None` if it is not a command.
+fn command_help(command: &str) -> Option<String> {
+    let usage = HELP.split("\nEXAMPLES:").next().unwrap_or_default();
+    let head = format!("    punctual {command}");
+    let mut lines = usage.lines().skip_while(|l| !l.starts_with(&head));
+    let first = lines.next()?;
+    // The command's own lines: up to the next command.
+    let own = lines.take_while(|l| !l.starts_with("    punctual "));
+    let mut text = format!("USAGE:\n{first}\n");
+    for line in own {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let examples = HELP
+        .split("\nEXAMPLES:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_default();
+    // An example is its line and the more indented lines that go on with it.
+    let mut mine: Vec<&str> = Vec::new();
+    let mut going_on = false;
+    for line in examples.lines() {
+        going_on = if line.starts_with("     ") {
+            going_on
+        } else {
+            line.contains(&format!("punctual {command} "))
+        };
+        if going_on {
+            mine.push(line);
+        }
+    }
+    if !mine.is_empty() {
+        text.push_str("\nEXAMPLES:\n");
+        text.push_str(&mine.join("\n"));
+        text.push('\n');
+    }
+    if let Some(codes) = HELP.split("\nEXIT CODES:\n").nth(1) {
+        text.push_str("\nEXIT CODES:\n");
+        text.push_str(codes);
+    }
+    Some(text)
+}
+
 /// A bad command line: one line saying what is wrong, one with a hint; exit code 2.
 fn usage(err: &mut dyn Write, what: &str, command: &str) -> u8 {
     let _ = writeln!(err, "error: {what}");
-    let about = if command.is_empty() {
-        "the commands".to_owned()
+    if command.is_empty() {
+        let _ = writeln!(err, "hint: `punctual --help` shows the commands");
     } else {
-        format!("how to use `{command}`")
-    };
-    let _ = writeln!(err, "hint: `punctual --help` shows {about}");
+        let _ = writeln!(err, "hint: `punctual {command} --help` shows how to use it");
+    }
     EXIT_USAGE
 }
 
