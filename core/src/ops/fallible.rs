@@ -193,10 +193,10 @@ where
     }
 }
 
-/// Like [`MapWithTime`], with a function that may refuse an event (`Err(why)`): the event is
-/// dropped, counted in the operator's `dropped` and recorded with the reason
-/// ([`OperatorDrop`]), as a dead letter of the operator. A start edge and its end edge carry
-/// equal payloads, so a pure function refuses both or neither.
+/// Like [`MapWithTime`](super::MapWithTime), with a function that may refuse an event
+/// (`Err(why)`): the event is dropped, counted in the operator's `dropped` and recorded with
+/// the reason ([`OperatorDrop`]), as a dead letter of the operator. A start edge and its end
+/// edge carry equal payloads, so a pure function refuses both or neither.
 #[derive(Debug)]
 pub struct TryMapWithTime<F> {
     f: F,
