@@ -29,7 +29,7 @@ use punctual_core::TimeSpan;
 
 use crate::Error;
 
-/// What to do with an event that breaks the stream's current CTI (SEMANTICS.md section 3).
+/// What to do with an event that breaks the stream's current CTI (docs/semantics.md, section 3).
 ///
 /// | item (current application time `a`) | `Drop` | `Adjust` |
 /// |---|---|---|

@@ -1,4 +1,4 @@
-//! Property tests of the ingress (SEMANTICS.md section 6):
+//! Property tests of the ingress (docs/semantics.md, section 6):
 //! (a) CTIs are monotone; (b) nothing released after `CTI(t)` violates it, and nothing released
 //! before it reaches it; (c) with explicit CTIs, permuting the events between two CTIs leaves
 //! every released segment the same as a multiset; (d) every enqueued item is accounted for

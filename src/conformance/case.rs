@@ -61,7 +61,7 @@ struct StreamFile {
     watermark: Option<WatermarkFile>,
 }
 
-/// The `watermark` stream setting (SEMANTICS.md section 5).
+/// The `watermark` stream setting (docs/semantics.md, section 5).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatermarkFile {

@@ -2,7 +2,7 @@
 //! API that wires them into a [`Graph`].
 //!
 //! Every operator takes sorted batches with CTI marks and appends sorted batches with CTI marks.
-//! The general release rule (SEMANTICS.md section 4): when an operator's output CTI advances to
+//! The general release rule (docs/semantics.md, section 4): when an operator's output CTI advances to
 //! `t`, it first emits every result with sync time `< t` not yet emitted, then `CTI(t)`; results
 //! with sync `>= t` wait. Multi-input operators take their output CTI from a [`CtiFrontier`];
 //! operators that hold results use a [`ReleaseBuffer`]. Each operator's module states its CTI

@@ -1,4 +1,4 @@
-//! The general path of one event (SEMANTICS.md section 2, steps 1–4): validate, let a watermark
+//! The general path of one event (docs/semantics.md, section 2, steps 1–4): validate, let a watermark
 //! strategy judge it, check the buffer's cap, apply the violation policy ([`policy::rule`]),
 //! and accept it into the hold, then generate.
 

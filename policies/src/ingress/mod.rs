@@ -1,4 +1,4 @@
-//! The ingress state machine of one input stream (SEMANTICS.md sections 1–3).
+//! The ingress state machine of one input stream (docs/semantics.md, sections 1–3).
 //!
 //! CTI rule: the ingress emits `CTI(t)` when an adapter CTI, a generated candidate, a watermark
 //! strategy or an imported CTI advances application time to `t`; just before it, it releases

@@ -1,5 +1,5 @@
 //! The violation policy as one pure function: the table of what `Drop` and `Adjust` do to each
-//! kind of event that breaks the current CTI `a` (SEMANTICS.md section 3, and
+//! kind of event that breaks the current CTI `a` (docs/semantics.md, section 3, and
 //! [`AdvanceTimePolicy`]'s doc). Nothing else in the ingress decides it.
 //!
 //! | item | no policy | `Drop` | `Adjust` |

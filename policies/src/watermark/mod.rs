@@ -1,4 +1,4 @@
-//! Watermark strategies beyond StreamInsight (SEMANTICS.md section 5): CTIs from arrival-time
+//! Watermark strategies beyond StreamInsight (docs/semantics.md, section 5): CTIs from arrival-time
 //! tolerances (Azure Stream Analytics), from bounded out-of-orderness (Flink), per partition
 //! (YTsaurus Flow, Flink), and from an injected clock when an input goes quiet. They plug into
 //! the same [`Ingress`](crate::Ingress) and produce ordinary CTIs, so every operator works with
