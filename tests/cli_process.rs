@@ -334,7 +334,7 @@ fn sensors_job(dir: &std::path::Path, out: &std::path::Path) -> std::path::PathB
          [inputs.readings]\npath = {data:?}\nstream = \"readings\"\n\
          generate = {{ every = 20, delay = \"3s\" }}\npolicy = \"drop\"\n\
          [inputs.calibration]\npath = {data:?}\nstream = \"calibration\"\n\
-         [outputs.averages]\npath = {:?}\n",
+         [outputs.averages]\npath = {:?}\nwith_ctis = true\n",
         s(out)
     );
     let path = dir.join("sensors.toml");
@@ -362,8 +362,8 @@ fn job_output(path: &std::path::Path) -> (Vec<String>, String) {
     let mut last_cti = String::new();
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
-        if v["kind"] == "cti" {
-            last_cti = v["time"].to_string();
+        if let Some(t) = v.get("cti") {
+            last_cti = t.to_string();
         } else {
             events.push(round(v).to_string());
         }
@@ -495,7 +495,7 @@ fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
         &job,
         format!(
             "query = \"SELECT * INTO out FROM r\"\n[inputs.r]\nlisten = [{:?}, {:?}]\n\
-             [outputs.out]\npath = {:?}\ntime_format = \"ticks\"\n",
+             [outputs.out]\npath = {:?}\ntime_format = \"ticks\"\nwith_ctis = true\n",
             listen[0],
             listen[1],
             s(&out)
@@ -552,7 +552,7 @@ fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
         std::fs::read_to_string(&out)
             .unwrap_or_default()
             .lines()
-            .filter(|l| l.contains("\"point\""))
+            .filter(|l| l.contains("\"p\":"))
             .count()
     };
     while points() < 8 {

@@ -5,13 +5,15 @@ use punctual::cli::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 mod cli_common;
 mod query_faults;
+mod query_rows;
 mod query_times;
 use std::path::Path;
 
 use cli_common::{case, cli, s, temp_dir};
 
 /// `query` over flat JSON lines timed by TIMESTAMP BY: a tumbling window per key, times in
-/// RFC 3339 in and out, late events dropped behind --delay and counted.
+/// RFC 3339 in and out, results as flat rows, late events dropped behind --delay with
+/// `--policy drop` and counted.
 #[test]
 fn query_runs_sql_over_flat_json_lines() {
     let dir = temp_dir("query-json");
@@ -40,21 +42,19 @@ fn query_runs_sql_over_flat_json_lines() {
         s(&output),
         "--delay",
         "2s",
+        "--policy",
+        "drop",
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&output).expect("written");
-    let events: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+    // Flat rows: the result's time, then its fields; no CTIs.
     assert_eq!(
-        events,
+        written.lines().collect::<Vec<_>>(),
         vec![
-            r#"{"kind":"point","start":"2026-12-01T10:00:10Z","payload":{"device":"a","n":2,"mean":21.0,"window_end":"2026-12-01T10:00:10Z"}}"#,
-            r#"{"kind":"point","start":"2026-12-01T10:00:10Z","payload":{"device":"b","n":1,"mean":30.0,"window_end":"2026-12-01T10:00:10Z"}}"#,
-            r#"{"kind":"point","start":"2026-12-01T10:00:20Z","payload":{"device":"a","n":1,"mean":22.0,"window_end":"2026-12-01T10:00:20Z"}}"#,
+            r#"{"time":"2026-12-01T10:00:10Z","device":"a","n":2,"mean":21.0,"window_end":"2026-12-01T10:00:10Z"}"#,
+            r#"{"time":"2026-12-01T10:00:10Z","device":"b","n":1,"mean":30.0,"window_end":"2026-12-01T10:00:10Z"}"#,
+            r#"{"time":"2026-12-01T10:00:20Z","device":"a","n":1,"mean":22.0,"window_end":"2026-12-01T10:00:20Z"}"#,
         ]
-    );
-    assert!(
-        written.ends_with("{\"kind\":\"cti\",\"time\":\"inf\"}\n"),
-        "{written}"
     );
     assert!(
         err.contains("events_in=5") && err.contains("dropped=1"),
@@ -93,13 +93,13 @@ fn query_reads_csv_and_joins_reference_data() {
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
     let out = std::fs::read_to_string(&output).expect("written");
-    let events: Vec<&str> = out.lines().filter(|l| l.contains("point")).collect();
+    let events: Vec<&str> = out.lines().collect();
     assert_eq!(
         events,
         vec![
-            r#"{"kind":"point","start":1000,"payload":{"device":"a","scaled":2}}"#,
-            r#"{"kind":"point","start":2000,"payload":{"device":"b","scaled":20}}"#,
-            r#"{"kind":"point","start":12000,"payload":{"device":"a","scaled":9}}"#,
+            r#"{"time":1000,"device":"a","scaled":2}"#,
+            r#"{"time":2000,"device":"b","scaled":20}"#,
+            r#"{"time":12000,"device":"a","scaled":9}"#,
         ]
     );
     // The same query on two worker threads of the cluster executor: the same events.
@@ -121,7 +121,7 @@ fn query_reads_csv_and_joins_reference_data() {
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
     let text = std::fs::read_to_string(&split).expect("written");
-    let mut got: Vec<&str> = text.lines().filter(|l| l.contains("point")).collect();
+    let mut got: Vec<&str> = text.lines().collect();
     got.sort();
     let mut want = events.clone();
     want.sort();
@@ -253,7 +253,7 @@ time_format = "epoch-ms"
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(dir.join("totals.jsonl")).expect("written");
     assert!(
-        written.contains(r#"{"kind":"point","start":10000,"payload":{"device":"a","total":6}}"#),
+        written.contains(r#"{"time":10000,"device":"a","total":6}"#),
         "{written}"
     );
     std::fs::write(
@@ -414,6 +414,8 @@ fn query_pipe_and_job_draw_a_timeline() {
         s(&dir.join("out.jsonl")),
         "--timeline",
         s(&svg_path),
+        "--policy",
+        "drop",
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
     let svg = std::fs::read_to_string(&svg_path).expect("the timeline is written");
@@ -623,7 +625,7 @@ fn a_job_input_takes_a_bounded_watermark() {
     let job = dir.join("job.toml");
     std::fs::write(
         &job,
-        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\nwatermark = { bounded = \"1us\" }\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n",
+        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\nwatermark = { bounded = \"1us\" }\npolicy = \"drop\"\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n",
     )
     .expect("written");
     let (code, _, err) = cli(&["job", s(&job)]);
@@ -633,7 +635,7 @@ fn a_job_input_takes_a_bounded_watermark() {
     let values: Vec<i64> = out
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["payload"]["v"].as_i64())
+        .filter_map(|v| v["v"].as_i64())
         .collect();
     assert_eq!(values, vec![1, 3, 2]);
     assert!(err.contains("dropped=1"), "{err}");
@@ -723,17 +725,11 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
         ]);
         assert_eq!(code, EXIT_OK, "{err}");
         let written = std::fs::read_to_string(&output).expect("written");
-        let points: Vec<String> = written
-            .lines()
-            .filter(|l| l.contains("point"))
-            .map(str::to_owned)
-            .collect();
+        let points: Vec<String> = written.lines().map(str::to_owned).collect();
         points
     };
     let filter = "SELECT celsius FROM readings TIMESTAMP BY time WHERE celsius > 0";
-    let at = |t: &str, c: i64| {
-        format!(r#"{{"kind":"point","start":"2026-12-01T10:00:{t}Z","payload":{{"celsius":{c}}}}}"#)
-    };
+    let at = |t: &str, c: i64| format!(r#"{{"time":"2026-12-01T10:00:{t}Z","celsius":{c}}}"#);
     assert_eq!(
         run(filter, "arrival"),
         vec![at("00", 20), at("03", 30), at("02", 22), at("11", 24)]
@@ -982,7 +978,7 @@ fn a_value_over_the_size_limit_is_a_dead_letter_not_an_abort() {
         "{letters}"
     );
     let written = std::fs::read_to_string(&out).expect("written");
-    let results: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+    let results: Vec<&str> = written.lines().collect();
     assert_eq!(results.len(), 1, "{written}");
     assert!(results[0].contains("\"n\":10"), "{written}");
 }

@@ -97,7 +97,7 @@ fn a_job_reads_and_writes_kafka_topics() {
     let values: Vec<i64> = out
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["payload"]["w"].as_i64())
+        .filter_map(|v| v["w"].as_i64())
         .collect();
     assert_eq!(values, vec![30, 40], "{out}");
     // A mistake in the table is named.
@@ -179,7 +179,7 @@ fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
         let mut got: Vec<(i64, i64)> = out
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| Some((v["payload"]["v"].as_i64()?, v["start"].as_i64()? - base_ms)))
+            .filter_map(|v| Some((v["v"].as_i64()?, v["time"].as_i64()? - base_ms)))
             .collect();
         got.sort();
         (got, err)
@@ -286,7 +286,7 @@ fn a_job_reads_an_mqtt_topic() {
     let values: Vec<i64> = out
         .lines()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["payload"]["v"].as_i64())
+        .filter_map(|v| v["v"].as_i64())
         .collect();
     assert_eq!(values, vec![20, 30], "{out}");
 }

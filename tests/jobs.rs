@@ -137,11 +137,12 @@ async fn the_sensors_job_gives_what_the_rust_query_gives() {
         .lines()
         .filter_map(|l| {
             let v: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
-            (v["kind"] == "point").then(|| {
-                let p = &v["payload"];
-                let at = TimeFormat::Rfc3339.read(&v["start"]).expect("a time");
+            // A flat row: the result's time, then its fields.
+            v.get("time").map(|time| {
+                let p = &v;
+                let at = TimeFormat::Rfc3339.read(time).expect("a time");
                 assert_eq!(
-                    p["window_end"], v["start"],
+                    &p["window_end"], time,
                     "System.Timestamp() is the window end"
                 );
                 (
@@ -340,7 +341,7 @@ async fn the_benchmark_queries_in_sql_give_what_the_rust_queries_give() {
         .flat_map(|q| [(q, "time"), (q, "arrival")]);
     for ((q, (name, sql, more)), order) in runs {
         let job = format!(
-            "query = \"{sql}\"\n[inputs.events]\npath = \"events.csv\"\ntime_format = \"epoch-ms\"\ngenerate = {{ every = 1000, delay = \"2s\" }}\norder = \"{order}\"\n{more}[outputs.output]\npath = \"{name}.jsonl\"\n"
+            "query = \"{sql}\"\n[inputs.events]\npath = \"events.csv\"\ntime_format = \"epoch-ms\"\ngenerate = {{ every = 1000, delay = \"2s\" }}\npolicy = \"drop\"\norder = \"{order}\"\n{more}[outputs.output]\npath = \"{name}.jsonl\"\n"
         );
         let file = dir.join(format!("{name}.toml"));
         std::fs::write(&file, job).expect("written");
@@ -357,10 +358,8 @@ async fn the_benchmark_queries_in_sql_give_what_the_rust_queries_give() {
         let mut got = (0u64, 0i64);
         for line in written.lines() {
             let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
-            if v["kind"] == "point" {
-                got.0 += 1;
-                got.1 += v["payload"]["x"].as_i64().expect("an integer");
-            }
+            got.0 += 1;
+            got.1 += v["x"].as_i64().expect("an integer");
         }
         assert_eq!(got, expected[q], "{name}, order {order}");
     }
@@ -382,14 +381,14 @@ fn two_partitions_on_one_and_two_workers(job: &std::path::Path) {
         assert_eq!(code, EXIT_OK, "{err}");
         assert!(err.contains("r#0") && err.contains("r#1"), "{err}");
         let written = std::fs::read_to_string(&totals).expect("written");
-        let mut lines: Vec<&str> = written.lines().filter(|l| l.contains("point")).collect();
+        let mut lines: Vec<&str> = written.lines().collect();
         lines.sort();
         assert_eq!(
             lines,
             [
-                r#"{"kind":"point","start":10000,"payload":{"device":"a","total":11}}"#,
-                r#"{"kind":"point","start":10000,"payload":{"device":"b","total":5}}"#,
-                r#"{"kind":"point","start":20000,"payload":{"device":"a","total":7}}"#,
+                r#"{"time":10000,"device":"a","total":11}"#,
+                r#"{"time":10000,"device":"b","total":5}"#,
+                r#"{"time":20000,"device":"a","total":7}"#,
             ],
             "{workers} worker(s)"
         );
@@ -530,11 +529,7 @@ fn a_job_reads_a_file_split_by_byte_ranges() {
         let code = main(&args, &mut out, &mut err);
         let written = std::fs::read_to_string(dir.join("totals.jsonl")).unwrap_or_default();
         // The results (the CTIs in between depend on how the parts' CTIs meet).
-        let mut results: Vec<String> = written
-            .lines()
-            .filter(|l| l.contains("point"))
-            .map(str::to_owned)
-            .collect();
+        let mut results: Vec<String> = written.lines().map(str::to_owned).collect();
         results.sort();
         (code, String::from_utf8_lossy(&err).into_owned(), results)
     };
@@ -607,7 +602,7 @@ fn an_input_gives_the_query_the_fields_it_reads() {
             let job = dir.join("job.toml");
             std::fs::write(
                 &job,
-                format!("query = \"{query}\"\ndead_letters = \"dead.jsonl\"\n[inputs.r]\npath = \"{file}\"\ntime_format = \"epoch-ms\"\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"epoch-ms\"\n"),
+                format!("query = \"{query}\"\ndead_letters = \"dead.jsonl\"\n[inputs.r]\npath = \"{file}\"\ntime_format = \"epoch-ms\"\npolicy = \"drop\"\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"epoch-ms\"\n"),
             )
             .expect("written");
             let args = vec!["job".to_owned(), job.display().to_string()];
@@ -616,11 +611,7 @@ fn an_input_gives_the_query_the_fields_it_reads() {
             assert_eq!(code, EXIT_OK, "{file}: {}", String::from_utf8_lossy(&err));
             let written = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
             let dead = std::fs::read_to_string(dir.join("dead.jsonl")).expect("written");
-            let points = written
-                .lines()
-                .filter(|l| l.contains("point"))
-                .map(str::to_owned)
-                .collect::<Vec<_>>();
+            let points = written.lines().map(str::to_owned).collect::<Vec<_>>();
             (points, dead)
         };
         // The late record (500 after 3000) is dropped; its dead letter holds the row as the
@@ -633,17 +624,15 @@ fn an_input_gives_the_query_the_fields_it_reads() {
         assert_eq!(
             points,
             [
-                r#"{"kind":"point","start":1000,"payload":{"device":"a","w":10}}"#,
-                r#"{"kind":"point","start":3000,"payload":{"device":"a","w":20}}"#,
+                r#"{"time":1000,"device":"a","w":10}"#,
+                r#"{"time":3000,"device":"a","w":20}"#,
             ],
             "{file}"
         );
         let (points, dead) = run("SELECT * FROM r TIMESTAMP BY t WHERE device = 'b'");
         assert_eq!(
             points,
-            [
-                r#"{"kind":"point","start":2000,"payload":{"t":2000,"device":"b","v":5,"notes":"x, y"}}"#
-            ],
+            [r#"{"time":2000,"t":2000,"device":"b","v":5,"notes":"x, y"}"#],
             "{file}"
         );
         assert!(dead.contains("zzz"), "{file}: {dead}");

@@ -58,6 +58,7 @@ fn run(query: &str) -> Ran {
         args.extend(["--input", &q]);
     }
     args.extend([
+        "--items",
         "--time-format",
         "ticks",
         "--output",

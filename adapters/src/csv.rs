@@ -27,8 +27,11 @@
 //! # let _ = readings; Ok(()) }
 //! ```
 
+mod output;
 mod record;
 mod split;
+
+pub use output::{CsvOutput, CsvOutputConfig, CsvWriter};
 
 use std::any::{Any, TypeId};
 use std::marker::PhantomData;
@@ -37,19 +40,15 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 
-use punctual_core::{Batch, Event, EventKind, EventShape, Row, Schema, StreamItem};
+use punctual_core::{Event, EventKind, EventShape, Row, Schema, StreamItem};
 
-use crate::adapter::{
-    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
-};
+use crate::adapter::{InputAdapter, InputAdapterFactory, Payload};
 use crate::context::InputContext;
 use crate::error::AdapterError;
 use crate::jsonl::MalformedLines;
 use crate::line::TimeFormat;
-use crate::query::QueryReport;
-use crate::replay::{open_sink, Feeder, FilePart, Lines, ReadLine, ReplayOptions};
+use crate::replay::{Feeder, FilePart, Lines, ReadLine, ReplayOptions};
 
 /// Configuration of [`CsvInput`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -441,139 +440,6 @@ async fn first_line(path: &Path) -> Result<Option<ReadLine>, AdapterError> {
     match read.await {
         Ok(read) => Ok(read?.map(|r| r.map_err(|why| (String::new(), why)))),
         Err(e) => Err(AdapterError::Config(format!("reading a header: {e}"))),
-    }
-}
-
-/// Configuration of [`CsvOutput`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CsvOutputConfig {
-    /// The file to write (created or truncated); `-` is standard output.
-    pub path: PathBuf,
-}
-
-/// Factory of CSV outputs: a header `kind,start,end` plus the payload's fields (taken from the
-/// first event; a payload that is not an object is one column, `payload`), then one record per
-/// event or CTI (`cti,TIME,`).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CsvOutput;
-
-/// Writes a stream as CSV.
-pub struct CsvWriter<P> {
-    path: PathBuf,
-    out: Option<BufWriter<Box<dyn AsyncWrite + Unpin + Send + Sync>>>,
-    columns: Option<Vec<String>>,
-    _payload: PhantomData<fn(P)>,
-}
-
-impl<P> std::fmt::Debug for CsvWriter<P> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CsvWriter")
-            .field("path", &self.path)
-            .finish()
-    }
-}
-
-impl<P: Payload + Serialize> OutputAdapterFactory<CsvOutputConfig, P> for CsvOutput {
-    type Adapter = CsvWriter<P>;
-
-    fn create(
-        &self,
-        config: &CsvOutputConfig,
-        _shape: EventShape,
-    ) -> Result<CsvWriter<P>, AdapterError> {
-        Ok(CsvWriter {
-            path: config.path.clone(),
-            out: None,
-            columns: None,
-            _payload: PhantomData,
-        })
-    }
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
-    move |source| AdapterError::Io {
-        path: path.to_owned(),
-        error: source,
-    }
-}
-
-fn cell(v: Option<&serde_json::Value>) -> String {
-    match v {
-        None | Some(serde_json::Value::Null) => String::new(),
-        Some(serde_json::Value::String(s)) => s.clone(),
-        Some(other) => other.to_string(),
-    }
-}
-
-#[async_trait]
-impl<P: Payload + Serialize> OutputAdapter<P> for CsvWriter<P> {
-    async fn write(&mut self, batch: &Batch<P>) -> Result<(), AdapterError> {
-        if self.out.is_none() {
-            self.out = Some(open_sink(&self.path).await?);
-        }
-        let mut text = String::new();
-        for item in batch.items() {
-            let (kind, start, end, payload) = match item {
-                StreamItem::Cti(t) => ("cti", t, None, None),
-                StreamItem::Insert(e) => {
-                    let value = serde_json::to_value(e.payload).map_err(AdapterError::other)?;
-                    let (k, s, en) = match e.kind {
-                        EventKind::Point(t) => ("point", t, None),
-                        EventKind::Interval { start, end } => ("interval", start, Some(end)),
-                        EventKind::StartEdge(s) => ("start", s, None),
-                        EventKind::EndEdge { start, end } => ("end", start, Some(end)),
-                    };
-                    (k, s, en, Some(value))
-                }
-            };
-            if self.columns.is_none() {
-                if let Some(v) = &payload {
-                    let cols = match v {
-                        serde_json::Value::Object(m) => m.keys().cloned().collect(),
-                        _ => vec!["payload".to_owned()],
-                    };
-                    let mut header = vec!["kind".to_owned(), "start".to_owned(), "end".to_owned()];
-                    header.extend(cols.iter().cloned());
-                    text.push_str(&join_record(&header, ','));
-                    text.push('\n');
-                    self.columns = Some(cols);
-                }
-            }
-            let mut fields = vec![
-                kind.to_owned(),
-                start.to_string(),
-                end.map(|e| e.to_string()).unwrap_or_default(),
-            ];
-            if let Some(cols) = &self.columns {
-                for c in cols {
-                    fields.push(match &payload {
-                        Some(serde_json::Value::Object(m)) => cell(m.get(c)),
-                        Some(v) if c == "payload" => cell(Some(v)),
-                        _ => String::new(),
-                    });
-                }
-            }
-            text.push_str(&join_record(&fields, ','));
-            text.push('\n');
-        }
-        if let Some(out) = self.out.as_mut() {
-            out.write_all(text.as_bytes())
-                .await
-                .map_err(io(&self.path))?;
-        }
-        Ok(())
-    }
-
-    async fn idle(&mut self) -> Result<(), AdapterError> {
-        if let Some(out) = self.out.as_mut() {
-            out.flush().await.map_err(io(&self.path))?;
-        }
-        Ok(())
-    }
-
-    async fn finish(&mut self, _report: &QueryReport) -> Result<(), AdapterError> {
-        self.idle().await
     }
 }
 

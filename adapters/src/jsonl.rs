@@ -50,6 +50,7 @@ use crate::adapter::{
 };
 use crate::context::InputContext;
 use crate::error::AdapterError;
+use crate::layout::{RowLayout, Rows};
 use crate::line::{parse_line, write_item_as, LineError, LineFormat, TimeFormat};
 use crate::query::QueryReport;
 use crate::replay::{open_sink, Feeder, FilePart, Lines, ReplayOptions};
@@ -334,6 +335,9 @@ pub struct JsonLinesOutputConfig {
     /// How times are written (default: integer ticks).
     #[serde(default)]
     pub time_format: TimeFormat,
+    /// Flat rows by this layout instead of items (default: items, CTIs included).
+    #[serde(default)]
+    pub rows: Option<RowLayout>,
 }
 
 impl JsonLinesOutputConfig {
@@ -342,7 +346,22 @@ impl JsonLinesOutputConfig {
         JsonLinesOutputConfig {
             path: path.into(),
             time_format: TimeFormat::Auto,
+            rows: None,
         }
+    }
+
+    /// Each result as a flat row (its fields beside its times), CTIs only if the layout asks
+    /// ([`crate::layout`]).
+    ///
+    /// ```
+    /// use punctual_adapters::layout::RowLayout;
+    /// use punctual_adapters::JsonLinesOutputConfig;
+    /// let config = JsonLinesOutputConfig::new("out.jsonl").rows(RowLayout::default());
+    /// assert_eq!(config.rows, Some(RowLayout::default()));
+    /// ```
+    pub fn rows(mut self, layout: RowLayout) -> Self {
+        self.rows = Some(layout);
+        self
     }
 
     /// Write to standard output.
@@ -375,6 +394,8 @@ pub struct JsonLinesWriter<P> {
     /// Lines written, not handed to `out` yet.
     line: Vec<u8>,
     time_format: TimeFormat,
+    /// Flat rows instead of items.
+    rows: Option<Rows>,
     _payload: PhantomData<fn(P)>,
 }
 
@@ -392,7 +413,7 @@ impl<P: Payload + Serialize> OutputAdapterFactory<JsonLinesOutputConfig, P> for 
     fn create(
         &self,
         config: &JsonLinesOutputConfig,
-        _shape: EventShape,
+        shape: EventShape,
     ) -> Result<Self::Adapter, AdapterError> {
         Ok(JsonLinesWriter {
             path: config.path.clone(),
@@ -401,6 +422,10 @@ impl<P: Payload + Serialize> OutputAdapterFactory<JsonLinesOutputConfig, P> for 
             written: 0,
             line: Vec::new(),
             time_format: config.time_format,
+            rows: config
+                .rows
+                .clone()
+                .map(|layout| Rows::new(layout, shape, config.time_format)),
             _payload: PhantomData,
         })
     }
@@ -419,8 +444,13 @@ impl<P: Payload + Serialize> OutputAdapter<P> for JsonLinesWriter<P> {
         // one write call per line.
         self.line.clear();
         for item in batch.items() {
-            write_item_as(item, self.time_format, &mut self.line).map_err(AdapterError::other)?;
-            self.line.push(b'\n');
+            let written = match self.rows.as_mut() {
+                Some(rows) => rows.write_json(item, &mut self.line),
+                None => write_item_as(item, self.time_format, &mut self.line).map(|()| true),
+            };
+            if written.map_err(AdapterError::other)? {
+                self.line.push(b'\n');
+            }
             if self.line.len() >= WRITE_SIZE {
                 out.write_all(&self.line)
                     .await

@@ -19,6 +19,7 @@ pub mod error;
 pub mod jsonl;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+pub mod layout;
 pub mod line;
 pub mod memory;
 #[cfg(feature = "mqtt")]

@@ -467,7 +467,7 @@ impl TimeFormat {
     }
 
     /// What [`TimeFormat::write`] writes, not made a JSON value yet (nothing allocated).
-    fn written(self, t: Time) -> Written {
+    pub(crate) fn written(self, t: Time) -> Written {
         if t == Time::INF {
             return Written::Word("inf");
         }
@@ -491,7 +491,7 @@ impl TimeFormat {
 }
 
 /// A time as a format writes it ([`TimeFormat::write`]), serialized as it is.
-enum Written {
+pub(crate) enum Written {
     Int(i64),
     Float(f64),
     Text(Rfc3339),

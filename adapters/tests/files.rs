@@ -138,16 +138,14 @@ async fn csv_intervals_and_output() {
         .bind_output(
             s.map(|r| Row::new().with("what", r.get("what").cloned().unwrap_or_default())),
             &CsvOutput,
-            &CsvOutputConfig {
-                path: out_path.clone(),
-            },
+            &CsvOutputConfig::new(&out_path),
         )
         .expect("binds");
     query.start().expect("starts").wait().await.expect("runs");
     let written = std::fs::read_to_string(&out_path).expect("written");
     assert_eq!(
         written,
-        "kind,start,end,what\ninterval,1,5,a\ninterval,2,9,\"b, c\"\ncti,+inf,,\n"
+        "kind,start,end,what\ninterval,1,5,a\ninterval,2,9,\"b, c\"\ncti,inf,,\n"
     );
 }
 

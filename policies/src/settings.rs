@@ -33,7 +33,7 @@ use crate::Error;
 ///
 /// | item (current application time `a`) | `Drop` | `Adjust` |
 /// |---|---|---|
-/// | `P(t)`, `t < a` | dropped | dropped (a point cannot overlap `a`) |
+/// | `P(t)`, `t < a` | dropped | dropped (a point cannot overlap `a`); `AdjustPoints`: becomes `P(a)` |
 /// | `I(s,e)`, `s < a < e` | dropped | becomes `I(a,e)` |
 /// | `I(s,e)`, `e <= a` | dropped | dropped |
 /// | `S(s)`, `s < a` | dropped; its end edge is dropped too | becomes `S(a)`; its end edge is rewritten to start `a` |
@@ -48,8 +48,13 @@ pub enum AdvanceTimePolicy {
     /// Drop violating events.
     #[default]
     Drop,
-    /// Move violating lifetimes up to the current CTI where some of the lifetime is left.
+    /// Move violating lifetimes up to the current CTI where some of the lifetime is left
+    /// (StreamInsight's rule: a late point is dropped, as nothing of it is left).
     Adjust,
+    /// As [`Adjust`](AdvanceTimePolicy::Adjust), and a late point moves to the current CTI:
+    /// `P(t)`, `t < a` becomes `P(a)` (Stream Analytics' adjust; the query language's
+    /// default). Counted as `adjusted`, like every event the policy changes.
+    AdjustPoints,
 }
 
 /// How often generated CTIs are issued.

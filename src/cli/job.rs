@@ -58,6 +58,39 @@ pub(super) enum Format {
     Csv,
 }
 
+/// What a job does with an event behind its input's CTI (docs/guarantees.md has the table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Policy {
+    /// Stream Analytics' adjust (the default): a late point moves to the CTI, a late
+    /// interval or edge starts at it ([`AdvanceTimePolicy::AdjustPoints`]); counted as
+    /// `adjusted`.
+    Adjust,
+    /// Dropped, counted as `dropped` and dead-lettered as `late`.
+    Drop,
+}
+
+impl Policy {
+    /// The engine's policy for it.
+    pub(super) fn engine(self) -> AdvanceTimePolicy {
+        match self {
+            Policy::Adjust => AdvanceTimePolicy::AdjustPoints,
+            Policy::Drop => AdvanceTimePolicy::Drop,
+        }
+    }
+
+    /// Reads `adjust` or `drop`, naming `what` in the error.
+    pub(super) fn parse(what: &str, text: &str) -> Result<Policy, String> {
+        match text {
+            "adjust" => Ok(Policy::Adjust),
+            "drop" => Ok(Policy::Drop),
+            other => Err(format!(
+                "{what}: the policy is `adjust` (a late event moves to the CTI) or `drop`, not `{other}`"
+            )),
+        }
+    }
+}
+
 /// CTIs every `every` events or every `duration` of application time, `delay` behind.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -149,14 +182,15 @@ pub(super) struct JobInput {
     #[serde(default)]
     pub(super) time_format: Option<TimeFormat>,
     /// CTIs after every event, this far behind the latest (default `0s`); or `generate`.
-    #[serde(default)]
+    /// `out_of_order` is the same key under Stream Analytics' name.
+    #[serde(default, alias = "out_of_order")]
     pub(super) delay: Option<TimeSpan>,
     /// CTI generation in full.
     #[serde(default)]
     pub(super) generate: Option<Generate>,
-    /// `drop` or `adjust` (default: drop; adjust for reference data).
+    /// `adjust` (default: a late event moves to the CTI, as in Stream Analytics) or `drop`.
     #[serde(default)]
-    pub(super) policy: Option<AdvanceTimePolicy>,
+    pub(super) policy: Option<Policy>,
     /// Import the CTIs of this input (default: the input it is reference data for).
     #[serde(default)]
     pub(super) import: Option<String>,
@@ -255,6 +289,89 @@ pub(super) struct JobOutput {
     /// How times are written (default: RFC 3339).
     #[serde(default)]
     pub(super) time_format: Option<TimeFormat>,
+    /// `rows` (default for files: each result a flat row, its times beside its fields) or
+    /// `items` (kind, times and payload, CTIs among them: the form inputs read back, and what
+    /// TCP, Kafka and MQTT outputs write).
+    #[serde(default)]
+    pub(super) layout: Option<Layout>,
+    /// Rows: write CTIs too (`{"cti":TIME}`; in CSV a first column `kind`).
+    #[serde(default)]
+    pub(super) with_ctis: bool,
+    /// Rows: the name of a point's time column (default `time`).
+    #[serde(default)]
+    pub(super) time_field: Option<String>,
+    /// Rows: the name of an interval's or edge's start column (default `start`).
+    #[serde(default)]
+    pub(super) start_field: Option<String>,
+    /// Rows: the name of an interval's or edge's end column (default `end`).
+    #[serde(default)]
+    pub(super) end_field: Option<String>,
+}
+
+/// How an output lays out results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Layout {
+    /// Flat rows.
+    Rows,
+    /// Items, CTIs among them.
+    Items,
+}
+
+impl JobOutput {
+    /// A file output with every default but its path and time format.
+    pub(super) fn file(path: PathBuf, time_format: TimeFormat) -> JobOutput {
+        JobOutput {
+            path,
+            connect: None,
+            kafka: None,
+            mqtt: None,
+            format: None,
+            time_format: Some(time_format),
+            layout: None,
+            with_ctis: false,
+            time_field: None,
+            start_field: None,
+            end_field: None,
+        }
+    }
+
+    /// The row layout of a file output (`None`: items), or why the settings do not agree.
+    pub(super) fn rows(&self) -> Result<Option<punctual_adapters::layout::RowLayout>, String> {
+        let row_keys = self.with_ctis
+            || self.time_field.is_some()
+            || self.start_field.is_some()
+            || self.end_field.is_some();
+        if self.layout == Some(Layout::Items) {
+            if row_keys {
+                return Err("`with_ctis`, `time_field`, `start_field` and `end_field` lay out rows; items carry their CTIs and times already (leave `layout = \"items\"` out for rows)".into());
+            }
+            return Ok(None);
+        }
+        let mut layout = punctual_adapters::layout::RowLayout {
+            ctis: self.with_ctis,
+            ..Default::default()
+        };
+        for (name, given) in [
+            (&mut layout.time, &self.time_field),
+            (&mut layout.start, &self.start_field),
+            (&mut layout.end, &self.end_field),
+        ] {
+            if let Some(g) = given {
+                if g.is_empty() {
+                    return Err("a time column's name cannot be empty".into());
+                }
+                *name = g.clone();
+            }
+        }
+        if layout.start == layout.end {
+            return Err(format!(
+                "`start_field` and `end_field` are both `{}`: give them two names",
+                layout.start
+            ));
+        }
+        Ok(Some(layout))
+    }
 }
 
 impl Job {

@@ -71,9 +71,11 @@ USAGE:
                                  checkpoint was (no duplicate, no gap); at most one
                                  checkpoint per --checkpoint-every (`500ms`, `2s`; 1s)
     punctual query 'SELECT ...' | --file QUERY.sql
-                  --input NAME=FILE[,time=FIELD][,end=FIELD][,order=arrival]...
+                  --input NAME=FILE[,time=FIELD][,end=FIELD][,order=arrival]
+                                   [,out_of_order=DURATION][,policy=adjust|drop]...
                   [--output FILE | --output NAME=FILE...] [--time-format FORMAT]
-                  [--delay DURATION] [--max-buffered N] [--dead-letters FILE]
+                  [--out-of-order DURATION] [--policy adjust|drop] [--with-ctis | --items]
+                  [--max-buffered N] [--dead-letters FILE]
                   [--timeline FILE.svg] [--workers W] [--processes P --process I --hosts FILE]
                                  run a query in the query language (Stream Analytics-style
                                  SQL: WHERE, GROUP BY with TumblingWindow, HoppingWindow,
@@ -83,13 +85,19 @@ USAGE:
                                  JSON lines without one are items (kind, start, payload);
                                  an input joined without DATEDIFF is reference data that
                                  imports the other input's CTIs. CTIs follow each input's
-                                 latest time, --delay behind (default 0s; later events are
-                                 dropped, counted and dead-lettered); --max-buffered: how
-                                 many events may wait for a CTI per input (1000000). Results as JSON lines
-                                 to FILE or standard output, times in --time-format
-                                 (rfc3339 by default; epoch-ms, epoch-s, ticks); counters
-                                 and dead letters on stderr. An input whose every line is
-                                 malformed fails the run with its first bad line.
+                                 latest time, --out-of-order behind (default 0s; --delay is
+                                 the same flag); an event behind the CTI is moved up to it
+                                 and counted as adjusted (Stream Analytics' adjust), or with
+                                 --policy drop dropped, counted and dead-lettered;
+                                 --max-buffered: how many events may wait for a CTI per
+                                 input (1000000). Results as JSON lines (or CSV to FILE.csv)
+                                 to FILE or standard output, one flat row each: the result's
+                                 time (`time`; `start` and `end` for intervals) and its
+                                 fields; --with-ctis adds the CTIs (lines {\"cti\":TIME}), --items
+                                 writes items (kind, times, payload) with CTIs. Times in
+                                 --time-format (rfc3339 by default; epoch-ms, epoch-s,
+                                 ticks); counters and dead letters on stderr. An input whose
+                                 every line is malformed fails the run with its first bad line.
                                  order=arrival: the input's events go on as they come
                                  (filters, projections, tumbling and hopping windows and a
                                  join's left side take them so; the rest sort them first).
@@ -103,9 +111,12 @@ USAGE:
                                  the same from a job file naming the query, its inputs
                                  ([inputs.NAME]: path, connect or listen (TCP), kafka or
                                  mqtt (with the features of those names), format, time,
-                                 time_format, delay, generate or watermark, policy, import,
+                                 time_format, delay (or out_of_order), generate or
+                                 watermark, policy (adjust, the default, or drop), import,
                                  reference, stream, fields, order) and outputs ([outputs.NAME]:
-                                 path, connect, kafka or mqtt, format, time_format);
+                                 path, connect, kafka or mqtt, format, time_format; for
+                                 files layout (rows, the default, or items), with_ctis,
+                                 time_field, start_field, end_field);
                                  unknown keys are errors. --workers, --processes: on the
                                  cluster, as for `run` (each input read where its owner
                                  runs, the outputs written by process 0; no timeline)

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use punctual_adapters::line::TimeFormat;
 use punctual_core::TimeSpan;
 
-use super::job::{InputOrder, Job, JobInput, JobOutput};
+use super::job::{InputOrder, Job, JobInput, JobOutput, Layout, Policy};
 use super::EXIT_USAGE;
 
-/// One `--input NAME=PATH[,end=FIELD][,time=FIELD][,order=arrival]`.
+/// One `--input NAME=PATH[,end=FIELD][,time=FIELD][,order=arrival][,out_of_order=D][,policy=P]`.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct InputArg {
     name: String,
@@ -17,6 +17,10 @@ pub(super) struct InputArg {
     end: Option<String>,
     time: Option<String>,
     order: InputOrder,
+    /// This input's tolerance, over the command's `--out-of-order`.
+    delay: Option<TimeSpan>,
+    /// This input's policy, over the command's `--policy`.
+    policy: Option<Policy>,
 }
 
 /// The arguments of `punctual query`.
@@ -28,9 +32,14 @@ pub(super) struct QueryArgs {
     outputs: Vec<(Option<String>, PathBuf)>,
     time_format: Option<TimeFormat>,
     delay: Option<TimeSpan>,
+    policy: Option<Policy>,
     max_buffered: Option<usize>,
     dead_letters: Option<PathBuf>,
     timeline: Option<PathBuf>,
+    /// `--items`: results as items, CTIs among them.
+    items: bool,
+    /// `--with-ctis`: rows, and CTIs among them.
+    with_ctis: bool,
 }
 
 impl QueryArgs {
@@ -63,7 +72,9 @@ impl QueryArgs {
                     });
                 }
                 "--time-format" => q.time_format = Some(value("--time-format")?.parse()?),
-                "--delay" => q.delay = Some(super::delay("--delay", &value("--delay")?)?),
+                // Stream Analytics' name, and the one `pipe` and job files share.
+                "--out-of-order" | "--delay" => q.delay = Some(super::delay(a, &value(a)?)?),
+                "--policy" => q.policy = Some(Policy::parse("--policy", &value("--policy")?)?),
                 "--max-buffered" => {
                     let v = value("--max-buffered")?;
                     let n = v.parse::<usize>().ok().filter(|&n| n >= 1);
@@ -73,6 +84,8 @@ impl QueryArgs {
                 }
                 "--dead-letters" => q.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
                 "--timeline" => q.timeline = Some(PathBuf::from(value("--timeline")?)),
+                "--items" => q.items = true,
+                "--with-ctis" => q.with_ctis = true,
                 flag if flag.starts_with('-') && flag.len() > 1 => {
                     return Err(format!("`query` does not take `{flag}`"))
                 }
@@ -85,6 +98,11 @@ impl QueryArgs {
         }
         if q.sql.is_none() {
             return Err("give the query: punctual query 'SELECT ...' --input NAME=FILE".into());
+        }
+        if q.items && q.with_ctis {
+            return Err(
+                "--items writes CTIs among the items already; --with-ctis is for rows".into(),
+            );
         }
         Ok(q)
     }
@@ -102,6 +120,8 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
         end: None,
         time: None,
         order: InputOrder::Time,
+        delay: None,
+        policy: None,
     };
     for option in parts {
         match option.split_once('=') {
@@ -109,6 +129,12 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             Some(("time", field)) => arg.time = Some(field.to_owned()),
             Some(("order", "time")) => arg.order = InputOrder::Time,
             Some(("order", "arrival")) => arg.order = InputOrder::Arrival,
+            Some(("out_of_order" | "delay", d)) => {
+                arg.delay = Some(super::delay(&format!("--input {name}: out_of_order"), d)?);
+            }
+            Some(("policy", p)) => {
+                arg.policy = Some(Policy::parse(&format!("--input {name}: policy"), p)?);
+            }
             Some(("order", other)) => {
                 return Err(format!(
                     "--input {name}: order is `time` or `arrival`, not `{other}`"
@@ -116,7 +142,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             }
             _ => {
                 return Err(format!(
-                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival)"
+                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop)"
                 ))
             }
         }
@@ -152,7 +178,8 @@ pub(super) fn cmd_query(
             end: i.end.clone(),
             order: i.order,
             time_format: q.time_format,
-            delay: q.delay,
+            delay: i.delay.or(q.delay),
+            policy: i.policy.or(q.policy),
             max_buffered: q.max_buffered,
             ..JobInput::default()
         };
@@ -162,12 +189,9 @@ pub(super) fn cmd_query(
         }
     }
     let output = |path: &PathBuf| JobOutput {
-        path: path.clone(),
-        connect: None,
-        kafka: None,
-        mqtt: None,
-        format: None,
-        time_format: Some(q.time_format.unwrap_or(TimeFormat::Rfc3339)),
+        layout: q.items.then_some(Layout::Items),
+        with_ctis: q.with_ctis,
+        ..JobOutput::file(path.clone(), q.time_format.unwrap_or(TimeFormat::Rfc3339))
     };
     match (q.outputs.as_slice(), outputs.as_slice()) {
         ([], [only]) => {

@@ -4,7 +4,7 @@
 //!
 //! | item | no policy | `Drop` | `Adjust` |
 //! |---|---|---|---|
-//! | `P(t)`, `t < a` | rejected | dropped | dropped (a point cannot overlap `a`) |
+//! | `P(t)`, `t < a` | rejected | dropped | dropped (a point cannot overlap `a`); `AdjustPoints`: `P(a)` (at `a = +inf`: dropped) |
 //! | `I(s,e)`, `s < a < e` | rejected | dropped | `I(a,e)` |
 //! | `I(s,e)`, `e <= a` | rejected | dropped | dropped |
 //! | `S(s)`, `s < a` | rejected | dropped (and later its end edge) | `S(a)` (at `a = +inf`: dropped) |
@@ -56,7 +56,7 @@ pub(crate) fn rule(
     a: Time,
     policy: Option<AdvanceTimePolicy>,
 ) -> Ruling {
-    use AdvanceTimePolicy::{Adjust, Drop};
+    use AdvanceTimePolicy::{Adjust, AdjustPoints, Drop};
     let accept = |k: EventKind| Ruling::Accept {
         kind: k,
         adjusted: k != kind,
@@ -72,8 +72,8 @@ pub(crate) fn rule(
             (true, Some(Drop)) => return Ruling::Drop,
             // After CTI(+inf) its start edge went out open-ended: an end at +inf would change
             // nothing and never be released. It is late.
-            (true, Some(Adjust)) if a == Time::INF => return Ruling::Drop,
-            (true, Some(Adjust)) => a,
+            (true, Some(Adjust | AdjustPoints)) if a == Time::INF => return Ruling::Drop,
+            (true, Some(Adjust | AdjustPoints)) => a,
         };
         if end <= accepted_start {
             return Ruling::RemoveBoth;
@@ -88,11 +88,14 @@ pub(crate) fn rule(
     }
     match (policy, kind) {
         (None, _) => Ruling::Reject,
-        (Some(Adjust), EventKind::Interval { end, .. }) if end > a => {
+        (Some(Adjust | AdjustPoints), EventKind::Interval { end, .. }) if end > a => {
             accept(EventKind::Interval { start: a, end })
         }
-        // At CTI(+inf) nothing is left of an edge: it would start at infinity.
-        (Some(Adjust), EventKind::StartEdge(_)) if a < Time::INF => accept(EventKind::StartEdge(a)),
+        // At CTI(+inf) nothing is left of an edge or a point: it would start at infinity.
+        (Some(Adjust | AdjustPoints), EventKind::StartEdge(_)) if a < Time::INF => {
+            accept(EventKind::StartEdge(a))
+        }
+        (Some(AdjustPoints), EventKind::Point(_)) if a < Time::INF => accept(EventKind::Point(a)),
         _ => Ruling::Drop,
     }
 }
@@ -143,6 +146,18 @@ mod tests {
             assert_eq!(rule(kind, None, t(5), None), fine(kind), "not a violation");
         }
         assert_eq!(rule(point, None, a, adjust), Ruling::Drop);
+        // Stream Analytics' adjust moves a late point to the CTI, and does to the other kinds
+        // what Adjust does.
+        let points = Some(AdvanceTimePolicy::AdjustPoints);
+        assert_eq!(rule(point, None, a, points), changed(EventKind::Point(a)));
+        assert_eq!(rule(point, None, Time::INF, points), Ruling::Drop);
+        for kind in [straddling, over, start] {
+            assert_eq!(rule(kind, None, a, points), rule(kind, None, a, adjust));
+        }
+        assert_eq!(
+            rule(late_end, open, a, points),
+            rule(late_end, open, a, adjust)
+        );
         let adjusted = EventKind::Interval {
             start: a,
             end: t(15),

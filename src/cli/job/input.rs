@@ -11,8 +11,7 @@ type Created<O> = (Stream<Row, O>, Option<Vec<String>>);
 
 /// The watermark strategy of an input: Flink's bounded out-of-orderness (`bounded`), or Stream
 /// Analytics' tolerances (`out_of_order`, `late`, `early`; a Kafka input's arrival times), one
-/// watermark per value of the `OVER` field if the query gives one. `policy` is the input's
-/// (Stream Analytics' default, `adjust`, when the input gives none with its tolerances).
+/// watermark per value of the `OVER` field if the query gives one. `policy` is the input's.
 fn watermark(
     w: &JobWatermark,
     input: &JobInput,
@@ -31,8 +30,7 @@ fn watermark(
             if input.kafka.is_none() {
                 return Err("watermark = { out_of_order = ... } (Stream Analytics' tolerances) needs arrival times: a Kafka input's; give files, TCP and MQTT `bounded`".into());
             }
-            let mut s = Watermark::<Row>::arrival(out_of_order)
-                .policy(input.policy.unwrap_or(AdvanceTimePolicy::Adjust));
+            let mut s = Watermark::<Row>::arrival(out_of_order).policy(policy);
             match w.late {
                 Some(Late::Within(late)) => s = s.late(late),
                 Some(Late::Indefinite) => s = s.no_late_limit(),
@@ -126,11 +124,8 @@ pub(super) fn create_input<O: Order>(
     };
     let reference = input.reference.unwrap_or(u.reference_of.is_some());
     let import = input.import.clone().or_else(|| u.reference_of.clone());
-    let policy = input.policy.unwrap_or(if reference {
-        AdvanceTimePolicy::Adjust
-    } else {
-        AdvanceTimePolicy::Drop
-    });
+    // Stream Analytics' default: a late event is moved up to the CTI, not lost.
+    let policy = input.policy.unwrap_or(super::Policy::Adjust).engine();
     let mut builder = AdvanceTimeSettings::builder().policy(policy);
     let has_import = import.is_some();
     if let Some(from) = import {

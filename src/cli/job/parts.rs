@@ -145,6 +145,13 @@ fn bind_output(
         )));
     }
     let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
+    let rows = out.rows().map_err(bad)?;
+    let to_file = !out.path.as_os_str().is_empty();
+    if !to_file && (out.layout.is_some() || rows.as_ref().is_some_and(|r| r.ctis)) {
+        return Err(bad(
+            "TCP, Kafka and MQTT outputs write items (CTIs among them, for the query that reads them); `layout` and `with_ctis` are for files".into(),
+        ));
+    }
     if let Some(table) = &out.kafka {
         crate::cli::brokers::kafka_output(query, stream, table).map_err(bad)?;
         return Ok(());
@@ -169,18 +176,17 @@ fn bind_output(
         return Ok(());
     }
     match format_of(&out.path, out.format) {
-        Format::Jsonl => query.bind_output(
-            stream,
-            &punctual_adapters::JsonLinesOutput,
-            &punctual_adapters::JsonLinesOutputConfig::new(&out.path).time_format(times),
-        )?,
-        Format::Csv => query.bind_output(
-            stream,
-            &punctual_adapters::CsvOutput,
-            &punctual_adapters::CsvOutputConfig {
-                path: out.path.clone(),
-            },
-        )?,
+        Format::Jsonl => {
+            let mut config =
+                punctual_adapters::JsonLinesOutputConfig::new(&out.path).time_format(times);
+            config.rows = rows;
+            query.bind_output(stream, &punctual_adapters::JsonLinesOutput, &config)?;
+        }
+        Format::Csv => {
+            let mut config = punctual_adapters::CsvOutputConfig::new(&out.path).time_format(times);
+            config.rows = rows;
+            query.bind_output(stream, &punctual_adapters::CsvOutput, &config)?;
+        }
     }
     Ok(())
 }

@@ -1,0 +1,247 @@
+//! What `query` and `job` write and keep, as a user of Stream Analytics expects: late
+//! readings moved up to the CTI and counted (not dropped) unless asked; results as flat rows
+//! without CTIs unless asked; CSV with its header first, every row the header's columns,
+//! times in the chosen format.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use punctual::cli::{EXIT_OK, EXIT_USAGE};
+
+use crate::cli_common::{cli, s, temp_dir};
+
+/// A folder of its own per call (tests run in parallel).
+fn dir(name: &str) -> PathBuf {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    temp_dir(&format!("{name}-{}", RUNS.fetch_add(1, Ordering::Relaxed)))
+}
+
+/// 40 readings a quarter second apart, `device` `a` or `b`, each written up to 2 s after a
+/// later one (the order of a real sensor log), as CSV; and how many were out of order.
+fn readings(dir: &Path) -> (PathBuf, usize) {
+    let mut rows: Vec<(i64, String)> = (0..40)
+        .map(|i| {
+            let ms = 250 * i;
+            let device = if i % 2 == 0 { "a" } else { "b" };
+            (
+                ms,
+                format!(
+                    "2026-12-01T10:00:{:02}.{:03}Z,{device},{}",
+                    ms / 1000,
+                    ms % 1000,
+                    20 + i % 7
+                ),
+            )
+        })
+        .collect();
+    // Every fifth reading arrives after the two readings that follow it.
+    for i in (0..38).step_by(5) {
+        rows.swap(i, i + 1);
+        rows.swap(i + 1, i + 2);
+    }
+    let mut highest = i64::MIN;
+    let mut late = 0;
+    for (ms, _) in &rows {
+        if *ms < highest {
+            late += 1;
+        }
+        highest = highest.max(*ms);
+    }
+    let path = dir.join("readings.csv");
+    let lines: Vec<&str> = rows.iter().map(|(_, l)| l.as_str()).collect();
+    std::fs::write(
+        &path,
+        format!("time,device,celsius\n{}\n", lines.join("\n")),
+    )
+    .expect("written");
+    (path, late)
+}
+
+const PER_DEVICE: &str = "SELECT device, COUNT(*) AS n FROM readings TIMESTAMP BY time \
+                          GROUP BY device, TumblingWindow(second, 5)";
+
+/// Runs `query` over the readings with `extra` arguments: exit code, output, stderr.
+fn run(dir: &Path, query: &str, out: &str, extra: &[&str]) -> (u8, String, String) {
+    let (input, _) = readings(dir);
+    let output = dir.join(out);
+    let readings = format!("readings={}", s(&input));
+    let mut args = vec!["query", query, "--input", &readings, "--output", s(&output)];
+    args.extend(extra);
+    let (code, _, err) = cli(&args);
+    (
+        code,
+        std::fs::read_to_string(&output).unwrap_or_default(),
+        err,
+    )
+}
+
+/// The sum of the `n` fields of JSON rows.
+fn counted(written: &str) -> i64 {
+    written
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["n"].as_i64())
+        .sum()
+}
+
+/// Without a flag, a reading behind the CTI is moved up to it and counted as adjusted: every
+/// reading is in a window (before, a fifth of them were dropped with exit code 0). `--policy
+/// drop` drops them, counted; an `--out-of-order` tolerance wide enough keeps them in place.
+#[test]
+fn late_readings_are_adjusted_by_default() {
+    let d = dir("rows-adjust");
+    let (_, late) = readings(&d);
+    assert!(late >= 8, "the readings have {late} out of order");
+    let (code, written, err) = run(&d, PER_DEVICE, "out.jsonl", &[]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(counted(&written), 40, "{written}");
+    assert!(err.contains(&format!("adjusted={late}")), "{err}");
+    assert!(err.contains(" dropped=0 "), "{err}");
+    let (code, written, err) = run(&d, PER_DEVICE, "drop.jsonl", &["--policy", "drop"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(counted(&written), 40 - late as i64, "{written}");
+    assert!(err.contains(&format!("dropped={late}")), "{err}");
+    assert!(
+        err.contains(&format!("dead letters: {late} (late {late})")),
+        "{err}"
+    );
+    let (code, written, err) = run(&d, PER_DEVICE, "tol.jsonl", &["--out-of-order", "1s"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert_eq!(counted(&written), 40, "{written}");
+    assert!(
+        err.contains(" adjusted=0 ") && err.contains(" dropped=0 "),
+        "{err}"
+    );
+    // The same per input, and the values named when they are wrong.
+    let (input, _) = readings(&d);
+    let per_input = format!("readings={},policy=drop", s(&input));
+    let (code, _, err) = cli(&["query", PER_DEVICE, "--input", &per_input]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(err.contains(&format!("dropped={late}")), "{err}");
+    let (code, _, err) = cli(&[
+        "query", PER_DEVICE, "--input", &per_input, "--policy", "keep",
+    ]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("`adjust` (a late event moves to the CTI) or `drop`, not `keep`"),
+        "{err}"
+    );
+}
+
+/// Results are flat rows, the time first, and no CTIs unless `--with-ctis`; `--items` writes
+/// the item form with its CTIs.
+#[test]
+fn results_are_flat_rows_with_ctis_only_when_asked() {
+    let d = dir("rows-json");
+    let (code, written, err) = run(&d, PER_DEVICE, "out.jsonl", &["--out-of-order", "1s"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(lines.len(), 4, "{written}");
+    assert!(
+        lines.contains(&r#"{"time":"2026-12-01T10:00:05Z","device":"a","n":10}"#),
+        "{written}"
+    );
+    assert!(!written.contains("cti"), "{written}");
+    let (code, written, err) = run(&d, PER_DEVICE, "ctis.jsonl", &["--with-ctis"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(written.ends_with("{\"cti\":\"inf\"}\n"), "{written}");
+    assert_eq!(counted(&written), 40);
+    let (code, written, err) = run(&d, PER_DEVICE, "items.jsonl", &["--items"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        written.contains(
+            r#"{"kind":"point","start":"2026-12-01T10:00:05Z","payload":{"device":"a","n":10}}"#
+        ),
+        "{written}"
+    );
+    assert!(
+        written.ends_with("{\"kind\":\"cti\",\"time\":\"inf\"}\n"),
+        "{written}"
+    );
+    let (code, _, err) = run(&d, PER_DEVICE, "both.jsonl", &["--items", "--with-ctis"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+}
+
+/// CSV out: the header first, then every row with as many columns as the header, times in
+/// the chosen format (before: times in ticks whatever the format, the header after the first
+/// CTIs, CTI rows shorter than the header).
+#[test]
+fn csv_output_has_its_header_first_and_every_row_its_columns() {
+    let d = dir("rows-csv");
+    let (code, written, err) = run(&d, PER_DEVICE, "out.csv", &[]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(lines[0], "time,device,n", "{written}");
+    assert!(lines.contains(&"2026-12-01T10:00:05Z,a,10"), "{written}");
+    assert_eq!(lines.len(), 5, "{written}");
+    let (code, written, err) = run(
+        &d,
+        PER_DEVICE,
+        "ctis.csv",
+        &["--with-ctis", "--time-format", "epoch-ms"],
+    );
+    // The readings' times are RFC 3339 text, which epoch-ms refuses: the format is both ways.
+    assert_ne!(code, EXIT_OK, "{written}");
+    assert!(err.contains("is not a number of milliseconds"), "{err}");
+    // Times in epoch milliseconds both ways, CTIs in a `kind` column.
+    let input = d.join("ms.csv");
+    std::fs::write(&input, "ts,device\n1000,a\n3000,b\n7000,a\n").expect("written");
+    let out = d.join("ms-out.csv");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device, COUNT(*) AS n FROM r TIMESTAMP BY ts GROUP BY device, TumblingWindow(second, 5)",
+        "--input",
+        &format!("r={}", s(&input)),
+        "--time-format",
+        "epoch-ms",
+        "--with-ctis",
+        "--output",
+        s(&out),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&out).expect("written");
+    let lines: Vec<&str> = written.lines().collect();
+    assert_eq!(lines[0], "kind,time,device,n", "{written}");
+    assert!(lines.iter().all(|l| l.split(',').count() == 4), "{written}");
+    assert!(lines.contains(&"event,5000,a,1"), "{written}");
+    assert!(lines.contains(&"cti,1000,,"), "{written}");
+    assert_eq!(lines.last(), Some(&"cti,inf,,"), "{written}");
+}
+
+/// Intervals as rows: `start` and `end` columns, under the names a job file gives them.
+#[test]
+fn intervals_are_rows_with_their_start_and_end() {
+    let d = dir("rows-intervals");
+    std::fs::write(
+        d.join("spans.csv"),
+        "from,to,what\n2026-12-01T10:00:00Z,2026-12-01T10:00:05Z,a\n2026-12-01T10:00:01Z,2026-12-01T10:00:02Z,b\n",
+    )
+    .expect("written");
+    let job = d.join("job.toml");
+    std::fs::write(
+        &job,
+        "query = \"SELECT what FROM spans\"\n[inputs.spans]\npath = \"spans.csv\"\ntime = \"from\"\nend = \"to\"\n\
+         [outputs.output]\npath = \"out.csv\"\nstart_field = \"valid_from\"\nend_field = \"valid_to\"\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(d.join("out.csv")).expect("written");
+    assert_eq!(
+        written,
+        "valid_from,valid_to,what\n2026-12-01T10:00:00Z,2026-12-01T10:00:05Z,a\n2026-12-01T10:00:01Z,2026-12-01T10:00:02Z,b\n"
+    );
+    // Row settings with items are refused, naming why.
+    std::fs::write(
+        &job,
+        "query = \"SELECT what FROM spans\"\n[inputs.spans]\npath = \"spans.csv\"\ntime = \"from\"\nend = \"to\"\n\
+         [outputs.output]\npath = \"out.csv\"\nlayout = \"items\"\nwith_ctis = true\n",
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains("items carry their CTIs and times already"),
+        "{err}"
+    );
+}
