@@ -35,14 +35,16 @@ struct Axis {
 
 impl Axis {
     fn x(&self, t: Time) -> f64 {
-        if t == Time::INF {
+        // The first and last finite times are "for all time" (a static table's rows): drawn
+        // where the infinities are.
+        if t >= Time::MAX_FINITE {
             return WIDTH - RIGHT + 10.0;
         }
-        if t == Time::NEG_INF {
+        if t <= Time::MIN_FINITE {
             return LEFT - 10.0;
         }
-        let span = (self.hi - self.lo).max(1) as f64;
-        LEFT + (t.ticks() - self.lo) as f64 / span * (WIDTH - LEFT - RIGHT)
+        let span = (self.hi as f64 - self.lo as f64).max(1.0);
+        LEFT + (t.ticks() as f64 - self.lo as f64) / span * (WIDTH - LEFT - RIGHT)
     }
 }
 
@@ -385,7 +387,7 @@ pub fn render_picture(picture: &Picture) -> String {
     }
     let finite: Vec<i64> = times
         .into_iter()
-        .filter(|&t| Time::from_ticks(t).is_finite())
+        .filter(|&t| t > Time::MIN_FINITE.ticks() && t < Time::MAX_FINITE.ticks())
         .collect();
     let lo = finite.iter().copied().min().unwrap_or(0);
     let hi = finite.iter().copied().max().unwrap_or(lo + 1).max(lo + 1);

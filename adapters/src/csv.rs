@@ -30,8 +30,10 @@
 mod output;
 mod record;
 mod split;
+mod table;
 
 pub use output::{CsvOutput, CsvOutputConfig, CsvWriter};
+pub use table::Validity;
 
 use std::any::{Any, TypeId};
 use std::marker::PhantomData;
@@ -82,6 +84,10 @@ pub struct CsvInputConfig {
     /// The columns each payload is read from (default: all; see [`CsvInputConfig::columns`]).
     #[serde(default)]
     pub columns: Option<Vec<String>>,
+    /// Reference data: how long each row is valid when the rows are a table rather than
+    /// events (see [`CsvInputConfig::table`]; default: each row an event of its own).
+    #[serde(default)]
+    pub table: Option<Validity>,
 }
 
 fn comma() -> char {
@@ -105,7 +111,26 @@ impl CsvInputConfig {
             time_format: TimeFormat::Auto,
             split: None,
             columns: None,
+            table: None,
         }
+    }
+
+    /// Reads the file as a reference table: with [`Validity::Always`] each row is valid for
+    /// all time (the file needs no time column: `start` may be empty); with
+    /// [`Validity::UntilNext`] each row from its `start` column until the next row of its key
+    /// (start and end edges: an [`EventShape::Edge`] stream).
+    ///
+    /// ```
+    /// use punctual_adapters::csv::Validity;
+    /// use punctual_adapters::CsvInputConfig;
+    /// let statics = CsvInputConfig::new("thresholds.csv", "").table(Validity::Always);
+    /// let versions = CsvInputConfig::new("thresholds.csv", "valid_from")
+    ///     .table(Validity::UntilNext { key: vec!["device".into()] });
+    /// # let _ = (statics, versions);
+    /// ```
+    pub fn table(mut self, validity: Validity) -> Self {
+        self.table = Some(validity);
+        self
     }
 
     /// Reads each payload from these columns only (the time columns are read for the
@@ -221,15 +246,34 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
     fn create_partition(
         &self,
         config: &CsvInputConfig,
-        _shape: EventShape,
+        shape: EventShape,
         partition: usize,
     ) -> Result<CsvReader<P>, AdapterError> {
-        if config.start.is_empty() {
-            return Err(AdapterError::Config("`start` must name a column".into()));
+        let timeless = config.table == Some(Validity::Always);
+        if config.start.is_empty() && !timeless {
+            return Err(AdapterError::Config(
+                "`start` must name a column (or the file is a static table: `table = always`)"
+                    .into(),
+            ));
+        }
+        let versions = matches!(config.table, Some(Validity::UntilNext { .. }));
+        if versions && config.split.is_some_and(|p| p > 1) {
+            return Err(AdapterError::Config(
+                "a table of versions is read whole (each key's versions in order): not split"
+                    .into(),
+            ));
+        }
+        if versions && shape != EventShape::Edge {
+            return Err(AdapterError::Config(
+                "a table of versions (`until_next`) is read as start and end edges: an edge stream"
+                    .into(),
+            ));
         }
         Ok(CsvReader {
             source: FilePart::of(&config.path, config.replay, config.split, partition)?,
             config: config.clone(),
+            shape,
+            versions: table::Versions::default(),
             _payload: PhantomData,
         })
     }
@@ -241,6 +285,10 @@ pub struct CsvReader<P> {
     config: CsvInputConfig,
     /// The file, or the part of it, it reads.
     source: FilePart,
+    /// The stream's shape (an empty end is a start edge in an edge stream).
+    shape: EventShape,
+    /// A table of versions: each key's open version.
+    versions: table::Versions<P>,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -253,6 +301,8 @@ struct Columns {
     /// The start and end columns' positions, if the header has them.
     start: Option<usize>,
     end: Option<usize>,
+    /// A table of versions: its key columns' positions.
+    key: Vec<usize>,
     /// For a `Row` payload: its schema and the columns of its fields, in order.
     row: Option<(Schema, Vec<usize>)>,
 }
@@ -272,6 +322,17 @@ impl Columns {
             }
         };
         let at = |name: &str| header.iter().position(|h| h == name);
+        let mut key = Vec::new();
+        if let Some(Validity::UntilNext { key: columns }) = &config.table {
+            for column in columns {
+                key.push(at(column).ok_or_else(|| {
+                    format!(
+                        "no column `{column}` for the key (its columns: {})",
+                        header.join(", ")
+                    )
+                })?);
+            }
+        }
         // A row is built straight from its fields (as serde would build it: each field what
         // it reads as), unless the names repeat (then serde's way: the last one counts).
         let row = (TypeId::of::<P>() == TypeId::of::<Row>())
@@ -284,6 +345,7 @@ impl Columns {
             })
             .flatten();
         Ok(Columns {
+            key,
             start: at(&config.start),
             end: config.end.as_deref().and_then(at),
             keep,
@@ -294,13 +356,17 @@ impl Columns {
 }
 
 impl<P: DeserializeOwned + 'static> CsvReader<P> {
-    /// Parses one record into an item, or says which field is wrong.
+    /// Parses one record into its items (a table of versions ends the key's version before
+    /// it), or says which field is wrong.
     fn item(
-        &self,
+        &mut self,
         columns: &Columns,
         line: &str,
         split: &mut split::Split,
-    ) -> Result<StreamItem<P>, String> {
+    ) -> Result<[Option<StreamItem<P>>; 2], String>
+    where
+        P: Clone,
+    {
         if !split.read(line, self.config.delimiter) {
             return Err("an unterminated quote".into());
         }
@@ -318,15 +384,30 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
                 .ok_or_else(|| format!("no column `{name}`"))
         };
         let parse_time = |text: &str| self.config.time_format.read_text(text);
-        let start = parse_time(field(columns.start, &self.config.start)?)
-            .map_err(|e| format!("field `{}`: {e}", self.config.start))?;
-        let kind = match &self.config.end {
-            None => EventKind::Point(start),
-            Some(end_col) => EventKind::Interval {
-                start,
-                end: parse_time(field(columns.end, end_col)?)
-                    .map_err(|e| format!("field `{end_col}`: {e}"))?,
-            },
+        let kind = if self.config.table == Some(Validity::Always) {
+            EventKind::Interval {
+                start: punctual_core::Time::MIN_FINITE,
+                end: punctual_core::Time::MAX_FINITE,
+            }
+        } else {
+            let start = parse_time(field(columns.start, &self.config.start)?)
+                .map_err(|e| format!("field `{}`: {e}", self.config.start))?;
+            match &self.config.end {
+                None => EventKind::Point(start),
+                Some(end_col) => match field(columns.end, end_col)? {
+                    // An empty end: still valid, until further notice.
+                    "" if self.shape == EventShape::Edge => EventKind::StartEdge(start),
+                    "" => {
+                        return Err(format!(
+                            "field `{end_col}` is empty: a row valid until further notice is a start edge, which only an edge stream takes (reference data is one)"
+                        ))
+                    }
+                    text => EventKind::Interval {
+                        start,
+                        end: parse_time(text).map_err(|e| format!("field `{end_col}`: {e}"))?,
+                    },
+                },
+            }
         };
         let payload = match &columns.row {
             Some((schema, kept)) => {
@@ -344,7 +425,15 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
             })
             .map_err(|e| e.to_string())?,
         };
-        Ok(StreamItem::Insert(Event { kind, payload }))
+        if matches!(self.config.table, Some(Validity::UntilNext { .. })) {
+            let key = columns
+                .key
+                .iter()
+                .map(|&i| fields.get(i).to_owned())
+                .collect();
+            return self.versions.next(key, kind.start(), payload);
+        }
+        Ok([None, Some(StreamItem::Insert(Event { kind, payload }))])
     }
 }
 
@@ -414,7 +503,11 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
                 continue;
             }
             match self.item(&columns, &line, &mut split) {
-                Ok(item) => feed.item(ctx, item).await?,
+                Ok(items) => {
+                    for item in items.into_iter().flatten() {
+                        feed.item(ctx, item).await?;
+                    }
+                }
                 Err(message) => feed.malformed(ctx, (number, line.clone()), message).await?,
             }
         }

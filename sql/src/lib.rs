@@ -181,6 +181,19 @@ pub struct InputUse {
     /// input on its right): its CTIs should be imported from that input, so that the slow
     /// reference stream keeps pace with the fast one.
     pub reference_of: Option<String>,
+    /// As reference data: its fields the join's equalities compare (`ON r.device =
+    /// t.device` gives `["device"]`), in order; empty when the join compares none. A table
+    /// of versions without an end (each row valid until the next row with the same key) is
+    /// keyed by them.
+    ///
+    /// ```
+    /// let sql = punctual_sql::SqlQuery::parse(
+    ///     "SELECT r.v FROM readings r TIMESTAMP BY time
+    ///      JOIN limits t ON r.device = t.device AND r.v > t.threshold",
+    /// ).unwrap();
+    /// assert_eq!(sql.inputs()[1].reference_key, vec!["device".to_owned()]);
+    /// ```
+    pub reference_key: Vec<String>,
     /// The fields of its records the query reads, in order of first mention; `None` when it
     /// reads whole records (`*` or `source.*` over it, the source as a value, `TopOne`,
     /// `CollectTop`). An adapter may leave the others out of each row (the `TIMESTAMP BY`
@@ -304,6 +317,7 @@ impl SqlQuery {
                                 timestamp_field: None,
                                 over_field: None,
                                 reference_of: None,
+                                reference_key: Vec::new(),
                                 fields_read: None,
                             });
                             uses.len() - 1
@@ -326,6 +340,9 @@ impl SqlQuery {
                     {
                         if let Some(u) = uses.iter_mut().find(|u| u.name == *right) {
                             u.reference_of.get_or_insert_with(|| left.clone());
+                            if u.reference_key.is_empty() {
+                                join_key(&j.on, j.source.reference(), &mut u.reference_key);
+                            }
                         }
                     }
                 }
@@ -393,6 +410,32 @@ fn check_self_joins(script: &Script) -> Result<(), SqlError> {
         }
     }
     Ok(())
+}
+
+/// The fields of source `side` that the equalities of a join condition (its `AND`ed terms)
+/// compare with something else.
+fn join_key(e: &ast::Expr, side: &str, key: &mut Vec<String>) {
+    let field = |e: &ast::Expr| match &e.kind {
+        ExprKind::Column(path) => match path.as_slice() {
+            [source, field] if source.name == side => Some(field.name.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    match &e.kind {
+        ExprKind::Binary(ast::BinOp::And, a, b) => {
+            join_key(a, side, key);
+            join_key(b, side, key);
+        }
+        ExprKind::Binary(ast::BinOp::Eq, a, b) => {
+            for f in [field(a), field(b)].into_iter().flatten() {
+                if !key.contains(&f) {
+                    key.push(f);
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 fn walk_datediff(e: &ast::Expr, found: &mut bool) {

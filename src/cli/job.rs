@@ -188,6 +188,11 @@ pub(super) struct JobInput {
     /// CTI generation in full.
     #[serde(default)]
     pub(super) generate: Option<Generate>,
+    /// Reference data in CSV with a start column and no end: the columns naming a row's key,
+    /// each row valid until the next row with the same key (default: the fields the join
+    /// compares).
+    #[serde(default)]
+    pub(super) key: Option<Vec<String>>,
     /// `adjust` (default: a late event moves to the CTI, as in Stream Analytics) or `drop`.
     #[serde(default)]
     pub(super) policy: Option<Policy>,

@@ -391,7 +391,8 @@ fn counters_line(
         for (key, value) in fields {
             if key == "cti" || key == "max_start" {
                 if let Some(t) = value.as_i64().map(punctual_core::Time::from_ticks) {
-                    if t.is_finite() {
+                    // (A static table's rows start at the first finite time: no news.)
+                    if t.is_finite() && t != punctual_core::Time::MIN_FINITE {
                         let shown = times.write(t);
                         let shown = shown
                             .as_str()

@@ -21,6 +21,8 @@ pub(super) struct InputArg {
     delay: Option<TimeSpan>,
     /// This input's policy, over the command's `--policy`.
     policy: Option<Policy>,
+    /// A reference table of versions: its key columns.
+    key: Option<Vec<String>>,
 }
 
 /// The arguments of `punctual query`.
@@ -122,6 +124,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
         order: InputOrder::Time,
         delay: None,
         policy: None,
+        key: None,
     };
     for option in parts {
         match option.split_once('=') {
@@ -132,6 +135,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             Some(("out_of_order" | "delay", d)) => {
                 arg.delay = Some(super::delay(&format!("--input {name}: out_of_order"), d)?);
             }
+            Some(("key", k)) => arg.key = Some(k.split('+').map(str::to_owned).collect()),
             Some(("policy", p)) => {
                 arg.policy = Some(Policy::parse(&format!("--input {name}: policy"), p)?);
             }
@@ -142,7 +146,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             }
             _ => {
                 return Err(format!(
-                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop)"
+                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD])"
                 ))
             }
         }
@@ -180,6 +184,7 @@ pub(super) fn cmd_query(
             time_format: q.time_format,
             delay: i.delay.or(q.delay),
             policy: i.policy.or(q.policy),
+            key: i.key.clone(),
             max_buffered: q.max_buffered,
             ..JobInput::default()
         };

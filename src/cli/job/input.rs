@@ -1,5 +1,6 @@
 //! A job's inputs: each as a stream of the query, read as its table in the job says.
 
+use punctual_adapters::csv::Validity;
 use punctual_core::ops::Stream;
 use punctual_core::{EventOrder, Order, Row};
 use punctual_sql::InputUse;
@@ -61,6 +62,37 @@ fn watermark(
     Ok(strategy)
 }
 
+/// How a CSV input's rows are valid when it is reference data: without a time column, for
+/// all time; with a start and no end, until the next row of its key (`key`, or the fields the
+/// join compares); else as events (`None`).
+fn reference_table(
+    u: &InputUse,
+    input: &JobInput,
+    timed: bool,
+) -> Result<Option<Validity>, String> {
+    let reference = input.reference.unwrap_or(u.reference_of.is_some());
+    let csv =
+        !input.path.as_os_str().is_empty() && format_of(&input.path, input.format) == Format::Csv;
+    let table = match (reference && csv, timed, &input.end) {
+        (true, false, _) => Some(Validity::Always),
+        (true, true, None) => {
+            let key = input.key.clone().unwrap_or_else(|| u.reference_key.clone());
+            if key.is_empty() {
+                return Err(format!(
+                    "each row of `{}` is valid from its time until the next row with the same key, and the join compares none of its fields: name the key (key = [\"device\"], or --input {}=FILE,key=device)",
+                    u.name, u.name
+                ));
+            }
+            Some(Validity::UntilNext { key })
+        }
+        _ => None,
+    };
+    if input.key.is_some() && !matches!(table, Some(Validity::UntilNext { .. })) {
+        return Err("`key` names the key of a reference table of versions (CSV reference data with a time column and no `end`)".into());
+    }
+    Ok(table)
+}
+
 /// Creates one input stream as the job reads it: CSV or JSON lines; flat records timed by
 /// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
 /// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for);
@@ -117,12 +149,17 @@ pub(super) fn create_input<O: Order>(
         }
         (None, None) => None,
     };
-    let shape = match (&time, &input.end) {
-        (Some(_), None) => EventShape::Point,
-        (Some(_), Some(_)) => EventShape::Interval,
-        (None, _) => EventShape::Edge,
-    };
     let reference = input.reference.unwrap_or(u.reference_of.is_some());
+    let table = reference_table(u, input, time.is_some()).map_err(usage)?;
+    let shape = match (&table, &time, &input.end) {
+        (Some(Validity::Always), _, _) => EventShape::Interval,
+        (Some(Validity::UntilNext { .. }), _, _) => EventShape::Edge,
+        // Reference data's empty ends: still valid (start edges).
+        (None, Some(_), Some(_)) if reference => EventShape::Edge,
+        (None, Some(_), None) => EventShape::Point,
+        (None, Some(_), Some(_)) => EventShape::Interval,
+        (None, None, _) => EventShape::Edge,
+    };
     let import = input.import.clone().or_else(|| u.reference_of.clone());
     // Stream Analytics' default: a late event is moved up to the CTI, not lost.
     let policy = input.policy.unwrap_or(super::Policy::Adjust).engine();
@@ -308,10 +345,14 @@ pub(super) fn create_input<O: Order>(
             if input.stream.is_some() {
                 return Err(usage("`stream` is for JSON-lines arrival logs".into()));
             }
-            let Some(time) = time else {
-                return Err(usage(
-                    "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\")".into(),
-                ));
+            let time = match (time, &table) {
+                (Some(time), _) => time,
+                (None, Some(Validity::Always)) => String::new(),
+                (None, _) => {
+                    return Err(usage(
+                        "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\"); a table without one is reference data, joined without DATEDIFF".into(),
+                    ))
+                }
             };
             // The columns as `fields` lists them, or as the file's header has them: each
             // message says which it read.
@@ -328,7 +369,8 @@ pub(super) fn create_input<O: Order>(
                 ),
             };
             if let Some(h) = &header {
-                for column in std::iter::once(&time).chain(input.end.as_ref()) {
+                let timed = (!time.is_empty()).then_some(&time);
+                for column in timed.into_iter().chain(input.end.as_ref()) {
                     if !h.contains(column) {
                         return Err(usage(format!(
                             "{whose} `{column}` ({they}: {})",
@@ -337,9 +379,14 @@ pub(super) fn create_input<O: Order>(
                     }
                 }
             }
-            let first = crate::cli::first_time::TimeIn::Column(&time);
-            crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
+            if !time.is_empty() {
+                let first = crate::cli::first_time::TimeIn::Column(&time);
+                crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
+            }
             let mut config = CsvInputConfig::new(&input.path, time).time_format(time_format);
+            if let Some(table) = table {
+                config = config.table(table);
+            }
             if let Some(end) = &input.end {
                 config = config.end(end.clone());
             }
