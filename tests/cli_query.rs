@@ -8,6 +8,7 @@ mod query_faults;
 mod query_reference;
 mod query_rows;
 mod query_times;
+mod query_values;
 use std::path::Path;
 
 use cli_common::{case, cli, s, temp_dir};

@@ -88,6 +88,9 @@ pub struct CsvInputConfig {
     /// events (see [`CsvInputConfig::table`]; default: each row an event of its own).
     #[serde(default)]
     pub table: Option<Validity>,
+    /// The columns whose empty fields are `NULL` (see [`CsvInputConfig::nullable`]).
+    #[serde(default)]
+    pub nullable: Vec<String>,
 }
 
 fn comma() -> char {
@@ -112,7 +115,25 @@ impl CsvInputConfig {
             split: None,
             columns: None,
             table: None,
+            nullable: Vec::new(),
         }
+    }
+
+    /// The columns whose empty fields are read as `NULL`, for a payload of dynamic fields (a
+    /// `Row`). Each column of such a row holds one type, fixed by its first field that is not
+    /// empty: numbers, `true`/`false`, or text (then a later field that looks like a number
+    /// is text too). A later field of another type, or an empty field in a number or boolean
+    /// column not listed here, makes its record malformed (counted, dead-lettered with line
+    /// and field); an empty field of a text column is empty text.
+    ///
+    /// ```
+    /// use punctual_adapters::CsvInputConfig;
+    /// let config = CsvInputConfig::new("readings.csv", "time").nullable(["celsius"]);
+    /// assert_eq!(config.nullable, vec!["celsius".to_owned()]);
+    /// ```
+    pub fn nullable<S: Into<String>>(mut self, columns: impl IntoIterator<Item = S>) -> Self {
+        self.nullable = columns.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Reads the file as a reference table: with [`Validity::Always`] each row is valid for
@@ -274,6 +295,8 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
             config: config.clone(),
             shape,
             versions: table::Versions::default(),
+            types: Vec::new(),
+            ended: None,
             _payload: PhantomData,
         })
     }
@@ -289,6 +312,10 @@ pub struct CsvReader<P> {
     shape: EventShape,
     /// A table of versions: each key's open version.
     versions: table::Versions<P>,
+    /// Each column's type, for a row payload (by the header's positions).
+    types: Vec<record::ColumnType>,
+    /// The end edge of the version the last record replaced, fed before that record.
+    ended: Option<StreamItem<P>>,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -303,6 +330,8 @@ struct Columns {
     end: Option<usize>,
     /// A table of versions: its key columns' positions.
     key: Vec<usize>,
+    /// Whether each column's empty fields are `NULL` (by the header's positions).
+    nullable: Vec<bool>,
     /// For a `Row` payload: its schema and the columns of its fields, in order.
     row: Option<(Schema, Vec<usize>)>,
 }
@@ -344,7 +373,14 @@ impl Columns {
                 Some((schema, kept))
             })
             .flatten();
+        if let Some(missing) = config.nullable.iter().find(|c| !header.contains(c)) {
+            return Err(format!(
+                "no column `{missing}` to read as nullable (its columns: {})",
+                header.join(", ")
+            ));
+        }
         Ok(Columns {
+            nullable: header.iter().map(|h| config.nullable.contains(h)).collect(),
             key,
             start: at(&config.start),
             end: config.end.as_deref().and_then(at),
@@ -363,7 +399,7 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
         columns: &Columns,
         line: &str,
         split: &mut split::Split,
-    ) -> Result<[Option<StreamItem<P>>; 2], String>
+    ) -> Result<StreamItem<P>, String>
     where
         P: Clone,
     {
@@ -411,7 +447,30 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
         };
         let payload = match &columns.row {
             Some((schema, kept)) => {
-                let row = schema.row(kept.iter().map(|&i| record::value(fields.get(i))));
+                // Each field as its column's type: the first that is not stops the record.
+                if self.types.len() != header.len() {
+                    self.types = vec![record::ColumnType::Unknown; header.len()];
+                }
+                let mut wrong = None;
+                let types = &mut self.types;
+                let row = schema.row(kept.iter().map(|&i| {
+                    let text = fields.get(i);
+                    match record::typed(text, &mut types[i], columns.nullable[i]) {
+                        Ok(v) => v,
+                        Err(why) => {
+                            wrong.get_or_insert((i, why));
+                            punctual_core::Value::Null
+                        }
+                    }
+                }));
+                if let Some((i, why)) = wrong {
+                    let name = &header[i];
+                    return Err(if fields.get(i).is_empty() {
+                        format!("field `{name}` {why}: list it in `nullable` to read an empty field as NULL")
+                    } else {
+                        format!("field `{name}`: `{}` {why}", fields.get(i))
+                    });
+                }
                 let mut payload: Option<P> = None;
                 if let Some(slot) = (&mut payload as &mut dyn Any).downcast_mut::<Option<Row>>() {
                     *slot = Some(row);
@@ -431,9 +490,11 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
                 .iter()
                 .map(|&i| fields.get(i).to_owned())
                 .collect();
-            return self.versions.next(key, kind.start(), payload);
+            let [ended, begun] = self.versions.next(key, kind.start(), payload)?;
+            self.ended = ended;
+            return begun.ok_or_else(|| "a version without its start".to_owned());
         }
-        Ok([None, Some(StreamItem::Insert(Event { kind, payload }))])
+        Ok(StreamItem::Insert(Event { kind, payload }))
     }
 }
 
@@ -503,10 +564,12 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
                 continue;
             }
             match self.item(&columns, &line, &mut split) {
-                Ok(items) => {
-                    for item in items.into_iter().flatten() {
-                        feed.item(ctx, item).await?;
+                Ok(item) => {
+                    // A new version ends the one before it of its key first.
+                    if let Some(ended) = self.ended.take() {
+                        feed.item(ctx, ended).await?;
                     }
+                    feed.item(ctx, item).await?;
                 }
                 Err(message) => feed.malformed(ctx, (number, line.clone()), message).await?,
             }

@@ -188,6 +188,10 @@ pub(super) struct JobInput {
     /// CTI generation in full.
     #[serde(default)]
     pub(super) generate: Option<Generate>,
+    /// CSV: the columns whose empty fields are NULL (elsewhere an empty field of a number or
+    /// boolean column makes its record malformed).
+    #[serde(default)]
+    pub(super) nullable: Option<Vec<String>>,
     /// Reference data in CSV with a start column and no end: the columns naming a row's key,
     /// each row valid until the next row with the same key (default: the fields the join
     /// compares).

@@ -23,6 +23,8 @@ pub(super) struct InputArg {
     policy: Option<Policy>,
     /// A reference table of versions: its key columns.
     key: Option<Vec<String>>,
+    /// CSV columns whose empty fields are NULL.
+    nullable: Option<Vec<String>>,
 }
 
 /// The arguments of `punctual query`.
@@ -125,6 +127,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
         delay: None,
         policy: None,
         key: None,
+        nullable: None,
     };
     for option in parts {
         match option.split_once('=') {
@@ -136,6 +139,9 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
                 arg.delay = Some(super::delay(&format!("--input {name}: out_of_order"), d)?);
             }
             Some(("key", k)) => arg.key = Some(k.split('+').map(str::to_owned).collect()),
+            Some(("nullable", n)) => {
+                arg.nullable = Some(n.split('+').map(str::to_owned).collect());
+            }
             Some(("policy", p)) => {
                 arg.policy = Some(Policy::parse(&format!("--input {name}: policy"), p)?);
             }
@@ -146,7 +152,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             }
             _ => {
                 return Err(format!(
-                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD])"
+                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN])"
                 ))
             }
         }
@@ -185,6 +191,7 @@ pub(super) fn cmd_query(
             delay: i.delay.or(q.delay),
             policy: i.policy.or(q.policy),
             key: i.key.clone(),
+            nullable: i.nullable.clone(),
             max_buffered: q.max_buffered,
             ..JobInput::default()
         };

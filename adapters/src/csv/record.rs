@@ -58,6 +58,58 @@ pub(crate) fn value(text: &str) -> punctual_core::Value {
     }
 }
 
+/// What a CSV column of an untyped row holds: fixed by its first value that is not empty.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ColumnType {
+    /// No value yet.
+    Unknown,
+    /// Integers and floats.
+    Number,
+    /// `true` and `false`.
+    Bool,
+    /// Text (a later field that looks like a number is text too: `007`, then `100`).
+    Text,
+}
+
+/// A field as a row's value in a column of type `column` (which its first value fixes), or
+/// why it is not one: a number column takes numbers only, a boolean column `true` and
+/// `false`; an empty field is `NULL` in a `nullable` column, empty text in a text column, and
+/// wrong in the others.
+#[inline(always)]
+pub(crate) fn typed(
+    text: &str,
+    column: &mut ColumnType,
+    nullable: bool,
+) -> Result<punctual_core::Value, &'static str> {
+    use punctual_core::Value;
+    if text.is_empty() {
+        return match (nullable, *column) {
+            (true, _) => Ok(Value::Null),
+            (false, ColumnType::Number) => Err("is empty, and the column holds numbers"),
+            (false, ColumnType::Bool) => Err("is empty, and the column holds true or false"),
+            (false, _) => Ok(Value::from("")),
+        };
+    }
+    if *column == ColumnType::Text {
+        return Ok(Value::from(text));
+    }
+    let v = value(text);
+    let of = match v {
+        Value::Int(_) | Value::Float(_) => ColumnType::Number,
+        Value::Bool(_) => ColumnType::Bool,
+        _ => ColumnType::Text,
+    };
+    match (*column, of) {
+        (ColumnType::Unknown, _) => {
+            *column = of;
+            Ok(v)
+        }
+        (c, o) if c == o => Ok(v),
+        (ColumnType::Number, _) => Err("is not a number, as the column's first value is"),
+        _ => Err("is not true or false, as the column's first value is"),
+    }
+}
+
 /// One record: `header[i]` names `fields[i]` (of equal length); with `keep`, only the fields
 /// it marks.
 pub(crate) struct Record<'a> {
@@ -271,6 +323,28 @@ mod tests {
             let by_serde = punctual_core::Value::deserialize(Field(text)).unwrap();
             assert_eq!(value(text), by_serde, "{text:?}");
         }
+    }
+
+    #[test]
+    fn a_columns_first_value_fixes_its_type() {
+        use punctual_core::Value;
+        let mut number = ColumnType::Unknown;
+        assert_eq!(typed("20", &mut number, false), Ok(Value::Int(20)));
+        assert_eq!(number, ColumnType::Number);
+        assert_eq!(typed("20.5", &mut number, false), Ok(Value::Float(20.5)));
+        assert!(typed("not-a-number", &mut number, false).is_err());
+        assert!(typed("true", &mut number, false).is_err());
+        assert!(typed("", &mut number, false).is_err());
+        assert_eq!(typed("", &mut number, true), Ok(Value::Null));
+        let mut text = ColumnType::Unknown;
+        assert_eq!(typed("007", &mut text, false), Ok(Value::from("007")));
+        assert_eq!(typed("100", &mut text, false), Ok(Value::from("100")));
+        assert_eq!(typed("", &mut text, false), Ok(Value::from("")));
+        let mut flag = ColumnType::Unknown;
+        assert_eq!(typed("", &mut flag, false), Ok(Value::from("")));
+        assert_eq!(flag, ColumnType::Unknown, "an empty field fixes nothing");
+        assert_eq!(typed("false", &mut flag, false), Ok(Value::Bool(false)));
+        assert!(typed("no", &mut flag, false).is_err());
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! each up to half a second late, values below 1,000,000, keys below 1,000) and
 //! `DIR/reference.csv` (`valid_from,valid_to,value,key`: each key's version for every ten
 //! seconds) from a fixed seed. Each run reads the files, runs the query (a CTI every 1,000
-//! events, 2 s behind, `Drop`, a final CTI; the reference imports the events' CTIs) and
-//! writes JSON lines with RFC 3339 times to `DIR/<query>-<form>.jsonl`. The two forms are run
+//! events, 2 s behind, the language's default policy `AdjustPoints`, a final CTI; the
+//! reference imports the events' CTIs) and writes flat JSON rows (the job's default) with
+//! RFC 3339 times to `DIR/<query>-<form>.jsonl`. The two forms are run
 //! alternately, `--reps` times each; each run's output must have the lines of the other
 //! form's (compared sorted: results of one time may come in another order), or the run
 //! fails. The summary gives the median events per CPU second of each form and their ratio.
@@ -25,6 +26,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use cpu_time::ProcessTime;
+use punctual::adapters::layout::RowLayout;
 use punctual::adapters::line::TimeFormat;
 use punctual::adapters::{
     CsvInput, CsvInputConfig, InputOptions, JsonLinesOutput, JsonLinesOutputConfig, Query,
@@ -130,12 +132,14 @@ async fn run_typed(dir: &Path, query: &str, arrival: bool, out: &Path) -> Result
         .map_err(|e| e.to_string())?;
     let settings = AdvanceTimeSettings::builder()
         .generation(generation)
-        .policy(AdvanceTimePolicy::Drop)
+        .policy(AdvanceTimePolicy::AdjustPoints)
         .build()
         .map_err(|e| e.to_string())?;
     let options = InputOptions::new("events", EventShape::Point).settings(settings);
     let config = CsvInputConfig::new(dir.join("events.csv"), "ts").time_format(TimeFormat::EpochMs);
-    let output = JsonLinesOutputConfig::new(out).time_format(TimeFormat::Rfc3339);
+    let output = JsonLinesOutputConfig::new(out)
+        .time_format(TimeFormat::Rfc3339)
+        .rows(RowLayout::default());
     if arrival {
         let readings = q
             .create_stream::<_, Reading, _, _>(options.unordered(), &CsvInput, &config)

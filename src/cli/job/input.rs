@@ -383,7 +383,17 @@ pub(super) fn create_input<O: Order>(
                 let first = crate::cli::first_time::TimeIn::Column(&time);
                 crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
             }
-            let mut config = CsvInputConfig::new(&input.path, time).time_format(time_format);
+            let mut config = CsvInputConfig::new(&input.path, time)
+                .time_format(time_format)
+                .nullable(input.nullable.iter().flatten().cloned());
+            if let (Some(h), Some(listed)) = (&header, &input.nullable) {
+                if let Some(missing) = listed.iter().find(|c| !h.contains(c)) {
+                    return Err(usage(format!(
+                        "`nullable`: {whose} `{missing}` ({they}: {})",
+                        h.join(", ")
+                    )));
+                }
+            }
             if let Some(table) = table {
                 config = config.table(table);
             }
@@ -401,6 +411,11 @@ pub(super) fn create_input<O: Order>(
             Ok((stream, header))
         }
         Format::Jsonl => {
+            if input.nullable.is_some() {
+                return Err(usage(
+                    "`nullable` is for CSV columns; a JSON field is null as `null`".into(),
+                ));
+            }
             if input.end.is_some() {
                 return Err(usage(
                     "`end` is for CSV inputs; JSON lines give intervals as items".into(),
