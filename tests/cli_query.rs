@@ -9,6 +9,7 @@ mod query_reference;
 mod query_rows;
 mod query_times;
 mod query_values;
+mod sample_alerts;
 use std::path::Path;
 
 use cli_common::{case, cli, s, temp_dir};

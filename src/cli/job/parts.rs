@@ -202,6 +202,16 @@ pub(super) fn print_report(
     for (name, c) in &report.streams {
         let _ = writeln!(err, "{}", counters_line(name, c, shown_times));
     }
+    // A count that reads like a fault and is not one.
+    for (name, c) in &report.streams {
+        if c.stale_ctis > 0 {
+            let _ = writeln!(
+                err,
+                "note: stream {name}: stale_ctis={} are CTIs that came at or behind its time and were ignored (normal where an input ended first or imports another's CTIs); nothing is lost",
+                c.stale_ctis
+            );
+        }
+    }
     for (operator, n) in &report.dropped {
         let _ = writeln!(err, "{operator}: dropped={n}");
     }
