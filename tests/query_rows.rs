@@ -245,3 +245,45 @@ fn intervals_are_rows_with_their_start_and_end() {
         "{err}"
     );
 }
+
+/// `punctual explain JOB.toml` and `query --explain`: the plan before the run (each input with
+/// how it is read and where its CTIs come from, each operator, each output), and after it
+/// where the operators stood and what was adjusted or dropped (before: `explain` took case
+/// folders only, "Not a directory").
+#[test]
+fn explain_shows_the_plan_and_what_the_run_did() {
+    let sample = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/alerts");
+    let (code, _, err) = cli(&["explain", s(&sample.join("alerts-versions.toml"))]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    for said in [
+        "plan:",
+        "input `readings`: ",
+        "points at `ts` (epoch milliseconds); a CTI after every event, 3s behind the newest",
+        "input `thresholds`: ",
+        "a table of versions: each row valid from `valid_from` (RFC 3339) until the next row with the same device; reference data, read first; CTIs imported from `readings`",
+        "join `output` reads `readings`",
+        "output `output`: standard output, flat rows",
+        "after the run:",
+        "join `output`: at the final CTI, 115 events out",
+        "input `readings`: 300 in, 300 released",
+    ] {
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    let d = dir("rows-explain");
+    let (code, _, err) = run(&d, PER_DEVICE, "out.jsonl", &["--explain"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let plan = err.find("plan:").expect("the plan");
+    let after = err.find("after the run:").expect("what the run did");
+    assert!(plan < after, "{err}");
+    assert!(
+        err.contains("hopping window `output` reads `readings`"),
+        "{err}"
+    );
+    let (_, late) = readings(&d);
+    assert!(
+        err.contains(&format!(
+            "input `readings`: 40 in, 40 released, {late} adjusted"
+        )),
+        "{err}"
+    );
+}

@@ -50,6 +50,7 @@ impl ClusterReport {
             held_items: Vec::new(),
             dropped: Vec::new(),
             drops: Vec::new(),
+            explanations: Vec::new(),
         };
         let owner_of = |input: usize| {
             self.owners

@@ -20,6 +20,7 @@ use punctual_sql::{InputUse, RowStream, SqlQuery};
 
 use punctual_cluster::ClusterConfig;
 
+mod explain;
 mod input;
 mod parts;
 use parts::{print_report, FirstBad, Parts, RunError};
@@ -46,6 +47,10 @@ pub(super) struct Job {
     /// A timeline of the run (inputs and outputs on one time axis) as SVG to this file.
     #[serde(default)]
     pub(super) timeline: Option<PathBuf>,
+    /// `punctual explain JOB.toml`, `query --explain`: the plan before the run, where the
+    /// operators stood and what was dropped after it (on stderr).
+    #[serde(skip)]
+    pub(super) explain: bool,
 }
 
 /// The format of a file.
@@ -530,13 +535,19 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
         uses: uses.clone(),
         letters: Arc::clone(&letters),
         first_bad: Arc::clone(&first_bad),
+        plan: Mutex::default(),
     };
-    if cluster.is_some() && job.timeline.is_some() {
+    if cluster.is_some() && (job.timeline.is_some() || job.explain) {
         let _ = writeln!(
             err,
-            "error: a timeline is drawn on one worker only (without --workers and --processes)"
+            "error: a timeline and explain run on one worker only (without --workers and --processes)"
         );
         return EXIT_USAGE;
+    }
+    if job.explain {
+        if let Err(code) = explain::print_plan(&parts, err) {
+            return code;
+        }
     }
     let ran = match cluster {
         Some(config) => {
@@ -569,7 +580,13 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
         }
     }
     let report = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| -> bool {
-        print_report(err, report, (&letters, &first_bad), shown_times)
+        let all_bad = print_report(err, report, (&letters, &first_bad), shown_times);
+        if job.explain {
+            for line in explain::after(report) {
+                let _ = writeln!(err, "{line}");
+            }
+        }
+        all_bad
     };
     match ran {
         Ok(ended) => super::exit_code(ended, err, report),
@@ -577,12 +594,8 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
             let _ = writeln!(err, "error: {message}");
             EXIT_USAGE
         }
-        Err(RunError::Query(e)) => {
-            let _ = writeln!(err, "error: {e}");
-            EXIT_FAILED
-        }
-        Err(RunError::Cluster(e)) => {
-            let _ = writeln!(err, "error: {e}");
+        Err(e) => {
+            let _ = writeln!(err, "error: {}", parts::run_error_text(&e));
             EXIT_FAILED
         }
     }

@@ -48,6 +48,12 @@ USAGE:
                                  program on free loopback ports (a 120 s deadline each)
     punctual explain CASE_DIR    run one case; for every input and operator, print its CTI
                                  and the input holding it back (start here for 'no output?')
+    punctual explain JOB.toml    print the job's plan (each input: how it is read, where its
+                                 CTIs come from, what a late event becomes; each operator;
+                                 each output), run it as `job` does, then say where each
+                                 operator's CTI ended, which input held it back, and what was
+                                 adjusted, dropped or malformed (on stderr; `query --explain`
+                                 does the same for a query)
     punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN | --time-field FIELD]
                   [--time-format FORMAT] [--delay DURATION | --in-order]
                   [--dead-letters FILE] [--timeline FILE.svg]
@@ -75,6 +81,7 @@ USAGE:
                                    [,out_of_order=DURATION][,policy=adjust|drop]...
                   [--output FILE | --output NAME=FILE...] [--time-format FORMAT]
                   [--out-of-order DURATION] [--policy adjust|drop] [--with-ctis | --items]
+                  [--explain]
                   [--max-buffered N] [--dead-letters FILE]
                   [--timeline FILE.svg] [--workers W] [--processes P --process I --hosts FILE]
                                  run a query in the query language (Stream Analytics-style
@@ -268,7 +275,8 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
         }
         Some(command @ ("run" | "explain" | "job" | "timeline" | "check")) => {
             let takes = match command {
-                "run" | "explain" => "one case folder",
+                "run" => "one case folder",
+                "explain" => "one case folder or job file",
                 "job" => "one job file",
                 "timeline" => "one case folder, and -o FILE.svg if you like",
                 _ => "one or more paths",
@@ -488,7 +496,20 @@ fn cmd_timeline(dir: &Path, to: Option<&Path>, out: &mut dyn Write, err: &mut dy
     }
 }
 
+/// `punctual explain`: of a job file (its plan, its run, where it stood), or of a case.
 fn cmd_explain(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    if dir.is_file() {
+        return match job::Job::load(dir) {
+            Ok(mut j) => {
+                j.explain = true;
+                job::run(&j, None, err)
+            }
+            Err(e) => {
+                let _ = writeln!(err, "error: {e}");
+                EXIT_USAGE
+            }
+        };
+    }
     let run = match run_case(dir) {
         Ok(run) => run,
         Err(e) => {

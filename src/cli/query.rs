@@ -44,6 +44,8 @@ pub(super) struct QueryArgs {
     items: bool,
     /// `--with-ctis`: rows, and CTIs among them.
     with_ctis: bool,
+    /// `--explain`: the plan before the run, where it stood after it.
+    explain: bool,
 }
 
 impl QueryArgs {
@@ -90,6 +92,7 @@ impl QueryArgs {
                 "--timeline" => q.timeline = Some(PathBuf::from(value("--timeline")?)),
                 "--items" => q.items = true,
                 "--with-ctis" => q.with_ctis = true,
+                "--explain" => q.explain = true,
                 flag if flag.starts_with('-') && flag.len() > 1 => {
                     return Err(format!("`query` does not take `{flag}`"))
                 }
@@ -179,6 +182,7 @@ pub(super) fn cmd_query(
         query: text,
         dead_letters: q.dead_letters.clone(),
         timeline: q.timeline.clone(),
+        explain: q.explain,
         ..Job::default()
     };
     for i in &q.inputs {

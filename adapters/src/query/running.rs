@@ -163,6 +163,10 @@ pub struct QueryReport {
     /// The operators' drops one by one, with the reason (the operators' dead letters): the
     /// first [`MAX_REPORTED_HELD`] of the run; `dropped` has the counts.
     pub drops: Vec<OperatorDropItem>,
+    /// Where every node of the query stood when the report was made: its last CTI, the
+    /// input holding it back, the events it emitted and dropped ([`RunningQuery::explain`]
+    /// at that moment). Empty in a cluster run's merged report.
+    pub explanations: Vec<Explanation>,
 }
 
 /// One event an operator dropped (see [`QueryReport::drops`]).

@@ -465,6 +465,7 @@ impl Shell {
             held_items,
             dropped,
             drops: Vec::new(),
+            explanations: driver.explain(),
         }
     }
 

@@ -27,6 +27,17 @@ pub(super) struct Parts {
     pub(super) uses: Vec<InputUse>,
     pub(super) letters: Arc<Mutex<DeadLetters>>,
     pub(super) first_bad: FirstBad,
+    /// The plan of the last build, as `explain` prints it.
+    pub(super) plan: Mutex<Vec<String>>,
+}
+
+/// A build error's text.
+pub(super) fn run_error_text(e: &RunError) -> String {
+    match e {
+        RunError::Usage(m) => m.clone(),
+        RunError::Query(e) => e.to_string(),
+        RunError::Cluster(e) => e.to_string(),
+    }
 }
 
 impl Parts {
@@ -76,6 +87,11 @@ impl Parts {
                 continue;
             };
             bind_output(&mut query, name, out, stream, timeline.as_deref_mut())?;
+        }
+        if job.explain {
+            if let Ok(mut plan) = self.plan.lock() {
+                *plan = super::explain::plan(job, uses, &built);
+            }
         }
         Ok(query)
     }
