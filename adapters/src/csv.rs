@@ -27,15 +27,17 @@
 //! # let _ = readings; Ok(()) }
 //! ```
 
+mod columns;
 mod output;
 mod record;
 mod split;
 mod table;
 
+use columns::Columns;
 pub use output::{CsvOutput, CsvOutputConfig, CsvWriter};
 pub use table::Validity;
 
-use std::any::{Any, TypeId};
+use std::any::Any;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
@@ -43,7 +45,7 @@ use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use punctual_core::{Event, EventKind, EventShape, Row, Schema, StreamItem};
+use punctual_core::{Event, EventKind, EventShape, Row, StreamItem};
 
 use crate::adapter::{InputAdapter, InputAdapterFactory, Payload};
 use crate::context::InputContext;
@@ -317,78 +319,6 @@ pub struct CsvReader<P> {
     /// The end edge of the version the last record replaced, fed before that record.
     ended: Option<StreamItem<P>>,
     _payload: PhantomData<fn() -> P>,
-}
-
-/// How a file's records are read, from its header: which columns time each event, which go
-/// into the payload, and for a `Row` payload its schema, made once.
-struct Columns {
-    header: Vec<String>,
-    /// The payload's columns, if not all (by the header's positions).
-    keep: Option<Vec<bool>>,
-    /// The start and end columns' positions, if the header has them.
-    start: Option<usize>,
-    end: Option<usize>,
-    /// A table of versions: its key columns' positions.
-    key: Vec<usize>,
-    /// Whether each column's empty fields are `NULL` (by the header's positions).
-    nullable: Vec<bool>,
-    /// For a `Row` payload: its schema and the columns of its fields, in order.
-    row: Option<(Schema, Vec<usize>)>,
-}
-
-impl Columns {
-    fn new<P: 'static>(header: Vec<String>, config: &CsvInputConfig) -> Result<Columns, String> {
-        let keep: Option<Vec<bool>> = match &config.columns {
-            None => None,
-            Some(columns) => {
-                if let Some(missing) = columns.iter().find(|c| !header.contains(c)) {
-                    return Err(format!(
-                        "no column `{missing}` (its columns: {})",
-                        header.join(", ")
-                    ));
-                }
-                Some(header.iter().map(|h| columns.contains(h)).collect())
-            }
-        };
-        let at = |name: &str| header.iter().position(|h| h == name);
-        let mut key = Vec::new();
-        if let Some(Validity::UntilNext { key: columns }) = &config.table {
-            for column in columns {
-                key.push(at(column).ok_or_else(|| {
-                    format!(
-                        "no column `{column}` for the key (its columns: {})",
-                        header.join(", ")
-                    )
-                })?);
-            }
-        }
-        // A row is built straight from its fields (as serde would build it: each field what
-        // it reads as), unless the names repeat (then serde's way: the last one counts).
-        let row = (TypeId::of::<P>() == TypeId::of::<Row>())
-            .then(|| {
-                let kept: Vec<usize> = (0..header.len())
-                    .filter(|&i| keep.as_ref().is_none_or(|k| k[i]))
-                    .collect();
-                let schema = Schema::new(kept.iter().map(|&i| header[i].as_str())).ok()?;
-                Some((schema, kept))
-            })
-            .flatten();
-        if let Some(missing) = config.nullable.iter().find(|c| !header.contains(c)) {
-            return Err(format!(
-                "no column `{missing}` to read as nullable (its columns: {})",
-                header.join(", ")
-            ));
-        }
-        Ok(Columns {
-            nullable: header.iter().map(|h| config.nullable.contains(h)).collect(),
-            key,
-            start: at(&config.start),
-            end: config.end.as_deref().and_then(at),
-            keep,
-            row,
-            header,
-        })
-    }
 }
 
 impl<P: DeserializeOwned + 'static> CsvReader<P> {
