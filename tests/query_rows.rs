@@ -287,3 +287,43 @@ fn explain_shows_the_plan_and_what_the_run_did() {
         "{err}"
     );
 }
+
+/// A job file's query error counts the file's lines (before: the query string's, so the line
+/// named was not the one to fix).
+#[test]
+fn a_job_files_query_error_names_the_files_line() {
+    let d = dir("rows-lines");
+    let (input, _) = readings(&d);
+    let job = d.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "# alerts\n\nquery = \"\"\"\nSELECT device\nFROM readings TIMESTAMP BY time WHERE celsiu > 25\n\"\"\"\n\
+             [inputs.readings]\npath = {:?}\n[outputs.output]\npath = \"out.jsonl\"\n",
+            s(&input)
+        ),
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: line 5, column 39: `celsiu` is not a field",
+            s(&job)
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("  | FROM readings TIMESTAMP BY time WHERE celsiu > 25"),
+        "{err}"
+    );
+    // On the command line, the query's own lines.
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device\nFROM readings TIMESTAMP BY time WHERE celsiu > 25",
+        "--input",
+        &format!("readings={}", s(&input)),
+    ]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("error: line 2, column 39: `celsiu`"), "{err}");
+}

@@ -145,9 +145,37 @@ impl SqlError {
         }
     }
 
+    /// The error as found in a file whose line `first_line` (from 1) is the query's first:
+    /// its position counted in the file's lines, after the file's name, with the line and a
+    /// caret ([`SqlError::show`]). A query that starts mid-line (`query = "SELECT ..."`) has
+    /// its first line's columns counted from the query's start.
+    ///
+    /// ```
+    /// let e = punctual_sql::SqlQuery::parse("SELECT a\nFROM r WHERE").unwrap_err();
+    /// let shown = e.show_in_file("SELECT a\nFROM r WHERE", "job.toml", 3);
+    /// assert!(shown.starts_with("job.toml: syntax error at line 4, column "), "{shown}");
+    /// ```
+    pub fn show_in_file(&self, text: &str, file: &str, first_line: usize) -> String {
+        let pos = self.pos();
+        let shifted = Pos {
+            line: pos.line + first_line.saturating_sub(1),
+            col: pos.col,
+        };
+        let moved = match self.clone() {
+            SqlError::Syntax { message, .. } => SqlError::syntax(shifted, message),
+            SqlError::Compile { message, .. } => SqlError::compile(shifted, message),
+        };
+        let shown = moved.show_lines(text, pos);
+        format!("{file}: {shown}")
+    }
+
     /// The error with the line of `text` it is on and a caret under its column.
     pub fn show(&self, text: &str) -> String {
-        let pos = self.pos();
+        self.show_lines(text, self.pos())
+    }
+
+    /// The error, then the line of `text` at `pos` with a caret under its column.
+    fn show_lines(&self, text: &str, pos: Pos) -> String {
         match text.lines().nth(pos.line.saturating_sub(1)) {
             Some(line) if pos.line > 0 => format!(
                 "{self}\n  | {line}\n  | {}^",

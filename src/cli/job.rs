@@ -53,14 +53,27 @@ pub(super) struct Job {
     /// operators stood and what was dropped after it (on stderr).
     #[serde(skip)]
     pub(super) explain: bool,
+    /// Where the query came from: the job file and the line of it the query starts on (for
+    /// errors in the file's own lines); `None` for a query given on the command line.
+    #[serde(skip)]
+    pub(super) source: Option<(String, usize)>,
 }
 
 impl Job {
+    /// A query error as the user wrote the query: in the job file's lines, or the query's.
+    pub(super) fn show_error(&self, e: &punctual_sql::SqlError) -> String {
+        match &self.source {
+            Some((file, line)) => e.show_in_file(&self.query, file, *line),
+            None => e.show(&self.query),
+        }
+    }
+
     /// Reads a job file; paths in it are relative to its folder. Unknown keys are errors
     /// naming the key.
     pub(super) fn load(path: &Path) -> Result<Job, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut job: Job = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        job.source = query_line(&text).map(|line| (path.display().to_string(), line));
         let dir = path.parent().unwrap_or(Path::new("."));
         let resolve = |p: &mut PathBuf| {
             if p.as_os_str() != "-" && !p.as_os_str().is_empty() && p.is_relative() {
@@ -81,6 +94,18 @@ impl Job {
         }
         Ok(job)
     }
+}
+
+/// The line (from 1) of a job file's text on which its query's text starts: the line of
+/// `query = "..."`, or the next one after an opening `"""` or `'''` that ends its line
+/// (TOML leaves that line end out of the string); `None` if no line starts with `query =`.
+fn query_line(text: &str) -> Option<usize> {
+    text.lines().enumerate().find_map(|(i, line)| {
+        let rest = line.trim_start().strip_prefix("query")?.trim_start();
+        let value = rest.strip_prefix('=')?.trim();
+        let opens_alone = value == "\"\"\"" || value == "'''";
+        Some(i + 1 + usize::from(opens_alone))
+    })
 }
 
 fn format_of(path: &Path, format: Option<Format>) -> Format {
@@ -172,7 +197,7 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
     let sql = match SqlQuery::parse(&text) {
         Ok(sql) => sql,
         Err(e) => {
-            let _ = writeln!(err, "error: {}", e.show(&text));
+            let _ = writeln!(err, "error: {}", job.show_error(&e));
             return EXIT_USAGE;
         }
     };

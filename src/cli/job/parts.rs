@@ -49,7 +49,6 @@ impl Parts {
     ) -> Result<punctual_adapters::Query, RunError> {
         let mut query = punctual_adapters::Query::new("job");
         let Parts { job, sql, uses, .. } = self;
-        let text = &job.query;
         let mut streams = Vec::new();
         for u in uses {
             let Some(input) = job.inputs.get(&u.name) else {
@@ -81,7 +80,7 @@ impl Parts {
             .collect();
         let built = sql
             .build(&inputs)
-            .map_err(|e| RunError::Usage(e.show(text)))?;
+            .map_err(|e| RunError::Usage(job.show_error(&e)))?;
         for (name, stream) in &built {
             let Some(out) = job.outputs.get(name) else {
                 continue;
