@@ -4,6 +4,8 @@
 
 #![cfg(unix)]
 
+mod readme;
+
 fn s(p: &std::path::Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
