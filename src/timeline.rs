@@ -18,6 +18,8 @@ use punctual_core::{EventKind, Row, StreamItem, Time};
 
 use crate::conformance::{CaseRun, Outcome};
 
+mod summary;
+
 const WIDTH: f64 = 1000.0;
 const LEFT: f64 = 150.0;
 const RIGHT: f64 = 30.0;
@@ -393,7 +395,19 @@ pub fn render_picture(picture: &Picture) -> String {
     let hi = finite.iter().copied().max().unwrap_or(lo + 1).max(lo + 1);
     let axis = Axis { lo, hi };
     let clock = lo >= CLOCK_FROM;
-    let lane_rows: Vec<usize> = picture.lanes.iter().map(|l| l.events.len()).collect();
+    // A lane of many events is drawn as counts (summary.rs), in a few rows.
+    let summarised: Vec<bool> = (picture.lanes.iter())
+        .map(|l| l.events.len() > summary::SUMMARY_ABOVE)
+        .collect();
+    let lane_rows: Vec<usize> = (picture.lanes.iter().zip(&summarised))
+        .map(|(l, &many)| {
+            if many {
+                summary::rows(&axis, l)
+            } else {
+                l.events.len()
+            }
+        })
+        .collect();
     let title = wrap(&picture.title, 140);
     let top = TOP + 16.0 * title.len() as f64 + 14.0;
     let mut tops = Vec::new();
@@ -422,7 +436,7 @@ pub fn render_picture(picture: &Picture) -> String {
 .cti {{ stroke: #555; stroke-width: 1; stroke-dasharray: 4 3; }}
 .adjust-arrow {{ stroke: #e67e22; stroke-width: 1.5; marker-end: url(#arrow); }}
 .lane {{ fill: none; stroke: #ddd; }}
-.value {{ fill: #2e6b45; }}
+.value {{ fill: #2e6b45; paint-order: stroke; stroke: #fff; stroke-width: 3px; }}
 </style>"##
     );
     for (i, line) in title.iter().enumerate() {
@@ -439,6 +453,10 @@ pub fn render_picture(picture: &Picture) -> String {
         let (top, bottom) = (tops[k], lane_bottom(tops[k], lane_rows[k]));
         self::lane(&mut svg, &lane.label, (top, bottom));
         ctis(&mut svg, &axis, &lane.ctis, (top, bottom), clock);
+        if summarised[k] {
+            summary::draw(&mut svg, &axis, lane, top);
+            continue;
+        }
         for (row, (e, how)) in lane.events.iter().enumerate() {
             let y = top + PAD + ROW * row as f64 + ROW / 2.0;
             let text = describe(&StreamItem::Insert(e.clone()), clock);

@@ -327,3 +327,52 @@ fn a_job_files_query_error_names_the_files_line() {
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(err.contains("error: line 2, column 39: `celsiu`"), "{err}");
 }
+
+/// A timeline of many events reads at any size: a lane of more than 40 events is drawn as
+/// counts per column (one row per kind of mark), so 300 readings and their results make a
+/// picture of a few hundred pixels (before: 1260 x 5810, one row per event), every event
+/// counted once; a result's values sit on a halo, so no CTI line runs through them.
+#[test]
+fn a_timeline_of_many_events_summarises_its_lanes() {
+    let d = dir("rows-timeline");
+    let sample = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/alerts");
+    let svg_path = d.join("run.svg");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT device, celsius FROM readings TIMESTAMP BY time WHERE celsius > 28",
+        "--input",
+        &format!("readings={}", s(&sample.join("readings.csv"))),
+        "--output",
+        s(&d.join("out.jsonl")),
+        "--timeline",
+        s(&svg_path),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let svg = std::fs::read_to_string(&svg_path).expect("written");
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    let root = doc.root_element();
+    let height: f64 = root
+        .attribute("height")
+        .and_then(|h| h.parse().ok())
+        .expect("a height");
+    assert!(height < 400.0, "height {height}");
+    let counted = |class: &str| -> usize {
+        doc.descendants()
+            .filter(|n| {
+                n.attribute("class").is_some_and(|c| {
+                    c.split(' ').any(|w| w == "summary") && c.split(' ').any(|w| w == class)
+                })
+            })
+            .filter_map(|n| n.attribute("data-count")?.parse::<usize>().ok())
+            .sum()
+    };
+    let results = std::fs::read_to_string(d.join("out.jsonl"))
+        .expect("written")
+        .lines()
+        .count();
+    // Every reading once (as released), every result once.
+    assert_eq!(counted("event") - counted("output"), 300, "{svg}");
+    assert!(results > 10, "{results}");
+    assert_eq!(counted("output"), results);
+    assert!(svg.contains("paint-order: stroke"), "values on a halo");
+}
