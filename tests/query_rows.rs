@@ -376,3 +376,47 @@ fn a_timeline_of_many_events_summarises_its_lanes() {
     assert_eq!(counted("output"), results);
     assert!(svg.contains("paint-order: stroke"), "values on a halo");
 }
+
+/// `pipe` takes the flags `query` and job files use for the same things: `--out-of-order`
+/// (`--delay`) and `--policy adjust|drop` (its default stays `drop`, as item streams have it).
+#[test]
+fn pipe_takes_the_same_tolerance_and_policy_flags() {
+    let d = dir("rows-pipe");
+    let input = d.join("in.jsonl");
+    std::fs::write(
+        &input,
+        "{\"kind\":\"point\",\"start\":10,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":30,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":3}}\n",
+    )
+    .expect("written");
+    let out = d.join("out.jsonl");
+    let pipe = |extra: &[&str]| {
+        let mut args = vec![
+            "pipe",
+            "-i",
+            s(&input),
+            "-o",
+            s(&out),
+            "--time-format",
+            "ticks",
+        ];
+        args.extend(extra);
+        cli(&args)
+    };
+    let (code, _, err) = pipe(&["--out-of-order", "1"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(err.contains(" dropped=1 "), "{err}");
+    let (code, _, err) = pipe(&["--out-of-order", "1", "--policy", "adjust"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        err.contains(" adjusted=1 ") && err.contains(" dropped=0 "),
+        "{err}"
+    );
+    let written = std::fs::read_to_string(&out).expect("written");
+    assert!(
+        written.contains(r#"{"kind":"point","start":29,"payload":{"v":3}}"#),
+        "{written}"
+    );
+    let (code, _, err) = pipe(&["--policy", "adjust"]);
+    assert_eq!(code, EXIT_USAGE, "{err}");
+    assert!(err.contains("--policy goes with --out-of-order"), "{err}");
+}

@@ -41,13 +41,16 @@ USAGE:
                                  adjusted, dropped or malformed (on stderr; `query --explain`
                                  does the same for a query)
     punctual pipe [-i FILE] [-o FILE] [--csv TIME_COLUMN | --time-field FIELD]
-                  [--time-format FORMAT] [--delay DURATION | --in-order]
-                  [--dead-letters FILE] [--timeline FILE.svg]
+                  [--time-format FORMAT] [--out-of-order DURATION | --in-order]
+                  [--policy drop|adjust] [--dead-letters FILE] [--timeline FILE.svg]
                   [--checkpoint DIR [--checkpoint-every 1s]]
                                  read events (JSON-lines items; flat JSON objects timed by
                                  FIELD; or CSV with the start time in TIME_COLUMN) from FILE
                                  or standard input, put them in time order as the CTIs
-                                 allow, write JSON lines to FILE or standard output (times
+                                 allow (a CTI after every event, --out-of-order behind the
+                                 newest, or --in-order; --delay is the same flag; an event
+                                 behind the CTI is dropped, or with --policy adjust moved
+                                 up to it), write JSON lines to FILE or standard output (times
                                  in --time-format: rfc3339 by default, epoch-ms, epoch-s,
                                  ticks; also how time fields are read; by default RFC
                                  3339 text, a number refused: its unit is never guessed);

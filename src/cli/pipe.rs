@@ -15,6 +15,8 @@ pub(super) struct PipeArgs {
     time_field: Option<String>,
     time_format: Option<punctual_adapters::line::TimeFormat>,
     delay: Option<punctual_core::TimeSpan>,
+    /// `--policy`: what a late event becomes (default: dropped, as items streams have it).
+    policy: Option<super::job::Policy>,
     in_order: bool,
     dead_letters: Option<PathBuf>,
     timeline: Option<PathBuf>,
@@ -38,7 +40,11 @@ impl PipeArgs {
                 "--csv" => p.csv_time = Some(value("--csv")?),
                 "--time-field" => p.time_field = Some(value("--time-field")?),
                 "--time-format" => p.time_format = Some(value("--time-format")?.parse()?),
-                "--delay" => p.delay = Some(super::delay("--delay", &value("--delay")?)?),
+                // `--out-of-order` is the name `query` and job files use too.
+                "--delay" | "--out-of-order" => p.delay = Some(super::delay(a, &value(a)?)?),
+                "--policy" => {
+                    p.policy = Some(super::job::Policy::parse("--policy", &value("--policy")?)?);
+                }
                 "--in-order" => p.in_order = true,
                 "--dead-letters" => p.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
                 "--checkpoint" => p.checkpoint = Some(PathBuf::from(value("--checkpoint")?)),
@@ -63,6 +69,9 @@ impl PipeArgs {
         }
         if p.delay.is_some() && p.in_order {
             return Err("give --delay or --in-order, not both".into());
+        }
+        if p.policy.is_some() && p.delay.is_none() && !p.in_order {
+            return Err("--policy goes with --out-of-order (--delay) or --in-order: without them the input's own CTIs decide, and nothing is late by a policy".into());
         }
         let file = |f: &Option<PathBuf>| f.as_ref().is_some_and(|f| f.as_os_str() != "-");
         if p.checkpoint.is_some() && !(file(&p.input) && file(&p.output)) {
@@ -159,10 +168,27 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         return super::EXIT_USAGE;
     }
     let mut options = InputOptions::new("in", EventShape::Edge);
-    if let Some(d) = p.delay {
-        options = options.settings(AdvanceTimeSettings::unordered_start_time(d));
-    } else if p.in_order {
-        options = options.settings(AdvanceTimeSettings::increasing_start_time());
+    let settings = match (p.delay, p.in_order) {
+        (Some(d), _) => Some(AdvanceTimeSettings::unordered_start_time(d)),
+        (None, true) => Some(AdvanceTimeSettings::increasing_start_time()),
+        (None, false) => None,
+    };
+    if let Some(settings) = settings {
+        let settings = match (p.policy, settings.generation()) {
+            (Some(policy), Some(g)) => match AdvanceTimeSettings::builder()
+                .generation(*g)
+                .policy(policy.engine())
+                .build()
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = writeln!(err, "error: {e}");
+                    return super::EXIT_USAGE;
+                }
+            },
+            _ => settings,
+        };
+        options = options.settings(settings);
     }
     let mut timeline = p
         .timeline
