@@ -114,7 +114,14 @@ fn watermark_counters_and_bad_steps() {
 #[test]
 fn every_command_has_its_help() {
     for command in [
-        "run", "check", "explain", "pipe", "query", "job", "timeline",
+        "run",
+        "check",
+        "explain",
+        "pipe",
+        "query",
+        "job",
+        "timeline",
+        "completions",
     ] {
         for asked in [
             vec![command, "--help"],
@@ -437,4 +444,49 @@ fn a_run_waits_for_its_peers_only_as_long_as_it_is_told() {
     silent.join().expect("joins");
     let (code, _, err) = cli(&["run", s(&case), "--connect-timeout", "0s"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
+}
+
+/// `punctual completions bash` completes the commands, then each command's flags as its help
+/// names them; fish and zsh get scripts too, other shells an error.
+#[test]
+fn completions_complete_commands_and_their_flags() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let (code, script, err) = cli(&["completions", "bash"]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let complete = |words: &str, at: usize| {
+        let mut bash = Command::new("bash")
+            .args([
+                "-c",
+                &format!(
+                    "source /dev/stdin; COMP_WORDS=({words}); COMP_CWORD={at}; _punctual; echo \"${{COMPREPLY[@]}}\""
+                ),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("bash runs");
+        bash.stdin
+            .take()
+            .expect("stdin")
+            .write_all(script.as_bytes())
+            .expect("written");
+        let out = bash.wait_with_output().expect("bash ends");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    assert_eq!(complete("punctual qu", 1).trim(), "query");
+    let flags = complete("punctual query --out", 2);
+    assert!(
+        flags.contains("--out-of-order") && flags.contains("--output"),
+        "{flags}"
+    );
+    assert!(complete("punctual pipe --pol", 2).contains("--policy"));
+    for shell in ["zsh", "fish"] {
+        let (code, script, _) = cli(&["completions", shell]);
+        assert_eq!(code, EXIT_OK);
+        assert!(script.contains("explain"), "{script}");
+    }
+    let (code, _, err) = cli(&["completions", "tcsh"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("bash, zsh or fish"), "{err}");
 }

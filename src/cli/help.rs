@@ -15,6 +15,7 @@ shows one command.
 
 USAGE:
     punctual run CASE_DIR [--workers W] [--processes P --process I --hosts FILE]
+                  [--connect-timeout DURATION] [--peer-timeout DURATION]
                                  run one case; print its output as JSON lines (stdout)
                                  and each input stream's counters and dead letters (stderr).
                                  --workers W: split over W worker threads (same results);
@@ -119,6 +120,9 @@ USAGE:
     punctual timeline CASE_DIR [-o FILE.svg]
                                  run one case and draw its inputs and output on one time
                                  axis as SVG (to FILE, or standard output)
+    punctual completions SHELL   a completion script for bash, zsh or fish (commands, their
+                                 flags, file names): `source <(punctual completions bash)`,
+                                 or save it where the shell loads completions from
     punctual --help              this text
     punctual --version           the version
 
@@ -139,7 +143,7 @@ EXIT CODES:
 
 /// What `punctual COMMAND --help` prints: the command's lines of [`HELP`], its examples and
 /// the exit codes; `None` if it is not a command.
-pub(super) fn command_help(command: &str) -> Option<String> {
+fn command_help(command: &str) -> Option<String> {
     let usage = HELP.split("\nEXAMPLES:").next().unwrap_or_default();
     let head = format!("    punctual {command}");
     let mut lines = usage.lines().skip_while(|l| !l.starts_with(&head));
@@ -191,4 +195,121 @@ pub(super) fn usage(err: &mut dyn Write, what: &str, command: &str) -> u8 {
         let _ = writeln!(err, "hint: `punctual {command} --help` shows how to use it");
     }
     EXIT_USAGE
+}
+
+/// The commands of [`HELP`], each with the flags its usage names (`--out-of-order`, `-i`).
+fn commands_and_flags() -> Vec<(String, Vec<String>)> {
+    let usage = HELP.split("\nEXAMPLES:").next().unwrap_or_default();
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in usage.lines() {
+        if let Some(rest) = line.strip_prefix("    punctual ") {
+            let command = rest.split_whitespace().next().unwrap_or_default();
+            if command.starts_with('-') {
+                continue;
+            }
+            if out.last().is_none_or(|(c, _)| c != command) {
+                out.push((command.to_owned(), Vec::new()));
+            }
+        }
+        let Some((_, flags)) = out.last_mut() else {
+            continue;
+        };
+        // The usage's own text: lines indented less than the description's column, up to
+        // the gap before a description on the same line.
+        let indent = line.len() - line.trim_start().len();
+        let usage_part = match indent < 30 {
+            true => line.trim_start().split("   ").next().unwrap_or_default(),
+            false => "",
+        };
+        for word in usage_part.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')) {
+            let flag = word.starts_with("--") && word.len() > 2
+                || (word.len() == 2 && word.starts_with('-') && word != "--");
+            if flag && !flags.iter().any(|f| f == word) {
+                flags.push(word.to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// `punctual completions SHELL`: a completion script for bash, zsh or fish (commands, then
+/// each command's flags, then file names), made from the help text so it names what the
+/// help names.
+pub(super) fn completions(shell: &str) -> Result<String, String> {
+    let commands = commands_and_flags();
+    let names: Vec<&str> = commands.iter().map(|(c, _)| c.as_str()).collect();
+    let mut s = String::new();
+    match shell {
+        "bash" | "zsh" => {
+            if shell == "zsh" {
+                s.push_str("autoload -U +X bashcompinit && bashcompinit\n");
+            }
+            s.push_str("_punctual() {\n  local cur=\"${COMP_WORDS[COMP_CWORD]}\"\n");
+            s.push_str("  if [ \"$COMP_CWORD\" -eq 1 ]; then\n");
+            s.push_str(&format!(
+                "    COMPREPLY=($(compgen -W \"{} help --help --version\" -- \"$cur\"))\n    return\n  fi\n",
+                names.join(" ")
+            ));
+            s.push_str("  case \"${COMP_WORDS[1]}\" in\n");
+            for (command, flags) in &commands {
+                s.push_str(&format!(
+                    "    {command}) local flags=\"{} --help\" ;;\n",
+                    flags.join(" ")
+                ));
+            }
+            s.push_str("    *) local flags=\"\" ;;\n  esac\n");
+            s.push_str("  if [[ \"$cur\" == -* ]]; then\n    COMPREPLY=($(compgen -W \"$flags\" -- \"$cur\"))\n  else\n    COMPREPLY=($(compgen -f -- \"$cur\"))\n  fi\n}\ncomplete -o filenames -F _punctual punctual\n");
+        }
+        "fish" => {
+            for (command, flags) in &commands {
+                s.push_str(&format!(
+                    "complete -c punctual -n __fish_use_subcommand -a {command}\n"
+                ));
+                for flag in flags {
+                    let option = match flag.strip_prefix("--") {
+                        Some(long) => format!("-l {long}"),
+                        None => format!("-s {}", &flag[1..]),
+                    };
+                    s.push_str(&format!(
+                        "complete -c punctual -n '__fish_seen_subcommand_from {command}' {option}\n"
+                    ));
+                }
+            }
+        }
+        other => {
+            return Err(format!(
+                "`completions` makes scripts for bash, zsh or fish, not `{other}`"
+            ))
+        }
+    }
+    Ok(s)
+}
+
+/// `punctual completions SHELL`: the script on `out`, or a usage error.
+pub(super) fn cmd_completions(shell: &str, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    match completions(shell) {
+        Ok(script) => {
+            let _ = out.write_all(script.as_bytes());
+            super::EXIT_OK
+        }
+        Err(e) => usage(err, &e, "completions"),
+    }
+}
+
+/// `punctual help COMMAND`, `punctual COMMAND --help` (or `-h`): that command's help on
+/// `out` and its exit code; `None` when no help was asked for.
+pub(super) fn asked(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> Option<u8> {
+    let asks_help = args[1..].iter().any(|a| a == "--help" || a == "-h");
+    let command = match args.first().map(String::as_str) {
+        Some("help") => args.get(1).map(String::as_str),
+        Some(command) if asks_help => Some(command),
+        _ => None,
+    }?;
+    Some(match command_help(command) {
+        Some(text) => {
+            let _ = write!(out, "{text}");
+            super::EXIT_OK
+        }
+        None => usage(err, &format!("`{command}` is not a command"), ""),
+    })
 }

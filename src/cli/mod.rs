@@ -17,8 +17,8 @@ mod paths;
 mod pipe;
 mod query;
 
+use help::usage;
 pub use help::HELP;
-use help::{command_help, usage};
 
 use pipe::{cmd_pipe, PipeArgs};
 use query::{cmd_query, QueryArgs};
@@ -61,20 +61,8 @@ pub fn install_logging() {
 /// returns the exit code. Write errors on `out`/`err` are ignored (a closed pipe is no reason to
 /// fail the run).
 pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    let asks_help = args[1..].iter().any(|a| a == "--help" || a == "-h");
-    let helped = match args.first().map(String::as_str) {
-        Some("help") => args.get(1).map(String::as_str),
-        Some(command) if asks_help => Some(command),
-        _ => None,
-    };
-    if let Some(command) = helped {
-        return match command_help(command) {
-            Some(text) => {
-                let _ = write!(out, "{text}");
-                EXIT_OK
-            }
-            None => usage(err, &format!("`{command}` is not a command"), ""),
-        };
+    if let Some(code) = help::asked(args, out, err) {
+        return code;
     }
     match args.first().map(String::as_str) {
         Some("run") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
@@ -85,6 +73,7 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             Err(e) => usage(err, &e, "run"),
         },
         Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
+        Some("completions") if args.len() == 2 => help::cmd_completions(&args[1], out, err),
         Some("pipe") => match PipeArgs::parse(&args[1..]) {
             Ok(pipe) => cmd_pipe(&pipe, err),
             Err(e) => usage(err, &e, "pipe"),
