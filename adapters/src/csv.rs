@@ -378,9 +378,6 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
         let payload = match &columns.row {
             Some((schema, kept)) => {
                 // Each field as its column's type: the first that is not stops the record.
-                if self.types.len() != header.len() {
-                    self.types = vec![record::ColumnType::Unknown; header.len()];
-                }
                 let mut wrong = None;
                 let types = &mut self.types;
                 let row = schema.row(kept.iter().map(|&i| {
@@ -470,6 +467,8 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
         let header = split_record(header_line, self.config.delimiter)
             .ok_or_else(|| malformed_header("the header has an unterminated quote".into()))?;
         let columns = Columns::new::<P>(header, &self.config).map_err(malformed_header)?;
+        // Each column's type is fixed by its first value in this file (or part).
+        self.types = vec![record::ColumnType::Unknown; columns.header.len()];
         // Lines are numbered in what this reader reads: the file, or its part.
         let mut number = if from_start { 1 } else { 0usize };
         let mut split = split::Split::default();

@@ -222,7 +222,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
 /// The byte-order mark some editors write at the start of a UTF-8 file.
 const BOM: char = '\u{feff}';
 
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
+pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
     move |source| AdapterError::Io {
         path: path.to_owned(),
         error: source,

@@ -2,7 +2,7 @@
 //! them), every record with the header's columns, times in the configured format.
 
 use std::marker::PhantomData;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -13,6 +13,7 @@ use punctual_core::{Batch, EventKind, EventShape, StreamItem, Time};
 use super::join_record;
 use crate::adapter::{OutputAdapter, OutputAdapterFactory, Payload};
 use crate::error::AdapterError;
+use crate::jsonl::io_error;
 use crate::layout::{time_text, RowLayout, Rows};
 use crate::line::TimeFormat;
 use crate::query::QueryReport;
@@ -116,13 +117,6 @@ impl<P: Payload + Serialize> OutputAdapterFactory<CsvOutputConfig, P> for CsvOut
             width: 0,
             _payload: PhantomData,
         })
-    }
-}
-
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
-    move |source| AdapterError::Io {
-        path: path.to_owned(),
-        error: source,
     }
 }
 
@@ -246,14 +240,14 @@ impl<P: Payload + Serialize> OutputAdapter<P> for CsvWriter<P> {
         if let Some(out) = self.out.as_mut() {
             out.write_all(text.as_bytes())
                 .await
-                .map_err(io(&self.path))?;
+                .map_err(io_error(&self.path))?;
         }
         Ok(())
     }
 
     async fn idle(&mut self) -> Result<(), AdapterError> {
         if let Some(out) = self.out.as_mut() {
-            out.flush().await.map_err(io(&self.path))?;
+            out.flush().await.map_err(io_error(&self.path))?;
         }
         Ok(())
     }
@@ -277,7 +271,7 @@ impl<P: Payload + Serialize> OutputAdapter<P> for CsvWriter<P> {
             if let Some(out) = self.out.as_mut() {
                 out.write_all(text.as_bytes())
                     .await
-                    .map_err(io(&self.path))?;
+                    .map_err(io_error(&self.path))?;
             }
         }
         self.idle().await
