@@ -109,11 +109,11 @@ fn watermark_counters_and_bad_steps() {
 }
 
 /// Every command has its help (`punctual COMMAND --help`, `-h`, `punctual help COMMAND`):
-/// its usage lines, its examples and the exit codes, exit 0 (`query --help` was an error);
-/// the top-level help says what the program is.
+/// what it does, its usage, its examples and the exit codes, exit 0 (`query --help` was an
+/// error); the top-level help says what the program is and lists every command.
 #[test]
 fn every_command_has_its_help() {
-    for command in [
+    let commands = [
         "run",
         "check",
         "explain",
@@ -122,28 +122,21 @@ fn every_command_has_its_help() {
         "job",
         "timeline",
         "completions",
-    ] {
+    ];
+    for command in commands {
         for asked in [
             vec![command, "--help"],
-            vec![command, "x", "-h"],
+            vec![command, "-h"],
             vec!["help", command],
         ] {
             let (code, out, err) = cli(&asked);
             assert_eq!(code, EXIT_OK, "{asked:?}: {err}");
             assert!(
-                out.starts_with(&format!("USAGE:\n    punctual {command} ")),
+                out.contains(&format!("\nUsage: punctual {command} ")),
                 "{asked:?}: {out}"
             );
-            assert!(out.contains("EXIT CODES:"), "{asked:?}: {out}");
-            // That command's usage only (in each of its forms).
-            let usage = out.split("\n\n").next().unwrap_or_default();
-            assert!(
-                usage
-                    .lines()
-                    .filter(|l| l.starts_with("    punctual "))
-                    .all(|l| l.starts_with(&format!("    punctual {command} "))),
-                "{asked:?}: one command's usage: {out}"
-            );
+            assert!(out.contains("\nExamples:\n"), "{asked:?}: {out}");
+            assert!(out.contains("\nExit codes:\n"), "{asked:?}: {out}");
         }
     }
     let (code, out, _) = cli(&["query", "--help"]);
@@ -152,49 +145,69 @@ fn every_command_has_its_help() {
         out.contains("GROUP BY device, TumblingWindow(minute, 1)"),
         "{out}"
     );
+    // Every flag of a command is in its help, with what it takes.
+    for flag in [
+        "--input <NAME=FILE[,OPTION...]>",
+        "--out-of-order <DURATION>",
+        "--policy <POLICY>",
+        "--with-ctis",
+        "--workers <W>",
+    ] {
+        assert!(out.contains(flag), "{flag}: {out}");
+    }
     let (code, out, _) = cli(&["--help"]);
     assert_eq!(code, EXIT_OK);
     assert!(
         out.starts_with("punctual: event-time stream processing"),
         "{out}"
     );
+    for command in commands {
+        assert!(out.contains(&format!("\n  {command} ")), "{command}: {out}");
+    }
     let (code, _, err) = cli(&["nope", "--help"]);
     assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("`nope` is not a command"), "{err}");
+    assert!(err.contains("unrecognized subcommand 'nope'"), "{err}");
 }
 
+/// A bad command line is said once, with the command's usage and where its help is; exit 2.
 #[test]
 fn a_bad_command_line_exits_2_with_help() {
     let (code, _, err) = cli(&["frobnicate"]);
     assert_eq!(code, EXIT_USAGE);
-    assert_eq!(
-        err,
-        "error: `frobnicate` is not a command\nhint: `punctual --help` shows the commands\n"
-    );
-    let (code, _, err) = cli(&["pipe", "--colour"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert_eq!(
-        err,
-        "error: `pipe` does not take `--colour`\nhint: `punctual pipe --help` shows how to use it\n"
-    );
-    let (code, _, err) = cli(&["run"]);
-    assert_eq!(code, EXIT_USAGE);
     assert!(
-        err.starts_with("error: `run` takes one case folder\n"),
+        err.starts_with("error: unrecognized subcommand 'frobnicate'\n"),
         "{err}"
     );
+    assert!(err.contains("For more information, try '--help'."), "{err}");
+    let (code, _, err) = cli(&["pipe", "--colour"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.starts_with("error: unexpected argument '--colour' found\n"),
+        "{err}"
+    );
+    assert!(err.contains("Usage: punctual pipe [OPTIONS]"), "{err}");
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    let (code, _, err) = cli(&["run"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("<CASE_DIR>"), "{err}");
+    let (code, _, err) = cli(&[]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("Usage: punctual <COMMAND>"), "{err}");
     let (code, out, _) = cli(&["--version"]);
     assert_eq!(code, EXIT_OK);
     assert_eq!(out, format!("punctual {}\n", env!("CARGO_PKG_VERSION")));
-    let (code, out, _) = cli(&["--help"]);
+    let (code, out, _) = cli(&["check", "--help"]);
     assert_eq!(code, EXIT_OK);
-    assert!(out.contains("punctual check [--workers W] [--processes P] PATH..."));
+    assert!(
+        out.contains("Usage: punctual check [OPTIONS] <PATH>..."),
+        "{out}"
+    );
     let (code, _, _) = cli(&["check", "/nonexistent/cases"]);
     assert_eq!(code, EXIT_FAILED);
     let (code, _, err) = cli(&["check", "--workers", "0", "tests"]);
     assert_eq!(code, EXIT_USAGE);
     assert!(
-        err.starts_with("error: `--workers 0`: workers is a number from 1 to 128\n"),
+        err.starts_with("error: invalid value '0' for '--workers <W>': a number from 1 to 128\n"),
         "{err}"
     );
     // Past the most workers a run may have: refused before anything starts (700 threads
@@ -202,10 +215,27 @@ fn a_bad_command_line_exits_2_with_help() {
     let job = cases().join("../../samples/jobs/sensors.toml");
     let (code, _, err) = cli(&["job", s(&job), "--workers", "700"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(err.contains("workers is a number from 1 to 128"), "{err}");
+    assert!(err.contains("a number from 1 to 128"), "{err}");
     let (code, _, err) = cli(&["job", s(&job), "--workers", "16", "--processes", "9"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(err.contains("make 144 workers; at most 128"), "{err}");
+    assert!(err.contains("Usage: punctual job "), "{err}");
+    // Flags that do not go together, and values that do not read, named by the flag.
+    let (code, _, err) = cli(&["pipe", "--out-of-order", "5s", "--in-order"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(
+        err.contains("'--out-of-order <DURATION>' cannot be used with '--in-order'"),
+        "{err}"
+    );
+    let (code, _, err) = cli(&["query", "SELECT 1", "--out-of-order", "-5s"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("a delay cannot be negative"), "{err}");
+    let (code, _, err) = cli(&["query", "SELECT 1", "--policy", "keep"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("[possible values: adjust, drop]"), "{err}");
+    let (code, _, err) = cli(&["query", "SELECT 1", "--input", "nameless"]);
+    assert_eq!(code, EXIT_USAGE);
+    assert!(err.contains("NAME=FILE, not `nameless`"), "{err}");
     let dir = cases().join("operators/filter");
     let (code, _, err) = cli(&["run", s(&dir), "--processes", "2"]);
     assert_eq!(code, EXIT_FAILED);
@@ -337,7 +367,10 @@ fn pipe_orders_a_file_and_writes_json_lines() {
     );
     let (code, _, err) = cli(&["pipe", "--delay", "x"]);
     assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("--delay: `x` is not a duration"), "{err}");
+    assert!(
+        err.contains("invalid value 'x' for '--out-of-order <DURATION>': `x` is not a duration"),
+        "{err}"
+    );
     // Durations as people write them; a bare number is ticks.
     let (code, _, err) = cli(&[
         "pipe",
@@ -446,20 +479,22 @@ fn a_run_waits_for_its_peers_only_as_long_as_it_is_told() {
     assert_eq!(code, EXIT_USAGE, "{err}");
 }
 
-/// `punctual completions bash` completes the commands, then each command's flags as its help
-/// names them; fish and zsh get scripts too, other shells an error.
+/// `punctual completions bash` completes the commands, then each command's flags, then the
+/// values a flag takes; fish, zsh, elvish and PowerShell get scripts too, other shells an error.
 #[test]
 fn completions_complete_commands_and_their_flags() {
     use std::io::Write;
     use std::process::{Command, Stdio};
     let (code, script, err) = cli(&["completions", "bash"]);
     assert_eq!(code, EXIT_OK, "{err}");
+    // As bash calls a completion function: the words so far, the word at the cursor, the
+    // word before it.
     let complete = |words: &str, at: usize| {
         let mut bash = Command::new("bash")
             .args([
                 "-c",
                 &format!(
-                    "source /dev/stdin; COMP_WORDS=({words}); COMP_CWORD={at}; _punctual; echo \"${{COMPREPLY[@]}}\""
+                    "source /dev/stdin; COMP_WORDS=({words}); COMP_CWORD={at}; _punctual punctual \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; echo \"${{COMPREPLY[@]}}\""
                 ),
             ])
             .stdin(Stdio::piped())
@@ -481,12 +516,20 @@ fn completions_complete_commands_and_their_flags() {
         "{flags}"
     );
     assert!(complete("punctual pipe --pol", 2).contains("--policy"));
-    for shell in ["zsh", "fish"] {
+    assert_eq!(complete("punctual pipe --policy a", 3).trim(), "adjust");
+    assert_eq!(
+        complete("punctual query --time-format epoch", 3).trim(),
+        "epoch-ms epoch-s"
+    );
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
         let (code, script, _) = cli(&["completions", shell]);
         assert_eq!(code, EXIT_OK);
         assert!(script.contains("explain"), "{script}");
     }
     let (code, _, err) = cli(&["completions", "tcsh"]);
     assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("bash, zsh or fish"), "{err}");
+    assert!(
+        err.contains("[possible values: bash, elvish, fish, powershell, zsh]"),
+        "{err}"
+    );
 }

@@ -123,7 +123,8 @@ fn late_readings_are_adjusted_by_default() {
     ]);
     assert_eq!(code, EXIT_USAGE);
     assert!(
-        err.contains("`adjust` (a late event moves to the CTI) or `drop`, not `keep`"),
+        err.contains("invalid value 'keep' for '--policy <POLICY>'")
+            && err.contains("[possible values: adjust, drop]"),
         "{err}"
     );
 }

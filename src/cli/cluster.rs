@@ -16,82 +16,79 @@ use crate::conformance::{run_case, run_cluster, Case, CaseError, CaseRun};
 /// How long `check --processes` waits for a case's processes before it kills them.
 const DEADLINE: Duration = Duration::from_secs(120);
 
-/// Where a case runs: `--workers W` threads in each of `--processes P` processes; this one
+/// Where a run goes: `--workers W` threads in each of `--processes P` processes; this one
 /// is `--process I`, the processes' addresses are in `--hosts FILE` (one `host:port` a line);
 /// `--report FILE` writes what this process saw as JSON (for `check`).
-#[derive(Debug, Default)]
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "On the cluster")]
 pub(super) struct Placement {
+    /// Split the run over W worker threads (the same results).
+    #[arg(long, value_name = "W", default_value_t = 1, value_parser = super::args::count)]
     pub(super) workers: usize,
+    /// Run as P processes, each running the same command with its own --process I (at most
+    /// 128 workers in all); the output is on process 0.
+    #[arg(long, value_name = "P", default_value_t = 1, value_parser = super::args::count)]
     pub(super) processes: usize,
+    /// This process's index, from 0 (with --processes).
+    #[arg(long, value_name = "I")]
     pub(super) process: Option<usize>,
+    /// A file with one host:port per process; line I is this one (with --processes).
+    #[arg(long, value_name = "FILE")]
     pub(super) hosts: Option<PathBuf>,
+    /// Write what this process saw as JSON (how `check --processes` collects a run).
+    #[arg(long, value_name = "FILE", hide = true)]
     pub(super) report: Option<PathBuf>,
-    /// `--connect-timeout`: how long the processes may take to connect.
+    /// How long the processes may take to connect before the run fails naming the missing
+    /// one (60s).
+    #[arg(long, value_name = "DURATION", value_parser = super::args::positive_duration)]
     pub(super) connect_timeout: Option<Duration>,
-    /// `--peer-timeout`: how long another process may send nothing before it is lost.
+    /// How long another process may send nothing, not even its heartbeat, before the run
+    /// fails naming it: a stopped or frozen process (30s).
+    #[arg(long, value_name = "DURATION", value_parser = super::args::positive_duration)]
     pub(super) peer_timeout: Option<Duration>,
 }
 
-impl Placement {
-    /// Takes the placement options out of `args`; returns them and the other arguments.
-    pub(super) fn parse(args: &[String]) -> Result<(Placement, Vec<String>), String> {
-        let mut p = Placement {
-            workers: 1,
-            processes: 1,
-            ..Placement::default()
-        };
-        let mut rest = Vec::new();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let mut value = |what: &str| {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| format!("`{a}` takes {what}"))
-            };
-            let count = |v: String, what: &str| {
-                v.parse::<usize>()
-                    .ok()
-                    .filter(|&n| (1..=MAX_WORKERS).contains(&n))
-                    .ok_or_else(|| format!("`{a} {v}`: {what} is a number from 1 to {MAX_WORKERS}"))
-            };
-            match a.as_str() {
-                "--workers" => p.workers = count(value("a number of workers")?, "workers")?,
-                "--processes" => {
-                    p.processes = count(value("a number of processes")?, "processes")?;
-                }
-                "--process" => {
-                    let v = value("this process's index")?;
-                    p.process = Some(v.parse::<usize>().map_err(|_| {
-                        format!("`--process {v}`: a process index is a number from 0")
-                    })?);
-                }
-                "--hosts" => p.hosts = Some(PathBuf::from(value("a file of host:port lines")?)),
-                "--report" => p.report = Some(PathBuf::from(value("a file to write")?)),
-                "--connect-timeout" | "--peer-timeout" => {
-                    let v = value("a duration (`30s`)")?;
-                    let d = super::duration(a, &v)?;
-                    let d = u64::try_from(d.ticks())
-                        .ok()
-                        .filter(|&t| t > 0)
-                        .ok_or_else(|| format!("`{a} {v}`: a duration above zero"))?;
-                    let d = Some(Duration::from_nanos(d.saturating_mul(100)));
-                    if a == "--connect-timeout" {
-                        p.connect_timeout = d;
-                    } else {
-                        p.peer_timeout = d;
-                    }
-                }
-                _ => rest.push(a.clone()),
-            }
+/// `check`'s placement: each case on `--workers W` threads in each of `--processes P`
+/// processes that `check` starts itself.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "On the cluster")]
+pub(super) struct Spread {
+    /// Run each case on W worker threads (in each process).
+    #[arg(long, value_name = "W", default_value_t = 1, value_parser = super::args::count)]
+    pub(super) workers: usize,
+    /// Run each case as P processes of this program on free loopback ports (a 120 s deadline
+    /// each).
+    #[arg(long, value_name = "P", default_value_t = 1, value_parser = super::args::count)]
+    pub(super) processes: usize,
+}
+
+impl Spread {
+    /// The placement of `check`'s runs on this process.
+    pub(super) fn placement(&self) -> Placement {
+        Placement {
+            workers: self.workers,
+            processes: self.processes,
+            process: None,
+            hosts: None,
+            report: None,
+            connect_timeout: None,
+            peer_timeout: None,
         }
-        let all = p.workers.saturating_mul(p.processes);
+    }
+}
+
+impl Placement {
+    /// Refuses more workers than a run may have: `--workers` times `--processes` past
+    /// [`MAX_WORKERS`] (every pair of workers has its own channels).
+    pub(super) fn check(&self) -> Result<(), String> {
+        let all = self.workers.saturating_mul(self.processes);
         if all > MAX_WORKERS {
             return Err(format!(
                 "`--workers {} --processes {}` make {all} workers; at most {MAX_WORKERS} are allowed in all (every pair of workers has its own channels)",
-                p.workers, p.processes
+                self.workers, self.processes
             ));
         }
-        Ok((p, rest))
+        Ok(())
     }
 
     /// The cluster configuration of `job`: none (the local runtime) without `--workers` or

@@ -6,22 +6,20 @@ use std::path::{Path, PathBuf};
 
 use crate::conformance::{find_cases, run_case};
 
+mod args;
 mod brokers;
 mod capture;
 mod cluster;
 mod first_time;
-mod help;
 mod job;
 mod letters;
 mod paths;
 mod pipe;
 mod query;
 
-use help::usage;
-pub use help::HELP;
-
-use pipe::{cmd_pipe, PipeArgs};
-use query::{cmd_query, QueryArgs};
+use args::Command;
+use pipe::cmd_pipe;
+use query::cmd_query;
 
 /// Exit code: success.
 pub const EXIT_OK: u8 = 0;
@@ -59,96 +57,85 @@ pub fn install_logging() {
 
 /// Runs the command line `args` (without the program name), writing to `out` and `err`;
 /// returns the exit code. Write errors on `out`/`err` are ignored (a closed pipe is no reason to
-/// fail the run).
+/// fail the run). `punctual --help` says what the commands are.
 pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
-    if let Some(code) = help::asked(args, out, err) {
-        return code;
-    }
-    match args.first().map(String::as_str) {
-        Some("run") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
-            Ok((placement, rest)) if rest.len() == 1 => {
-                cmd_run(Path::new(&rest[0]), &placement, out, err)
-            }
-            Ok(_) => usage(err, "`run` takes one case folder", "run"),
-            Err(e) => usage(err, &e, "run"),
+    let cli = match args::parse(args) {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e, out, err),
+    };
+    match cli.command {
+        Command::Run { case, placement } => match placement.check() {
+            Ok(()) => cmd_run(&case, &placement, out, err),
+            Err(e) => clap_exit(&args::error("run", &e), out, err),
         },
-        Some("explain") if args.len() == 2 => cmd_explain(Path::new(&args[1]), out, err),
-        Some("completions") if args.len() == 2 => help::cmd_completions(&args[1], out, err),
-        Some("pipe") => match PipeArgs::parse(&args[1..]) {
-            Ok(pipe) => cmd_pipe(&pipe, err),
-            Err(e) => usage(err, &e, "pipe"),
-        },
-        Some("query") => {
-            let parsed = cluster::Placement::parse(&args[1..]).and_then(|(placement, rest)| {
-                Ok((placement.job_config()?, QueryArgs::parse(&rest)?))
-            });
-            match parsed {
-                Ok((config, q)) => cmd_query(&q, config, err),
-                Err(e) => usage(err, &e, "query"),
+        Command::Check { paths, spread } => {
+            let placement = spread.placement();
+            match placement.check() {
+                Ok(()) => cmd_check(&paths, &placement, out, err),
+                Err(e) => clap_exit(&args::error("check", &e), out, err),
             }
         }
-        Some("job") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
-            Ok((placement, rest))
-                if rest.len() == 1 || (rest.len() == 3 && rest[1] == "--timeline") =>
-            {
-                let config = match placement.job_config() {
-                    Ok(c) => c,
-                    Err(e) => return usage(err, &e, "job"),
-                };
-                match job::Job::load(Path::new(&rest[0])) {
-                    Ok(mut j) => {
-                        if let Some(t) = rest.get(2) {
-                            j.timeline = Some(PathBuf::from(t));
-                        }
-                        job::run(&j, config, err)
+        Command::Explain { path } => cmd_explain(&path, out, err),
+        Command::Completions { shell } => {
+            let _ = out.write_all(&args::completions(shell));
+            EXIT_OK
+        }
+        Command::Pipe(pipe) => match pipe.check() {
+            Ok(()) => cmd_pipe(&pipe, err),
+            Err(e) => clap_exit(&args::error("pipe", &e), out, err),
+        },
+        Command::Query { query, placement } => match job_config(&placement) {
+            Ok(config) => cmd_query(&query, config, err),
+            Err(e) => clap_exit(&args::error("query", &e), out, err),
+        },
+        Command::Job {
+            file,
+            timeline,
+            placement,
+        } => {
+            let config = match job_config(&placement) {
+                Ok(c) => c,
+                Err(e) => return clap_exit(&args::error("job", &e), out, err),
+            };
+            match job::Job::load(&file) {
+                Ok(mut j) => {
+                    if timeline.is_some() {
+                        j.timeline = timeline;
                     }
-                    Err(e) => {
-                        let _ = writeln!(err, "error: {e}");
-                        EXIT_USAGE
-                    }
+                    job::run(&j, config, err)
+                }
+                Err(e) => {
+                    let _ = writeln!(err, "error: {e}");
+                    EXIT_USAGE
                 }
             }
-            Ok(_) => usage(
-                err,
-                "`job` takes one job file, and --timeline FILE.svg if you like",
-                "job",
-            ),
-            Err(e) => usage(err, &e, "job"),
-        },
-        Some("timeline") if args.len() == 2 => cmd_timeline(Path::new(&args[1]), None, out, err),
-        Some("timeline") if args.len() == 4 && args[2] == "-o" => {
-            cmd_timeline(Path::new(&args[1]), Some(Path::new(&args[3])), out, err)
         }
-        Some("check") if args.len() >= 2 => match cluster::Placement::parse(&args[1..]) {
-            Ok((placement, rest)) if !rest.is_empty() => cmd_check(
-                &rest.iter().map(PathBuf::from).collect::<Vec<_>>(),
-                &placement,
-                out,
-                err,
-            ),
-            Ok(_) => usage(err, "`check` takes one or more paths", "check"),
-            Err(e) => usage(err, &e, "check"),
-        },
-        Some("--help" | "-h" | "help") => {
-            let _ = write!(out, "{HELP}");
+        Command::Timeline { case, output } => cmd_timeline(&case, output.as_deref(), out, err),
+    }
+}
+
+/// The cluster configuration of `query` and `job`: none without `--workers` or `--processes`.
+fn job_config(
+    placement: &cluster::Placement,
+) -> Result<Option<punctual_cluster::ClusterConfig>, String> {
+    placement.check()?;
+    placement.job_config()
+}
+
+/// What a command line clap did not take becomes: help or the version on `out` (exit 0), an
+/// error with the usage on `err` (exit 2).
+fn clap_exit(e: &clap::Error, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    use clap::error::ErrorKind;
+    let text = e.render().to_string();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = out.write_all(text.as_bytes());
             EXIT_OK
         }
-        Some("--version" | "-V") => {
-            let _ = writeln!(out, "punctual {}", env!("CARGO_PKG_VERSION"));
-            EXIT_OK
+        _ => {
+            let _ = err.write_all(text.as_bytes());
+            EXIT_USAGE
         }
-        Some(command @ ("run" | "explain" | "job" | "timeline" | "check")) => {
-            let takes = match command {
-                "run" => "one case folder",
-                "explain" => "one case folder or job file",
-                "job" => "one job file",
-                "timeline" => "one case folder, and -o FILE.svg if you like",
-                _ => "one or more paths",
-            };
-            usage(err, &format!("`{command}` takes {takes}"), command)
-        }
-        Some(other) => usage(err, &format!("`{other}` is not a command"), ""),
-        None => usage(err, "no command given", ""),
     }
 }
 
@@ -223,23 +210,6 @@ fn counters_line(
         }
     }
     line
-}
-
-/// A duration flag's value: `5s`, `250ms`, `1h30m`, or a number of ticks.
-fn duration(flag: &str, text: &str) -> Result<punctual_core::TimeSpan, String> {
-    text.parse().map_err(|e| format!("{flag}: {e}"))
-}
-
-/// A `--delay` flag's value: a duration that is not negative (how far the CTIs stay behind the
-/// newest event; below zero every event but the first would be late).
-fn delay(flag: &str, text: &str) -> Result<punctual_core::TimeSpan, String> {
-    let d = duration(flag, text)?;
-    if d.ticks() < 0 {
-        return Err(format!(
-            "{flag} {text}: a delay cannot be negative (it is how far the CTIs stay behind the newest event; 0s for events in order)"
-        ));
-    }
-    Ok(d)
 }
 
 /// The exit code of a query that ran: `report` prints what it did (counters, dead letters) and

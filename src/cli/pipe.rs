@@ -7,77 +7,79 @@ use super::letters::DeadLetters;
 use super::{counters_line, EXIT_FAILED};
 
 /// The arguments of `punctual pipe`.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, clap::Args)]
 pub(super) struct PipeArgs {
+    /// Read from FILE (standard input without it, or with `-`).
+    #[arg(short, long, value_name = "FILE")]
     input: Option<PathBuf>,
+    /// Write JSON lines to FILE (standard output without it, or with `-`).
+    #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Read CSV with the start time in this column.
+    #[arg(
+        long = "csv",
+        value_name = "TIME_COLUMN",
+        conflicts_with = "time_field"
+    )]
     csv_time: Option<String>,
+    /// Read flat JSON objects timed by this field.
+    #[arg(long, value_name = "FIELD")]
     time_field: Option<String>,
+    /// How times are written, and how time fields are read (rfc3339 by default; a number is
+    /// refused unless a format says its unit: it is never guessed).
+    #[arg(long, value_name = "FORMAT", value_parser = super::args::time_format())]
     time_format: Option<punctual_adapters::line::TimeFormat>,
+    /// CTIs this far behind the newest event (`5s`); an event later than that is late.
+    #[arg(
+        long = "out-of-order",
+        visible_alias = "delay",
+        value_name = "DURATION",
+        value_parser = super::args::delay,
+        allow_hyphen_values = true,
+        conflicts_with = "in_order"
+    )]
     delay: Option<punctual_core::TimeSpan>,
-    /// `--policy`: what a late event becomes (default: dropped, as items streams have it).
-    policy: Option<super::job::Policy>,
+    /// A CTI after every event: the input is in time order.
+    #[arg(long)]
     in_order: bool,
+    /// What a late event becomes: dropped (the default here), or moved up to the CTI (with
+    /// --out-of-order or --in-order).
+    #[arg(long, value_name = "POLICY", value_enum)]
+    policy: Option<super::job::Policy>,
+    /// Write every dead letter (dropped, rejected, malformed, unreleased, with the reason) as
+    /// a JSON line to FILE.
+    #[arg(long, value_name = "FILE")]
     dead_letters: Option<PathBuf>,
+    /// Draw the input (what it released, what was dropped) on a time axis as SVG.
+    #[arg(long, value_name = "FILE.svg", conflicts_with = "checkpoint")]
     timeline: Option<PathBuf>,
+    /// Record checkpoints in DIR (with -i FILE and -o FILE): killed and run again with the
+    /// same arguments, the output goes on exactly where its last checkpoint was (no
+    /// duplicate, no gap).
+    #[arg(long, value_name = "DIR")]
     checkpoint: Option<PathBuf>,
+    /// At most one checkpoint per this duration (1s).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = super::args::positive_duration,
+        requires = "checkpoint"
+    )]
     checkpoint_every: Option<std::time::Duration>,
 }
 
 impl PipeArgs {
-    pub(super) fn parse(args: &[String]) -> Result<PipeArgs, String> {
-        let mut p = PipeArgs::default();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let mut value = |name: &str| {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| format!("{name} needs a value"))
-            };
-            match a.as_str() {
-                "-i" => p.input = Some(PathBuf::from(value("-i")?)),
-                "-o" => p.output = Some(PathBuf::from(value("-o")?)),
-                "--csv" => p.csv_time = Some(value("--csv")?),
-                "--time-field" => p.time_field = Some(value("--time-field")?),
-                "--time-format" => p.time_format = Some(value("--time-format")?.parse()?),
-                // `--out-of-order` is the name `query` and job files use too.
-                "--delay" | "--out-of-order" => p.delay = Some(super::delay(a, &value(a)?)?),
-                "--policy" => {
-                    p.policy = Some(super::job::Policy::parse("--policy", &value("--policy")?)?);
-                }
-                "--in-order" => p.in_order = true,
-                "--dead-letters" => p.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
-                "--checkpoint" => p.checkpoint = Some(PathBuf::from(value("--checkpoint")?)),
-                "--timeline" => p.timeline = Some(PathBuf::from(value("--timeline")?)),
-                "--checkpoint-every" => {
-                    let every =
-                        super::duration("--checkpoint-every", &value("--checkpoint-every")?)?;
-                    p.checkpoint_every = Some(every.to_duration().ok_or_else(|| {
-                        format!("--checkpoint-every takes a duration above zero, not {every}")
-                    })?);
-                }
-                other => return Err(format!("`pipe` does not take `{other}`")),
-            }
-        }
-        if p.csv_time.is_some() && p.time_field.is_some() {
-            return Err(
-                "give --csv COLUMN or --time-field FIELD (flat JSON lines), not both".into(),
-            );
-        }
-        if p.timeline.is_some() && p.checkpoint.is_some() {
-            return Err("give --timeline or --checkpoint, not both".into());
-        }
-        if p.delay.is_some() && p.in_order {
-            return Err("give --delay or --in-order, not both".into());
-        }
-        if p.policy.is_some() && p.delay.is_none() && !p.in_order {
+    /// What clap cannot say: a policy without CTIs of the command's own, a checkpoint
+    /// without files.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if self.policy.is_some() && self.delay.is_none() && !self.in_order {
             return Err("--policy goes with --out-of-order (--delay) or --in-order: without them the input's own CTIs decide, and nothing is late by a policy".into());
         }
         let file = |f: &Option<PathBuf>| f.as_ref().is_some_and(|f| f.as_os_str() != "-");
-        if p.checkpoint.is_some() && !(file(&p.input) && file(&p.output)) {
+        if self.checkpoint.is_some() && !(file(&self.input) && file(&self.output)) {
             return Err("--checkpoint needs -i FILE and -o FILE (a file can be read again and cut back; a pipe cannot)".into());
         }
-        Ok(p)
+        Ok(())
     }
 }
 

@@ -28,98 +28,95 @@ pub(super) struct InputArg {
 }
 
 /// The arguments of `punctual query`.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, clap::Args)]
 pub(super) struct QueryArgs {
+    /// The query, in the query language.
+    #[arg(
+        value_name = "QUERY",
+        required_unless_present = "file",
+        conflicts_with = "file"
+    )]
     sql: Option<String>,
-    inputs: Vec<InputArg>,
-    /// `(output name or None for the only one, path)`.
-    outputs: Vec<(Option<String>, PathBuf)>,
+    /// Read the query from this file.
+    #[arg(short, long, value_name = "QUERY.sql")]
+    file: Option<PathBuf>,
+    /// An input: its name in the query, its file, and options after commas: time=FIELD,
+    /// end=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop,
+    /// key=FIELD[+FIELD], nullable=COLUMN[+COLUMN].
+    ///
+    /// time= and end= name the time fields (over the query's TIMESTAMP BY); order=arrival lets
+    /// the input's events go on as they come (filters, projections, tumbling and hopping
+    /// windows and a join's left side take them so; the rest sort them first); out_of_order=
+    /// and policy= are this input's own, over the command's; key= names a versioned reference
+    /// table's key; nullable= the CSV columns whose empty fields are NULL.
+    #[arg(short, long, value_name = "NAME=FILE[,OPTION...]", value_parser = input_arg)]
+    input: Vec<InputArg>,
+    /// Where the results go: FILE (for the query's only output; FILE.csv writes CSV), or
+    /// NAME=FILE for each output the query writes INTO (standard output without it).
+    #[arg(short, long, value_name = "FILE|NAME=FILE", value_parser = output_arg)]
+    output: Vec<(Option<String>, PathBuf)>,
+    /// How times are written, and how number time fields are read (rfc3339 by default; a
+    /// number is refused unless a format says its unit: it is never guessed).
+    #[arg(long, value_name = "FORMAT", value_parser = super::args::time_format())]
     time_format: Option<TimeFormat>,
+    /// CTIs this far behind each input's newest event (0s); an event later than that is late.
+    #[arg(long = "out-of-order", visible_alias = "delay", value_name = "DURATION", value_parser = super::args::delay, allow_hyphen_values = true)]
     delay: Option<TimeSpan>,
+    /// What a late event becomes: moved up to the CTI and counted as adjusted (the default,
+    /// Stream Analytics' adjust), or dropped, counted and dead-lettered.
+    #[arg(long, value_name = "POLICY", value_enum)]
     policy: Option<Policy>,
-    max_buffered: Option<usize>,
-    dead_letters: Option<PathBuf>,
-    timeline: Option<PathBuf>,
-    /// `--items`: results as items, CTIs among them.
-    items: bool,
-    /// `--with-ctis`: rows, and CTIs among them.
+    /// Write the CTIs among the rows (lines {"cti":TIME}).
+    #[arg(long, conflicts_with = "items")]
     with_ctis: bool,
-    /// `--explain`: the plan before the run, where it stood after it.
+    /// Write items (kind, times, payload) with the CTIs among them, instead of rows.
+    #[arg(long)]
+    items: bool,
+    /// Print the plan before the run and where each operator's CTI stood after it.
+    #[arg(long)]
     explain: bool,
+    /// How many events may wait for a CTI per input (1000000).
+    #[arg(long, value_name = "N", value_parser = super::args::events)]
+    max_buffered: Option<usize>,
+    /// Write every dead letter (dropped, malformed, with the reason) as a JSON line to FILE.
+    #[arg(long, value_name = "FILE")]
+    dead_letters: Option<PathBuf>,
+    /// Draw the inputs (what they released, what was dropped) and outputs (each result with
+    /// its values) on one time axis as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    timeline: Option<PathBuf>,
 }
 
 impl QueryArgs {
-    pub(super) fn parse(args: &[String]) -> Result<QueryArgs, String> {
-        let mut q = QueryArgs::default();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            let mut value = |name: &str| {
-                it.next()
-                    .cloned()
-                    .ok_or_else(|| format!("{name} needs a value"))
-            };
-            match a.as_str() {
-                "--file" | "-f" => {
-                    let path = value("--file")?;
-                    let text = std::fs::read_to_string(&path)
-                        .map_err(|e| format!("--file {path}: {e}"))?;
-                    if q.sql.replace(text).is_some() {
-                        return Err("give the query once (text or --file)".into());
-                    }
-                }
-                "--input" | "-i" => q.inputs.push(input_arg(&value("--input")?)?),
-                "--output" | "-o" => {
-                    let v = value("--output")?;
-                    q.outputs.push(match v.split_once('=') {
-                        Some((name, path)) if !name.is_empty() && !name.contains('/') => {
-                            (Some(name.to_owned()), PathBuf::from(path))
-                        }
-                        _ => (None, PathBuf::from(v)),
-                    });
-                }
-                "--time-format" => q.time_format = Some(value("--time-format")?.parse()?),
-                // Stream Analytics' name, and the one `pipe` and job files share.
-                "--out-of-order" | "--delay" => q.delay = Some(super::delay(a, &value(a)?)?),
-                "--policy" => q.policy = Some(Policy::parse("--policy", &value("--policy")?)?),
-                "--max-buffered" => {
-                    let v = value("--max-buffered")?;
-                    let n = v.parse::<usize>().ok().filter(|&n| n >= 1);
-                    q.max_buffered = Some(n.ok_or_else(|| {
-                        format!("--max-buffered {v}: a number of events, 1 or more")
-                    })?);
-                }
-                "--dead-letters" => q.dead_letters = Some(PathBuf::from(value("--dead-letters")?)),
-                "--timeline" => q.timeline = Some(PathBuf::from(value("--timeline")?)),
-                "--items" => q.items = true,
-                "--with-ctis" => q.with_ctis = true,
-                "--explain" => q.explain = true,
-                flag if flag.starts_with('-') && flag.len() > 1 => {
-                    return Err(format!("`query` does not take `{flag}`"))
-                }
-                text => {
-                    if q.sql.replace(text.to_owned()).is_some() {
-                        return Err("give the query once (text or --file)".into());
-                    }
-                }
+    /// The query's text: as given, or read from --file.
+    fn text(&self) -> Result<String, String> {
+        match (&self.sql, &self.file) {
+            (Some(text), _) => Ok(text.clone()),
+            (None, Some(path)) => {
+                std::fs::read_to_string(path).map_err(|e| format!("--file {}: {e}", path.display()))
+            }
+            (None, None) => {
+                Err("give the query: punctual query 'SELECT ...' --input NAME=FILE".into())
             }
         }
-        if q.sql.is_none() {
-            return Err("give the query: punctual query 'SELECT ...' --input NAME=FILE".into());
-        }
-        if q.items && q.with_ctis {
-            return Err(
-                "--items writes CTIs among the items already; --with-ctis is for rows".into(),
-            );
-        }
-        Ok(q)
     }
+}
+
+/// One `--output`: `FILE`, or `NAME=FILE`.
+fn output_arg(text: &str) -> Result<(Option<String>, PathBuf), String> {
+    Ok(match text.split_once('=') {
+        Some((name, path)) if !name.is_empty() && !name.contains('/') => {
+            (Some(name.to_owned()), PathBuf::from(path))
+        }
+        _ => (None, PathBuf::from(text)),
+    })
 }
 
 fn input_arg(text: &str) -> Result<InputArg, String> {
     let mut parts = text.split(',');
     let first = parts.next().unwrap_or_default();
     let Some((name, path)) = first.split_once('=') else {
-        return Err(format!("--input takes NAME=FILE, not `{text}`"));
+        return Err(format!("NAME=FILE, not `{text}`"));
     };
     let mut arg = InputArg {
         name: name.to_owned(),
@@ -139,23 +136,25 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             Some(("order", "time")) => arg.order = InputOrder::Time,
             Some(("order", "arrival")) => arg.order = InputOrder::Arrival,
             Some(("out_of_order" | "delay", d)) => {
-                arg.delay = Some(super::delay(&format!("--input {name}: out_of_order"), d)?);
+                arg.delay = Some(
+                    super::args::delay(d).map_err(|e| format!("{name}: out_of_order={d}: {e}"))?,
+                );
             }
             Some(("key", k)) => arg.key = Some(k.split('+').map(str::to_owned).collect()),
             Some(("nullable", n)) => {
                 arg.nullable = Some(n.split('+').map(str::to_owned).collect());
             }
             Some(("policy", p)) => {
-                arg.policy = Some(Policy::parse(&format!("--input {name}: policy"), p)?);
+                arg.policy = Some(Policy::parse(&format!("{name}: policy"), p)?);
             }
             Some(("order", other)) => {
                 return Err(format!(
-                    "--input {name}: order is `time` or `arrival`, not `{other}`"
+                    "{name}: order is `time` or `arrival`, not `{other}`"
                 ))
             }
             _ => {
                 return Err(format!(
-                    "--input {name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN])"
+                    "{name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN])"
                 ))
             }
         }
@@ -170,7 +169,13 @@ pub(super) fn cmd_query(
     cluster: Option<punctual_cluster::ClusterConfig>,
     err: &mut dyn Write,
 ) -> u8 {
-    let text = q.sql.clone().unwrap_or_default();
+    let text = match q.text() {
+        Ok(text) => text,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return EXIT_USAGE;
+        }
+    };
     let outputs = match punctual_sql::SqlQuery::parse(&text) {
         Ok(sql) => sql.outputs(),
         Err(e) => {
@@ -185,7 +190,7 @@ pub(super) fn cmd_query(
         explain: q.explain,
         ..Job::default()
     };
-    for i in &q.inputs {
+    for i in &q.input {
         let input = JobInput {
             path: i.path.clone(),
             time: i.time.clone(),
@@ -209,7 +214,7 @@ pub(super) fn cmd_query(
         with_ctis: q.with_ctis,
         ..JobOutput::file(path.clone(), q.time_format.unwrap_or(TimeFormat::Rfc3339))
     };
-    match (q.outputs.as_slice(), outputs.as_slice()) {
+    match (q.output.as_slice(), outputs.as_slice()) {
         ([], [only]) => {
             job.outputs
                 .insert(only.clone(), output(&PathBuf::from("-")));

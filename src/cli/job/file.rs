@@ -20,14 +20,18 @@ pub(in crate::cli) enum Format {
 }
 
 /// What a job does with an event behind its input's CTI (docs/guarantees.md has the table).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub(in crate::cli) enum Policy {
     /// Stream Analytics' adjust (the default): a late point moves to the CTI, a late
     /// interval or edge starts at it ([`AdvanceTimePolicy::AdjustPoints`]); counted as
     /// `adjusted`.
+    #[value(
+        help = "a late point moves to the CTI, a late interval or edge starts at it; counted as adjusted"
+    )]
     Adjust,
     /// Dropped, counted as `dropped` and dead-lettered as `late`.
+    #[value(help = "dropped, counted as dropped and dead-lettered as late")]
     Drop,
 }
 
