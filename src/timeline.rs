@@ -20,6 +20,8 @@ use crate::conformance::{CaseRun, Outcome};
 
 mod summary;
 
+pub use summary::{Tally, BUCKETS, SUMMARY_ABOVE};
+
 const WIDTH: f64 = 1000.0;
 const LEFT: f64 = 150.0;
 const RIGHT: f64 = 30.0;
@@ -60,11 +62,26 @@ fn times_of(item: &StreamItem<Row>, out: &mut Vec<i64>) {
     }
 }
 
+/// `text` as XML text or attribute: markup characters as entities, and the characters XML
+/// cannot hold at all (control characters other than tab, line feed and carriage return;
+/// U+FFFE, U+FFFF) as their visible pictures (`\u{1b}` as `␛`) or U+FFFD.
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if u32::from(c) < 0x20 => {
+                out.push(char::from_u32(0x2400 + u32::from(c)).unwrap_or('\u{fffd}'));
+            }
+            '\u{fffe}' | '\u{ffff}' => out.push('\u{fffd}'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Draws one event as one mark in the lane whose middle is `y`.
@@ -305,6 +322,9 @@ pub struct Lane {
     pub events: Vec<(punctual_core::Event<Row>, Mark)>,
     /// The lane's CTIs.
     pub ctis: Vec<Time>,
+    /// Events counted rather than kept (a lane of many events, drawn as counts with
+    /// [`Lane::events`] added to them).
+    pub tally: Tally,
 }
 
 /// A picture: a title and lanes on one time axis ([`render_picture`]).
@@ -342,6 +362,7 @@ impl Picture {
                     })
                     .collect(),
                 ctis: trace.ctis.clone(),
+                tally: Tally::default(),
             })
             .collect();
         lanes.push(Lane::output(
@@ -391,14 +412,20 @@ pub fn render_picture(picture: &Picture) -> String {
         .into_iter()
         .filter(|&t| t > Time::MIN_FINITE.ticks() && t < Time::MAX_FINITE.ticks())
         .collect();
-    let lo = finite.iter().copied().min().unwrap_or(0);
-    let hi = finite.iter().copied().max().unwrap_or(lo + 1).max(lo + 1);
+    let counted = picture.lanes.iter().filter_map(|l| l.tally.range());
+    let lo = (finite.iter().copied())
+        .chain(counted.clone().map(|(lo, _)| lo))
+        .min()
+        .unwrap_or(0);
+    let hi = (finite.iter().copied())
+        .chain(counted.map(|(_, hi)| hi))
+        .max()
+        .unwrap_or(lo + 1)
+        .max(lo + 1);
     let axis = Axis { lo, hi };
     let clock = lo >= CLOCK_FROM;
     // A lane of many events is drawn as counts (summary.rs), in a few rows.
-    let summarised: Vec<bool> = (picture.lanes.iter())
-        .map(|l| l.events.len() > summary::SUMMARY_ABOVE)
-        .collect();
+    let summarised: Vec<bool> = picture.lanes.iter().map(summary::summarised).collect();
     let lane_rows: Vec<usize> = (picture.lanes.iter().zip(&summarised))
         .map(|(l, &many)| {
             if many {

@@ -176,3 +176,158 @@ fn a_case_in_ticks_has_round_tick_labels() {
     assert!(labels.iter().all(|t| t % step == 0), "{labels:?}");
     assert!(svg.contains(">ticks (100 ns)<"), "the unit is named");
 }
+
+/// Text with the characters XML cannot hold (control characters, U+FFFE, U+FFFF), markup
+/// characters and ordinary ones.
+fn hostile_text() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let c = prop_oneof![
+        (0u32..0x20).prop_map(|c| char::from_u32(c).unwrap_or('?')),
+        Just('\u{7f}'),
+        Just('\u{fffe}'),
+        Just('\u{ffff}'),
+        Just('<'),
+        Just('&'),
+        Just('"'),
+        Just(']'),
+        Just('é'),
+        Just('a'),
+    ];
+    proptest::collection::vec(c, 0..12).prop_map(|cs| cs.into_iter().collect())
+}
+
+proptest::proptest! {
+    #![proptest_config(punctual_tests::fuzz_config(24))]
+
+    /// Whatever text a payload, a label or a title holds, the picture parses as XML: in a
+    /// lane of few events (each drawn with its values) and in one drawn as counts.
+    #[test]
+    fn any_payload_text_makes_well_formed_svg(texts in proptest::collection::vec(hostile_text(), 1..60)) {
+        use punctual::core::{Event, Row, Time};
+        use punctual::timeline::{render_picture, Lane, Mark, Picture};
+        let events: Vec<(Event<Row>, Mark)> = texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let payload = Row::new().with("s", t.as_str());
+                (Event::point(Time::from_ticks(i as i64), payload), Mark::Output)
+            })
+            .collect();
+        let lanes: Vec<Lane> = [events.len().min(3), events.len()]
+            .iter()
+            .map(|&n| Lane {
+                label: format!("out: {}", texts[0]),
+                events: events[..n].to_vec(),
+                ctis: vec![Time::from_ticks(n as i64), Time::INF],
+                ..Lane::default()
+            })
+            .collect();
+        let svg = render_picture(&Picture { title: texts.concat(), lanes });
+        if let Err(e) = roxmltree::Document::parse(&svg) {
+            proptest::prop_assert!(false, "not XML: {e}\n{svg}");
+        }
+    }
+}
+
+/// The same through the command line: `pipe --timeline` over payloads with control
+/// characters writes a picture that parses.
+#[test]
+fn pipe_timeline_of_control_characters_parses() {
+    let dir = std::env::temp_dir().join(format!("punctual-timeline-esc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut lines = String::new();
+    for i in 0..30 {
+        let s = serde_json::to_string(&format!("a\u{1b}[31m{i}\u{0}\u{fffe}<&")).expect("json");
+        lines.push_str(&format!(
+            "{{\"kind\":\"point\",\"start\":{},\"payload\":{{\"s\":{s}}}}}\n",
+            i + 1
+        ));
+    }
+    let input = dir.join("in.jsonl");
+    std::fs::write(&input, lines).expect("written");
+    let svg = dir.join("t.svg");
+    let out = dir.join("out.jsonl");
+    let args: Vec<String> = ["pipe", "-i", s(&input), "-o", s(&out), "--in-order"]
+        .iter()
+        .map(|a| (*a).to_owned())
+        .chain(["--timeline".to_owned(), s(&svg).to_owned()])
+        .collect();
+    let (mut o, mut e) = (Vec::new(), Vec::new());
+    let code = punctual::cli::main(&args, &mut o, &mut e);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&e));
+    let text = std::fs::read_to_string(&svg).expect("written");
+    let doc = roxmltree::Document::parse(&text).expect("well-formed");
+    let titles: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("title"))
+        .filter_map(|n| n.text())
+        .collect();
+    // The escape character is shown, as JSON writes it in an event's description.
+    assert!(
+        titles.iter().any(|t| t.contains("\\u001b[31m")),
+        "{titles:?}"
+    );
+}
+
+/// A long run's picture is as small as a short one's: a lane of many events is counts (its
+/// kept events at most the summary threshold), its CTIs thinned to a few hundred, and the
+/// counts add up to every event.
+#[test]
+fn a_long_pipe_draws_a_bounded_picture_of_every_event() {
+    let dir = std::env::temp_dir().join(format!("punctual-timeline-long-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let events = 200_000;
+    let mut lines = String::with_capacity(events * 48);
+    for i in 0..events {
+        lines.push_str(&format!(
+            "{{\"kind\":\"point\",\"start\":{},\"payload\":{{\"v\":{}}}}}\n",
+            i + 1,
+            i % 7
+        ));
+    }
+    let input = dir.join("in.jsonl");
+    std::fs::write(&input, lines).expect("written");
+    let (svg, out) = (dir.join("t.svg"), dir.join("out.jsonl"));
+    let args: Vec<String> = [
+        "pipe",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--in-order",
+        "--timeline",
+        s(&svg),
+    ]
+    .iter()
+    .map(|a| (*a).to_owned())
+    .collect();
+    let (mut o, mut e) = (Vec::new(), Vec::new());
+    let code = punctual::cli::main(&args, &mut o, &mut e);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&e));
+    let text = std::fs::read_to_string(&svg).expect("written");
+    assert!(text.len() < 120_000, "{} bytes", text.len());
+    let doc = roxmltree::Document::parse(&text).expect("well-formed");
+    let counted: u64 = doc
+        .descendants()
+        .filter_map(|n| n.attribute("data-count"))
+        .map(|c| c.parse::<u64>().expect("a count"))
+        .sum();
+    // Each event is released (input lane) and written (output lane).
+    assert_eq!(counted, 2 * events as u64);
+    let ctis = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("cti"))
+        .count();
+    assert!((100..=2 * 201).contains(&ctis), "{ctis} CTIs drawn");
+    let said = text.find("(1 CTI in ").map(|i| &text[i..i + 24]);
+    assert_eq!(
+        said,
+        Some("(1 CTI in 1024 drawn)</t"),
+        "the thinning is said"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
