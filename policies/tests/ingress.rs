@@ -409,3 +409,41 @@ fn bulk_points_after_an_end_edge_generate_as_one_by_one() {
         assert_eq!(run(how), one, "entry point {how}");
     }
 }
+
+/// An open start edge is held once: in `buffered` while the reorder buffer holds it, in
+/// `open_edges` once a CTI releases it (until its end edge comes); one whose end edge comes
+/// while it is still held leaves `open_edges` alone. (It was counted in both, so a query's
+/// budget refused as many open edges as it allows.)
+#[test]
+fn an_open_edge_is_counted_once_held_or_released() {
+    let mut ing = ingress(None);
+    let mut out = IngressOutput::new();
+    let held = |ing: &Ingress<u32>| {
+        let c = ing.counters();
+        (c.buffered, c.open_edges)
+    };
+    for id in 0..3 {
+        ing.enqueue(StreamItem::start_edge(t(2), id), &mut out)
+            .unwrap();
+    }
+    ing.enqueue(StreamItem::start_edge(t(4), 9), &mut out)
+        .unwrap();
+    assert_eq!(held(&ing), (4, 0));
+    // An end edge while its start edge is still held: both held, nothing open.
+    ing.enqueue(StreamItem::end_edge(t(4), t(6), 9), &mut out)
+        .unwrap();
+    assert_eq!(held(&ing), (5, 0));
+    ing.enqueue(StreamItem::Cti(t(3)), &mut out).unwrap();
+    assert_eq!(held(&ing), (2, 3), "the three at 2 are released and open");
+    ing.enqueue(StreamItem::end_edge(t(2), t(5), 1), &mut out)
+        .unwrap();
+    assert_eq!(held(&ing), (3, 2));
+    ing.enqueue(StreamItem::Cti(t(7)), &mut out).unwrap();
+    assert_eq!(held(&ing), (0, 2));
+    ing.enqueue(StreamItem::end_edge(t(2), t(8), 0), &mut out)
+        .unwrap();
+    ing.enqueue(StreamItem::end_edge(t(2), t(8), 2), &mut out)
+        .unwrap();
+    ing.enqueue(StreamItem::Cti(Time::INF), &mut out).unwrap();
+    assert_eq!(held(&ing), (0, 0));
+}

@@ -25,6 +25,7 @@ mod file;
 mod input;
 mod parts;
 pub(super) use file::*;
+pub(super) use input::fields_key;
 use parts::{print_report, FirstBad, Parts, RunError};
 
 use super::capture::Timeline;

@@ -39,6 +39,10 @@ pub(super) struct PipeArgs {
         conflicts_with = "in_order"
     )]
     delay: Option<punctual_core::TimeSpan>,
+    /// Match each end edge to its start edge by these fields' values (`id`, or `a+b`): a
+    /// lookup instead of a scan of the edges open at its start (for many edges at one start).
+    #[arg(long, value_name = "FIELD[+FIELD]", value_delimiter = '+')]
+    edge_key: Vec<String>,
     /// A CTI after every event: the input is in time order.
     #[arg(long)]
     in_order: bool,
@@ -144,11 +148,36 @@ fn check_input(p: &PipeArgs, input: &Path) -> Result<(), String> {
     super::first_time::check(input, &time_in, declared)
 }
 
-pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
+/// The pipe's input: edges (any kind of event), matched by `--edge-key`, with CTIs as
+/// `--out-of-order` or `--in-order` say (else the input's own) and `--policy`.
+fn input_options(p: &PipeArgs) -> Result<punctual_adapters::InputOptions, String> {
     use punctual_adapters::InputOptions;
     use punctual_core::EventShape;
     use punctual_policies::AdvanceTimeSettings;
+    let mut options = InputOptions::new("in", EventShape::Edge);
+    if !p.edge_key.is_empty() {
+        options = options.edge_key(super::job::fields_key(p.edge_key.clone()));
+    }
+    let settings = match (p.delay, p.in_order) {
+        (Some(d), _) => Some(AdvanceTimeSettings::unordered_start_time(d)),
+        (None, true) => Some(AdvanceTimeSettings::increasing_start_time()),
+        (None, false) => None,
+    };
+    if let Some(settings) = settings {
+        let settings = match (p.policy, settings.generation()) {
+            (Some(policy), Some(g)) => AdvanceTimeSettings::builder()
+                .generation(*g)
+                .policy(policy.engine())
+                .build()
+                .map_err(|e| e.to_string())?,
+            _ => settings,
+        };
+        options = options.settings(settings);
+    }
+    Ok(options)
+}
 
+pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
     use punctual_adapters::line::TimeFormat;
     let time_out = p.time_format.unwrap_or(TimeFormat::Rfc3339);
     let input = p.input.clone().unwrap_or_else(|| PathBuf::from("-"));
@@ -169,29 +198,13 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         let _ = writeln!(err, "error: {message}");
         return super::EXIT_USAGE;
     }
-    let mut options = InputOptions::new("in", EventShape::Edge);
-    let settings = match (p.delay, p.in_order) {
-        (Some(d), _) => Some(AdvanceTimeSettings::unordered_start_time(d)),
-        (None, true) => Some(AdvanceTimeSettings::increasing_start_time()),
-        (None, false) => None,
+    let options = match input_options(p) {
+        Ok(options) => options,
+        Err(e) => {
+            let _ = writeln!(err, "error: {e}");
+            return super::EXIT_USAGE;
+        }
     };
-    if let Some(settings) = settings {
-        let settings = match (p.policy, settings.generation()) {
-            (Some(policy), Some(g)) => match AdvanceTimeSettings::builder()
-                .generation(*g)
-                .policy(policy.engine())
-                .build()
-            {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = writeln!(err, "error: {e}");
-                    return super::EXIT_USAGE;
-                }
-            },
-            _ => settings,
-        };
-        options = options.settings(settings);
-    }
     let mut timeline = p
         .timeline
         .as_ref()

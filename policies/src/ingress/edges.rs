@@ -7,10 +7,17 @@
 //! only those whose payloads also share the key: many edges at one start (a snapshot of
 //! reference data) match in constant time.
 //!
+//! The edges are kept compactly, for streams that hold millions open: each in a slot of one
+//! vector (its start, key, state and payload, and the slot of the next edge of its start and
+//! key), and a hash table of slot numbers (the first and last edge of each start and key),
+//! about 42 bytes an edge besides its payload.
+//!
 //! [`Ingress::index_edges_by`]: super::Ingress::index_edges_by
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use hashbrown::HashTable;
 
 use punctual_core::Time;
 
@@ -20,42 +27,199 @@ use super::policy::StartEdge;
 /// without a scan (see [`Ingress::index_edges_by`](super::Ingress::index_edges_by)).
 pub type EdgeKey<P> = Arc<dyn Fn(&P) -> u64 + Send + Sync>;
 
-#[derive(Debug)]
-struct OpenEdge<P> {
-    payload: P,
-    state: StartEdge,
+/// No slot.
+const NONE: u32 = u32::MAX;
+
+/// What became of an open edge ([`StartEdge`] without its time, which is [`Slot::at`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    Dangling,
+    Dropped,
 }
 
-/// Where a found start edge is: its bucket's key and its place in it.
+/// One open edge, packed: 32 bytes besides its payload.
+#[derive(Debug)]
+struct Slot<P> {
+    start: Time,
+    key: u64,
+    /// Where it was accepted (open or dangling).
+    at: Time,
+    /// The next edge of the same start and key, in the order they came.
+    next: u32,
+    state: State,
+    payload: P,
+}
+
+impl<P> Slot<P> {
+    fn state(&self) -> StartEdge {
+        match self.state {
+            State::Open => StartEdge::Open(self.at),
+            State::Dangling => StartEdge::Dangling(self.at),
+            State::Dropped => StartEdge::Dropped,
+        }
+    }
+
+    fn set_state(&mut self, state: StartEdge) {
+        (self.state, self.at) = match state {
+            StartEdge::Open(t) => (State::Open, t),
+            StartEdge::Dangling(t) => (State::Dangling, t),
+            StartEdge::Dropped => (State::Dropped, Time::NEG_INF),
+        };
+    }
+}
+
+/// Where a found start edge is: its slot, and the one before it in its chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct EdgeRef {
-    key: u64,
-    idx: usize,
+    slot: u32,
+    prev: u32,
+}
+
+/// Slots per chunk of [`Slots`].
+const CHUNK: usize = 1 << 12;
+
+/// The slots, in chunks of [`CHUNK`]: growing never moves the ones there are (a vector of
+/// millions would be copied whole at each doubling, and twice its size held meanwhile).
+#[derive(Debug, Default)]
+struct Slots<P> {
+    chunks: Vec<Vec<Option<Slot<P>>>>,
+    len: usize,
+}
+
+impl<P> Slots<P> {
+    fn get(&self, i: u32) -> Option<&Slot<P>> {
+        let i = i as usize;
+        self.chunks.get(i / CHUNK)?.get(i % CHUNK)?.as_ref()
+    }
+
+    fn get_mut(&mut self, i: u32) -> Option<&mut Option<Slot<P>>> {
+        let i = i as usize;
+        self.chunks.get_mut(i / CHUNK)?.get_mut(i % CHUNK)
+    }
+
+    /// Whether slot `i` holds an edge at `start` with `key`.
+    fn is(&self, i: u32, start: Time, key: u64) -> bool {
+        self.get(i)
+            .is_some_and(|s| s.start == start && s.key == key)
+    }
+
+    /// Puts `slot` in a new slot at the end; its number.
+    fn push(&mut self, slot: Slot<P>) -> u32 {
+        if self.len.is_multiple_of(CHUNK) && self.len / CHUNK == self.chunks.len() {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        if let Some(chunk) = self.chunks.get_mut(self.len / CHUNK) {
+            chunk.push(Some(slot));
+        }
+        self.len += 1;
+        u32::try_from(self.len - 1).unwrap_or(NONE)
+    }
+
+    /// Empties every slot, keeping the first chunk's room.
+    fn clear(&mut self) {
+        self.chunks.truncate(1);
+        if let Some(first) = self.chunks.first_mut() {
+            first.clear();
+        }
+        self.len = 0;
+    }
 }
 
 /// The start edges whose end edge has not come yet.
 pub(crate) struct OpenEdges<P> {
-    by_start: HashMap<(Time, u64), Vec<OpenEdge<P>>>,
+    /// The edges; a freed slot is `None` until reused.
+    slots: Slots<P>,
+    free: Vec<u32>,
+    /// Per start and key, the first and the last edge's slots.
+    index: HashTable<(u32, u32)>,
     key: Option<EdgeKey<P>>,
     len: usize,
+    /// The accepted edges whose start edge is still in the reorder buffer (accepted at or
+    /// after the last CTI, which releases only what is before it), by their accepted start:
+    /// counted there as `buffered`, not again as open.
+    pending: BTreeMap<Time, u32>,
+    pending_len: usize,
+    /// The last CTI.
+    frontier: Time,
 }
 
 impl<P> std::fmt::Debug for OpenEdges<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenEdges")
-            .field("starts", &self.by_start.len())
+            .field("open", &self.len)
             .field("keyed", &self.key.is_some())
             .finish()
     }
 }
 
+/// The hash of a start and key.
+fn hash(start: Time, key: u64) -> u64 {
+    let h = (start.ticks() as u64).rotate_left(29) ^ key;
+    let h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 32)
+}
+
 impl<P: PartialEq> OpenEdges<P> {
     pub(crate) fn new() -> Self {
         OpenEdges {
-            by_start: HashMap::new(),
+            slots: Slots {
+                chunks: Vec::new(),
+                len: 0,
+            },
+            free: Vec::new(),
+            index: HashTable::new(),
             key: None,
             len: 0,
+            pending: BTreeMap::new(),
+            pending_len: 0,
+            frontier: Time::NEG_INF,
         }
+    }
+
+    /// The accepted start of an edge in `state`, if its start edge is still held.
+    fn held_at(&self, state: StartEdge) -> Option<Time> {
+        match state {
+            StartEdge::Open(t) | StartEdge::Dangling(t) if t >= self.frontier => Some(t),
+            _ => None,
+        }
+    }
+
+    fn pend(&mut self, state: StartEdge) {
+        if let Some(t) = self.held_at(state) {
+            *self.pending.entry(t).or_default() += 1;
+            self.pending_len += 1;
+        }
+    }
+
+    fn unpend(&mut self, state: StartEdge) {
+        if let Some(t) = self.held_at(state) {
+            if let Some(n) = self.pending.get_mut(&t) {
+                *n -= 1;
+                self.pending_len -= 1;
+                if *n == 0 {
+                    self.pending.remove(&t);
+                }
+            }
+        }
+    }
+
+    /// The CTI `t` released the start edges before it: they are open edges now.
+    pub(crate) fn release(&mut self, t: Time) {
+        if t <= self.frontier {
+            return;
+        }
+        self.frontier = t;
+        let still = self.pending.split_off(&t);
+        let released: u32 = self.pending.values().sum();
+        self.pending_len -= released as usize;
+        self.pending = still;
+    }
+
+    /// How many start edges are open whose start edge has left the reorder buffer (released,
+    /// or dropped and kept to recognise its end edge).
+    pub(crate) fn released_len(&self) -> usize {
+        self.len - self.pending_len
     }
 
     /// Matches edges by `key` as well as by start (set before the first edge).
@@ -63,55 +227,126 @@ impl<P: PartialEq> OpenEdges<P> {
         self.key = Some(key);
     }
 
-    /// How many start edges are open.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     fn key_of(&self, payload: &P) -> u64 {
         self.key.as_ref().map_or(0, |k| k(payload))
     }
 
+    fn slot(&self, i: u32) -> Option<&Slot<P>> {
+        self.slots.get(i)
+    }
+
+    fn slot_mut(&mut self, i: u32) -> Option<&mut Slot<P>> {
+        self.slots.get_mut(i).and_then(Option::as_mut)
+    }
+
+    /// The (first, last) slots of `start` and `key`.
+    fn chain(&self, start: Time, key: u64) -> Option<(u32, u32)> {
+        let slots = &self.slots;
+        self.index
+            .find(hash(start, key), |&(first, _)| slots.is(first, start, key))
+            .copied()
+    }
+
     /// Records a start edge that came with start `start`.
     pub(crate) fn add(&mut self, start: Time, payload: P, state: StartEdge) {
+        self.pend(state);
         let key = self.key_of(&payload);
-        self.by_start
-            .entry((start, key))
-            .or_default()
-            .push(OpenEdge { payload, state });
+        let mut slot = Slot {
+            start,
+            key,
+            at: Time::NEG_INF,
+            next: NONE,
+            state: State::Dropped,
+            payload,
+        };
+        slot.set_state(state);
+        let at = match self.free.pop() {
+            Some(i) => {
+                if let Some(free) = self.slots.get_mut(i) {
+                    *free = Some(slot);
+                }
+                i
+            }
+            None => self.slots.push(slot),
+        };
         self.len += 1;
+        let h = hash(start, key);
+        let slots = &mut self.slots;
+        let entry = self
+            .index
+            .find_mut(h, |&(first, _)| slots.is(first, start, key));
+        match entry {
+            Some((_, last)) => {
+                let before = std::mem::replace(last, at);
+                if let Some(Some(s)) = slots.get_mut(before) {
+                    s.next = at;
+                }
+            }
+            None => {
+                let slots = &self.slots;
+                self.index.insert_unique(h, (at, at), |&(first, _)| {
+                    slots.get(first).map_or(0, |s| hash(s.start, s.key))
+                });
+            }
+        }
     }
 
     /// The start edge an end edge with this start and payload closes (the first one that
     /// came, among equal ones): where it is, and its state.
     pub(crate) fn find(&self, start: Time, payload: &P) -> Option<(EdgeRef, StartEdge)> {
-        let key = self.key_of(payload);
-        let list = self.by_start.get(&(start, key))?;
-        let idx = list.iter().position(|e| e.payload == *payload)?;
-        Some((EdgeRef { key, idx }, list[idx].state))
+        let (first, _) = self.chain(start, self.key_of(payload))?;
+        let (mut prev, mut at) = (NONE, first);
+        while let Some(s) = self.slot(at) {
+            if s.payload == *payload {
+                return Some((EdgeRef { slot: at, prev }, s.state()));
+            }
+            (prev, at) = (at, s.next);
+        }
+        None
     }
 
     /// Changes the state of a found edge.
-    pub(crate) fn set_state(&mut self, start: Time, at: EdgeRef, state: StartEdge) {
-        if let Some(edge) = self
-            .by_start
-            .get_mut(&(start, at.key))
-            .and_then(|l| l.get_mut(at.idx))
-        {
-            edge.state = state;
-        }
+    pub(crate) fn set_state(&mut self, _start: Time, at: EdgeRef, state: StartEdge) {
+        let Some(s) = self.slot_mut(at.slot) else {
+            return;
+        };
+        let before = s.state();
+        s.set_state(state);
+        self.unpend(before);
+        self.pend(state);
     }
 
     /// Forgets a found edge (its end edge came).
     pub(crate) fn remove(&mut self, start: Time, at: EdgeRef) {
-        if let Some(list) = self.by_start.get_mut(&(start, at.key)) {
-            if at.idx < list.len() {
-                list.remove(at.idx);
-                self.len -= 1;
-            }
-            if list.is_empty() {
-                self.by_start.remove(&(start, at.key));
-            }
+        let Some(gone) = self.slots.get_mut(at.slot).and_then(Option::take) else {
+            return;
+        };
+        self.free.push(at.slot);
+        self.len -= 1;
+        self.unpend(gone.state());
+        if let Some(p) = self.slot_mut(at.prev) {
+            p.next = gone.next;
+        }
+        let h = hash(start, gone.key);
+        let slots = &self.slots;
+        let Ok(entry) = self.index.find_entry(h, |&(first, _)| {
+            first == at.slot || slots.is(first, start, gone.key)
+        }) else {
+            return;
+        };
+        // The chain's first and last, without it.
+        let (first, last) = *entry.get();
+        let first = if first == at.slot { gone.next } else { first };
+        let last = if last == at.slot { at.prev } else { last };
+        if first == NONE {
+            entry.remove();
+        } else {
+            *entry.into_mut() = (first, last);
+        }
+        if self.len == 0 {
+            // Nothing open: the slots are taken from the first again (their room is kept).
+            self.slots.clear();
+            self.free.clear();
         }
     }
 }

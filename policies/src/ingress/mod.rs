@@ -232,7 +232,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
     pub fn counters(&self) -> IngressCounters {
         let mut c = self.counters;
         c.buffered = self.hold.len() as u64;
-        c.open_edges = self.edges.len() as u64;
+        c.open_edges = self.edges.released_len() as u64;
         c.cti = self.app;
         c.max_start = self.high;
         c
@@ -391,6 +391,7 @@ impl<P: Clone + PartialEq> Ingress<P> {
         }
         self.app = t;
         let (n, filtered) = self.hold.release(t, &mut out.batch);
+        self.edges.release(t);
         if self.late_output {
             out.late.push_cti(t);
         }

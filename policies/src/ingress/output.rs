@@ -45,8 +45,9 @@ pub struct IngressCounters {
     /// Events in the reorder buffer now (those a fused filter refused and no CTI passed yet
     /// included).
     pub buffered: u64,
-    /// Start edges whose end edge has not come yet, now: the ingress keeps each to match its
-    /// end edge (they count against a query's budget of what it holds).
+    /// Start edges whose end edge has not come yet, now, released (or dropped): the ingress
+    /// keeps each to match its end edge (they count against a query's budget of what it
+    /// holds). One still in the reorder buffer is counted in `buffered`, not here.
     pub open_edges: u64,
     /// Input records the adapter could not parse into items (reported with
     /// [`Ingress::report_malformed`]); not part of `events_in`.

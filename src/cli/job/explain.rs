@@ -37,8 +37,10 @@ pub(super) fn describe_input(u: &InputUse, input: &JobInput) -> String {
         Some(TimeFormat::Ticks) => "ticks",
     };
     let reference = input.reference.unwrap_or(u.reference_of.is_some());
+    let csv =
+        !input.path.as_os_str().is_empty() && format_of(&input.path, input.format) == Format::Csv;
     let events = match (&time, &input.end) {
-        (None, _) if reference => "a static table: every row valid for all time".to_owned(),
+        (None, _) if reference && csv => "a static table: every row valid for all time".to_owned(),
         (None, _) => "items (kind, start, payload)".to_owned(),
         (Some(t), None) if reference => {
             let key = input.key.clone().unwrap_or_else(|| u.reference_key.clone());
@@ -72,7 +74,23 @@ pub(super) fn describe_input(u: &InputUse, input: &JobInput) -> String {
             c
         }
     };
-    format!("{source}: {events}; {ctis}; {policy}")
+    // Edges: items, a table of versions, reference data with an end.
+    let edges = match (&time, &input.end) {
+        (None, _) => !(reference && csv),
+        // (A table of versions says its key already.)
+        (Some(_), None) => false,
+        (Some(_), Some(_)) => reference,
+    };
+    let key = input
+        .key
+        .clone()
+        .or_else(|| (reference && !u.reference_key.is_empty()).then(|| u.reference_key.clone()));
+    let matched = match (edges, key) {
+        (false, _) => String::new(),
+        (true, Some(key)) => format!("; end edges found by their key ({})", key.join(", ")),
+        (true, None) => "; end edges found among the open edges of their start (no key)".to_owned(),
+    };
+    format!("{source}: {events}{matched}; {ctis}; {policy}")
 }
 
 /// The plan as `explain` prints it: the inputs, the operators (from `built`, the query's

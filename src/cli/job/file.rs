@@ -157,9 +157,10 @@ pub(in crate::cli) struct JobInput {
     /// boolean column makes its record malformed).
     #[serde(default)]
     pub(in crate::cli) nullable: Option<Vec<String>>,
-    /// Reference data in CSV with a start column and no end: the columns naming a row's key,
-    /// each row valid until the next row with the same key (default: the fields the join
-    /// compares).
+    /// The fields naming a row's key: in reference data in CSV with a start column and no end,
+    /// each row is valid until the next row with the same key; in any input of edges, an end
+    /// edge is matched to its start edge by it (a lookup, not a scan). Default for reference
+    /// data: the fields the join compares.
     #[serde(default)]
     pub(in crate::cli) key: Option<Vec<String>>,
     /// `adjust` (default: a late event moves to the CTI, as in Stream Analytics) or `drop`.

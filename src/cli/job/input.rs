@@ -62,6 +62,20 @@ fn watermark(
     Ok(strategy)
 }
 
+/// A row's key for matching its end edge to its start edge: a hash of the `fields`' values
+/// (equal rows, equal keys).
+pub(in crate::cli) fn fields_key(fields: Vec<String>) -> impl Fn(&Row) -> u64 + Send + Sync {
+    let fields: Vec<std::sync::Arc<str>> = fields.into_iter().map(Into::into).collect();
+    move |r: &Row| {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for f in &fields {
+            r.field(f).hash(&mut h);
+        }
+        h.finish()
+    }
+}
+
 /// How a CSV input's rows are valid when it is reference data: without a time column, for
 /// all time; with a start and no end, until the next row of its key (`key`, or the fields the
 /// join compares); else as events (`None`).
@@ -87,9 +101,6 @@ fn reference_table(
         }
         _ => None,
     };
-    if input.key.is_some() && !matches!(table, Some(Validity::UntilNext { .. })) {
-        return Err("`key` names the key of a reference table of versions (CSV reference data with a time column and no `end`)".into());
-    }
     Ok(table)
 }
 
@@ -160,6 +171,9 @@ pub(super) fn create_input<O: Order>(
         (None, Some(_), Some(_)) => EventShape::Interval,
         (None, None, _) => EventShape::Edge,
     };
+    if input.key.is_some() && shape != EventShape::Edge {
+        return Err(usage("`key` names the key of edges (items, or a reference table of versions: CSV reference data with a time column and no `end`) or of a table's versions; these records are points or intervals, which have none".into()));
+    }
     let import = input.import.clone().or_else(|| u.reference_of.clone());
     // Stream Analytics' default: a late event is moved up to the CTI, not lost.
     let policy = input.policy.unwrap_or(super::Policy::Adjust).engine();
@@ -220,6 +234,14 @@ pub(super) fn create_input<O: Order>(
         AdvanceTimeSettings::policy_only(policy)
     };
     let mut options = InputOptions::new(u.name.clone(), shape).settings(settings);
+    // Edges matched by their key (given, or the join's), not by a scan of those at a start.
+    let edge_key = input
+        .key
+        .clone()
+        .or_else(|| (reference && !u.reference_key.is_empty()).then(|| u.reference_key.clone()));
+    if let (EventShape::Edge, Some(fields)) = (shape, edge_key) {
+        options = options.edge_key(fields_key(fields));
+    }
     if let Some(n) = input.max_buffered {
         if n == 0 {
             return Err(usage(

@@ -100,7 +100,7 @@ where
                 });
             }
         }
-        for s in self.spans.iter().chain(self.open.values().flatten()) {
+        for s in (self.spans.iter()).chain(self.open.values().flat_map(|l| l.iter())) {
             f(Held {
                 what: HeldWhat::Event,
                 start: s.start,
