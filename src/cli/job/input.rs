@@ -108,58 +108,15 @@ fn reference_table(
 /// `time` (or the query's `TIMESTAMP BY`), or items in the JSON-lines form; CTIs generated
 /// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for);
 /// its events in the order `order` gives its options (sorted, or in arrival order).
-#[allow(
-    clippy::too_many_lines,
-    reason = "one match over the input kinds of a job file"
-)]
 pub(super) fn create_input<O: Order>(
     query: &mut punctual_adapters::Query,
     u: &InputUse,
     input: &JobInput,
     order: impl FnOnce(punctual_adapters::InputOptions) -> punctual_adapters::InputOptions<O>,
 ) -> Result<Created<O>, RunError> {
-    use punctual_adapters::{
-        CsvInput, CsvInputConfig, InputOptions, JsonLinesInput, JsonLinesInputConfig,
-    };
+    use punctual_adapters::InputOptions;
     let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
-    // `OVER key`: a watermark per key, which needs each event's arrival time (Stream
-    // Analytics' substreams): a Kafka input's, with the tolerances of its `watermark`.
-    let over = match &u.over_field {
-        None => None,
-        Some(over) => {
-            let tolerances = input
-                .watermark
-                .as_ref()
-                .is_some_and(|w| w.out_of_order.is_some());
-            if input.kafka.is_none() || !tolerances {
-                return Err(usage(format!(
-                    "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times: a Kafka input (its messages' timestamps) with watermark = {{ out_of_order = \"2s\" }}; files, TCP and MQTT have none, so leave OVER out there (one watermark, `delay` behind)",
-                    over.join(".")
-                )));
-            }
-            match over.as_slice() {
-                [field] => Some(field.clone()),
-                _ => {
-                    return Err(usage(format!(
-                        "OVER {}: a nested field; name a field of the record",
-                        over.join(".")
-                    )))
-                }
-            }
-        }
-    };
-    let time = match (&input.time, &u.timestamp_field) {
-        (Some(t), _) => Some(t.clone()),
-        (None, Some(path)) if path.len() == 1 => Some(path[0].clone()),
-        (None, Some(path)) => {
-            return Err(usage(format!(
-                "TIMESTAMP BY {} is a nested field; name the time field (time = \"FIELD\", or --input {}=FILE,time=FIELD)",
-                path.join("."),
-                u.name
-            )))
-        }
-        (None, None) => None,
-    };
+    let (over, time) = over_and_time(u, input).map_err(usage)?;
     let reference = input.reference.unwrap_or(u.reference_of.is_some());
     let table = reference_table(u, input, time.is_some()).map_err(usage)?;
     let shape = match (&table, &time, &input.end) {
@@ -174,65 +131,8 @@ pub(super) fn create_input<O: Order>(
     if input.key.is_some() && shape != EventShape::Edge {
         return Err(usage("`key` names the key of edges (items, or a reference table of versions: CSV reference data with a time column and no `end`) or of a table's versions; these records are points or intervals, which have none".into()));
     }
-    let import = input.import.clone().or_else(|| u.reference_of.clone());
-    // Stream Analytics' default: a late event is moved up to the CTI, not lost.
+    let settings = cti_settings(u, input, reference).map_err(usage)?;
     let policy = input.policy.unwrap_or(super::Policy::Adjust).engine();
-    let mut builder = AdvanceTimeSettings::builder().policy(policy);
-    let has_import = import.is_some();
-    if let Some(from) = import {
-        builder = builder.import(AdvanceTimeImportSettings::new(from));
-    }
-    if input.watermark.is_some() && (input.generate.is_some() || input.delay.is_some()) {
-        return Err(usage(
-            "give `watermark`, `delay` or `generate`, one of them".into(),
-        ));
-    }
-    // A delay is how far behind the newest event the CTIs stay, for events that come out of
-    // order: below zero it would turn every event but the first into a late one.
-    let delays = [input.delay, input.generate.as_ref().map(|g| g.delay)];
-    if let Some(d) = delays.into_iter().flatten().find(|d| d.ticks() < 0) {
-        return Err(usage(format!(
-            "delay = \"{d}\": a delay cannot be negative (it is how far the CTIs stay behind the newest event; \"0s\" for events in order)"
-        )));
-    }
-    let generation = match (&input.generate, input.delay) {
-        _ if input.watermark.is_some() => None,
-        (Some(_), Some(_)) => return Err(usage("give `delay` or `generate`, not both".into())),
-        (Some(g), None) => {
-            let b = match (g.every, g.duration) {
-                (Some(n), None) if n > 0 => AdvanceTimeGenerationSettings::every_events(n),
-                (None, Some(d)) if d.ticks() > 0 => AdvanceTimeGenerationSettings::every_duration(d),
-                _ => {
-                    return Err(usage(
-                        "generate takes `every = N` (events, above zero) or `duration = \"5s\"` (above zero), one of them".into(),
-                    ))
-                }
-            };
-            Some(
-                b.delay(g.delay)
-                    .final_cti(g.final_cti)
-                    .build()
-                    .map_err(|e| usage(e.to_string()))?,
-            )
-        }
-        (None, delay) if !reference || delay.is_some() => Some(
-            AdvanceTimeGenerationSettings::every_events(1)
-                .delay(delay.unwrap_or(TimeSpan::ZERO))
-                .final_cti(true)
-                .build()
-                .map_err(|e| usage(e.to_string()))?,
-        ),
-        (None, _) => None,
-    };
-    let generation_or_import = generation.is_some() || has_import;
-    if let Some(g) = generation {
-        builder = builder.generation(g);
-    }
-    let settings = if generation_or_import {
-        builder.build().map_err(|e| usage(e.to_string()))?
-    } else {
-        AdvanceTimeSettings::policy_only(policy)
-    };
     let mut options = InputOptions::new(u.name.clone(), shape).settings(settings);
     // Edges matched by their key (given, or the join's), not by a scan of those at a start.
     let edge_key = input
@@ -269,41 +169,7 @@ pub(super) fn create_input<O: Order>(
             "`fields = []` lists no field: list the records' fields, or leave `fields` out to read them from the file".into(),
         ));
     }
-    let sources = [
-        !input.path.as_os_str().is_empty(),
-        input.connect.is_some(),
-        input.listen.is_some(),
-        input.kafka.is_some(),
-        input.mqtt.is_some(),
-    ];
-    if sources.iter().filter(|&&s| s).count() != 1 {
-        return Err(usage(
-            "give one source: `path` (a file, or \"-\"), `connect`, `listen`, `kafka` or `mqtt`"
-                .into(),
-        ));
-    }
-    if let Some(parts) = input
-        .split
-        .filter(|p| !(1..=punctual_adapters::MAX_SPLIT).contains(p))
-    {
-        return Err(usage(format!(
-            "`split = {parts}`: a file is split into 1 to {} parts (each part is an input with its own open file)",
-            punctual_adapters::MAX_SPLIT
-        )));
-    }
-    let broker = input.kafka.is_some() || input.mqtt.is_some();
-    if input.split.is_some() && (broker || input.connect.is_some() || input.listen.is_some()) {
-        return Err(usage(
-            "`split` reads a file by byte ranges; a Kafka topic's partitions are `partitions = [...]` in `kafka`".into(),
-        ));
-    }
-    if broker
-        && (input.format == Some(Format::Csv) || input.stream.is_some() || input.end.is_some())
-    {
-        return Err(usage(
-            "a Kafka or MQTT input reads JSON: flat records timed by `time` (or the query's TIMESTAMP BY), or items ({\"kind\":\"point\",\"start\":...}); CSV, `end` and `stream` are for files".into(),
-        ));
-    }
+    check_source(input).map_err(usage)?;
     // How a line or message is read: a flat record timed by its field, with the fields the
     // query reads only (all, if it reads whole records); or an item.
     let lines = match &time {
@@ -325,142 +191,334 @@ pub(super) fn create_input<O: Order>(
         return Ok((stream, input.fields.clone()));
     }
     if input.connect.is_some() || input.listen.is_some() {
-        if input.format == Some(Format::Csv) || input.stream.is_some() || input.end.is_some() {
-            return Err(usage(
-                "a TCP input reads JSON lines: flat records timed by `time` (or the query's TIMESTAMP BY), or items ({\"kind\":\"point\",\"start\":...}); CSV, `end` and `stream` are for files".into(),
-            ));
-        }
-        // One partition per address (an input `NAME#p` each, read on its own worker); a
-        // server listens where its partition is read.
-        let stream = if let Some(addrs) = &input.connect {
-            let servers: Vec<_> = addrs
-                .list()
-                .into_iter()
-                .map(|connect| {
-                    punctual_adapters::TcpClientConfig::new(connect).lines(lines.clone())
-                })
-                .collect();
-            if servers.is_empty() {
-                return Err(usage("`connect` names no server".into()));
-            }
-            let clients = punctual_adapters::Partitioned(punctual_adapters::TcpClientInput);
-            query.create_stream::<_, Row, _, _>(options, &clients, &servers)?
-        } else {
-            let ports: Vec<_> = input
-                .listen
-                .as_ref()
-                .map(|a| a.list())
-                .unwrap_or_default()
-                .into_iter()
-                .map(|listen| punctual_adapters::TcpListenConfig::new(listen).lines(lines.clone()))
-                .collect();
-            if ports.is_empty() {
-                return Err(usage("`listen` names no address".into()));
-            }
-            let servers = punctual_adapters::Partitioned(punctual_adapters::TcpListenInput);
-            query.create_stream::<_, Row, _, _>(options, &servers, &ports)?
-        };
+        let stream = tcp_stream(query, options, (u, input), &lines)?;
         return Ok((stream, input.fields.clone()));
     }
     match format_of(&input.path, input.format) {
-        Format::Csv => {
-            if input.stream.is_some() {
-                return Err(usage("`stream` is for JSON-lines arrival logs".into()));
-            }
-            let time = match (time, &table) {
-                (Some(time), _) => time,
-                (None, Some(Validity::Always)) => String::new(),
-                (None, _) => {
-                    return Err(usage(
-                        "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\"); a table without one is reference data, joined without DATEDIFF".into(),
-                    ))
-                }
-            };
-            // The columns as `fields` lists them, or as the file's header has them: each
-            // message says which it read.
-            let (header, whose, they) = match &input.fields {
-                Some(listed) => (
-                    Some(listed.clone()),
-                    "`fields` of the input does not list".to_owned(),
-                    "it lists",
-                ),
-                None => (
-                    csv_header(&input.path),
-                    format!("{} has no column", input.path.display()),
-                    "its columns",
-                ),
-            };
-            if let Some(h) = &header {
-                let timed = (!time.is_empty()).then_some(&time);
-                for column in timed.into_iter().chain(input.end.as_ref()) {
-                    if !h.contains(column) {
-                        return Err(usage(format!(
-                            "{whose} `{column}` ({they}: {})",
-                            h.join(", ")
-                        )));
-                    }
-                }
-            }
-            if !time.is_empty() {
-                let first = crate::cli::first_time::TimeIn::Column(&time);
-                crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
-            }
-            let mut config = CsvInputConfig::new(&input.path, time)
-                .time_format(time_format)
-                .nullable(input.nullable.iter().flatten().cloned());
-            if let (Some(h), Some(listed)) = (&header, &input.nullable) {
-                if let Some(missing) = listed.iter().find(|c| !h.contains(c)) {
-                    return Err(usage(format!(
-                        "`nullable`: {whose} `{missing}` ({they}: {})",
-                        h.join(", ")
-                    )));
-                }
-            }
-            if let Some(table) = table {
-                config = config.table(table);
-            }
-            if let Some(end) = &input.end {
-                config = config.end(end.clone());
-            }
-            if let Some(parts) = input.split {
-                config = config.split(parts);
-            }
-            // Each row with the columns the query reads only (all, if it reads whole records).
-            if let (Some(read), Some(h)) = (&u.fields_read, &header) {
-                config = config.columns(read.iter().filter(|f| h.contains(f)).cloned());
-            }
-            let stream = query.create_stream::<_, Row, _, _>(options, &CsvInput, &config)?;
-            Ok((stream, header))
-        }
+        Format::Csv => csv_stream(query, (options, time_format), (u, input), (time, table)),
         Format::Jsonl => {
-            if input.nullable.is_some() {
-                return Err(usage(
-                    "`nullable` is for CSV columns; a JSON field is null as `null`".into(),
-                ));
-            }
-            if input.end.is_some() {
-                return Err(usage(
-                    "`end` is for CSV inputs; JSON lines give intervals as items".into(),
-                ));
-            }
-            if let Some(field) = &time {
-                let first = crate::cli::first_time::TimeIn::Field(field);
-                crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
-            }
-            let fields = input
-                .fields
-                .clone()
-                .or_else(|| json_fields(&input.path, time.is_some(), input.stream.as_deref()));
-            let mut config = JsonLinesInputConfig::new(&input.path);
-            config.lines = lines;
-            if let Some(stream) = &input.stream {
-                config = config.stream(stream.clone());
-            }
-            if let Some(parts) = input.split {
-                config = config.split(parts);
-            }
-            let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
-            Ok((stream, fields))
+            let time = time.as_deref();
+            jsonl_stream(query, (options, time_format, lines), (u, input), time)
         }
     }
+}
+
+/// The CTI settings of an input: generated (`delay`, `generate`; by default a CTI after every
+/// event) or imported (`import`, or from the input it is reference data for), with its
+/// policy (adjust by default, as Stream Analytics does); a watermark strategy is set apart.
+fn cti_settings(
+    u: &InputUse,
+    input: &JobInput,
+    reference: bool,
+) -> Result<AdvanceTimeSettings, String> {
+    let import = input.import.clone().or_else(|| u.reference_of.clone());
+    // Stream Analytics' default: a late event is moved up to the CTI, not lost.
+    let policy = input.policy.unwrap_or(super::Policy::Adjust).engine();
+    let mut builder = AdvanceTimeSettings::builder().policy(policy);
+    let has_import = import.is_some();
+    if let Some(from) = import {
+        builder = builder.import(AdvanceTimeImportSettings::new(from));
+    }
+    if input.watermark.is_some() && (input.generate.is_some() || input.delay.is_some()) {
+        return Err("give `watermark`, `delay` or `generate`, one of them".into());
+    }
+    // A delay is how far behind the newest event the CTIs stay, for events that come out of
+    // order: below zero it would turn every event but the first into a late one.
+    let delays = [input.delay, input.generate.as_ref().map(|g| g.delay)];
+    if let Some(d) = delays.into_iter().flatten().find(|d| d.ticks() < 0) {
+        return Err(format!(
+            "delay = \"{d}\": a delay cannot be negative (it is how far the CTIs stay behind the newest event; \"0s\" for events in order)"
+        ));
+    }
+    let generation = match (&input.generate, input.delay) {
+        _ if input.watermark.is_some() => None,
+        (Some(_), Some(_)) => return Err("give `delay` or `generate`, not both".into()),
+        (Some(g), None) => {
+            let b = match (g.every, g.duration) {
+                (Some(n), None) if n > 0 => AdvanceTimeGenerationSettings::every_events(n),
+                (None, Some(d)) if d.ticks() > 0 => AdvanceTimeGenerationSettings::every_duration(d),
+                _ => {
+                    return Err(
+                        "generate takes `every = N` (events, above zero) or `duration = \"5s\"` (above zero), one of them".into(),
+                    )
+                }
+            };
+            Some(
+                b.delay(g.delay)
+                    .final_cti(g.final_cti)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+            )
+        }
+        (None, delay) if !reference || delay.is_some() => Some(
+            AdvanceTimeGenerationSettings::every_events(1)
+                .delay(delay.unwrap_or(TimeSpan::ZERO))
+                .final_cti(true)
+                .build()
+                .map_err(|e| e.to_string())?,
+        ),
+        (None, _) => None,
+    };
+    let generation_or_import = generation.is_some() || has_import;
+    if let Some(g) = generation {
+        builder = builder.generation(g);
+    }
+    let settings = if generation_or_import {
+        builder.build().map_err(|e| e.to_string())?
+    } else {
+        AdvanceTimeSettings::policy_only(policy)
+    };
+    Ok(settings)
+}
+
+/// Refuses an input without exactly one source, or with options its source does not take.
+fn check_source(input: &JobInput) -> Result<(), String> {
+    let sources = [
+        !input.path.as_os_str().is_empty(),
+        input.connect.is_some(),
+        input.listen.is_some(),
+        input.kafka.is_some(),
+        input.mqtt.is_some(),
+    ];
+    if sources.iter().filter(|&&s| s).count() != 1 {
+        return Err(
+            "give one source: `path` (a file, or \"-\"), `connect`, `listen`, `kafka` or `mqtt`"
+                .into(),
+        );
+    }
+    if let Some(parts) = input
+        .split
+        .filter(|p| !(1..=punctual_adapters::MAX_SPLIT).contains(p))
+    {
+        return Err(format!(
+            "`split = {parts}`: a file is split into 1 to {} parts (each part is an input with its own open file)",
+            punctual_adapters::MAX_SPLIT
+        ));
+    }
+    let broker = input.kafka.is_some() || input.mqtt.is_some();
+    if input.split.is_some() && (broker || input.connect.is_some() || input.listen.is_some()) {
+        return Err(
+            "`split` reads a file by byte ranges; a Kafka topic's partitions are `partitions = [...]` in `kafka`".into(),
+        );
+    }
+    if broker
+        && (input.format == Some(Format::Csv) || input.stream.is_some() || input.end.is_some())
+    {
+        return Err(
+            "a Kafka or MQTT input reads JSON: flat records timed by `time` (or the query's TIMESTAMP BY), or items ({\"kind\":\"point\",\"start\":...}); CSV, `end` and `stream` are for files".into(),
+        );
+    }
+    Ok(())
+}
+
+/// A TCP input: one partition per address (an input `NAME#p` each, read on its own worker);
+/// a server listens where its partition is read.
+fn tcp_stream<O: Order>(
+    query: &mut punctual_adapters::Query,
+    options: punctual_adapters::InputOptions<O>,
+    (u, input): (&InputUse, &JobInput),
+    lines: &punctual_adapters::line::LineFormat,
+) -> Result<Stream<Row, O>, RunError> {
+    let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
+    if input.format == Some(Format::Csv) || input.stream.is_some() || input.end.is_some() {
+        return Err(usage(
+            "a TCP input reads JSON lines: flat records timed by `time` (or the query's TIMESTAMP BY), or items ({\"kind\":\"point\",\"start\":...}); CSV, `end` and `stream` are for files".into(),
+        ));
+    }
+    let stream = if let Some(addrs) = &input.connect {
+        let servers: Vec<_> = addrs
+            .list()
+            .into_iter()
+            .map(|connect| punctual_adapters::TcpClientConfig::new(connect).lines(lines.clone()))
+            .collect();
+        if servers.is_empty() {
+            return Err(usage("`connect` names no server".into()));
+        }
+        let clients = punctual_adapters::Partitioned(punctual_adapters::TcpClientInput);
+        query.create_stream::<_, Row, _, _>(options, &clients, &servers)?
+    } else {
+        let ports: Vec<_> = input
+            .listen
+            .as_ref()
+            .map(|a| a.list())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|listen| punctual_adapters::TcpListenConfig::new(listen).lines(lines.clone()))
+            .collect();
+        if ports.is_empty() {
+            return Err(usage("`listen` names no address".into()));
+        }
+        let servers = punctual_adapters::Partitioned(punctual_adapters::TcpListenInput);
+        query.create_stream::<_, Row, _, _>(options, &servers, &ports)?
+    };
+    Ok(stream)
+}
+
+/// A CSV file input: its time (and end) columns checked against the header or `fields`, its
+/// first time against its format, a reference table's validity, the columns the query reads.
+fn csv_stream<O: Order>(
+    query: &mut punctual_adapters::Query,
+    (options, time_format): (punctual_adapters::InputOptions<O>, TimeFormat),
+    (u, input): (&InputUse, &JobInput),
+    (time, table): (Option<String>, Option<Validity>),
+) -> Result<Created<O>, RunError> {
+    use punctual_adapters::{CsvInput, CsvInputConfig};
+    let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
+    if input.stream.is_some() {
+        return Err(usage("`stream` is for JSON-lines arrival logs".into()));
+    }
+    let time = match (time, &table) {
+        (Some(time), _) => time,
+        (None, Some(Validity::Always)) => String::new(),
+        (None, _) => {
+            return Err(usage(
+                "a CSV input needs its time column (TIMESTAMP BY column in the query, or time = \"COLUMN\"); a table without one is reference data, joined without DATEDIFF".into(),
+            ))
+        }
+    };
+    // The columns as `fields` lists them, or as the file's header has them: each
+    // message says which it read.
+    let (header, whose, they) = match &input.fields {
+        Some(listed) => (
+            Some(listed.clone()),
+            "`fields` of the input does not list".to_owned(),
+            "it lists",
+        ),
+        None => (
+            csv_header(&input.path),
+            format!("{} has no column", input.path.display()),
+            "its columns",
+        ),
+    };
+    if let Some(h) = &header {
+        let timed = (!time.is_empty()).then_some(&time);
+        for column in timed.into_iter().chain(input.end.as_ref()) {
+            if !h.contains(column) {
+                return Err(usage(format!(
+                    "{whose} `{column}` ({they}: {})",
+                    h.join(", ")
+                )));
+            }
+        }
+    }
+    if !time.is_empty() {
+        let first = crate::cli::first_time::TimeIn::Column(&time);
+        crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
+    }
+    let mut config = CsvInputConfig::new(&input.path, time)
+        .time_format(time_format)
+        .nullable(input.nullable.iter().flatten().cloned());
+    if let (Some(h), Some(listed)) = (&header, &input.nullable) {
+        if let Some(missing) = listed.iter().find(|c| !h.contains(c)) {
+            return Err(usage(format!(
+                "`nullable`: {whose} `{missing}` ({they}: {})",
+                h.join(", ")
+            )));
+        }
+    }
+    if let Some(table) = table {
+        config = config.table(table);
+    }
+    if let Some(end) = &input.end {
+        config = config.end(end.clone());
+    }
+    if let Some(parts) = input.split {
+        config = config.split(parts);
+    }
+    // Each row with the columns the query reads only (all, if it reads whole records).
+    if let (Some(read), Some(h)) = (&u.fields_read, &header) {
+        config = config.columns(read.iter().filter(|f| h.contains(f)).cloned());
+    }
+    let stream = query.create_stream::<_, Row, _, _>(options, &CsvInput, &config)?;
+    Ok((stream, header))
+}
+
+/// A JSON-lines file input: flat records timed by `time`, or items; its fields as `fields`
+/// lists them or as its first lines have them.
+fn jsonl_stream<O: Order>(
+    query: &mut punctual_adapters::Query,
+    (options, time_format, lines): (
+        punctual_adapters::InputOptions<O>,
+        TimeFormat,
+        punctual_adapters::line::LineFormat,
+    ),
+    (u, input): (&InputUse, &JobInput),
+    time: Option<&str>,
+) -> Result<Created<O>, RunError> {
+    use punctual_adapters::{JsonLinesInput, JsonLinesInputConfig};
+    let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
+    if input.nullable.is_some() {
+        return Err(usage(
+            "`nullable` is for CSV columns; a JSON field is null as `null`".into(),
+        ));
+    }
+    if input.end.is_some() {
+        return Err(usage(
+            "`end` is for CSV inputs; JSON lines give intervals as items".into(),
+        ));
+    }
+    if let Some(field) = time {
+        let first = crate::cli::first_time::TimeIn::Field(field);
+        crate::cli::first_time::check(&input.path, &first, time_format).map_err(usage)?;
+    }
+    let fields = input
+        .fields
+        .clone()
+        .or_else(|| json_fields(&input.path, time.is_some(), input.stream.as_deref()));
+    let mut config = JsonLinesInputConfig::new(&input.path);
+    config.lines = lines;
+    if let Some(stream) = &input.stream {
+        config = config.stream(stream.clone());
+    }
+    if let Some(parts) = input.split {
+        config = config.split(parts);
+    }
+    let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
+    Ok((stream, fields))
+}
+
+/// An input's `OVER` field (a watermark per key, which needs each event's arrival time, as
+/// Stream Analytics' substreams: a Kafka input's, with the tolerances of its `watermark`) and
+/// its time field (`time`, or the query's `TIMESTAMP BY`).
+fn over_and_time(
+    u: &InputUse,
+    input: &JobInput,
+) -> Result<(Option<String>, Option<String>), String> {
+    let over = match &u.over_field {
+        None => None,
+        Some(over) => {
+            let tolerances = input
+                .watermark
+                .as_ref()
+                .is_some_and(|w| w.out_of_order.is_some());
+            if input.kafka.is_none() || !tolerances {
+                return Err(format!(
+                    "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times: a Kafka input (its messages' timestamps) with watermark = {{ out_of_order = \"2s\" }}; files, TCP and MQTT have none, so leave OVER out there (one watermark, `delay` behind)",
+                    over.join(".")
+                ));
+            }
+            match over.as_slice() {
+                [field] => Some(field.clone()),
+                _ => {
+                    return Err(format!(
+                        "OVER {}: a nested field; name a field of the record",
+                        over.join(".")
+                    ))
+                }
+            }
+        }
+    };
+    let time = match (&input.time, &u.timestamp_field) {
+        (Some(t), _) => Some(t.clone()),
+        (None, Some(path)) if path.len() == 1 => Some(path[0].clone()),
+        (None, Some(path)) => {
+            return Err(format!(
+                "TIMESTAMP BY {} is a nested field; name the time field (time = \"FIELD\", or --input {}=FILE,time=FIELD)",
+                path.join("."),
+                u.name
+            ))
+        }
+        (None, None) => None,
+    };
+    Ok((over, time))
 }
