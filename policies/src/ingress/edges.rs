@@ -210,6 +210,9 @@ impl<P: PartialEq> OpenEdges<P> {
             return;
         }
         self.frontier = t;
+        if self.pending_len == 0 {
+            return;
+        }
         let still = self.pending.split_off(&t);
         let released: u32 = self.pending.values().sum();
         self.pending_len -= released as usize;

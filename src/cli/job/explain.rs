@@ -173,11 +173,12 @@ pub(super) fn after(report: &punctual_adapters::QueryReport) -> Vec<String> {
     };
     for e in report.explanations.iter().filter(|e| e.operator != "input") {
         let mut line = format!(
-            "  {} `{}`: at {}, {} events out",
+            "  {} `{}`: at {}, {} event{} out",
             e.operator,
             e.label,
             show(e.cti),
-            e.events_out
+            e.events_out,
+            if e.events_out == 1 { "" } else { "s" }
         );
         if let Some((input, t)) = held_back(e) {
             line.push_str(&format!(", held back by `{input}` (at {})", show(t)));
