@@ -399,7 +399,6 @@ pub fn render(run: &CaseRun) -> String {
 }
 
 /// Renders a picture as an SVG document.
-#[allow(clippy::too_many_lines, reason = "draws the picture in one pass")]
 pub fn render_picture(picture: &Picture) -> String {
     let mut times = Vec::new();
     for lane in &picture.lanes {
@@ -484,57 +483,64 @@ pub fn render_picture(picture: &Picture) -> String {
             summary::draw(&mut svg, &axis, lane, top);
             continue;
         }
-        for (row, (e, how)) in lane.events.iter().enumerate() {
-            let y = top + PAD + ROW * row as f64 + ROW / 2.0;
-            let text = describe(&StreamItem::Insert(e.clone()), clock);
-            match how {
-                Mark::Plain => mark(&mut svg, &axis, e.kind, "", &text, y),
-                Mark::Dropped => mark(
-                    &mut svg,
-                    &axis,
+        events(&mut svg, &axis, lane, top, clock);
+    }
+    time_axis(&mut svg, &axis, height, clock);
+    svg.push_str("</svg>\n");
+    svg
+}
+
+/// Draws `lane`'s events, one row each from `top`: each as a mark of how it fared (an
+/// adjusted one with an arrow to where it went, a result with its values beside it).
+fn events(svg: &mut String, axis: &Axis, lane: &Lane, top: f64, clock: bool) {
+    for (row, (e, how)) in lane.events.iter().enumerate() {
+        let y = top + PAD + ROW * row as f64 + ROW / 2.0;
+        let text = describe(&StreamItem::Insert(e.clone()), clock);
+        match how {
+            Mark::Plain => mark(svg, axis, e.kind, "", &text, y),
+            Mark::Dropped => mark(svg, axis, e.kind, "dropped", &format!("dropped: {text}"), y),
+            Mark::Rejected => mark(
+                svg,
+                axis,
+                e.kind,
+                "rejected",
+                &format!("rejected: {text}"),
+                y,
+            ),
+            Mark::Adjusted(to) => {
+                mark(
+                    svg,
+                    axis,
                     e.kind,
-                    "dropped",
-                    &format!("dropped: {text}"),
+                    "adjusted",
+                    &format!("adjusted: {text}"),
                     y,
-                ),
-                Mark::Rejected => mark(
-                    &mut svg,
-                    &axis,
-                    e.kind,
-                    "rejected",
-                    &format!("rejected: {text}"),
-                    y,
-                ),
-                Mark::Adjusted(to) => {
-                    mark(
-                        &mut svg,
-                        &axis,
-                        e.kind,
-                        "adjusted",
-                        &format!("adjusted: {text}"),
-                        y,
-                    );
-                    let (from_x, to_x) = (axis.x(e.kind.sync_time()), axis.x(to.sync_time()));
-                    let _ = writeln!(
-                        svg,
-                        r#"<line class="adjust-arrow" x1="{from_x:.1}" y1="{y:.1}" x2="{to_x:.1}" y2="{y:.1}"/>"#
-                    );
-                }
-                Mark::Output => {
-                    mark(&mut svg, &axis, e.kind, "output", &text, y);
-                    let (s, o) = e.kind.encode();
-                    let x = axis.x(s.max(o).min(Time::MAX_FINITE)).min(WIDTH - RIGHT) + 6.0;
-                    let _ = writeln!(
-                        svg,
-                        r#"<text class="value" x="{x:.1}" y="{:.1}" font-size="10">{}</text>"#,
-                        y + 3.5,
-                        escape(&values(&e.payload))
-                    );
-                }
+                );
+                let (from_x, to_x) = (axis.x(e.kind.sync_time()), axis.x(to.sync_time()));
+                let _ = writeln!(
+                    svg,
+                    r#"<line class="adjust-arrow" x1="{from_x:.1}" y1="{y:.1}" x2="{to_x:.1}" y2="{y:.1}"/>"#
+                );
+            }
+            Mark::Output => {
+                mark(svg, axis, e.kind, "output", &text, y);
+                let (s, o) = e.kind.encode();
+                let x = axis.x(s.max(o).min(Time::MAX_FINITE)).min(WIDTH - RIGHT) + 6.0;
+                let _ = writeln!(
+                    svg,
+                    r#"<text class="value" x="{x:.1}" y="{:.1}" font-size="10">{}</text>"#,
+                    y + 3.5,
+                    escape(&values(&e.payload))
+                );
             }
         }
     }
-    // The time axis.
+}
+
+/// Draws the time axis at the picture's foot (`height`): round ticks with their labels, and
+/// the unit (the date in UTC for clock times, else ticks).
+fn time_axis(svg: &mut String, axis: &Axis, height: f64, clock: bool) {
+    let (lo, hi) = (axis.lo, axis.hi);
     let axis_y = height - 30.0;
     let _ = writeln!(
         svg,
@@ -571,8 +577,6 @@ pub fn render_picture(picture: &Picture) -> String {
         r#"<text class="axis-unit" x="10" y="{:.1}">{unit}</text>"#,
         axis_y + 16.0
     );
-    svg.push_str("</svg>\n");
-    svg
 }
 
 fn lane(svg: &mut String, label: &str, (top, bottom): (f64, f64)) {
