@@ -277,9 +277,15 @@ pub(super) fn time_format(
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
     PossibleValuesParser::new([
         PossibleValue::new("rfc3339").help("RFC 3339 text: 2026-12-01T10:00:00Z"),
-        PossibleValue::new("epoch-ms").help("milliseconds since 1970-01-01T00:00:00Z"),
-        PossibleValue::new("epoch-s").help("seconds since 1970-01-01T00:00:00Z"),
+        PossibleValue::new("epoch-ms")
+            .alias("ms")
+            .help("milliseconds since 1970-01-01T00:00:00Z"),
+        PossibleValue::new("epoch-s")
+            .alias("s")
+            .help("seconds since 1970-01-01T00:00:00Z"),
         PossibleValue::new("ticks").help("ticks of 100 ns since 1970-01-01T00:00:00Z"),
+        // (The format an undeclared input reads; taken as before, not offered.)
+        PossibleValue::new("auto").hide(true),
     ])
     .try_map(|text| text.parse())
 }

@@ -81,7 +81,7 @@ const CHUNK: usize = 1 << 12;
 
 /// The slots, in chunks of [`CHUNK`]: growing never moves the ones there are (a vector of
 /// millions would be copied whole at each doubling, and twice its size held meanwhile).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Slots<P> {
     chunks: Vec<Vec<Option<Slot<P>>>>,
     len: usize,
