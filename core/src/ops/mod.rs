@@ -13,6 +13,7 @@ mod anti_join;
 mod any;
 mod fallible;
 mod filter;
+mod fingerprint;
 mod frontier;
 pub(crate) mod fxhash;
 mod graph;

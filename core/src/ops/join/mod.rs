@@ -75,8 +75,8 @@ impl<L, R, K, O, KL, KR, C, M> std::fmt::Debug for Join<L, R, K, O, KL, KR, C, M
 
 impl<L, R, K, O, KL, KR, C, M> Join<L, R, K, O, KL, KR, C, M>
 where
-    L: Clone + PartialEq,
-    R: Clone + PartialEq,
+    L: Clone + PartialEq + serde::Serialize,
+    R: Clone + PartialEq + serde::Serialize,
     K: Hash + Eq + Clone + 'static,
     O: Clone,
     KL: Fn(&L) -> K,
@@ -222,8 +222,8 @@ fn left_runs(sync: &[Time], ends: &[Time], right_cti: Time, mut run: impl FnMut(
 
 impl<L, R, K, O, KL, KR, C, M> BinaryOperator<L, R, O> for Join<L, R, K, O, KL, KR, C, M>
 where
-    L: Clone + PartialEq + Send + 'static,
-    R: Clone + PartialEq + Send + 'static,
+    L: Clone + PartialEq + serde::Serialize + Send + 'static,
+    R: Clone + PartialEq + serde::Serialize + Send + 'static,
     K: Hash + Eq + Clone + Send + 'static,
     O: Clone + Send + 'static,
     KL: Fn(&L) -> K + Send + 'static,

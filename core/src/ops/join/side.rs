@@ -7,6 +7,11 @@
 //! next one, not every version to come. The list is linked both ways (the head's `prev` is the
 //! tail), so that an event in order is appended at once, a late one walks back from the tail,
 //! and an event is taken off its list at once when it expires.
+//!
+//! An end edge closes its start edge: the first entry of its key, start and payload. The
+//! key's list is walked to it; once a walk is long (many open edges of one key, say reference
+//! rows keyed alike, ended in any order), the open edges are indexed by start and payload
+//! fingerprint from then on, so that each end edge is found without a walk.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -14,7 +19,45 @@ use std::hash::Hash;
 
 use crate::time::Time;
 
+use super::super::fingerprint::Fingerprints;
+use super::super::fxhash::FxHashMap;
 use super::super::key_index::{KeyIndex, ABSENT};
+
+/// A walk to the start edge an end edge closes longer than this makes the side index its
+/// open edges.
+const WALK_BEFORE_INDEX: usize = 32;
+
+/// Open edges (entries without an end) by the fingerprint of their start and payload.
+#[derive(Debug, Default)]
+struct OpenIndex {
+    by_print: FxHashMap<u64, Vec<usize>>,
+    prints: Fingerprints,
+}
+
+impl OpenIndex {
+    fn print<P: serde::Serialize>(&mut self, start: Time, payload: &P) -> u64 {
+        self.prints.of(payload) ^ (start.ticks() as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    }
+
+    fn add(&mut self, print: u64, id: usize) {
+        self.by_print.entry(print).or_default().push(id);
+    }
+
+    /// Takes `id` out of the bucket `print`; whether it was there.
+    fn remove(&mut self, print: u64, id: usize) -> bool {
+        let Some(ids) = self.by_print.get_mut(&print) else {
+            return false;
+        };
+        let Some(at) = ids.iter().position(|&i| i == id) else {
+            return false;
+        };
+        ids.swap_remove(at);
+        if ids.is_empty() {
+            self.by_print.remove(&print);
+        }
+        true
+    }
+}
 
 #[derive(Debug)]
 pub(super) struct Entry<P, K> {
@@ -45,6 +88,8 @@ pub(super) struct Side<P, K> {
     /// Known ends that arrived out of order.
     expiry: BinaryHeap<Reverse<(Time, usize)>>,
     pub(super) live: usize,
+    /// The open edges by fingerprint, once a walk to one was long.
+    open: Option<Box<OpenIndex>>,
 }
 
 impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
@@ -57,6 +102,7 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
             expiry_fifo: VecDeque::new(),
             expiry: BinaryHeap::new(),
             live: 0,
+            open: None,
         }
     }
 
@@ -90,7 +136,10 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
         })
     }
 
-    pub(super) fn insert(&mut self, entry: Entry<P, K>) {
+    pub(super) fn insert(&mut self, entry: Entry<P, K>)
+    where
+        P: serde::Serialize,
+    {
         let (start, end) = (entry.start, entry.end);
         let key = entry.key.clone();
         let id = match self.free.pop() {
@@ -104,6 +153,12 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
             }
         };
         self.link(&key, id, start);
+        if let (Some(index), None) = (self.open.as_mut(), end) {
+            if let Some(e) = self.slots[id].as_ref() {
+                let print = index.print(start, &e.payload);
+                index.add(print, id);
+            }
+        }
         self.live += 1;
         self.pending.push_back(id);
         if let Some(e) = end {
@@ -172,18 +227,88 @@ impl<P: PartialEq, K: Hash + Eq + Clone + 'static> Side<P, K> {
     }
 
     /// Closes the open edge (same key, start and payload) at `end`.
-    pub(super) fn close(&mut self, key: &K, start: Time, payload: &P, end: Time) {
-        let found = self
-            .with_key(key)
-            .take_while(|(_, e)| e.start <= start)
-            .find(|(_, e)| e.start == start && e.end.is_none() && e.payload == *payload)
-            .map(|(id, _)| id);
+    pub(super) fn close(&mut self, key: &K, start: Time, payload: &P, end: Time)
+    where
+        P: serde::Serialize,
+    {
+        let found = match self.open.take() {
+            Some(mut index) => {
+                let found = self.find_indexed(&mut index, key, start, payload);
+                self.open = Some(index);
+                found
+            }
+            None => {
+                let mut walked = 0;
+                let found = self
+                    .with_key(key)
+                    .take_while(|(_, e)| e.start <= start)
+                    .inspect(|_| walked += 1)
+                    .find(|(_, e)| e.start == start && e.end.is_none() && e.payload == *payload)
+                    .map(|(id, _)| id);
+                if walked > WALK_BEFORE_INDEX {
+                    self.index_open(found);
+                }
+                found
+            }
+        };
         if let Some(id) = found {
             if let Some(e) = self.slots[id].as_mut() {
                 e.end = Some(end);
             }
             self.expire_at(end, id);
         }
+    }
+
+    /// The open edge an end edge closes, found by fingerprint (by a walk of its key's list
+    /// if its fingerprint finds none: an equal payload serialized apart), out of the index.
+    fn find_indexed(
+        &self,
+        index: &mut OpenIndex,
+        key: &K,
+        start: Time,
+        payload: &P,
+    ) -> Option<usize>
+    where
+        P: serde::Serialize,
+    {
+        let print = index.print(start, payload);
+        let closes = |e: &Entry<P, K>| e.start == start && e.end.is_none() && e.payload == *payload;
+        let by_print = index.by_print.get(&print).and_then(|ids| {
+            ids.iter()
+                .copied()
+                .find(|&id| self.get(id).is_some_and(|e| e.key == *key && closes(e)))
+        });
+        if let Some(id) = by_print {
+            index.remove(print, id);
+            return Some(id);
+        }
+        let id = self
+            .with_key(key)
+            .take_while(|(_, e)| e.start <= start)
+            .find(|(_, e)| closes(e))
+            .map(|(id, _)| id)?;
+        if let Some(e) = self.get(id) {
+            let own = index.print(e.start, &e.payload);
+            index.remove(own, id);
+        }
+        Some(id)
+    }
+
+    /// Indexes every open edge but `closing` (about to be closed).
+    fn index_open(&mut self, closing: Option<usize>)
+    where
+        P: serde::Serialize,
+    {
+        let mut index = Box::<OpenIndex>::default();
+        for (id, slot) in self.slots.iter().enumerate() {
+            if let Some(e) = slot.as_ref().filter(|e| e.end.is_none()) {
+                if Some(id) != closing {
+                    let print = index.print(e.start, &e.payload);
+                    index.add(print, id);
+                }
+            }
+        }
+        self.open = Some(index);
     }
 
     /// Takes the entry `id` (already out of its slot) off its key's list.

@@ -42,8 +42,8 @@ pub(super) struct Sweep<L, R, K, O, KL, KR, C> {
 
 impl<L, R, K, O, KL, KR, C> Sweep<L, R, K, O, KL, KR, C>
 where
-    L: Clone + PartialEq,
-    R: Clone + PartialEq,
+    L: Clone + PartialEq + serde::Serialize,
+    R: Clone + PartialEq + serde::Serialize,
     K: Hash + Eq + Clone + 'static,
     O: Clone,
     KL: Fn(&L) -> K,
@@ -307,7 +307,7 @@ where
 
 /// Adds event `i` of a batch to a side.
 #[inline]
-fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone + 'static>(
+fn absorb<P: Clone + PartialEq + serde::Serialize, K: Hash + Eq + Clone + 'static>(
     side: &mut Side<P, K>,
     key: &impl Fn(&P) -> K,
     batch: &Batch<P>,
@@ -322,7 +322,7 @@ fn absorb<P: Clone + PartialEq, K: Hash + Eq + Clone + 'static>(
 
 /// [`absorb`] of an event of this kind whose payload is moved in.
 #[inline]
-fn absorb_moved<P: PartialEq, K: Hash + Eq + Clone + 'static>(
+fn absorb_moved<P: PartialEq + serde::Serialize, K: Hash + Eq + Clone + 'static>(
     side: &mut Side<P, K>,
     key: &impl Fn(&P) -> K,
     kind: EventKind,
@@ -336,7 +336,7 @@ fn absorb_moved<P: PartialEq, K: Hash + Eq + Clone + 'static>(
 
 /// Stores an event of this kind (not an end edge) in a side.
 #[inline]
-fn insert<P: PartialEq, K: Hash + Eq + Clone + 'static>(
+fn insert<P: PartialEq + serde::Serialize, K: Hash + Eq + Clone + 'static>(
     side: &mut Side<P, K>,
     key: &impl Fn(&P) -> K,
     kind: EventKind,
@@ -416,7 +416,7 @@ fn absorb_segment<P, Q, K, O, KF>(
     combine: &impl Fn(&P, &Q) -> Option<O>,
     sinks: Sinks<'_, O>,
 ) where
-    P: Clone + PartialEq,
+    P: Clone + PartialEq + serde::Serialize,
     Q: PartialEq,
     K: Hash + Eq + Clone + 'static,
     O: Clone,

@@ -233,3 +233,71 @@ mod lists {
         }
     }
 }
+
+mod many_open_edges {
+    use super::super::side::{Entry, Side, NONE};
+    use crate::time::Time;
+    use std::cell::Cell;
+
+    thread_local! {
+        static COMPARISONS: Cell<u64> = const { Cell::new(0) };
+    }
+
+    /// A payload whose comparisons are counted (on this test's thread).
+    #[derive(Clone, Debug, serde::Serialize)]
+    struct Counted(f64);
+
+    impl PartialEq for Counted {
+        fn eq(&self, other: &Self) -> bool {
+            COMPARISONS.with(|c| c.set(c.get() + 1));
+            self.0 == other.0
+        }
+    }
+
+    fn open_edge(start: Time, payload: Counted) -> Entry<Counted, u8> {
+        Entry {
+            start,
+            end: None,
+            key: 0,
+            payload,
+            next: NONE,
+            prev: NONE,
+        }
+    }
+
+    /// Many open edges of one key and start (reference rows keyed alike), ended in a
+    /// scattered order: each end edge finds its start edge by fingerprint, not by a walk of
+    /// the key's list; an equal payload serialized apart (`-0.0` for `0.0`) by the walk.
+    #[test]
+    fn end_edges_of_one_key_are_found_without_a_walk() {
+        let t = Time::from_ticks;
+        const N: u64 = 20_000;
+        let mut side: Side<Counted, u8> = Side::new();
+        for i in 0..N {
+            side.insert(open_edge(t(1), Counted(i as f64)));
+        }
+        side.insert(open_edge(t(2), Counted(0.0)));
+        let before = COMPARISONS.with(Cell::get);
+        for i in (0..N).map(|i| (i * 7919) % N) {
+            side.close(&0, t(1), &Counted(i as f64), t(5));
+        }
+        let comparisons = COMPARISONS.with(Cell::get) - before;
+        // The first walks (until one is long) and one look each; a walk each would make
+        // about N * N / 2.
+        assert!(comparisons <= 3 * N, "{comparisons} comparisons");
+        // Every edge of start 1 is closed, the one of start 2 is not.
+        let closed = side.with_key(&0).filter(|(_, e)| e.end.is_some()).count();
+        assert_eq!(closed, N as usize);
+        side.close(&0, t(2), &Counted(-0.0), t(6));
+        assert!(side.with_key(&0).all(|(_, e)| e.end.is_some()));
+        side.expire(t(7));
+        assert_eq!(side.live, 0);
+        // A new open edge after the index was made is found by it.
+        side.insert(open_edge(t(8), Counted(1.5)));
+        let before = COMPARISONS.with(Cell::get);
+        side.close(&0, t(8), &Counted(1.5), t(9));
+        assert_eq!(COMPARISONS.with(Cell::get) - before, 1);
+        side.expire(t(10));
+        assert_eq!(side.live, 0);
+    }
+}

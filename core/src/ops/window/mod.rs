@@ -23,18 +23,21 @@
 //! start edge when a CTI would close more: counted in the operator's `dropped` and reported
 //! as an [`OperatorDrop`] with the reason, never an allocation that takes the process down.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::hash::Hash;
 
 use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::Time;
 
+use super::fingerprint::Fingerprints;
 use super::groups::Groups;
 
+mod open;
 mod operator;
 mod spec;
 use super::{Aggregate, DropLog, ReleaseBuffer};
+use open::OpenAt;
 pub use spec::{WindowOutput, WindowSpec};
 
 /// The most windows one event may count in, by default: a 1 s tumbling window takes an
@@ -77,95 +80,6 @@ struct Span<K, P> {
     windows: u64,
 }
 
-/// The open start edges of one start time: most often one, held in place (no allocation of
-/// its own), else a list in the order they came.
-#[derive(Debug, Default)]
-enum OpenAt<T> {
-    #[default]
-    Empty,
-    One(T),
-    Many(VecDeque<T>),
-}
-
-impl<T> OpenAt<T> {
-    fn push(&mut self, item: T) {
-        match std::mem::take(self) {
-            OpenAt::Empty => *self = OpenAt::One(item),
-            OpenAt::One(first) => *self = OpenAt::Many(VecDeque::from([first, item])),
-            OpenAt::Many(mut list) => {
-                list.push_back(item);
-                *self = OpenAt::Many(list);
-            }
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        match self {
-            OpenAt::Empty => true,
-            OpenAt::One(_) => false,
-            OpenAt::Many(list) => list.is_empty(),
-        }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            OpenAt::Empty => 0,
-            OpenAt::One(_) => 1,
-            OpenAt::Many(list) => list.len(),
-        }
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &T> {
-        let (one, many) = match self {
-            OpenAt::Empty => (None, None),
-            OpenAt::One(item) => (Some(item), None),
-            OpenAt::Many(list) => (None, Some(list.iter())),
-        };
-        one.into_iter().chain(many.into_iter().flatten())
-    }
-
-    fn retain_mut(&mut self, mut keep: impl FnMut(&mut T) -> bool) {
-        match self {
-            OpenAt::Empty => {}
-            OpenAt::One(item) => {
-                if !keep(item) {
-                    *self = OpenAt::Empty;
-                }
-            }
-            OpenAt::Many(list) => list.retain_mut(keep),
-        }
-    }
-
-    /// Takes out an item that `matches`, looked for from the front and the back in turn: an
-    /// item `i` places from either end is found in `2 i + 1` looks, so edges that end in the
-    /// order they started, or in the reverse order, are found at once. (Equal start edges of
-    /// one start are alike: any of them may be the one an end edge closes.)
-    fn take(&mut self, mut matches: impl FnMut(&T) -> bool) -> Option<T> {
-        match self {
-            OpenAt::Empty => None,
-            OpenAt::One(item) if matches(item) => match std::mem::take(self) {
-                OpenAt::One(item) => Some(item),
-                _ => None,
-            },
-            OpenAt::One(_) => None,
-            OpenAt::Many(list) => {
-                let n = list.len();
-                let at = (0..n.div_ceil(2)).find_map(|i| {
-                    let back = n - 1 - i;
-                    if matches(&list[i]) {
-                        Some(i)
-                    } else if back != i && matches(&list[back]) {
-                        Some(back)
-                    } else {
-                        None
-                    }
-                })?;
-                list.remove(at)
-            }
-        }
-    }
-}
-
 /// Hopping windows with an aggregate per group; see the module doc. `make(key, result)` builds
 /// each result's payload.
 pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
@@ -186,9 +100,11 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     /// window as it closes.
     spans: Vec<Span<K, P>>,
     /// Open start edges (end `+inf`) by start, counted into each window as it closes; an end
-    /// edge finds its start edge among those of its start, searched from both ends
-    /// ([`OpenAt::take`]: edges ended first-first or last-first are found at once).
+    /// edge finds its start edge among those of its start ([`OpenAt::take`]: a few searched
+    /// from both ends, many by their payload's fingerprint).
     open: BTreeMap<Time, OpenAt<Span<K, P>>>,
+    /// Fingerprints of the payloads of many open edges at one start.
+    prints: Fingerprints,
     /// How many start edges `open` holds.
     open_count: usize,
     /// Reused at every CTI: the stored windows to close, the kept members' window ranges.
@@ -215,7 +131,7 @@ impl<P, K, A: Aggregate<P>, O, KF, MK> std::fmt::Debug for HoppingWindow<P, K, A
 
 impl<P, K, A, O, KF, MK> HoppingWindow<P, K, A, O, KF, MK>
 where
-    P: Clone + PartialEq,
+    P: Clone + PartialEq + serde::Serialize,
     K: Hash + Eq + Clone + 'static,
     A: Aggregate<P>,
     KF: Fn(&P) -> K,
@@ -235,6 +151,7 @@ where
             pool: Vec::new(),
             spans: Vec::new(),
             open: BTreeMap::new(),
+            prints: Fingerprints::default(),
             open_count: 0,
             scratch_windows: Vec::new(),
             scratch_ranges: Vec::new(),
@@ -395,13 +312,17 @@ where
     fn one(&mut self, sync: Time, other: Time, payload: &P) {
         match EventKind::decode(sync, other) {
             EventKind::StartEdge(s) => {
-                self.open.entry(s).or_default().push(Span {
-                    start: s,
-                    end: Time::INF,
-                    key: (self.key)(payload),
-                    payload: payload.clone(),
-                    windows: 0,
-                });
+                let prints = &mut self.prints;
+                self.open.entry(s).or_default().push(
+                    Span {
+                        start: s,
+                        end: Time::INF,
+                        key: (self.key)(payload),
+                        payload: payload.clone(),
+                        windows: 0,
+                    },
+                    |span| prints.of(&span.payload),
+                );
                 self.open_count += 1;
             }
             EventKind::EndEdge { start, end } => {
@@ -409,7 +330,9 @@ where
                 let Some(list) = self.open.get_mut(&start) else {
                     return;
                 };
-                let Some(mut span) = list.take(|s| s.payload == *payload) else {
+                let prints = &mut self.prints;
+                let Some(mut span) = list.take(|| prints.of(payload), |s| s.payload == *payload)
+                else {
                     return;
                 };
                 if list.is_empty() {

@@ -10,7 +10,7 @@ use crate::ops::{Aggregate, Held, HeldWhat, OperatorDrop, UnaryOperator};
 
 impl<P, K, A, O, KF, MK> UnaryOperator<P, O> for HoppingWindow<P, K, A, O, KF, MK>
 where
-    P: Clone + PartialEq + Send + 'static,
+    P: Clone + PartialEq + serde::Serialize + Send + 'static,
     K: Hash + Eq + Clone + Send + 'static,
     A: Aggregate<P>,
     O: Clone + Send + 'static,
