@@ -25,6 +25,7 @@ pub use punctual_cluster as cluster;
 pub use punctual_core as core;
 pub use punctual_engine as engine;
 pub use punctual_policies as policies;
+pub use punctual_rows as rows;
 pub use punctual_sql as sql;
 
 pub mod cli;
@@ -38,13 +39,14 @@ pub mod prelude {
         Aggregate, Avg, Count, Max, Min, Payload, Stream, Sum, TopK, WindowOutput,
     };
     pub use punctual_core::{
-        Batch, Event, EventKind, EventShape, Lifetime, Order, Ordered, Row, StreamItem, Time,
-        TimeSpan, Unordered, Value, TICKS_PER_SECOND,
+        Batch, Event, EventKind, EventShape, Lifetime, Order, Ordered, StreamItem, Time, TimeSpan,
+        Unordered, TICKS_PER_SECOND,
     };
     pub use punctual_policies::{
         AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,
         AdvanceTimePolicy, AdvanceTimeSettings, DeadLetter, IngressCounters,
     };
+    pub use punctual_rows::{Row, Value};
 }
 
 /// The README's examples, compiled and run as doctests.

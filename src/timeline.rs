@@ -14,7 +14,8 @@
 
 use std::fmt::Write as _;
 
-use punctual_core::{EventKind, Row, StreamItem, Time};
+use punctual_core::{EventKind, StreamItem, Time};
+use punctual_rows::Row;
 
 use crate::conformance::{CaseRun, Outcome};
 

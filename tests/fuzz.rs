@@ -20,12 +20,13 @@ use punctual::adapters::{
     JsonLinesInput, JsonLinesInputConfig, Query,
 };
 use punctual::core::ops::Count;
-use punctual::core::{Batch, EventShape, Ordered, Row, StreamItem, Time, TimeSpan};
+use punctual::core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
 use punctual::engine::{InputOptions, Plan};
 use punctual::policies::{
     AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings, Arrival, Ingress,
     IngressConfig, IngressCounters, IngressOutput, Watermark,
 };
+use punctual::rows::Row;
 
 use punctual_tests::fuzz_config as config;
 

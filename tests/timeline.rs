@@ -203,7 +203,8 @@ proptest::proptest! {
     /// lane of few events (each drawn with its values) and in one drawn as counts.
     #[test]
     fn any_payload_text_makes_well_formed_svg(texts in proptest::collection::vec(hostile_text(), 1..60)) {
-        use punctual::core::{Event, Row, Time};
+        use punctual::core::{Event, Time};
+        use punctual::rows::{Row};
         use punctual::timeline::{render_picture, Lane, Mark, Picture};
         let events: Vec<(Event<Row>, Mark)> = texts
             .iter()

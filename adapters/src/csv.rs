@@ -16,7 +16,8 @@
 //!
 //! ```no_run
 //! use punctual_adapters::{CsvInput, CsvInputConfig, InputOptions, Query};
-//! use punctual_core::{EventShape, Row};
+//! use punctual_core::{EventShape};
+//! use punctual_rows::{Row};
 //! # async fn demo() -> Result<(), punctual_adapters::QueryError> {
 //! let mut query = Query::new("csv");
 //! let readings = query.create_stream::<_, Row, _, _>(
@@ -45,7 +46,8 @@ use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use punctual_core::{Event, EventKind, EventShape, Row, StreamItem};
+use punctual_core::{Event, EventKind, EventShape, StreamItem};
+use punctual_rows::Row;
 
 use crate::adapter::{InputAdapter, InputAdapterFactory, Payload};
 use crate::context::InputContext;
@@ -386,7 +388,7 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
                         Ok(v) => v,
                         Err(why) => {
                             wrong.get_or_insert((i, why));
-                            punctual_core::Value::Null
+                            punctual_rows::Value::Null
                         }
                     }
                 }));

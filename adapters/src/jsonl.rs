@@ -2,7 +2,7 @@
 //! object per line in the form of [`crate::line`].
 //!
 //! Both are generic over the payload: a serde type for typed streams, or
-//! [`Row`](punctual_core::Row) for untyped ones whose fields are only known at run time.
+//! [`Row`](punctual_rows::Row) for untyped ones whose fields are only known at run time.
 //!
 //! One input can be several partitions (inputs of their own, read on several workers): every
 //! file a wildcard path names, and each file split by byte ranges
@@ -21,7 +21,8 @@
 //! ```no_run
 //! use punctual_adapters::{InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
 //!     JsonLinesOutputConfig, Query};
-//! use punctual_core::{EventShape, Row};
+//! use punctual_core::{EventShape};
+//! use punctual_rows::{Row};
 //! use punctual_policies::AdvanceTimeSettings;
 //! # async fn demo() -> Result<(), punctual_adapters::QueryError> {
 //! let mut query = Query::new("copy");

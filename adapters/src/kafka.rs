@@ -23,7 +23,8 @@
 //!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, KafkaConfig, KafkaInput, Query};
-//! use punctual_core::{EventShape, Row, TimeSpan};
+//! use punctual_core::{EventShape, TimeSpan};
+//! use punctual_rows::{Row};
 //! use punctual_policies::Watermark;
 //! # fn demo() -> Result<(), punctual_adapters::QueryError> {
 //! let mut query = Query::new("kafka");

@@ -11,7 +11,8 @@
 //! ```
 //! use punctual_adapters::layout::{RowLayout, Rows};
 //! use punctual_adapters::line::TimeFormat;
-//! use punctual_core::{EventShape, Row, StreamItem, Time};
+//! use punctual_core::{EventShape, StreamItem, Time};
+//! use punctual_rows::{Row};
 //! let mut rows = Rows::new(RowLayout::default(), EventShape::Point, TimeFormat::Rfc3339);
 //! let mut line = Vec::new();
 //! let row = Row::new().with("device", "a").with("n", 2);
@@ -224,7 +225,7 @@ pub fn time_text(format: TimeFormat, t: Time) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use punctual_core::Row;
+    use punctual_rows::Row;
 
     fn line<P: Serialize>(rows: &mut Rows, item: StreamItem<&P>) -> Option<String> {
         let mut out = Vec::new();

@@ -5,7 +5,7 @@
 //! enqueues items (awaiting under backpressure), query binding and the tokio runtime
 //! ([`Query`], [`RunningQuery`]), and built-in adapters: in-memory and channel inputs, a
 //! collecting output, and JSON-lines files (typed with serde payloads, or untyped with
-//! [`Row`](punctual_core::Row) payloads).
+//! [`Row`](punctual_rows::Row) payloads).
 
 #![warn(missing_docs)]
 

@@ -16,7 +16,8 @@
 //!
 //! ```
 //! use punctual_adapters::line::{parse_line, item_to_json};
-//! use punctual_core::{Row, StreamItem, Time};
+//! use punctual_core::{StreamItem, Time};
+//! use punctual_rows::{Row};
 //! let line = parse_line::<Row>(r#"{"kind":"interval","start":5,"end":"inf","payload":{"id":1}}"#).unwrap();
 //! let item = line.into_item().unwrap().unwrap();
 //! assert_eq!(item_to_json(item.as_ref()).to_string(), r#"{"kind":"start","start":5,"payload":{"id":1}}"#);
@@ -112,7 +113,8 @@ pub fn parse_line<P: DeserializeOwned>(text: &str) -> Result<Line<P>, LineError>
 ///
 /// ```
 /// use punctual_adapters::line::{LineFormat, TimeFormat};
-/// use punctual_core::{Row, StreamItem, Time};
+/// use punctual_core::{StreamItem, Time};
+/// use punctual_rows::{Row};
 /// let items = LineFormat::default();
 /// let item = items.read::<Row>(r#"{"kind":"point","start":5,"payload":{"id":1}}"#).unwrap();
 /// assert_eq!(item, Some(StreamItem::point(Time::from_ticks(5), Row::new().with("id", 1))));

@@ -12,7 +12,8 @@
 //!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, MqttConfig, MqttInput, Query};
-//! use punctual_core::{EventShape, Row};
+//! use punctual_core::{EventShape};
+//! use punctual_rows::{Row};
 //! # fn demo() -> Result<(), punctual_adapters::QueryError> {
 //! let mut query = Query::new("mqtt");
 //! let s = query.create_stream::<_, Row, _, _>(

@@ -162,7 +162,7 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use punctual_core::Row;
+    use punctual_rows::Row;
     use serde::Deserialize;
 
     fn only<'a, T: Deserialize<'a>>(text: &'a str, keep: &[&str]) -> serde_json::Result<T> {

@@ -26,7 +26,8 @@
 //!
 //! ```no_run
 //! use punctual_adapters::{InputOptions, Query, TcpServerInput};
-//! use punctual_core::{EventShape, Row};
+//! use punctual_core::{EventShape};
+//! use punctual_rows::{Row};
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 //! let server = TcpServerInput::bind("127.0.0.1:7000")?;
 //! let mut query = Query::new("tcp");
@@ -354,7 +355,8 @@ impl TcpListenConfig {
 ///
 /// ```no_run
 /// use punctual_adapters::{InputOptions, Partitioned, Query, TcpListenConfig, TcpListenInput};
-/// use punctual_core::{EventShape, Row};
+/// use punctual_core::{EventShape};
+/// use punctual_rows::{Row};
 /// # fn demo() -> Result<(), punctual_adapters::QueryError> {
 /// let mut query = Query::new("two ports");
 /// let ports = vec![TcpListenConfig::new("0.0.0.0:7000"), TcpListenConfig::new("0.0.0.0:7001")];

@@ -11,8 +11,9 @@ use punctual_adapters::{
     CollectOutput, CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig, DeadLetterCollector,
     InputOptions, JsonLinesInput, JsonLinesInputConfig, MalformedLines, Query, ReplayOptions,
 };
-use punctual_core::{EventShape, Row, StreamItem, Time, Value, TICKS_PER_SECOND};
+use punctual_core::{EventShape, StreamItem, Time, TICKS_PER_SECOND};
 use punctual_policies::DeadLetterReason;
+use punctual_rows::{Row, Value};
 
 fn temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-files-{}", std::process::id()));

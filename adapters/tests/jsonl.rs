@@ -9,8 +9,9 @@ use punctual_adapters::{
     JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines, Query,
     QueryError,
 };
-use punctual_core::{EventShape, Row, StreamItem, Time, TimeSpan};
+use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::{AdvanceTimeSettings, DeadLetterReason};
+use punctual_rows::Row;
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-jsonl-{}", std::process::id()));

@@ -207,7 +207,7 @@ async fn each_partition_of_a_topic_is_an_input_of_its_own() {
 #[tokio::test]
 async fn messages_of_flat_records_are_read_for_their_fields() {
     use punctual_adapters::line::{LineFormat, TimeFormat};
-    use punctual_core::Row;
+    use punctual_rows::Row;
     let cluster = MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("records", 1, 1).expect("topic");
     let brokers = cluster.bootstrap_servers();

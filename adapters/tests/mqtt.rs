@@ -161,7 +161,7 @@ async fn publish_through_a_query_and_subscribe_to_the_results() {
 #[tokio::test]
 async fn messages_of_flat_records_are_read_for_their_fields() {
     use punctual_adapters::line::{LineFormat, TimeFormat};
-    use punctual_core::{Row, Value};
+    use punctual_rows::{Row, Value};
 
     let broker = Broker::start();
     let port = broker.port;

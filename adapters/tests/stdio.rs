@@ -8,8 +8,9 @@ use punctual_adapters::{
     InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
     Query,
 };
-use punctual_core::{EventShape, Row};
+use punctual_core::EventShape;
 use punctual_policies::AdvanceTimeSettings;
+use punctual_rows::Row;
 
 const CHILD: &str = "PUNCTUAL_STDIO_CHILD";
 

@@ -11,8 +11,9 @@ use punctual_adapters::{
     TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput, TcpOutputConfig,
     TcpServerInput,
 };
-use punctual_core::{EventShape, Row, StreamItem, Time};
+use punctual_core::{EventShape, StreamItem, Time};
 use punctual_policies::{AdvanceTimePolicy, AdvanceTimeSettings};
+use punctual_rows::Row;
 
 fn t(x: i64) -> Time {
     Time::from_ticks(x)

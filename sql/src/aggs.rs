@@ -1,8 +1,9 @@
 //! The aggregates of a grouped query: `COUNT(*)`, `COUNT`, `SUM`, `AVG`, `MIN`, `MAX`,
 //! `TopOne() OVER (ORDER BY ...)`, over expressions of each member.
 
-use punctual_core::ops::{compare_values, Aggregate};
-use punctual_core::{Row, Schema, Value};
+use punctual_core::ops::Aggregate;
+use punctual_rows::compare_values;
+use punctual_rows::{Row, Schema, Value};
 
 use crate::row_expr::RowExpr;
 

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 
 use punctual_core::ops::{AnyStream, Payload, Stream, Ungrouped, Windowed};
-use punctual_core::{field_name, Order, Row, Schema, Time, TimeSpan, Value};
+use punctual_core::{Order, Time, TimeSpan};
+use punctual_rows::{field_name, Row, Schema, Value};
 
 use crate::aggs::{AggFn, SqlAggs};
 use crate::ast::*;

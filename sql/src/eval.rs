@@ -2,11 +2,12 @@
 
 use std::cmp::Ordering;
 
-use punctual_core::ops::compare_values;
+use punctual_rows::compare_values;
 use std::sync::Arc;
 
-use punctual_core::row::FieldRef;
-use punctual_core::{field_name, Row, Time, Value};
+use punctual_core::Time;
+use punctual_rows::FieldRef;
+use punctual_rows::{field_name, Row, Value};
 
 use crate::ast::{BinOp, SqlType};
 

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use punctual_core::ops::{AnyStream, Payload, Stream};
-use punctual_core::{Row, Schema, Time, Value};
+use punctual_core::Time;
+use punctual_rows::{Row, Schema, Value};
 
 use crate::eval::{Ctx, E};
 use crate::row_expr::{PairExpr, RowExpr};

@@ -60,7 +60,8 @@
 //!
 //! ```
 //! use punctual_core::ops::QueryGraph;
-//! use punctual_core::{Batch, Ordered, Row, Time};
+//! use punctual_core::{Batch, Ordered, Time};
+//! use punctual_rows::{Row};
 //! use punctual_sql::{SqlInput, SqlQuery};
 //!
 //! let sql = SqlQuery::parse("SELECT v * 2 AS twice FROM readings WHERE v > 1").unwrap();
@@ -96,7 +97,8 @@ mod stream;
 
 use std::collections::HashMap;
 
-use punctual_core::{Time, Value};
+use punctual_core::Time;
+use punctual_rows::Value;
 
 use ast::{ExprKind, Pos, Script};
 pub use limits::{MAX_DEPTH, MAX_NESTING};

@@ -1,7 +1,7 @@
 //! Expressions compiled: fields resolved in a scope, and in a grouped select, group keys and
 //! aggregates lifted into slots.
 
-use punctual_core::Value;
+use punctual_rows::Value;
 
 use crate::aggs::{AggFn, NumFn};
 use crate::ast::*;

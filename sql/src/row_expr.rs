@@ -4,8 +4,9 @@
 
 use std::sync::Arc;
 
-use punctual_core::row::FieldRef;
-use punctual_core::{Row, Schema, Time, Value};
+use punctual_core::Time;
+use punctual_rows::FieldRef;
+use punctual_rows::{Row, Schema, Value};
 
 use crate::ast::BinOp;
 use crate::eval::{binary, compared, truthy, Ctx, E};
@@ -402,6 +403,6 @@ mod tests {
     }
 
     fn field_name_of(s: &str) -> Arc<str> {
-        punctual_core::field_name(s)
+        punctual_rows::field_name(s)
     }
 }

@@ -8,7 +8,8 @@
 use std::hash::Hash;
 
 use punctual_core::ops::{AnyStream, Payload, Stream};
-use punctual_core::{Row, Time, TimeSpan, Unordered};
+use punctual_core::{Time, TimeSpan, Unordered};
+use punctual_rows::Row;
 
 /// A query's stream of rows, sorted or in arrival order: an input of
 /// [`crate::SqlQuery::build`] and each of its outputs.
@@ -22,7 +23,8 @@ use punctual_core::{Row, Time, TimeSpan, Unordered};
 ///
 /// ```
 /// use punctual_core::ops::{AnyStream, QueryGraph};
-/// use punctual_core::{Row, Unordered};
+/// use punctual_core::{Unordered};
+/// use punctual_rows::{Row};
 /// use punctual_sql::{SqlInput, SqlQuery};
 ///
 /// let graph = QueryGraph::new();

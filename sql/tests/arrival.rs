@@ -5,7 +5,8 @@
 use proptest::prelude::*;
 
 use punctual_core::ops::{AnyStream, QueryGraph};
-use punctual_core::{Ordered, Row, StreamItem, Time, Unordered, Value};
+use punctual_core::{Ordered, StreamItem, Time, Unordered};
+use punctual_rows::{Row, Value};
 use punctual_sql::{SqlInput, SqlQuery};
 
 mod common;

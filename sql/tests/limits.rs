@@ -3,7 +3,7 @@
 //! limits parse, compile and run there. Before the limits, a text nested about 2,200 deep or a
 //! chain of about 6,300 `OR` terms overflowed the stack and aborted the process.
 
-use punctual_core::{Row, Value};
+use punctual_rows::{Row, Value};
 use punctual_sql::{SqlError, SqlQuery, MAX_DEPTH, MAX_NESTING};
 
 mod common;

@@ -4,8 +4,9 @@
 use proptest::prelude::*;
 
 use punctual_core::ops::{Count, Max, Min, Stream, Sum, WindowOutput};
-use punctual_core::{Batch, EventShape, Ordered, Row, StreamItem, Time, TimeSpan, Value};
+use punctual_core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
 use punctual_engine::{InputOptions, Plan};
+use punctual_rows::{Row, Value};
 use punctual_sql::{SqlInput, SqlQuery};
 
 mod common;

@@ -1,7 +1,8 @@
 //! The fields a query reads of each input (`InputUse::fields_read`): what they are, and that
 //! rows with only those fields give the results the whole rows give.
 
-use punctual_core::{Row, StreamItem, Time, Value};
+use punctual_core::{StreamItem, Time};
+use punctual_rows::{Row, Value};
 use punctual_sql::SqlQuery;
 
 mod common;

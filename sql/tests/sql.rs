@@ -1,8 +1,9 @@
 //! The query language end to end: every construct on small inputs through the query driver,
 //! and errors with their positions (random inputs and random text: `random.rs`).
 
-use punctual_core::{EventShape, Ordered, Row, StreamItem, Time, TimeSpan, Value};
+use punctual_core::{EventShape, Ordered, StreamItem, Time, TimeSpan};
 use punctual_engine::{InputOptions, Plan};
+use punctual_rows::{Row, Value};
 use punctual_sql::{SqlError, SqlInput, SqlQuery};
 
 mod common;

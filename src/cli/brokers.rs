@@ -3,7 +3,8 @@
 
 use punctual_adapters::{InputOptions, Query};
 use punctual_core::ops::{AnyStream, Stream};
-use punctual_core::{Order, Row};
+use punctual_core::Order;
+use punctual_rows::Row;
 
 #[cfg(any(feature = "kafka", feature = "mqtt"))]
 fn config<C: serde::de::DeserializeOwned>(table: &toml::Table, what: &str) -> Result<C, String> {

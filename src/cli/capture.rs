@@ -9,8 +9,9 @@ use async_trait::async_trait;
 
 use punctual_adapters::{AdapterError, OutputAdapter, OutputAdapterFactory};
 use punctual_core::ops::AnyStream;
-use punctual_core::{Batch, EventShape, Row, StreamItem, Time};
+use punctual_core::{Batch, EventShape, StreamItem, Time};
 use punctual_policies::{DeadLetter, DeadLetterReason};
+use punctual_rows::Row;
 
 use crate::timeline::{render_picture, Lane, Mark, Picture, Tally, SUMMARY_ABOVE};
 

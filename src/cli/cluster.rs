@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use punctual_adapters::line::{item_to_json, parse_line};
 use punctual_cluster::{ClusterConfig, MAX_WORKERS};
-use punctual_core::{Row, StreamItem};
+use punctual_core::StreamItem;
 use punctual_policies::IngressCounters;
+use punctual_rows::Row;
 
 use crate::conformance::{run_case, run_cluster, Case, CaseError, CaseRun};
 

@@ -11,11 +11,12 @@ use punctual_adapters::line::TimeFormat;
 use punctual_adapters::replay::read_line_ahead;
 use punctual_adapters::QueryError;
 use punctual_core::ops::Stream;
-use punctual_core::{EventShape, Order, Row, TimeSpan};
+use punctual_core::{EventShape, Order, TimeSpan};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimeImportSettings, AdvanceTimePolicy,
     AdvanceTimeSettings,
 };
+use punctual_rows::Row;
 use punctual_sql::{InputUse, RowStream, SqlQuery};
 
 use punctual_cluster::ClusterConfig;

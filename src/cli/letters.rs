@@ -42,7 +42,7 @@ impl DeadLetters {
         })
     }
 
-    pub(super) fn add(&mut self, letter: &punctual_policies::DeadLetter<punctual_core::Row>) {
+    pub(super) fn add(&mut self, letter: &punctual_policies::DeadLetter<punctual_rows::Row>) {
         use punctual_policies::DeadLetterReason as R;
         if let R::Malformed(m) = &letter.reason {
             self.first_malformed

@@ -277,7 +277,7 @@ fn build_query(
         CsvInput, CsvInputConfig, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
         JsonLinesOutputConfig, Query,
     };
-    use punctual_core::Row;
+    use punctual_rows::Row;
     let time_in = p.time_format.unwrap_or(TimeFormat::Auto);
     let time_out = p.time_format.unwrap_or(TimeFormat::Rfc3339);
     let mut query = Query::new("pipe");

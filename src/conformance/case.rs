@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use punctual_adapters::line::{parse_line, LineKind};
-use punctual_core::{Row, StreamItem, Time, TimeSpan};
+use punctual_core::{StreamItem, Time, TimeSpan};
 use punctual_policies::{AdvanceTimeGenerationSettings, AdvanceTimePolicy};
+use punctual_rows::Row;
 
 use super::CaseError;
 

@@ -4,7 +4,8 @@
 use std::fmt;
 
 use punctual_adapters::line::item_to_json;
-use punctual_core::{Event, Row, StreamItem, Time};
+use punctual_core::{Event, StreamItem, Time};
+use punctual_rows::Row;
 
 use super::case::{show_time, Compare};
 

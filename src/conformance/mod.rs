@@ -29,12 +29,13 @@ use std::hash::{Hash, Hasher};
 
 use punctual_adapters::line::item_to_json;
 use punctual_core::ops::Stream;
-use punctual_core::{Batch, Ordered, Row, StreamItem, Time};
+use punctual_core::{Batch, Ordered, StreamItem, Time};
 use punctual_engine::{DeadLetterCollector, Driver, InputOptions, Plan};
 use punctual_policies::{
     AdvanceTimeImportSettings, AdvanceTimePolicy, AdvanceTimeSettings, Arrival, DeadLetter,
     Enqueued, IngressCounters, Watermark,
 };
+use punctual_rows::Row;
 
 /// Why a case could not be run.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

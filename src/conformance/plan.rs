@@ -5,8 +5,10 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use punctual_core::ops::{Cmp, Join, RowAggFn, RowAggregates, RowPredicate, Stream, WindowOutput};
-use punctual_core::{Ordered, Row, Time, TimeSpan, Value};
+use punctual_core::ops::{Join, Stream, WindowOutput};
+use punctual_core::{Ordered, Time, TimeSpan};
+use punctual_rows::{Cmp, RowAggFn, RowAggregates, RowPredicate};
+use punctual_rows::{Row, Value};
 
 use super::case::StepSpec;
 use super::CaseError;

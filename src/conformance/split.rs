@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use punctual_cluster::{ClusterConfig, Script, Step};
-use punctual_core::{Batch, Row, StreamItem};
+use punctual_core::{Batch, StreamItem};
 use punctual_engine::Driver;
 use punctual_policies::{DeadLetter, IngressCounters};
+use punctual_rows::Row;
 
 use super::{build, feed, unended, Built, Case, CaseError, CaseRun};
 

@@ -2,7 +2,7 @@
 
 use std::any::TypeId;
 
-use punctual_core::{Row, Schema};
+use punctual_rows::{Row, Schema};
 
 use super::{CsvInputConfig, Validity};
 

@@ -48,8 +48,8 @@ pub(crate) fn infer(text: &str) -> Inferred<'_> {
 }
 
 /// A field as a row's value: what it reads as ([`infer`]), as serde gives it to a `Row`.
-pub(crate) fn value(text: &str) -> punctual_core::Value {
-    use punctual_core::Value;
+pub(crate) fn value(text: &str) -> punctual_rows::Value {
+    use punctual_rows::Value;
     match infer(text) {
         Inferred::Int(i) => Value::Int(i),
         Inferred::Float(f) => Value::Float(f),
@@ -80,8 +80,8 @@ pub(crate) fn typed(
     text: &str,
     column: &mut ColumnType,
     nullable: bool,
-) -> Result<punctual_core::Value, &'static str> {
-    use punctual_core::Value;
+) -> Result<punctual_rows::Value, &'static str> {
+    use punctual_rows::Value;
     if text.is_empty() {
         return match (nullable, *column) {
             (true, _) => Ok(Value::Null),
@@ -218,7 +218,7 @@ impl<'de> Deserializer<'de> for Field<'_> {
 mod tests {
     use super::super::split::Split;
     use super::*;
-    use punctual_core::Row;
+    use punctual_rows::Row;
     use serde::Deserialize;
 
     #[test]
@@ -320,14 +320,14 @@ mod tests {
             "é",
         ];
         for text in texts {
-            let by_serde = punctual_core::Value::deserialize(Field(text)).unwrap();
+            let by_serde = punctual_rows::Value::deserialize(Field(text)).unwrap();
             assert_eq!(value(text), by_serde, "{text:?}");
         }
     }
 
     #[test]
     fn a_columns_first_value_fixes_its_type() {
-        use punctual_core::Value;
+        use punctual_rows::Value;
         let mut number = ColumnType::Unknown;
         assert_eq!(typed("20", &mut number, false), Ok(Value::Int(20)));
         assert_eq!(number, ColumnType::Number);

@@ -1,5 +1,5 @@
 use super::*;
-use punctual_core::Row;
+use punctual_rows::Row;
 
 #[test]
 fn time_formats_read_and_write_their_forms() {

@@ -137,7 +137,8 @@ impl Query {
     ///     Checkpoints, InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
     ///     JsonLinesOutputConfig, Query,
     /// };
-    /// use punctual_core::{EventShape, Row};
+    /// use punctual_core::{EventShape};
+    /// use punctual_rows::{Row};
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
     /// let mut query = Query::new("resilient").checkpoints(Checkpoints::new("state/"));
     /// let rows = query.create_stream::<_, Row, _, _>(
@@ -156,7 +157,7 @@ impl Query {
     }
 
     /// Shows payloads of type `T` (with `Debug`) in [`QueryReport::held_items`]: what the
-    /// operators still held when the query ended. [`Row`](punctual_core::Row), strings,
+    /// operators still held when the query ended. [`Row`](punctual_rows::Row), strings,
     /// numbers, `bool` and `char` are shown without it; other payloads are listed with their
     /// lifetimes only.
     ///

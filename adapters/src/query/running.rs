@@ -198,7 +198,7 @@ pub struct HeldItem {
     /// See `start`.
     pub end: Time,
     /// Its payload (a group's key), shown when its type is one the query knows how to show:
-    /// [`Row`](punctual_core::Row), strings, numbers, `bool`, `char`, `()` for nothing, and
+    /// [`Row`](punctual_rows::Row), strings, numbers, `bool`, `char`, `()` for nothing, and
     /// any type given to [`Query::show_held`](crate::Query::show_held).
     pub payload: Option<String>,
 }

@@ -5,7 +5,7 @@ use std::any::Any;
 use std::fmt::Debug;
 use std::sync::Arc;
 
-use punctual_core::Row;
+use punctual_rows::Row;
 
 type ShowFn = Arc<dyn Fn(&dyn Any) -> Option<String> + Send + Sync>;
 

@@ -66,7 +66,6 @@ impl<P: DeserializeOwned> Batch<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::row::{Row, Value};
 
     #[test]
     fn a_batch_crosses_as_bytes_with_its_ctis_and_infinite_times() {
@@ -82,30 +81,6 @@ mod tests {
         // Cut short, or of another payload type: an error, not a panic.
         assert!(Batch::<(u32, String)>::from_bytes(&bytes[..bytes.len() / 2]).is_err());
         assert!(Batch::<(u64, u64)>::from_bytes(&bytes).is_err());
-    }
-
-    #[test]
-    fn rows_cross_in_the_compact_format() {
-        let row = Row::new()
-            .with("k", "A")
-            .with("n", 4)
-            .with("x", 1.5)
-            .with("none", Value::Null)
-            .with(
-                "list",
-                Value::from(vec![Value::Bool(true), Value::from("z")]),
-            )
-            .with("inner", Value::from(Row::new().with("deep", -3)));
-        let mut b = Batch::new();
-        b.push_point(Time::from_ticks(5), row.clone());
-        b.push_point(Time::from_ticks(6), Row::new());
-        let back = Batch::<Row>::from_bytes(&b.to_bytes().expect("writes")).expect("reads");
-        assert_eq!(back.payloads(), [row, Row::new()]);
-        // The human-readable form is unchanged: a JSON object.
-        assert_eq!(
-            serde_json::to_string(&Row::new().with("k", "A")).expect("json"),
-            r#"{"k":"A"}"#
-        );
     }
 
     #[test]

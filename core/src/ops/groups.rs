@@ -9,7 +9,7 @@ use std::any::Any;
 use std::hash::Hash;
 
 use super::fxhash::FxHashMap;
-use super::key_index::as_index;
+use super::key_index::Indexer;
 
 /// The table may always reach this far.
 const DENSE_MIN: usize = 4096;
@@ -28,6 +28,8 @@ pub(crate) struct Groups<K, S> {
     map: FxHashMap<K, usize>,
     /// Every other key's state, in order of appearance.
     states: Vec<(K, S)>,
+    /// Which keys go to `dense`.
+    indexer: Indexer<K>,
 }
 
 impl<K: Hash + Eq + Clone + Any, S> Default for Groups<K, S> {
@@ -37,6 +39,7 @@ impl<K: Hash + Eq + Clone + Any, S> Default for Groups<K, S> {
             dense_keys: Vec::new(),
             map: FxHashMap::default(),
             states: Vec::new(),
+            indexer: Indexer::new(),
         }
     }
 }
@@ -45,7 +48,10 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
     /// The state of `key`'s group, made by `init` if the group is new.
     #[inline]
     pub(crate) fn entry(&mut self, key: K, init: impl FnOnce() -> S) -> &mut S {
-        if let Some(i) = as_index(&key) {
+        if !self.indexer.resolved() && self.len() == 0 {
+            self.indexer.resolve();
+        }
+        if let Some(i) = self.indexer.index(&key) {
             if i >= self.dense.len() && i < self.reach() {
                 self.grow(i);
             }
@@ -87,12 +93,12 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
         if self
             .states
             .iter()
-            .any(|(k, _)| as_index(k).is_some_and(|j| j < n))
+            .any(|(k, _)| self.indexer.index(k).is_some_and(|j| j < n))
         {
             let states = std::mem::take(&mut self.states);
             self.map.clear();
             for (k, s) in states {
-                match as_index(&k) {
+                match self.indexer.index(&k) {
                     Some(j) if j < n => {
                         self.dense[j] = Some(s);
                         self.dense_keys.push(k);
@@ -118,8 +124,10 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, S)> + '_ {
         self.map.clear();
         let dense = &mut self.dense;
+        let indexer = self.indexer;
         let table = self.dense_keys.drain(..).filter_map(move |k| {
-            let state = as_index(&k)
+            let state = indexer
+                .index(&k)
                 .and_then(|i| dense.get_mut(i))
                 .and_then(Option::take)?;
             Some((k, state))

@@ -11,13 +11,15 @@
 //! So memory stays proportional to the keys held whatever their values.
 //!
 //! The key's type is looked at through `Any`, which the compiler resolves per key type: a key
-//! type that is not an integer costs one predictable branch nothing else.
+//! type that is not an integer costs one predictable branch. A key type that wraps integers
+//! (a dynamic row's value) indexes too once registered ([`index_keys`]): the table looks its
+//! function up when its first key comes, and calls it for each key.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::hash::Hash;
+use std::sync::{PoisonError, RwLock};
 
 use super::fxhash::FxHashMap;
-use crate::row::Value;
 
 /// The value of an empty slot, and what a lookup of an absent key returns.
 pub(crate) const ABSENT: usize = usize::MAX;
@@ -28,30 +30,107 @@ const DENSE_MIN: usize = 4096;
 /// Beyond [`DENSE_MIN`], the table may reach this many slots per key held.
 const DENSE_PER_KEY: usize = 8;
 
-/// The key as a table index, if it is a non-negative integer that fits in a `usize`.
-#[inline(always)]
-pub(crate) fn as_index<K: Any>(key: &K) -> Option<usize> {
-    let key = key as &dyn Any;
-    macro_rules! unsigned {
-        ($($t:ty),*) => {$(
-            if let Some(&k) = key.downcast_ref::<$t>() {
-                return usize::try_from(k).ok();
-            }
-        )*};
+/// The key types besides the integers whose keys index tables, each with its function (a
+/// `fn(&K) -> Option<usize>`, as `Any`).
+static KEY_TYPES: RwLock<Vec<(TypeId, &'static (dyn Any + Send + Sync))>> = RwLock::new(Vec::new());
+
+/// Lets keys of type `K` index the operators' tables directly, as small non-negative integers
+/// do (a window's groups, a join's keys): `index` gives a key's slot, or `None` for a key
+/// that is looked up by hash. Keys equal as `==` says must get the same slot, unequal keys
+/// different ones (`None` is always right). For a key type that wraps an integer, such as a
+/// dynamic row's value (`punctual-rows` registers its `Value` itself).
+///
+/// A table resolves its key type's function when its first key comes; one that held keys
+/// before the call keeps hashing them (the same results, a little slower). Registering a
+/// type again changes nothing.
+///
+/// ```
+/// use punctual_core::ops::index_keys;
+///
+/// /// A device id, as a newtype.
+/// #[derive(Clone, PartialEq, Eq, Hash)]
+/// struct Device(u32);
+///
+/// index_keys::<Device>(|d| usize::try_from(d.0).ok());
+/// ```
+pub fn index_keys<K: Any>(index: fn(&K) -> Option<usize>) {
+    let mut types = KEY_TYPES.write().unwrap_or_else(PoisonError::into_inner);
+    if types.iter().any(|(t, _)| *t == TypeId::of::<K>()) {
+        return;
     }
-    unsigned!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
-    // A row's value: a number that is a non-negative integer, whether an `Int` or a `Float`
-    // (equal values, as `==` says, take the same slot).
-    if let Some(v) = key.downcast_ref::<Value>() {
-        return match *v {
-            Value::Int(k) => usize::try_from(k).ok(),
-            Value::Float(f) if f >= 0.0 && f.fract() == 0.0 && f < usize::MAX as f64 => {
-                Some(f as usize)
-            }
-            _ => None,
-        };
+    types.push((TypeId::of::<K>(), Box::leak(Box::new(index))));
+}
+
+/// How one table's keys of type `K` become indexes: integers by their value; a type
+/// [`index_keys`] registered by its function, once the table resolved it (at its first key);
+/// any other never.
+pub(crate) struct Indexer<K> {
+    registered: Option<fn(&K) -> Option<usize>>,
+    resolved: bool,
+}
+
+impl<K> Clone for Indexer<K> {
+    fn clone(&self) -> Self {
+        *self
     }
-    None
+}
+
+impl<K> Copy for Indexer<K> {}
+
+impl<K> std::fmt::Debug for Indexer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Indexer")
+            .field("registered", &self.registered.is_some())
+            .field("resolved", &self.resolved)
+            .finish()
+    }
+}
+
+impl<K: Any> Indexer<K> {
+    /// Not resolved yet: only integers index.
+    pub(crate) const fn new() -> Self {
+        Indexer {
+            registered: None,
+            resolved: false,
+        }
+    }
+
+    /// Whether the key type's function was looked for (done once, when the table was empty).
+    #[inline(always)]
+    pub(crate) fn resolved(&self) -> bool {
+        self.resolved
+    }
+
+    /// Looks for `K`'s registered function (call while the table holds no key).
+    #[cold]
+    pub(crate) fn resolve(&mut self) {
+        self.resolved = true;
+        let types = KEY_TYPES.read().unwrap_or_else(PoisonError::into_inner);
+        self.registered = types
+            .iter()
+            .find(|(t, _)| *t == TypeId::of::<K>())
+            .and_then(|(_, f)| f.downcast_ref::<fn(&K) -> Option<usize>>())
+            .copied();
+    }
+
+    /// The key as a table index: a non-negative integer that fits in a `usize`, or a key of a
+    /// registered type that its function indexes.
+    #[inline(always)]
+    pub(crate) fn index(&self, key: &K) -> Option<usize> {
+        let any = key as &dyn Any;
+        macro_rules! unsigned {
+            ($($t:ty),*) => {$(
+                if let Some(&k) = any.downcast_ref::<$t>() {
+                    return usize::try_from(k).ok();
+                }
+            )*};
+        }
+        unsigned!(u8, u16, u32, u64, usize, i8, i16, i32, i64, isize);
+        match self.registered {
+            Some(f) => f(key),
+            None => None,
+        }
+    }
 }
 
 /// Keys to values other than [`ABSENT`].
@@ -64,6 +143,8 @@ pub(crate) struct KeyIndex<K> {
     dense_len: usize,
     /// Every other key.
     map: FxHashMap<K, usize>,
+    /// Which keys go to `dense`.
+    indexer: Indexer<K>,
 }
 
 impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
@@ -73,6 +154,7 @@ impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
             dense: Vec::new(),
             dense_len: 0,
             map: FxHashMap::default(),
+            indexer: Indexer::new(),
         }
     }
 
@@ -84,7 +166,7 @@ impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
     /// The key's value, or [`ABSENT`].
     #[inline]
     pub(crate) fn get(&self, key: &K) -> usize {
-        if let Some(i) = as_index(key) {
+        if let Some(i) = self.indexer.index(key) {
             if let Some(&v) = self.dense.get(i) {
                 return v;
             }
@@ -95,7 +177,10 @@ impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
     /// Sets the key's value (`value` must not be [`ABSENT`]); returns the one it replaced.
     pub(crate) fn insert(&mut self, key: K, value: usize) -> Option<usize> {
         debug_assert_ne!(value, ABSENT, "ABSENT marks an empty slot");
-        if let Some(i) = as_index(&key) {
+        if !self.indexer.resolved() && self.len() == 0 {
+            self.indexer.resolve();
+        }
+        if let Some(i) = self.indexer.index(&key) {
             if i >= self.dense.len() && i < self.reach() {
                 self.grow(i);
             }
@@ -115,7 +200,7 @@ impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
     /// taking a copy of the key; returns false, changing nothing, if it does not hold it.
     pub(crate) fn set(&mut self, key: &K, value: usize) -> bool {
         debug_assert_ne!(value, ABSENT, "ABSENT marks an empty slot");
-        if let Some(i) = as_index(key) {
+        if let Some(i) = self.indexer.index(key) {
             if let Some(slot) = self.dense.get_mut(i) {
                 if *slot == ABSENT {
                     return false;
@@ -135,7 +220,7 @@ impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
 
     /// Removes the key; returns its value.
     pub(crate) fn remove(&mut self, key: &K) -> Option<usize> {
-        if let Some(i) = as_index(key) {
+        if let Some(i) = self.indexer.index(key) {
             if let Some(slot) = self.dense.get_mut(i) {
                 let old = std::mem::replace(slot, ABSENT);
                 if old == ABSENT {
@@ -161,11 +246,11 @@ impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
         let covered: Vec<K> = self
             .map
             .keys()
-            .filter(|k| as_index(*k).is_some_and(|j| j < n))
+            .filter(|k| self.indexer.index(*k).is_some_and(|j| j < n))
             .cloned()
             .collect();
         for k in covered {
-            if let (Some(j), Some(v)) = (as_index(&k), self.map.remove(&k)) {
+            if let (Some(j), Some(v)) = (self.indexer.index(&k), self.map.remove(&k)) {
                 self.dense[j] = v;
                 self.dense_len += 1;
             }
@@ -248,6 +333,53 @@ mod tests {
         fn behaves_as_a_map_with_string_keys(ops in ops()) {
             same_as_a_map(&ops, |k| format!("key-{k}"));
         }
+
+        #[test]
+        fn behaves_as_a_map_with_registered_keys(ops in ops()) {
+            index_keys::<Wrapped>(Wrapped::index);
+            same_as_a_map(&ops, Wrapped::Int);
+        }
+    }
+
+    /// A key type that wraps integers (or text), registered to index by its integers.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    enum Wrapped {
+        Int(i64),
+        Text(String),
+    }
+
+    impl Wrapped {
+        fn index(&self) -> Option<usize> {
+            match self {
+                Wrapped::Int(k) => usize::try_from(*k).ok(),
+                Wrapped::Text(_) => None,
+            }
+        }
+    }
+
+    #[test]
+    fn a_registered_key_type_is_indexed_directly() {
+        index_keys::<Wrapped>(Wrapped::index);
+        // Registering again changes nothing.
+        index_keys::<Wrapped>(|_| None);
+        let mut index = KeyIndex::new();
+        for k in 0..100 {
+            index.insert(Wrapped::Int(k), 1);
+        }
+        index.insert(Wrapped::Text("a".to_owned()), 2);
+        assert_eq!(index.map.len(), 1, "only the text is hashed");
+        assert_eq!(index.dense_len, 100);
+        assert_eq!(index.get(&Wrapped::Int(7)), 1);
+        assert_eq!(index.get(&Wrapped::Text("a".to_owned())), 2);
+    }
+
+    #[test]
+    fn a_key_type_not_registered_is_hashed() {
+        #[derive(Clone, PartialEq, Eq, Hash)]
+        struct Plain(u32);
+        let mut index = KeyIndex::new();
+        index.insert(Plain(3), 1);
+        assert_eq!((index.map.len(), index.dense_len), (1, 0));
     }
 
     #[test]

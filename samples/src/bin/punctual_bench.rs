@@ -57,9 +57,9 @@ use punctual::adapters::{
 };
 use punctual::cluster::ClusterConfig;
 use punctual::core::ops::{Count, Sum};
-use punctual::core::row::FieldRef;
-use punctual::core::Schema;
 use punctual::prelude::*;
+use punctual::rows::FieldRef;
+use punctual::rows::Schema;
 use punctual::sql::RowStream;
 use punctual_samples::{arg, exit_code, ms};
 

@@ -1,6 +1,7 @@
 //! The language's casts and scalar functions over values.
 
-use punctual_core::{Time, Value};
+use punctual_core::Time;
+use punctual_rows::Value;
 
 use super::{float, num, text, Ctx, Func, E};
 use crate::ast::SqlType;

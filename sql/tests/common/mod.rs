@@ -4,8 +4,9 @@
 
 use std::collections::HashMap;
 
-use punctual_core::{Batch, EventShape, Ordered, Row, StreamItem, Time, Unordered, Value};
+use punctual_core::{Batch, EventShape, Ordered, StreamItem, Time, Unordered};
 use punctual_engine::{InputOptions, Plan};
+use punctual_rows::{Row, Value};
 use punctual_sql::{RowStream, SqlInput, SqlQuery};
 
 pub const S: i64 = 10_000_000;

@@ -2,7 +2,8 @@
 
 use punctual_adapters::csv::Validity;
 use punctual_core::ops::Stream;
-use punctual_core::{EventOrder, Order, Row};
+use punctual_core::{EventOrder, Order};
+use punctual_rows::Row;
 use punctual_sql::InputUse;
 
 use super::*;
@@ -51,7 +52,7 @@ fn watermark(
         strategy = strategy.idle_timeout(t);
     }
     if let Some(field) = over {
-        let name = punctual_core::row::field_name(&field);
+        let name = punctual_rows::field_name(&field);
         strategy = strategy.substream(move |r: &Row| {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();

@@ -1,11 +1,15 @@
+//! # punctual-rows
+//!
 //! The untyped payload: a [`Row`] of named [`Value`]s, for adapters whose schema is only known
-//! from configuration (the CLI, the conformance runner, JSON lines read without a Rust type).
+//! from configuration (the CLI, the conformance runner, JSON lines read without a Rust type),
+//! with its JSON and binary codecs, and the operators' untyped forms over rows (a field
+//! comparison, aggregates over named fields: [`RowPredicate`], [`RowAggregates`]).
 //!
 //! Equality follows JSON: numbers compare by value (`4 == 4.0`), objects compare as maps (field
 //! order does not matter). Rows serialize to and from JSON objects.
 //!
 //! ```
-//! use punctual_core::{Row, Value};
+//! use punctual_rows::{Row, Value};
 //! let a: Row = serde_json::from_str(r#"{"k": "A", "v": 4}"#).unwrap();
 //! let b: Row = serde_json::from_str(r#"{"v": 4.0, "k": "A"}"#).unwrap();
 //! assert_eq!(a, b);
@@ -19,13 +23,16 @@ use std::hash::BuildHasherDefault;
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use crate::ops::fxhash::FxHasher;
+use punctual_core::ops::FxHasher;
 
 mod codec;
 mod field_ref;
+mod ops;
 mod schema;
 mod text;
 mod value;
+
+pub use ops::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
 
 pub use field_ref::FieldRef;
 pub use schema::{DuplicateField, Schema};
@@ -179,7 +186,7 @@ thread_local! {
 /// adapter's, on another thread) compares pointers.
 ///
 /// ```
-/// use punctual_core::row::field_name;
+/// use punctual_rows::field_name;
 /// use std::sync::Arc;
 /// assert!(Arc::ptr_eq(&field_name("device"), &field_name("device")));
 /// let there = std::thread::spawn(|| field_name("device")).join().unwrap();
@@ -239,7 +246,7 @@ impl Row {
     /// [`Schema::INLINE`] fields allocates nothing, a wider one allocates its values once.
     ///
     /// ```
-    /// use punctual_core::{Row, Value};
+    /// use punctual_rows::{Row, Value};
     /// let row = Row::from_fields([("k", Value::from("A")), ("v", Value::from(4))]);
     /// assert_eq!(row, Row::new().with("k", "A").with("v", 4));
     /// ```
@@ -354,7 +361,7 @@ impl Row {
     /// have takes `other`'s value, in its place here.
     ///
     /// ```
-    /// use punctual_core::Row;
+    /// use punctual_rows::Row;
     /// let mut a = Row::new().with("k", "A").with("v", 1);
     /// a.extend(&Row::new().with("v", 2).with("w", 3));
     /// let fields: Vec<String> = a.fields().map(|(k, v)| format!("{k}={v:?}")).collect();

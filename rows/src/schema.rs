@@ -7,7 +7,7 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::{FieldName, Row, Value};
-use crate::ops::fxhash::FxHasher;
+use punctual_core::ops::FxHasher;
 
 /// The names of a row's fields, in order: one pointer shared by every row with these names.
 ///
@@ -22,7 +22,7 @@ use crate::ops::fxhash::FxHasher;
 /// itself.
 ///
 /// ```
-/// use punctual_core::{Row, Schema, Value};
+/// use punctual_rows::{Row, Schema, Value};
 /// let schema = Schema::new(["device", "celsius"]).unwrap();
 /// let row = schema.row([Value::from("d1"), Value::from(21.5)]);
 /// assert_eq!(row, Row::from_fields([("device", Value::from("d1")), ("celsius", Value::from(21.5))]));
@@ -222,7 +222,12 @@ type Interned = HashMap<Vec<Arc<str>>, &'static SchemaData, BuildHasherDefault<F
 
 fn global(names: &[Arc<str>]) -> Schema {
     static SCHEMAS: OnceLock<Mutex<Interned>> = OnceLock::new();
-    let schemas = SCHEMAS.get_or_init(|| Mutex::new(HashMap::default()));
+    let schemas = SCHEMAS.get_or_init(|| {
+        // Before the first row with fields: values taken from rows as keys index the
+        // operators' tables as integers do.
+        punctual_core::ops::index_keys::<Value>(Value::table_index);
+        Mutex::new(HashMap::default())
+    });
     // A poisoned lock only means another thread panicked while holding it; the map is whole.
     let mut schemas = schemas.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(d) = schemas.get(names) {

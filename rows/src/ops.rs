@@ -3,8 +3,8 @@
 //! aggregates over named fields whose results are written back into a row.
 //!
 //! ```
-//! use punctual_core::ops::{Aggregate, Cmp, RowAggFn, RowAggregates, RowPredicate};
-//! use punctual_core::{Row, Value};
+//! use punctual_core::ops::Aggregate;
+//! use punctual_rows::{Cmp, Row, RowAggFn, RowAggregates, RowPredicate, Value};
 //! let hot = RowPredicate::new("t", Cmp::Gt, Value::Int(20));
 //! assert!(hot.eval(&Row::new().with("t", 21.5)));
 //! let aggs = RowAggregates::new(vec![
@@ -20,9 +20,9 @@
 
 use std::cmp::Ordering;
 
-use crate::row::{Row, Value};
+use punctual_core::ops::Aggregate;
 
-use super::Aggregate;
+use crate::{Row, Value};
 
 /// A comparison operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// it reads as a `&str` (`Deref`).
 ///
 /// ```
-/// use punctual_core::{Text, Value};
+/// use punctual_rows::{Text, Value};
 /// let v = Value::Str(Text::from("sensor-1"));
 /// assert_eq!(v.as_str(), Some("sensor-1"));
 /// let Value::Str(text) = &v else { unreachable!() };

@@ -2,7 +2,7 @@
 //! global). Rows whose names vary without end (JSON objects keyed by ids) must not grow the
 //! interned set forever, and must still be whole rows.
 
-use punctual_core::{Row, Schema, Value};
+use punctual_rows::{Row, Schema, Value};
 
 #[test]
 fn rows_past_the_interned_schemas_are_still_rows() {

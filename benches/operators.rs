@@ -6,8 +6,8 @@
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 
-use punctual_core::ops::{Count, QueryGraph, Stream, Sum};
-use punctual_core::{Batch, Ordered, Time, TimeSpan, Unordered};
+use punctual::core::ops::{Count, QueryGraph, Stream, Sum};
+use punctual::core::{Batch, Ordered, Time, TimeSpan, Unordered};
 
 const N: i64 = 1_000_000;
 const PER_BATCH: i64 = 1_000;
@@ -44,7 +44,7 @@ fn reference_batches() -> Vec<Batch<(i64, i64)>> {
         .collect()
 }
 
-fn drive<O: punctual_core::ops::Payload>(
+fn drive<O: punctual::core::ops::Payload>(
     inputs: &[Vec<Batch<(i64, i64)>>],
     build: impl FnOnce(&[Stream<(i64, i64)>]) -> Stream<O>,
 ) -> usize {

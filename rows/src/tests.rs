@@ -174,3 +174,46 @@ fn a_row_takes_values_by_position_missing_ones_null_extra_ones_left_out() {
         assert_eq!(two.values(), &want_two[..]);
     }
 }
+
+#[test]
+fn rows_cross_in_the_compact_format() {
+    let row = Row::new()
+        .with("k", "A")
+        .with("n", 4)
+        .with("x", 1.5)
+        .with("none", Value::Null)
+        .with(
+            "list",
+            Value::from(vec![Value::Bool(true), Value::from("z")]),
+        )
+        .with("inner", Value::from(Row::new().with("deep", -3)));
+    let mut b = punctual_core::Batch::new();
+    b.push_point(punctual_core::Time::from_ticks(5), row.clone());
+    b.push_point(punctual_core::Time::from_ticks(6), Row::new());
+    let back =
+        punctual_core::Batch::<Row>::from_bytes(&b.to_bytes().expect("writes")).expect("reads");
+    assert_eq!(back.payloads(), [row, Row::new()]);
+    // The human-readable form is unchanged: a JSON object.
+    assert_eq!(
+        serde_json::to_string(&Row::new().with("k", "A")).expect("json"),
+        r#"{"k":"A"}"#
+    );
+}
+
+#[test]
+fn times_read_and_write_their_json_forms() {
+    let t: punctual_core::Time = serde_json::from_str("\"inf\"").unwrap();
+    assert_eq!(t, punctual_core::Time::INF);
+    let t: punctual_core::Time = serde_json::from_str("42").unwrap();
+    assert_eq!(t, punctual_core::Time::from_ticks(42));
+    let t: punctual_core::Time = serde_json::from_str("\"1970-01-01T00:00:01Z\"").unwrap();
+    assert_eq!(
+        t,
+        punctual_core::Time::from_ticks(punctual_core::TICKS_PER_SECOND)
+    );
+    assert_eq!(
+        serde_json::to_string(&punctual_core::Time::NEG_INF).unwrap(),
+        "\"-inf\""
+    );
+    assert!(serde_json::from_str::<punctual_core::Time>("\"yesterday\"").is_err());
+}

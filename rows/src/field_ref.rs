@@ -26,8 +26,8 @@ const NOTHING: u64 = (u32::MAX as u64) << 32;
 /// relaxed store).
 ///
 /// ```
-/// use punctual_core::row::FieldRef;
-/// use punctual_core::{Schema, Value};
+/// use punctual_rows::FieldRef;
+/// use punctual_rows::{Schema, Value};
 /// let celsius = FieldRef::new("celsius");
 /// let a = Schema::new(["device", "celsius"]).unwrap();
 /// let b = Schema::new(["celsius"]).unwrap();

@@ -62,6 +62,19 @@ impl Value {
         }
     }
 
+    /// The value as an operator table's index (see `punctual_core::ops::index_keys`): a number
+    /// that is a non-negative integer, whether an `Int` or a `Float` (equal values, as `==`
+    /// says, take the same slot).
+    pub(crate) fn table_index(&self) -> Option<usize> {
+        match *self {
+            Value::Int(k) => usize::try_from(k).ok(),
+            Value::Float(f) if f >= 0.0 && f.fract() == 0.0 && f < usize::MAX as f64 => {
+                Some(f as usize)
+            }
+            _ => None,
+        }
+    }
+
     /// Converts a `serde_json` value.
     pub fn from_json(json: serde_json::Value) -> Value {
         match json {
