@@ -13,7 +13,7 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use punctual_adapters::{Backlog, Exchange, Query, QueryError, QueryReport};
+use punctual_adapters::{Backlog, Exchange, Query, QueryError, QueryReport, QueryWorker};
 use punctual_core::Time;
 use punctual_engine::Driver;
 use timely::dataflow::operators::generic::operator::source;
@@ -254,10 +254,6 @@ where
 }
 
 /// One worker of [`run_query`].
-#[allow(
-    clippy::too_many_lines,
-    reason = "the live worker body, to become the one worker function"
-)]
 fn run_worker(
     worker: &mut timely::worker::Worker,
     handle: &tokio::runtime::Handle,
@@ -308,76 +304,16 @@ fn run_worker(
     let inbox = Arc::clone(&outbox);
     let signal = stop.clone();
     worker.dataflow::<i64, _, _>(|scope| {
-        let at = std::rc::Rc::clone(&address);
-        let ingress = source(scope, "ingress", move |cap: Capability<i64>, info| {
-            *at.borrow_mut() = info.address.to_vec();
-            let later = scope.activator_for(info.address);
-            let mut read_at: Option<std::time::Instant> = None;
-            let mut cap = Some(cap);
-            let mut told = false;
-            move |output| {
-                let Some(c) = cap.as_mut() else { return };
-                if let Some(wait) = read_at.and_then(|t| READ_EVERY.checked_sub(t.elapsed())) {
-                    // Read a moment ago: what came since waits for a batch to gather.
-                    later.activate_after(wait);
-                    return;
-                }
-                read_at = Some(std::time::Instant::now());
-                inbox
-                    .unread
-                    .store(false, std::sync::atomic::Ordering::Release);
-                let mut ended = false;
-                while let Ok(sent) = rx.try_recv() {
-                    match sent {
-                        Sent::Batches(shipments, events, cti) => {
-                            inbox.backlog.take(events);
-                            if !shipments.is_empty() {
-                                output.session(&*c).give_iterator(shipments.into_iter());
-                            }
-                            if let Some(t) = cti {
-                                if t > *c.time() {
-                                    c.downgrade(&t);
-                                }
-                            }
-                        }
-                        Sent::Ended => ended = true,
-                    }
-                }
-                if signal.is_stopped() && !told {
-                    // Every other worker learns of the stop (while this one can still send).
-                    told = true;
-                    let stops = (0..peers)
-                        .filter(|&w| w != me)
-                        .map(|w| Shipment::stop(w, me));
-                    output.session(&*c).give_iterator(stops);
-                }
-                if ended {
-                    cap = None;
-                }
-            }
-        });
-        let mut stream = ingress;
-        for stage in 1..=last {
-            let query = Arc::clone(&query);
-            let edges = Arc::clone(&edges);
-            let failure = Arc::clone(&failure);
-            let handle = handle.clone();
-            let signal = stop.clone();
-            stream = run_stage(
-                stream,
-                stage,
-                move |shipments| {
-                    handle.block_on(query.receive(|driver| {
-                        let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);
-                        let graph = driver.graph_mut();
-                        let mut give = arrive(graph, stage, shipments, &edges, &mut fail);
-                        route(graph, me, &mut give);
-                        give
-                    }))
-                },
-                move || signal.stop(),
-            );
-        }
+        let ingress = live_ingress(
+            scope,
+            rx,
+            Arc::clone(&inbox),
+            signal,
+            std::rc::Rc::clone(&address),
+            me,
+            peers,
+        );
+        let stream = live_stages(ingress, last, &query, &edges, &failure, handle, stop, me);
         stream.probe_with(&probe);
     });
     // In place first, then one wake-up: what the inputs sent before it was in place is read
@@ -413,4 +349,106 @@ fn run_worker(
             message: failure.error.to_string(),
         }),
     }
+}
+
+/// A live worker's `ingress` operator: reads what the worker's inputs sent (at most once per
+/// [`READ_EVERY`]) and sends it on at the worker's CTI, holding its capability there; tells
+/// the other workers of a stop; lets its capability go once the inputs have ended.
+fn live_ingress<'scope>(
+    scope: timely::dataflow::Scope<'scope, i64>,
+    rx: Receiver<Sent>,
+    inbox: Arc<Outbox>,
+    signal: StopSignal,
+    at: std::rc::Rc<std::cell::RefCell<Vec<usize>>>,
+    me: usize,
+    peers: usize,
+) -> timely::dataflow::StreamVec<'scope, i64, Shipment> {
+    source(scope, "ingress", move |cap: Capability<i64>, info| {
+        *at.borrow_mut() = info.address.to_vec();
+        let later = scope.activator_for(info.address);
+        let mut read_at: Option<std::time::Instant> = None;
+        let mut cap = Some(cap);
+        let mut told = false;
+        move |output| {
+            let Some(c) = cap.as_mut() else { return };
+            if let Some(wait) = read_at.and_then(|t| READ_EVERY.checked_sub(t.elapsed())) {
+                // Read a moment ago: what came since waits for a batch to gather.
+                later.activate_after(wait);
+                return;
+            }
+            read_at = Some(std::time::Instant::now());
+            inbox
+                .unread
+                .store(false, std::sync::atomic::Ordering::Release);
+            let mut ended = false;
+            while let Ok(sent) = rx.try_recv() {
+                match sent {
+                    Sent::Batches(shipments, events, cti) => {
+                        inbox.backlog.take(events);
+                        if !shipments.is_empty() {
+                            output.session(&*c).give_iterator(shipments.into_iter());
+                        }
+                        if let Some(t) = cti {
+                            if t > *c.time() {
+                                c.downgrade(&t);
+                            }
+                        }
+                    }
+                    Sent::Ended => ended = true,
+                }
+            }
+            if signal.is_stopped() && !told {
+                // Every other worker learns of the stop (while this one can still send).
+                told = true;
+                let stops = (0..peers)
+                    .filter(|&w| w != me)
+                    .map(|w| Shipment::stop(w, me));
+                output.session(&*c).give_iterator(stops);
+            }
+            if ended {
+                cap = None;
+            }
+        }
+    })
+}
+
+/// The stages after a live worker's ingress: each hands what arrives to the worker's query
+/// (under its lock) and routes what it sends on; a stop from another worker stops this one.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "what the stages share, each named"
+)]
+fn live_stages<'scope>(
+    ingress: timely::dataflow::StreamVec<'scope, i64, Shipment>,
+    last: usize,
+    query: &Arc<QueryWorker>,
+    edges: &Arc<Vec<(punctual_core::ops::Edge, Option<usize>)>>,
+    failure: &Arc<Mutex<Option<String>>>,
+    handle: &tokio::runtime::Handle,
+    stop: &StopSignal,
+    me: usize,
+) -> timely::dataflow::StreamVec<'scope, i64, Shipment> {
+    let mut stream = ingress;
+    for stage in 1..=last {
+        let query = Arc::clone(query);
+        let edges = Arc::clone(edges);
+        let failure = Arc::clone(failure);
+        let handle = handle.clone();
+        let signal = stop.clone();
+        stream = run_stage(
+            stream,
+            stage,
+            move |shipments| {
+                handle.block_on(query.receive(|driver| {
+                    let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);
+                    let graph = driver.graph_mut();
+                    let mut give = arrive(graph, stage, shipments, &edges, &mut fail);
+                    route(graph, me, &mut give);
+                    give
+                }))
+            },
+            move || signal.stop(),
+        );
+    }
+    stream
 }

@@ -95,10 +95,6 @@ struct Window {
 
 /// Builds the steps of a case, in order, on its input streams (`stream_names` and `inputs` in
 /// declaration order); returns the stream named `output`.
-#[allow(
-    clippy::too_many_lines,
-    reason = "one match over the conformance steps"
-)]
 pub(super) fn build(
     stream_names: &[String],
     inputs: &[Stream<Row>],
@@ -122,102 +118,7 @@ pub(super) fn build(
                 )
             })
         };
-        let (name, stream) = match step {
-            Step::Filter {
-                name,
-                input,
-                field,
-                cmp,
-                value,
-            } => {
-                let cmp = Cmp::parse(&cmp).ok_or_else(|| {
-                    config(&name, format!("cmp `{cmp}` is not one of == != < <= > >="))
-                })?;
-                let predicate = RowPredicate::new(field, cmp, to_value(value));
-                (name, get(&input)?.filter(move |r| predicate.eval(r)))
-            }
-            Step::Union { name, inputs } => {
-                let streams = inputs
-                    .iter()
-                    .map(|i| get(i))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let Some((first, rest)) = streams.split_first() else {
-                    return Err(config(&name, "a union needs at least one input"));
-                };
-                let rest: Vec<&Stream<Row>> = rest.iter().collect();
-                (name, first.union(&rest))
-            }
-            Step::Join {
-                name,
-                left,
-                right,
-                on,
-            } => {
-                let (l, r) = (get(&left)?, get(&right)?);
-                let combine =
-                    |a: &Row, b: &Row| Row::new().with("left", a.clone()).with("right", b.clone());
-                let joined = match on {
-                    // Events without the key field match nothing.
-                    Some(field) => {
-                        let (f1, f2) = (field.clone(), field.clone());
-                        l.apply_binary(
-                            &r,
-                            Join::<_, _, _, _, _, _, _, Ordered>::new(
-                                move |a: &Row| a.get(&f1).cloned(),
-                                move |b: &Row| b.get(&f2).cloned(),
-                                move |a: &Row, b: &Row| {
-                                    a.get(&field).is_some().then(|| combine(a, b))
-                                },
-                            ),
-                        )
-                    }
-                    None => l.join(&r, combine),
-                };
-                (name, joined)
-            }
-            Step::Shift { name, input, by } => (name, get(&input)?.shift(by)),
-            Step::Hopping {
-                name,
-                input,
-                size,
-                hop,
-                alignment,
-                output,
-                group_by,
-                aggregates,
-            } => window(
-                &get(&input)?,
-                Window {
-                    name,
-                    size,
-                    hop,
-                    alignment,
-                    output,
-                    group_by,
-                    aggregates,
-                },
-            )?,
-            Step::Tumbling {
-                name,
-                input,
-                size,
-                alignment,
-                output,
-                group_by,
-                aggregates,
-            } => window(
-                &get(&input)?,
-                Window {
-                    name,
-                    size,
-                    hop: size,
-                    alignment,
-                    output,
-                    group_by,
-                    aggregates,
-                },
-            )?,
-        };
+        let (name, stream) = step_stream(step, get)?;
         if named.contains_key(&name) {
             return Err(config(
                 &name,
@@ -231,6 +132,110 @@ pub(super) fn build(
         .get(output)
         .cloned()
         .ok_or_else(|| CaseError::Config(format!("query output `{output}` is no stream or step")))
+}
+
+/// One step's name and stream, its inputs found by `get`.
+fn step_stream(
+    step: Step,
+    get: impl Fn(&str) -> Result<Stream<Row>, CaseError>,
+) -> Result<(String, Stream<Row>), CaseError> {
+    Ok(match step {
+        Step::Filter {
+            name,
+            input,
+            field,
+            cmp,
+            value,
+        } => {
+            let cmp = Cmp::parse(&cmp).ok_or_else(|| {
+                config(&name, format!("cmp `{cmp}` is not one of == != < <= > >="))
+            })?;
+            let predicate = RowPredicate::new(field, cmp, to_value(value));
+            (name, get(&input)?.filter(move |r| predicate.eval(r)))
+        }
+        Step::Union { name, inputs } => {
+            let streams = inputs
+                .iter()
+                .map(|i| get(i))
+                .collect::<Result<Vec<_>, _>>()?;
+            let Some((first, rest)) = streams.split_first() else {
+                return Err(config(&name, "a union needs at least one input"));
+            };
+            let rest: Vec<&Stream<Row>> = rest.iter().collect();
+            (name, first.union(&rest))
+        }
+        Step::Join {
+            name,
+            left,
+            right,
+            on,
+        } => {
+            let joined = join(&get(&left)?, &get(&right)?, on);
+            (name, joined)
+        }
+        Step::Shift { name, input, by } => (name, get(&input)?.shift(by)),
+        Step::Hopping {
+            name,
+            input,
+            size,
+            hop,
+            alignment,
+            output,
+            group_by,
+            aggregates,
+        } => window(
+            &get(&input)?,
+            Window {
+                name,
+                size,
+                hop,
+                alignment,
+                output,
+                group_by,
+                aggregates,
+            },
+        )?,
+        Step::Tumbling {
+            name,
+            input,
+            size,
+            alignment,
+            output,
+            group_by,
+            aggregates,
+        } => window(
+            &get(&input)?,
+            Window {
+                name,
+                size,
+                hop: size,
+                alignment,
+                output,
+                group_by,
+                aggregates,
+            },
+        )?,
+    })
+}
+
+/// The join of two streams, on a field (events without it match nothing) or on time alone;
+/// each result is a row of the two as `left` and `right`.
+fn join(l: &Stream<Row>, r: &Stream<Row>, on: Option<String>) -> Stream<Row> {
+    let combine = |a: &Row, b: &Row| Row::new().with("left", a.clone()).with("right", b.clone());
+    match on {
+        Some(field) => {
+            let (f1, f2) = (field.clone(), field.clone());
+            l.apply_binary(
+                r,
+                Join::<_, _, _, _, _, _, _, Ordered>::new(
+                    move |a: &Row| a.get(&f1).cloned(),
+                    move |b: &Row| b.get(&f2).cloned(),
+                    move |a: &Row, b: &Row| a.get(&field).is_some().then(|| combine(a, b)),
+                ),
+            )
+        }
+        None => l.join(r, combine),
+    }
 }
 
 fn window(input: &Stream<Row>, w: Window) -> Result<(String, Stream<Row>), CaseError> {
