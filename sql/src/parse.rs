@@ -15,6 +15,9 @@ use crate::SqlError;
 #[grammar = "grammar.pest"]
 struct Grammar;
 
+mod expected;
+use expected::syntax;
+
 /// Parses a script; a syntax error says where and what was expected.
 pub fn parse(text: &str) -> Result<Script, SqlError> {
     crate::limits::check_nesting(text)?;
@@ -41,107 +44,6 @@ pub fn parse(text: &str) -> Result<Script, SqlError> {
         }
     }
     Ok(Script { steps, statements })
-}
-
-fn syntax(e: pest::error::Error<Rule>) -> SqlError {
-    let (line, col) = match e.line_col {
-        pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => p,
-    };
-    let message = match &e.variant {
-        pest::error::ErrorVariant::ParsingError { positives, .. } => {
-            // Where an operand may start, every way to start one is "an expression".
-            let operand = positives.iter().any(|r| {
-                matches!(
-                    r,
-                    Rule::number
-                        | Rule::string
-                        | Rule::null
-                        | Rule::kw_case
-                        | Rule::case_expr
-                        | Rule::cast
-                )
-            });
-            let mut names: Vec<&str> = positives
-                .iter()
-                .filter_map(|r| match r {
-                    Rule::ident
-                    | Rule::column
-                    | Rule::call
-                    | Rule::number
-                    | Rule::string
-                    | Rule::null
-                    | Rule::true_lit
-                    | Rule::false_lit
-                    | Rule::kw_case
-                    | Rule::case_expr
-                    | Rule::cast
-                    | Rule::kw_cast
-                    | Rule::datediff
-                    | Rule::timestamp_fn
-                    | Rule::not
-                    | Rule::neg
-                        if operand =>
-                    {
-                        Some("an expression")
-                    }
-                    r => rule_name(*r),
-                })
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            match names.len() {
-                0 => "unexpected text".to_owned(),
-                1 => format!("expected {}", names[0]),
-                _ => {
-                    let last = names.pop().unwrap_or_default();
-                    format!("expected {} or {last}", names.join(", "))
-                }
-            }
-        }
-        pest::error::ErrorVariant::CustomError { message } => message.clone(),
-    };
-    SqlError::syntax(Pos { line, col }, message)
-}
-
-/// How a rule is named in "expected ..." (rules that are parts of others are left out).
-fn rule_name(r: Rule) -> Option<&'static str> {
-    Some(match r {
-        Rule::EOI => "the end of the query",
-        Rule::expr | Rule::primary | Rule::bound => "an expression",
-        Rule::ident | Rule::column => "a name",
-        Rule::select_item | Rule::select_list => "a select item",
-        Rule::kw_select => "SELECT",
-        Rule::kw_from | Rule::from => "FROM",
-        Rule::kw_where => "WHERE",
-        Rule::kw_group => "GROUP BY",
-        Rule::kw_by => "BY",
-        Rule::kw_having => "HAVING",
-        Rule::kw_into | Rule::into => "INTO",
-        Rule::kw_as | Rule::alias => "AS",
-        Rule::kw_join | Rule::join => "JOIN",
-        Rule::kw_on => "ON",
-        Rule::kw_and | Rule::and => "AND",
-        Rule::kw_or | Rule::or => "OR",
-        Rule::kw_union | Rule::union_op => "UNION",
-        Rule::kw_timestamp | Rule::timestamp_by => "TIMESTAMP BY",
-        Rule::kw_over | Rule::over_key | Rule::over_order => "OVER",
-        Rule::kw_then => "THEN",
-        Rule::kw_when | Rule::when => "WHEN",
-        Rule::kw_else | Rule::else_clause => "ELSE",
-        Rule::kw_end => "END",
-        Rule::kw_is | Rule::is_null => "IS",
-        Rule::kw_between | Rule::between => "BETWEEN",
-        Rule::kw_in | Rule::in_list => "IN",
-        Rule::kw_like | Rule::like => "LIKE",
-        Rule::kw_order => "ORDER BY",
-        Rule::unit => "a time unit (day, hour, minute, second, millisecond, microsecond, tick)",
-        Rule::duration => "a whole number",
-        Rule::type_name => "a type (bigint, float, nvarchar(max), bit, datetime, record)",
-        Rule::window | Rule::group_item => "a window or a key",
-        Rule::eq | Rule::ne | Rule::lt | Rule::le | Rule::gt | Rule::ge => "a comparison",
-        Rule::add | Rule::sub | Rule::mul | Rule::div | Rule::rem => "an operator",
-        _ => return None,
-    })
 }
 
 fn pos(p: &Pair<'_, Rule>) -> Pos {
@@ -481,10 +383,6 @@ fn expr(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
         .parse(p.into_inner())
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one match over the grammar's primary expressions"
-)]
 fn primary(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
     let at = pos(&p);
     let kind = match p.as_rule() {
@@ -541,60 +439,66 @@ fn primary(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
             let one = unit_span(&unit, 1).unwrap_or(TimeSpan::from_ticks(1));
             ExprKind::DateDiff(one, a, b)
         }
-        Rule::case_expr => {
-            let mut operand = None;
-            let mut whens = Vec::new();
-            let mut otherwise = None;
-            for part in p.into_inner() {
-                match part.as_rule() {
-                    Rule::expr => operand = Some(Box::new(expr(part)?)),
-                    Rule::when => {
-                        let mut w = part.into_inner().filter(|x| x.as_rule() == Rule::expr);
-                        let cond = expr(next_of(&mut w)?)?;
-                        let then = expr(next_of(&mut w)?)?;
-                        whens.push((cond, then));
-                    }
-                    Rule::else_clause => otherwise = Some(Box::new(expr(last(part)?)?)),
-                    _ => {}
-                }
-            }
-            ExprKind::Case(operand, whens, otherwise)
-        }
-        Rule::call => {
-            let mut name = None;
-            let mut args = Vec::new();
-            let mut star = false;
-            let mut order = None;
-            for part in p.into_inner() {
-                match part.as_rule() {
-                    Rule::ident => name = Some(ident(part)),
-                    Rule::count_star => star = true,
-                    Rule::expr => args.push(expr(part)?),
-                    Rule::over_order => {
-                        let mut e = None;
-                        let mut desc = false;
-                        for o in part.into_inner() {
-                            match o.as_rule() {
-                                Rule::expr => e = Some(expr(o)?),
-                                Rule::desc => desc = true,
-                                _ => {}
-                            }
-                        }
-                        order = e.map(|e| (Box::new(e), desc));
-                    }
-                    _ => {}
-                }
-            }
-            ExprKind::Call {
-                name: name.ok_or_else(|| SqlError::syntax(at, "expected a function name"))?,
-                args,
-                star,
-                order,
-            }
-        }
+        Rule::case_expr => case(p)?,
+        Rule::call => call(p, at)?,
         other => {
             return Err(SqlError::syntax(at, format!("unexpected {other:?}")));
         }
     };
     Ok(Expr { kind, pos: at })
+}
+
+/// `CASE [operand] WHEN ... THEN ... [ELSE ...] END`.
+fn case(p: Pair<'_, Rule>) -> Result<ExprKind, SqlError> {
+    let mut operand = None;
+    let mut whens = Vec::new();
+    let mut otherwise = None;
+    for part in p.into_inner() {
+        match part.as_rule() {
+            Rule::expr => operand = Some(Box::new(expr(part)?)),
+            Rule::when => {
+                let mut w = part.into_inner().filter(|x| x.as_rule() == Rule::expr);
+                let cond = expr(next_of(&mut w)?)?;
+                let then = expr(next_of(&mut w)?)?;
+                whens.push((cond, then));
+            }
+            Rule::else_clause => otherwise = Some(Box::new(expr(last(part)?)?)),
+            _ => {}
+        }
+    }
+    Ok(ExprKind::Case(operand, whens, otherwise))
+}
+
+/// A function call: its name, its arguments (or `*`), and an `OVER (ORDER BY ...)`.
+fn call(p: Pair<'_, Rule>, at: Pos) -> Result<ExprKind, SqlError> {
+    let mut name = None;
+    let mut args = Vec::new();
+    let mut star = false;
+    let mut order = None;
+    for part in p.into_inner() {
+        match part.as_rule() {
+            Rule::ident => name = Some(ident(part)),
+            Rule::count_star => star = true,
+            Rule::expr => args.push(expr(part)?),
+            Rule::over_order => {
+                let mut e = None;
+                let mut desc = false;
+                for o in part.into_inner() {
+                    match o.as_rule() {
+                        Rule::expr => e = Some(expr(o)?),
+                        Rule::desc => desc = true,
+                        _ => {}
+                    }
+                }
+                order = e.map(|e| (Box::new(e), desc));
+            }
+            _ => {}
+        }
+    }
+    Ok(ExprKind::Call {
+        name: name.ok_or_else(|| SqlError::syntax(at, "expected a function name"))?,
+        args,
+        star,
+        order,
+    })
 }

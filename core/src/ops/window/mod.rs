@@ -373,115 +373,15 @@ where
     }
 
     /// The input CTI advanced to `t`: close every window ending at or before it.
-    #[allow(
-        clippy::too_many_lines,
-        reason = "the window's close loop, kept whole on the hot path"
-    )]
     fn close(&mut self, t: Time, out: &mut Batch<O>) {
         self.flush_current();
         let first_open = self.spec.first_ending_after(self.cti);
-        let mut last = self.spec.first_ending_after(t).saturating_sub(1);
-        if t == Time::INF {
-            // Start edges never closed would fill windows forever: windows past the last one
-            // with other members, or past the last finite CTI, are left out.
-            let stored = self.windows.keys().next_back().copied();
-            let spans = self
-                .spans
-                .iter()
-                .map(|s| self.spec.last_starting_before(s.end))
-                .max();
-            let before = self.spec.first_ending_after(self.cti).saturating_sub(1);
-            last = before
-                .max(stored.unwrap_or(before))
-                .max(spans.unwrap_or(before));
-        }
+        let last = self.last_to_close(t);
         self.cti = t;
         self.first_open = self.spec.first_ending_after(t);
         if first_open <= last {
-            // The windows each kept member counts in now; one that would go over the limit is
-            // dropped here.
-            let mut ranges = std::mem::take(&mut self.scratch_ranges);
-            ranges.clear();
-            let mut over: Vec<(EventKind, u64)> = Vec::new();
-            let spec = self.spec;
-            let mut visit = |s: &mut Span<K, P>| -> bool {
-                let lo = spec.first_ending_after(s.start).max(first_open);
-                let hi = spec.last_starting_before(s.end).min(last);
-                if lo <= hi {
-                    let n = (i128::from(hi) - i128::from(lo) + 1) as u64;
-                    if s.windows.saturating_add(n) > spec.max_windows {
-                        over.push((
-                            EventKind::decode(s.start, s.end),
-                            s.windows.saturating_add(n),
-                        ));
-                        return false;
-                    }
-                    s.windows += n;
-                    ranges.push((lo, hi));
-                }
-                true
-            };
-            self.spans.retain_mut(&mut visit);
-            let before = self.open_count;
-            let mut left = 0;
-            for list in self.open.values_mut() {
-                list.retain_mut(&mut visit);
-                left += list.len();
-            }
-            if left < before {
-                self.open.retain(|_, l| !l.is_empty());
-                self.open_count = left;
-            }
-            for (kind, windows) in over {
-                let reason = format!(
-                    "a CTI would count it in {windows} windows, over the limit of {} windows per event",
-                    self.spec.max_windows
-                );
-                self.drop_event(kind, reason);
-            }
-            // Overlapping or adjacent ranges merged, in place.
-            ranges.sort_unstable();
-            let mut kept = 0usize;
-            for i in 0..ranges.len() {
-                let (lo, hi) = ranges[i];
-                match kept.checked_sub(1).map(|k| &mut ranges[k]) {
-                    Some(m) if lo <= m.1.saturating_add(1) => m.1 = m.1.max(hi),
-                    _ => {
-                        ranges[kept] = (lo, hi);
-                        kept += 1;
-                    }
-                }
-            }
-            ranges.truncate(kept);
-            let merged = ranges;
-            let mut stored = std::mem::take(&mut self.scratch_windows);
-            stored.clear();
-            stored.extend(self.windows.range(first_open..=last).map(|(n, _)| *n));
-            // Stored windows and the kept members' ranges, in order, each window once.
-            let (mut s, mut r) = (0, 0);
-            let mut next_in_range: Option<i64> = merged.first().map(|m| m.0);
-            loop {
-                let from_stored = stored.get(s).copied();
-                let n = match (from_stored, next_in_range) {
-                    (None, None) => break,
-                    (Some(a), Some(b)) => a.min(b),
-                    (Some(a), None) => a,
-                    (None, Some(b)) => b,
-                };
-                if from_stored == Some(n) {
-                    s += 1;
-                }
-                if next_in_range == Some(n) {
-                    next_in_range = if n < merged[r].1 {
-                        Some(n + 1)
-                    } else {
-                        r += 1;
-                        merged.get(r).map(|m| m.0)
-                    };
-                }
-                self.close_window(n);
-            }
-            self.scratch_windows = stored;
+            let merged = self.count_kept(first_open, last);
+            self.close_windows(first_open, last, &merged);
             self.scratch_ranges = merged;
             // Members whose last window has closed are done.
             let spec = self.spec;
@@ -502,6 +402,118 @@ where
             WindowOutput::Window => t.min(self.spec.start(self.spec.first_ending_after(t))),
         };
         self.held.release(out_cti, out);
+    }
+
+    /// The last window a CTI of `t` closes.
+    fn last_to_close(&self, t: Time) -> i64 {
+        let last = self.spec.first_ending_after(t).saturating_sub(1);
+        if t != Time::INF {
+            return last;
+        }
+        // Start edges never closed would fill windows forever: windows past the last one
+        // with other members, or past the last finite CTI, are left out.
+        let stored = self.windows.keys().next_back().copied();
+        let spans = self
+            .spans
+            .iter()
+            .map(|s| self.spec.last_starting_before(s.end))
+            .max();
+        let before = self.spec.first_ending_after(self.cti).saturating_sub(1);
+        before
+            .max(stored.unwrap_or(before))
+            .max(spans.unwrap_or(before))
+    }
+
+    /// Counts the kept members (long spans, open start edges) in the windows
+    /// `first_open..=last` they overlap; one that would go over the limit is dropped here.
+    /// Returns those windows as ranges, sorted, overlapping and adjacent ones merged.
+    fn count_kept(&mut self, first_open: i64, last: i64) -> Vec<(i64, i64)> {
+        let mut ranges = std::mem::take(&mut self.scratch_ranges);
+        ranges.clear();
+        let mut over: Vec<(EventKind, u64)> = Vec::new();
+        let spec = self.spec;
+        let mut visit = |s: &mut Span<K, P>| -> bool {
+            let lo = spec.first_ending_after(s.start).max(first_open);
+            let hi = spec.last_starting_before(s.end).min(last);
+            if lo <= hi {
+                let n = (i128::from(hi) - i128::from(lo) + 1) as u64;
+                if s.windows.saturating_add(n) > spec.max_windows {
+                    over.push((
+                        EventKind::decode(s.start, s.end),
+                        s.windows.saturating_add(n),
+                    ));
+                    return false;
+                }
+                s.windows += n;
+                ranges.push((lo, hi));
+            }
+            true
+        };
+        self.spans.retain_mut(&mut visit);
+        let before = self.open_count;
+        let mut left = 0;
+        for list in self.open.values_mut() {
+            list.retain_mut(&mut visit);
+            left += list.len();
+        }
+        if left < before {
+            self.open.retain(|_, l| !l.is_empty());
+            self.open_count = left;
+        }
+        for (kind, windows) in over {
+            let reason = format!(
+                "a CTI would count it in {windows} windows, over the limit of {} windows per event",
+                self.spec.max_windows
+            );
+            self.drop_event(kind, reason);
+        }
+        // Overlapping or adjacent ranges merged, in place.
+        ranges.sort_unstable();
+        let mut kept = 0usize;
+        for i in 0..ranges.len() {
+            let (lo, hi) = ranges[i];
+            match kept.checked_sub(1).map(|k| &mut ranges[k]) {
+                Some(m) if lo <= m.1.saturating_add(1) => m.1 = m.1.max(hi),
+                _ => {
+                    ranges[kept] = (lo, hi);
+                    kept += 1;
+                }
+            }
+        }
+        ranges.truncate(kept);
+        ranges
+    }
+
+    /// Closes, in order and each once, the stored windows in `first_open..=last` and the
+    /// windows of the kept members' `merged` ranges.
+    fn close_windows(&mut self, first_open: i64, last: i64, merged: &[(i64, i64)]) {
+        let mut stored = std::mem::take(&mut self.scratch_windows);
+        stored.clear();
+        stored.extend(self.windows.range(first_open..=last).map(|(n, _)| *n));
+        let (mut s, mut r) = (0, 0);
+        let mut next_in_range: Option<i64> = merged.first().map(|m| m.0);
+        loop {
+            let from_stored = stored.get(s).copied();
+            let n = match (from_stored, next_in_range) {
+                (None, None) => break,
+                (Some(a), Some(b)) => a.min(b),
+                (Some(a), None) => a,
+                (None, Some(b)) => b,
+            };
+            if from_stored == Some(n) {
+                s += 1;
+            }
+            if next_in_range == Some(n) {
+                next_in_range = if n < merged[r].1 {
+                    Some(n + 1)
+                } else {
+                    r += 1;
+                    merged.get(r).map(|m| m.0)
+                };
+            }
+            self.close_window(n);
+        }
+        self.scratch_windows = stored;
     }
 }
 
