@@ -162,23 +162,9 @@ impl Compiler<'_> {
         })
     }
 
-    #[allow(clippy::too_many_lines, reason = "to be split by the logical plan")]
     fn select(&self, s: &Select) -> Result<Named, SqlError> {
         let from = self.get(&s.from.name)?;
-        for src in std::iter::once(&s.from).chain(s.joins.iter().map(|j| &j.source)) {
-            if let Some(t) = &src.timestamp_by {
-                let n = self.get(&src.name)?;
-                if !n.input {
-                    return Err(err(
-                        t.pos,
-                        format!(
-                            "TIMESTAMP BY belongs to an input; `{}` is a step",
-                            src.name.name
-                        ),
-                    ));
-                }
-            }
-        }
+        self.check_timestamp_by(s)?;
         let mut scope = Scope {
             sources: vec![(s.from.reference().to_owned(), from.fields.clone())],
             nested: false,
@@ -187,102 +173,7 @@ impl Compiler<'_> {
         // The last join, made once what follows it is known.
         let mut last: Option<JoinParts> = None;
         for (j, clause) in s.joins.iter().enumerate() {
-            let right = self.get(&clause.source.name)?;
-            let rref = clause.source.reference().to_owned();
-            if scope
-                .sources
-                .iter()
-                .any(|(r, _)| r.eq_ignore_ascii_case(&rref))
-            {
-                return Err(err(
-                    clause.source.name.pos,
-                    format!(
-                        "`{rref}` is joined twice: give one an alias (`JOIN {} AS other`)",
-                        clause.source.name.name
-                    ),
-                ));
-            }
-            let left_scope = Scope {
-                sources: scope.sources.clone(),
-                nested: scope.nested,
-            };
-            let right_scope = Scope {
-                sources: vec![(rref.clone(), right.fields.clone())],
-                nested: false,
-            };
-            let mut all = scope.sources.clone();
-            all.push((rref.clone(), right.fields.clone()));
-            let combined = Scope {
-                sources: all,
-                nested: true,
-            };
-            let parts = self.on_parts(&clause.on, &combined, scope.sources.len())?;
-            // The right side sorted: the join reads it in time order.
-            let (mut left_stream, mut right_stream) = (stream.clone(), right.stream.ordered());
-            if let Some((unit, a, b, lo, hi, at)) = &parts.datediff {
-                if j > 0 {
-                    return Err(err(
-                        *at,
-                        "DATEDIFF in a join of more than two sources is not supported",
-                    ));
-                }
-                if lo > hi {
-                    return Err(err(*at, format!("BETWEEN {lo} AND {hi} matches nothing")));
-                }
-                let side = |id: &Ident| {
-                    combined
-                        .sources
-                        .iter()
-                        .position(|(r, _)| r.eq_ignore_ascii_case(&id.name))
-                        .ok_or_else(|| {
-                            err(
-                                id.pos,
-                                format!("`{}` is not a source of this join", id.name),
-                            )
-                        })
-                };
-                let (ia, ib) = (side(a)?, side(b)?);
-                if ia == ib {
-                    return Err(err(b.pos, "DATEDIFF compares the two sources of the join"));
-                }
-                let span = |n: i64| {
-                    n.checked_mul(unit.ticks())
-                        .map(TimeSpan::from_ticks)
-                        .ok_or_else(|| err(*at, "the time difference is too large"))
-                };
-                // b's time minus a's within [lo, hi]: a's events last from a + lo to a + hi
-                // (inclusive), b's are points; they overlap exactly when b is in range.
-                let shift = span(*lo)?;
-                let width = span(hi.checked_sub(*lo).unwrap_or(i64::MAX))?;
-                let duration = TimeSpan::from_ticks(width.ticks().saturating_add(1));
-                if ia == 0 {
-                    left_stream = left_stream.alter_lifetime(shift, duration);
-                    right_stream = right_stream.to_point_events();
-                } else {
-                    right_stream = right_stream.alter_lifetime(shift, duration);
-                    left_stream = left_stream.to_point_events();
-                }
-            }
-            let mut key_left = Vec::new();
-            let mut key_right = Vec::new();
-            for (l, r) in &parts.keys {
-                key_left.push(compile(l, &left_scope, None, false)?);
-                key_right.push(compile(r, &right_scope, None, false)?);
-            }
-            let mut rest = Vec::new();
-            for x in &parts.rest {
-                rest.push(compile(x, &combined, None, false)?);
-            }
-            let parts = JoinParts {
-                left: left_stream,
-                right: right_stream,
-                keys: [key_left, key_right],
-                rest,
-                names: [field_name(&scope.sources[0].0), field_name(&rref)],
-                pair: Schema::new([&scope.sources[0].0, &rref])
-                    .map_err(|e| err(clause.source.name.pos, e.to_string()))?,
-                first: j == 0,
-            };
+            let (parts, combined) = self.join_clause(j, clause, &scope, &stream)?;
             if j + 1 < s.joins.len() {
                 stream = parts.joined();
             } else {
@@ -348,6 +239,92 @@ impl Compiler<'_> {
             fields: names,
             input: false,
         })
+    }
+
+    /// The `j`th join of a select, of the sources in `scope` (joined so far into `stream`)
+    /// with the clause's source: its parts, and the scope of every source after it.
+    fn join_clause(
+        &self,
+        j: usize,
+        clause: &JoinClause,
+        scope: &Scope,
+        stream: &RowStream,
+    ) -> Result<(JoinParts, Scope), SqlError> {
+        let right = self.get(&clause.source.name)?;
+        let rref = clause.source.reference().to_owned();
+        if scope
+            .sources
+            .iter()
+            .any(|(r, _)| r.eq_ignore_ascii_case(&rref))
+        {
+            return Err(err(
+                clause.source.name.pos,
+                format!(
+                    "`{rref}` is joined twice: give one an alias (`JOIN {} AS other`)",
+                    clause.source.name.name
+                ),
+            ));
+        }
+        let left_scope = Scope {
+            sources: scope.sources.clone(),
+            nested: scope.nested,
+        };
+        let right_scope = Scope {
+            sources: vec![(rref.clone(), right.fields.clone())],
+            nested: false,
+        };
+        let mut all = scope.sources.clone();
+        all.push((rref.clone(), right.fields.clone()));
+        let combined = Scope {
+            sources: all,
+            nested: true,
+        };
+        let parts = self.on_parts(&clause.on, &combined, scope.sources.len())?;
+        // The right side sorted: the join reads it in time order.
+        let (mut left_stream, mut right_stream) = (stream.clone(), right.stream.ordered());
+        if let Some(dd) = &parts.datediff {
+            (left_stream, right_stream) = datediff(dd, j, &combined, left_stream, right_stream)?;
+        }
+        let mut key_left = Vec::new();
+        let mut key_right = Vec::new();
+        for (l, r) in &parts.keys {
+            key_left.push(compile(l, &left_scope, None, false)?);
+            key_right.push(compile(r, &right_scope, None, false)?);
+        }
+        let mut rest = Vec::new();
+        for x in &parts.rest {
+            rest.push(compile(x, &combined, None, false)?);
+        }
+        let parts = JoinParts {
+            left: left_stream,
+            right: right_stream,
+            keys: [key_left, key_right],
+            rest,
+            names: [field_name(&scope.sources[0].0), field_name(&rref)],
+            pair: Schema::new([&scope.sources[0].0, &rref])
+                .map_err(|e| err(clause.source.name.pos, e.to_string()))?,
+            first: j == 0,
+        };
+        Ok((parts, combined))
+    }
+
+    /// Refuses a `TIMESTAMP BY` on a source that is a step rather than an input.
+    fn check_timestamp_by(&self, s: &Select) -> Result<(), SqlError> {
+        for src in std::iter::once(&s.from).chain(s.joins.iter().map(|j| &j.source)) {
+            if let Some(t) = &src.timestamp_by {
+                let n = self.get(&src.name)?;
+                if !n.input {
+                    return Err(err(
+                        t.pos,
+                        format!(
+                            "TIMESTAMP BY belongs to an input; `{}` is a step",
+                            src.name.name
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// A plain select's columns, and their names when they are known.
@@ -535,4 +512,60 @@ fn push_name(names: &mut Option<Vec<String>>, name: Option<String>) {
         (Some(ns), Some(n)) => ns.push(n),
         _ => *names = None,
     }
+}
+
+/// A join on `DATEDIFF(unit, a, b) BETWEEN lo AND hi` (the `j`th join of its select, of the
+/// `combined` sources) as a join of lifetimes: `a`'s events made to last from `a + lo` to
+/// `a + hi`, `b`'s points.
+fn datediff(
+    dd: &(TimeSpan, Ident, Ident, i64, i64, Pos),
+    j: usize,
+    combined: &Scope,
+    mut left_stream: RowStream,
+    mut right_stream: Stream<Row>,
+) -> Result<(RowStream, Stream<Row>), SqlError> {
+    let (unit, a, b, lo, hi, at) = dd;
+    if j > 0 {
+        return Err(err(
+            *at,
+            "DATEDIFF in a join of more than two sources is not supported",
+        ));
+    }
+    if lo > hi {
+        return Err(err(*at, format!("BETWEEN {lo} AND {hi} matches nothing")));
+    }
+    let side = |id: &Ident| {
+        combined
+            .sources
+            .iter()
+            .position(|(r, _)| r.eq_ignore_ascii_case(&id.name))
+            .ok_or_else(|| {
+                err(
+                    id.pos,
+                    format!("`{}` is not a source of this join", id.name),
+                )
+            })
+    };
+    let (ia, ib) = (side(a)?, side(b)?);
+    if ia == ib {
+        return Err(err(b.pos, "DATEDIFF compares the two sources of the join"));
+    }
+    let span = |n: i64| {
+        n.checked_mul(unit.ticks())
+            .map(TimeSpan::from_ticks)
+            .ok_or_else(|| err(*at, "the time difference is too large"))
+    };
+    // b's time minus a's within [lo, hi]: a's events last from a + lo to a + hi
+    // (inclusive), b's are points; they overlap exactly when b is in range.
+    let shift = span(*lo)?;
+    let width = span(hi.checked_sub(*lo).unwrap_or(i64::MAX))?;
+    let duration = TimeSpan::from_ticks(width.ticks().saturating_add(1));
+    if ia == 0 {
+        left_stream = left_stream.alter_lifetime(shift, duration);
+        right_stream = right_stream.to_point_events();
+    } else {
+        right_stream = right_stream.alter_lifetime(shift, duration);
+        left_stream = left_stream.to_point_events();
+    }
+    Ok((left_stream, right_stream))
 }

@@ -4,64 +4,18 @@
 use super::*;
 
 impl Compiler<'_> {
-    #[allow(clippy::too_many_lines, reason = "to be split by the logical plan")]
     pub(super) fn grouped(
         &self,
         s: &Select,
         scope: &Scope,
         stream: RowStream,
     ) -> Result<Named, SqlError> {
-        let mut window = None;
-        let mut keys: Vec<(String, Pos)> = Vec::new();
-        let mut key_exprs = Vec::new();
-        for g in &s.group_by {
-            match g {
-                GroupItem::Window(w, at) => {
-                    if window.is_some() {
-                        return Err(err(*at, "one window per GROUP BY"));
-                    }
-                    window = Some(*w);
-                }
-                GroupItem::Key(e) => {
-                    keys.push((canonical(e), e.pos));
-                    key_exprs.push(compile(e, scope, None, false)?);
-                }
-            }
-        }
-        let Some(window) = window else {
-            return Err(err(
-                s.group_pos.unwrap_or(s.pos),
-                "a query with aggregates or GROUP BY needs a window in GROUP BY: TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow",
-            ));
-        };
+        let (window, keys, key_exprs) = group_by(s, scope)?;
         let mut grouping = Grouping {
             keys: &keys,
             aggs: Vec::new(),
         };
-        let mut items = Vec::new();
-        let mut names = Vec::new();
-        for (n, item) in s.items.iter().enumerate() {
-            let SelectItem::Expr(e, alias) = item else {
-                let at = match item {
-                    SelectItem::Star(p) => *p,
-                    SelectItem::QualifiedStar(i) => i.pos,
-                    SelectItem::Expr(e, _) => e.pos,
-                };
-                return Err(err(
-                    at,
-                    "a grouped query selects keys and aggregates, not *",
-                ));
-            };
-            let name = item_name(e, alias, n + 1);
-            if names.contains(&name) {
-                return Err(err(
-                    alias.as_ref().map_or(e.pos, |a| a.pos),
-                    format!("two columns are named `{name}`: give one an alias (AS other)"),
-                ));
-            }
-            names.push(name.clone());
-            items.push(compile(e, scope, Some(&mut grouping), true)?);
-        }
+        let (items, names) = select_list(s, scope, &mut grouping)?;
         let having = match &s.having {
             Some(h) => Some(compile(h, scope, Some(&mut grouping), false)?),
             None => None,
@@ -145,6 +99,75 @@ impl Compiler<'_> {
             input: false,
         })
     }
+}
+
+/// The window of a `GROUP BY` (exactly one), its keys as written (with where) and compiled.
+#[allow(
+    clippy::type_complexity,
+    reason = "the three parts of a GROUP BY, named where used"
+)]
+fn group_by(
+    s: &Select,
+    scope: &Scope,
+) -> Result<(WindowSql, Vec<(String, Pos)>, Vec<E>), SqlError> {
+    let mut window = None;
+    let mut keys: Vec<(String, Pos)> = Vec::new();
+    let mut key_exprs = Vec::new();
+    for g in &s.group_by {
+        match g {
+            GroupItem::Window(w, at) => {
+                if window.is_some() {
+                    return Err(err(*at, "one window per GROUP BY"));
+                }
+                window = Some(*w);
+            }
+            GroupItem::Key(e) => {
+                keys.push((canonical(e), e.pos));
+                key_exprs.push(compile(e, scope, None, false)?);
+            }
+        }
+    }
+    let Some(window) = window else {
+        return Err(err(
+            s.group_pos.unwrap_or(s.pos),
+            "a query with aggregates or GROUP BY needs a window in GROUP BY: TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow",
+        ));
+    };
+    Ok((window, keys, key_exprs))
+}
+
+/// The select list of a grouped query, compiled over the group's keys and aggregates (those
+/// it reads join `grouping`), with the columns' names.
+fn select_list(
+    s: &Select,
+    scope: &Scope,
+    grouping: &mut Grouping<'_>,
+) -> Result<(Vec<E>, Vec<String>), SqlError> {
+    let mut items = Vec::new();
+    let mut names = Vec::new();
+    for (n, item) in s.items.iter().enumerate() {
+        let SelectItem::Expr(e, alias) = item else {
+            let at = match item {
+                SelectItem::Star(p) => *p,
+                SelectItem::QualifiedStar(i) => i.pos,
+                SelectItem::Expr(e, _) => e.pos,
+            };
+            return Err(err(
+                at,
+                "a grouped query selects keys and aggregates, not *",
+            ));
+        };
+        let name = item_name(e, alias, n + 1);
+        if names.contains(&name) {
+            return Err(err(
+                alias.as_ref().map_or(e.pos, |a| a.pos),
+                format!("two columns are named `{name}`: give one an alias (AS other)"),
+            ));
+        }
+        names.push(name.clone());
+        items.push(compile(e, scope, Some(&mut *grouping), true)?);
+    }
+    Ok((items, names))
 }
 
 /// The groups of `window` over `stream` by `keys` with `aggs` over each, as points at each
