@@ -35,10 +35,6 @@ pub(crate) fn compile(
     })
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one match over the syntax tree's expressions"
-)]
 fn compile_level(
     e: &Expr,
     scope: &Scope,
@@ -106,22 +102,7 @@ fn compile_level(
             let a = sub(a, group.as_deref_mut())?;
             E::Like(Box::new(a), Box::new(sub(p, group)?), *n)
         }
-        ExprKind::Case(o, whens, other) => {
-            let o = match o {
-                Some(o) => Some(Box::new(sub(o, group.as_deref_mut())?)),
-                None => None,
-            };
-            let mut ws = Vec::new();
-            for (a, b) in whens {
-                let a = sub(a, group.as_deref_mut())?;
-                ws.push((a, sub(b, group.as_deref_mut())?));
-            }
-            let other = match other {
-                Some(x) => Some(Box::new(sub(x, group)?)),
-                None => None,
-            };
-            E::Case(o, ws, other)
-        }
+        ExprKind::Case(o, whens, other) => case(o, whens, other, |x| sub(x, group.as_deref_mut()))?,
         ExprKind::Cast(a, ty) => E::Cast(Box::new(sub(a, group)?), *ty),
         ExprKind::DateDiff(..) => {
             return Err(err(
@@ -145,106 +126,167 @@ fn compile_level(
                         ),
                     ));
                 };
-                let member = |x: &Expr| compile(x, scope, None, false).map(RowExpr::new);
-                let lower = name.name.to_ascii_lowercase();
-                let one = |args: &[Expr]| -> Result<RowExpr, SqlError> {
-                    match args {
-                        [a] => {
-                            let mut inner = false;
-                            walk(a, &mut |x| {
-                                if let ExprKind::Call { name, .. } = &x.kind {
-                                    inner |= AggFn::is_aggregate(&name.name);
-                                }
-                            });
-                            if inner {
-                                return Err(err(a.pos, "an aggregate inside an aggregate"));
-                            }
-                            member(a)
-                        }
-                        _ => Err(err(
-                            name.pos,
-                            format!("{} takes one argument", name.name.to_uppercase()),
-                        )),
-                    }
-                };
-                let f = match (lower.as_str(), star) {
-                    ("count", true) => AggFn::Num(NumFn::CountStar),
-                    ("count", false) => AggFn::Num(NumFn::Count(one(args)?)),
-                    ("sum", _) => AggFn::Num(NumFn::Sum(one(args)?)),
-                    ("avg", _) => AggFn::Num(NumFn::Avg(one(args)?)),
-                    ("min", _) => AggFn::Min(one(args)?),
-                    ("max", _) => AggFn::Max(one(args)?),
-                    ("collecttop", _) => {
-                        let Some((o, desc)) = order else {
-                            return Err(err(
-                                name.pos,
-                                "CollectTop needs an order: CollectTop(k) OVER (ORDER BY expr [DESC])",
-                            ));
-                        };
-                        let k = match args.as_slice() {
-                            [a] => constant(a)?,
-                            _ => return Err(err(name.pos, "CollectTop takes one argument: how many")),
-                        };
-                        let Some(k) = usize::try_from(k).ok().filter(|&k| (1..=10_000).contains(&k))
-                        else {
-                            return Err(err(args[0].pos, "CollectTop takes 1 to 10000 members"));
-                        };
-                        AggFn::CollectTop(k, member(o)?, *desc)
-                    }
-                    _ => {
-                        let Some((o, desc)) = order else {
-                            return Err(err(
-                                name.pos,
-                                "TopOne needs an order: TopOne() OVER (ORDER BY expr [DESC])",
-                            ));
-                        };
-                        if !args.is_empty() {
-                            return Err(err(name.pos, "TopOne takes no arguments"));
-                        }
-                        AggFn::TopOne(member(o)?, *desc)
-                    }
-                };
-                if *star && lower != "count" {
-                    return Err(err(name.pos, "only COUNT takes *"));
-                }
-                if order.is_some() && lower != "topone" && lower != "collecttop" {
-                    return Err(err(name.pos, "only TopOne and CollectTop take OVER (ORDER BY ...)"));
-                }
+                let f = aggregate(name, args, *star, order, scope)?;
                 g.aggs.push(f);
                 return Ok(E::Agg(g.aggs.len() - 1));
             }
-            let Some((func, min, max)) = Func::lookup(&name.name) else {
-                return Err(err(
-                    name.pos,
-                    format!(
-                        "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
-                        name.name
-                    ),
-                ));
-            };
-            if *star || order.is_some() {
-                return Err(err(name.pos, format!("{} is not an aggregate", name.name.to_uppercase())));
-            }
-            if args.len() < min || args.len() > max {
-                let takes = if min == max {
-                    format!("{min}")
-                } else if max == usize::MAX {
-                    format!("at least {min}")
-                } else {
-                    format!("{min} to {max}")
-                };
-                return Err(err(
-                    name.pos,
-                    format!("{} takes {takes} arguments, not {}", name.name.to_uppercase(), args.len()),
-                ));
-            }
-            let mut compiled = Vec::new();
-            for a in args {
-                compiled.push(sub(a, group.as_deref_mut())?);
-            }
-            E::Call(func, compiled)
+            function_call(name, args, *star || order.is_some(), |a| {
+                sub(a, group.as_deref_mut())
+            })?
         }
     })
+}
+
+/// `CASE [o] WHEN a THEN b ... [ELSE other] END`, its parts compiled by `sub`.
+fn case(
+    o: &Option<Box<Expr>>,
+    whens: &[(Expr, Expr)],
+    other: &Option<Box<Expr>>,
+    mut sub: impl FnMut(&Expr) -> Result<E, SqlError>,
+) -> Result<E, SqlError> {
+    let o = match o {
+        Some(o) => Some(Box::new(sub(o)?)),
+        None => None,
+    };
+    let mut ws = Vec::new();
+    for (a, b) in whens {
+        let a = sub(a)?;
+        ws.push((a, sub(b)?));
+    }
+    let other = match other {
+        Some(x) => Some(Box::new(sub(x)?)),
+        None => None,
+    };
+    Ok(E::Case(o, ws, other))
+}
+
+/// The aggregate a call names (`COUNT(*)`, `SUM(x)`, `TopOne() OVER (ORDER BY x)`, ...), its
+/// arguments compiled over each member in `scope`.
+fn aggregate(
+    name: &Ident,
+    args: &[Expr],
+    star: bool,
+    order: &Option<(Box<Expr>, bool)>,
+    scope: &Scope,
+) -> Result<AggFn, SqlError> {
+    let member = |x: &Expr| compile(x, scope, None, false).map(RowExpr::new);
+    let lower = name.name.to_ascii_lowercase();
+    let one = |args: &[Expr]| -> Result<RowExpr, SqlError> {
+        match args {
+            [a] => {
+                let mut inner = false;
+                walk(a, &mut |x| {
+                    if let ExprKind::Call { name, .. } = &x.kind {
+                        inner |= AggFn::is_aggregate(&name.name);
+                    }
+                });
+                if inner {
+                    return Err(err(a.pos, "an aggregate inside an aggregate"));
+                }
+                member(a)
+            }
+            _ => Err(err(
+                name.pos,
+                format!("{} takes one argument", name.name.to_uppercase()),
+            )),
+        }
+    };
+    let f = match (lower.as_str(), star) {
+        ("count", true) => AggFn::Num(NumFn::CountStar),
+        ("count", false) => AggFn::Num(NumFn::Count(one(args)?)),
+        ("sum", _) => AggFn::Num(NumFn::Sum(one(args)?)),
+        ("avg", _) => AggFn::Num(NumFn::Avg(one(args)?)),
+        ("min", _) => AggFn::Min(one(args)?),
+        ("max", _) => AggFn::Max(one(args)?),
+        ("collecttop", _) => {
+            let Some((o, desc)) = order else {
+                return Err(err(
+                    name.pos,
+                    "CollectTop needs an order: CollectTop(k) OVER (ORDER BY expr [DESC])",
+                ));
+            };
+            let k = match args {
+                [a] => constant(a)?,
+                _ => return Err(err(name.pos, "CollectTop takes one argument: how many")),
+            };
+            let Some(k) = usize::try_from(k)
+                .ok()
+                .filter(|&k| (1..=10_000).contains(&k))
+            else {
+                return Err(err(args[0].pos, "CollectTop takes 1 to 10000 members"));
+            };
+            AggFn::CollectTop(k, member(o)?, *desc)
+        }
+        _ => {
+            let Some((o, desc)) = order else {
+                return Err(err(
+                    name.pos,
+                    "TopOne needs an order: TopOne() OVER (ORDER BY expr [DESC])",
+                ));
+            };
+            if !args.is_empty() {
+                return Err(err(name.pos, "TopOne takes no arguments"));
+            }
+            AggFn::TopOne(member(o)?, *desc)
+        }
+    };
+    if star && lower != "count" {
+        return Err(err(name.pos, "only COUNT takes *"));
+    }
+    if order.is_some() && lower != "topone" && lower != "collecttop" {
+        return Err(err(
+            name.pos,
+            "only TopOne and CollectTop take OVER (ORDER BY ...)",
+        ));
+    }
+    Ok(f)
+}
+
+/// A call of a function (not an aggregate), its arguments compiled by `arg`; `starred`: it
+/// was given `*` or `OVER (ORDER BY ...)`, which only aggregates take.
+fn function_call(
+    name: &Ident,
+    args: &[Expr],
+    starred: bool,
+    mut arg: impl FnMut(&Expr) -> Result<E, SqlError>,
+) -> Result<E, SqlError> {
+    let Some((func, min, max)) = Func::lookup(&name.name) else {
+        return Err(err(
+            name.pos,
+            format!(
+                "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
+                name.name
+            ),
+        ));
+    };
+    if starred {
+        return Err(err(
+            name.pos,
+            format!("{} is not an aggregate", name.name.to_uppercase()),
+        ));
+    }
+    if args.len() < min || args.len() > max {
+        let takes = if min == max {
+            format!("{min}")
+        } else if max == usize::MAX {
+            format!("at least {min}")
+        } else {
+            format!("{min} to {max}")
+        };
+        return Err(err(
+            name.pos,
+            format!(
+                "{} takes {takes} arguments, not {}",
+                name.name.to_uppercase(),
+                args.len()
+            ),
+        ));
+    }
+    let mut compiled = Vec::new();
+    for a in args {
+        compiled.push(arg(a)?);
+    }
+    Ok(E::Call(func, compiled))
 }
 
 /// An integer constant (`BETWEEN` bounds of `DATEDIFF`).
