@@ -15,24 +15,9 @@ use punctual::prelude::*;
 type Reading = (char, i64);
 
 #[tokio::main(flavor = "current_thread")]
-#[allow(clippy::too_many_lines, reason = "an example read top to bottom")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Time::from_ticks;
-    // Arrival order; up to 4 ticks late. Generated CTIs: 5 behind the highest start.
-    let readings: Vec<StreamItem<Reading>> = [
-        (1, 'a', 10),
-        (6, 'b', 20),
-        (3, 'a', 30),
-        (12, 'a', 40),
-        (9, 'b', 50),
-        (15, 'b', 60),
-        (11, 'a', 70),
-        (24, 'a', 80),
-        (2, 'b', 90), // too late: breaks the CTI, dropped (in both)
-    ]
-    .into_iter()
-    .map(|(at, k, v)| StreamItem::point(t(at), (k, v)))
-    .collect();
+    let readings = readings();
     let settings = || AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5));
 
     let mut query = Query::new("unordered");
@@ -84,42 +69,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     query.bind_output(&named_unordered, &joined[1], &())?;
     let report = query.start()?.wait().await?;
 
-    // Window results per CTI segment, sorted (the order within a segment is free).
-    let segments = |items: Vec<StreamItem<(char, (u64, f64))>>| {
-        let mut segments = vec![Vec::new()];
-        for item in items {
-            match item {
-                StreamItem::Insert(e) => {
-                    if let Some(last) = segments.last_mut() {
-                        last.push((e.kind.start(), e.payload.0, e.payload.1 .0, e.payload.1 .1));
-                    }
-                }
-                StreamItem::Cti(_) => segments.push(Vec::new()),
-            }
-        }
-        for s in &mut segments {
-            s.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
-        }
-        segments
-    };
     let ordered_sums = segments(outs[0].items());
     println!("per key and window (end, key, count, sum), by CTI segment: {ordered_sums:?}");
     assert_eq!(ordered_sums, segments(outs[1].items()));
     println!("readings >= 40, in order: {:?}", bigs[1].items());
     assert_eq!(bigs[0].items(), bigs[1].items());
     // The joins: the same results (each final once the names' CTI passes it), any order.
-    let results = |out: &CollectOutput<(String, i64)>| -> Vec<(Time, (String, i64))> {
-        let mut r: Vec<_> = out
-            .items()
-            .into_iter()
-            .filter_map(|i| match i {
-                StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
-                StreamItem::Cti(_) => None,
-            })
-            .collect();
-        r.sort();
-        r
-    };
     println!(
         "named readings (time, (name, value)): {:?}",
         results(&joined[1])
@@ -134,4 +89,58 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         assert_eq!((c.events_in, c.dropped), (9, 1));
     }
     Ok(())
+}
+
+/// The readings in arrival order; up to 4 ticks late. Generated CTIs: 5 behind the highest
+/// start.
+fn readings() -> Vec<StreamItem<Reading>> {
+    let t = Time::from_ticks;
+    [
+        (1, 'a', 10),
+        (6, 'b', 20),
+        (3, 'a', 30),
+        (12, 'a', 40),
+        (9, 'b', 50),
+        (15, 'b', 60),
+        (11, 'a', 70),
+        (24, 'a', 80),
+        (2, 'b', 90), // too late: breaks the CTI, dropped (in both)
+    ]
+    .into_iter()
+    .map(|(at, k, v)| StreamItem::point(t(at), (k, v)))
+    .collect()
+}
+
+/// Window results (end, key, count, sum) per CTI segment, sorted (the order within a segment
+/// is free).
+fn segments(items: Vec<StreamItem<(char, (u64, f64))>>) -> Vec<Vec<(Time, char, u64, f64)>> {
+    let mut segments = vec![Vec::new()];
+    for item in items {
+        match item {
+            StreamItem::Insert(e) => {
+                if let Some(last) = segments.last_mut() {
+                    last.push((e.kind.start(), e.payload.0, e.payload.1 .0, e.payload.1 .1));
+                }
+            }
+            StreamItem::Cti(_) => segments.push(Vec::new()),
+        }
+    }
+    for s in &mut segments {
+        s.sort_by(|a, b| a.partial_cmp(b).expect("no NaN"));
+    }
+    segments
+}
+
+/// A join's results (time, payload), sorted.
+fn results(out: &CollectOutput<(String, i64)>) -> Vec<(Time, (String, i64))> {
+    let mut r: Vec<_> = out
+        .items()
+        .into_iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
+            StreamItem::Cti(_) => None,
+        })
+        .collect();
+    r.sort();
+    r
 }

@@ -464,22 +464,17 @@ fn a_job_runs_on_workers_and_processes_with_the_same_results() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Ctrl-C (SIGINT) on one process of a job on two processes stops both with a drain: each
-/// listens on its own port (a partition each), the stop reaches the other process through
-/// the cluster, every item sent comes out (the ones held for the other partition's CTI too),
-/// and both exit with success.
-#[test]
-#[allow(
-    clippy::too_many_lines,
-    reason = "a test that runs two processes through a scripted interruption"
-)]
-fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
-    let dir = std::env::temp_dir().join(format!("punctual-job-stop-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
+/// A job on two processes (their hosts file in `dir`) whose input listens on a port per
+/// partition and whose output writes every item, with its CTIs, to a file: the job file, the
+/// hosts file, the two addresses listened on, the output.
+fn listening_job(
+    dir: &std::path::Path,
+) -> (
+    std::path::PathBuf,
+    std::path::PathBuf,
+    [String; 2],
+    std::path::PathBuf,
+) {
     let ports = free_ports(4);
     let hosts = dir.join("hosts");
     std::fs::write(
@@ -504,6 +499,22 @@ fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
         ),
     )
     .expect("written");
+    (job, hosts, listen, out)
+}
+
+/// Ctrl-C (SIGINT) on one process of a job on two processes stops both with a drain: each
+/// listens on its own port (a partition each), the stop reaches the other process through
+/// the cluster, every item sent comes out (the ones held for the other partition's CTI too),
+/// and both exit with success.
+#[test]
+fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("punctual-job-stop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let (job, hosts, listen, out) = listening_job(&dir);
     let start = |i: usize| {
         Command::new(env!("CARGO_BIN_EXE_punctual"))
             .arg("job")

@@ -11,14 +11,18 @@ use super::Ingress;
 use crate::watermark::{Arrival, DropCause, Verdict};
 use crate::Error;
 
+/// What the watermark strategy made of an event ([`Ingress::judge`]).
+enum Judged<P> {
+    /// On its way (moved, perhaps), and whether the strategy adjusted it.
+    Go(Event<P>, bool),
+    /// Dropped: counted and dead-lettered.
+    Dropped(Enqueued),
+}
+
 impl<P: Clone + PartialEq> Ingress<P> {
     /// Validates, polices and accepts one event. `keep` is the fused filter's verdict (true
     /// without one): an accepted event it refuses is never released, and counted as filtered
     /// when a CTI passes it (at once on an unordered stream).
-    #[allow(
-        clippy::too_many_lines,
-        reason = "one event's whole path through the ingress, step by step"
-    )]
     pub(super) fn insert(
         &mut self,
         event: Event<P>,
@@ -39,52 +43,10 @@ impl<P: Clone + PartialEq> Ingress<P> {
         if is_edge && self.hold.on_arrival() {
             return Err(self.reject(StreamItem::Insert(event), Error::EdgeOnArrival, out));
         }
-        let mut event = event;
-        let mut watermark_adjusted = false;
-        if let (Some(w), false) = (
-            self.watermark.as_ref(),
-            matches!(event.kind, EventKind::EndEdge { .. }),
-        ) {
-            let start = event.kind.start();
-            match w.judge(start, &event.payload, arrival, self.app) {
-                Err(why) => {
-                    let error = Error::InvalidSettings(why.into());
-                    return Err(self.reject(StreamItem::Insert(event), error, out));
-                }
-                Ok(Verdict::Drop(cause)) => {
-                    match cause {
-                        DropCause::Early => self.counters.early += 1,
-                        DropCause::LateArrival => self.counters.late += 1,
-                        DropCause::OutOfOrder => self.counters.out_of_order += 1,
-                    }
-                    let reason = DeadLetterReason::Watermark(cause);
-                    return Ok(self.drop_for(StreamItem::Insert(event), reason, out));
-                }
-                Ok(Verdict::Keep {
-                    start: moved,
-                    late,
-                    out_of_order,
-                }) => {
-                    if moved != start {
-                        let kind = shift_start(event.kind, moved);
-                        if let Err(why) = kind.validate() {
-                            // Moved where no event can be (at an end of the time line): it
-                            // cannot be kept as the strategy asks; rejected with the reason.
-                            let error = Error::Invalid(why);
-                            return Err(self.reject(StreamItem::Insert(event), error, out));
-                        }
-                        // (Taking the arrival time as the event's time is no adjustment.)
-                        if late || out_of_order {
-                            watermark_adjusted = true;
-                            self.counters.adjusted += 1;
-                        }
-                        event.kind = kind;
-                    }
-                    self.counters.late += u64::from(late);
-                    self.counters.out_of_order += u64::from(out_of_order);
-                }
-            }
-        }
+        let (event, watermark_adjusted) = match self.judge(event, arrival, out)? {
+            Judged::Go(event, adjusted) => (event, adjusted),
+            Judged::Dropped(enqueued) => return Ok(enqueued),
+        };
         if self.hold.len() >= self.config.max_buffered {
             let error = Error::BufferFull {
                 cap: self.config.max_buffered,
@@ -157,6 +119,69 @@ impl<P: Clone + PartialEq> Ingress<P> {
                 } else {
                     Enqueued::Accepted
                 })
+            }
+        }
+    }
+
+    /// Lets the watermark strategy, if any, judge `event` (an end edge goes with its start
+    /// edge, unjudged): dropped (counted and dead-lettered), or on its way, moved if the
+    /// strategy moves it (and whether that counts as an adjustment).
+    #[inline]
+    fn judge(
+        &mut self,
+        mut event: Event<P>,
+        arrival: Arrival,
+        out: &mut IngressOutput<P>,
+    ) -> Result<Judged<P>, Error> {
+        let Some(w) = self.watermark.as_ref() else {
+            return Ok(Judged::Go(event, false));
+        };
+        if matches!(event.kind, EventKind::EndEdge { .. }) {
+            return Ok(Judged::Go(event, false));
+        }
+        let start = event.kind.start();
+        match w.judge(start, &event.payload, arrival, self.app) {
+            Err(why) => {
+                let error = Error::InvalidSettings(why.into());
+                Err(self.reject(StreamItem::Insert(event), error, out))
+            }
+            Ok(Verdict::Drop(cause)) => {
+                match cause {
+                    DropCause::Early => self.counters.early += 1,
+                    DropCause::LateArrival => self.counters.late += 1,
+                    DropCause::OutOfOrder => self.counters.out_of_order += 1,
+                }
+                let reason = DeadLetterReason::Watermark(cause);
+                Ok(Judged::Dropped(self.drop_for(
+                    StreamItem::Insert(event),
+                    reason,
+                    out,
+                )))
+            }
+            Ok(Verdict::Keep {
+                start: moved,
+                late,
+                out_of_order,
+            }) => {
+                let mut adjusted = false;
+                if moved != start {
+                    let kind = shift_start(event.kind, moved);
+                    if let Err(why) = kind.validate() {
+                        // Moved where no event can be (at an end of the time line): it
+                        // cannot be kept as the strategy asks; rejected with the reason.
+                        let error = Error::Invalid(why);
+                        return Err(self.reject(StreamItem::Insert(event), error, out));
+                    }
+                    // (Taking the arrival time as the event's time is no adjustment.)
+                    if late || out_of_order {
+                        adjusted = true;
+                        self.counters.adjusted += 1;
+                    }
+                    event.kind = kind;
+                }
+                self.counters.late += u64::from(late);
+                self.counters.out_of_order += u64::from(out_of_order);
+                Ok(Judged::Go(event, adjusted))
             }
         }
     }

@@ -152,16 +152,49 @@ impl<P> PointSelection<P> {
         (read, top)
     }
 
+    /// [`Self::select`] of payloads that own something: each is built once, and moved in or
+    /// dropped; no stale payloads are kept alive as room.
+    #[inline]
+    fn select_owning<const REFUSED: bool, R>(
+        &mut self,
+        records: &[R],
+        time: impl Fn(&R) -> Time,
+        payload: impl Fn(&R) -> P,
+        keep: &dyn Predicate<P>,
+        admit: impl Fn(Time) -> bool,
+    ) -> (usize, Time) {
+        let (mut read, mut top) = (records.len(), Time::NEG_INF);
+        // A payload that owns something is built once, and moved in or dropped; no stale
+        // payloads are kept alive as room.
+        self.times.clear();
+        self.payloads.clear();
+        self.refused_times.clear();
+        for (k, r) in records.iter().enumerate() {
+            let t = time(r);
+            if !admit(t) {
+                read = k;
+                break;
+            }
+            top = top.max(t);
+            let p = payload(r);
+            if keep.keep(&p) {
+                self.times.push(t);
+                self.payloads.push(p);
+            } else if REFUSED {
+                self.refused_times.push(t);
+            }
+        }
+        self.kept = self.times.len();
+        self.refused = self.refused_times.len();
+        (read, top)
+    }
+
     /// Reads `records` (start time and payload through `time` and `payload`) in order, and
     /// stops before the first whose time is below `low` or infinite (`Time::MAX_FINITE` counts
     /// as infinite here); of the records before it, keeps those whose payload `keep` keeps,
     /// replacing the previous selection; with `REFUSED`, it keeps the others apart. Returns how
     /// many records it read (all of them, or up to the refused one) and the highest time it
     /// read (`-inf` if none).
-    #[allow(
-        clippy::too_many_lines,
-        reason = "the filtered read loop, kept whole on the hot path"
-    )]
     pub(crate) fn select<const REFUSED: bool, R>(
         &mut self,
         records: &[R],
@@ -181,29 +214,7 @@ impl<P> PointSelection<P> {
         let admit = |t: Time| (t.ticks().wrapping_sub(low.ticks()) as u64) < width;
         let (mut read, mut top) = (records.len(), Time::NEG_INF);
         if std::mem::needs_drop::<P>() {
-            // A payload that owns something is built once, and moved in or dropped; no stale
-            // payloads are kept alive as room.
-            self.times.clear();
-            self.payloads.clear();
-            self.refused_times.clear();
-            for (k, r) in records.iter().enumerate() {
-                let t = time(r);
-                if !admit(t) {
-                    read = k;
-                    break;
-                }
-                top = top.max(t);
-                let p = payload(r);
-                if keep.keep(&p) {
-                    self.times.push(t);
-                    self.payloads.push(p);
-                } else if REFUSED {
-                    self.refused_times.push(t);
-                }
-            }
-            self.kept = self.times.len();
-            self.refused = self.refused_times.len();
-            return (read, top);
+            return self.select_owning::<REFUSED, R>(records, time, payload, keep, admit);
         }
         self.refused = 0;
         let Some(first) = records.first() else {
@@ -279,31 +290,8 @@ impl<P> PointSelection<P> {
                 j += 1;
             }
             let mask = keep.mask(&pw[..j]);
-            let mut c = 0;
-            if REFUSED {
-                // The same, and each refused record's time written at the refused ones'
-                // position in their own column (`r + j <= n`: no more refused than read).
-                let rt = &mut refused_times[r..r + j];
-                let mut f = 0;
-                for i in 0..j {
-                    let (t, bit) = (tw[i], ((mask >> i) & 1) as usize);
-                    rt[f.min(i)] = t;
-                    let d = c.min(i);
-                    tw[d] = t;
-                    pw[d] = pw[i].clone();
-                    c += bit;
-                    f += 1 - bit;
-                }
-                r += f;
-            } else {
-                for i in 0..j {
-                    // `c <= i`: saying so drops the bounds checks.
-                    let d = c.min(i);
-                    tw[d] = tw[i];
-                    pw[d] = pw[i].clone();
-                    c += ((mask >> i) & 1) as usize;
-                }
-            }
+            let (c, f) = compact::<REFUSED, P>(&mut tw[..j], &mut pw[..j], refused_times, r, mask);
+            r += f;
             w += c;
             k += j;
             if stopped {
@@ -316,6 +304,45 @@ impl<P> PointSelection<P> {
         self.refused = r;
         (read, top)
     }
+}
+
+/// Moves the kept records of a block (its `mask`, bit `i` for record `i`) down within it, in
+/// order, without a branch per record; with `REFUSED`, writes each refused record's time into
+/// `refused_times` from `r` on. Returns how many were kept and refused.
+#[inline(always)]
+fn compact<const REFUSED: bool, P: Clone>(
+    tw: &mut [Time],
+    pw: &mut [P],
+    refused_times: &mut [Time],
+    r: usize,
+    mask: u64,
+) -> (usize, usize) {
+    let j = tw.len().min(pw.len());
+    let mut c = 0;
+    let mut f = 0;
+    if REFUSED {
+        // Each refused record's time written at the refused ones' position in their own
+        // column (`r + j <= n`: no more refused than read).
+        let rt = &mut refused_times[r..r + j];
+        for i in 0..j {
+            let (t, bit) = (tw[i], ((mask >> i) & 1) as usize);
+            rt[f.min(i)] = t;
+            let d = c.min(i);
+            tw[d] = t;
+            pw[d] = pw[i].clone();
+            c += bit;
+            f += 1 - bit;
+        }
+    } else {
+        for i in 0..j {
+            // `c <= i`: saying so drops the bounds checks.
+            let d = c.min(i);
+            tw[d] = tw[i];
+            pw[d] = pw[i].clone();
+            c += ((mask >> i) & 1) as usize;
+        }
+    }
+    (c, f)
 }
 
 #[cfg(test)]
