@@ -8,13 +8,12 @@
 //!
 //! `cargo run --example cluster`
 
-use punctual::adapters::{
-    CollectOutput, InputOptions, MemoryInput, OutputAdapterFactory, Partitioned, Query, QueryError,
-};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::cluster::{run_query, ClusterConfig};
 use punctual::core::ops::Count;
 use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual::policies::{AdvanceTimeImportSettings, AdvanceTimeSettings};
+use punctual::runtime::{InputOptions, OutputAdapterFactory, Partitioned, Query, QueryError};
 
 /// A window's result: the name and its count.
 type NameCount = (String, u64);

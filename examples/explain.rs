@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
-use punctual::adapters::{channel_input, CollectOutput, InputOptions, Query};
+use punctual::adapters::{channel_input, CollectOutput};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

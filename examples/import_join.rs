@@ -6,8 +6,9 @@
 //!
 //! Run: `cargo run --example import_join`
 
-use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

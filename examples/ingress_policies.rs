@@ -5,8 +5,9 @@
 //!
 //! Run: `cargo run --example ingress_policies`
 
-use punctual::adapters::{CollectOutput, DeadLetterCollector, InputOptions, MemoryInput, Query};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::prelude::*;
+use punctual::runtime::{DeadLetterCollector, InputOptions, Query};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

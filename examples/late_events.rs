@@ -3,9 +3,10 @@
 //!
 //! Run: `cargo run --example late_events`
 
-use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::policies::Watermark;
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -8,8 +8,9 @@
 //!
 //! Run: `cargo run --example pushdown`
 
-use punctual::adapters::{CollectOutput, InputOptions, Query, RecordsInput};
+use punctual::adapters::{CollectOutput, RecordsInput};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 
 /// A decoded record: (milliseconds, sensor, value).
 type Record = (i64, char, i64);

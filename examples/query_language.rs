@@ -5,8 +5,9 @@
 //!
 //! Run: `cargo run --example query_language`
 
-use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 use punctual::sql::{SqlInput, SqlQuery};
 
 fn row(device: &str, field: &str, v: f64) -> Row {

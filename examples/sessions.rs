@@ -6,9 +6,10 @@
 //!
 //! Run: `cargo run --example sessions`
 
-use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::core::ops::{Process, ProcessContext};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 
 /// A user's open session.
 #[derive(Default)]

@@ -8,8 +8,9 @@
 //!
 //! Run: `cargo run --example unordered`
 
-use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 
 /// (key, value)
 type Reading = (char, i64);

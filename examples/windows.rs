@@ -4,8 +4,9 @@
 //!
 //! Run: `cargo run --example windows`
 
-use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 
 fn events<P: Clone>(items: &[StreamItem<P>]) -> Vec<(Time, P)> {
     items

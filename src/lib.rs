@@ -26,6 +26,7 @@ pub use punctual_core as core;
 pub use punctual_engine as engine;
 pub use punctual_policies as policies;
 pub use punctual_rows as rows;
+pub use punctual_runtime as runtime;
 pub use punctual_sql as sql;
 
 pub mod cli;

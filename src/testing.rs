@@ -4,7 +4,7 @@
 //!
 //! ```
 //! use punctual::prelude::*;
-//! use punctual::adapters::{InputOptions, Query};
+//! use punctual::runtime::{InputOptions, Query};
 //! use punctual::testing::{assert_segments, Collector, Script};
 //!
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
@@ -29,11 +29,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use punctual_adapters::{AdapterError, InputAdapter, InputAdapterFactory, InputContext};
 use punctual_core::ops::Payload;
 use punctual_core::{Event, EventShape, StreamItem, Time, TimeSpan};
+use punctual_runtime::{AdapterError, InputAdapter, InputAdapterFactory, InputContext};
 
-pub use punctual_adapters::{CollectOutput as Collector, ManualClock};
+pub use punctual_adapters::CollectOutput as Collector;
+pub use punctual_runtime::ManualClock;
 
 #[derive(Clone, Debug)]
 enum Step<P> {
@@ -124,7 +125,7 @@ impl<P: Payload> InputAdapter<P> for ScriptAdapter<P> {
             match step {
                 // Rejections are part of what a test may script: they are counted, not errors.
                 Step::Item(item) => match ctx.enqueue(item).await {
-                    Err(punctual_adapters::EnqueueError::Rejected { .. }) | Ok(_) => {}
+                    Err(punctual_runtime::EnqueueError::Rejected { .. }) | Ok(_) => {}
                     Err(e) => return Err(e.into()),
                 },
                 Step::Clock(by) => {

@@ -255,28 +255,28 @@ fn the_comparison_fails_when_it_should() {
 struct Breaks;
 
 #[async_trait::async_trait]
-impl punctual::adapters::InputAdapter<i64> for Breaks {
+impl punctual::runtime::InputAdapter<i64> for Breaks {
     async fn run(
         &mut self,
-        ctx: &mut punctual::adapters::InputContext<i64>,
-    ) -> Result<(), punctual::adapters::AdapterError> {
+        ctx: &mut punctual::runtime::InputContext<i64>,
+    ) -> Result<(), punctual::runtime::AdapterError> {
         for i in 0..3 {
             ctx.enqueue_point(punctual::core::Time::from_ticks(i), i)
                 .await?;
         }
-        Err(punctual::adapters::AdapterError::Config(
+        Err(punctual::runtime::AdapterError::Config(
             "the source broke".to_owned(),
         ))
     }
 }
 
-impl punctual::adapters::InputAdapterFactory<(), i64> for Breaks {
+impl punctual::runtime::InputAdapterFactory<(), i64> for Breaks {
     type Adapter = Breaks;
     fn create(
         &self,
         _: &(),
         _: punctual::core::EventShape,
-    ) -> Result<Breaks, punctual::adapters::AdapterError> {
+    ) -> Result<Breaks, punctual::runtime::AdapterError> {
         Ok(Breaks)
     }
 }
@@ -285,8 +285,9 @@ impl punctual::adapters::InputAdapterFactory<(), i64> for Breaks {
 /// error names the worker and says why, while the other worker's input ran to its end.
 #[test]
 fn an_input_that_fails_on_one_worker_fails_the_run() {
-    use punctual::adapters::{InputOptions, MemoryInput, Query};
+    use punctual::adapters::MemoryInput;
     use punctual::core::{EventShape, StreamItem, Time};
+    use punctual::runtime::{InputOptions, Query};
     let out = CollectOutput::new();
     let sink = out.clone();
     let result = run_query(ClusterConfig::threads(2), move |_| {
@@ -336,11 +337,11 @@ fn an_input_that_fails_on_one_worker_fails_the_run() {
 fn dropping_every(
     events: u64,
     delay: i64,
-) -> Result<punctual::policies::AdvanceTimeSettings, punctual::adapters::QueryError> {
+) -> Result<punctual::policies::AdvanceTimeSettings, punctual::runtime::QueryError> {
     use punctual::policies::{
         AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings,
     };
-    let bind = |e: punctual::policies::Error| punctual::adapters::QueryError::Bind(e.to_string());
+    let bind = |e: punctual::policies::Error| punctual::runtime::QueryError::Bind(e.to_string());
     let generation = AdvanceTimeGenerationSettings::every_events(events)
         .delay(punctual::core::TimeSpan::from_ticks(delay))
         .final_cti(true)
@@ -372,9 +373,10 @@ fn counts_per_key<O: punctual::core::Order>(
 fn partitioned_query(
     partitions: &[Vec<(i64, u32)>],
     out: &CollectOutput<String>,
-) -> Result<punctual::adapters::Query, punctual::adapters::QueryError> {
-    use punctual::adapters::{InputOptions, MemoryInput, Query};
+) -> Result<punctual::runtime::Query, punctual::runtime::QueryError> {
+    use punctual::adapters::MemoryInput;
     use punctual::core::{EventShape, StreamItem, Time};
+    use punctual::runtime::{InputOptions, Query};
     let settings = dropping_every(3, 5)?;
     let items: Vec<Vec<StreamItem<u32>>> = partitions
         .iter()
@@ -389,7 +391,7 @@ fn partitioned_query(
     let options = InputOptions::new("readings", EventShape::Point).settings(settings);
     let readings = query.create_stream(
         options,
-        &punctual::adapters::Partitioned(MemoryInput),
+        &punctual::runtime::Partitioned(MemoryInput),
         &items,
     )?;
     query.bind_output(counts_per_key(&readings, 10), out, &())?;
@@ -469,7 +471,7 @@ proptest! {
 #[derive(Clone)]
 struct SteppingClock(std::sync::Arc<std::sync::atomic::AtomicI64>);
 
-impl punctual::adapters::Clock for SteppingClock {
+impl punctual::runtime::Clock for SteppingClock {
     fn now(&self) -> punctual::core::Time {
         let step = punctual::core::TimeSpan::from_millis(100).ticks();
         punctual::core::Time::from_ticks(
@@ -486,11 +488,11 @@ struct Live {
 }
 
 #[async_trait::async_trait]
-impl punctual::adapters::InputAdapter<u32> for Live {
+impl punctual::runtime::InputAdapter<u32> for Live {
     async fn run(
         &mut self,
-        ctx: &mut punctual::adapters::InputContext<u32>,
-    ) -> Result<(), punctual::adapters::AdapterError> {
+        ctx: &mut punctual::runtime::InputContext<u32>,
+    ) -> Result<(), punctual::runtime::AdapterError> {
         use punctual::core::{Time, TimeSpan};
         if self.partition == 0 {
             for s in 1..=5 {
@@ -505,13 +507,13 @@ impl punctual::adapters::InputAdapter<u32> for Live {
     }
 }
 
-impl punctual::adapters::InputAdapterFactory<(), u32> for Live {
+impl punctual::runtime::InputAdapterFactory<(), u32> for Live {
     type Adapter = Live;
     fn create(
         &self,
         _: &(),
         _: punctual::core::EventShape,
-    ) -> Result<Live, punctual::adapters::AdapterError> {
+    ) -> Result<Live, punctual::runtime::AdapterError> {
         self.create_partition(&(), punctual::core::EventShape::Point, 0)
     }
     fn partitions(&self, _: &()) -> usize {
@@ -522,7 +524,7 @@ impl punctual::adapters::InputAdapterFactory<(), u32> for Live {
         _: &(),
         _: punctual::core::EventShape,
         partition: usize,
-    ) -> Result<Live, punctual::adapters::AdapterError> {
+    ) -> Result<Live, punctual::runtime::AdapterError> {
         Ok(Live {
             done: std::sync::Arc::clone(&self.done),
             partition,
@@ -535,9 +537,9 @@ impl punctual::adapters::InputAdapterFactory<(), u32> for Live {
 /// sources once the output holds the five events, or after 20 s of waiting for them. Returns
 /// whether they came before the end, and the output before the end.
 fn quiet_partition_run(idle: i64) -> (bool, Vec<punctual::core::StreamItem<u32>>) {
-    use punctual::adapters::{InputOptions, Query};
     use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
     use punctual::policies::Watermark;
+    use punctual::runtime::{InputOptions, Query};
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let source = Live {
         done: std::sync::Arc::clone(&done),
@@ -623,8 +625,9 @@ fn replayed_counts(
     partitions: usize,
     cluster: Option<ClusterConfig>,
 ) -> (Vec<String>, i64) {
-    use punctual::adapters::{InputOptions, Query, QueryError, RecordsInput};
+    use punctual::adapters::RecordsInput;
     use punctual::core::{EventShape, Time};
+    use punctual::runtime::{InputOptions, Query, QueryError};
     let records: std::sync::Arc<[(i64, u32)]> = records.into();
     let out = CollectOutput::new();
     let sink = out.clone();

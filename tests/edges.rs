@@ -6,8 +6,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use punctual::adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
+use punctual::runtime::{InputOptions, Query};
 
 /// Payload comparisons made so far (by every query of this test binary: its one test runs
 /// them one after another).

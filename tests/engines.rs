@@ -9,14 +9,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use punctual::adapters::{
-    AdapterError, CollectOutput, DeadLetterCollector, EnqueueError, InputAdapter,
-    InputAdapterFactory, InputContext, Query,
-};
+use punctual::adapters::CollectOutput;
 use punctual::conformance::{find_cases, run, Case, CaseArrival};
 use punctual::core::ops::Stream;
 use punctual::policies::{Arrival, DeadLetter, IngressCounters};
 use punctual::prelude::*;
+use punctual::runtime::{
+    AdapterError, DeadLetterCollector, EnqueueError, InputAdapter, InputAdapterFactory,
+    InputContext, Query,
+};
 
 /// The arrivals of every stream in their global order, then the end of every stream that had
 /// none, in declaration order (what the runner does when the arrivals run out), and whose turn

@@ -16,8 +16,7 @@ use std::io::Write;
 use proptest::prelude::*;
 
 use punctual::adapters::{
-    CollectOutput, CsvInput, CsvInputConfig, DeadLetterCollector, InputOptions as RunInput,
-    JsonLinesInput, JsonLinesInputConfig, Query,
+    CollectOutput, CsvInput, CsvInputConfig, JsonLinesInput, JsonLinesInputConfig,
 };
 use punctual::core::ops::Count;
 use punctual::core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
@@ -27,6 +26,7 @@ use punctual::policies::{
     IngressConfig, IngressCounters, IngressOutput, Watermark,
 };
 use punctual::rows::Row;
+use punctual::runtime::{DeadLetterCollector, InputOptions as RunInput, Query};
 
 use punctual_tests::fuzz_config as config;
 

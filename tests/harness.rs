@@ -1,8 +1,8 @@
 //! The `punctual::testing` harness itself: scripted sources, clock advances, segment assertions.
 
-use punctual::adapters::{InputOptions, Query};
 use punctual::policies::Watermark;
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 use punctual::testing::{assert_segments, segment_differences, Collector, ManualClock, Script};
 
 fn t(x: i64) -> Time {

@@ -7,11 +7,10 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use punctual::adapters::line::TimeFormat;
-use punctual::adapters::{
-    CollectOutput, InputOptions, JsonLinesInput, JsonLinesInputConfig, Query,
-};
+use punctual::adapters::{CollectOutput, JsonLinesInput, JsonLinesInputConfig};
 use punctual::cli::{main, EXIT_OK};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 
 fn samples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

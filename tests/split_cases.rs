@@ -7,14 +7,13 @@
 
 use std::sync::Arc;
 
-use punctual::adapters::{
-    CollectOutput, MemoryInput, OutputAdapterFactory, Query, QueryError, QueryReport,
-};
+use punctual::adapters::{CollectOutput, MemoryInput};
 use punctual::cluster::{Script, Step};
 use punctual::core::ops::{Count, Stream, Sum, WindowOutput};
 use punctual::core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
 use punctual::engine::{Driver, InputId, InputOptions, OutputId, Plan};
 use punctual::policies::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
+use punctual::runtime::{OutputAdapterFactory, Query, QueryError, QueryReport};
 use serde::{Deserialize, Serialize};
 
 /// A payload: a unique id, a group key and a value.

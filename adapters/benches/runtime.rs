@@ -10,13 +10,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use punctual_adapters::{
-    AdapterError, InputOptions, IterInput, OutputAdapter, OutputAdapterFactory, Query, RecordsInput,
-};
+use punctual_adapters::{IterInput, RecordsInput};
 use punctual_core::ops::{Count, Sum};
 use punctual_core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
 use punctual_engine::Plan;
 use punctual_policies::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
+use punctual_runtime::{AdapterError, InputOptions, OutputAdapter, OutputAdapterFactory, Query};
 
 const N: i64 = 1_000_000;
 

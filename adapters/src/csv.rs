@@ -15,10 +15,11 @@
 //! declares no advance-time settings: CTIs come from the stream's settings (or the final CTI).
 //!
 //! ```no_run
-//! use punctual_adapters::{CsvInput, CsvInputConfig, InputOptions, Query};
+//! use punctual_adapters::{CsvInput, CsvInputConfig};
+//! use punctual_runtime::{InputOptions, Query};
 //! use punctual_core::{EventShape};
 //! use punctual_rows::{Row};
-//! # async fn demo() -> Result<(), punctual_adapters::QueryError> {
+//! # async fn demo() -> Result<(), punctual_runtime::QueryError> {
 //! let mut query = Query::new("csv");
 //! let readings = query.create_stream::<_, Row, _, _>(
 //!     InputOptions::new("readings", EventShape::Point),
@@ -49,12 +50,12 @@ use serde::{Deserialize, Serialize};
 use punctual_core::{Event, EventKind, EventShape, StreamItem};
 use punctual_rows::Row;
 
-use crate::adapter::{InputAdapter, InputAdapterFactory, Payload};
-use crate::context::InputContext;
-use crate::error::AdapterError;
 use crate::jsonl::MalformedLines;
 use crate::line::TimeFormat;
 use crate::replay::{Feeder, FilePart, Lines, ReadLine, ReplayOptions};
+use punctual_runtime::adapter::{InputAdapter, InputAdapterFactory, Payload};
+use punctual_runtime::context::InputContext;
+use punctual_runtime::error::AdapterError;
 
 /// Configuration of [`CsvInput`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -19,12 +19,14 @@
 //! factor and follow mode). The path `-` is standard input (output).
 //!
 //! ```no_run
-//! use punctual_adapters::{InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
-//!     JsonLinesOutputConfig, Query};
+//! use punctual_adapters::{
+//!     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
+//! };
+//! use punctual_runtime::{InputOptions, Query};
 //! use punctual_core::{EventShape};
 //! use punctual_rows::{Row};
 //! use punctual_policies::AdvanceTimeSettings;
-//! # async fn demo() -> Result<(), punctual_adapters::QueryError> {
+//! # async fn demo() -> Result<(), punctual_runtime::QueryError> {
 //! let mut query = Query::new("copy");
 //! let input = query.create_stream::<_, Row, _, _>(
 //!     InputOptions::new("in", EventShape::Point).settings(AdvanceTimeSettings::increasing_start_time()),
@@ -46,15 +48,15 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 
 use punctual_core::{Batch, EventShape};
 
-use crate::adapter::{
-    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
-};
-use crate::context::InputContext;
-use crate::error::AdapterError;
 use crate::layout::{RowLayout, Rows};
 use crate::line::{parse_line, write_item_as, LineError, LineFormat, TimeFormat};
-use crate::query::QueryReport;
 use crate::replay::{open_sink, Feeder, FilePart, Lines, ReplayOptions};
+use punctual_runtime::adapter::{
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
+};
+use punctual_runtime::context::InputContext;
+use punctual_runtime::error::AdapterError;
+use punctual_runtime::query::QueryReport;
 
 pub use crate::replay::MalformedLines;
 

@@ -22,11 +22,12 @@
 //! timeout) where it is read.
 //!
 //! ```no_run
-//! use punctual_adapters::{InputOptions, KafkaConfig, KafkaInput, Query};
+//! use punctual_adapters::{KafkaConfig, KafkaInput};
+//! use punctual_runtime::{InputOptions, Query};
 //! use punctual_core::{EventShape, TimeSpan};
 //! use punctual_rows::{Row};
 //! use punctual_policies::Watermark;
-//! # fn demo() -> Result<(), punctual_adapters::QueryError> {
+//! # fn demo() -> Result<(), punctual_runtime::QueryError> {
 //! let mut query = Query::new("kafka");
 //! let s = query.create_stream::<_, Row, _, _>(
 //!     InputOptions::new("clicks", EventShape::Point)
@@ -57,13 +58,13 @@ use serde::{Deserialize, Serialize};
 use punctual_core::{Batch, EventShape, StreamItem, Time};
 use punctual_policies::{Arrival, MalformedRecord};
 
-use crate::adapter::{
+use crate::line::{write_item_as, LineFormat, TimeFormat};
+use punctual_runtime::adapter::{
     InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
-use crate::context::InputContext;
-use crate::error::{AdapterError, EnqueueError};
-use crate::line::{write_item_as, LineFormat, TimeFormat};
-use crate::query::QueryReport;
+use punctual_runtime::context::InputContext;
+use punctual_runtime::error::{AdapterError, EnqueueError};
+use punctual_runtime::query::QueryReport;
 
 /// Where a Kafka adapter connects.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -21,9 +21,9 @@ use tokio::sync::mpsc;
 
 use punctual_core::{EventShape, StreamItem};
 
-use crate::adapter::{InputAdapter, InputAdapterFactory, Payload};
-use crate::context::InputContext;
-use crate::error::AdapterError;
+use punctual_runtime::adapter::{InputAdapter, InputAdapterFactory, Payload};
+use punctual_runtime::context::InputContext;
+use punctual_runtime::error::AdapterError;
 
 mod output;
 pub use output::{stream_output, CollectOutput, StreamOutput, StreamOutputAdapter};
@@ -89,7 +89,8 @@ impl<P: Payload> InputAdapterFactory<Vec<StreamItem<P>>, P> for MemoryInput {
 /// partition `b % n`), each its own input: on several workers, each reads its own.
 ///
 /// ```
-/// use punctual_adapters::{CollectOutput, InputOptions, Query, RecordsInput};
+/// use punctual_adapters::{CollectOutput, RecordsInput};
+/// use punctual_runtime::{InputOptions, Query};
 /// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 /// use punctual_policies::AdvanceTimeSettings;
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
@@ -106,7 +107,7 @@ impl<P: Payload> InputAdapterFactory<Vec<StreamItem<P>>, P> for MemoryInput {
 /// query.start()?.wait().await?;
 /// // A CTI after each reading releases the one before it.
 /// assert_eq!(out.items()[1], StreamItem::point(Time::EPOCH + TimeSpan::from_millis(1), 20.5));
-/// # Ok::<(), punctual_adapters::QueryError>(())
+/// # Ok::<(), punctual_runtime::QueryError>(())
 /// # }).unwrap();
 /// ```
 pub struct RecordsInput<R, T, F> {
@@ -151,7 +152,8 @@ impl<R, T, F> RecordsInput<R, T, F> {
     /// of its own, with its own CTIs ([`InputAdapterFactory::partitions`]).
     ///
     /// ```
-    /// use punctual_adapters::{CollectOutput, InputOptions, Query, RecordsInput};
+    /// use punctual_adapters::{CollectOutput, RecordsInput};
+    /// use punctual_runtime::{InputOptions, Query};
     /// use punctual_core::{EventShape, Time};
     /// use punctual_policies::AdvanceTimeSettings;
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
@@ -168,7 +170,7 @@ impl<R, T, F> RecordsInput<R, T, F> {
     /// let names: Vec<&str> = report.streams.iter().map(|(n, _)| n.as_str()).collect();
     /// assert_eq!(names, ["n#0", "n#1"]);
     /// assert_eq!(out.payloads(), [1, 2, 3, 4, 5]); // the union of the two, in time order
-    /// # Ok::<(), punctual_adapters::QueryError>(())
+    /// # Ok::<(), punctual_runtime::QueryError>(())
     /// # }).unwrap();
     /// ```
     pub fn partitions(mut self, n: usize) -> Self {
@@ -347,7 +349,8 @@ pub struct ChannelInput<P> {
 /// sends items (awaiting when the query is behind) and drops the sender to end the input.
 ///
 /// ```
-/// use punctual_adapters::{channel_input, CollectOutput, InputOptions, Query};
+/// use punctual_adapters::{channel_input, CollectOutput};
+/// use punctual_runtime::{InputOptions, Query};
 /// use punctual_core::{EventShape, StreamItem, Time};
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let (tx, factory) = channel_input::<u32>(64);
@@ -361,7 +364,7 @@ pub struct ChannelInput<P> {
 /// drop(tx);
 /// running.wait().await?;
 /// assert_eq!(out.items().len(), 2);
-/// # Ok::<(), punctual_adapters::QueryError>(())
+/// # Ok::<(), punctual_runtime::QueryError>(())
 /// # }).unwrap();
 /// ```
 pub fn channel_input<P>(capacity: usize) -> (mpsc::Sender<StreamItem<P>>, ChannelInput<P>) {

@@ -11,10 +11,11 @@
 //! stream's settings or its watermark strategy.
 //!
 //! ```no_run
-//! use punctual_adapters::{InputOptions, MqttConfig, MqttInput, Query};
+//! use punctual_adapters::{MqttConfig, MqttInput};
+//! use punctual_runtime::{InputOptions, Query};
 //! use punctual_core::{EventShape};
 //! use punctual_rows::{Row};
-//! # fn demo() -> Result<(), punctual_adapters::QueryError> {
+//! # fn demo() -> Result<(), punctual_runtime::QueryError> {
 //! let mut query = Query::new("mqtt");
 //! let s = query.create_stream::<_, Row, _, _>(
 //!     InputOptions::new("sensors", EventShape::Point),
@@ -41,13 +42,13 @@ use serde::{Deserialize, Serialize};
 use punctual_core::{Batch, EventShape};
 use punctual_policies::MalformedRecord;
 
-use crate::adapter::{
+use crate::line::{write_item_as, LineFormat, TimeFormat};
+use punctual_runtime::adapter::{
     InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
-use crate::context::InputContext;
-use crate::error::AdapterError;
-use crate::line::{write_item_as, LineFormat, TimeFormat};
-use crate::query::QueryReport;
+use punctual_runtime::context::InputContext;
+use punctual_runtime::error::AdapterError;
+use punctual_runtime::query::QueryReport;
 
 /// Where an MQTT adapter connects and which topic it uses.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,10 +12,10 @@ use tokio::time::Instant;
 use punctual_core::{StreamItem, Time, TICKS_PER_SECOND};
 use punctual_policies::MalformedRecord;
 
-use crate::adapter::Payload;
-use crate::context::InputContext;
-use crate::error::AdapterError;
 use crate::memory::BATCH;
+use punctual_runtime::adapter::Payload;
+use punctual_runtime::context::InputContext;
+use punctual_runtime::error::AdapterError;
 
 mod files;
 pub use files::names_file;

@@ -25,7 +25,8 @@
 //! lines (`cti` lines), the stream's settings or its watermark strategy.
 //!
 //! ```no_run
-//! use punctual_adapters::{InputOptions, Query, TcpServerInput};
+//! use punctual_adapters::{TcpServerInput};
+//! use punctual_runtime::{InputOptions, Query};
 //! use punctual_core::{EventShape};
 //! use punctual_rows::{Row};
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -50,15 +51,15 @@ use tokio::sync::mpsc;
 use punctual_core::{Batch, EventShape, StreamItem};
 use punctual_policies::MalformedRecord;
 
-use crate::adapter::{
-    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
-};
-use crate::context::InputContext;
-use crate::error::AdapterError;
 use crate::line::{write_item_as, LineFormat, TimeFormat};
 use crate::memory::BATCH;
-use crate::query::QueryReport;
 use crate::replay::next_line;
+use punctual_runtime::adapter::{
+    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
+};
+use punctual_runtime::context::InputContext;
+use punctual_runtime::error::AdapterError;
+use punctual_runtime::query::QueryReport;
 
 /// What a connection's reader hands the adapter.
 enum Received<P> {
@@ -354,10 +355,11 @@ impl TcpListenConfig {
 /// of a cluster. An address that cannot be bound fails the query with the address.
 ///
 /// ```no_run
-/// use punctual_adapters::{InputOptions, Partitioned, Query, TcpListenConfig, TcpListenInput};
+/// use punctual_adapters::{TcpListenConfig, TcpListenInput};
+/// use punctual_runtime::{InputOptions, Partitioned, Query};
 /// use punctual_core::{EventShape};
 /// use punctual_rows::{Row};
-/// # fn demo() -> Result<(), punctual_adapters::QueryError> {
+/// # fn demo() -> Result<(), punctual_runtime::QueryError> {
 /// let mut query = Query::new("two ports");
 /// let ports = vec![TcpListenConfig::new("0.0.0.0:7000"), TcpListenConfig::new("0.0.0.0:7001")];
 /// let lines = query.create_stream::<_, Row, _, _>(

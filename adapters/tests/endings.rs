@@ -11,14 +11,15 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 
-use punctual_adapters::{
-    AdapterError, CollectOutput, DeadLetterCollector, Ending, InputAdapter, InputAdapterFactory,
-    InputContext, InputOptions, OutputAdapter, OutputAdapterFactory, OutputContext, Query,
-    QueryError, QueryReport,
-};
+use punctual_adapters::CollectOutput;
 use punctual_core::ops::Count;
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
+use punctual_runtime::{
+    AdapterError, DeadLetterCollector, Ending, InputAdapter, InputAdapterFactory, InputContext,
+    InputOptions, OutputAdapter, OutputAdapterFactory, OutputContext, Query, QueryError,
+    QueryReport,
+};
 
 type Run<'a> = BoxFuture<'a, Result<(), AdapterError>>;
 
@@ -387,7 +388,7 @@ fn an_error_chain_names_each_cause_once() {
     let error = QueryError::Adapter {
         role: "input",
         stream: "in".into(),
-        error: AdapterError::Enqueue(punctual_adapters::EnqueueError::Rejected {
+        error: AdapterError::Enqueue(punctual_runtime::EnqueueError::Rejected {
             stream: "in".into(),
             error: punctual_policies::Error::Invalid(punctual_core::InvalidEvent::CtiAtNegInf),
         }),

@@ -11,13 +11,13 @@ use async_trait::async_trait;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use punctual_adapters::{
-    AdapterError, CollectOutput, DeadLetterCollector, InputAdapter, InputAdapterFactory,
-    InputContext, InputOptions, MemoryInput, OutputAdapter, OutputAdapterFactory, Query,
-    QueryError, QueryFailure, TcpServerInput, MAX_LINE_BYTES,
-};
+use punctual_adapters::{CollectOutput, MemoryInput, TcpServerInput, MAX_LINE_BYTES};
 use punctual_core::{Batch, EventShape, StreamItem, Time};
 use punctual_policies::{AdvanceTimeSettings, DeadLetterReason};
+use punctual_runtime::{
+    AdapterError, DeadLetterCollector, InputAdapter, InputAdapterFactory, InputContext,
+    InputOptions, OutputAdapter, OutputAdapterFactory, Query, QueryError, QueryFailure,
+};
 
 const LIMIT: Duration = Duration::from_secs(60);
 

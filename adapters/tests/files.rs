@@ -8,12 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use punctual_adapters::line::TimeFormat;
 use punctual_adapters::{
-    CollectOutput, CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig, DeadLetterCollector,
-    InputOptions, JsonLinesInput, JsonLinesInputConfig, MalformedLines, Query, ReplayOptions,
+    CollectOutput, CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig, JsonLinesInput,
+    JsonLinesInputConfig, MalformedLines, ReplayOptions,
 };
 use punctual_core::{EventShape, StreamItem, Time, TICKS_PER_SECOND};
 use punctual_policies::DeadLetterReason;
 use punctual_rows::{Row, Value};
+use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
 
 fn temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-files-{}", std::process::id()));
@@ -408,7 +409,8 @@ async fn a_slow_live_input_reaches_the_output_file_while_it_is_open() {
 /// checkpoint: anything else is refused when the query starts, with the reason.
 #[tokio::test]
 async fn checkpoints_refuse_what_cannot_replay() {
-    use punctual_adapters::{Checkpoints, JsonLinesOutput, JsonLinesOutputConfig, MemoryInput};
+    use punctual_adapters::{JsonLinesOutput, JsonLinesOutputConfig, MemoryInput};
+    use punctual_runtime::Checkpoints;
     let dir = std::env::temp_dir().join(format!("punctual-refuse-{}", std::process::id()));
     let input = temp(
         "replayable.jsonl",
@@ -463,7 +465,8 @@ async fn checkpoints_refuse_what_cannot_replay() {
 /// uninterrupted run's.
 #[tokio::test(start_paused = true)]
 async fn a_drained_stop_is_not_a_checkpoint() {
-    use punctual_adapters::{Checkpoints, JsonLinesOutput, JsonLinesOutputConfig};
+    use punctual_adapters::{JsonLinesOutput, JsonLinesOutputConfig};
+    use punctual_runtime::Checkpoints;
     let dir = std::env::temp_dir().join(format!("punctual-drain-ckpt-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -532,7 +535,8 @@ async fn a_drained_stop_is_not_a_checkpoint() {
 /// output, exit 0.
 #[tokio::test]
 async fn checkpoints_verify_the_outputs_and_inputs_they_restore() {
-    use punctual_adapters::{Checkpoints, JsonLinesOutput, JsonLinesOutputConfig};
+    use punctual_adapters::{JsonLinesOutput, JsonLinesOutputConfig};
+    use punctual_runtime::Checkpoints;
     let dir = std::env::temp_dir().join(format!("punctual-verify-ckpt-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -559,7 +563,7 @@ async fn checkpoints_verify_the_outputs_and_inputs_they_restore() {
             .expect("binds");
         q
     };
-    let failure = |r: Result<punctual_adapters::QueryReport, punctual_adapters::QueryFailure>| {
+    let failure = |r: Result<punctual_runtime::QueryReport, punctual_runtime::QueryFailure>| {
         r.expect_err("refused").to_string()
     };
     query().start().expect("starts").wait().await.expect("runs");

@@ -5,13 +5,13 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use punctual_adapters::{
-    AdapterError, CollectOutput, DeadLetterCollector, InputOptions, JsonLinesInput,
-    JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig, MalformedLines, Query,
-    QueryError,
+    CollectOutput, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
+    MalformedLines,
 };
 use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::{AdvanceTimeSettings, DeadLetterReason};
 use punctual_rows::Row;
+use punctual_runtime::{AdapterError, DeadLetterCollector, InputOptions, Query, QueryError};
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-jsonl-{}", std::process::id()));

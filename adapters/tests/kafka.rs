@@ -8,11 +8,10 @@ use punctual_adapters::kafka::rdkafka::consumer::{Consumer, StreamConsumer};
 use punctual_adapters::kafka::rdkafka::message::Message;
 use punctual_adapters::kafka::rdkafka::mocking::MockCluster;
 use punctual_adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
-use punctual_adapters::{
-    CollectOutput, InputOptions, KafkaConfig, KafkaInput, KafkaOutput, MemoryInput, Query,
-};
+use punctual_adapters::{CollectOutput, KafkaConfig, KafkaInput, KafkaOutput, MemoryInput};
 use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::Watermark;
+use punctual_runtime::{InputOptions, Query};
 
 fn t(x: i64) -> Time {
     Time::from_ticks(x)

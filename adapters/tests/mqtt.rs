@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use punctual_adapters::mqtt::rumqttc::{AsyncClient, Event, EventLoop, MqttOptions, Packet, QoS};
 
-use punctual_adapters::{InputOptions, MqttConfig, MqttInput, MqttOutput, Query};
+use punctual_adapters::{MqttConfig, MqttInput, MqttOutput};
 use punctual_core::EventShape;
 use punctual_policies::AdvanceTimeSettings;
+use punctual_runtime::{InputOptions, Query};
 
 /// A mosquitto broker on a free loopback port, stopped on drop.
 struct Broker {

@@ -9,9 +9,10 @@ use metrics::{
     Unit,
 };
 
-use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query, RecordsInput};
+use punctual_adapters::{CollectOutput, MemoryInput, RecordsInput};
 use punctual_core::{EventShape, StreamItem, Time};
 use punctual_policies::AdvanceTimeSettings;
+use punctual_runtime::{InputOptions, Query};
 
 /// Keeps the last value of every counter and gauge by name and labels.
 #[derive(Default, Clone)]
@@ -229,9 +230,9 @@ fn an_input_with_many_events_and_no_cti_is_warned_about() {
 
 #[test]
 fn the_cti_lag_against_the_clock_is_measured_at_clock_readings() {
-    use punctual_adapters::ManualClock;
     use punctual_core::TimeSpan;
     use punctual_policies::Watermark;
+    use punctual_runtime::ManualClock;
     let recording = Recording::default();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()

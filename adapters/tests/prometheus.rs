@@ -4,9 +4,10 @@
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use punctual_adapters::prometheus::PrometheusRecorder;
-use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+use punctual_adapters::{CollectOutput, MemoryInput};
 use punctual_core::{EventShape, StreamItem, Time};
 use punctual_policies::AdvanceTimeSettings;
+use punctual_runtime::{InputOptions, Query};
 
 #[test]
 fn a_querys_metrics_are_served_in_the_prometheus_format() {

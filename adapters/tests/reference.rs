@@ -12,15 +12,15 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use punctual_adapters::line::parse_line;
-use punctual_adapters::{
-    AdapterError, CollectOutput, InputAdapter, InputAdapterFactory, InputContext, InputOptions,
-    MemoryInput, Query,
-};
+use punctual_adapters::{CollectOutput, MemoryInput};
 use punctual_core::ops::{Avg, Stream};
 use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimeImportSettings, AdvanceTimePolicy,
     AdvanceTimeSettings,
+};
+use punctual_runtime::{
+    AdapterError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, Query,
 };
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

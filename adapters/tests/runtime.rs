@@ -8,14 +8,15 @@ use async_trait::async_trait;
 use futures::future::FutureExt;
 use tokio::time::Instant;
 
-use punctual_adapters::{
-    channel_input, AdapterError, CollectOutput, DeadLetterCollector, EnqueueError,
-    InputAdapterFactory, InputOptions, MemoryInput, OutputAdapter, Query, QueryError, QueryFailure,
-};
+use punctual_adapters::{channel_input, CollectOutput, MemoryInput};
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::{
     AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimeImportSettings,
     AdvanceTimePolicy, AdvanceTimeSettings, DeadLetterReason, Enqueued,
+};
+use punctual_runtime::{
+    AdapterError, DeadLetterCollector, EnqueueError, InputAdapterFactory, InputOptions,
+    OutputAdapter, Query, QueryError, QueryFailure,
 };
 
 mod common;

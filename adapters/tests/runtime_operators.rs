@@ -8,13 +8,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::FutureExt;
 
-use punctual_adapters::{
-    channel_input, AdapterError, CollectOutput, DeadLetterCollector, InputOptions, MemoryInput,
-    OutputAdapter, Query, QueryError, QueryFailure, RecordsInput, TryEnqueueError,
-};
+use punctual_adapters::{channel_input, CollectOutput, MemoryInput, RecordsInput};
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan, Unordered};
 use punctual_policies::{
     AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings, DeadLetterReason,
+};
+use punctual_runtime::{
+    AdapterError, DeadLetterCollector, InputOptions, OutputAdapter, Query, QueryError,
+    QueryFailure, TryEnqueueError,
 };
 
 mod common;
@@ -613,7 +614,7 @@ async fn a_query_over_its_budget_fails_naming_the_input_it_waits_for() {
     );
     assert!(matches!(
         failure.error,
-        QueryError::Stream(punctual_adapters::EnqueueError::OverBudget(ref o)) if o.held > 1_000
+        QueryError::Stream(punctual_runtime::EnqueueError::OverBudget(ref o)) if o.held > 1_000
     ));
 }
 
@@ -746,7 +747,7 @@ async fn held_items_of_an_unknown_type_have_no_payload() {
 #[tokio::test(start_paused = true)]
 async fn held_items_are_listed_up_to_the_limit_and_counted_beyond() {
     let mut query = Query::new("many");
-    let n = punctual_adapters::MAX_REPORTED_HELD as i64 + 500;
+    let n = punctual_runtime::MAX_REPORTED_HELD as i64 + 500;
     let fast: Vec<_> = (0..n).map(|x| StreamItem::point(t(x), x)).collect();
     let f = query
         .create_stream(
@@ -770,8 +771,5 @@ async fn held_items_are_listed_up_to_the_limit_and_counted_beyond() {
     let report = query.start().unwrap().wait().await.unwrap();
     let held: usize = report.held.iter().map(|h| h.1).sum();
     assert_eq!(held, n as usize, "{:?}", report.held);
-    assert_eq!(
-        report.held_items.len(),
-        punctual_adapters::MAX_REPORTED_HELD
-    );
+    assert_eq!(report.held_items.len(), punctual_runtime::MAX_REPORTED_HELD);
 }

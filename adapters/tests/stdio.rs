@@ -5,12 +5,12 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use punctual_adapters::{
-    InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
-    Query,
+    JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
 };
 use punctual_core::EventShape;
 use punctual_policies::AdvanceTimeSettings;
 use punctual_rows::Row;
+use punctual_runtime::{InputOptions, Query};
 
 const CHILD: &str = "PUNCTUAL_STDIO_CHILD";
 

@@ -7,13 +7,13 @@ use tokio::net::{TcpListener, TcpStream};
 
 use punctual_adapters::line::{LineFormat, TimeFormat};
 use punctual_adapters::{
-    CollectOutput, DeadLetterCollector, InputOptions, MemoryInput, Partitioned, Query, QueryError,
-    TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput, TcpOutputConfig,
-    TcpServerInput,
+    CollectOutput, MemoryInput, TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput,
+    TcpOutput, TcpOutputConfig, TcpServerInput,
 };
 use punctual_core::{EventShape, StreamItem, Time};
 use punctual_policies::{AdvanceTimePolicy, AdvanceTimeSettings};
 use punctual_rows::Row;
+use punctual_runtime::{DeadLetterCollector, InputOptions, Partitioned, Query, QueryError};
 
 fn t(x: i64) -> Time {
     Time::from_ticks(x)
@@ -232,7 +232,7 @@ async fn a_line_that_is_not_utf8_is_malformed_and_the_connection_goes_on() {
         let s = query
             .create_stream::<_, i64, _, _>(InputOptions::new("in", EventShape::Point), &server, &())
             .expect("binds");
-        let letters = punctual_adapters::DeadLetterCollector::new();
+        let letters = punctual_runtime::DeadLetterCollector::new();
         query.bind_dead_letters(&s, letters.clone()).expect("binds");
         let out = CollectOutput::new();
         query.bind_output(&s, &out, &()).expect("binds");

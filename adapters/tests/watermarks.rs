@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-use punctual_adapters::{
-    channel_input, CollectOutput, InputOptions, ManualClock, MemoryInput, Query,
-};
+use punctual_adapters::{channel_input, CollectOutput, MemoryInput};
 use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::{Arrival, Watermark};
+use punctual_runtime::{InputOptions, ManualClock, Query};
 
 fn t(x: i64) -> Time {
     Time::from_ticks(x)
@@ -124,11 +123,11 @@ async fn the_adapter_sees_which_partitions_to_pause() {
     // A custom adapter reading two partitions, enqueueing with each event's partition.
     struct Partitioned;
     #[async_trait::async_trait]
-    impl punctual_adapters::InputAdapter<i64> for Partitioned {
+    impl punctual_runtime::InputAdapter<i64> for Partitioned {
         async fn run(
             &mut self,
-            ctx: &mut punctual_adapters::InputContext<i64>,
-        ) -> Result<(), punctual_adapters::AdapterError> {
+            ctx: &mut punctual_runtime::InputContext<i64>,
+        ) -> Result<(), punctual_runtime::AdapterError> {
             let at = |p| Arrival {
                 time: None,
                 partition: Some(p),
@@ -144,13 +143,13 @@ async fn the_adapter_sees_which_partitions_to_pause() {
         }
     }
     struct Factory;
-    impl punctual_adapters::InputAdapterFactory<(), i64> for Factory {
+    impl punctual_runtime::InputAdapterFactory<(), i64> for Factory {
         type Adapter = Partitioned;
         fn create(
             &self,
             _: &(),
             _: EventShape,
-        ) -> Result<Partitioned, punctual_adapters::AdapterError> {
+        ) -> Result<Partitioned, punctual_runtime::AdapterError> {
             Ok(Partitioned)
         }
     }

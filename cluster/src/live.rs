@@ -13,9 +13,9 @@ use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use punctual_adapters::{Backlog, Exchange, Query, QueryError, QueryReport, QueryWorker};
 use punctual_core::Time;
 use punctual_engine::Driver;
+use punctual_runtime::{Backlog, Exchange, Query, QueryError, QueryReport, QueryWorker};
 use timely::dataflow::operators::generic::operator::source;
 use timely::dataflow::operators::probe::Probe;
 use timely::dataflow::operators::Capability;
@@ -45,7 +45,7 @@ impl ClusterReport {
         let mut merged = QueryReport {
             streams: Vec::new(),
             clock_records: Vec::new(),
-            ending: punctual_adapters::Ending::Completed,
+            ending: punctual_runtime::Ending::Completed,
             held: Vec::new(),
             held_items: Vec::new(),
             dropped: Vec::new(),
@@ -78,7 +78,7 @@ impl ClusterReport {
             merged.held_items.extend(r.held_items.iter().cloned());
             merged.dropped.extend(r.dropped.iter().cloned());
             merged.drops.extend(r.drops.iter().cloned());
-            if merged.ending == punctual_adapters::Ending::Completed {
+            if merged.ending == punctual_runtime::Ending::Completed {
                 merged.ending = r.ending.clone();
             }
         }
@@ -168,7 +168,7 @@ impl Exchange for Outbox {
 /// (inputs that import each other's CTIs together, round robin otherwise); the output
 /// adapters run on worker 0 and get the query's output as one stream, as on one worker (an
 /// output whose factory says
-/// [`per_worker`](punctual_adapters::OutputAdapterFactory::per_worker) runs on every worker
+/// [`per_worker`](punctual_runtime::OutputAdapterFactory::per_worker) runs on every worker
 /// instead, each adapter with its worker's share).
 ///
 /// Returns what this process's workers report ([`ClusterReport::report`] makes it one
@@ -182,7 +182,8 @@ impl Exchange for Outbox {
 /// an input sends them waits in memory until they take it.
 ///
 /// ```
-/// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+/// use punctual_adapters::{CollectOutput, MemoryInput};
+/// use punctual_runtime::{InputOptions, Query};
 /// use punctual_cluster::{run_query, ClusterConfig};
 /// use punctual_core::ops::Count;
 /// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};

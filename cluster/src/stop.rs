@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// Stops a run of [`run_query`](crate::run_query) with a drain, as
-/// [`StopHandle::stop`](punctual_adapters::StopHandle::stop) stops one query: every input
+/// [`StopHandle::stop`](punctual_runtime::StopHandle::stop) stops one query: every input
 /// stops reading, what the operators hold comes out with the final CTIs, and the run ends as
 /// if its inputs had ended. A stop given in one process reaches every worker of every
 /// process (the first worker of this process that still has a running input tells the

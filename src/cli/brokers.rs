@@ -1,10 +1,10 @@
 //! Kafka and MQTT sources and targets of jobs, present when the build has the feature of
 //! that name (a job naming one in a build without says how to get it).
 
-use punctual_adapters::{InputOptions, Query};
 use punctual_core::ops::{AnyStream, Stream};
 use punctual_core::Order;
 use punctual_rows::Row;
+use punctual_runtime::{InputOptions, Query};
 
 #[cfg(any(feature = "kafka", feature = "mqtt"))]
 fn config<C: serde::de::DeserializeOwned>(table: &toml::Table, what: &str) -> Result<C, String> {

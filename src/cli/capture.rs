@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 
-use punctual_adapters::{AdapterError, OutputAdapter, OutputAdapterFactory};
 use punctual_core::ops::AnyStream;
 use punctual_core::{Batch, EventShape, StreamItem, Time};
 use punctual_policies::{DeadLetter, DeadLetterReason};
 use punctual_rows::Row;
+use punctual_runtime::{AdapterError, OutputAdapter, OutputAdapterFactory};
 
 use crate::timeline::{render_picture, Lane, Mark, Picture, Tally, SUMMARY_ABOVE};
 
@@ -185,10 +185,10 @@ impl Timeline {
     /// Keeps what input `name` releases (a copy of the stream is bound to a capture).
     pub(super) fn input<O: punctual_core::Order>(
         &mut self,
-        query: &mut punctual_adapters::Query,
+        query: &mut punctual_runtime::Query,
         name: &str,
         stream: &punctual_core::ops::Stream<Row, O>,
-    ) -> Result<Capture, punctual_adapters::QueryError> {
+    ) -> Result<Capture, punctual_runtime::QueryError> {
         let capture = Capture::default();
         query.bind_output(stream.map(Row::clone), &capture, &())?;
         self.inputs.push((name.to_owned(), capture.clone()));
@@ -198,10 +198,10 @@ impl Timeline {
     /// Keeps what output `name` receives.
     pub(super) fn output(
         &mut self,
-        query: &mut punctual_adapters::Query,
+        query: &mut punctual_runtime::Query,
         name: &str,
         stream: impl Into<AnyStream<Row>>,
-    ) -> Result<(), punctual_adapters::QueryError> {
+    ) -> Result<(), punctual_runtime::QueryError> {
         let capture = Capture {
             results: true,
             ..Capture::default()

@@ -9,7 +9,6 @@ use serde::Deserialize;
 
 use punctual_adapters::line::TimeFormat;
 use punctual_adapters::replay::read_line_ahead;
-use punctual_adapters::QueryError;
 use punctual_core::ops::Stream;
 use punctual_core::{EventShape, Order, TimeSpan};
 use punctual_policies::{
@@ -17,6 +16,7 @@ use punctual_policies::{
     AdvanceTimeSettings,
 };
 use punctual_rows::Row;
+use punctual_runtime::QueryError;
 use punctual_sql::{InputUse, RowStream, SqlQuery};
 
 use punctual_cluster::ClusterConfig;
@@ -273,7 +273,7 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
             let _ = writeln!(err, "warning: the timeline was not written: {e}");
         }
     }
-    let report = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| -> bool {
+    let report = |err: &mut dyn Write, report: &punctual_runtime::QueryReport| -> bool {
         let all_bad = print_report(err, report, (&letters, &first_bad), shown_times);
         if job.explain {
             for line in explain::after(report) {
@@ -364,7 +364,7 @@ fn run_local(
     parts: &Parts,
     mut timeline: Option<&mut Timeline>,
 ) -> std::io::Result<
-    Result<Result<punctual_adapters::QueryReport, punctual_adapters::QueryFailure>, RunError>,
+    Result<Result<punctual_runtime::QueryReport, punctual_runtime::QueryFailure>, RunError>,
 > {
     let run = async {
         let query = parts.build(timeline.as_deref_mut())?;

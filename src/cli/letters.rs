@@ -93,7 +93,7 @@ impl DeadLetters {
     /// An event an operator dropped (over a window's limit of windows per event), with the
     /// operator and the reason: counted as `dropped by an operator`, written as a JSON line
     /// with its lifetime (its payload stays with the operator).
-    pub(super) fn add_operator_drop(&mut self, drop: &punctual_adapters::OperatorDropItem) {
+    pub(super) fn add_operator_drop(&mut self, drop: &punctual_runtime::OperatorDropItem) {
         *self.by_reason.entry("dropped by an operator").or_default() += 1;
         let reason = format!("dropped by {}: {}", drop.operator, drop.reason);
         let (start, end) = (self.times.write(drop.start), self.times.write(drop.end));

@@ -216,9 +216,9 @@ fn counters_line(
 /// says whether it read nothing but malformed lines (a failure). A closed output (the reader of
 /// a pipe went away, as `| head` does) is a normal end.
 fn exit_code(
-    ended: Result<punctual_adapters::QueryReport, punctual_adapters::QueryFailure>,
+    ended: Result<punctual_runtime::QueryReport, punctual_runtime::QueryFailure>,
     err: &mut dyn Write,
-    report: impl Fn(&mut dyn Write, &punctual_adapters::QueryReport) -> bool,
+    report: impl Fn(&mut dyn Write, &punctual_runtime::QueryReport) -> bool,
 ) -> u8 {
     match ended {
         Ok(r) => {
@@ -242,8 +242,8 @@ fn exit_code(
 }
 
 /// Whether a query failed because its output's reader is gone (a broken pipe).
-fn closed_output(error: &punctual_adapters::QueryError) -> bool {
-    use punctual_adapters::{AdapterError, QueryError};
+fn closed_output(error: &punctual_runtime::QueryError) -> bool {
+    use punctual_runtime::{AdapterError, QueryError};
     matches!(error, QueryError::Adapter {
         role: "output",
         error: AdapterError::Io { error, .. },

@@ -150,10 +150,10 @@ fn check_input(p: &PipeArgs, input: &Path) -> Result<(), String> {
 
 /// The pipe's input: edges (any kind of event), matched by `--edge-key`, with CTIs as
 /// `--out-of-order` or `--in-order` say (else the input's own) and `--policy`.
-fn input_options(p: &PipeArgs) -> Result<punctual_adapters::InputOptions, String> {
-    use punctual_adapters::InputOptions;
+fn input_options(p: &PipeArgs) -> Result<punctual_runtime::InputOptions, String> {
     use punctual_core::EventShape;
     use punctual_policies::AdvanceTimeSettings;
+    use punctual_runtime::InputOptions;
     let mut options = InputOptions::new("in", EventShape::Edge);
     if !p.edge_key.is_empty() {
         options = options.edge_key(super::job::fields_key(p.edge_key.clone()));
@@ -224,7 +224,7 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         }
     };
     // Prints the counters and dead letters; says whether every line was malformed.
-    let print_counters = |err: &mut dyn Write, report: &punctual_adapters::QueryReport| -> bool {
+    let print_counters = |err: &mut dyn Write, report: &punctual_runtime::QueryReport| -> bool {
         for (name, c) in &report.streams {
             let _ = writeln!(err, "{}", counters_line(name, c, time_out));
         }
@@ -267,22 +267,23 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
 /// dead letters counted and, with `timeline`, captured for the picture.
 fn build_query(
     p: &PipeArgs,
-    options: punctual_adapters::InputOptions,
+    options: punctual_runtime::InputOptions,
     (input, output): (&Path, &Path),
     timeline: Option<&mut super::capture::Timeline>,
     letters: &std::sync::Arc<std::sync::Mutex<DeadLetters>>,
-) -> Result<punctual_adapters::Query, punctual_adapters::QueryError> {
+) -> Result<punctual_runtime::Query, punctual_runtime::QueryError> {
     use punctual_adapters::line::TimeFormat;
     use punctual_adapters::{
         CsvInput, CsvInputConfig, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
-        JsonLinesOutputConfig, Query,
+        JsonLinesOutputConfig,
     };
     use punctual_rows::Row;
+    use punctual_runtime::Query;
     let time_in = p.time_format.unwrap_or(TimeFormat::Auto);
     let time_out = p.time_format.unwrap_or(TimeFormat::Rfc3339);
     let mut query = Query::new("pipe");
     if let Some(dir) = &p.checkpoint {
-        let mut checkpoints = punctual_adapters::Checkpoints::new(dir);
+        let mut checkpoints = punctual_runtime::Checkpoints::new(dir);
         if let Some(every) = p.checkpoint_every {
             checkpoints = checkpoints.every(every);
         }
@@ -330,11 +331,11 @@ fn build_query(
 /// Waits for the pipe's query with a progress bar on standard error (of `total` lines, when
 /// the input's length is known); Ctrl-C stops it with a drain, a second one aborts it.
 async fn wait_with_progress(
-    running: punctual_adapters::RunningQuery,
+    running: punctual_runtime::RunningQuery,
     total: Option<u64>,
 ) -> Result<
-    Result<punctual_adapters::QueryReport, punctual_adapters::QueryFailure>,
-    punctual_adapters::QueryError,
+    Result<punctual_runtime::QueryReport, punctual_runtime::QueryFailure>,
+    punctual_runtime::QueryError,
 > {
     let stop = running.stop_handle();
     let interrupted = tokio::signal::ctrl_c();
@@ -352,7 +353,7 @@ async fn wait_with_progress(
         tokio::select! {
             r = &mut done => {
                 bar.finish_and_clear();
-                return Ok::<_, punctual_adapters::QueryError>(r);
+                return Ok::<_, punctual_runtime::QueryError>(r);
             }
             _ = &mut interrupted, if interrupts < 2 => {
                 // Ctrl-C: stop with a drain (what is held comes out); again: abort.

@@ -80,7 +80,7 @@ pub struct CaseRun {
     pub dead_letters: Vec<(String, Vec<DeadLetter<Row>>)>,
     /// What the operators still held at the end (a stream without a final CTI under a join,
     /// say), item by item.
-    pub held: Vec<punctual_adapters::HeldItem>,
+    pub held: Vec<punctual_runtime::HeldItem>,
     /// Where every node of the query stood at the end, and what held each back.
     pub explanations: Vec<punctual_core::ops::Explanation>,
     /// Per input stream, in declaration order: what happened to each arrival, and the CTIs
@@ -349,7 +349,7 @@ pub fn run(case: Case) -> Result<CaseRun, CaseError> {
     }
     driver.close();
     let explanations = driver.explain();
-    let held = punctual_adapters::query::held_items(&driver);
+    let held = punctual_runtime::query::held_items(&driver);
     let mut out = Batch::new();
     driver.take_output(&output, &mut out);
     let mut out_items = Vec::new();

@@ -33,7 +33,7 @@ struct Report {
     output: Vec<StreamItem<Row>>,
     counters: Vec<Option<IngressCounters>>,
     letters: Vec<Option<Vec<DeadLetter<Row>>>>,
-    held: Vec<punctual_adapters::HeldItem>,
+    held: Vec<punctual_runtime::HeldItem>,
     explanations: Vec<punctual_core::ops::Explanation>,
 }
 
@@ -124,7 +124,7 @@ impl Script for CaseScript {
             output,
             counters,
             letters,
-            held: punctual_adapters::query::held_items(driver),
+            held: punctual_runtime::query::held_items(driver),
             explanations: driver.explain(),
         })
     }

@@ -11,13 +11,13 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use punctual_core::{Batch, EventKind, EventShape, StreamItem, Time};
 
 use super::join_record;
-use crate::adapter::{OutputAdapter, OutputAdapterFactory, Payload};
-use crate::error::AdapterError;
 use crate::jsonl::io_error;
 use crate::layout::{time_text, RowLayout, Rows};
 use crate::line::TimeFormat;
-use crate::query::QueryReport;
 use crate::replay::open_sink;
+use punctual_runtime::adapter::{OutputAdapter, OutputAdapterFactory, Payload};
+use punctual_runtime::error::AdapterError;
+use punctual_runtime::query::QueryReport;
 
 /// Configuration of [`CsvOutput`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

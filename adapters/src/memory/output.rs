@@ -10,9 +10,9 @@ use tokio::sync::mpsc;
 use punctual_core::{Batch, EventShape, StreamItem};
 
 use super::Once;
-use crate::adapter::{OutputAdapter, OutputAdapterFactory, Payload};
-use crate::error::AdapterError;
-use crate::query::{Ending, QueryReport};
+use punctual_runtime::adapter::{OutputAdapter, OutputAdapterFactory, Payload};
+use punctual_runtime::error::AdapterError;
+use punctual_runtime::query::{Ending, QueryReport};
 
 /// An output delivered as a `futures::Stream` of items: see [`stream_output`].
 #[derive(Debug)]
@@ -26,7 +26,8 @@ pub struct StreamOutput<P> {
 ///
 /// ```
 /// use futures::StreamExt;
-/// use punctual_adapters::{stream_output, InputOptions, MemoryInput, Query};
+/// use punctual_adapters::{stream_output, MemoryInput};
+/// use punctual_runtime::{InputOptions, Query};
 /// use punctual_core::{EventShape, StreamItem, Time};
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let mut query = Query::new("q");
@@ -39,7 +40,7 @@ pub struct StreamOutput<P> {
 /// assert_eq!(results.next().await, Some(StreamItem::Cti(Time::INF)));
 /// running.wait().await?;
 /// assert_eq!(results.next().await, None);
-/// # Ok::<(), punctual_adapters::QueryError>(())
+/// # Ok::<(), punctual_runtime::QueryError>(())
 /// # }).unwrap();
 /// ```
 pub fn stream_output<P: Payload>(
@@ -140,7 +141,8 @@ impl<P: Clone> CollectOutput<P> {
     /// The payloads of the events received so far, in order (the CTIs left out).
     ///
     /// ```
-    /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+    /// use punctual_adapters::{CollectOutput, MemoryInput};
+    /// use punctual_runtime::{InputOptions, Query};
     /// use punctual_core::{EventShape, StreamItem, Time};
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// let items = vec![StreamItem::point(Time::from_ticks(1), 'a'), StreamItem::Cti(Time::INF)];
@@ -150,7 +152,7 @@ impl<P: Clone> CollectOutput<P> {
     /// query.bind_output(&s, &out, &())?;
     /// query.start()?.wait().await?;
     /// assert_eq!(out.payloads(), ['a']);
-    /// # Ok::<(), punctual_adapters::QueryError>(())
+    /// # Ok::<(), punctual_runtime::QueryError>(())
     /// # }).unwrap();
     /// ```
     pub fn payloads(&self) -> Vec<P> {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 
 use super::ReplayOptions;
-use crate::error::AdapterError;
+use punctual_runtime::error::AdapterError;
 
 /// Whether a file input reads the same lines every time: a regular file (or one not there yet:
 /// the run reports that), not standard input, a FIFO or a device, and not in follow mode.

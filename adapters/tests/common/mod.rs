@@ -4,11 +4,11 @@
 
 use futures::future::BoxFuture;
 
-use punctual_adapters::{
+use punctual_core::{EventShape, Time};
+use punctual_runtime::{
     AdapterError, InputAdapter, InputAdapterFactory, InputContext, OutputAdapter,
     OutputAdapterFactory,
 };
-use punctual_core::{EventShape, Time};
 
 pub fn t(x: i64) -> Time {
     Time::from_ticks(x)

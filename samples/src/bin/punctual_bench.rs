@@ -51,15 +51,13 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use cpu_time::ProcessTime;
-use punctual::adapters::{
-    AdapterError, InputOptions, MemoryInput, OutputAdapter, OutputAdapterFactory, Query,
-    RecordsInput,
-};
+use punctual::adapters::{MemoryInput, RecordsInput};
 use punctual::cluster::ClusterConfig;
 use punctual::core::ops::{Count, Sum};
 use punctual::prelude::*;
 use punctual::rows::FieldRef;
 use punctual::rows::Schema;
+use punctual::runtime::{AdapterError, InputOptions, OutputAdapter, OutputAdapterFactory, Query};
 use punctual::sql::RowStream;
 use punctual_samples::{arg, exit_code, ms};
 
@@ -251,7 +249,7 @@ struct Run<'a> {
 impl Run<'_> {
     /// Builds and runs one query with the fast stream of order `O`; returns its totals.
     async fn query<O: Order>(&self, name: &str, fast: InputOptions<O>) -> Result<Totals, String> {
-        let e = |e: punctual::adapters::QueryError| e.to_string();
+        let e = |e: punctual::runtime::QueryError| e.to_string();
         let mut query = Query::new(name);
         // The reference stream first: every version is in before the fast stream's first CTI.
         let reference = if name == "join" {
@@ -320,7 +318,7 @@ impl Run<'_> {
         rows: bool,
     ) -> Result<Totals, String> {
         use punctual::sql::{SqlInput, SqlQuery};
-        let e = |e: punctual::adapters::QueryError| e.to_string();
+        let e = |e: punctual::runtime::QueryError| e.to_string();
         let text = match name {
             "filter" => "SELECT value FROM fast WHERE value >= 500000",
             "window" => "SELECT key, COUNT(*) + SUM(value) AS x FROM fast GROUP BY key, TumblingWindow(second, 1)",
@@ -409,8 +407,8 @@ impl Run<'_> {
         let (window_out, join_out) = (Checksum::new(window_fold), Checksum::new(join_fold));
         let (w, j) = (window_out.clone(), join_out.clone());
         let name = name.to_owned();
-        let build = move |_worker: usize| -> Result<Query, punctual::adapters::QueryError> {
-            let bind = |e: String| punctual::adapters::QueryError::Bind(e);
+        let build = move |_worker: usize| -> Result<Query, punctual::runtime::QueryError> {
+            let bind = |e: String| punctual::runtime::QueryError::Bind(e);
             let mut query = Query::new(name.clone());
             // The reference data first: the partition whose CTIs it imports waits for it.
             let reference = if join {

@@ -28,11 +28,10 @@ use std::time::Instant;
 use cpu_time::ProcessTime;
 use punctual::adapters::layout::RowLayout;
 use punctual::adapters::line::TimeFormat;
-use punctual::adapters::{
-    CsvInput, CsvInputConfig, InputOptions, JsonLinesOutput, JsonLinesOutputConfig, Query,
-};
+use punctual::adapters::{CsvInput, CsvInputConfig, JsonLinesOutput, JsonLinesOutputConfig};
 use punctual::core::ops::{Count, Sum};
 use punctual::prelude::*;
+use punctual::runtime::{InputOptions, Query};
 use punctual_samples::{arg, exit_code};
 use serde::{Deserialize, Serialize};
 
@@ -104,7 +103,7 @@ fn run_job(dir: &Path, query: &str, order: &str, out: &Path) -> Result<(), Strin
 /// Runs the query written in Rust with typed payloads, the events in arrival order if
 /// `arrival`.
 async fn run_typed(dir: &Path, query: &str, arrival: bool, out: &Path) -> Result<(), String> {
-    let e = |e: punctual::adapters::QueryError| e.to_string();
+    let e = |e: punctual::runtime::QueryError| e.to_string();
     let mut q = Query::new(query);
     let reference = if query == "join" {
         let import = AdvanceTimeSettings::builder()
@@ -164,7 +163,7 @@ fn typed<O: Order>(
     reference: &Option<Stream<Reading>>,
     output: JsonLinesOutputConfig,
 ) -> Result<(), String> {
-    let e = |e: punctual::adapters::QueryError| e.to_string();
+    let e = |e: punctual::runtime::QueryError| e.to_string();
     match (query, reference) {
         ("filter", _) => {
             let kept = readings

@@ -32,12 +32,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use punctual::adapters::{
+use punctual::core::ops::{Count, Sum};
+use punctual::prelude::*;
+use punctual::runtime::{
     AdapterError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, OutputAdapter,
     OutputAdapterFactory, Query,
 };
-use punctual::core::ops::{Count, Sum};
-use punctual::prelude::*;
 
 /// (value, key): the payload of the fast stream.
 type Reading = (i64, u32);

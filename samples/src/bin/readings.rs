@@ -11,12 +11,13 @@ use std::process::ExitCode;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use punctual::adapters::{
-    AdapterError, DeadLetterCollector, InputOptions, JsonLinesInput, JsonLinesInputConfig,
-    MalformedLines, OutputAdapter, OutputAdapterFactory, Query, QueryError,
-};
+use punctual::adapters::{JsonLinesInput, JsonLinesInputConfig, MalformedLines};
 use punctual::policies::DeadLetterReason;
 use punctual::prelude::*;
+use punctual::runtime::{
+    AdapterError, DeadLetterCollector, InputOptions, OutputAdapter, OutputAdapterFactory, Query,
+    QueryError,
+};
 
 /// One reading, as the file has it.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]

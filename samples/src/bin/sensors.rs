@@ -27,11 +27,11 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 use punctual::adapters::line::{parse_line, Line};
-use punctual::adapters::{
+use punctual::prelude::*;
+use punctual::runtime::{
     AdapterError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, OutputAdapter,
     OutputAdapterFactory, Query, QueryReport,
 };
-use punctual::prelude::*;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Reading {

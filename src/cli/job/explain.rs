@@ -164,7 +164,7 @@ pub(super) fn print_plan(parts: &parts::Parts, err: &mut dyn Write) -> Result<()
 
 /// What `explain` says after the run: each operator's last CTI, which input held one back,
 /// and what the inputs and operators dropped or adjusted.
-pub(super) fn after(report: &punctual_adapters::QueryReport) -> Vec<String> {
+pub(super) fn after(report: &punctual_runtime::QueryReport) -> Vec<String> {
     let mut lines = vec!["after the run:".to_owned()];
     let show = |t: Time| match t {
         Time::NEG_INF => "no CTI".to_owned(),

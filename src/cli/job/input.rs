@@ -110,12 +110,12 @@ fn reference_table(
 /// (`delay`, `generate`) or imported (`import`, or from the input it is reference data for);
 /// its events in the order `order` gives its options (sorted, or in arrival order).
 pub(super) fn create_input<O: Order>(
-    query: &mut punctual_adapters::Query,
+    query: &mut punctual_runtime::Query,
     u: &InputUse,
     input: &JobInput,
-    order: impl FnOnce(punctual_adapters::InputOptions) -> punctual_adapters::InputOptions<O>,
+    order: impl FnOnce(punctual_runtime::InputOptions) -> punctual_runtime::InputOptions<O>,
 ) -> Result<Created<O>, RunError> {
-    use punctual_adapters::InputOptions;
+    use punctual_runtime::InputOptions;
     let usage = |m: String| RunError::Usage(format!("input `{}`: {m}", u.name));
     let (over, time) = over_and_time(u, input).map_err(usage)?;
     let reference = input.reference.unwrap_or(u.reference_of.is_some());
@@ -315,8 +315,8 @@ fn check_source(input: &JobInput) -> Result<(), String> {
 /// A TCP input: one partition per address (an input `NAME#p` each, read on its own worker);
 /// a server listens where its partition is read.
 fn tcp_stream<O: Order>(
-    query: &mut punctual_adapters::Query,
-    options: punctual_adapters::InputOptions<O>,
+    query: &mut punctual_runtime::Query,
+    options: punctual_runtime::InputOptions<O>,
     (u, input): (&InputUse, &JobInput),
     lines: &punctual_adapters::line::LineFormat,
 ) -> Result<Stream<Row, O>, RunError> {
@@ -335,7 +335,7 @@ fn tcp_stream<O: Order>(
         if servers.is_empty() {
             return Err(usage("`connect` names no server".into()));
         }
-        let clients = punctual_adapters::Partitioned(punctual_adapters::TcpClientInput);
+        let clients = punctual_runtime::Partitioned(punctual_adapters::TcpClientInput);
         query.create_stream::<_, Row, _, _>(options, &clients, &servers)?
     } else {
         let ports: Vec<_> = input
@@ -349,7 +349,7 @@ fn tcp_stream<O: Order>(
         if ports.is_empty() {
             return Err(usage("`listen` names no address".into()));
         }
-        let servers = punctual_adapters::Partitioned(punctual_adapters::TcpListenInput);
+        let servers = punctual_runtime::Partitioned(punctual_adapters::TcpListenInput);
         query.create_stream::<_, Row, _, _>(options, &servers, &ports)?
     };
     Ok(stream)
@@ -358,8 +358,8 @@ fn tcp_stream<O: Order>(
 /// A CSV file input: its time (and end) columns checked against the header or `fields`, its
 /// first time against its format, a reference table's validity, the columns the query reads.
 fn csv_stream<O: Order>(
-    query: &mut punctual_adapters::Query,
-    (options, time_format): (punctual_adapters::InputOptions<O>, TimeFormat),
+    query: &mut punctual_runtime::Query,
+    (options, time_format): (punctual_runtime::InputOptions<O>, TimeFormat),
     (u, input): (&InputUse, &JobInput),
     (time, table): (Option<String>, Option<Validity>),
 ) -> Result<Created<O>, RunError> {
@@ -437,9 +437,9 @@ fn csv_stream<O: Order>(
 /// A JSON-lines file input: flat records timed by `time`, or items; its fields as `fields`
 /// lists them or as its first lines have them.
 fn jsonl_stream<O: Order>(
-    query: &mut punctual_adapters::Query,
+    query: &mut punctual_runtime::Query,
     (options, time_format, lines): (
-        punctual_adapters::InputOptions<O>,
+        punctual_runtime::InputOptions<O>,
         TimeFormat,
         punctual_adapters::line::LineFormat,
     ),

@@ -46,8 +46,8 @@ impl Parts {
     pub(super) fn build(
         &self,
         mut timeline: Option<&mut Timeline>,
-    ) -> Result<punctual_adapters::Query, RunError> {
-        let mut query = punctual_adapters::Query::new("job");
+    ) -> Result<punctual_runtime::Query, RunError> {
+        let mut query = punctual_runtime::Query::new("job");
         let Parts { job, sql, uses, .. } = self;
         let mut streams = Vec::new();
         for u in uses {
@@ -99,7 +99,7 @@ impl Parts {
 /// Binds the dead letters of input `name` (counted, the first malformed line kept, each
 /// written where the job says) and, with `timeline`, captures what it releases.
 fn watch_input<O: Order>(
-    query: &mut punctual_adapters::Query,
+    query: &mut punctual_runtime::Query,
     name: &str,
     stream: &Stream<Row, O>,
     timeline: Option<&mut Timeline>,
@@ -132,7 +132,7 @@ fn watch_input<O: Order>(
 /// Binds output `name` of the query to its target (a file, standard output, TCP, Kafka or
 /// MQTT) and, with `timeline`, captures what it receives.
 fn bind_output(
-    query: &mut punctual_adapters::Query,
+    query: &mut punctual_runtime::Query,
     name: &str,
     out: &JobOutput,
     stream: &RowStream,
@@ -210,7 +210,7 @@ fn bind_output(
 /// operators held at the end; returns whether an input read nothing but malformed lines.
 pub(super) fn print_report(
     err: &mut dyn Write,
-    report: &punctual_adapters::QueryReport,
+    report: &punctual_runtime::QueryReport,
     (letters, first_bad): (&Arc<Mutex<DeadLetters>>, &FirstBad),
     shown_times: TimeFormat,
 ) -> bool {

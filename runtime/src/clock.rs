@@ -4,7 +4,7 @@
 //! `tokio::time::pause` for the interval).
 //!
 //! ```
-//! use punctual_adapters::{Clock, ManualClock};
+//! use punctual_runtime::{Clock, ManualClock};
 //! use punctual_core::{Time, TimeSpan};
 //! let clock = ManualClock::new(Time::from_ticks(100));
 //! clock.advance(TimeSpan::from_ticks(50));

@@ -15,7 +15,8 @@
 //! aborted and named in [`QueryError::StopTimeout`].
 //!
 //! ```
-//! use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+//! use punctual_adapters::{CollectOutput, MemoryInput};
+//! use punctual_runtime::{InputOptions, Query};
 //! use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 //! use punctual_policies::AdvanceTimeSettings;
 //!
@@ -39,7 +40,7 @@
 //!     StreamItem::point(t(1), 'a'), StreamItem::point(t(3), 'b'), StreamItem::Cti(Time::INF),
 //! ]);
 //! assert_eq!(report.counters("in").unwrap().released, 2);
-//! # Ok::<(), punctual_adapters::QueryError>(())
+//! # Ok::<(), punctual_runtime::QueryError>(())
 //! # }).unwrap();
 //! ```
 
@@ -134,9 +135,9 @@ impl Query {
     ///
     /// ```no_run
     /// use punctual_adapters::{
-    ///     Checkpoints, InputOptions, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput,
-    ///     JsonLinesOutputConfig, Query,
+    ///     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
     /// };
+    /// use punctual_runtime::{Checkpoints, InputOptions, Query};
     /// use punctual_core::{EventShape};
     /// use punctual_rows::{Row};
     /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -162,7 +163,7 @@ impl Query {
     /// lifetimes only.
     ///
     /// ```
-    /// use punctual_adapters::Query;
+    /// use punctual_runtime::Query;
     /// #[derive(Clone, Debug, PartialEq)]
     /// struct Reading { device: u32, celsius: f64 }
     /// let query = Query::new("sensors").show_held::<Reading>();
@@ -232,7 +233,8 @@ impl Query {
     /// assigned to it. The stream's counters are each partition's.
     ///
     /// ```
-    /// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Query};
+    /// use punctual_adapters::{CollectOutput, MemoryInput};
+    /// use punctual_runtime::{InputOptions, Query};
     /// use punctual_core::ops::Count;
     /// use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
     /// use punctual_policies::AdvanceTimeSettings;
@@ -265,7 +267,7 @@ impl Query {
     ///     })
     ///     .collect();
     /// assert_eq!(results, vec![(t(10), 2), (t(20), 2), (t(30), 1)]);
-    /// # Ok::<(), punctual_adapters::QueryError>(())
+    /// # Ok::<(), punctual_runtime::QueryError>(())
     /// # }).unwrap();
     /// ```
     pub fn create_stream<C, P, F, O>(

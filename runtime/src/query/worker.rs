@@ -49,7 +49,7 @@ pub trait Exchange: Send + Sync + 'static {
 /// it has, so the count may pass the limit by one call's events.
 ///
 /// ```
-/// use punctual_adapters::Backlog;
+/// use punctual_runtime::Backlog;
 ///
 /// let backlog = Backlog::new(100);
 /// backlog.add(150);

@@ -59,12 +59,12 @@ impl<P: Payload> InputContext<P> {
     /// ends its input with a final CTI of its own enqueues it (see [`InputContext::enqueue_read`]).
     ///
     /// [`StopMode::Drain`]: crate::StopMode::Drain
-    pub(crate) fn is_draining(&self) -> bool {
+    pub fn is_draining(&self) -> bool {
         self.shell.signals.draining()
     }
 
     /// [`InputContext::stopping`] as a future that does not borrow the context.
-    pub(crate) fn stop_signal(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+    pub fn stop_signal(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let mut stop = self.stop.clone();
         async move {
             let _ = stop.wait_for(|s| *s).await;
@@ -115,7 +115,7 @@ impl<P: Payload> InputContext<P> {
     /// stopping: what was read from a source that cannot give it again (standard input, a
     /// socket) is never lost at a stop (a drain releases it, an abort reports it unreleased).
     /// While running it waits for the outputs as [`InputContext::enqueue_batch`] does.
-    pub(crate) async fn enqueue_read(
+    pub async fn enqueue_read(
         &mut self,
         items: &mut Vec<StreamItem<P>>,
     ) -> Result<EnqueueSummary, EnqueueError> {
@@ -160,7 +160,7 @@ impl<P: Payload> InputContext<P> {
     /// [`InputContext::enqueue_batch`], which waits). Otherwise as `enqueue_batch`.
     ///
     /// ```
-    /// use punctual_adapters::{AdapterError, InputContext, TryEnqueueError};
+    /// use punctual_runtime::{AdapterError, InputContext, TryEnqueueError};
     /// use punctual_core::StreamItem;
     /// /// Hands over what the query takes now; keeps the items for the next turn if none.
     /// fn offer(

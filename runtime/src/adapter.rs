@@ -12,7 +12,7 @@
 //! is bound replace them entirely.
 //!
 //! ```
-//! use punctual_adapters::{AdapterError, InputAdapter, InputAdapterFactory, InputContext};
+//! use punctual_runtime::{AdapterError, InputAdapter, InputAdapterFactory, InputContext};
 //! use punctual_core::{EventShape, Time};
 //! use punctual_policies::{AdapterAdvanceTimeSettings, AdvanceTimeGenerationSettings, AdvanceTimePolicy};
 //!
@@ -253,7 +253,8 @@ pub trait OutputAdapterFactory<C, P: Payload> {
 /// those of the first configuration.
 ///
 /// ```
-/// use punctual_adapters::{CollectOutput, InputOptions, MemoryInput, Partitioned, Query};
+/// use punctual_adapters::{CollectOutput, MemoryInput};
+/// use punctual_runtime::{InputOptions, Partitioned, Query};
 /// use punctual_core::{EventShape, StreamItem, Time};
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let t = Time::from_ticks;
@@ -270,7 +271,7 @@ pub trait OutputAdapterFactory<C, P: Payload> {
 /// assert_eq!(report.streams[1].0, "readings#1");
 /// // The stream's CTI is the least of its partitions' CTIs.
 /// assert_eq!(out.items()[..2], [StreamItem::point(t(1), 'a'), StreamItem::Cti(t(2))]);
-/// # Ok::<(), punctual_adapters::QueryError>(())
+/// # Ok::<(), punctual_runtime::QueryError>(())
 /// # }).unwrap();
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
