@@ -277,7 +277,8 @@ fn explain_shows_the_plan_and_what_the_run_did() {
     let after = err.find("after the run:").expect("what the run did");
     assert!(plan < after, "{err}");
     assert!(
-        err.contains("hopping window `output` reads `readings`"),
+        // A tumbling window is named so (it was "hopping window").
+        err.contains("tumbling window `output` reads `readings`"),
         "{err}"
     );
     let (_, late) = readings(&d);

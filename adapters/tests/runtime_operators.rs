@@ -561,12 +561,12 @@ async fn an_event_over_the_window_limit_is_dropped_and_reported() {
     let report = query.start().unwrap().wait().await.unwrap();
     assert_eq!(
         report.dropped,
-        vec![("hopping window `per second`".to_owned(), 1)]
+        vec![("tumbling window `per second`".to_owned(), 1)]
     );
     // The drop itself, with the event's lifetime and the reason (the operator's dead letter).
     assert_eq!(report.drops.len(), 1, "{:?}", report.drops);
     let drop = &report.drops[0];
-    assert_eq!(drop.operator, "hopping window `per second`");
+    assert_eq!(drop.operator, "tumbling window `per second`");
     assert_eq!((drop.start, drop.end), (t(0), forever));
     assert!(drop.reason.contains("windows per event"), "{}", drop.reason);
     let events = out

@@ -240,8 +240,14 @@ pub fn key_hash<K: std::hash::Hash + ?Sized>(key: &K) -> u64 {
 
 /// An operator with one input.
 pub trait UnaryOperator<I, O>: Send + 'static {
-    /// A short name for diagnostics.
+    /// A short name for diagnostics: the kind of operator.
     const NAME: &'static str;
+    /// The name diagnostics show for this operator ([`UnaryOperator::NAME`] by default); an
+    /// operator whose settings make it a kind of its own says which (a hopping window whose
+    /// hop is its size is a `tumbling window`).
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
     /// Processes one input batch, appending results and CTIs to `out`.
     fn on_batch(&mut self, input: &Batch<I>, out: &mut Batch<O>);
     /// Like [`UnaryOperator::on_batch`], for an input that no one else reads after this
@@ -397,7 +403,7 @@ impl<Op: UnaryOperator<I, O>, I: Clone + Send + 'static, O: Clone + Send + 'stat
         self.op.held(f);
     }
     fn name(&self) -> &'static str {
-        Op::NAME
+        self.op.name()
     }
     fn take_predicate(&mut self) -> Option<Box<dyn Any + Send>> {
         let predicate = self.op.take_predicate()?;

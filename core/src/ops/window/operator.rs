@@ -19,6 +19,14 @@ where
 {
     const NAME: &'static str = "hopping window";
 
+    fn name(&self) -> &'static str {
+        if self.spec.size == self.spec.hop {
+            "tumbling window"
+        } else {
+            Self::NAME
+        }
+    }
+
     fn placement(&self) -> crate::ops::Placement {
         crate::ops::Placement::ByKey
     }
