@@ -3,7 +3,7 @@
 use punctual::cli::{main, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 mod cli_common;
-use cli_common::{case, cases, cli, s};
+use cli_common::{case, cases, cli, refused, s};
 
 #[test]
 fn check_passes_the_ingress_and_policy_cases() {
@@ -164,9 +164,7 @@ fn every_command_has_its_help() {
     for command in commands {
         assert!(out.contains(&format!("\n  {command} ")), "{command}: {out}");
     }
-    let (code, _, err) = cli(&["nope", "--help"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("unrecognized subcommand 'nope'"), "{err}");
+    refused(&["nope", "--help"], "unrecognized subcommand 'nope'");
 }
 
 /// A bad command line is said once, with the command's usage and where its help is; exit 2.
@@ -187,12 +185,8 @@ fn a_bad_command_line_exits_2_with_help() {
     );
     assert!(err.contains("Usage: punctual pipe [OPTIONS]"), "{err}");
     assert_eq!(err.matches("error:").count(), 1, "{err}");
-    let (code, _, err) = cli(&["run"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("<CASE_DIR>"), "{err}");
-    let (code, _, err) = cli(&[]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("Usage: punctual <COMMAND>"), "{err}");
+    refused(&["run"], "<CASE_DIR>");
+    refused(&[], "Usage: punctual <COMMAND>");
     let (code, out, _) = cli(&["--version"]);
     assert_eq!(code, EXIT_OK);
     assert_eq!(out, format!("punctual {}\n", env!("CARGO_PKG_VERSION")));
@@ -213,29 +207,31 @@ fn a_bad_command_line_exits_2_with_help() {
     // Past the most workers a run may have: refused before anything starts (700 threads
     // used to take the process down).
     let job = cases().join("../../samples/jobs/sensors.toml");
-    let (code, _, err) = cli(&["job", s(&job), "--workers", "700"]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(err.contains("a number from 1 to 128"), "{err}");
+    refused(
+        &["job", s(&job), "--workers", "700"],
+        "a number from 1 to 128",
+    );
     let (code, _, err) = cli(&["job", s(&job), "--workers", "16", "--processes", "9"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(err.contains("make 144 workers; at most 128"), "{err}");
     assert!(err.contains("Usage: punctual job "), "{err}");
     // Flags that do not go together, and values that do not read, named by the flag.
-    let (code, _, err) = cli(&["pipe", "--out-of-order", "5s", "--in-order"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("'--out-of-order <DURATION>' cannot be used with '--in-order'"),
-        "{err}"
+    refused(
+        &["pipe", "--out-of-order", "5s", "--in-order"],
+        "'--out-of-order <DURATION>' cannot be used with '--in-order'",
     );
-    let (code, _, err) = cli(&["query", "SELECT 1", "--out-of-order", "-5s"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("a delay cannot be negative"), "{err}");
-    let (code, _, err) = cli(&["query", "SELECT 1", "--policy", "keep"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("[possible values: adjust, drop]"), "{err}");
-    let (code, _, err) = cli(&["query", "SELECT 1", "--input", "nameless"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("NAME=FILE, not `nameless`"), "{err}");
+    refused(
+        &["query", "SELECT 1", "--out-of-order", "-5s"],
+        "a delay cannot be negative",
+    );
+    refused(
+        &["query", "SELECT 1", "--policy", "keep"],
+        "[possible values: adjust, drop]",
+    );
+    refused(
+        &["query", "SELECT 1", "--input", "nameless"],
+        "NAME=FILE, not `nameless`",
+    );
     let dir = cases().join("operators/filter");
     let (code, _, err) = cli(&["run", s(&dir), "--processes", "2"]);
     assert_eq!(code, EXIT_FAILED);
@@ -365,11 +361,9 @@ fn pipe_orders_a_file_and_writes_json_lines() {
         written.contains(r#"{"kind":"point","start":1,"payload":{"t":1,"name":"a"}}"#),
         "{written}"
     );
-    let (code, _, err) = cli(&["pipe", "--delay", "x"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("invalid value 'x' for '--out-of-order <DURATION>': `x` is not a duration"),
-        "{err}"
+    refused(
+        &["pipe", "--delay", "x"],
+        "invalid value 'x' for '--out-of-order <DURATION>': `x` is not a duration",
     );
     // Durations as people write them; a bare number is ticks.
     let (code, _, err) = cli(&[
@@ -526,10 +520,8 @@ fn completions_complete_commands_and_their_flags() {
         assert_eq!(code, EXIT_OK);
         assert!(script.contains("explain"), "{script}");
     }
-    let (code, _, err) = cli(&["completions", "tcsh"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("[possible values: bash, elvish, fish, powershell, zsh]"),
-        "{err}"
+    refused(
+        &["completions", "tcsh"],
+        "[possible values: bash, elvish, fish, powershell, zsh]",
     );
 }

@@ -17,6 +17,14 @@ pub fn cli(args: &[&str]) -> (u8, String, String) {
     )
 }
 
+/// Runs the command line with `args` and checks that it refuses them as a usage error
+/// (`EXIT_USAGE`) saying `says` on standard error.
+pub fn refused(args: &[&str], says: &str) {
+    let (code, _, err) = cli(args);
+    assert_eq!(code, punctual::cli::EXIT_USAGE, "{err}");
+    assert!(err.contains(says), "{says}: {err}");
+}
+
 pub fn cases() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance")
 }

@@ -13,7 +13,7 @@ mod query_values;
 mod sample_alerts;
 use std::path::Path;
 
-use cli_common::{case, cli, s, temp_dir};
+use cli_common::{case, cli, refused, s, temp_dir};
 
 /// `query` over flat JSON lines timed by TIMESTAMP BY: a tumbling window per key, times in
 /// RFC 3339 in and out, results as flat rows, late events dropped behind --delay with
@@ -159,16 +159,14 @@ fn query_errors_point_at_the_cause() {
         err.contains("  |        ^"),
         "a caret under the column: {err}"
     );
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device FROM r WHERE",
-        "--input",
-        &input(&csv),
-    ]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("syntax error at line 1, column 27: expected an expression"),
-        "{err}"
+    refused(
+        &[
+            "query",
+            "SELECT device FROM r WHERE",
+            "--input",
+            &input(&csv),
+        ],
+        "syntax error at line 1, column 27: expected an expression",
     );
     let (code, _, err) = cli(&[
         "query",
@@ -182,22 +180,18 @@ fn query_errors_point_at_the_cause() {
             && err.contains("r.jsonl:1: no field `tiem` (the event time)"),
         "{err}"
     );
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device FROM r TIMESTAMP BY tiem",
-        "--input",
-        &input(&csv),
-    ]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("has no column `tiem` (its columns: time, device)"),
-        "{err}"
+    refused(
+        &[
+            "query",
+            "SELECT device FROM r TIMESTAMP BY tiem",
+            "--input",
+            &input(&csv),
+        ],
+        "has no column `tiem` (its columns: time, device)",
     );
-    let (code, _, err) = cli(&["query", "SELECT device FROM r TIMESTAMP BY time"]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("the query reads `r`: give it an input ([inputs.r], or --input r=FILE)"),
-        "{err}"
+    refused(
+        &["query", "SELECT device FROM r TIMESTAMP BY time"],
+        "the query reads `r`: give it an input ([inputs.r], or --input r=FILE)",
     );
     let (code, _, err) = cli(&[
         "query",
@@ -210,16 +204,14 @@ fn query_errors_point_at_the_cause() {
         err.contains("the query writes INTO a, b: give each an output ([outputs.NAME], or --output NAME=FILE)"),
         "{err}"
     );
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device FROM r TIMESTAMP BY time OVER device",
-        "--input",
-        &input(&csv),
-    ]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("OVER device (a watermark per key) needs arrival times"),
-        "{err}"
+    refused(
+        &[
+            "query",
+            "SELECT device FROM r TIMESTAMP BY time OVER device",
+            "--input",
+            &input(&csv),
+        ],
+        "OVER device (a watermark per key) needs arrival times",
     );
     let (code, _, err) = cli(&[
         "query",
@@ -269,9 +261,7 @@ time_format = "epoch-ms"
         "query = \"SELECT v FROM r\"\n[inputs.r]\npathh = \"r.csv\"\n",
     )
     .expect("written");
-    let (code, _, err) = cli(&["job", s(&job)]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("unknown field `pathh`"), "{err}");
+    refused(&["job", s(&job)], "unknown field `pathh`");
     std::fs::write(&job, "query = \"SELECT v FROM r\"\nqueyr = 1\n").expect("written");
     let (_, _, err) = cli(&["job", s(&job)]);
     assert!(err.contains("unknown field `queyr`"), "{err}");
@@ -280,9 +270,7 @@ time_format = "epoch-ms"
         "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.csv\"\ndelay = \"soon\"\n[outputs.output]\npath = \"o.jsonl\"\n",
     )
     .expect("written");
-    let (code, _, err) = cli(&["job", s(&job)]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("`soon` is not a duration"), "{err}");
+    refused(&["job", s(&job)], "`soon` is not a duration");
 }
 
 /// `pipe` reads flat JSON lines timed by a field, writes RFC 3339 times by default, and says
@@ -327,19 +315,17 @@ fn pipe_reads_flat_lines_and_refuses_to_say_nothing() {
     );
     let csv = dir.join("in.csv");
     std::fs::write(&csv, "t,name\n2,b\n").expect("written");
-    let (code, _, err) = cli(&[
-        "pipe",
-        "-i",
-        s(&csv),
-        "-o",
-        s(&output),
-        "--csv",
-        "nosuchcolumn",
-    ]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(
-        err.contains("has no column `nosuchcolumn` (its columns: t, name)"),
-        "{err}"
+    refused(
+        &[
+            "pipe",
+            "-i",
+            s(&csv),
+            "-o",
+            s(&output),
+            "--csv",
+            "nosuchcolumn",
+        ],
+        "has no column `nosuchcolumn` (its columns: t, name)",
     );
 }
 
@@ -380,19 +366,14 @@ fn a_misspelled_field_over_json_lines_is_an_error() {
     let dir = temp_dir("query-fields");
     let input = dir.join("r.jsonl");
     std::fs::write(&input, "{\"time\": 1, \"device\": \"a\", \"celsius\": 20}\n{\"time\": 2, \"device\": \"b\", \"humidity\": 3}\n").expect("written");
-    let (code, _, err) = cli(&[
+    refused(&[
         "query",
         "SELECT device, AVG(celcius) AS mean FROM r TIMESTAMP BY time GROUP BY device, TumblingWindow(tick, 10)",
         "--input",
         &format!("r={}", s(&input)),
         "--time-format",
         "ticks",
-    ]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(
-        err.contains("column 20: `celcius` is not a field of `r` (its fields: time, device, celsius, humidity)"),
-        "{err}"
-    );
+    ], "column 20: `celcius` is not a field of `r` (its fields: time, device, celsius, humidity)");
 }
 
 /// `--timeline FILE.svg` on `query`, `job` and `pipe`: the inputs (what they released, and
@@ -485,21 +466,19 @@ fn query_pipe_and_job_draw_a_timeline() {
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(std::fs::read_to_string(dir.join("job.svg")).is_ok_and(|s| s.contains(">out: output<")));
-    let (code, _, err) = cli(&[
-        "pipe",
-        "-i",
-        s(&input),
-        "-o",
-        s(&dir.join("x.jsonl")),
-        "--timeline",
-        "t.svg",
-        "--checkpoint",
-        "cp",
-    ]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("'--timeline <FILE.svg>' cannot be used with '--checkpoint <DIR>'"),
-        "{err}"
+    refused(
+        &[
+            "pipe",
+            "-i",
+            s(&input),
+            "-o",
+            s(&dir.join("x.jsonl")),
+            "--timeline",
+            "t.svg",
+            "--checkpoint",
+            "cp",
+        ],
+        "'--timeline <FILE.svg>' cannot be used with '--checkpoint <DIR>'",
     );
 }
 
@@ -557,11 +536,9 @@ fn fields_are_sampled_from_the_first_thousand_lines_or_listed() {
         .expect("written");
     };
     write("");
-    let (code, _, err) = cli(&["job", s(&job)]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(
-        err.contains("`late_field` is not a field of `r` (its fields: t, a)"),
-        "{err}"
+    refused(
+        &["job", s(&job)],
+        "`late_field` is not a field of `r` (its fields: t, a)",
     );
     write("fields = [\"t\", \"a\", \"late_field\"]\n");
     let (code, _, err) = cli(&["job", s(&job)]);
@@ -621,9 +598,7 @@ fn a_job_reads_and_writes_over_tcp() {
     );
     // A source and a target are one of each.
     std::fs::write(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"r.jsonl\"\nconnect = \"127.0.0.1:1\"\n[outputs.output]\npath = \"-\"\n").expect("written");
-    let (code, _, err) = cli(&["job", s(&job)]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("give one source"), "{err}");
+    refused(&["job", s(&job)], "give one source");
 }
 
 /// A job input with a watermark strategy: the CTI follows the highest time, `bounded` behind;
@@ -658,11 +633,9 @@ fn a_job_input_takes_a_bounded_watermark() {
         "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ndelay = \"1s\"\nwatermark = { bounded = \"1s\" }\n[outputs.output]\npath = \"out.jsonl\"\n",
     )
     .expect("written");
-    let (code, _, err) = cli(&["job", s(&job)]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("give `watermark`, `delay` or `generate`, one of them"),
-        "{err}"
+    refused(
+        &["job", s(&job)],
+        "give `watermark`, `delay` or `generate`, one of them",
     );
     // Stream Analytics' tolerances need arrival times, which a file has none of; a watermark
     // is one kind or the other; `late` goes with `out_of_order` (and is a span or
@@ -757,16 +730,14 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
     assert_eq!(sorted.len(), 3, "{sorted:?}");
     assert_eq!(run(window, "arrival"), sorted);
 
-    let (code, _, err) = cli(&[
-        "query",
-        filter,
-        "--input",
-        &format!("readings={},order=sideways", s(&input)),
-    ]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("readings: order is `time` or `arrival`, not `sideways`"),
-        "{err}"
+    refused(
+        &[
+            "query",
+            filter,
+            "--input",
+            &format!("readings={},order=sideways", s(&input)),
+        ],
+        "readings: order is `time` or `arrival`, not `sideways`",
     );
     let items = dir.join("items.jsonl");
     std::fs::write(
@@ -780,20 +751,16 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
         "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"items.jsonl\"\norder = \"arrival\"\n[outputs.output]\npath = \"-\"\n",
     )
     .expect("written");
-    let (code, _, err) = cli(&["job", s(&job)]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(
-        err.contains("input `r`: order = \"arrival\" takes records with a time field"),
-        "{err}"
+    refused(
+        &["job", s(&job)],
+        "input `r`: order = \"arrival\" takes records with a time field",
     );
     std::fs::write(
         &job,
         "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"items.jsonl\"\norder = \"random\"\n",
     )
     .expect("written");
-    let (code, _, err) = cli(&["job", s(&job)]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(err.contains("unknown variant `random`"), "{err}");
+    refused(&["job", s(&job)], "unknown variant `random`");
 }
 
 /// A negative delay is refused before the run, with the fix named: on `query` and `pipe`
@@ -809,24 +776,18 @@ fn a_negative_delay_is_refused_everywhere() {
     )
     .expect("written");
     let said = "a delay cannot be negative";
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT v FROM r TIMESTAMP BY t",
-        "--input",
-        &format!("r={}", s(&input)),
-        "--delay",
-        "-5s",
-    ]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(
-        err.contains(&format!(
-            "invalid value '-5s' for '--out-of-order <DURATION>': {said}"
-        )),
-        "{err}"
+    refused(
+        &[
+            "query",
+            "SELECT v FROM r TIMESTAMP BY t",
+            "--input",
+            &format!("r={}", s(&input)),
+            "--delay",
+            "-5s",
+        ],
+        &format!("invalid value '-5s' for '--out-of-order <DURATION>': {said}"),
     );
-    let (code, _, err) = cli(&["pipe", "-i", s(&input), "--delay", "-1tick"]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(err.contains(said), "{err}");
+    refused(&["pipe", "-i", s(&input), "--delay", "-1tick"], said);
     for setting in [
         "delay = \"-5s\"",
         "generate = { every = 1, delay = \"-5s\" }",
@@ -902,9 +863,10 @@ fn files_that_collide_are_refused_before_the_run() {
             assert!(!dir.join(name).exists(), "{outputs}: {name} written");
         }
     }
-    let (code, _, err) = cli(&["pipe", "-i", s(&input), "-o", s(&input)]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(err.contains("which the input reads"), "{err}");
+    refused(
+        &["pipe", "-i", s(&input), "-o", s(&input)],
+        "which the input reads",
+    );
     assert_eq!(std::fs::read_to_string(&input).expect("kept"), lines);
 }
 
@@ -1052,16 +1014,14 @@ fn errors_and_counts_name_what_the_user_wrote() {
         err.contains("the output adapter of `alerts` failed"),
         "{err}"
     );
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT a.v FROM r a TIMESTAMP BY t JOIN r b TIMESTAMP BY t ON a.k = b.k",
-        "--input",
-        &format!("r={}", s(&input)),
-    ]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(
-        err.contains("line 1, column 36: `r` is joined with itself without DATEDIFF"),
-        "{err}"
+    refused(
+        &[
+            "query",
+            "SELECT a.v FROM r a TIMESTAMP BY t JOIN r b TIMESTAMP BY t ON a.k = b.k",
+            "--input",
+            &format!("r={}", s(&input)),
+        ],
+        "line 1, column 36: `r` is joined with itself without DATEDIFF",
     );
     let items = dir.join("items.jsonl");
     std::fs::write(

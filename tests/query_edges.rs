@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use punctual::cli::{EXIT_OK, EXIT_USAGE};
+use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, s, temp_dir};
+use crate::cli_common::{cli, refused, s, temp_dir};
 
 fn dir(name: &str) -> PathBuf {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -63,16 +63,14 @@ fn a_job_matches_end_edges_by_its_key() {
     // Points have no edges to match: a key there is refused, with why.
     let points = dir.join("points.csv");
     std::fs::write(&points, "time,id\n2026-12-01T10:00:00Z,1\n").expect("written");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT id FROM p TIMESTAMP BY time",
-        "--input",
-        &format!("p={},key=id", s(&points)),
-    ]);
-    assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("points or intervals, which have none"),
-        "{err}"
+    refused(
+        &[
+            "query",
+            "SELECT id FROM p TIMESTAMP BY time",
+            "--input",
+            &format!("p={},key=id", s(&points)),
+        ],
+        "points or intervals, which have none",
     );
 }
 

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use punctual::cli::{EXIT_OK, EXIT_USAGE};
+use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, s, temp_dir};
+use crate::cli_common::{cli, refused, s, temp_dir};
 
 fn dir(name: &str) -> PathBuf {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -146,14 +146,15 @@ fn a_table_of_versions_needs_its_key() {
     let (input, _) = readings(&d);
     let path = d.join("limits.csv");
     std::fs::write(&path, "valid_from,limit\n2026-12-01T09:00:00Z,25\n").expect("written");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT r.temp FROM readings r TIMESTAMP BY time JOIN limits t ON r.temp > t.limit",
-        "--input",
-        &format!("readings={}", s(&input)),
-        "--input",
-        &format!("limits={},time=valid_from", s(&path)),
-    ]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(err.contains("name the key (key = [\"device\"]"), "{err}");
+    refused(
+        &[
+            "query",
+            "SELECT r.temp FROM readings r TIMESTAMP BY time JOIN limits t ON r.temp > t.limit",
+            "--input",
+            &format!("readings={}", s(&input)),
+            "--input",
+            &format!("limits={},time=valid_from", s(&path)),
+        ],
+        "name the key (key = [\"device\"]",
+    );
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, s, temp_dir};
+use crate::cli_common::{cli, refused, s, temp_dir};
 
 /// A folder of its own per call (tests run in parallel).
 fn dir(name: &str) -> PathBuf {
@@ -239,11 +239,9 @@ fn intervals_are_rows_with_their_start_and_end() {
          [outputs.output]\npath = \"out.csv\"\nlayout = \"items\"\nwith_ctis = true\n",
     )
     .expect("written");
-    let (code, _, err) = cli(&["job", s(&job)]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(
-        err.contains("items carry their CTIs and times already"),
-        "{err}"
+    refused(
+        &["job", s(&job)],
+        "items carry their CTIs and times already",
     );
 }
 
@@ -320,14 +318,15 @@ fn a_job_files_query_error_names_the_files_line() {
         "{err}"
     );
     // On the command line, the query's own lines.
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device\nFROM readings TIMESTAMP BY time WHERE celsiu > 25",
-        "--input",
-        &format!("readings={}", s(&input)),
-    ]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(err.contains("error: line 2, column 39: `celsiu`"), "{err}");
+    refused(
+        &[
+            "query",
+            "SELECT device\nFROM readings TIMESTAMP BY time WHERE celsiu > 25",
+            "--input",
+            &format!("readings={}", s(&input)),
+        ],
+        "error: line 2, column 39: `celsiu`",
+    );
 }
 
 /// A timeline of many events reads at any size: a lane of more than 40 events is drawn as

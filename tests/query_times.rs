@@ -5,7 +5,7 @@
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, s, temp_dir};
+use crate::cli_common::{cli, refused, s, temp_dir};
 
 /// Epoch milliseconds (1 May 2024, 12:00 UTC, and 75 s later) as JSON lines and as CSV.
 fn readings(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -67,9 +67,7 @@ fn a_number_time_without_a_declared_unit_is_refused_before_the_run() {
         assert!(err.contains(fix), "{err}");
         assert!(!out.exists(), "refused before the run");
     }
-    let (code, _, err) = cli(&["pipe", "-i", s(&csv), "--csv", "ts", "-o", s(&out)]);
-    assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(err.contains(fix), "{err}");
+    refused(&["pipe", "-i", s(&csv), "--csv", "ts", "-o", s(&out)], fix);
     assert!(!out.exists(), "refused before the run");
 }
 
