@@ -39,7 +39,9 @@ impl<K: Hash + Eq + Clone + Any, S> Default for Groups<K, S> {
             dense_keys: Vec::new(),
             map: FxHashMap::default(),
             states: Vec::new(),
-            indexer: Indexer::new(),
+            // Looked up as the map is made (a window makes its maps as its events come), so
+            // that adding a member costs no check of it.
+            indexer: Indexer::resolved_now(),
         }
     }
 }
@@ -48,9 +50,6 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
     /// The state of `key`'s group, made by `init` if the group is new.
     #[inline]
     pub(crate) fn entry(&mut self, key: K, init: impl FnOnce() -> S) -> &mut S {
-        if !self.indexer.resolved() && self.len() == 0 {
-            self.indexer.resolve();
-        }
         if let Some(i) = self.indexer.index(&key) {
             if i >= self.dense.len() && i < self.reach() {
                 self.grow(i);

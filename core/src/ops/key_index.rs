@@ -40,9 +40,10 @@ static KEY_TYPES: RwLock<Vec<(TypeId, &'static (dyn Any + Send + Sync))>> = RwLo
 /// different ones (`None` is always right). For a key type that wraps an integer, such as a
 /// dynamic row's value (`punctual-rows` registers its `Value` itself).
 ///
-/// A table resolves its key type's function when its first key comes; one that held keys
-/// before the call keeps hashing them (the same results, a little slower). Registering a
-/// type again changes nothing.
+/// A table looks its key type's function up once: a join's when its first key comes, a
+/// window's group maps as the window makes them; one that looked before the call keeps
+/// hashing those keys (the same results, a little slower). Registering a type again changes
+/// nothing.
 ///
 /// ```
 /// use punctual_core::ops::index_keys;
@@ -62,8 +63,7 @@ pub fn index_keys<K: Any>(index: fn(&K) -> Option<usize>) {
 }
 
 /// How one table's keys of type `K` become indexes: integers by their value; a type
-/// [`index_keys`] registered by its function, once the table resolved it (at its first key);
-/// any other never.
+/// [`index_keys`] registered by its function, once the table resolved it; any other never.
 pub(crate) struct Indexer<K> {
     registered: Option<fn(&K) -> Option<usize>>,
     resolved: bool,
@@ -93,6 +93,13 @@ impl<K: Any> Indexer<K> {
             registered: None,
             resolved: false,
         }
+    }
+
+    /// Resolved at once: for a table made when its keys are about to come.
+    pub(crate) fn resolved_now() -> Self {
+        let mut indexer = Indexer::new();
+        indexer.resolve();
+        indexer
     }
 
     /// Whether the key type's function was looked for (done once, when the table was empty).
