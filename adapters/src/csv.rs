@@ -40,10 +40,8 @@ pub use output::{CsvOutput, CsvOutputConfig, CsvWriter};
 pub use table::Validity;
 
 use std::any::Any;
-use std::marker::PhantomData;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -52,9 +50,8 @@ use punctual_rows::Row;
 
 use crate::jsonl::MalformedLines;
 use crate::line::TimeFormat;
-use crate::replay::{Feeder, FilePart, Lines, ReadLine, ReplayOptions};
-use punctual_runtime::adapter::{InputAdapter, InputAdapterFactory, Payload};
-use punctual_runtime::context::InputContext;
+use crate::replay::{FileFormat, FilePart, FileReader, LineRead, ReplayOptions};
+use punctual_runtime::adapter::{InputAdapterFactory, Payload};
 use punctual_runtime::error::AdapterError;
 
 /// Configuration of [`CsvInput`].
@@ -295,24 +292,44 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
                     .into(),
             ));
         }
-        Ok(CsvReader {
-            source: FilePart::of(&config.path, config.replay, config.split, partition)?,
-            config: config.clone(),
-            shape,
-            versions: table::Versions::default(),
-            types: Vec::new(),
-            ended: None,
-            _payload: PhantomData,
-        })
+        let source = FilePart::of(&config.path, config.replay, config.split, partition)?;
+        let format = CsvRecords {
+            columns: None,
+            split: split::Split::default(),
+            records: Records {
+                config: config.clone(),
+                shape,
+                versions: table::Versions::default(),
+                types: Vec::new(),
+                ended: None,
+            },
+        };
+        Ok(FileReader::new(
+            source,
+            config.replay,
+            config.malformed,
+            format,
+        ))
     }
 }
 
-/// Reads one CSV file into a stream.
+/// Reads one CSV file into a stream: the file reader with the CSV format ([`CsvRecords`]).
+pub type CsvReader<P> = FileReader<P, CsvRecords<P>>;
+
+/// The CSV format of a file input: a header, then one record per line.
 #[derive(Debug)]
-pub struct CsvReader<P> {
+pub struct CsvRecords<P> {
+    /// The columns, once the header is read.
+    columns: Option<Columns>,
+    /// A record's fields, reused for each.
+    split: split::Split,
+    records: Records<P>,
+}
+
+/// What reads a record of a [`CsvRecords`] beside its columns.
+#[derive(Debug)]
+struct Records<P> {
     config: CsvInputConfig,
-    /// The file, or the part of it, it reads.
-    source: FilePart,
     /// The stream's shape (an empty end is a start edge in an edge stream).
     shape: EventShape,
     /// A table of versions: each key's open version.
@@ -321,10 +338,9 @@ pub struct CsvReader<P> {
     types: Vec<record::ColumnType>,
     /// The end edge of the version the last record replaced, fed before that record.
     ended: Option<StreamItem<P>>,
-    _payload: PhantomData<fn() -> P>,
 }
 
-impl<P: DeserializeOwned + 'static> CsvReader<P> {
+impl<P: DeserializeOwned + 'static> Records<P> {
     /// Parses one record into its items (a table of versions ends the key's version before
     /// it), or says which field is wrong.
     fn item(
@@ -428,106 +444,30 @@ impl<P: DeserializeOwned + 'static> CsvReader<P> {
     }
 }
 
-#[async_trait]
-impl<P: Payload + DeserializeOwned> InputAdapter<P> for CsvReader<P> {
-    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
-        let path = self.source.path.clone();
-        let (
-            Lines {
-                mut reader,
-                live,
-                from_start,
-            },
-            shown,
-        ) = self.source.open().await?;
-        let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
-        // The header: the first line of the file, which only the part that starts at the
-        // file's first byte reads as its own (the first part, unless it has no bytes at all).
-        // The line read, reused for each.
-        let mut line = String::new();
-        let header_line = match !from_start {
-            true => first_line(&path).await?,
-            false => feed
-                .next_line(ctx, reader.as_mut(), (&path, &mut line))
-                .await?
-                .map(|read| read.map(|()| std::mem::take(&mut line))),
-        };
-        let Some(header_line) = header_line else {
-            if ctx.is_stopping() {
-                return Ok(());
-            }
-            // An empty file: no rows, and the end of input as for any other.
-            return feed.finish(ctx).await;
-        };
-        let malformed_header = |message: String| AdapterError::Malformed {
-            path: path.clone(),
-            line: 1,
-            message,
-        };
-        let header_line = header_line.map_err(|(_, why)| malformed_header(why))?;
-        // (A byte-order mark before the header is not part of the first column's name.)
-        let header_line = header_line.strip_prefix('\u{feff}').unwrap_or(&header_line);
-        let header = split_record(header_line, self.config.delimiter)
-            .ok_or_else(|| malformed_header("the header has an unterminated quote".into()))?;
-        let columns = Columns::new::<P>(header, &self.config).map_err(malformed_header)?;
-        // Each column's type is fixed by its first value in this file (or part).
-        self.types = vec![record::ColumnType::Unknown; columns.header.len()];
-        // Lines are numbered in what this reader reads: the file, or its part.
-        let mut number = if from_start { 1 } else { 0usize };
-        let mut split = split::Split::default();
-        loop {
-            if ctx.is_stopping() {
-                return feed.stopped(ctx).await;
-            }
-            let read = feed.next_line(ctx, reader.as_mut(), (&path, &mut line));
-            let Some(read) = read.await? else {
-                if ctx.is_stopping() {
-                    return feed.stopped(ctx).await;
-                }
-                break;
-            };
-            number += 1;
-            if let Err((shown, why)) = read {
-                feed.malformed(ctx, (number, shown), why).await?;
-                continue;
-            }
-            if line.trim().is_empty() {
-                feed.skip();
-                continue;
-            }
-            match self.item(&columns, &line, &mut split) {
-                Ok(item) => {
-                    // A new version ends the one before it of its key first.
-                    if let Some(ended) = self.ended.take() {
-                        feed.item(ctx, ended).await?;
-                    }
-                    feed.item(ctx, item).await?;
-                }
-                Err(message) => feed.malformed(ctx, (number, line.clone()), message).await?,
-            }
-        }
-        feed.finish(ctx).await
+impl<P: Payload + DeserializeOwned> FileFormat<P> for CsvRecords<P> {
+    fn has_header(&self) -> bool {
+        true
     }
-}
 
-/// The first line of a file (without its line end), `None` for an empty file; a line over
-/// [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES) or not UTF-8 is `Some(Err(why))`, and no more of
-/// it is held than the limit.
-async fn first_line(path: &Path) -> Result<Option<ReadLine>, AdapterError> {
-    let path = path.to_owned();
-    let io = |path: &Path, source| AdapterError::Io {
-        path: path.to_owned(),
-        error: source,
-    };
-    // One line read ahead, blocking: on the blocking pool, as tokio reads files anyway.
-    let read = tokio::task::spawn_blocking(move || {
-        let file = std::fs::File::open(&path).map_err(|e| io(&path, e))?;
-        crate::replay::read_line_ahead(&mut std::io::BufReader::new(file), false)
-            .map_err(|e| io(&path, e))
-    });
-    match read.await {
-        Ok(read) => Ok(read?.map(|r| r.map_err(|why| (String::new(), why)))),
-        Err(e) => Err(AdapterError::Config(format!("reading a header: {e}"))),
+    fn header(&mut self, line: &str) -> Result<(), String> {
+        let config = &self.records.config;
+        let header =
+            split_record(line, config.delimiter).ok_or("the header has an unterminated quote")?;
+        let columns = Columns::new::<P>(header, config)?;
+        // Each column's type is fixed by its first value in this file (or part).
+        self.records.types = vec![record::ColumnType::Unknown; columns.header.len()];
+        self.columns = Some(columns);
+        Ok(())
+    }
+
+    fn read(&mut self, line: &str) -> Result<LineRead<P>, String> {
+        let columns = self.columns.as_ref().ok_or("a record before the header")?;
+        let item = self.records.item(columns, line, &mut self.split)?;
+        // A new version ends the one before it of its key first.
+        Ok(match self.records.ended.take() {
+            Some(ended) => LineRead::Two(ended, item),
+            None => LineRead::Item(item),
+        })
     }
 }
 

@@ -49,12 +49,11 @@ use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use punctual_core::{Batch, EventShape};
 
 use crate::layout::{RowLayout, Rows};
-use crate::line::{parse_line, write_item_as, LineError, LineFormat, TimeFormat};
-use crate::replay::{open_sink, Feeder, FilePart, Lines, ReplayOptions};
+use crate::line::{parse_line, write_item_as, LineFormat, TimeFormat};
+use crate::replay::{open_sink, FileFormat, FilePart, FileReader, LineRead, ReplayOptions};
 use punctual_runtime::adapter::{
-    InputAdapter, InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
+    InputAdapterFactory, OutputAdapter, OutputAdapterFactory, Payload,
 };
-use punctual_runtime::context::InputContext;
 use punctual_runtime::error::AdapterError;
 use punctual_runtime::query::QueryReport;
 
@@ -172,12 +171,14 @@ impl JsonLinesInputConfig {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct JsonLinesInput;
 
-/// Reads one JSON-lines file into a stream.
+/// Reads one JSON-lines file into a stream: the file reader with the JSON-lines format
+/// ([`JsonLines`]).
+pub type JsonLinesReader<P> = FileReader<P, JsonLines<P>>;
+
+/// The JSON-lines format of a file input: one item (or, flat, one record) per line.
 #[derive(Debug)]
-pub struct JsonLinesReader<P> {
+pub struct JsonLines<P> {
     config: JsonLinesInputConfig,
-    /// The file, or the part of it, it reads.
-    source: FilePart,
     _payload: PhantomData<fn() -> P>,
 }
 
@@ -214,16 +215,19 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
         _shape: EventShape,
         partition: usize,
     ) -> Result<Self::Adapter, AdapterError> {
-        Ok(JsonLinesReader {
-            source: FilePart::of(&config.path, config.replay, config.split, partition)?,
+        let source = FilePart::of(&config.path, config.replay, config.split, partition)?;
+        let format = JsonLines {
             config: config.clone(),
             _payload: PhantomData,
-        })
+        };
+        Ok(FileReader::new(
+            source,
+            config.replay,
+            config.malformed,
+            format,
+        ))
     }
 }
-
-/// The byte-order mark some editors write at the start of a UTF-8 file.
-const BOM: char = '\u{feff}';
 
 pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterError + '_ {
     move |source| AdapterError::Io {
@@ -232,100 +236,33 @@ pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterErr
     }
 }
 
-#[async_trait]
-impl<P: Payload + DeserializeOwned> InputAdapter<P> for JsonLinesReader<P> {
-    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
-        let path = self.source.path.clone();
-        let (
-            Lines {
-                mut reader,
-                live,
-                from_start,
-            },
-            shown,
-        ) = self.source.open().await?;
-        let mut feed = Feeder::new(&shown, self.config.replay, self.config.malformed, live);
-        let mut number = 0usize;
-        // The line read, reused for each.
-        let mut line = String::new();
-        // After an `eof` line (not following the file), the lines left are read and counted.
-        let mut ended = false;
-        loop {
-            if ctx.is_stopping() {
-                return feed.stopped(ctx).await;
-            }
-            let read = feed.next_line(ctx, reader.as_mut(), (&path, &mut line));
-            let Some(read) = read.await? else {
-                if ctx.is_stopping() {
-                    return feed.stopped(ctx).await;
-                }
-                break;
-            };
-            number += 1;
-            if let Err((shown, why)) = read {
-                feed.malformed(ctx, (number, shown), why).await?;
-                continue;
-            }
-            if number == 1 && from_start && line.starts_with(BOM) {
-                // A byte-order mark before the first line is not part of it.
-                line.drain(..BOM.len_utf8());
-            }
-            let text = &line;
-            if text.trim().is_empty() {
-                feed.skip();
-                continue;
-            }
-            if ended {
-                let why = "a line after the `eof` line".to_owned();
-                feed.malformed(ctx, (number, text.clone()), why).await?;
-                continue;
-            }
-            if self.config.lines.is_flat() {
-                match self.config.lines.read::<P>(text) {
-                    Ok(Some(item)) => feed.item(ctx, item).await?,
-                    Ok(None) => feed.skip(),
-                    Err(why) => feed.malformed(ctx, (number, text.clone()), why).await?,
-                }
-                continue;
-            }
-            let wanted = self.config.stream.as_deref();
-            let parsed = parse_line::<P>(text).and_then(|line| {
-                if let Some(wanted) = wanted {
-                    return match line.stream.as_deref() {
-                        Some(s) if s == wanted => line.into_item().map(|i| i.map(Some)),
-                        Some(_) => Ok(Some(None)),
-                        None => Err(LineError::Json(format!(
-                            "no field `stream`: a line of a multi-stream log names its stream (`{wanted}` is read)"
-                        ))),
-                    };
-                }
-                if line.stream.is_some() {
-                    return Err(LineError::Json(
-                        "the field `stream` belongs to conformance arrivals; a JSON-lines input reads one stream".into(),
-                    ));
-                }
-                line.into_item().map(|i| i.map(Some))
+impl<P: Payload + DeserializeOwned> FileFormat<P> for JsonLines<P> {
+    fn read(&mut self, text: &str) -> Result<LineRead<P>, String> {
+        if self.config.lines.is_flat() {
+            return Ok(match self.config.lines.read::<P>(text)? {
+                Some(item) => LineRead::Item(item),
+                None => LineRead::Nothing,
             });
-            match parsed {
-                Ok(Some(Some(item))) => feed.item(ctx, item).await?,
-                // Another stream's line.
-                Ok(Some(None)) => feed.skip(),
-                Ok(None) => {
-                    // `eof`: the end of this input. In follow mode the file is left there.
-                    feed.skip();
-                    if self.config.replay.follow {
-                        break;
-                    }
-                    feed.end(ctx).await?;
-                    ended = true;
-                }
-                Err(e) => {
-                    feed.malformed(ctx, (number, text.clone()), e.to_string())
-                        .await?
-                }
-            }
         }
-        feed.finish(ctx).await
+        let line = parse_line::<P>(text).map_err(|e| e.to_string())?;
+        match (self.config.stream.as_deref(), line.stream.as_deref()) {
+            (Some(wanted), Some(s)) if s != wanted => return Ok(LineRead::Nothing),
+            (Some(wanted), None) => {
+                return Err(format!(
+                    "no field `stream`: a line of a multi-stream log names its stream (`{wanted}` is read)"
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(
+                    "the field `stream` belongs to conformance arrivals; a JSON-lines input reads one stream".into(),
+                )
+            }
+            _ => {}
+        }
+        Ok(match line.into_item().map_err(|e| e.to_string())? {
+            Some(item) => LineRead::Item(item),
+            None => LineRead::End,
+        })
     }
 }
 

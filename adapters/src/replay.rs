@@ -18,10 +18,12 @@ use punctual_runtime::context::InputContext;
 use punctual_runtime::error::AdapterError;
 
 mod files;
+mod reader;
 pub use files::names_file;
 #[cfg(test)]
 use files::wildcard;
 pub(crate) use files::{replayable, source_files, FilePart, Lines, FILE_BUFFER};
+pub use reader::{FileFormat, FileReader, LineRead};
 
 /// What a file input does with a line it cannot parse.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Serialize, Deserialize)]

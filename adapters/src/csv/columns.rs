@@ -8,6 +8,7 @@ use super::{CsvInputConfig, Validity};
 
 /// How a file's records are read, from its header: which columns time each event, which go
 /// into the payload, and for a `Row` payload its schema, made once.
+#[derive(Debug)]
 pub(super) struct Columns {
     pub(super) header: Vec<String>,
     /// The payload's columns, if not all (by the header's positions).

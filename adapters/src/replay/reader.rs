@@ -1,0 +1,219 @@
+//! The one file reader: reads a file (or a part of it, or standard input) line by line and
+//! hands each line to its format ([`FileFormat`]: CSV records, JSON lines), replaying what
+//! the format makes of it through a [`Feeder`]. What every file input does the same way is
+//! here once: line numbers, a byte-order mark, blank lines, malformed lines, a header, an
+//! `eof` line, a stop.
+
+use std::marker::PhantomData;
+use std::path::Path;
+
+use async_trait::async_trait;
+
+use punctual_core::StreamItem;
+use punctual_runtime::adapter::{InputAdapter, Payload};
+use punctual_runtime::context::InputContext;
+use punctual_runtime::error::AdapterError;
+
+use super::{Feeder, FilePart, Lines, MalformedLines, ReadLine, ReplayOptions};
+
+/// The byte-order mark some editors write at the start of a UTF-8 file: not part of its first
+/// line.
+const BOM: char = '\u{feff}';
+
+/// What a format made of a line ([`FileFormat::read`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LineRead<P> {
+    /// One item.
+    Item(StreamItem<P>),
+    /// Two items, in the order they are enqueued (a table of versions: the end of the key's
+    /// version before, then the new version).
+    Two(StreamItem<P>, StreamItem<P>),
+    /// A line that carries no item (counted as skipped).
+    Nothing,
+    /// The end of the input's items (a JSON-lines `eof` line): the lines after it are
+    /// malformed.
+    End,
+}
+
+/// How a [`FileReader`] reads each line of its file: the CSV and JSON-lines inputs are
+/// [`FileReader`]s with a format each.
+pub trait FileFormat<P>: Send + 'static {
+    /// Whether the file's first line is a header ([`FileFormat::header`]) rather than data.
+    /// No by default.
+    fn has_header(&self) -> bool {
+        false
+    }
+
+    /// Reads the header (without a byte-order mark), or says why it cannot be one: the input
+    /// fails with line 1 of the file. Called once, before any [`FileFormat::read`], also by a
+    /// reader of a later part of the file (which reads the file's first line for it).
+    fn header(&mut self, line: &str) -> Result<(), String> {
+        let _ = line;
+        Ok(())
+    }
+
+    /// Reads a line that is not blank into its items, or says why it is malformed.
+    fn read(&mut self, line: &str) -> Result<LineRead<P>, String>;
+}
+
+/// Reads one file, or one part of one, into a stream, each line as its format
+/// ([`FileFormat`]) reads it; see [`CsvInput`](crate::CsvInput) and
+/// [`JsonLinesInput`](crate::JsonLinesInput).
+#[derive(Debug)]
+pub struct FileReader<P, F> {
+    /// The file, or the part of it, it reads.
+    source: FilePart,
+    replay: ReplayOptions,
+    malformed: MalformedLines,
+    format: F,
+    _payload: PhantomData<fn() -> P>,
+}
+
+impl<P, F> FileReader<P, F> {
+    pub(crate) fn new(
+        source: FilePart,
+        replay: ReplayOptions,
+        malformed: MalformedLines,
+        format: F,
+    ) -> Self {
+        FileReader {
+            source,
+            replay,
+            malformed,
+            format,
+            _payload: PhantomData,
+        }
+    }
+}
+
+/// How the reader stands after the header: where line numbers start, or the input has
+/// already ended (an empty file, a stop).
+enum Start {
+    Lines(usize),
+    Done,
+}
+
+impl<P: Payload, F: FileFormat<P>> FileReader<P, F> {
+    /// Reads the header if the format has one: from the lines read (this reader starts at the
+    /// file's first byte) or from the file's first line (a later part).
+    async fn header(
+        &mut self,
+        ctx: &mut InputContext<P>,
+        (feed, reader, from_start): (&mut Feeder<P>, &mut Lines, bool),
+        line: &mut String,
+    ) -> Result<Start, AdapterError> {
+        if !self.format.has_header() {
+            return Ok(Start::Lines(0));
+        }
+        let path = self.source.path.clone();
+        let header = match from_start {
+            false => first_line(&path).await?,
+            true => feed
+                .next_line(ctx, reader.reader.as_mut(), (&path, line))
+                .await?
+                .map(|read| read.map(|()| std::mem::take(line))),
+        };
+        let Some(header) = header else {
+            // An empty file: no rows, and the end of input as for any other.
+            return Ok(Start::Done);
+        };
+        let malformed = |message: String| AdapterError::Malformed {
+            path: path.clone(),
+            line: 1,
+            message,
+        };
+        let header = header.map_err(|(_, why)| malformed(why))?;
+        let header = header.strip_prefix(BOM).unwrap_or(&header);
+        self.format.header(header).map_err(malformed)?;
+        // Lines are numbered in what this reader reads: the file, or its part.
+        Ok(Start::Lines(usize::from(from_start)))
+    }
+}
+
+#[async_trait]
+impl<P: Payload, F: FileFormat<P>> InputAdapter<P> for FileReader<P, F> {
+    async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        let path = self.source.path.clone();
+        let (mut lines, shown) = self.source.open().await?;
+        let from_start = lines.from_start;
+        let mut feed = Feeder::new(&shown, self.replay, self.malformed, lines.live);
+        // The line read, reused for each.
+        let mut line = String::new();
+        let start = self.header(ctx, (&mut feed, &mut lines, from_start), &mut line);
+        let mut number = match start.await? {
+            Start::Lines(n) => n,
+            Start::Done if ctx.is_stopping() => return Ok(()),
+            Start::Done => return feed.finish(ctx).await,
+        };
+        // After an `eof` line (not following the file), the lines left are read and counted.
+        let mut ended = false;
+        loop {
+            if ctx.is_stopping() {
+                return feed.stopped(ctx).await;
+            }
+            let read = feed.next_line(ctx, lines.reader.as_mut(), (&path, &mut line));
+            let Some(read) = read.await? else {
+                if ctx.is_stopping() {
+                    return feed.stopped(ctx).await;
+                }
+                break;
+            };
+            number += 1;
+            if let Err((shown, why)) = read {
+                feed.malformed(ctx, (number, shown), why).await?;
+                continue;
+            }
+            if number == 1 && from_start && line.starts_with(BOM) {
+                line.drain(..BOM.len_utf8());
+            }
+            if line.trim().is_empty() {
+                feed.skip();
+                continue;
+            }
+            if ended {
+                let why = "a line after the `eof` line".to_owned();
+                feed.malformed(ctx, (number, line.clone()), why).await?;
+                continue;
+            }
+            match self.format.read(&line) {
+                Ok(LineRead::Item(item)) => feed.item(ctx, item).await?,
+                Ok(LineRead::Two(first, second)) => {
+                    feed.item(ctx, first).await?;
+                    feed.item(ctx, second).await?;
+                }
+                Ok(LineRead::Nothing) => feed.skip(),
+                Ok(LineRead::End) => {
+                    // The end of this input. In follow mode the file is left there.
+                    feed.skip();
+                    if self.replay.follow {
+                        break;
+                    }
+                    feed.end(ctx).await?;
+                    ended = true;
+                }
+                Err(why) => feed.malformed(ctx, (number, line.clone()), why).await?,
+            }
+        }
+        feed.finish(ctx).await
+    }
+}
+
+/// The first line of a file (without its line end), `None` for an empty file; a line over
+/// [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES) or not UTF-8 is `Some(Err(why))`, and no more of
+/// it is held than the limit.
+async fn first_line(path: &Path) -> Result<Option<ReadLine>, AdapterError> {
+    let path = path.to_owned();
+    let io = |path: &Path, source| AdapterError::Io {
+        path: path.to_owned(),
+        error: source,
+    };
+    // One line read ahead, blocking: on the blocking pool, as tokio reads files anyway.
+    let read = tokio::task::spawn_blocking(move || {
+        let file = std::fs::File::open(&path).map_err(|e| io(&path, e))?;
+        super::read_line_ahead(&mut std::io::BufReader::new(file), false).map_err(|e| io(&path, e))
+    });
+    match read.await {
+        Ok(read) => Ok(read?.map(|r| r.map_err(|why| (String::new(), why)))),
+        Err(e) => Err(AdapterError::Config(format!("reading a header: {e}"))),
+    }
+}
