@@ -260,6 +260,8 @@ fn explain_shows_the_plan_and_what_the_run_did() {
         "points at `ts` (epoch milliseconds); a CTI after every event, 3s behind the newest",
         "input `thresholds`: ",
         "a table of versions: each row valid from `valid_from` (RFC 3339) until the next row with the same device; reference data, read first; CTIs imported from `readings`",
+        "  logical plan (after its rewrites):\n    output `output`\n",
+        "join with reference data on r.device = t.device",
         "join `output` reads `readings`",
         "output `output`: standard output, flat rows",
         "after the run:",

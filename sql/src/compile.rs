@@ -13,8 +13,9 @@ use crate::ast::*;
 use crate::eval::{Ctx, E};
 use crate::join::JoinParts;
 use crate::lower::{compile, constant, Grouping};
+use crate::plan::{LogicalPlan, Node};
 use crate::row_expr::{row_of, Cond, RowExpr};
-use crate::scope::{canonical, err, walk, Scope};
+use crate::scope::{canonical, err, Scope};
 use crate::select::{projection, Item};
 use crate::stream::Rows;
 use crate::{RowStream, SqlError};
@@ -26,16 +27,36 @@ mod grouped;
 pub(crate) struct Named {
     pub(crate) stream: RowStream,
     pub(crate) fields: Option<Vec<String>>,
-    /// Whether it is an input (not a step).
-    pub(crate) input: bool,
 }
 
 /// The parts of a join condition.
-struct OnParts {
+pub(crate) struct OnParts {
     keys: Vec<(Expr, Expr)>,
     /// `DATEDIFF(unit, a, b) BETWEEN lo AND hi`: unit, a, b, lo, hi, where.
     datediff: Option<(TimeSpan, Ident, Ident, i64, i64, Pos)>,
-    rest: Vec<Expr>,
+    /// The conditions that are neither keys nor `DATEDIFF`.
+    pub(crate) rest: Vec<Expr>,
+}
+
+/// What a node of the plan gives: its stream, the scope of its rows, their fields when known.
+struct Built {
+    stream: RowStream,
+    scope: Scope,
+    fields: Option<Vec<String>>,
+}
+
+impl Built {
+    /// A select's result: flat rows of `fields`.
+    fn rows(stream: RowStream, fields: Option<Vec<String>>) -> Built {
+        Built {
+            stream,
+            scope: Scope {
+                sources: vec![(String::new(), fields.clone())],
+                nested: false,
+            },
+            fields,
+        }
+    }
 }
 
 fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
@@ -49,7 +70,7 @@ fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
 }
 
 /// Output column names: the alias, or a column's last name, or a function's name.
-fn item_name(e: &Expr, alias: &Option<Ident>, n: usize) -> String {
+pub(crate) fn item_name(e: &Expr, alias: &Option<Ident>, n: usize) -> String {
     if let Some(a) = alias {
         return a.name.clone();
     }
@@ -95,201 +116,182 @@ impl Compiler<'_> {
         })
     }
 
-    pub(crate) fn script(mut self, script: &Script) -> Result<Vec<(String, RowStream)>, SqlError> {
+    /// Builds every statement of `plan` in order (a step is read by those after it); gives
+    /// each output's name and stream.
+    pub(crate) fn plan(mut self, plan: &LogicalPlan) -> Result<Vec<(String, RowStream)>, SqlError> {
         let _ = self.text;
-        for (name, q) in &script.steps {
-            if self.named.contains_key(&name.name) {
+        let mut outputs: Vec<(String, RowStream)> = Vec::new();
+        for s in &plan.statements {
+            let name = &s.name;
+            if !s.output && self.named.contains_key(&name.name) {
                 return Err(err(
                     name.pos,
                     format!("`{}` is already an input or a step", name.name),
                 ));
             }
-            let n = self.query(q)?;
-            let stream = n.stream.named(name.name.clone());
-            self.named.insert(
-                name.name.clone(),
-                Named {
-                    stream,
-                    fields: n.fields,
-                    input: false,
-                },
-            );
-        }
-        let mut outputs: Vec<(String, RowStream)> = Vec::new();
-        for q in &script.statements {
-            let first = &q.selects[0];
-            let into = match (&first.into, script.statements.len()) {
-                (Some(i), _) => i.name.clone(),
-                (None, 1) => "output".to_owned(),
-                (None, _) => {
-                    return Err(err(
-                        first.pos,
-                        "with several statements, each needs INTO output",
-                    ))
-                }
+            let built = self.node(&s.node)?;
+            if s.output {
+                outputs.push((name.name.clone(), built.stream));
+                continue;
+            }
+            let named = Named {
+                stream: built.stream.named(name.name.clone()),
+                fields: built.fields,
             };
-            for s in &q.selects[1..] {
-                if let Some(i) = &s.into {
-                    return Err(err(i.pos, "INTO goes in the first SELECT of a UNION"));
-                }
-            }
-            if outputs.iter().any(|(o, _)| *o == into) {
-                return Err(err(
-                    first.into.as_ref().map_or(first.pos, |i| i.pos),
-                    format!("two statements write INTO `{into}`: UNION them instead"),
-                ));
-            }
-            let n = self.query(q)?;
-            outputs.push((into, n.stream));
+            self.named.insert(name.name.clone(), named);
         }
         Ok(outputs)
     }
 
-    fn query(&self, q: &Query) -> Result<Named, SqlError> {
-        let mut parts = Vec::new();
-        for s in &q.selects {
-            parts.push(self.select(s)?);
+    /// The operators of one node of the plan and of what it reads.
+    fn node(&self, node: &Node) -> Result<Built, SqlError> {
+        match node {
+            Node::Source { name, alias, .. } => {
+                let n = self.get(name)?;
+                Ok(Built {
+                    stream: n.stream,
+                    scope: Scope {
+                        sources: vec![(alias.clone(), n.fields.clone())],
+                        nested: false,
+                    },
+                    fields: n.fields,
+                })
+            }
+            Node::Filter {
+                input, predicate, ..
+            } => {
+                let mut built = self.node(input)?;
+                let c = compile(predicate, &built.scope, None, false)?;
+                built.stream = Cond::new(c).filter(&built.stream);
+                Ok(built)
+            }
+            Node::Join { .. } => {
+                let (parts, scope) = self.join(node)?;
+                Ok(Built {
+                    stream: parts.joined(),
+                    scope,
+                    fields: None,
+                })
+            }
+            Node::FusedJoin {
+                join,
+                filter,
+                items,
+            } => self.fused(join, filter.as_ref(), items),
+            Node::Project { input, items } => {
+                let built = self.node(input)?;
+                let (items, names) = self.plain_items(items, &built.scope)?;
+                Ok(Built::rows(projection(items, &built.stream), names))
+            }
+            Node::Group { input, select } => {
+                let built = self.node(input)?;
+                let n = self.grouped(select, &built.scope, built.stream)?;
+                Ok(Built::rows(n.stream, n.fields))
+            }
+            Node::Union(nodes) => {
+                let mut built = nodes
+                    .iter()
+                    .map(|n| self.node(n))
+                    .collect::<Result<Vec<Built>, SqlError>>()?;
+                let Some(first) = built.first() else {
+                    return Err(err(Pos::default(), "a UNION of nothing"));
+                };
+                let rest: Vec<&RowStream> = built[1..].iter().map(|b| &b.stream).collect();
+                let stream = first.stream.union(&rest);
+                let fields = std::mem::take(&mut built[0].fields);
+                Ok(Built::rows(stream, fields))
+            }
         }
-        let first = parts.remove(0);
-        if parts.is_empty() {
-            return Ok(first);
-        }
-        let rest: Vec<&RowStream> = parts.iter().map(|p| &p.stream).collect();
-        Ok(Named {
-            stream: first.stream.union(&rest),
-            fields: first.fields,
-            input: false,
-        })
     }
 
-    fn select(&self, s: &Select) -> Result<Named, SqlError> {
-        let from = self.get(&s.from.name)?;
-        self.check_timestamp_by(s)?;
-        let mut scope = Scope {
-            sources: vec![(s.from.reference().to_owned(), from.fields.clone())],
-            nested: false,
-        };
-        let mut stream = from.stream.clone();
-        // The last join, made once what follows it is known.
-        let mut last: Option<JoinParts> = None;
-        for (j, clause) in s.joins.iter().enumerate() {
-            let (parts, combined) = self.join_clause(j, clause, &scope, &stream)?;
-            if j + 1 < s.joins.len() {
-                stream = parts.joined();
-            } else {
-                last = Some(parts);
-            }
-            scope = combined;
-        }
-        let filter = match &s.filter {
+    /// A join whose rows are the select's columns ([`Node::FusedJoin`]).
+    fn fused(
+        &self,
+        join: &Node,
+        filter: Option<&Expr>,
+        items: &[SelectItem],
+    ) -> Result<Built, SqlError> {
+        let (parts, scope) = self.join(join)?;
+        let filter = match filter {
             Some(w) => Some(compile(w, &scope, None, false)?),
             None => None,
         };
-        let grouped = !s.group_by.is_empty()
-            || s.items.iter().any(|i| match i {
-                SelectItem::Expr(e, _) => has_aggregate(e),
-                _ => false,
+        let (items, names) = self.plain_items(items, &scope)?;
+        let columns: Option<Vec<E>> = items
+            .iter()
+            .map(|i| match i {
+                Item::Expr(_, e) => Some(e.clone()),
+                _ => None,
             })
-            || s.having.is_some();
-        if let Some(parts) = last {
-            if !grouped {
-                // Named columns only, over fields of the two sources: computed as each
-                // pair is found, with no joined row in between.
-                let (items, names) = self.plain_items(s, &scope)?;
-                let columns: Option<Vec<E>> = items
-                    .iter()
-                    .map(|i| match i {
-                        Item::Expr(_, e) => Some(e.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                let schema = names.as_ref().and_then(|n| Schema::new(n).ok());
-                if let (Some(columns), Some(schema)) = (columns, schema) {
-                    if parts.fuses(filter.as_ref(), &columns) {
-                        return Ok(Named {
-                            stream: parts.fused(filter, schema, columns),
-                            fields: names,
-                            input: false,
-                        });
-                    }
-                }
+            .collect();
+        let schema = names.as_ref().and_then(|n| Schema::new(n).ok());
+        if let (Some(columns), Some(schema)) = (columns, schema) {
+            if parts.fuses(filter.as_ref(), &columns) {
+                let stream = parts.fused(filter, schema, columns);
+                return Ok(Built::rows(stream, names));
             }
-            stream = parts.joined();
         }
+        // (The rewrite fuses on the same terms; should they differ, the same rows come out
+        // of a join, a filter and a select list.)
+        let mut stream = parts.joined();
         if let Some(c) = filter {
             stream = Cond::new(c).filter(&stream);
         }
-        if grouped {
-            return self.grouped(s, &scope, stream);
-        }
-        // A plain select.
-        let star_only =
-            s.items.len() == 1 && matches!(s.items[0], SelectItem::Star(_)) && !scope.nested;
-        if star_only {
-            return Ok(Named {
-                stream,
-                fields: scope.sources[0].1.clone(),
-                input: false,
-            });
-        }
-        let (items, names) = self.plain_items(s, &scope)?;
-        let stream = projection(items, &stream);
-        Ok(Named {
-            stream,
-            fields: names,
-            input: false,
-        })
+        Ok(Built::rows(projection(items, &stream), names))
     }
 
-    /// The `j`th join of a select, of the sources in `scope` (joined so far into `stream`)
-    /// with the clause's source: its parts, and the scope of every source after it.
-    fn join_clause(
-        &self,
-        j: usize,
-        clause: &JoinClause,
-        scope: &Scope,
-        stream: &RowStream,
-    ) -> Result<(JoinParts, Scope), SqlError> {
-        let right = self.get(&clause.source.name)?;
-        let rref = clause.source.reference().to_owned();
+    /// A join of a plan ([`Node::Join`]): its parts, and the scope of every source of it.
+    fn join(&self, node: &Node) -> Result<(JoinParts, Scope), SqlError> {
+        let Node::Join {
+            left, right, on, ..
+        } = node
+        else {
+            return Err(err(Pos::default(), "a join of no sources"));
+        };
+        let left = self.node(left)?;
+        let right_at = match &**right {
+            Node::Source { name, .. } => name.clone(),
+            Node::Filter { input, .. } => match &**input {
+                Node::Source { name, .. } => name.clone(),
+                _ => return Err(err(on.pos, "a join of a join")),
+            },
+            _ => return Err(err(on.pos, "a join of a join")),
+        };
+        let right = self.node(right)?;
+        let rref = right.scope.sources[0].0.clone();
+        let scope = &left.scope;
         if scope
             .sources
             .iter()
             .any(|(r, _)| r.eq_ignore_ascii_case(&rref))
         {
             return Err(err(
-                clause.source.name.pos,
+                right_at.pos,
                 format!(
                     "`{rref}` is joined twice: give one an alias (`JOIN {} AS other`)",
-                    clause.source.name.name
+                    right_at.name
                 ),
             ));
         }
-        let left_scope = Scope {
-            sources: scope.sources.clone(),
-            nested: scope.nested,
-        };
-        let right_scope = Scope {
-            sources: vec![(rref.clone(), right.fields.clone())],
-            nested: false,
-        };
         let mut all = scope.sources.clone();
         all.push((rref.clone(), right.fields.clone()));
         let combined = Scope {
             sources: all,
             nested: true,
         };
-        let parts = self.on_parts(&clause.on, &combined, scope.sources.len())?;
+        let count = scope.sources.len();
+        let parts = on_parts(on, &combined, count)?;
         // The right side sorted: the join reads it in time order.
-        let (mut left_stream, mut right_stream) = (stream.clone(), right.stream.ordered());
+        let (mut left_stream, mut right_stream) = (left.stream, right.stream.ordered());
         if let Some(dd) = &parts.datediff {
-            (left_stream, right_stream) = datediff(dd, j, &combined, left_stream, right_stream)?;
+            (left_stream, right_stream) =
+                datediff(dd, count - 1, &combined, left_stream, right_stream)?;
         }
         let mut key_left = Vec::new();
         let mut key_right = Vec::new();
         for (l, r) in &parts.keys {
-            key_left.push(compile(l, &left_scope, None, false)?);
-            key_right.push(compile(r, &right_scope, None, false)?);
+            key_left.push(compile(l, scope, None, false)?);
+            key_right.push(compile(r, &right.scope, None, false)?);
         }
         let mut rest = Vec::new();
         for x in &parts.rest {
@@ -302,40 +304,21 @@ impl Compiler<'_> {
             rest,
             names: [field_name(&scope.sources[0].0), field_name(&rref)],
             pair: Schema::new([&scope.sources[0].0, &rref])
-                .map_err(|e| err(clause.source.name.pos, e.to_string()))?,
-            first: j == 0,
+                .map_err(|e| err(right_at.pos, e.to_string()))?,
+            first: count == 1,
         };
         Ok((parts, combined))
-    }
-
-    /// Refuses a `TIMESTAMP BY` on a source that is a step rather than an input.
-    fn check_timestamp_by(&self, s: &Select) -> Result<(), SqlError> {
-        for src in std::iter::once(&s.from).chain(s.joins.iter().map(|j| &j.source)) {
-            if let Some(t) = &src.timestamp_by {
-                let n = self.get(&src.name)?;
-                if !n.input {
-                    return Err(err(
-                        t.pos,
-                        format!(
-                            "TIMESTAMP BY belongs to an input; `{}` is a step",
-                            src.name.name
-                        ),
-                    ));
-                }
-            }
-        }
-        Ok(())
     }
 
     /// A plain select's columns, and their names when they are known.
     fn plain_items(
         &self,
-        s: &Select,
+        select: &[SelectItem],
         scope: &Scope,
     ) -> Result<(Vec<Item>, Option<Vec<String>>), SqlError> {
         let mut items: Vec<Item> = Vec::new();
         let mut names: Option<Vec<String>> = Some(Vec::new());
-        for (n, item) in s.items.iter().enumerate() {
+        for (n, item) in select.iter().enumerate() {
             match item {
                 SelectItem::Star(_) => {
                     if scope.nested {
@@ -395,71 +378,70 @@ impl Compiler<'_> {
         }
         Ok((items, names))
     }
+}
 
-    fn on_parts(
-        &self,
-        on: &Expr,
-        combined: &Scope,
-        left_count: usize,
-    ) -> Result<OnParts, SqlError> {
-        let mut cs = Vec::new();
-        conjuncts(on, &mut cs);
-        let mut parts = OnParts {
-            keys: Vec::new(),
-            datediff: None,
-            rest: Vec::new(),
-        };
-        for c in cs {
-            match &c.kind {
-                ExprKind::Between(a, lo, hi, false) if matches!(a.kind, ExprKind::DateDiff(..)) => {
-                    let ExprKind::DateDiff(unit, x, y) = &a.kind else {
-                        continue;
-                    };
-                    if parts.datediff.is_some() {
-                        return Err(err(c.pos, "one DATEDIFF per join"));
-                    }
-                    parts.datediff = Some((
-                        *unit,
-                        x.clone(),
-                        y.clone(),
-                        constant(lo)?,
-                        constant(hi)?,
-                        c.pos,
-                    ));
+/// A join's condition in parts: the keys (equalities between a field of the sources so far,
+/// `left_count` of them, and one of the joined source), `DATEDIFF`, the rest.
+pub(crate) fn on_parts(
+    on: &Expr,
+    combined: &Scope,
+    left_count: usize,
+) -> Result<OnParts, SqlError> {
+    let mut cs = Vec::new();
+    conjuncts(on, &mut cs);
+    let mut parts = OnParts {
+        keys: Vec::new(),
+        datediff: None,
+        rest: Vec::new(),
+    };
+    for c in cs {
+        match &c.kind {
+            ExprKind::Between(a, lo, hi, false) if matches!(a.kind, ExprKind::DateDiff(..)) => {
+                let ExprKind::DateDiff(unit, x, y) = &a.kind else {
+                    continue;
+                };
+                if parts.datediff.is_some() {
+                    return Err(err(c.pos, "one DATEDIFF per join"));
                 }
-                ExprKind::Binary(BinOp::Eq, a, b) => {
-                    let (mut sa, mut sb) = (Vec::new(), Vec::new());
-                    combined.sources_of(a, &mut sa);
-                    combined.sources_of(b, &mut sb);
-                    let left_only =
-                        |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i < left_count);
-                    let right_only =
-                        |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i == left_count);
-                    if left_only(&sa) && right_only(&sb) {
-                        parts.keys.push((
-                            strip(a, combined, left_count),
-                            strip(b, combined, left_count),
-                        ));
-                    } else if right_only(&sa) && left_only(&sb) {
-                        parts.keys.push((
-                            strip(b, combined, left_count),
-                            strip(a, combined, left_count),
-                        ));
-                    } else {
-                        parts.rest.push(c.clone());
-                    }
-                }
-                ExprKind::DateDiff(..) => {
-                    return Err(err(
-                        c.pos,
-                        "DATEDIFF needs BETWEEN: DATEDIFF(unit, a, b) BETWEEN x AND y",
-                    ));
-                }
-                _ => parts.rest.push(c.clone()),
+                parts.datediff = Some((
+                    *unit,
+                    x.clone(),
+                    y.clone(),
+                    constant(lo)?,
+                    constant(hi)?,
+                    c.pos,
+                ));
             }
+            ExprKind::Binary(BinOp::Eq, a, b) => {
+                let (mut sa, mut sb) = (Vec::new(), Vec::new());
+                combined.sources_of(a, &mut sa);
+                combined.sources_of(b, &mut sb);
+                let left_only = |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i < left_count);
+                let right_only = |v: &[usize]| !v.is_empty() && v.iter().all(|&i| i == left_count);
+                if left_only(&sa) && right_only(&sb) {
+                    parts.keys.push((
+                        strip(a, combined, left_count),
+                        strip(b, combined, left_count),
+                    ));
+                } else if right_only(&sa) && left_only(&sb) {
+                    parts.keys.push((
+                        strip(b, combined, left_count),
+                        strip(a, combined, left_count),
+                    ));
+                } else {
+                    parts.rest.push(c.clone());
+                }
+            }
+            ExprKind::DateDiff(..) => {
+                return Err(err(
+                    c.pos,
+                    "DATEDIFF needs BETWEEN: DATEDIFF(unit, a, b) BETWEEN x AND y",
+                ));
+            }
+            _ => parts.rest.push(c.clone()),
         }
-        Ok(parts)
     }
+    Ok(parts)
 }
 
 /// An equality's side as written, for the stream it belongs to: `source.field` becomes
@@ -495,16 +477,6 @@ fn strip(e: &Expr, combined: &Scope, left_count: usize) -> Expr {
     }
     visit(&mut e, combined, left_count);
     e
-}
-
-fn has_aggregate(e: &Expr) -> bool {
-    let mut found = false;
-    walk(e, &mut |x| {
-        if let ExprKind::Call { name, .. } = &x.kind {
-            found |= AggFn::is_aggregate(&name.name);
-        }
-    });
-    found
 }
 
 fn push_name(names: &mut Option<Vec<String>>, name: Option<String>) {

@@ -89,6 +89,7 @@ mod join;
 mod limits;
 mod lower;
 pub(crate) mod parse;
+pub mod plan;
 mod reads;
 mod row_expr;
 mod scope;
@@ -361,21 +362,13 @@ impl SqlQuery {
                         u.over_field = field_path(o);
                     }
                 }
-                // A join without DATEDIFF reads its right side as reference data.
-                for j in &s.joins {
-                    let mut timed = false;
-                    walk_datediff(&j.on, &mut timed);
-                    let (left, right) = (&s.from.name.name, &j.source.name.name);
-                    if !timed && !steps.contains(&left.as_str()) && !steps.contains(&right.as_str())
-                    {
-                        if let Some(u) = uses.iter_mut().find(|u| u.name == *right) {
-                            u.reference_of.get_or_insert_with(|| left.clone());
-                            if u.reference_key.is_empty() {
-                                join_key(&j.on, j.source.reference(), &mut u.reference_key);
-                            }
-                        }
-                    }
-                }
+            }
+        }
+        // The joins the plan reads as reference data ([`plan::rewrite::reference_data`]).
+        if let Ok(plan) = plan::LogicalPlan::of(&self.script) {
+            let plan = plan.rewritten(&|_| None);
+            for s in &plan.statements {
+                reference_joins(&s.node, &mut uses);
             }
         }
         for u in &mut uses {
@@ -402,16 +395,34 @@ impl SqlQuery {
                     compile::Named {
                         stream: i.stream.clone(),
                         fields: i.fields.map(<[String]>::to_vec),
-                        input: true,
                     },
                 )
             })
             .collect();
+        let plan = self.plan(inputs)?;
         compile::Compiler {
             named,
             text: &self.text,
         }
-        .script(&self.script)
+        .plan(&plan)
+    }
+
+    /// The query's logical plan after its rewrites ([`plan`]), with what the inputs' fields
+    /// are when given (as [`SqlQuery::build`] makes it: `build` runs this plan).
+    ///
+    /// ```
+    /// let sql = punctual_sql::SqlQuery::parse("SELECT x FROM a WHERE x > 1").unwrap();
+    /// let plan = sql.plan(&[]).unwrap().to_string();
+    /// assert_eq!(plan, "output `output`\n  select x\n    filter x > 1\n      input `a`\n");
+    /// ```
+    pub fn plan(&self, inputs: &[SqlInput<'_>]) -> Result<plan::LogicalPlan, SqlError> {
+        let fields = |name: &str| {
+            inputs
+                .iter()
+                .find(|i| i.name == name)
+                .and_then(|i| i.fields.map(<[String]>::to_vec))
+        };
+        Ok(plan::LogicalPlan::of(&self.script)?.rewritten(&fields))
     }
 }
 
@@ -426,8 +437,7 @@ fn check_self_joins(script: &Script) -> Result<(), SqlError> {
         .chain(&script.statements);
     for s in queries.flat_map(|q| &q.selects) {
         for j in &s.joins {
-            let mut timed = false;
-            walk_datediff(&j.on, &mut timed);
+            let timed = plan::rewrite::has_datediff(&j.on);
             if !timed && j.source.name.name == s.from.name.name {
                 return Err(SqlError::compile(
                     j.pos,
@@ -468,15 +478,51 @@ fn join_key(e: &ast::Expr, side: &str, key: &mut Vec<String>) {
     }
 }
 
-fn walk_datediff(e: &ast::Expr, found: &mut bool) {
-    match &e.kind {
-        ExprKind::DateDiff(..) => *found = true,
-        ExprKind::Binary(_, a, b) => {
-            walk_datediff(a, found);
-            walk_datediff(b, found);
+/// Records each join with reference data under `node` on its right input's use: which input
+/// it is the reference of (the first join that reads it so), and its key fields. Joins are
+/// visited in the order they are written.
+fn reference_joins(node: &plan::Node, uses: &mut [InputUse]) {
+    use plan::Node;
+    let source = |n: &Node| -> Option<(String, String)> {
+        match n {
+            Node::Source { name, alias, .. } => Some((name.name.clone(), alias.clone())),
+            _ => None,
         }
-        ExprKind::Between(a, _, _, _) => walk_datediff(a, found),
-        _ => {}
+    };
+    match node {
+        Node::Source { .. } => {}
+        Node::Filter { input, .. }
+        | Node::Project { input, .. }
+        | Node::Group { input, .. }
+        | Node::FusedJoin { join: input, .. } => reference_joins(input, uses),
+        Node::Union(nodes) => nodes.iter().for_each(|n| reference_joins(n, uses)),
+        Node::Join {
+            left,
+            right,
+            on,
+            reference,
+        } => {
+            reference_joins(left, uses);
+            let mut first = &**left;
+            while let Node::Join { left, .. } | Node::Filter { input: left, .. } = first {
+                first = left;
+            }
+            let mut joined = &**right;
+            while let Node::Filter { input, .. } = joined {
+                joined = input;
+            }
+            let (Some((left, _)), Some((right, alias)), true) =
+                (source(first), source(joined), *reference)
+            else {
+                return;
+            };
+            if let Some(u) = uses.iter_mut().find(|u| u.name == right) {
+                u.reference_of.get_or_insert(left);
+                if u.reference_key.is_empty() {
+                    join_key(on, &alias, &mut u.reference_key);
+                }
+            }
+        }
     }
 }
 

@@ -96,7 +96,6 @@ impl Compiler<'_> {
         Ok(Named {
             stream: stream.into(),
             fields: Some(names),
-            input: false,
         })
     }
 }

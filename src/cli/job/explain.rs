@@ -93,9 +93,14 @@ pub(super) fn describe_input(u: &InputUse, input: &JobInput) -> String {
     format!("{source}: {events}{matched}; {ctis}; {policy}")
 }
 
-/// The plan as `explain` prints it: the inputs, the operators (from `built`, the query's
-/// output streams), the outputs.
-pub(super) fn plan(job: &Job, uses: &[InputUse], built: &[(String, RowStream)]) -> Vec<String> {
+/// The plan as `explain` prints it: the inputs, the query's logical plan after its rewrites,
+/// the operators (from `built`, the query's output streams), the outputs.
+pub(super) fn plan(
+    job: &Job,
+    uses: &[InputUse],
+    logical: &punctual_sql::plan::LogicalPlan,
+    built: &[(String, RowStream)],
+) -> Vec<String> {
     let mut lines = vec!["plan:".to_owned()];
     for u in uses {
         if let Some(input) = job.inputs.get(&u.name) {
@@ -106,6 +111,8 @@ pub(super) fn plan(job: &Job, uses: &[InputUse], built: &[(String, RowStream)]) 
             ));
         }
     }
+    lines.push("  logical plan (after its rewrites):".to_owned());
+    lines.extend(logical.to_string().lines().map(|l| format!("    {l}")));
     if let Some((_, stream)) = built.first() {
         let explained = match stream {
             AnyStream::Ordered(s) => s.graph().explain(),

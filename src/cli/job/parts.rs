@@ -88,8 +88,11 @@ impl Parts {
             bind_output(&mut query, name, out, stream, timeline.as_deref_mut())?;
         }
         if job.explain {
+            let logical = sql
+                .plan(&inputs)
+                .map_err(|e| RunError::Usage(job.show_error(&e)))?;
             if let Ok(mut plan) = self.plan.lock() {
-                *plan = super::explain::plan(job, uses, &built);
+                *plan = super::explain::plan(job, uses, &logical, &built);
             }
         }
         Ok(query)

@@ -1,0 +1,263 @@
+//! The logical plan: what a query computes, as a tree of logical operators over named
+//! sources, between the syntax tree and the operators. A query is parsed, made into a plan
+//! ([`LogicalPlan`]), rewritten (each rewrite a function of its own, in [`rewrite`]), and
+//! only then built into operators; `punctual explain` prints the plan as it will run.
+//!
+//! ```
+//! let sql = punctual_sql::SqlQuery::parse(
+//!     "SELECT r.device, r.celsius FROM readings r JOIN limits l ON r.device = l.device
+//!      WHERE l.max < 100",
+//! )
+//! .unwrap();
+//! let plan = sql.plan(&[]).unwrap();
+//! let shown = plan.to_string();
+//! assert!(shown.contains("filter l.max < 100 (pushed down)"), "{shown}");
+//! ```
+
+use std::fmt;
+
+use crate::ast::*;
+use crate::scope::err;
+use crate::SqlError;
+
+pub mod rewrite;
+mod show;
+#[cfg(test)]
+mod tests;
+
+/// A query's plan: each `WITH` step, then each statement, in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogicalPlan {
+    /// The statements, steps first.
+    pub statements: Vec<Statement>,
+}
+
+/// One statement of a plan: a step (`WITH name AS (...)`) or what an output receives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Statement {
+    /// The step's or output's name.
+    pub name: Ident,
+    /// Whether it is an output (`INTO`), not a step.
+    pub output: bool,
+    /// What it computes.
+    pub node: Node,
+}
+
+/// A logical operator and what it reads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// An input or an earlier step, read under a name (its alias in this select).
+    Source {
+        /// The input's or step's name, as written.
+        name: Ident,
+        /// The name the select refers to it by.
+        alias: String,
+        /// Whether it is an input (not a step).
+        input: bool,
+    },
+    /// The events of `input` for which `predicate` holds.
+    Filter {
+        /// What it filters.
+        input: Box<Node>,
+        /// The condition, in the scope of `input`.
+        predicate: Expr,
+        /// Whether a rewrite moved it below a join ([`rewrite::push_down_filters`]).
+        pushed: bool,
+    },
+    /// The temporal join of `left` (one source, or a join of several) with `right` (one
+    /// source) on `on`.
+    Join {
+        /// The sources so far.
+        left: Box<Node>,
+        /// The source joined to them.
+        right: Box<Node>,
+        /// The condition (keys, `DATEDIFF`, other conditions), over both.
+        on: Expr,
+        /// Whether `right` is read as reference data ([`rewrite::reference_data`]).
+        reference: bool,
+    },
+    /// A join whose results are the select's columns, each pair's computed as it is found,
+    /// with no joined row in between ([`rewrite::fuse_joins`]).
+    FusedJoin {
+        /// The join (a [`Node::Join`] of two sources).
+        join: Box<Node>,
+        /// The select's `WHERE`, if any, over the pair.
+        filter: Option<Expr>,
+        /// The select's columns, every one a named expression.
+        items: Vec<SelectItem>,
+    },
+    /// A plain select list over each event of `input`.
+    Project {
+        /// What it reads.
+        input: Box<Node>,
+        /// The columns.
+        items: Vec<SelectItem>,
+    },
+    /// A grouped select: its window, keys, aggregates, `HAVING` and select list.
+    Group {
+        /// What it reads (the sources, after `WHERE`).
+        input: Box<Node>,
+        /// The select (its `GROUP BY`, items and `HAVING` are what this node computes).
+        select: Box<Select>,
+    },
+    /// `UNION` of several selects.
+    Union(Vec<Node>),
+}
+
+impl LogicalPlan {
+    /// The plan of a parsed script as written (no rewrite applied yet). Refuses what the
+    /// script says wrongly about its steps and outputs (a step named twice, an output
+    /// written twice, `INTO` in the wrong place, `TIMESTAMP BY` on a step).
+    pub fn of(script: &Script) -> Result<LogicalPlan, SqlError> {
+        let mut steps: Vec<&str> = Vec::new();
+        let mut statements = Vec::new();
+        for (name, q) in &script.steps {
+            if steps.contains(&name.name.as_str()) {
+                return Err(err(
+                    name.pos,
+                    format!("`{}` is already an input or a step", name.name),
+                ));
+            }
+            let node = query(q, &steps)?;
+            steps.push(&name.name);
+            statements.push(Statement {
+                name: name.clone(),
+                output: false,
+                node,
+            });
+        }
+        let mut outputs: Vec<String> = Vec::new();
+        for q in &script.statements {
+            let first = &q.selects[0];
+            let into = match (&first.into, script.statements.len()) {
+                (Some(i), _) => i.clone(),
+                (None, 1) => Ident {
+                    name: "output".to_owned(),
+                    pos: first.pos,
+                },
+                (None, _) => {
+                    return Err(err(
+                        first.pos,
+                        "with several statements, each needs INTO output",
+                    ))
+                }
+            };
+            for s in &q.selects[1..] {
+                if let Some(i) = &s.into {
+                    return Err(err(i.pos, "INTO goes in the first SELECT of a UNION"));
+                }
+            }
+            if outputs.contains(&into.name) {
+                return Err(err(
+                    into.pos,
+                    format!(
+                        "two statements write INTO `{}`: UNION them instead",
+                        into.name
+                    ),
+                ));
+            }
+            outputs.push(into.name.clone());
+            statements.push(Statement {
+                name: into,
+                output: true,
+                node: query(q, &steps)?,
+            });
+        }
+        Ok(LogicalPlan { statements })
+    }
+}
+
+/// A query (one select, or a `UNION`), reading the `steps` defined before it.
+fn query(q: &Query, steps: &[&str]) -> Result<Node, SqlError> {
+    let mut nodes = q
+        .selects
+        .iter()
+        .map(|s| select(s, steps))
+        .collect::<Result<Vec<Node>, SqlError>>()?;
+    Ok(match nodes.len() {
+        1 => nodes.remove(0),
+        _ => Node::Union(nodes),
+    })
+}
+
+/// Whether an expression holds an aggregate call.
+pub(crate) fn has_aggregate(e: &Expr) -> bool {
+    let mut found = false;
+    crate::scope::walk(e, &mut |x| {
+        if let ExprKind::Call { name, .. } = &x.kind {
+            found |= crate::aggs::AggFn::is_aggregate(&name.name);
+        }
+    });
+    found
+}
+
+/// One select as written: its sources joined in order, `WHERE`, then the group or the
+/// select list.
+fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
+    let source = |src: &Source| -> Result<Node, SqlError> {
+        let input = !steps.contains(&src.name.name.as_str());
+        if let (Some(t), false) = (&src.timestamp_by, input) {
+            return Err(err(
+                t.pos,
+                format!(
+                    "TIMESTAMP BY belongs to an input; `{}` is a step",
+                    src.name.name
+                ),
+            ));
+        }
+        Ok(Node::Source {
+            name: src.name.clone(),
+            alias: src.reference().to_owned(),
+            input,
+        })
+    };
+    let mut node = source(&s.from)?;
+    for clause in &s.joins {
+        node = Node::Join {
+            left: Box::new(node),
+            right: Box::new(source(&clause.source)?),
+            on: clause.on.clone(),
+            reference: false,
+        };
+    }
+    if let Some(w) = &s.filter {
+        node = Node::Filter {
+            input: Box::new(node),
+            predicate: w.clone(),
+            pushed: false,
+        };
+    }
+    let grouped = !s.group_by.is_empty()
+        || s.items.iter().any(|i| match i {
+            SelectItem::Expr(e, _) => has_aggregate(e),
+            _ => false,
+        })
+        || s.having.is_some();
+    if grouped {
+        return Ok(Node::Group {
+            input: Box::new(node),
+            select: Box::new(s.clone()),
+        });
+    }
+    let star_only = s.joins.is_empty() && matches!(s.items.as_slice(), [SelectItem::Star(_)]);
+    if star_only {
+        return Ok(node);
+    }
+    Ok(Node::Project {
+        input: Box::new(node),
+        items: s.items.clone(),
+    })
+}
+
+impl fmt::Display for LogicalPlan {
+    /// The plan as an indented tree: each statement, then its operators, each above what it
+    /// reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for s in &self.statements {
+            let what = if s.output { "output" } else { "step" };
+            writeln!(f, "{what} `{}`", s.name.name)?;
+            show::node(f, &s.node, 1)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,300 @@
+//! A plan as text: each node on a line of its own, indented under what reads it, and
+//! expressions written back as the language writes them.
+
+use std::fmt::{self, Write};
+
+use super::Node;
+use crate::ast::*;
+
+/// Writes `node` and what it reads at `depth` (two spaces a level).
+pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt::Result {
+    let pad = "  ".repeat(depth);
+    match node {
+        Node::Source { name, alias, input } => {
+            let what = if *input { "input" } else { "step" };
+            write!(f, "{pad}{what} `{}`", name.name)?;
+            if *alias != name.name {
+                write!(f, " AS {alias}")?;
+            }
+            writeln!(f)
+        }
+        Node::Filter {
+            input,
+            predicate,
+            pushed,
+        } => {
+            let pushed = if *pushed { " (pushed down)" } else { "" };
+            writeln!(f, "{pad}filter {}{pushed}", expr(predicate))?;
+            self::node(f, input, depth + 1)
+        }
+        Node::Join {
+            left,
+            right,
+            on,
+            reference,
+        } => {
+            let what = if *reference {
+                "join with reference data"
+            } else {
+                "join"
+            };
+            writeln!(f, "{pad}{what} on {}", expr(on))?;
+            self::node(f, left, depth + 1)?;
+            self::node(f, right, depth + 1)
+        }
+        Node::FusedJoin {
+            join,
+            filter,
+            items,
+        } => {
+            write!(f, "{pad}fused into the join: columns {}", list(items))?;
+            if let Some(w) = filter {
+                write!(f, " where {}", expr(w))?;
+            }
+            writeln!(f)?;
+            self::node(f, join, depth + 1)
+        }
+        Node::Project { input, items } => {
+            writeln!(f, "{pad}select {}", list(items))?;
+            self::node(f, input, depth + 1)
+        }
+        Node::Group { input, select } => {
+            let keys: Vec<String> = select
+                .group_by
+                .iter()
+                .map(|g| match g {
+                    GroupItem::Key(e) => expr(e),
+                    GroupItem::Window(w, _) => window(w),
+                })
+                .collect();
+            write!(
+                f,
+                "{pad}group by {}: select {}",
+                keys.join(", "),
+                list(&select.items)
+            )?;
+            if let Some(h) = &select.having {
+                write!(f, " having {}", expr(h))?;
+            }
+            writeln!(f)?;
+            self::node(f, input, depth + 1)
+        }
+        Node::Union(nodes) => {
+            writeln!(f, "{pad}union")?;
+            nodes.iter().try_for_each(|n| self::node(f, n, depth + 1))
+        }
+    }
+}
+
+/// A select list as written.
+fn list(items: &[SelectItem]) -> String {
+    let items: Vec<String> = items
+        .iter()
+        .map(|i| match i {
+            SelectItem::Star(_) => "*".to_owned(),
+            SelectItem::QualifiedStar(id) => format!("{}.*", id.name),
+            SelectItem::Expr(e, None) => expr(e),
+            SelectItem::Expr(e, Some(alias)) => format!("{} AS {}", expr(e), alias.name),
+        })
+        .collect();
+    items.join(", ")
+}
+
+fn window(w: &WindowSql) -> String {
+    match w {
+        WindowSql::Tumbling { size, offset } if offset.ticks() == 0 => {
+            format!("TumblingWindow({size})")
+        }
+        WindowSql::Tumbling { size, offset } => format!("TumblingWindow({size}, {offset})"),
+        WindowSql::Hopping { size, hop, offset } if offset.ticks() == 0 => {
+            format!("HoppingWindow({size}, {hop})")
+        }
+        WindowSql::Hopping { size, hop, offset } => {
+            format!("HoppingWindow({size}, {hop}, {offset})")
+        }
+        WindowSql::Sliding { size } => format!("SlidingWindow({size})"),
+        WindowSql::Snapshot => "SnapshotWindow()".to_owned(),
+    }
+}
+
+fn op(op: BinOp) -> &'static str {
+    match op {
+        BinOp::Or => "OR",
+        BinOp::And => "AND",
+        BinOp::Eq => "=",
+        BinOp::Ne => "<>",
+        BinOp::Lt => "<",
+        BinOp::Le => "<=",
+        BinOp::Gt => ">",
+        BinOp::Ge => ">=",
+        BinOp::Add => "+",
+        BinOp::Sub => "-",
+        BinOp::Mul => "*",
+        BinOp::Div => "/",
+        BinOp::Rem => "%",
+    }
+}
+
+/// An expression as the language writes it; an operand that is itself an operation is
+/// parenthesised (so the text reads the same whatever the precedence).
+pub(crate) fn expr(e: &Expr) -> String {
+    let mut out = String::new();
+    write_expr(&mut out, e, false);
+    out
+}
+
+fn not(negated: bool) -> &'static str {
+    if negated {
+        "NOT "
+    } else {
+        ""
+    }
+}
+
+fn write_expr(out: &mut String, e: &Expr, nested: bool) {
+    let compound = matches!(
+        e.kind,
+        ExprKind::Binary(..)
+            | ExprKind::Between(..)
+            | ExprKind::In(..)
+            | ExprKind::Like(..)
+            | ExprKind::IsNull(..)
+            | ExprKind::Not(..)
+    );
+    if nested && compound {
+        out.push('(');
+    }
+    let sub = |out: &mut String, e: &Expr| write_expr(out, e, true);
+    // (Writing to a String cannot fail.)
+    let _ = match &e.kind {
+        ExprKind::Null => write!(out, "NULL"),
+        ExprKind::Bool(b) => write!(out, "{}", if *b { "TRUE" } else { "FALSE" }),
+        ExprKind::Int(n) => write!(out, "{n}"),
+        ExprKind::Float(x) => write!(out, "{x:?}"),
+        ExprKind::Str(s) => write!(out, "'{}'", s.replace('\'', "''")),
+        ExprKind::Column(path) => {
+            let names: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
+            write!(out, "{}", names.join("."))
+        }
+        ExprKind::Not(a) => {
+            out.push_str("NOT ");
+            sub(out, a);
+            Ok(())
+        }
+        ExprKind::Neg(a) => {
+            out.push('-');
+            sub(out, a);
+            Ok(())
+        }
+        ExprKind::Binary(o, a, b) => {
+            sub(out, a);
+            let _ = write!(out, " {} ", op(*o));
+            sub(out, b);
+            Ok(())
+        }
+        ExprKind::IsNull(a, negated) => {
+            sub(out, a);
+            write!(out, " IS {}NULL", not(*negated))
+        }
+        ExprKind::Between(a, lo, hi, negated) => {
+            sub(out, a);
+            let _ = write!(out, " {}BETWEEN ", not(*negated));
+            sub(out, lo);
+            out.push_str(" AND ");
+            sub(out, hi);
+            Ok(())
+        }
+        ExprKind::In(a, list, negated) => {
+            sub(out, a);
+            let _ = write!(out, " {}IN (", not(*negated));
+            for (i, x) in list.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                sub(out, x);
+            }
+            write!(out, ")")
+        }
+        ExprKind::Like(a, b, negated) => {
+            sub(out, a);
+            let _ = write!(out, " {}LIKE ", not(*negated));
+            sub(out, b);
+            Ok(())
+        }
+        ExprKind::Case(subject, whens, otherwise) => {
+            case(out, subject.as_deref(), whens, otherwise.as_deref());
+            Ok(())
+        }
+        ExprKind::Cast(a, t) => {
+            out.push_str("CAST(");
+            write_expr(out, a, false);
+            write!(out, " AS {})", format!("{t:?}").to_ascii_lowercase())
+        }
+        ExprKind::Call {
+            name,
+            args,
+            star,
+            order,
+        } => {
+            call(out, name, args, *star, order.as_ref());
+            Ok(())
+        }
+        ExprKind::DateDiff(unit, a, b) => write!(out, "DATEDIFF({unit}, {}, {})", a.name, b.name),
+        ExprKind::Timestamp => write!(out, "System.Timestamp()"),
+    };
+    if nested && compound {
+        out.push(')');
+    }
+}
+
+/// `CASE [subject] WHEN .. THEN .. [ELSE ..] END`.
+fn case(
+    out: &mut String,
+    subject: Option<&Expr>,
+    whens: &[(Expr, Expr)],
+    otherwise: Option<&Expr>,
+) {
+    out.push_str("CASE");
+    if let Some(s) = subject {
+        out.push(' ');
+        write_expr(out, s, true);
+    }
+    for (w, t) in whens {
+        out.push_str(" WHEN ");
+        write_expr(out, w, true);
+        out.push_str(" THEN ");
+        write_expr(out, t, true);
+    }
+    if let Some(o) = otherwise {
+        out.push_str(" ELSE ");
+        write_expr(out, o, true);
+    }
+    out.push_str(" END");
+}
+
+/// A function call, with `*` and `OVER (ORDER BY ..)` as written.
+fn call(
+    out: &mut String,
+    name: &Ident,
+    args: &[Expr],
+    star: bool,
+    order: Option<&(Box<Expr>, bool)>,
+) {
+    out.push_str(&name.name);
+    out.push('(');
+    if star {
+        out.push('*');
+    }
+    for (i, a) in args.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        write_expr(out, a, false);
+    }
+    out.push(')');
+    if let Some((by, desc)) = order {
+        out.push_str(" OVER (ORDER BY ");
+        write_expr(out, by, false);
+        out.push_str(if *desc { " DESC)" } else { ")" });
+    }
+}
