@@ -95,6 +95,7 @@ mod row_expr;
 mod scope;
 mod select;
 mod stream;
+mod unsupported;
 
 use std::collections::HashMap;
 

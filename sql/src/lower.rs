@@ -251,6 +251,9 @@ fn function_call(
     mut arg: impl FnMut(&Expr) -> Result<E, SqlError>,
 ) -> Result<E, SqlError> {
     let Some((func, min, max)) = Func::lookup(&name.name) else {
+        if let Some(refusal) = crate::unsupported::refuse_function(&name.name, name.pos) {
+            return Err(refusal);
+        }
         return Err(err(
             name.pos,
             format!(

@@ -21,7 +21,11 @@ use expected::syntax;
 /// Parses a script; a syntax error says where and what was expected.
 pub fn parse(text: &str) -> Result<Script, SqlError> {
     crate::limits::check_nesting(text)?;
-    let mut pairs = Grammar::parse(Rule::script, text).map_err(syntax)?;
+    let mut pairs = Grammar::parse(Rule::script, text).map_err(|e| {
+        // A Stream Analytics construct the grammar does not take is named as such.
+        let e = syntax(e);
+        crate::unsupported::refuse_construct(text, e.pos()).unwrap_or(e)
+    })?;
     let script = pairs
         .next()
         .ok_or_else(|| SqlError::syntax(Pos::default(), "empty"))?;
@@ -194,7 +198,7 @@ fn source(p: Pair<'_, Rule>) -> Result<Source, SqlError> {
     for part in p.into_inner() {
         match part.as_rule() {
             Rule::ident => src.name = ident(part),
-            Rule::alias => src.alias = Some(ident(last(part)?)),
+            Rule::source_alias => src.alias = Some(ident(last(part)?)),
             Rule::timestamp_by => {
                 for t in part.into_inner() {
                     match t.as_rule() {

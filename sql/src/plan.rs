@@ -236,7 +236,7 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
     if grouped {
         return Ok(Node::Group {
             input: Box::new(node),
-            select: Box::new(s.clone()),
+            select: Box::new(grouped_select(s)),
         });
     }
     let star_only = s.joins.is_empty() && matches!(s.items.as_slice(), [SelectItem::Star(_)]);
@@ -247,6 +247,96 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
         input: Box::new(node),
         items: s.items.clone(),
     })
+}
+
+/// A grouped select as Stream Analytics reads it: `GROUP BY System.Timestamp()` is the
+/// snapshot window (the events of one moment), and a name in `HAVING` that is a column's
+/// alias and not a key of `GROUP BY` is that column's expression (outside an aggregate's
+/// arguments, which read the input's fields).
+fn grouped_select(s: &Select) -> Select {
+    let mut s = s.clone();
+    for g in &mut s.group_by {
+        if let GroupItem::Key(e) = g {
+            if matches!(e.kind, ExprKind::Timestamp) {
+                *g = GroupItem::Window(WindowSql::Snapshot, e.pos);
+            }
+        }
+    }
+    let keys: Vec<&str> = s
+        .group_by
+        .iter()
+        .filter_map(|g| match g {
+            GroupItem::Key(Expr {
+                kind: ExprKind::Column(path),
+                ..
+            }) => path.last().map(|p| p.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let aliases: Vec<(String, Expr)> = s
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::Expr(e, Some(alias))
+                if !keys.iter().any(|k| k.eq_ignore_ascii_case(&alias.name)) =>
+            {
+                Some((alias.name.clone(), e.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    if let Some(h) = &mut s.having {
+        substitute_aliases(h, &aliases);
+    }
+    s
+}
+
+/// Replaces each bare name in `e` that is one of `aliases` by its expression, outside the
+/// arguments of aggregates.
+fn substitute_aliases(e: &mut Expr, aliases: &[(String, Expr)]) {
+    if let ExprKind::Column(path) = &e.kind {
+        if let [name] = path.as_slice() {
+            if let Some((_, x)) = aliases
+                .iter()
+                .find(|(a, _)| a.eq_ignore_ascii_case(&name.name))
+            {
+                *e = x.clone();
+            }
+        }
+        return;
+    }
+    let each = |es: &mut [&mut Expr]| {
+        for x in es {
+            substitute_aliases(x, aliases);
+        }
+    };
+    match &mut e.kind {
+        ExprKind::Not(a) | ExprKind::Neg(a) | ExprKind::IsNull(a, _) | ExprKind::Cast(a, _) => {
+            each(&mut [a])
+        }
+        ExprKind::Binary(_, a, b) | ExprKind::Like(a, b, _) => each(&mut [a, b]),
+        ExprKind::Between(a, b, c, _) => each(&mut [a, b, c]),
+        ExprKind::In(a, list, _) => {
+            substitute_aliases(a, aliases);
+            list.iter_mut().for_each(|x| substitute_aliases(x, aliases));
+        }
+        ExprKind::Case(subject, whens, otherwise) => {
+            if let Some(x) = subject {
+                substitute_aliases(x, aliases);
+            }
+            for (w, t) in whens {
+                substitute_aliases(w, aliases);
+                substitute_aliases(t, aliases);
+            }
+            if let Some(x) = otherwise {
+                substitute_aliases(x, aliases);
+            }
+        }
+        ExprKind::Call { name, args, .. } if !crate::aggs::AggFn::is_aggregate(&name.name) => {
+            args.iter_mut().for_each(|x| substitute_aliases(x, aliases));
+        }
+        _ => {}
+    }
 }
 
 impl fmt::Display for LogicalPlan {

@@ -80,7 +80,7 @@ fn rule_name(r: Rule) -> Option<&'static str> {
         Rule::kw_by => "BY",
         Rule::kw_having => "HAVING",
         Rule::kw_into | Rule::into => "INTO",
-        Rule::kw_as | Rule::alias => "AS",
+        Rule::kw_as | Rule::alias | Rule::source_alias => "AS",
         Rule::kw_join | Rule::join => "JOIN",
         Rule::kw_on => "ON",
         Rule::kw_and | Rule::and => "AND",

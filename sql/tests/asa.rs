@@ -1,0 +1,137 @@
+//! Stream Analytics' forms the language reads as Stream Analytics does (`GROUP BY
+//! System.Timestamp()`, a column's alias in `HAVING`), and its constructs the language does
+//! not have yet, refused with what they are.
+
+use punctual_sql::SqlQuery;
+
+mod common;
+use common::*;
+
+fn readings() -> Vec<punctual_core::StreamItem<punctual_rows::Row>> {
+    ended(vec![
+        reading(1.0, "a", 1),
+        reading(1.0, "b", 2),
+        reading(1.0, "a", 3),
+        reading(2.0, "a", 4),
+        reading(3.0, "b", 5),
+        reading(3.0, "b", 6),
+    ])
+}
+
+fn sorted(sql: &str) -> Vec<String> {
+    let out = run(sql, &[("readings", readings())]);
+    let mut rows: Vec<String> = events(&out["output"])
+        .into_iter()
+        .map(|(s, e, r)| format!("{s:?} {e:?} {r:?}"))
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn group_by_system_timestamp_is_the_snapshot_window() {
+    let asa = sorted(
+        "SELECT System.Timestamp() AS t, COUNT(*) AS n FROM readings GROUP BY System.Timestamp()",
+    );
+    let ours = sorted(
+        "SELECT System.Timestamp() AS t, COUNT(*) AS n FROM readings GROUP BY SnapshotWindow()",
+    );
+    // One result per moment: 3 events at 1 s, 1 at 2 s, 2 at 3 s.
+    assert_eq!(asa.len(), 3, "{asa:?}");
+    assert_eq!(asa, ours);
+    let keyed =
+        sorted("SELECT device, COUNT(*) AS n FROM readings GROUP BY device, System.Timestamp()");
+    assert_eq!(keyed.len(), 4, "{keyed:?}");
+}
+
+#[test]
+fn a_column_alias_in_having_is_the_columns_expression() {
+    let by_alias = sorted(
+        "SELECT device, COUNT(*) AS n, SUM(v) AS total FROM readings
+         GROUP BY device, TumblingWindow(second, 10) HAVING n > 2 AND total < 100",
+    );
+    let written_out = sorted(
+        "SELECT device, COUNT(*) AS n, SUM(v) AS total FROM readings
+         GROUP BY device, TumblingWindow(second, 10) HAVING COUNT(*) > 2 AND SUM(v) < 100",
+    );
+    assert_eq!(by_alias.len(), 2, "{by_alias:?}");
+    assert_eq!(by_alias, written_out);
+    // Inside an aggregate, a name is the input's field, not an alias: `v` here.
+    let inside = sorted(
+        "SELECT device, MAX(v) AS v FROM readings
+         GROUP BY device, TumblingWindow(second, 10) HAVING SUM(v) > 10",
+    );
+    assert_eq!(inside.len(), 1, "{inside:?}");
+    assert!(inside[0].contains("\"b\""), "{inside:?}");
+}
+
+#[test]
+fn stream_analytics_constructs_not_here_yet_are_refused_by_name() {
+    for (sql, at, named) in [
+        (
+            "SELECT LAG(v) OVER (LIMIT DURATION(hour, 1)) AS p FROM a",
+            21,
+            "LIMIT DURATION",
+        ),
+        (
+            "SELECT COUNT(DISTINCT v) AS n FROM a GROUP BY TumblingWindow(second, 5)",
+            8,
+            "COUNT(DISTINCT",
+        ),
+        (
+            "SELECT e.v FROM a CROSS APPLY GetArrayElements(a.arr) AS e",
+            19,
+            "CROSS APPLY",
+        ),
+        (
+            "SELECT v FROM a LEFT OUTER JOIN b ON a.k = b.k",
+            17,
+            "LEFT OUTER JOIN",
+        ),
+        ("SELECT v FROM a\nLEFT JOIN b ON a.k = b.k", 1, "LEFT JOIN"),
+        ("SELECT udf.double(v) AS x FROM a", 8, "udf.NAME"),
+        (
+            "SELECT v FROM a MATCH_RECOGNIZE (PATTERN (x))",
+            17,
+            "MATCH_RECOGNIZE",
+        ),
+    ] {
+        let e = SqlQuery::parse(sql).map(|_| ()).expect_err(sql);
+        let text = e.to_string();
+        assert_eq!(e.pos().col, at, "{sql}: {text}");
+        assert!(
+            text.contains(named) && text.contains("does not have"),
+            "{sql}: {text}"
+        );
+    }
+    // Functions of Stream Analytics the language lacks: named, not "unknown".
+    for (sql, name) in [
+        ("SELECT ISFIRST(minute, 10) AS f FROM readings", "ISFIRST"),
+        (
+            "SELECT COUNT(*) AS n FROM readings GROUP BY SessionWindow(second, 5, 10)",
+            "SessionWindow",
+        ),
+        ("SELECT ST_DISTANCE(a, b) AS d FROM readings", "ST_DISTANCE"),
+        ("SELECT DATEADD(hour, 1, t) AS d FROM readings", "DATEADD"),
+    ] {
+        let text = build_error(sql);
+        assert!(
+            text.contains(&format!("`{name}` is")) && text.contains("does not have yet"),
+            "{sql}: {text}"
+        );
+    }
+}
+
+fn build_error(sql: &str) -> String {
+    use punctual_core::{EventShape, Ordered};
+    use punctual_engine::{InputOptions, Plan};
+    let query = SqlQuery::parse(sql).expect(sql);
+    let mut plan = Plan::new("errors");
+    let (_, s) = plan
+        .input::<punctual_rows::Row, Ordered>(InputOptions::new("readings", EventShape::Point))
+        .expect("input");
+    match query.build(&[punctual_sql::SqlInput::new("readings", &s)]) {
+        Ok(_) => panic!("`{sql}` compiled"),
+        Err(e) => e.to_string(),
+    }
+}
