@@ -316,6 +316,7 @@ fn window_reference(
             out.push(match output {
                 WindowOutput::PointAtEnd => (we, we + 1, (k, v)),
                 WindowOutput::Window => (ws, we, (k, v)),
+                WindowOutput::PointAtLastTick => (we - 1, we, (k, v)),
             });
         }
     }
@@ -419,7 +420,7 @@ proptest! {
     fn hopping_windows(input in input_strategy(false, 0), seed in any::<u64>(), size in 1i64..25, hop_div in 1i64..5) {
         let hop = (size / hop_div).max(1);
         let a = arrivals(&input, seed);
-        for output in [WindowOutput::PointAtEnd, WindowOutput::Window] {
+        for output in [WindowOutput::PointAtEnd, WindowOutput::Window, WindowOutput::PointAtLastTick] {
             let out = run(std::slice::from_ref(&a), move |s| {
                 s[0].hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
                     .output(output)
@@ -428,7 +429,7 @@ proptest! {
             });
             let reference = window_reference(&input.events, size, hop, output);
             let ctis: Vec<i64> = match output {
-                WindowOutput::PointAtEnd => input_ctis(&input),
+                WindowOutput::PointAtEnd | WindowOutput::PointAtLastTick => input_ctis(&input),
                 WindowOutput::Window => {
                     let mut v: Vec<i64> = Vec::new();
                     for c in input_ctis(&input) {

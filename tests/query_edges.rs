@@ -59,7 +59,12 @@ fn a_job_matches_end_edges_by_its_key() {
         "{err}"
     );
     let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
-    assert_eq!(out, "{\"time\":\"2026-12-01T10:00:01Z\",\"n\":20000}\n");
+    // Each row is valid over [10:00:00, 10:00:01): in the window ending 10:00:00 (which holds
+    // that instant) and in the one ending 10:00:01.
+    assert_eq!(
+        out,
+        "{\"time\":\"2026-12-01T10:00:00Z\",\"n\":20000}\n{\"time\":\"2026-12-01T10:00:01Z\",\"n\":20000}\n"
+    );
     // Points have no edges to match: a key there is refused, with why.
     let points = dir.join("points.csv");
     std::fs::write(&points, "time,id\n2026-12-01T10:00:00Z,1\n").expect("written");

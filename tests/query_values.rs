@@ -38,8 +38,8 @@ fn run(csv: &str, options: &str) -> (u8, String, String, String) {
 /// counted in COUNT(*), skipped by AVG, `malformed=0`).
 #[test]
 fn a_value_of_another_type_is_a_malformed_record() {
-    let csv = "time,device,temp\n2026-12-01T10:00:00Z,a,20\n2026-12-01T10:00:01Z,b,not-a-number\n\
-               2026-12-01T10:00:02Z,c,22.5\n2026-12-01T10:00:03Z,007,21.5\n";
+    let csv = "time,device,temp\n2026-12-01T10:00:10Z,a,20\n2026-12-01T10:00:11Z,b,not-a-number\n\
+               2026-12-01T10:00:12Z,c,22.5\n2026-12-01T10:00:13Z,007,21.5\n";
     let (code, written, err, dead) = run(csv, "");
     assert_eq!(code, EXIT_OK, "{err}");
     assert_eq!(
@@ -60,8 +60,8 @@ fn a_value_of_another_type_is_a_malformed_record() {
 /// NULL: counted by COUNT(*), left out of AVG.
 #[test]
 fn an_empty_field_is_null_only_where_declared() {
-    let csv = "time,device,temp\n2026-12-01T10:00:00Z,a,20\n2026-12-01T10:00:01Z,b,\n\
-               2026-12-01T10:00:02Z,c,22\n";
+    let csv = "time,device,temp\n2026-12-01T10:00:10Z,a,20\n2026-12-01T10:00:11Z,b,\n\
+               2026-12-01T10:00:12Z,c,22\n";
     let (code, written, err, dead) = run(csv, "");
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(written.contains(r#""n":2,"mean":21.0"#), "{written}");

@@ -98,6 +98,9 @@ struct Group {
 pub(crate) struct Compiler<'a> {
     pub(crate) named: HashMap<String, Named>,
     pub(crate) text: &'a str,
+    /// The name of the statement being built (a step's or an output's): its window is named
+    /// so, as what the statement's results come from.
+    pub(crate) label: std::cell::RefCell<String>,
 }
 
 impl Compiler<'_> {
@@ -129,6 +132,7 @@ impl Compiler<'_> {
                     format!("`{}` is already an input or a step", name.name),
                 ));
             }
+            *self.label.borrow_mut() = name.name.clone();
             let built = self.node(&s.node)?;
             if s.output {
                 outputs.push((name.name.clone(), built.stream));

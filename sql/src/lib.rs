@@ -404,6 +404,7 @@ impl SqlQuery {
         compile::Compiler {
             named,
             text: &self.text,
+            label: std::cell::RefCell::default(),
         }
         .plan(&plan)
     }

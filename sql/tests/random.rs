@@ -3,8 +3,8 @@
 
 use proptest::prelude::*;
 
-use punctual_core::ops::{Count, Max, Min, Stream, Sum, WindowOutput};
-use punctual_core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
+use punctual_core::ops::Stream;
+use punctual_core::{Batch, EventShape, Ordered, StreamItem, Time};
 use punctual_engine::{InputOptions, Plan};
 use punctual_rows::{Row, Value};
 use punctual_sql::{SqlInput, SqlQuery};
@@ -68,35 +68,31 @@ proptest! {
         prop_assert_eq!(&sql["output"], &rust);
     }
 
-    /// A tumbling window per key: the same results (as multisets per CTI segment).
+    /// A tumbling window per key, as Stream Analytics defines it: each window ending at `end`
+    /// holds the events after `end - size` up to `end`, its result at `end`.
     #[test]
-    fn a_grouped_window_matches_the_rust_query(items in readings(), size in 1i64..50) {
+    fn a_grouped_window_holds_what_stream_analytics_says(items in readings(), size in 1i64..50) {
         let sql = run(&format!("SELECT k, SUM(v) AS total FROM readings GROUP BY k, TumblingWindow(tick, {size})"), &[("readings", items.clone())]);
-        let rust = run_rust(&items, |s| {
-            s.tumbling_window(TimeSpan::from_ticks(size))
-                .output(WindowOutput::PointAtEnd)
-                .group_by(|r: &Row| int(r, "k"))
-                .aggregate_into(Sum::of(|r: &Row| int(r, "v") as f64), |k, total| Row::new().with("k", *k).with("total", total as i64))
-        });
-        prop_assert_eq!(segments(&sql["output"]), segments(&rust));
+        let got: Vec<(i64, i64, Vec<i64>)> = events(&sql["output"]).into_iter().map(|e| (e.0.ticks(), int(&e.2, "k"), vec![int(&e.2, "total")])).collect();
+        let expected: Vec<(i64, i64, Vec<i64>)> = asa_windows(&items, size, size).into_iter().map(|((end, k), vs)| (end, k, vec![vs.iter().sum()])).collect();
+        prop_assert_eq!(sorted(got), expected);
+        prop_assert_eq!(sql["output"].last(), Some(&StreamItem::Cti(Time::INF)));
     }
 
     /// Several aggregates per key over hopping windows (the select's row made as each group's
-    /// aggregates are): the same results as the Rust query's.
+    /// aggregates are), each window as Stream Analytics defines it.
     #[test]
-    fn several_aggregates_over_hopping_windows_match_the_rust_query(items in readings(), size in 1i64..40, hop in 1i64..40) {
+    fn several_aggregates_over_hopping_windows_hold_what_stream_analytics_says(items in readings(), size in 1i64..40, hop in 1i64..40) {
         let sql = run(&format!("SELECT k, COUNT(*) AS n, SUM(v) AS total, MIN(v) AS lo, MAX(v) - MIN(v) AS spread FROM readings GROUP BY k, HoppingWindow(tick, {size}, {hop})"), &[("readings", items.clone())]);
-        let rust = run_rust(&items, |s| {
-            let v = |r: &Row| int(r, "v");
-            s.hopping_window(TimeSpan::from_ticks(size), TimeSpan::from_ticks(hop))
-                .output(WindowOutput::PointAtEnd)
-                .group_by(|r: &Row| int(r, "k"))
-                .aggregate_into(((Count, Sum::of(move |r: &Row| v(r) as f64)), (Min::of(v), Max::of(v))), |k, ((n, total), (lo, hi))| {
-                    let (lo, hi) = (lo.unwrap_or_default(), hi.unwrap_or_default());
-                    Row::new().with("k", *k).with("n", n as i64).with("total", total as i64).with("lo", lo).with("spread", hi - lo)
-                })
-        });
-        prop_assert_eq!(segments(&sql["output"]), segments(&rust));
+        let got: Vec<(i64, i64, Vec<i64>)> = events(&sql["output"]).into_iter().map(|e| {
+            let r = &e.2;
+            (e.0.ticks(), int(r, "k"), vec![int(r, "n"), int(r, "total"), int(r, "lo"), int(r, "spread")])
+        }).collect();
+        let expected: Vec<(i64, i64, Vec<i64>)> = asa_windows(&items, size, hop).into_iter().map(|((end, k), vs)| {
+            let (lo, hi) = (vs.iter().min().copied().unwrap_or_default(), vs.iter().max().copied().unwrap_or_default());
+            (end, k, vec![vs.len() as i64, vs.iter().sum(), lo, hi - lo])
+        }).collect();
+        prop_assert_eq!(sorted(got), expected);
     }
 
     /// A DATEDIFF join against a join written with lifetimes: the same pairs.
@@ -123,23 +119,36 @@ proptest! {
     }
 }
 
-/// Items cut at each CTI, each segment's events sorted: outputs equal up to the order of
-/// events between CTIs.
-fn segments(items: &[StreamItem<Row>]) -> Vec<(Vec<String>, Option<Time>)> {
-    let mut out = Vec::new();
-    let mut cur = Vec::new();
-    for i in items {
-        match i {
-            StreamItem::Insert(e) => cur.push(format!("{:?} {}", e.kind, e.payload)),
-            StreamItem::Cti(c) => {
-                cur.sort();
-                out.push((std::mem::take(&mut cur), Some(*c)));
-            }
+/// The members (`v`) of each Stream Analytics window with members, by its end and key: the
+/// windows end every `hop` ticks (from 0), each holding the points after `end - size` up to
+/// `end`.
+fn asa_windows(
+    items: &[StreamItem<Row>],
+    size: i64,
+    hop: i64,
+) -> std::collections::BTreeMap<(i64, i64), Vec<i64>> {
+    let mut windows = std::collections::BTreeMap::new();
+    for item in items {
+        let StreamItem::Insert(e) = item else {
+            continue;
+        };
+        let t = e.kind.start().ticks();
+        // The first end at or after t, then every hop while the window still reaches back to t.
+        let mut end = -((-t).div_euclid(hop)) * hop;
+        while end - size < t {
+            windows
+                .entry((end, int(&e.payload, "k")))
+                .or_insert_with(Vec::new)
+                .push(int(&e.payload, "v"));
+            end += hop;
         }
     }
-    cur.sort();
-    out.push((cur, None));
-    out
+    windows
+}
+
+fn sorted<T: Ord>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
 }
 
 /// Query text from a vocabulary of the language's words and symbols, in any order.

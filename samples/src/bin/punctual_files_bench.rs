@@ -29,7 +29,7 @@ use cpu_time::ProcessTime;
 use punctual::adapters::layout::RowLayout;
 use punctual::adapters::line::TimeFormat;
 use punctual::adapters::{CsvInput, CsvInputConfig, JsonLinesOutput, JsonLinesOutputConfig};
-use punctual::core::ops::{Count, Sum};
+use punctual::core::ops::{Count, Sum, WindowOutput};
 use punctual::prelude::*;
 use punctual::runtime::{InputOptions, Query};
 use punctual_samples::{arg, exit_code};
@@ -172,8 +172,12 @@ fn typed<O: Order>(
             q.bind_output(&kept, &JsonLinesOutput, &output).map_err(e)?;
         }
         ("window", _) => {
+            // Stream Analytics' windows, as the job's query language has them: each holds
+            // (end - 1 s, end], its result at its end.
             let per_key = readings
                 .tumbling_window(TimeSpan::from_secs(1))
+                .alignment(Time::EPOCH + TimeSpan::from_ticks(1))
+                .output(WindowOutput::PointAtLastTick)
                 .group_by(|r: &Reading| r.key)
                 .aggregate((Count, Sum::of(|r: &Reading| r.value as f64)))
                 .map(|(key, (n, sum)): &(u32, (u64, f64))| PerKey {

@@ -2,6 +2,7 @@
 //! each group's result.
 
 use super::*;
+use punctual_core::ops::WindowOutput;
 
 impl Compiler<'_> {
     pub(super) fn grouped(
@@ -11,6 +12,7 @@ impl Compiler<'_> {
         stream: RowStream,
     ) -> Result<Named, SqlError> {
         let (window, keys, key_exprs) = group_by(s, scope)?;
+        let label = self.label.borrow().clone();
         let mut grouping = Grouping {
             keys: &keys,
             aggs: Vec::new(),
@@ -66,15 +68,16 @@ impl Compiler<'_> {
                             Err(format!("its select list cannot be computed: {why}"))
                         })
                     };
-                    hopping(&stream, size, hop, offset, key_exprs, aggs, make).keep_ok()
+                    hopping(&stream, (size, hop, offset), key_exprs, aggs, make, &label).keep_ok()
                 } else {
                     let make =
                         move |k: &[Value], aggs: Row| select(Time::NEG_INF, k, aggs.values());
-                    hopping(&stream, size, hop, offset, key_exprs, aggs, make)
+                    hopping(&stream, (size, hop, offset), key_exprs, aggs, make, &label)
                 }
             }
             _ => {
-                let groups = groups(window, &stream, key_exprs, aggs, key_slots, aggs_may_fail);
+                let flags = (aggs_may_fail, label.as_str());
+                let groups = groups(window, &stream, key_exprs, aggs, key_slots, flags);
                 let groups = match having {
                     Some(h) => having_filter(groups, h, aggs_may_fail),
                     None => groups,
@@ -178,7 +181,7 @@ fn groups(
     keys: Vec<E>,
     aggs: SqlAggs,
     key_slots: Schema,
-    aggs_may_fail: bool,
+    (aggs_may_fail, label): (bool, &str),
 ) -> Stream<Group> {
     let group = move |k: &[Value], aggs: Row| Group {
         keys: key_slots.row(k.iter().cloned()),
@@ -191,10 +194,10 @@ fn groups(
     };
     match window {
         WindowSql::Tumbling { size, offset } => {
-            hopping(stream, size, size, offset, keys, aggs, group)
+            hopping(stream, (size, size, offset), keys, aggs, group, label)
         }
         WindowSql::Hopping { size, hop, offset } => {
-            hopping(stream, size, hop, offset, keys, aggs, group)
+            hopping(stream, (size, hop, offset), keys, aggs, group, label)
         }
         WindowSql::Sliding { size } => grouped_by(
             stream.ordered().alter_duration(size).snapshot_window(),
@@ -291,25 +294,33 @@ fn not_a_number(v: &Value) -> Option<&'static str> {
 }
 
 /// Hopping windows of `size` every `hop` (aligned to `offset`) over `stream` in the order it
-/// has (their results are sorted either way), grouped and aggregated as [`grouped_by`] says.
+/// has (their results are sorted either way), grouped and aggregated as [`grouped_by`] says,
+/// as Stream Analytics defines them: the windows end every `hop` (from `offset`), a window
+/// ending at `end` holds the events after `end - size` up to `end` inclusive, and its result
+/// is at `end`. (The Rust API's windows start every `hop` and hold `[start, end)`: they are
+/// laid so that each ends one tick after a Stream Analytics window's end, each result a point
+/// at the window's last tick, [`WindowOutput::PointAtLastTick`].)
 fn hopping<Out: Payload>(
     stream: &RowStream,
-    size: TimeSpan,
-    hop: TimeSpan,
-    offset: TimeSpan,
+    (size, hop, offset): (TimeSpan, TimeSpan, TimeSpan),
     keys: Vec<E>,
     aggs: SqlAggs,
     make: impl Fn(&[Value], Row) -> Out + Send + 'static,
+    label: &str,
 ) -> Stream<Out> {
-    let at = Time::from_ticks(0) + offset;
-    match stream {
+    let at = Time::from_ticks(0) + offset + TimeSpan::from_ticks(1) - size;
+    let last = WindowOutput::PointAtLastTick;
+    let windows = match stream {
         AnyStream::Ordered(s) => {
-            grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs, make)
+            let windowed = s.hopping_window(size, hop).alignment(at).output(last);
+            grouped_by(windowed, keys, aggs, make)
         }
         AnyStream::Arrival(s) => {
-            grouped_by(s.hopping_window(size, hop).alignment(at), keys, aggs, make)
+            let windowed = s.hopping_window(size, hop).alignment(at).output(last);
+            grouped_by(windowed, keys, aggs, make)
         }
-    }
+    };
+    windows.named(label)
 }
 
 /// A window's groups by `keys` with `aggs` over each, each group's result what `make` makes

@@ -7,6 +7,9 @@
 //! CTI rule:
 //! - [`WindowOutput::PointAtEnd`] (default): each result is a point at the window's end; output
 //!   CTI = input CTI (a result at exactly the CTI waits for the next one, by the release rule).
+//! - [`WindowOutput::PointAtLastTick`]: each result is a point at the window's last tick (its
+//!   end minus one tick); output CTI = input CTI (that result is released by the CTI that
+//!   closes its window, which is past it).
 //! - [`WindowOutput::Window`]: each result has the window's lifetime; output CTI = min(input CTI,
 //!   start of the earliest window that can still change), so the CTI is pushed back to the start
 //!   of the earliest open window.
@@ -301,6 +304,10 @@ where
             match self.spec.output {
                 WindowOutput::PointAtEnd => self.held.push(we, we.next_tick(), payload),
                 WindowOutput::Window => self.held.push(ws, we, payload),
+                WindowOutput::PointAtLastTick => {
+                    let last = we - crate::time::TimeSpan::from_ticks(1);
+                    self.held.push(last, we, payload);
+                }
             }
         }
         if self.pool.len() < POOL {
@@ -397,7 +404,7 @@ where
             self.open_count = 0;
         }
         let out_cti = match self.spec.output {
-            WindowOutput::PointAtEnd => t,
+            WindowOutput::PointAtEnd | WindowOutput::PointAtLastTick => t,
             WindowOutput::Window if t == Time::INF => t,
             WindowOutput::Window => t.min(self.spec.start(self.spec.first_ending_after(t))),
         };

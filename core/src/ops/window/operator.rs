@@ -37,7 +37,7 @@ where
 
     fn output_shape(&self, _input: EventShape) -> EventShape {
         match self.spec.output {
-            WindowOutput::PointAtEnd => EventShape::Point,
+            WindowOutput::PointAtEnd | WindowOutput::PointAtLastTick => EventShape::Point,
             WindowOutput::Window => EventShape::Interval,
         }
     }

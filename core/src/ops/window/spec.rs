@@ -13,6 +13,10 @@ pub enum WindowOutput {
     PointAtEnd,
     /// An interval with the window's lifetime; output CTI held back to the earliest open window.
     Window,
+    /// A point at the last tick the window holds (its end minus one tick); output CTI = input
+    /// CTI. With windows laid one tick later (alignment + 1 tick), these are Stream
+    /// Analytics' windows: each holds `(end - size, end]` and its result is at `end`.
+    PointAtLastTick,
 }
 
 /// Size, hop, alignment and output policy of hopping windows.
