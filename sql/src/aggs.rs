@@ -20,6 +20,9 @@ pub(crate) enum AggFn {
     TopOne(RowExpr, bool),
     /// The first `k` members by the order, as a list of `{rank, value}` records.
     CollectTop(usize, RowExpr, bool),
+    /// `COUNT(DISTINCT e)`: how many values of `e` that are not `NULL`, each once (equal
+    /// numbers, `4` and `4.0`, once).
+    CountDistinct(RowExpr),
 }
 
 impl AggFn {
@@ -42,7 +45,8 @@ impl AggFn {
             | AggFn::Min(e)
             | AggFn::Max(e)
             | AggFn::TopOne(e, _)
-            | AggFn::CollectTop(_, e, _) => e.may_fault().then(|| (e.clone(), false)),
+            | AggFn::CollectTop(_, e, _)
+            | AggFn::CountDistinct(e) => e.may_fault().then(|| (e.clone(), false)),
             AggFn::Num(NumFn::None | NumFn::CountStar) => None,
         }
     }
@@ -61,6 +65,8 @@ pub(crate) enum AggState {
     Top(Option<Box<(Value, Row)>>),
     /// The first members so far, in order.
     Tops(Vec<(Value, Row)>),
+    /// The values seen, each once.
+    Distinct(std::collections::HashSet<Value>),
 }
 
 /// The running state of a `COUNT`, `SUM` or `AVG`: the same few numbers for each, so that
@@ -147,6 +153,7 @@ impl SqlAggs {
                 AggFn::Min(_) | AggFn::Max(_) => AggState::Extremum(None),
                 AggFn::TopOne(..) => AggState::Top(None),
                 AggFn::CollectTop(..) => AggState::Tops(Vec::new()),
+                AggFn::CountDistinct(_) => AggState::Distinct(Default::default()),
             })
             .collect();
         let empty = AggStates {
@@ -261,6 +268,11 @@ fn add_one(f: &AggFn, st: &mut AggState, row: &Row) {
                 *cur = Some(Box::new((v.clone(), row.clone())));
             }
         }),
+        (AggFn::CountDistinct(e), AggState::Distinct(seen)) => e.with(row, |v| {
+            if !matches!(v, Value::Null) && !seen.contains(v) {
+                seen.insert(v.clone());
+            }
+        }),
         (AggFn::CollectTop(k, e, desc), AggState::Tops(tops)) => e.with(row, |v| {
             // After every member it comes after (ties keep the first first).
             let at = tops.partition_point(|(c, _)| {
@@ -326,6 +338,7 @@ fn tail_result(f: &AggFn, st: &AggState) -> Value {
         (AggFn::Num(f), AggState::Num(acc)) => num_result(f, acc),
         (_, AggState::Num(_)) => Value::Null,
         (_, AggState::Extremum(v)) => v.clone().unwrap_or(Value::Null),
+        (_, AggState::Distinct(seen)) => Value::Int(i64::try_from(seen.len()).unwrap_or(i64::MAX)),
         (_, AggState::Top(v)) => v
             .as_ref()
             .map_or(Value::Null, |top| Value::from(top.1.clone())),

@@ -244,6 +244,8 @@ pub enum ExprKind {
         args: Vec<Expr>,
         /// `COUNT(*)`.
         star: bool,
+        /// `COUNT(DISTINCT e)`: each value once.
+        distinct: bool,
         /// `OVER (ORDER BY e [ASC|DESC])`: the expression and whether descending.
         order: Option<(Box<Expr>, bool)>,
     },

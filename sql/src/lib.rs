@@ -31,7 +31,7 @@
 //!   float | nvarchar(max) | bit | datetime | record)`, and the functions UPPER, LOWER, LEN,
 //!   CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING,
 //!   POWER, SQRT, SIGN, COALESCE.
-//! - Aggregates: `COUNT(*)`, `COUNT(e)` (non-null values), `SUM`, `AVG`, `MIN`, `MAX`,
+//! - Aggregates: `COUNT(*)`, `COUNT(e)` (non-null values), `COUNT(DISTINCT e)`, `SUM`, `AVG`, `MIN`, `MAX`,
 //!   `TopOne() OVER (ORDER BY e [DESC])` (the first member, as a record), `CollectTop(k) OVER
 //!   (ORDER BY e [DESC])` (the first `k`, as a list of `{rank, value}` records); with a window in
 //!   `GROUP BY`: `TumblingWindow(unit, size [, offset])`, `HoppingWindow(unit, size, hop [,

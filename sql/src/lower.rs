@@ -114,6 +114,7 @@ fn compile_level(
             name,
             args,
             star,
+            distinct,
             order,
         } => {
             if AggFn::is_aggregate(&name.name) {
@@ -126,11 +127,11 @@ fn compile_level(
                         ),
                     ));
                 };
-                let f = aggregate(name, args, *star, order, scope)?;
+                let f = aggregate(name, args, (*star, *distinct), order, scope)?;
                 g.aggs.push(f);
                 return Ok(E::Agg(g.aggs.len() - 1));
             }
-            function_call(name, args, *star || order.is_some(), |a| {
+            function_call(name, args, *star || *distinct || order.is_some(), |a| {
                 sub(a, group.as_deref_mut())
             })?
         }
@@ -165,7 +166,7 @@ fn case(
 fn aggregate(
     name: &Ident,
     args: &[Expr],
-    star: bool,
+    (star, distinct): (bool, bool),
     order: &Option<(Box<Expr>, bool)>,
     scope: &Scope,
 ) -> Result<AggFn, SqlError> {
@@ -193,6 +194,7 @@ fn aggregate(
     };
     let f = match (lower.as_str(), star) {
         ("count", true) => AggFn::Num(NumFn::CountStar),
+        ("count", false) if distinct => AggFn::CountDistinct(one(args)?),
         ("count", false) => AggFn::Num(NumFn::Count(one(args)?)),
         ("sum", _) => AggFn::Num(NumFn::Sum(one(args)?)),
         ("avg", _) => AggFn::Num(NumFn::Avg(one(args)?)),
@@ -232,6 +234,15 @@ fn aggregate(
     };
     if star && lower != "count" {
         return Err(err(name.pos, "only COUNT takes *"));
+    }
+    if distinct && lower != "count" {
+        return Err(err(
+            name.pos,
+            format!(
+                "only COUNT takes DISTINCT, not {}",
+                name.name.to_uppercase()
+            ),
+        ));
     }
     if order.is_some() && lower != "topone" && lower != "collecttop" {
         return Err(err(

@@ -478,11 +478,13 @@ fn call(p: Pair<'_, Rule>, at: Pos) -> Result<ExprKind, SqlError> {
     let mut name = None;
     let mut args = Vec::new();
     let mut star = false;
+    let mut distinct = false;
     let mut order = None;
     for part in p.into_inner() {
         match part.as_rule() {
             Rule::ident => name = Some(ident(part)),
             Rule::count_star => star = true,
+            Rule::distinct => distinct = true,
             Rule::expr => args.push(expr(part)?),
             Rule::over_order => {
                 let mut e = None;
@@ -503,6 +505,7 @@ fn call(p: Pair<'_, Rule>, at: Pos) -> Result<ExprKind, SqlError> {
         name: name.ok_or_else(|| SqlError::syntax(at, "expected a function name"))?,
         args,
         star,
+        distinct,
         order,
     })
 }

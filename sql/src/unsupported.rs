@@ -135,10 +135,6 @@ const CONSTRUCTS: &[(&[&str], &str)] = &[
     (&["FULL", "OUTER", "JOIN"], "`FULL OUTER JOIN` (only inner joins, `JOIN`, are)"),
     (&["MATCH_RECOGNIZE"], "`MATCH_RECOGNIZE` (Stream Analytics' pattern matching)"),
     (
-        &["COUNT", "(", "DISTINCT"],
-        "`COUNT(DISTINCT ...)` (`COUNT(*)` and `COUNT(e)` are)",
-    ),
-    (
         &["LIMIT", "DURATION"],
         "`LIMIT DURATION` (Stream Analytics' analytic functions: LAG, LAST, ISFIRST)",
     ),

@@ -234,9 +234,15 @@ fn write_expr(out: &mut String, e: &Expr, nested: bool) {
             name,
             args,
             star,
+            distinct,
             order,
         } => {
-            call(out, name, args, *star, order.as_ref());
+            let before = match (*star, *distinct) {
+                (true, _) => "*",
+                (_, true) => "DISTINCT ",
+                _ => "",
+            };
+            call(out, name, (before, args), order.as_ref());
             Ok(())
         }
         ExprKind::DateDiff(unit, a, b) => write!(out, "DATEDIFF({unit}, {}, {})", a.name, b.name),
@@ -272,19 +278,17 @@ fn case(
     out.push_str(" END");
 }
 
-/// A function call, with `*` and `OVER (ORDER BY ..)` as written.
+/// A function call, with `*` or `DISTINCT` (`before` its arguments) and `OVER (ORDER BY ..)`
+/// as written.
 fn call(
     out: &mut String,
     name: &Ident,
-    args: &[Expr],
-    star: bool,
+    (before, args): (&str, &[Expr]),
     order: Option<&(Box<Expr>, bool)>,
 ) {
     out.push_str(&name.name);
     out.push('(');
-    if star {
-        out.push('*');
-    }
+    out.push_str(before);
     for (i, a) in args.iter().enumerate() {
         if i > 0 {
             out.push_str(", ");
