@@ -69,12 +69,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     query.start()?.wait().await?;
 
     let results: Vec<Row> = out.payloads();
-    // Window [0 s, 10 s): raw 0..9, calibrated x2: mean 9; [10 s, 20 s): mean 29.
+    // Stream Analytics' windows, (end - 10 s, end]: the one ending at 0 s holds raw 0 (mean
+    // 0); (0 s, 10 s] raw 1..10, calibrated x2: mean 11; (10 s, 20 s] raw 11..19: mean 30.
     let means: Vec<Option<f64>> = results
         .iter()
         .map(|r| r.get("calibrated").and_then(|v| v.as_f64()))
         .collect();
-    assert_eq!(means, vec![Some(9.0), Some(29.0)]);
+    assert_eq!(means, vec![Some(0.0), Some(11.0), Some(30.0)]);
     for r in &results {
         println!("{r}");
     }
