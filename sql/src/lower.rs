@@ -7,7 +7,7 @@ use crate::aggs::{AggFn, NumFn};
 use crate::ast::*;
 use crate::eval::{Func, E};
 use crate::row_expr::RowExpr;
-use crate::scope::{canonical, err, walk, Scope};
+use crate::scope::{canonical, err, has_aggregate, Scope};
 use crate::SqlError;
 
 /// How expressions are compiled: over rows (with the scope), or over a group (keys and
@@ -175,13 +175,7 @@ fn aggregate(
     let one = |args: &[Expr]| -> Result<RowExpr, SqlError> {
         match args {
             [a] => {
-                let mut inner = false;
-                walk(a, &mut |x| {
-                    if let ExprKind::Call { name, .. } = &x.kind {
-                        inner |= AggFn::is_aggregate(&name.name);
-                    }
-                });
-                if inner {
+                if has_aggregate(a) {
                     return Err(err(a.pos, "an aggregate inside an aggregate"));
                 }
                 member(a)

@@ -180,17 +180,6 @@ fn query(q: &Query, steps: &[&str]) -> Result<Node, SqlError> {
     })
 }
 
-/// Whether an expression holds an aggregate call.
-pub(crate) fn has_aggregate(e: &Expr) -> bool {
-    let mut found = false;
-    crate::scope::walk(e, &mut |x| {
-        if let ExprKind::Call { name, .. } = &x.kind {
-            found |= crate::aggs::AggFn::is_aggregate(&name.name);
-        }
-    });
-    found
-}
-
 /// One select as written: its sources joined in order, `WHERE`, then the group or the
 /// select list.
 fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
@@ -229,7 +218,7 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
     }
     let grouped = !s.group_by.is_empty()
         || s.items.iter().any(|i| match i {
-            SelectItem::Expr(e, _) => has_aggregate(e),
+            SelectItem::Expr(e, _) => crate::scope::has_aggregate(e),
             _ => false,
         })
         || s.having.is_some();

@@ -143,6 +143,17 @@ impl Scope {
     }
 }
 
+/// Whether an expression holds an aggregate call.
+pub(crate) fn has_aggregate(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| {
+        if let ExprKind::Call { name, .. } = &x.kind {
+            found |= crate::aggs::AggFn::is_aggregate(&name.name);
+        }
+    });
+    found
+}
+
 /// Visits `e` and every expression inside it.
 pub(crate) fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     f(e);
