@@ -366,12 +366,14 @@ impl SqlQuery {
             }
         }
         // The joins the plan reads as reference data ([`plan::rewrite::reference_data`]).
-        if let Ok(plan) = plan::LogicalPlan::of(&self.script) {
-            let plan = plan.rewritten(&|_| None);
-            for s in &plan.statements {
-                reference_joins(&s.node, &mut uses);
+        limits::with_room(|| {
+            if let Ok(plan) = plan::LogicalPlan::of(&self.script) {
+                let plan = plan.rewritten(&|_| None);
+                for s in &plan.statements {
+                    reference_joins(&s.node, &mut uses);
+                }
             }
-        }
+        });
         for u in &mut uses {
             u.fields_read = reads::fields_read(&self.script, &u.name, &steps);
         }
@@ -424,7 +426,8 @@ impl SqlQuery {
                 .find(|i| i.name == name)
                 .and_then(|i| i.fields.map(<[String]>::to_vec))
         };
-        Ok(plan::LogicalPlan::of(&self.script)?.rewritten(&fields))
+        // (On a stack with room: the rewrites walk expressions as deep as the limits allow.)
+        limits::with_room(|| Ok(plan::LogicalPlan::of(&self.script)?.rewritten(&fields)))
     }
 }
 

@@ -332,11 +332,14 @@ impl fmt::Display for LogicalPlan {
     /// The plan as an indented tree: each statement, then its operators, each above what it
     /// reads.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for s in &self.statements {
-            let what = if s.output { "output" } else { "step" };
-            writeln!(f, "{what} `{}`", s.name.name)?;
-            show::node(f, &s.node, 1)?;
-        }
-        Ok(())
+        // (On a stack with room: an expression is written as deep as the limits allow.)
+        crate::limits::with_room(|| {
+            for s in &self.statements {
+                let what = if s.output { "output" } else { "step" };
+                writeln!(f, "{what} `{}`", s.name.name)?;
+                show::node(f, &s.node, 1)?;
+            }
+            Ok(())
+        })
     }
 }

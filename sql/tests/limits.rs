@@ -92,3 +92,34 @@ fn a_query_at_the_limits_runs_on_a_small_stack() {
     let x = |v: i64| Row::new().with("x", Value::Int(v * terms as i64));
     assert_eq!(got, vec![x(2), x(3)]);
 }
+
+/// What reads a whole query besides its build (the inputs it reads, its logical plan and
+/// the plan's text, as `explain` prints it) has room on a small stack for a query at the
+/// limits: a `WHERE` chain and a select list as deep as allowed, over a join.
+#[test]
+fn the_plan_of_a_query_at_the_limits_is_made_and_written_on_a_small_stack() {
+    // (`r.v` counts two levels: the field of the source.)
+    let terms = (MAX_DEPTH - MAX_NESTING) / 2 - 4;
+    let nest = MAX_NESTING - 1;
+    let chain = vec!["r.v = 1"; terms - 2].join(" OR ");
+    let sum = vec!["r.v"; terms].join(" + ");
+    let text = format!(
+        "SELECT {}{sum}{} AS x FROM r JOIN k ON r.d = k.d WHERE {}{chain}{} AND k.m > 0",
+        "(".repeat(nest),
+        ")".repeat(nest),
+        "(".repeat(nest),
+        ")".repeat(nest)
+    );
+    let (reference, shown) = on_small_stack(move || {
+        let q = SqlQuery::parse(&text).expect("parses");
+        let uses = q.inputs();
+        let shown = q.plan(&[]).expect("plans").to_string();
+        (uses[1].reference_of.clone(), shown)
+    });
+    assert_eq!(reference.as_deref(), Some("r"));
+    assert!(
+        shown.contains("filter k.m > 0 (pushed down)"),
+        "{}",
+        &shown[..200]
+    );
+}
