@@ -1,58 +1,17 @@
-//! The same query on one worker and split over several (`punctual::cluster`): on random
-//! inputs (two inputs interleaved, events in any order between CTIs), every operator gives
-//! the same output, CTI by CTI (the events between two CTIs compared as a multiset), and the
-//! same drops, on 1, 2 and 3 worker threads, and on 2 processes of 1 and of 2 workers over
-//! loopback, as through the driver alone.
+//! Many random queries as one query on the cluster executor (`punctual::cluster::run_query`,
+//! what `punctual job --workers` runs): on 3 worker threads, and on 2 processes of 1 and of 2
+//! workers over loopback, every case gives what it gives on the local runtime (the same
+//! events, the same last CTI, a valid stream, the same drops: see
+//! `punctual_tests::split_cases::same`). Each case alone on 1, 2 and 3 threads is in
+//! `tests/cluster_query.rs`.
 
-use proptest::prelude::*;
-use proptest::strategy::ValueTree;
+use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
-use punctual::cluster::ClusterConfig;
+use punctual::adapters::CollectOutput;
+use punctual::cluster::{run_query, ClusterConfig};
 use punctual_tests::split_cases::strategy::spec;
-use punctual_tests::split_cases::{local, segments, Cases, Outcome, Spec};
-
-/// Compares one case's outcomes on a cluster (one per worker; worker 0 has the output) with
-/// the driver's alone.
-fn same(spec: &Spec, want: &Outcome, got: &[Outcome], how: &str) -> Result<(), String> {
-    let output = &got[0].output;
-    if segments(output) != segments(&want.output) {
-        return Err(format!(
-            "{how}: {:?}\nalone:    {:?}\nsplit:    {:?}",
-            spec.shape, want.output, output
-        ));
-    }
-    let dropped: u64 = got.iter().map(|o| o.dropped).sum();
-    if dropped != want.dropped {
-        return Err(format!("{how}: dropped {dropped}, alone {}", want.dropped));
-    }
-    if let Some(w) = got
-        .iter()
-        .skip(1)
-        .position(|o| o.output.iter().any(|i| !i.starts_with("CTI ")))
-    {
-        return Err(format!("{how}: worker {} kept output events", w + 1));
-    }
-    Ok(())
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
-
-    /// Each case alone, on 1, 2 and 3 worker threads.
-    #[test]
-    fn one_case_on_threads(spec in spec()) {
-        let case = spec.case();
-        let want = local(&case);
-        for workers in 1..=3 {
-            let reports = punctual::cluster::run(Cases::shared(vec![case.clone()]), ClusterConfig::threads(workers))
-                .map_err(|e| TestCaseError::fail(e.to_string()))?;
-            prop_assert_eq!(reports.len(), workers);
-            let got: Vec<Outcome> = reports.into_iter().map(|mut r| r.remove(0)).collect();
-            same(&spec, &want, &got, &format!("{workers} threads")).map_err(TestCaseError::fail)?;
-        }
-    }
-}
+use punctual_tests::split_cases::{on_runtime, outcomes, queries, same, Case, Outcome, Spec};
 
 /// `n` random cases, the same on every run (a fixed seed).
 fn sample(n: usize) -> Vec<Spec> {
@@ -62,23 +21,41 @@ fn sample(n: usize) -> Vec<Spec> {
         .collect()
 }
 
-/// Many random cases as one run, on 3 worker threads: every case's output as alone.
+/// Many random cases as one query, on 3 worker threads: every case's output as on the runtime.
 #[test]
 fn many_cases_in_one_run_on_threads() {
     let specs = sample(200);
-    let cases: Vec<_> = specs.iter().map(Spec::case).collect();
-    let reports = punctual::cluster::run(Cases::shared(cases.clone()), ClusterConfig::threads(3))
-        .expect("runs");
-    check_all(&specs, &reports, "3 threads");
+    let cases: Vec<Case> = specs.iter().map(Spec::case).collect();
+    let outs: Vec<CollectOutput<String>> = cases.iter().map(|_| CollectOutput::new()).collect();
+    let (built, sinks) = (cases.clone(), outs.clone());
+    let report =
+        run_query(ClusterConfig::threads(3), move |_| queries(&built, &sinks)).expect("runs");
+    check_all(
+        &specs,
+        &[outcomes(&cases, &outs, &report.report())],
+        "3 threads",
+    );
 }
 
-fn check_all(specs: &[Spec], reports: &[Vec<Outcome>], how: &str) {
+/// Checks each case's outcome in every process (the output on the first, the drops of the
+/// inputs each owns) against the runtime's.
+fn check_all(specs: &[Spec], processes: &[Vec<Outcome>], how: &str) {
     let mut failures = Vec::new();
     for (c, spec) in specs.iter().enumerate() {
-        let want = local(&spec.case());
-        let got: Vec<Outcome> = reports.iter().map(|r| r[c].clone()).collect();
-        if let Err(e) = same(spec, &want, &got, how) {
-            failures.push(format!("case {c}: {e}"));
+        let want = on_runtime(spec);
+        let got = Outcome {
+            output: processes[0][c].output.clone(),
+            dropped: processes.iter().map(|p| p[c].dropped).sum(),
+        };
+        if let Some(p) = processes
+            .iter()
+            .skip(1)
+            .position(|p| !p[c].output.is_empty())
+        {
+            failures.push(format!("case {c}: process {} has output", p + 1));
+        }
+        if let Err(e) = same(&got, &want) {
+            failures.push(format!("case {c} ({:?}, {how}): {e}", spec.shape));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -103,7 +80,7 @@ fn many_cases_on_two_processes() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Runs the specs as `processes` processes of `workers` workers; every worker's outcomes, or
+/// Runs the specs as `processes` processes of `workers` workers; each process's outcomes, or
 /// `Err` when a port was taken before a process could bind it (any other failure panics).
 fn on_processes(
     dir: &std::path::Path,
@@ -165,8 +142,8 @@ fn on_processes(
             std::thread::sleep(Duration::from_millis(20));
         }
         let text = std::fs::read_to_string(report).expect("a report");
-        let mine: Vec<Vec<Outcome>> = serde_json::from_str(&text).expect("a report");
-        reports.extend(mine);
+        let mine: Vec<Outcome> = serde_json::from_str(&text).expect("a report");
+        reports.push(mine);
     }
     Ok(reports)
 }

@@ -1,8 +1,10 @@
 //! Runs every conformance case: the project's own copy in `tests/conformance/` and, when it
 //! exists, every case in `../shared/conformance/` (so newly published cases are picked up).
 //!
-//! Every case also runs split over 2 and 3 workers (`punctual::cluster`, threads of this
-//! process): the same output, counters and dead letters as on one.
+//! Every case also runs on 2 and 3 workers through the cluster executor `punctual job
+//! --workers` runs (`punctual::cluster::run_query`, threads of this process): the output as
+//! `CaseRun::check` compares it on several workers, the counters and dead letters of the run
+//! on one.
 //!
 //! Cases that need something this build does not have yet are listed in [`EXPECTED_UNSUPPORTED`]
 //! with the reason. Each listed case must fail with an "unsupported" error (not a wrong result);
@@ -11,7 +13,10 @@
 
 use std::path::{Path, PathBuf};
 
-use punctual::conformance::{find_cases, run_case, run_split, Case, CaseError, CaseRun};
+use punctual::cluster::ClusterConfig;
+use punctual::conformance::{
+    find_cases, run_case, run_cluster, run_split, Case, CaseError, CaseRun,
+};
 
 /// Cases expected to be refused as unsupported, by path relative to the conformance root.
 const EXPECTED_UNSUPPORTED: &[(&str, &str)] = &[];
@@ -125,4 +130,32 @@ fn shared_cases_when_present() {
     } else {
         eprintln!("no {} here: only the project's copy runs", shared.display());
     }
+}
+
+/// A case on several workers runs through the executor `punctual job --workers` runs
+/// (`run_query`): its report is that executor's, one per worker, with the worker that owns
+/// each input (the live placement: inputs that import each other's CTIs on one worker,
+/// others round robin).
+#[test]
+fn a_case_on_two_workers_runs_through_the_job_executor() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance");
+    let synced = Case::load(&root.join("import/slow-reference-synced-to-fast-stream"))
+        .expect("the case loads");
+    let ran = run_cluster(synced, &ClusterConfig::threads(2)).expect("it runs");
+    assert_eq!(ran.report.workers.len(), 2);
+    assert_eq!(ran.report.owners.len(), 2);
+    assert_eq!(
+        ran.report.owners[0], ran.report.owners[1],
+        "a stream and the one it imports from on one worker"
+    );
+    assert_eq!(ran.run.workers, 2);
+    assert!(ran.run.check().is_ok(), "{:?}", ran.run.check());
+    let union = Case::load(&root.join("operators/union-releases-at-min-cti")).expect("loads");
+    let ran = run_cluster(union, &ClusterConfig::threads(2)).expect("it runs");
+    assert_eq!(
+        ran.report.owners,
+        vec![0, 1],
+        "two independent inputs, round robin"
+    );
+    assert!(ran.run.check().is_ok(), "{:?}", ran.run.check());
 }

@@ -497,7 +497,7 @@ proptest! {
 }
 
 /// A query cut short (a prefix of its inputs, no final CTI): what every operator reports it
-/// holds ([`Driver::for_each_held`](punctual::engine::Driver::for_each_held)) is exactly what
+/// holds (the engine's `for_each_held`) is exactly what
 /// it counts in its state, each with a lifetime that is not empty.
 fn held_matches_state(
     inputs: &[Vec<StreamItem<Pl>>],

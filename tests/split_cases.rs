@@ -1,17 +1,15 @@
-//! Random queries run on one worker and split over several (`punctual::cluster`), shared by
-//! `tests/cluster.rs` (threads) and the `split-cases` program it starts as processes.
+//! Random queries run on the local runtime and on the cluster executor
+//! (`punctual::cluster::run_query`), shared by `tests/cluster_query.rs`, `tests/cluster.rs`
+//! and the `split-cases` program the latter starts as processes.
 //!
 //! A [`Case`] is a query shape with its inputs (items in arrival order). Many cases run as one
-//! plan ([`Cases`]): each case's inputs and output are its own, their steps one after the
-//! other, so that one run of the cluster (one connection of its processes) checks them all.
-
-use std::sync::Arc;
+//! query ([`queries`]): each case's inputs and output are its own, so that one run of the
+//! cluster (one connection of its processes) checks them all.
 
 use punctual::adapters::{CollectOutput, MemoryInput};
-use punctual::cluster::{Script, Step};
 use punctual::core::ops::{Count, Stream, Sum, WindowOutput};
-use punctual::core::{Batch, EventShape, Ordered, StreamItem, Time, TimeSpan};
-use punctual::engine::{Driver, InputId, InputOptions, OutputId, Plan};
+use punctual::core::{EventShape, StreamItem, Time, TimeSpan};
+use punctual::engine::InputOptions;
 use punctual::policies::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
 use punctual::runtime::{OutputAdapterFactory, Query, QueryError, QueryReport};
 use serde::{Deserialize, Serialize};
@@ -199,17 +197,6 @@ pub struct Case {
     pub inputs: Vec<Vec<StreamItem<Pl>>>,
 }
 
-impl Case {
-    /// Its steps: one item of each input in turn, `(input, item)`.
-    fn order(&self) -> Vec<(usize, usize)> {
-        let longest = self.inputs.iter().map(Vec::len).max().unwrap_or(0);
-        (0..longest)
-            .flat_map(|i| (0..self.inputs.len()).map(move |k| (k, i)))
-            .filter(|&(k, i)| i < self.inputs[k].len())
-            .collect()
-    }
-}
-
 /// What a run gives for one case: its output as text (an event's debug text, `CTI t`), and
 /// the events its inputs dropped.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -280,162 +267,159 @@ pub fn outcome(out: &CollectOutput<String>, report: &QueryReport) -> Outcome {
     }
 }
 
-/// Runs one case through the driver alone.
-pub fn local(case: &Case) -> Outcome {
-    let run = Cases::new(vec![case.clone()]);
-    let Ok((mut driver, w)) = run.build(0) else {
-        return Outcome {
-            output: vec!["cannot build".to_owned()],
-            dropped: 0,
-        };
+/// An output item: an event's sync time (`None` for a CTI), and a CTI's time.
+pub fn parse(item: &str) -> (Option<i64>, i64) {
+    let number = |s: &str| -> i64 {
+        let digits: String = s
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '-' || *c == '+')
+            .collect();
+        match digits.as_str() {
+            "+" => i64::MAX,
+            "-" => i64::MIN,
+            d => d.parse().unwrap_or(i64::MAX),
+        }
     };
-    let mut w = w;
-    for step in 0..run.steps() {
-        match run.step(step) {
-            Step::Input(_) => run.run_step(step, &mut driver, &mut w),
-            Step::Close => driver.close(),
-            Step::Clock(_) => {}
+    match item.strip_prefix("CTI ") {
+        Some(t) => (None, number(t)),
+        None => {
+            // Its sync time: an end edge's end, every other event's start.
+            let after = |key: &str| item.split(key).nth(1).map(number);
+            let sync = if item.starts_with("EndEdge") {
+                after("end: ")
+            } else {
+                after("start: ")
+                    .or_else(|| after("Point("))
+                    .or_else(|| after("StartEdge("))
+            };
+            (Some(sync.unwrap_or(i64::MIN)), 0)
         }
-    }
-    let owns = vec![true; driver.input_count()];
-    run.finish(&mut driver, w, &owns).remove(0)
-}
-
-/// Many cases as one run: each case's inputs and output its own, their steps one case after
-/// the other, then the end of every input (in order), then the end of the run.
-pub struct Cases {
-    cases: Vec<Case>,
-    /// Step index to (case, input, item).
-    order: Vec<(usize, usize, usize)>,
-    /// The first input index of each case.
-    first: Vec<usize>,
-    inputs: usize,
-}
-
-/// What a worker keeps beside its driver.
-pub struct Handles {
-    ids: Vec<InputId<Pl>>,
-    outputs: Vec<OutputId<String>>,
-}
-
-impl Cases {
-    /// The run of `cases`.
-    pub fn new(cases: Vec<Case>) -> Cases {
-        let mut order = Vec::new();
-        let mut first = Vec::new();
-        let mut inputs = 0;
-        for (c, case) in cases.iter().enumerate() {
-            first.push(inputs);
-            inputs += case.inputs.len();
-            order.extend(case.order().into_iter().map(|(k, i)| (c, k, i)));
-        }
-        Cases {
-            cases,
-            order,
-            first,
-            inputs,
-        }
-    }
-
-    /// The run as shared by every worker.
-    pub fn shared(cases: Vec<Case>) -> Arc<Cases> {
-        Arc::new(Cases::new(cases))
     }
 }
 
-impl Script for Cases {
-    type Worker = Handles;
-    type Output = Vec<Outcome>;
+/// Events with the CTI after each, and the CTIs.
+pub type Released = (Vec<(String, i64)>, Vec<i64>);
 
-    fn build(&self, _worker: usize) -> Result<(Driver, Handles), String> {
-        let mut plan = Plan::new("cases");
-        let mut ids = Vec::new();
-        let mut outputs = Vec::new();
-        for (c, case) in self.cases.iter().enumerate() {
-            let mut sources = Vec::new();
-            for k in 0..case.inputs.len() {
-                let (id, s) = plan
-                    .input::<Pl, Ordered>(input_options(
-                        format!("c{c}in{k}"),
-                        case.shape.generated(),
-                        k == 1 && case.shape.reference(),
-                    ))
-                    .map_err(|e| e.to_string())?;
-                ids.push(id);
-                sources.push(s);
-            }
-            let out = case.shape.build(&sources);
-            outputs.push(plan.output(&out).map_err(|e| e.to_string())?);
-        }
-        let driver = plan.build().map_err(|e| e.to_string())?;
-        Ok((driver, Handles { ids, outputs }))
-    }
-
-    fn steps(&self) -> usize {
-        self.order.len() + self.inputs + 1
-    }
-
-    fn step(&self, step: usize) -> Step {
-        match self.order.get(step) {
-            Some(&(c, k, _)) => Step::Input(self.first[c] + k),
-            None if step < self.order.len() + self.inputs => Step::Input(step - self.order.len()),
-            None => Step::Close,
-        }
-    }
-
-    fn run_step(&self, step: usize, driver: &mut Driver, w: &mut Handles) {
-        match self.order.get(step) {
-            Some(&(c, k, i)) => {
-                let _ =
-                    driver.enqueue(w.ids[self.first[c] + k], self.cases[c].inputs[k][i].clone());
-            }
-            None => {
-                if let Some(id) = w.ids.get(step - self.order.len()) {
-                    driver.finish(id.index());
+/// Each event with the CTI that follows it (`i64::MAX` if none), and the stream's CTIs; fails
+/// if an event comes after a CTI above its start, or the CTIs go back.
+pub fn released(output: &[String]) -> Result<Released, String> {
+    let mut events: Vec<(String, i64)> = Vec::new();
+    let mut ctis = Vec::new();
+    let mut open = Vec::new();
+    let mut last = i64::MIN;
+    for item in output {
+        match parse(item) {
+            (None, t) => {
+                if t < last {
+                    return Err(format!("CTI {t} after CTI {last}"));
+                }
+                last = t;
+                ctis.push(t);
+                for e in open.drain(..) {
+                    events.push((e, t));
                 }
             }
+            (Some(start), _) => {
+                if start < last {
+                    return Err(format!("{item} after CTI {last}"));
+                }
+                open.push(item.clone());
+            }
         }
     }
-
-    fn finish(&self, driver: &mut Driver, w: Handles, owns: &[bool]) -> Vec<Outcome> {
-        self.cases
-            .iter()
-            .enumerate()
-            .map(|(c, case)| {
-                let mut batch = Batch::new();
-                driver.take_output(&w.outputs[c], &mut batch);
-                let mut output = Vec::new();
-                batch.drain_items(|i| output.push(text(i)));
-                let dropped = (0..case.inputs.len())
-                    .map(|k| self.first[c] + k)
-                    .filter(|&i| owns.get(i).copied().unwrap_or(false))
-                    .filter_map(|i| driver.counters(i))
-                    .map(|c| c.dropped)
-                    .sum();
-                Outcome { output, dropped }
-            })
-            .collect()
-    }
+    events.extend(open.into_iter().map(|e| (e, i64::MAX)));
+    events.sort();
+    Ok((events, ctis))
 }
 
-/// The output cut at its CTIs, each segment's events sorted (the order between two CTIs is
-/// free).
-pub fn segments(items: &[String]) -> Vec<Vec<String>> {
-    let mut out = vec![Vec::new()];
-    for item in items {
-        if item.starts_with("CTI ") {
-            if let Some(last) = out.last_mut() {
-                last.sort();
-            }
-            out.push(vec![item.clone()]);
-        } else if let Some(last) = out.last_mut() {
-            last.push(item.clone());
+/// Whether `got` (on the cluster) is `want` (on the runtime): the same events, the same last
+/// CTI, a valid stream (no event after a CTI above its sync time), the same drops. Where an
+/// event falls between the CTIs is not compared: the inputs' adapters run side by side, so
+/// the order in which one input's events meet the other's CTIs differs from run to run (on
+/// the runtime too); and the CTIs in between differ: the workers' CTIs are merged as they
+/// come (the least every worker has passed).
+pub fn same(got: &Outcome, want: &Outcome) -> Result<(), String> {
+    let (g, g_ctis) = released(&got.output)?;
+    let (w, w_ctis) = released(&want.output)?;
+    let names = |v: &[(String, i64)]| v.iter().map(|e| e.0.clone()).collect::<Vec<_>>();
+    if names(&g) != names(&w) {
+        return Err(format!(
+            "events differ:\n cluster {:?}\n runtime {:?}",
+            g, w
+        ));
+    }
+    if g_ctis.last() != w_ctis.last() {
+        return Err(format!(
+            "last CTI {:?}, on the runtime {:?}",
+            g_ctis.last(),
+            w_ctis.last()
+        ));
+    }
+    if got.dropped != want.dropped {
+        return Err(format!(
+            "dropped {}, on the runtime {}",
+            got.dropped, want.dropped
+        ));
+    }
+    Ok(())
+}
+
+/// The case on the local runtime.
+pub fn on_runtime(spec: &Spec) -> Outcome {
+    let case = spec.case();
+    let out = CollectOutput::new();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let report = runtime.block_on(async {
+        let query = query(&case, &out).expect("the query builds");
+        query.start().expect("it starts").wait().await
+    });
+    outcome(&out, &report.expect("the query runs"))
+}
+
+/// Many cases as one query: each case's inputs (`c{case}in{k}`) and output (`outs[case]`) its
+/// own, so that one run of the cluster (one connection of its processes) checks them all.
+pub fn queries<F: OutputAdapterFactory<(), String>>(
+    cases: &[Case],
+    outs: &[F],
+) -> Result<Query, QueryError> {
+    let mut query = Query::new("cases");
+    for (c, (case, out)) in cases.iter().zip(outs).enumerate() {
+        let mut sources = Vec::new();
+        for (k, items) in case.inputs.iter().enumerate() {
+            let options = input_options(
+                format!("c{c}in{k}"),
+                case.shape.generated(),
+                k == 1 && case.shape.reference(),
+            );
+            sources.push(query.create_stream(options, &MemoryInput, items)?);
         }
+        query.bind_output(case.shape.build(&sources), out, &())?;
     }
-    if let Some(last) = out.last_mut() {
-        last.sort();
-    }
-    out
+    Ok(query)
+}
+
+/// What each case of a run of [`queries`] gave in this process: its output (on the process of
+/// worker 0), and the events the inputs this process owns dropped.
+pub fn outcomes(
+    cases: &[Case],
+    outs: &[CollectOutput<String>],
+    report: &QueryReport,
+) -> Vec<Outcome> {
+    cases
+        .iter()
+        .zip(outs)
+        .enumerate()
+        .map(|(c, (case, out))| Outcome {
+            output: out.items().into_iter().map(text).collect(),
+            dropped: (0..case.inputs.len())
+                .filter_map(|k| report.counters(&format!("c{c}in{k}")))
+                .map(|n| n.dropped)
+                .sum(),
+        })
+        .collect()
 }
 
 /// Items of one input: each event (start, length (0: a point), key, value) before the first

@@ -180,3 +180,69 @@ fn a_watermark_for_another_payload_type_is_a_bind_error() {
         .unwrap_err();
     assert!(e.to_string().contains("another payload type"), "{e}");
 }
+
+/// An input that replays its clock readings itself ([`InputContext::tick`]): a point at 10,
+/// readings at 1000 and 1200 (quiet for 200: its CTI moves to 1100), a wait, a point at 2000.
+struct Replayed;
+
+#[async_trait::async_trait]
+impl punctual_runtime::InputAdapter<i64> for Replayed {
+    async fn run(
+        &mut self,
+        ctx: &mut punctual_runtime::InputContext<i64>,
+    ) -> Result<(), punctual_runtime::AdapterError> {
+        ctx.enqueue_point(t(10), 10).await?;
+        assert!(!ctx.tick(t(1_000)).await, "quiet for 0: no CTI");
+        assert!(ctx.tick(t(1_200)).await, "quiet for 200: a CTI");
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        ctx.enqueue_point(t(2_000), 2_000).await?;
+        Ok(())
+    }
+}
+
+struct ReplayedInput;
+
+impl punctual_runtime::InputAdapterFactory<(), i64> for ReplayedInput {
+    type Adapter = Replayed;
+    fn create(&self, _: &(), _: EventShape) -> Result<Replayed, punctual_runtime::AdapterError> {
+        Ok(Replayed)
+    }
+}
+
+/// With `clock_from_inputs`, the readings an adapter gives move its stream's watermark and no
+/// other clock is read: a query clock far ahead (which would drop the point at 2000) is not.
+#[tokio::test(start_paused = true)]
+async fn an_input_s_own_clock_readings_and_no_other_clock() {
+    let far_ahead = ManualClock::new(t(1_000_000));
+    let mut query = Query::new("replayed")
+        .clock(far_ahead)
+        .clock_interval(Duration::from_millis(100))
+        .clock_from_inputs();
+    let s = query
+        .create_stream(
+            InputOptions::new("s", EventShape::Point).watermark(
+                Watermark::<i64>::bounded(TimeSpan::ZERO).idle_timeout(TimeSpan::from_ticks(100)),
+            ),
+            &ReplayedInput,
+            &(),
+        )
+        .unwrap();
+    let out = CollectOutput::new();
+    query.bind_output(&s, &out, &()).unwrap();
+    let report = query.start().unwrap().wait().await.unwrap();
+    let items = out.items();
+    assert_eq!(
+        &items[..3],
+        &[
+            StreamItem::Cti(t(10)),
+            StreamItem::point(t(10), 10),
+            StreamItem::Cti(t(1_100))
+        ],
+        "{items:?}"
+    );
+    assert!(
+        items.contains(&StreamItem::point(t(2_000), 2_000)),
+        "{items:?}"
+    );
+    assert_eq!(report.counters("s").unwrap().dropped, 0);
+}

@@ -1,25 +1,26 @@
 //! # punctual-cluster
 //!
 //! Runs a query on several workers of a [timely dataflow](https://docs.rs/timely) cluster with
-//! the same results as on one. Every worker builds the same query ([`Script::build`], the one
-//! query driver) and runs its operators on its share of the events:
+//! the results it gives on one ([`run_query`]). Every worker builds the same query (the
+//! ordinary [`Query`](punctual_runtime::Query), with its adapters) and runs its operators on
+//! its share of the events:
 //!
 //! - each input belongs to one worker (inputs that import each other's CTIs to the same one),
-//!   which runs its ingress: CTI generation, import, Drop/Adjust against that input's own CTIs,
-//!   so policy outcomes do not depend on the number of workers;
+//!   whose adapter reads it and which runs its ingress: CTI generation, import, Drop/Adjust
+//!   against that input's own CTIs, so policy outcomes do not depend on the number of workers;
 //! - operators that need events together (windows and aggregates per key, group-and-apply,
 //!   equijoins) get them by a hash of the key; operators without a key get all of them on one
 //!   worker; stateless operators run where the events are; outputs are gathered to worker 0;
 //! - every CTI goes to every worker, so every worker's operators see the CTIs the query would
 //!   see on one.
 //!
-//! Timely carries the batches between workers, and its progress tracking says when a step is
-//! complete everywhere: a timely time is a *step* of the run (an arrival, a clock reading, the
-//! end), never an event time. Each stage of the query (see
-//! [`Graph::split`](punctual_core::ops::Graph::split)) is one timely operator that runs the
-//! steps in order once every worker has sent what the step produced; a receiving worker merges
-//! what the senders sent into one stream whose CTI is the one every sender has passed. So the
-//! output, step by step, is the output the query gives on one worker.
+//! Timely carries the batches between workers, and its progress tracking says when the
+//! workers have passed a CTI: a timely time is a CTI, the least CTI of the inputs a worker
+//! owns (see [`Graph::split`](punctual_core::ops::Graph::split) for the stages). Each stage of
+//! the query is one timely operator that runs what was sent at a time once every worker has
+//! passed it; a receiving worker merges what the senders sent into one stream whose CTI is the
+//! one every sender has passed. So the output holds the events and the final CTI the query
+//! gives on one worker; the CTIs in between are those the merged workers passed together.
 //!
 //! Workers run as threads of one process ([`ClusterConfig::threads`]) or in several
 //! processes, on one machine or many ([`ClusterConfig::processes`]): then what crosses
@@ -33,13 +34,11 @@ mod error;
 mod heartbeat;
 mod live;
 mod net;
-mod script;
 mod shipment;
 mod stop;
 pub use error::Error;
 pub use heartbeat::DEFAULT_PEER_TIMEOUT;
 pub use live::{run_query, ClusterReport};
-pub use script::{run, Script, Step};
 use shipment::Carried;
 pub use shipment::Shipment;
 pub use stop::StopSignal;

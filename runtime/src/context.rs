@@ -331,6 +331,16 @@ impl<P: Payload> InputContext<P> {
             .map(|_| ())
     }
 
+    /// A reading of the clock, given by the adapter: hands `now` to this stream's watermark
+    /// strategy as the query's clock would (idle partitions, periodic emission). For a source
+    /// that knows when each record arrived (a replay of recorded arrivals), with
+    /// [`Query::clock_from_inputs`](crate::Query::clock_from_inputs) so that no other clock
+    /// is read. Does nothing on a stream without a watermark strategy. Returns whether it
+    /// issued a CTI.
+    pub async fn tick(&mut self, now: Time) -> bool {
+        self.shell.tick(now, Some(self.input.index())).await
+    }
+
     /// Reports `n` input records that carry no item and need none (blank lines, an `eof`
     /// line): counted as `skipped`, so that every record read is counted somewhere.
     pub async fn report_skipped(&mut self, n: u64) {

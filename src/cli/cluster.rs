@@ -219,7 +219,7 @@ fn run_processes(
     let mut children = spawn_processes(exe, dir, (workers, processes), &hosts, scratch)?;
     wait_for_processes(&mut children)?;
     let reports: Vec<PathBuf> = children.into_iter().map(|(_, report, _)| report).collect();
-    read_reports(dir, &reports)
+    read_reports(dir, &reports, workers)
 }
 
 /// A started process of a case's run: the child, where it writes its report, its stderr.
@@ -306,8 +306,8 @@ fn wait_for_processes(children: &mut [Process]) -> Result<(), String> {
 }
 
 /// The case's run from its processes' reports: process 0's output, each stream's counters from
-/// the process that owns it.
-fn read_reports(dir: &Path, reports: &[PathBuf]) -> Result<CaseRun, String> {
+/// the process that owns it (`workers` in each process).
+fn read_reports(dir: &Path, reports: &[PathBuf], workers: usize) -> Result<CaseRun, String> {
     let case = Case::load(dir).map_err(|e| e.to_string())?;
     let mut output = Vec::new();
     let mut counters: Vec<(String, Option<IngressCounters>)> = case
@@ -355,6 +355,7 @@ fn read_reports(dir: &Path, reports: &[PathBuf]) -> Result<CaseRun, String> {
         held: Vec::new(),
         explanations: Vec::new(),
         traces: Vec::new(),
+        workers: reports.len() * workers,
     })
 }
 

@@ -7,7 +7,7 @@ use punctual_adapters::line::item_to_json;
 use punctual_core::{Event, StreamItem, Time};
 use punctual_rows::Row;
 
-use super::case::{show_time, Compare};
+use super::case::show_time;
 
 /// One difference between expected and actual output.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +27,14 @@ pub enum Mismatch {
         missing: Vec<String>,
         /// Output events that were not expected.
         unexpected: Vec<String>,
+    },
+    /// The output breaks its own CTIs: this item comes after CTI `cti` (a CTI not above it,
+    /// or an event whose sync time is below it).
+    Invalid {
+        /// The item.
+        item: String,
+        /// The CTI before it.
+        cti: Time,
     },
     /// A counter differs.
     Counter {
@@ -70,6 +78,11 @@ impl fmt::Display for Mismatch {
                 }
                 Ok(())
             }
+            Mismatch::Invalid { item, cti } => write!(
+                f,
+                "the output breaks its CTIs: {item} after CTI {}",
+                show_time(*cti)
+            ),
             Mismatch::Counter {
                 stream,
                 counter,
@@ -133,28 +146,55 @@ fn diff_multiset(expected: &[&Event<Row>], actual: &[&Event<Row>]) -> (Vec<Strin
     (missing, unexpected)
 }
 
+/// How [`compare`] compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// The CTIs exactly, the events between two CTIs as a multiset ([`Compare::Exact`]).
+    ///
+    /// [`Compare::Exact`]: super::Compare::Exact
+    Segments,
+    /// The events as a multiset, the last CTI exactly, and a valid stream: CTIs that go up and
+    /// no event after a CTI above its sync time (a run on several workers).
+    Released,
+    /// The events as a multiset ([`Compare::Events`]).
+    ///
+    /// [`Compare::Events`]: super::Compare::Events
+    Events,
+}
+
 pub(super) fn compare(
-    mode: Compare,
+    mode: Mode,
     expected: &[StreamItem<Row>],
     actual: &[StreamItem<Row>],
 ) -> Vec<Mismatch> {
     let (exp_segs, exp_ctis) = segments(expected);
     let (act_segs, act_ctis) = segments(actual);
     let mut problems = Vec::new();
+    let all_events = |problems: &mut Vec<Mismatch>| {
+        let all_e: Vec<_> = exp_segs.concat();
+        let all_a: Vec<_> = act_segs.concat();
+        let (missing, unexpected) = diff_multiset(&all_e, &all_a);
+        if !missing.is_empty() || !unexpected.is_empty() {
+            problems.push(Mismatch::Segment {
+                segment: "(all events)".into(),
+                missing,
+                unexpected,
+            });
+        }
+    };
     match mode {
-        Compare::Events => {
-            let all_e: Vec<_> = exp_segs.concat();
-            let all_a: Vec<_> = act_segs.concat();
-            let (missing, unexpected) = diff_multiset(&all_e, &all_a);
-            if !missing.is_empty() || !unexpected.is_empty() {
-                problems.push(Mismatch::Segment {
-                    segment: "(all events)".into(),
-                    missing,
-                    unexpected,
+        Mode::Events => all_events(&mut problems),
+        Mode::Released => {
+            all_events(&mut problems);
+            if exp_ctis.last() != act_ctis.last() {
+                problems.push(Mismatch::Ctis {
+                    expected: exp_ctis.last().copied().into_iter().collect(),
+                    actual: act_ctis.last().copied().into_iter().collect(),
                 });
             }
+            problems.extend(invalid(actual));
         }
-        Compare::Exact => {
+        Mode::Segments => {
             if exp_ctis != act_ctis {
                 problems.push(Mismatch::Ctis {
                     expected: exp_ctis.clone(),
@@ -183,6 +223,31 @@ pub(super) fn compare(
     problems
 }
 
+/// Where the output breaks its own CTIs: a CTI that does not go up, an event after a CTI above
+/// its sync time (an end edge's end, every other event's start).
+fn invalid(actual: &[StreamItem<Row>]) -> Option<Mismatch> {
+    let mut last: Option<Time> = None;
+    for item in actual {
+        match item {
+            StreamItem::Cti(t) if last.is_some_and(|l| *t <= l) => {
+                return Some(Mismatch::Invalid {
+                    item: format!("CTI {}", show_time(*t)),
+                    cti: last.unwrap_or(Time::NEG_INF),
+                });
+            }
+            StreamItem::Cti(t) => last = Some(*t),
+            StreamItem::Insert(e) if last.is_some_and(|l| e.kind.sync_time() < l) => {
+                return Some(Mismatch::Invalid {
+                    item: show(e),
+                    cti: last.unwrap_or(Time::NEG_INF),
+                });
+            }
+            StreamItem::Insert(_) => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,19 +262,44 @@ mod tests {
     #[test]
     fn order_within_a_segment_is_free_but_not_across_ctis() {
         let exp = vec![p(1, 1), p(2, 2), cti(3), p(4, 4)];
-        assert!(compare(Compare::Exact, &exp, &[p(2, 2), p(1, 1), cti(3), p(4, 4)]).is_empty());
-        let moved = compare(Compare::Exact, &exp, &[p(1, 1), cti(3), p(2, 2), p(4, 4)]);
+        assert!(compare(Mode::Segments, &exp, &[p(2, 2), p(1, 1), cti(3), p(4, 4)]).is_empty());
+        let moved = compare(Mode::Segments, &exp, &[p(1, 1), cti(3), p(2, 2), p(4, 4)]);
         assert_eq!(moved.len(), 2, "{moved:?}");
-        assert!(compare(Compare::Events, &exp, &[p(4, 4), p(1, 1), cti(9), p(2, 2)]).is_empty());
-        let dup = compare(Compare::Exact, &exp, &[p(1, 1), p(1, 1), cti(3), p(4, 4)]);
+        assert!(compare(Mode::Events, &exp, &[p(4, 4), p(1, 1), cti(9), p(2, 2)]).is_empty());
+        let dup = compare(Mode::Segments, &exp, &[p(1, 1), p(1, 1), cti(3), p(4, 4)]);
         assert!(
             matches!(&dup[0], Mismatch::Segment { missing, unexpected, .. } if missing.len() == 1 && unexpected.len() == 1)
         );
     }
 
+    /// On several workers: the events, the last CTI and a valid stream; the CTIs in between
+    /// and where the events fall between them are free.
+    #[test]
+    fn released_compares_the_events_the_last_cti_and_validity() {
+        let exp = vec![p(1, 1), cti(3), p(4, 4), cti(9)];
+        let released = |actual: &[StreamItem<Row>]| compare(Mode::Released, &exp, actual);
+        assert!(released(&[p(1, 1), cti(2), p(4, 4), cti(9)]).is_empty());
+        assert!(released(&[p(4, 4), p(1, 1), cti(9)]).is_empty());
+        assert!(matches!(
+            released(&[p(1, 1), cti(9)])[..],
+            [Mismatch::Segment { .. }]
+        ));
+        assert!(matches!(
+            released(&[p(1, 1), p(4, 4), cti(8)])[..],
+            [Mismatch::Ctis { .. }]
+        ));
+        let early = released(&[cti(3), p(1, 1), p(4, 4), cti(9)]);
+        assert!(matches!(early[..], [Mismatch::Invalid { .. }]), "{early:?}");
+        assert!(early[0].to_string().contains("after CTI 3"), "{}", early[0]);
+        assert!(matches!(
+            released(&[p(1, 1), cti(3), cti(3), p(4, 4), cti(9)])[..],
+            [Mismatch::Invalid { .. }]
+        ));
+    }
+
     #[test]
     fn cti_mismatch_is_reported() {
-        let m = compare(Compare::Exact, &[cti(3)], &[cti(4)]);
+        let m = compare(Mode::Segments, &[cti(3)], &[cti(4)]);
         assert_eq!(m.len(), 1);
         assert!(m[0].to_string().contains("expected [3]"));
     }

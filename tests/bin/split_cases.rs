@@ -1,11 +1,12 @@
 //! Runs random cases (`punctual_tests::split_cases`) as one process of a cluster, for the
 //! tests that start it: `split-cases SPECS.json WORKERS PROCESS HOSTS REPORT.json`. Writes
-//! what this process's workers report (the outputs on process 0) as JSON.
+//! what each case gave in this process (the outputs on process 0) as JSON.
 
 use std::process::ExitCode;
 
-use punctual::cluster::ClusterConfig;
-use punctual_tests::split_cases::{Cases, Spec};
+use punctual::adapters::CollectOutput;
+use punctual::cluster::{run_query, ClusterConfig};
+use punctual_tests::split_cases::{outcomes, queries, Case, Spec};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -31,9 +32,12 @@ fn run(args: &[String]) -> Result<(), String> {
         .lines()
         .map(str::to_owned)
         .collect();
-    let cases = Cases::shared(specs.iter().map(Spec::case).collect());
+    let cases: Vec<Case> = specs.iter().map(Spec::case).collect();
+    let outs: Vec<CollectOutput<String>> = cases.iter().map(|_| CollectOutput::new()).collect();
     let config = ClusterConfig::processes(workers, process, hosts);
-    let reports = punctual::cluster::run(cases, config).map_err(|e| e.to_string())?;
-    let json = serde_json::to_string(&reports).map_err(|e| e.to_string())?;
+    let (built, sinks) = (cases.clone(), outs.clone());
+    let ran = run_query(config, move |_| queries(&built, &sinks)).map_err(|e| e.to_string())?;
+    let json = serde_json::to_string(&outcomes(&cases, &outs, &ran.report()))
+        .map_err(|e| e.to_string())?;
     std::fs::write(report, json).map_err(|e| format!("{report}: {e}"))
 }

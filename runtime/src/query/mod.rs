@@ -86,7 +86,8 @@ pub struct Query {
     outputs: Vec<Box<dyn ErasedOutput>>,
     grace: Duration,
     channel_capacity: usize,
-    clock: Arc<dyn Clock>,
+    /// `None`: no clock is read ([`Query::clock_from_inputs`]).
+    clock: Option<Arc<dyn Clock>>,
     clock_interval: Duration,
     monitor: Monitor,
     checkpoints: Option<Checkpoints>,
@@ -117,7 +118,7 @@ impl Query {
             outputs: Vec::new(),
             grace: Duration::from_secs(5),
             channel_capacity: 16,
-            clock: Arc::new(SystemClock),
+            clock: Some(Arc::new(SystemClock)),
             clock_interval: Duration::from_secs(1),
             monitor: Monitor::default(),
             checkpoints: None,
@@ -183,7 +184,21 @@ impl Query {
     /// The clock whose readings drive the watermark strategies when no events come (default:
     /// the system clock); tests pass a [`ManualClock`](crate::ManualClock).
     pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Arc::new(clock);
+        self.clock = Some(Arc::new(clock));
+        self
+    }
+
+    /// Reads no clock: the watermark strategies advance with their streams' events and with
+    /// the clock readings the input adapters give themselves
+    /// ([`InputContext::tick`](crate::InputContext::tick)), as a replay of recorded arrivals
+    /// does, so that the CTIs depend on the input alone. [`Query::clock`] reads a clock again.
+    ///
+    /// ```
+    /// use punctual_runtime::Query;
+    /// let query = Query::new("replay").clock_from_inputs();
+    /// ```
+    pub fn clock_from_inputs(mut self) -> Self {
+        self.clock = None;
         self
     }
 
@@ -496,8 +511,8 @@ impl Query {
             })
             .collect();
         shell.install_ports(ports);
-        if clocked {
-            tasks::spawn_clock(&mut tasks, &shell, (self.clock, self.clock_interval));
+        if let Some(clock) = self.clock.filter(|_| clocked) {
+            tasks::spawn_clock(&mut tasks, &shell, (clock, self.clock_interval));
         }
         if tracing::enabled!(target: "punctual::explain", tracing::Level::DEBUG) {
             tasks::spawn_explain_log(&mut tasks, &shell);

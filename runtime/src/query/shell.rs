@@ -404,21 +404,25 @@ impl Shell {
     }
 
     /// A clock reading for every stream with a watermark strategy (as one worker of several:
-    /// every stream this worker reads; another worker's are ticked there).
-    pub(crate) async fn tick(&self, now: Time) {
-        let _ = self
-            .drive(SendMode::Always, |driver| {
-                for i in (0..driver.input_count()).filter(|&i| self.owns(i)) {
-                    driver.tick_input(i, now);
+    /// every stream this worker reads; another worker's are ticked there), or for input
+    /// `only`. Returns whether it issued a CTI.
+    pub(crate) async fn tick(&self, now: Time, only: Option<usize>) -> bool {
+        self.drive(SendMode::Always, |driver| {
+            let ticked = |i: usize| self.owns(i) && only.is_none_or(|o| o == i);
+            let mut issued = false;
+            for i in (0..driver.input_count()).filter(|&i| ticked(i)) {
+                issued |= driver.tick_input(i, now);
+            }
+            for (i, view) in self.streams.iter().enumerate() {
+                if driver.has_watermark(i) && ticked(i) {
+                    let cti = driver.counters(i).map_or(Time::NEG_INF, |c| c.cti);
+                    view.lock().metrics.record_clock(now, cti);
                 }
-                for (i, view) in self.streams.iter().enumerate() {
-                    if driver.has_watermark(i) && self.owns(i) {
-                        let cti = driver.counters(i).map_or(Time::NEG_INF, |c| c.cti);
-                        view.lock().metrics.record_clock(now, cti);
-                    }
-                }
-            })
-            .await;
+            }
+            issued
+        })
+        .await
+        .unwrap_or(false)
     }
 
     /// The query's report as of now, with this ending.

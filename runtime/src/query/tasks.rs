@@ -170,7 +170,9 @@ pub(crate) fn spawn_clock(
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = ticks.tick() => shell.tick(clock.now()).await,
+                _ = ticks.tick() => {
+                    shell.tick(clock.now(), None).await;
+                }
                 _ = shell.signals.done() => return Ok(()),
             }
         }
