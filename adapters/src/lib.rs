@@ -9,7 +9,6 @@
 #![warn(missing_docs)]
 
 pub mod csv;
-mod digits;
 pub mod jsonl;
 #[cfg(feature = "kafka")]
 pub mod kafka;
@@ -18,7 +17,8 @@ pub mod line;
 pub mod memory;
 #[cfg(feature = "mqtt")]
 pub mod mqtt;
-mod only;
+mod numbers;
+mod picked_fields;
 #[cfg(feature = "prometheus")]
 pub mod prometheus;
 pub mod replay;

@@ -189,9 +189,9 @@ impl LineFormat {
     ) -> Result<StreamItem<P>, String> {
         let mut time = None;
         let mut de = serde_json::Deserializer::from_str(text);
-        let payload = P::deserialize(crate::only::Only {
+        let payload = P::deserialize(crate::picked_fields::Only {
             de: &mut de,
-            pick: crate::only::Pick {
+            pick: crate::picked_fields::Pick {
                 keep: self.fields.as_deref(),
                 time: Some((field, &mut time)),
             },
@@ -406,7 +406,7 @@ impl TimeFormat {
 
     /// A time from text (a CSV field).
     pub fn read_text(self, text: &str) -> Result<Time, String> {
-        let text = crate::digits::trim(text);
+        let text = crate::numbers::trim(text);
         let number = |what: &str| {
             text.parse::<f64>()
                 .map_err(|_| format!("`{text}` is not {what}"))
@@ -420,21 +420,21 @@ impl TimeFormat {
                 }
             }),
             TimeFormat::Rfc3339 => Time::parse_rfc3339(text).map_err(|e| e.to_string()),
-            TimeFormat::EpochMs => match crate::digits::parse_i64(text) {
+            TimeFormat::EpochMs => match crate::numbers::parse_i64(text) {
                 Ok(ms) => ms
                     .checked_mul(10_000)
                     .map(Time::from_ticks)
                     .ok_or_else(|| format!("{ms} ms is out of the range of times")),
                 Err(_) => Self::scaled(number("a number of milliseconds")?, 1e4),
             },
-            TimeFormat::EpochS => match crate::digits::parse_i64(text) {
+            TimeFormat::EpochS => match crate::numbers::parse_i64(text) {
                 Ok(s) => s
                     .checked_mul(10_000_000)
                     .map(Time::from_ticks)
                     .ok_or_else(|| format!("{s} s is out of the range of times")),
                 Err(_) => Self::scaled(number("a number of seconds")?, 1e7),
             },
-            TimeFormat::Ticks => crate::digits::parse_i64(text)
+            TimeFormat::Ticks => crate::numbers::parse_i64(text)
                 .map(Time::from_ticks)
                 .map_err(|_| format!("`{text}` is not a whole number of ticks")),
         }

@@ -21,9 +21,9 @@ use crate::scope::err;
 use crate::SqlError;
 
 pub mod rewrite;
-mod show;
 #[cfg(test)]
 mod tests;
+mod text;
 
 /// A query's plan: each `WITH` step, then each statement, in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -337,7 +337,7 @@ impl fmt::Display for LogicalPlan {
             for s in &self.statements {
                 let what = if s.output { "output" } else { "step" };
                 writeln!(f, "{what} `{}`", s.name.name)?;
-                show::node(f, &s.node, 1)?;
+                text::node(f, &s.node, 1)?;
             }
             Ok(())
         })

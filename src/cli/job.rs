@@ -30,7 +30,7 @@ pub(super) use input::fields_key;
 use parts::{print_report, FirstBad, Parts, RunError};
 
 use super::capture::Timeline;
-use super::letters::DeadLetters;
+use super::dead_letters::DeadLetters;
 use super::{counters_line, EXIT_FAILED, EXIT_USAGE};
 
 /// A job file (see `docs/query-language.md`).

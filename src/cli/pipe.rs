@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use super::letters::DeadLetters;
+use super::dead_letters::DeadLetters;
 use super::{counters_line, EXIT_FAILED};
 
 /// The arguments of `punctual pipe`.

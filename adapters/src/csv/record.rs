@@ -29,7 +29,7 @@ pub(crate) fn infer(text: &str) -> Inferred<'_> {
         _ => false,
     };
     if canonical {
-        if let Ok(i) = crate::digits::parse_i64(text) {
+        if let Ok(i) = crate::numbers::parse_i64(text) {
             return Inferred::Int(i);
         }
     }

@@ -44,10 +44,10 @@
 //! # }).unwrap();
 //! ```
 
+mod held_payloads;
 mod ports;
 mod running;
 pub(crate) mod shell;
-mod show;
 mod signals;
 pub use shell::held_items;
 mod tasks;
@@ -96,7 +96,7 @@ pub struct Query {
     /// The files the replayable inputs read, by input, for checkpoints.
     input_files: Vec<(String, std::path::PathBuf)>,
     /// Payload types the report can show.
-    shows: show::Shows,
+    shows: held_payloads::Shows,
 }
 
 impl std::fmt::Debug for Query {
@@ -124,7 +124,7 @@ impl Query {
             checkpoints: None,
             not_replayable: Vec::new(),
             input_files: Vec::new(),
-            shows: show::Shows::default(),
+            shows: held_payloads::Shows::default(),
         }
     }
 

@@ -16,8 +16,8 @@ use punctual_core::Time;
 use punctual_engine::Driver;
 use punctual_policies::{ClockReading, IngressCounters};
 
+use super::held_payloads::Shows;
 use super::running::{Ending, HeldItem, OperatorDropItem, QueryReport, MAX_REPORTED_HELD};
-use super::show::Shows;
 use super::worker::Exchange;
 use crate::error::EnqueueError;
 use crate::observe::{OperatorMetrics, StreamMetrics};
