@@ -2,8 +2,8 @@
 //!
 //! The untyped payload: a [`Row`] of named [`Value`]s, for adapters whose schema is only known
 //! from configuration (the CLI, the conformance runner, JSON lines read without a Rust type),
-//! with its JSON and binary codecs, and the operators' untyped forms over rows (a field
-//! comparison, aggregates over named fields: [`RowPredicate`], [`RowAggregates`]).
+//! with its JSON and binary codecs. Expressions over rows (conditions, aggregates) are the
+//! query language's (`punctual-sql`).
 //!
 //! Equality follows JSON: numbers compare by value (`4 == 4.0`), objects compare as maps (field
 //! order does not matter). Rows serialize to and from JSON objects.
@@ -27,17 +27,14 @@ use punctual_core::ops::FxHasher;
 
 mod codec;
 mod field_ref;
-mod ops;
 mod schema;
 mod text;
 mod value;
 
-pub use ops::{compare_values, Cmp, RowAggFn, RowAggState, RowAggregates, RowPredicate};
-
 pub use field_ref::FieldRef;
 pub use schema::{DuplicateField, Schema};
 pub use text::Text;
-pub use value::Value;
+pub use value::{compare_values, Value};
 
 /// Named values in insertion order; compared as a map.
 ///

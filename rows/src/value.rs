@@ -195,3 +195,21 @@ impl From<Row> for Value {
         Value::Row(Arc::new(r))
     }
 }
+
+/// Orders two values: numbers by value, strings by text, booleans false < true; `None` when
+/// they cannot be ordered (different kinds, `NaN`).
+///
+/// ```
+/// use punctual_rows::{compare_values, Value};
+/// use std::cmp::Ordering;
+/// assert_eq!(compare_values(&Value::Int(4), &Value::Float(4.5)), Some(Ordering::Less));
+/// assert_eq!(compare_values(&Value::Int(4), &Value::from("4")), None);
+/// ```
+pub fn compare_values(a: &Value, b: &Value) -> Option<std::cmp::Ordering> {
+    match (a, b) {
+        (Value::Str(x), Value::Str(y)) => Some(x.cmp(y)),
+        (Value::Bool(x), Value::Bool(y)) => Some(x.cmp(y)),
+        (Value::Int(x), Value::Int(y)) => Some(x.cmp(y)),
+        _ => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}

@@ -88,6 +88,7 @@ mod eval;
 mod join;
 mod limits;
 mod lower;
+mod over_rows;
 pub(crate) mod parse;
 pub mod plan;
 mod reads;
@@ -104,6 +105,7 @@ use punctual_rows::Value;
 
 use ast::{ExprKind, Pos, Script};
 pub use limits::{MAX_DEPTH, MAX_NESTING};
+pub use over_rows::{Aggregates, AggregatesState, Condition};
 pub use stream::RowStream;
 
 /// A query that could not be parsed or compiled: where, and why.

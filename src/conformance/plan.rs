@@ -1,5 +1,6 @@
-//! Building the operator graph of a case from its `[[query.step]]` tables, with the untyped
-//! (row) forms of the operators.
+//! Building the operator graph of a case from its `[[query.step]]` tables: the operators over
+//! rows, their conditions and aggregates those of the query language
+//! ([`punctual_sql::Condition`], [`punctual_sql::Aggregates`]).
 
 use std::collections::HashMap;
 
@@ -7,8 +8,8 @@ use serde::Deserialize;
 
 use punctual_core::ops::{Join, Stream, WindowOutput};
 use punctual_core::{Ordered, Time, TimeSpan};
-use punctual_rows::{Cmp, RowAggFn, RowAggregates, RowPredicate};
 use punctual_rows::{Row, Value};
+use punctual_sql::{Aggregates, Condition};
 
 use super::case::StepSpec;
 use super::CaseError;
@@ -77,10 +78,57 @@ fn config(step: &str, message: impl std::fmt::Display) -> CaseError {
     CaseError::Config(format!("step `{step}`: {message}"))
 }
 
-fn to_value(v: toml::Value) -> Value {
-    serde_json::to_value(v)
-        .map(Value::from_json)
-        .unwrap_or(Value::Null)
+/// A field's name as the query language writes it: `[name]`.
+fn field_text(step: &str, field: &str) -> Result<String, CaseError> {
+    if field.is_empty() || field.contains(']') {
+        return Err(config(
+            step,
+            format!("field `{field}` cannot be named in a query"),
+        ));
+    }
+    Ok(format!("[{field}]"))
+}
+
+/// A value of `case.toml` as the query language writes it.
+fn literal(step: &str, v: &toml::Value) -> Result<String, CaseError> {
+    Ok(match v {
+        toml::Value::String(s) => format!("'{}'", s.replace('\'', "''")),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) if f.is_finite() => format!("{f:?}"),
+        toml::Value::Boolean(b) => b.to_string().to_uppercase(),
+        other => {
+            return Err(config(
+                step,
+                format!("value `{other}` is not a text, a number or a boolean"),
+            ))
+        }
+    })
+}
+
+/// The step's condition `field cmp value` in the query language.
+fn condition(
+    step: &str,
+    field: &str,
+    cmp: &str,
+    value: &toml::Value,
+) -> Result<Condition, CaseError> {
+    let op = match cmp {
+        "==" => "=",
+        "!=" => "<>",
+        "<" | "<=" | ">" | ">=" => cmp,
+        _ => {
+            return Err(config(
+                step,
+                format!("cmp `{cmp}` is not one of == != < <= > >="),
+            ))
+        }
+    };
+    let text = format!(
+        "{} {op} {}",
+        field_text(step, field)?,
+        literal(step, value)?
+    );
+    Condition::parse(&text).map_err(|e| config(step, e.show(&text)))
 }
 
 struct Window {
@@ -147,11 +195,8 @@ fn step_stream(
             cmp,
             value,
         } => {
-            let cmp = Cmp::parse(&cmp).ok_or_else(|| {
-                config(&name, format!("cmp `{cmp}` is not one of == != < <= > >="))
-            })?;
-            let predicate = RowPredicate::new(field, cmp, to_value(value));
-            (name, get(&input)?.filter(move |r| predicate.eval(r)))
+            let condition = condition(&name, &field, &cmp, &value)?;
+            (name, condition.filter(&get(&input)?))
         }
         Step::Union { name, inputs } => {
             let streams = inputs
@@ -252,27 +297,9 @@ fn window(input: &Stream<Row>, w: Window) -> Result<(String, Stream<Row>), CaseE
             ))
         }
     };
-    let mut specs = Vec::new();
-    for a in w.aggregates {
-        let func = RowAggFn::parse(&a.func).ok_or_else(|| {
-            config(
-                &w.name,
-                format!(
-                    "aggregate fn `{}` is not count, sum, min, max or avg",
-                    a.func
-                ),
-            )
-        })?;
-        if func != RowAggFn::Count && a.field.is_none() {
-            return Err(config(
-                &w.name,
-                format!("aggregate `{}` needs a `field`", a.func),
-            ));
-        }
-        specs.push((func, a.field, a.name));
-    }
-    let aggs = RowAggregates::new(specs);
-    let windowed = input
+    let aggs = aggregates(&w.name, &w.aggregates)?;
+    let windowed = aggs
+        .gate(input)
         .hopping_window(w.size, w.hop)
         .alignment(Time::EPOCH + w.alignment)
         .output(output);
@@ -281,13 +308,44 @@ fn window(input: &Stream<Row>, w: Window) -> Result<(String, Stream<Row>), CaseE
             let key_field = field.clone();
             windowed
                 .group_by(move |r: &Row| r.get(&key_field).cloned().unwrap_or(Value::Null))
-                .aggregate_into(aggs, move |k: &Value, values| {
-                    Row::new().with(field.clone(), k.clone()).with_all(values)
+                .aggregate_into(aggs, move |k: &Value, values: Result<Row, String>| {
+                    let mut row = Row::new().with(field.clone(), k.clone());
+                    row.extend(&values?);
+                    Ok(row)
                 })
+                .keep_ok()
         }
-        None => windowed
-            .aggregate(aggs)
-            .map(|values| Row::new().with_all(values.clone())),
+        None => windowed.aggregate(aggs).keep_ok(),
     };
     Ok((w.name, stream))
+}
+
+/// A window's aggregates (`count`, `sum`, `min`, `max`, `avg` of a field, each with its
+/// name) as the query language's.
+fn aggregates(step: &str, files: &[AggFile]) -> Result<Aggregates, CaseError> {
+    let mut texts = Vec::new();
+    for a in files {
+        let func = match a.func.as_str() {
+            "count" | "sum" | "min" | "max" | "avg" => a.func.to_uppercase(),
+            other => {
+                return Err(config(
+                    step,
+                    format!("aggregate fn `{other}` is not count, sum, min, max or avg"),
+                ))
+            }
+        };
+        let arg = match (&a.field, func.as_str()) {
+            (_, "COUNT") => "*".to_owned(),
+            (Some(field), _) => field_text(step, field)?,
+            (None, _) => {
+                return Err(config(
+                    step,
+                    format!("aggregate `{}` needs a `field`", a.func),
+                ))
+            }
+        };
+        texts.push((format!("{func}({arg})"), a.name.as_str()));
+    }
+    let items: Vec<(&str, &str)> = texts.iter().map(|(t, n)| (t.as_str(), *n)).collect();
+    Aggregates::parse(&items).map_err(|e| config(step, e.to_string()))
 }

@@ -241,7 +241,7 @@ fn having_filter(groups: Stream<Group>, h: E, aggs_may_fail: bool) -> Stream<Gro
 /// (an overflow, a division by zero, a failed cast) or whose `SUM` or `AVG` argument is not a
 /// number (a text, a boolean, a record): each is dropped with the reason, before the window.
 /// The stream itself when no key and no argument can fail.
-fn gate(stream: RowStream, keys: &[E], aggs: &[AggFn]) -> RowStream {
+pub(crate) fn gate(stream: RowStream, keys: &[E], aggs: &[AggFn]) -> RowStream {
     // What may fail to compute, evaluated with the fault slot looked at after; and the
     // arguments that must be numbers, only looked at (the usual case: a field).
     let fallible: Vec<RowExpr> = keys
