@@ -107,6 +107,18 @@ pub struct JoinClause {
     pub on: Expr,
 }
 
+/// An analytic function's `OVER ([PARTITION BY keys] [LIMIT DURATION(unit, n)] [WHEN
+/// condition])`: which earlier events it looks at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Over {
+    /// `PARTITION BY`: only events with the current event's values of these.
+    pub partition: Vec<Expr>,
+    /// `LIMIT DURATION(unit, n)`: only events at most this long before the current one.
+    pub duration: Option<TimeSpan>,
+    /// `WHEN`: only events for which this holds.
+    pub when: Option<Box<Expr>>,
+}
+
 /// A window of `GROUP BY`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WindowSql {
@@ -248,6 +260,9 @@ pub enum ExprKind {
         distinct: bool,
         /// `OVER (ORDER BY e [ASC|DESC])`: the expression and whether descending.
         order: Option<(Box<Expr>, bool)>,
+        /// `OVER (PARTITION BY ... LIMIT DURATION(...) WHEN ...)` of an analytic function
+        /// (`LAG`, `LAST`, `ISFIRST`).
+        over: Option<Box<Over>>,
     },
     /// `DATEDIFF(unit, a, b)`: `b`'s time minus `a`'s, in units (joins).
     DateDiff(TimeSpan, Ident, Ident),

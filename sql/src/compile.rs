@@ -40,15 +40,15 @@ pub(crate) struct OnParts {
 }
 
 /// What a node of the plan gives: its stream, the scope of its rows, their fields when known.
-struct Built {
-    stream: RowStream,
-    scope: Scope,
+pub(crate) struct Built {
+    pub(crate) stream: RowStream,
+    pub(crate) scope: Scope,
     fields: Option<Vec<String>>,
 }
 
 impl Built {
     /// A select's result: flat rows of `fields`.
-    fn rows(stream: RowStream, fields: Option<Vec<String>>) -> Built {
+    pub(crate) fn rows(stream: RowStream, fields: Option<Vec<String>>) -> Built {
         Built {
             stream,
             scope: Scope {
@@ -185,8 +185,16 @@ impl Compiler<'_> {
             } => self.fused(join, filter.as_ref(), items),
             Node::Project { input, items } => {
                 let built = self.node(input)?;
-                let (items, names) = self.plain_items(items, &built.scope)?;
+                let (items, names) = self.plain_items(items, &built.scope, None)?;
                 Ok(Built::rows(projection(items, &built.stream), names))
+            }
+            Node::Analytic {
+                input,
+                filter,
+                items,
+            } => {
+                let built = self.node(input)?;
+                self.analytic(built, filter.as_ref(), items)
             }
             Node::Group { input, select } => {
                 let built = self.node(input)?;
@@ -221,7 +229,7 @@ impl Compiler<'_> {
             Some(w) => Some(compile(w, &scope, None, false)?),
             None => None,
         };
-        let (items, names) = self.plain_items(items, &scope)?;
+        let (items, names) = self.plain_items(items, &scope, None)?;
         let columns: Option<Vec<E>> = items
             .iter()
             .map(|i| match i {
@@ -316,10 +324,11 @@ impl Compiler<'_> {
     }
 
     /// A plain select's columns, and their names when they are known.
-    fn plain_items(
+    pub(crate) fn plain_items(
         &self,
         select: &[SelectItem],
         scope: &Scope,
+        mut analytics: Option<&mut Grouping<'_>>,
     ) -> Result<(Vec<Item>, Option<Vec<String>>), SqlError> {
         let mut items: Vec<Item> = Vec::new();
         let mut names: Option<Vec<String>> = Some(Vec::new());
@@ -376,7 +385,7 @@ impl Compiler<'_> {
                     push_name(&mut names, Some(name.clone()));
                     items.push(Item::Expr(
                         field_name(&name),
-                        compile(e, scope, None, true)?,
+                        compile(e, scope, analytics.as_deref_mut(), true)?,
                     ));
                 }
             }

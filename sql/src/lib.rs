@@ -82,6 +82,7 @@
 //! ```
 
 mod aggs;
+mod analytic;
 pub mod ast;
 mod compile;
 mod eval;
@@ -500,6 +501,7 @@ fn reference_joins(node: &plan::Node, uses: &mut [InputUse]) {
         Node::Source { .. } => {}
         Node::Filter { input, .. }
         | Node::Project { input, .. }
+        | Node::Analytic { input, .. }
         | Node::Group { input, .. }
         | Node::FusedJoin { join: input, .. } => reference_joins(input, uses),
         Node::Union(nodes) => nodes.iter().for_each(|n| reference_joins(n, uses)),

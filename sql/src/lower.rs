@@ -4,6 +4,7 @@
 use punctual_rows::Value;
 
 use crate::aggs::{AggFn, NumFn};
+use crate::analytic::{analytic, is_analytic, Analytic};
 use crate::ast::*;
 use crate::eval::{Func, E};
 use crate::row_expr::RowExpr;
@@ -15,6 +16,20 @@ use crate::SqlError;
 pub(crate) struct Grouping<'a> {
     pub(crate) keys: &'a [(String, Pos)],
     pub(crate) aggs: Vec<AggFn>,
+    /// Over each event, not a group (a select of one source): its analytic functions
+    /// (`LAG`, `LAST`, `ISFIRST`), each lifted into a slot as an aggregate is.
+    pub(crate) analytics: Option<Vec<Analytic>>,
+}
+
+impl Grouping<'_> {
+    /// Analytic functions lifted over each row of a plain select.
+    pub(crate) fn over_rows() -> Grouping<'static> {
+        Grouping {
+            keys: &[],
+            aggs: Vec::new(),
+            analytics: Some(Vec::new()),
+        }
+    }
 }
 
 /// Compiles `e` in `scope` (over a group with `group`; `System.Timestamp()` allowed with
@@ -55,7 +70,7 @@ fn compile_level(
         ExprKind::Float(f) => E::Lit(Value::Float(*f)),
         ExprKind::Str(s) => E::Lit(Value::from(s.clone())),
         ExprKind::Column(path) => {
-            if group.is_some() {
+            if group.as_ref().is_some_and(|g| g.analytics.is_none()) {
                 return Err(err(
                     e.pos,
                     format!(
@@ -110,31 +125,69 @@ fn compile_level(
                 "DATEDIFF belongs in the ON condition of a JOIN, as `DATEDIFF(unit, a, b) BETWEEN x AND y`",
             ))
         }
-        ExprKind::Call {
-            name,
-            args,
-            star,
-            distinct,
-            order,
-        } => {
-            if AggFn::is_aggregate(&name.name) {
-                let Some(g) = group else {
-                    return Err(err(
-                        name.pos,
-                        format!(
-                            "{} is an aggregate: it needs a window in GROUP BY (TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow)",
-                            name.name.to_uppercase()
-                        ),
-                    ));
-                };
-                let f = aggregate(name, args, (*star, *distinct), order, scope)?;
-                g.aggs.push(f);
-                return Ok(E::Agg(g.aggs.len() - 1));
+        ExprKind::Call { .. } => return call(e, scope, group, time_ok),
+    })
+}
+
+/// A function call: an analytic function (lifted into a slot of a select over each event),
+/// an aggregate (into a slot of a group), or a function of its arguments.
+fn call(
+    e: &Expr,
+    scope: &Scope,
+    mut group: Option<&mut Grouping<'_>>,
+    time_ok: bool,
+) -> Result<E, SqlError> {
+    let ExprKind::Call {
+        name,
+        args,
+        star,
+        distinct,
+        order,
+        over,
+    } = &e.kind
+    else {
+        return Err(err(e.pos, "not a call"));
+    };
+    if is_analytic(&name.name) {
+        return match group.and_then(|g| g.analytics.as_mut()) {
+            Some(list) => {
+                list.push(analytic(name, args, over.as_deref(), scope)?);
+                Ok(E::Agg(list.len() - 1))
             }
-            function_call(name, args, *star || *distinct || order.is_some(), |a| {
-                sub(a, group.as_deref_mut())
-            })?
-        }
+            None => Err(err(
+                name.pos,
+                format!(
+                    "{} is an analytic function: it reads a select of one source (no JOIN, no GROUP BY), in its WHERE or its columns",
+                    name.name.to_uppercase()
+                ),
+            )),
+        };
+    }
+    if let Some(o) = over {
+        return Err(err(
+            o.partition.first().map_or(name.pos, |p| p.pos),
+            format!(
+                "OVER (PARTITION BY ... LIMIT DURATION ...) goes with LAG, LAST or ISFIRST, not {}",
+                name.name.to_uppercase()
+            ),
+        ));
+    }
+    if AggFn::is_aggregate(&name.name) {
+        let Some(g) = group.filter(|g| g.analytics.is_none()) else {
+            return Err(err(
+                name.pos,
+                format!(
+                    "{} is an aggregate: it needs a window in GROUP BY (TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow)",
+                    name.name.to_uppercase()
+                ),
+            ));
+        };
+        let f = aggregate(name, args, (*star, *distinct), order, scope)?;
+        g.aggs.push(f);
+        return Ok(E::Agg(g.aggs.len() - 1));
+    }
+    function_call(name, args, *star || *distinct || order.is_some(), |a| {
+        compile(a, scope, group.as_deref_mut(), time_ok)
     })
 }
 

@@ -138,6 +138,7 @@ impl Aggregates {
         let mut grouping = Grouping {
             keys: &[],
             aggs: Vec::new(),
+            analytics: None,
         };
         let mut compiled = Vec::new();
         for (text, _) in items {

@@ -480,6 +480,7 @@ fn call(p: Pair<'_, Rule>, at: Pos) -> Result<ExprKind, SqlError> {
     let mut star = false;
     let mut distinct = false;
     let mut order = None;
+    let mut over = None;
     for part in p.into_inner() {
         match part.as_rule() {
             Rule::ident => name = Some(ident(part)),
@@ -498,6 +499,7 @@ fn call(p: Pair<'_, Rule>, at: Pos) -> Result<ExprKind, SqlError> {
                 }
                 order = e.map(|e| (Box::new(e), desc));
             }
+            Rule::over_window => over = Some(Box::new(over_window(part)?)),
             _ => {}
         }
     }
@@ -507,5 +509,46 @@ fn call(p: Pair<'_, Rule>, at: Pos) -> Result<ExprKind, SqlError> {
         star,
         distinct,
         order,
+        over,
     })
+}
+
+/// `OVER ([PARTITION BY keys] [LIMIT DURATION(unit, n)] [WHEN condition])`.
+fn over_window(p: Pair<'_, Rule>) -> Result<Over, SqlError> {
+    let mut over = Over {
+        partition: Vec::new(),
+        duration: None,
+        when: None,
+    };
+    for part in p.into_inner() {
+        match part.as_rule() {
+            Rule::partition_by => {
+                for e in part.into_inner().filter(|x| x.as_rule() == Rule::expr) {
+                    over.partition.push(expr(e)?);
+                }
+            }
+            Rule::limit_duration => {
+                let at = pos(&part);
+                let mut unit = None;
+                let mut n = None;
+                for x in part.into_inner() {
+                    match x.as_rule() {
+                        Rule::unit => unit = Some(x.as_str().to_owned()),
+                        Rule::duration => n = x.as_str().parse::<i64>().ok(),
+                        _ => {}
+                    }
+                }
+                let span = match (unit, n) {
+                    (Some(u), Some(n)) if n > 0 => unit_span(&u, n),
+                    _ => None,
+                };
+                over.duration = Some(span.ok_or_else(|| {
+                    SqlError::syntax(at, "LIMIT DURATION takes a unit and a positive length")
+                })?);
+            }
+            Rule::over_when => over.when = Some(Box::new(expr(last(part)?)?)),
+            _ => {}
+        }
+    }
+    Ok(over)
 }

@@ -17,7 +17,7 @@
 use std::fmt;
 
 use crate::ast::*;
-use crate::scope::err;
+use crate::scope::{err, has_analytic};
 use crate::SqlError;
 
 pub mod rewrite;
@@ -90,6 +90,17 @@ pub enum Node {
     Project {
         /// What it reads.
         input: Box<Node>,
+        /// The columns.
+        items: Vec<SelectItem>,
+    },
+    /// A select of one source whose `WHERE` or columns read analytic functions (`LAG`,
+    /// `LAST`, `ISFIRST`): they are computed over every event of `input` in time order, then
+    /// the `WHERE` holds or not, then the columns are made.
+    Analytic {
+        /// The source.
+        input: Box<Node>,
+        /// `WHERE`.
+        filter: Option<Expr>,
         /// The columns.
         items: Vec<SelectItem>,
     },
@@ -201,6 +212,24 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
         })
     };
     let mut node = source(&s.from)?;
+    let analytic = s.filter.as_ref().is_some_and(has_analytic)
+        || s.items.iter().any(|i| match i {
+            SelectItem::Expr(e, _) => has_analytic(e),
+            _ => false,
+        });
+    let grouped = !s.group_by.is_empty()
+        || s.items.iter().any(|i| match i {
+            SelectItem::Expr(e, _) => crate::scope::has_aggregate(e),
+            _ => false,
+        })
+        || s.having.is_some();
+    if analytic && !grouped && s.joins.is_empty() {
+        return Ok(Node::Analytic {
+            input: Box::new(node),
+            filter: s.filter.clone(),
+            items: s.items.clone(),
+        });
+    }
     for clause in &s.joins {
         node = Node::Join {
             left: Box::new(node),
@@ -216,12 +245,6 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
             pushed: false,
         };
     }
-    let grouped = !s.group_by.is_empty()
-        || s.items.iter().any(|i| match i {
-            SelectItem::Expr(e, _) => crate::scope::has_aggregate(e),
-            _ => false,
-        })
-        || s.having.is_some();
     if grouped {
         return Ok(Node::Group {
             input: Box::new(node),

@@ -188,12 +188,22 @@ pub(crate) fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
                 walk(o, f);
             }
         }
-        ExprKind::Call { args, order, .. } => {
+        ExprKind::Call {
+            args, order, over, ..
+        } => {
             for a in args {
                 walk(a, f);
             }
             if let Some((o, _)) = order {
                 walk(o, f);
+            }
+            if let Some(over) = over {
+                for p in &over.partition {
+                    walk(p, f);
+                }
+                if let Some(w) = &over.when {
+                    walk(w, f);
+                }
             }
         }
         _ => {}
@@ -244,12 +254,22 @@ fn zero(e: &mut Expr) {
             }
         }
         ExprKind::Call {
-            name, args, order, ..
+            name,
+            args,
+            order,
+            over,
+            ..
         } => {
             name.pos = Pos::default();
             args.iter_mut().for_each(z);
             if let Some((o, _)) = order {
                 z(o);
+            }
+            if let Some(over) = over {
+                over.partition.iter_mut().for_each(z);
+                if let Some(w) = &mut over.when {
+                    z(w);
+                }
             }
         }
         ExprKind::DateDiff(_, a, b) => {
@@ -258,4 +278,15 @@ fn zero(e: &mut Expr) {
         }
         _ => {}
     }
+}
+
+/// Whether an expression holds an analytic function (`LAG`, `LAST`, `ISFIRST`).
+pub(crate) fn has_analytic(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |x| {
+        if let ExprKind::Call { name, .. } = &x.kind {
+            found |= crate::analytic::is_analytic(&name.name);
+        }
+    });
+    found
 }

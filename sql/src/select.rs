@@ -71,17 +71,28 @@ pub(crate) enum Item {
 
 /// A column of the result: its name and value (`None` for `*` and `source.*`).
 fn column<'i>(item: &'i Item, r: &Row, t: Time) -> Option<(&'i Arc<str>, Value)> {
+    column_in(item, r, &Ctx::row(r, t))
+}
+
+/// [`column`] with the expressions evaluated in `cx` (over `r`).
+fn column_in<'i>(item: &'i Item, r: &Row, cx: &Ctx<'_>) -> Option<(&'i Arc<str>, Value)> {
     match item {
         Item::Copy(name, path) => {
             let v = path.first().and_then(|p| r.field(p)).cloned();
             Some((name, v.unwrap_or(Value::Null)))
         }
-        Item::Expr(name, e) => Some((name, e.with(&Ctx::row(r, t), Value::clone))),
+        Item::Expr(name, e) => Some((name, e.with(cx, Value::clone))),
         Item::All | Item::Spread(_) => None,
     }
 }
 
 fn project(items: &[Item], r: &Row, t: Time) -> Row {
+    project_in(items, r, &Ctx::row(r, t))
+}
+
+/// The select list's row over `r`, its expressions evaluated in `cx` (which reads `r`, and
+/// what else the select computed: an analytic function's value).
+pub(crate) fn project_in(items: &[Item], r: &Row, cx: &Ctx<'_>) -> Row {
     if let [Item::All] = items {
         // The row as it is: shared, not copied.
         return r.clone();
@@ -103,7 +114,7 @@ fn project(items: &[Item], r: &Row, t: Time) -> Row {
                 }
             }
             Item::Copy(..) | Item::Expr(..) => {
-                if let Some((name, v)) = column(item, r, t) {
+                if let Some((name, v)) = column_in(item, r, cx) {
                     out.set(name, v);
                 }
             }

@@ -8,10 +8,10 @@ use crate::SqlError;
 /// What a Stream Analytics function this language lacks is, by its name (any case).
 pub(crate) fn function(name: &str) -> Option<&'static str> {
     Some(match name.to_ascii_lowercase().as_str() {
-        "lag" | "last" | "isfirst" => {
-            "an analytic function of Stream Analytics (with OVER (PARTITION BY ... LIMIT DURATION(...) WHEN ...))"
-        }
-        "getarrayelements" | "getarrayelement" | "getarraylength" | "getrecordproperties"
+        "getarrayelements"
+        | "getarrayelement"
+        | "getarraylength"
+        | "getrecordproperties"
         | "getrecordpropertyvalue" => {
             "a record or array function of Stream Analytics (read with CROSS APPLY)"
         }
@@ -134,14 +134,6 @@ const CONSTRUCTS: &[(&[&str], &str)] = &[
     (&["RIGHT", "OUTER", "JOIN"], "`RIGHT OUTER JOIN` (only inner joins, `JOIN`, are)"),
     (&["FULL", "OUTER", "JOIN"], "`FULL OUTER JOIN` (only inner joins, `JOIN`, are)"),
     (&["MATCH_RECOGNIZE"], "`MATCH_RECOGNIZE` (Stream Analytics' pattern matching)"),
-    (
-        &["LIMIT", "DURATION"],
-        "`LIMIT DURATION` (Stream Analytics' analytic functions: LAG, LAST, ISFIRST)",
-    ),
-    (
-        &["OVER", "(", "PARTITION"],
-        "`OVER (PARTITION BY ...)` (Stream Analytics' analytic functions: LAG, LAST, ISFIRST)",
-    ),
     (&["udf", ".", "*", "("], "user-defined functions (`udf.NAME(...)`)"),
     (&["uda", ".", "*", "("], "user-defined aggregates (`uda.NAME(...)`)"),
 ];

@@ -16,6 +16,7 @@ impl Compiler<'_> {
         let mut grouping = Grouping {
             keys: &keys,
             aggs: Vec::new(),
+            analytics: None,
         };
         let (items, names) = select_list(s, scope, &mut grouping)?;
         let having = match &s.having {

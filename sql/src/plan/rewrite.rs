@@ -79,6 +79,15 @@ fn children(node: Node, f: &mut dyn FnMut(Node) -> Node) -> Node {
             input: each(input),
             items,
         },
+        Node::Analytic {
+            input,
+            filter,
+            items,
+        } => Node::Analytic {
+            input: each(input),
+            filter,
+            items,
+        },
         Node::Group { input, select } => Node::Group {
             input: each(input),
             select,
@@ -357,7 +366,9 @@ pub(crate) fn fields_of(node: &Node, fields: Fields<'_>) -> Option<Vec<String>> 
         Node::Source { name, .. } => fields(&name.name),
         Node::Filter { input, .. } => fields_of(input, fields),
         Node::Join { .. } => None,
-        Node::FusedJoin { items, .. } | Node::Project { items, .. } => named(items),
+        Node::FusedJoin { items, .. }
+        | Node::Project { items, .. }
+        | Node::Analytic { items, .. } => named(items),
         Node::Group { select, .. } => named(&select.items),
         Node::Union(nodes) => nodes.first().and_then(|n| fields_of(n, fields)),
     }

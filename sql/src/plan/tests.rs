@@ -113,6 +113,7 @@ fn a_join_of_two_inputs_without_datediff_reads_reference_data() {
                 }
                 Node::Filter { input, .. }
                 | Node::Project { input, .. }
+                | Node::Analytic { input, .. }
                 | Node::Group { input, .. } => walk(input, refs),
                 _ => {}
             }

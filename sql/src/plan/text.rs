@@ -58,6 +58,22 @@ pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt
             writeln!(f, "{pad}select {}", list(items))?;
             self::node(f, input, depth + 1)
         }
+        Node::Analytic {
+            input,
+            filter,
+            items,
+        } => {
+            write!(
+                f,
+                "{pad}over each event in time order: select {}",
+                list(items)
+            )?;
+            if let Some(w) = filter {
+                write!(f, " where {}", expr(w))?;
+            }
+            writeln!(f)?;
+            self::node(f, input, depth + 1)
+        }
         Node::Group { input, select } => {
             let keys: Vec<String> = select
                 .group_by
@@ -230,19 +246,8 @@ fn write_expr(out: &mut String, e: &Expr, nested: bool) {
             write_expr(out, a, false);
             write!(out, " AS {})", format!("{t:?}").to_ascii_lowercase())
         }
-        ExprKind::Call {
-            name,
-            args,
-            star,
-            distinct,
-            order,
-        } => {
-            let before = match (*star, *distinct) {
-                (true, _) => "*",
-                (_, true) => "DISTINCT ",
-                _ => "",
-            };
-            call(out, name, (before, args), order.as_ref());
+        ExprKind::Call { .. } => {
+            write_call(out, e);
             Ok(())
         }
         ExprKind::DateDiff(unit, a, b) => write!(out, "DATEDIFF({unit}, {}, {})", a.name, b.name),
@@ -300,5 +305,66 @@ fn call(
         out.push_str(" OVER (ORDER BY ");
         write_expr(out, by, false);
         out.push_str(if *desc { " DESC)" } else { ")" });
+    }
+}
+
+/// ` OVER ([PARTITION BY ..] [LIMIT DURATION(..)] [WHEN ..])`.
+fn write_over(out: &mut String, over: &Over) {
+    out.push_str(" OVER (");
+    let mut parts = Vec::new();
+    if !over.partition.is_empty() {
+        let mut p = String::from("PARTITION BY ");
+        for (i, k) in over.partition.iter().enumerate() {
+            if i > 0 {
+                p.push_str(", ");
+            }
+            write_expr(&mut p, k, false);
+        }
+        parts.push(p);
+    }
+    if let Some(d) = over.duration {
+        let ticks = d.ticks();
+        let (unit, per) = [
+            ("day", 864_000_000_000),
+            ("hour", 36_000_000_000),
+            ("minute", 600_000_000),
+            ("second", 10_000_000),
+            ("millisecond", 10_000),
+        ]
+        .into_iter()
+        .find(|(_, per)| ticks % per == 0)
+        .unwrap_or(("tick", 1));
+        parts.push(format!("LIMIT DURATION({unit}, {})", ticks / per));
+    }
+    if let Some(w) = &over.when {
+        let mut p = String::from("WHEN ");
+        write_expr(&mut p, w, false);
+        parts.push(p);
+    }
+    out.push_str(&parts.join(" "));
+    out.push(')');
+}
+
+/// A call: its name, arguments, `OVER (ORDER BY ..)` or analytic `OVER (..)`.
+fn write_call(out: &mut String, e: &Expr) {
+    let ExprKind::Call {
+        name,
+        args,
+        star,
+        distinct,
+        order,
+        over,
+    } = &e.kind
+    else {
+        return;
+    };
+    let before = match (*star, *distinct) {
+        (true, _) => "*",
+        (_, true) => "DISTINCT ",
+        _ => "",
+    };
+    call(out, name, (before, args), order.as_ref());
+    if let Some(over) = over {
+        write_over(out, over);
     }
 }
