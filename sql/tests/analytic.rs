@@ -253,3 +253,76 @@ fn explain_prints_the_analytic_select() {
         "{plan}"
     );
 }
+
+mod model {
+    use proptest::prelude::*;
+
+    use punctual_core::{StreamItem, Time};
+    use punctual_rows::Value;
+
+    use super::common::*;
+
+    /// Events (time, key, value) at distinct times, in time order.
+    fn inputs() -> impl Strategy<Value = Vec<(i64, i64, i64)>> {
+        prop::collection::btree_map(0i64..400, (0i64..3, -5i64..10), 0..50)
+            .prop_map(|m| m.into_iter().map(|(t, (k, v))| (t, k, v)).collect())
+    }
+
+    /// The functions by their definitions, over the whole input at once.
+    fn expected(events: &[(i64, i64, i64)], d: i64, w: i64) -> Vec<[Value; 3]> {
+        let window = |t: i64| (t - 1).div_euclid(w) + 1;
+        events
+            .iter()
+            .enumerate()
+            .map(|(i, &(t, k, _))| {
+                let before = &events[..i];
+                let prev = before
+                    .iter()
+                    .rev()
+                    .find(|e| e.1 == k && e.0 >= t - d)
+                    .map_or(Value::Null, |e| Value::Int(e.2));
+                let last = events[..=i]
+                    .iter()
+                    .rev()
+                    .find(|e| e.2 > 0 && e.0 >= t - d)
+                    .map_or(Value::Null, |e| Value::Int(e.2));
+                let first = !before.iter().any(|e| e.1 == k && window(e.0) == window(t));
+                [prev, last, Value::Int(i64::from(first))]
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// LAG, LAST and ISFIRST computed by the query are their definitions computed over the
+        /// whole input (the events' order is the input's: the query reads them as they come,
+        /// held until the end).
+        #[test]
+        fn the_functions_are_their_definitions(events in inputs(), d in 1i64..60, w in 1i64..60) {
+            let sql = format!(
+                "SELECT LAG(v) OVER (PARTITION BY k LIMIT DURATION(tick, {d})) AS p,
+                        LAST(v) OVER (LIMIT DURATION(tick, {d}) WHEN v > 0) AS l,
+                        ISFIRST(tick, {w}) OVER (PARTITION BY k) AS f
+                 INTO out FROM a"
+            );
+            let mut items: Vec<StreamItem<punctual_rows::Row>> = events
+                .iter()
+                .map(|&(t, k, v)| {
+                    StreamItem::point(
+                        Time::from_ticks(t),
+                        row(&[("k", Value::Int(k)), ("v", Value::Int(v))]),
+                    )
+                })
+                .collect();
+            items.push(StreamItem::Cti(Time::INF));
+            let out = run(&sql, &[("a", items)]);
+            let got: Vec<[Value; 3]> = super::events(&out["out"])
+                .into_iter()
+                .map(|(_, _, r)| {
+                    let get = |n: &str| r.get(n).cloned().unwrap_or_default();
+                    [get("p"), get("l"), get("f")]
+                })
+                .collect();
+            prop_assert_eq!(got, expected(&events, d, w));
+        }
+    }
+}
