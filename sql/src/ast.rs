@@ -264,8 +264,12 @@ pub enum ExprKind {
         /// (`LAG`, `LAST`, `ISFIRST`).
         over: Option<Box<Over>>,
     },
-    /// `DATEDIFF(unit, a, b)`: `b`'s time minus `a`'s, in units (joins).
+    /// `DATEDIFF(unit, a, b)` of two names: in a join's `ON`, `b`'s time minus `a`'s (two
+    /// sources); elsewhere, as [`ExprKind::DateDiffOf`] of two fields.
     DateDiff(TimeSpan, Ident, Ident),
+    /// `DATEDIFF(unit, a, b)` of two values (times): how many boundaries of the unit lie
+    /// between them (`b` after `a`: positive).
+    DateDiffOf(TimeSpan, Box<Expr>, Box<Expr>),
     /// `System.Timestamp()`: the event's time (a window's end in a windowed query).
     Timestamp,
 }

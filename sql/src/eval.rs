@@ -35,6 +35,8 @@ pub(crate) enum Func {
     Sqrt,
     Sign,
     Coalesce,
+    /// `DATEDIFF(unit, a, b)` of two times, the unit in ticks.
+    DateDiff(i64),
 }
 
 impl Func {

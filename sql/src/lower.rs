@@ -75,7 +75,10 @@ fn compile_level(
                     e.pos,
                     format!(
                         "`{}` is neither a key of GROUP BY nor inside an aggregate",
-                        path.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(".")
+                        path.iter()
+                            .map(|p| p.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(".")
                     ),
                 ));
             }
@@ -98,9 +101,6 @@ fn compile_level(
         }
         ExprKind::IsNull(a, n) => E::IsNull(Box::new(sub(a, group)?), *n),
         ExprKind::Between(a, lo, hi, n) => {
-            if let ExprKind::DateDiff(..) = a.kind {
-                return Err(err(a.pos, "DATEDIFF belongs in the ON condition of a JOIN"));
-            }
             let a = sub(a, group.as_deref_mut())?;
             let lo = sub(lo, group.as_deref_mut())?;
             E::Between(Box::new(a), Box::new(lo), Box::new(sub(hi, group)?), *n)
@@ -119,11 +119,32 @@ fn compile_level(
         }
         ExprKind::Case(o, whens, other) => case(o, whens, other, |x| sub(x, group.as_deref_mut()))?,
         ExprKind::Cast(a, ty) => E::Cast(Box::new(sub(a, group)?), *ty),
-        ExprKind::DateDiff(..) => {
-            return Err(err(
-                e.pos,
-                "DATEDIFF belongs in the ON condition of a JOIN, as `DATEDIFF(unit, a, b) BETWEEN x AND y`",
-            ))
+        ExprKind::DateDiff(unit, a, b) => {
+            let source = |i: &Ident| {
+                scope
+                    .sources
+                    .iter()
+                    .any(|(r, _)| r.eq_ignore_ascii_case(&i.name))
+            };
+            if source(a) || source(b) {
+                return Err(err(
+                    e.pos,
+                    "DATEDIFF of two sources belongs in the ON condition of a JOIN, as `DATEDIFF(unit, a, b) BETWEEN x AND y`",
+                ));
+            }
+            let field = |i: &Ident| Expr {
+                kind: ExprKind::Column(vec![i.clone()]),
+                pos: i.pos,
+            };
+            let a = sub(&field(a), group.as_deref_mut())?;
+            E::Call(
+                Func::DateDiff(unit.ticks()),
+                vec![a, sub(&field(b), group)?],
+            )
+        }
+        ExprKind::DateDiffOf(unit, a, b) => {
+            let a = sub(a, group.as_deref_mut())?;
+            E::Call(Func::DateDiff(unit.ticks()), vec![a, sub(b, group)?])
         }
         ExprKind::Call { .. } => return call(e, scope, group, time_ok),
     })

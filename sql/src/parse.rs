@@ -429,19 +429,17 @@ fn primary(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
         Rule::datediff => {
             let mut inner = p.into_inner();
             let unit = next(&mut inner)?.as_str().to_owned();
-            let side = |e: Expr| {
-                match e.kind {
-                ExprKind::Column(mut path) if path.len() == 1 => Ok(path.remove(0)),
-                _ => Err(SqlError::compile(
-                    e.pos,
-                    "DATEDIFF compares the times of two sources of a join: name them (DATEDIFF(second, a, b))",
-                )),
-            }
-            };
-            let a = side(expr(next(&mut inner)?)?)?;
-            let b = side(expr(next(&mut inner)?)?)?;
+            let a = expr(next(&mut inner)?)?;
+            let b = expr(next(&mut inner)?)?;
             let one = unit_span(&unit, 1).unwrap_or(TimeSpan::from_ticks(1));
-            ExprKind::DateDiff(one, a, b)
+            let name = |e: &Expr| match &e.kind {
+                ExprKind::Column(path) if path.len() == 1 => Some(path[0].clone()),
+                _ => None,
+            };
+            match (name(&a), name(&b)) {
+                (Some(x), Some(y)) => ExprKind::DateDiff(one, x, y),
+                _ => ExprKind::DateDiffOf(one, Box::new(a), Box::new(b)),
+            }
         }
         Rule::case_expr => case(p)?,
         Rule::call => call(p, at)?,

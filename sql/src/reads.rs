@@ -68,6 +68,14 @@ pub(crate) fn fields_read(script: &Script, input: &str, steps: &[&str]) -> Optio
                         add(first);
                     }
                 }
+                // Two names outside a join's ON: two fields (in ON, two sources).
+                ExprKind::DateDiff(_, a, b) => {
+                    for n in [a, b] {
+                        if !is(&mine, &n.name) && !is(&others, &n.name) {
+                            add(&n.name);
+                        }
+                    }
+                }
                 ExprKind::Call { name, .. }
                     if ["topone", "collecttop"]
                         .contains(&name.name.to_ascii_lowercase().as_str()) =>

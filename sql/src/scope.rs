@@ -161,7 +161,7 @@ pub(crate) fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
         ExprKind::Not(a) | ExprKind::Neg(a) | ExprKind::IsNull(a, _) | ExprKind::Cast(a, _) => {
             walk(a, f)
         }
-        ExprKind::Binary(_, a, b) | ExprKind::Like(a, b, _) => {
+        ExprKind::Binary(_, a, b) | ExprKind::Like(a, b, _) | ExprKind::DateDiffOf(_, a, b) => {
             walk(a, f);
             walk(b, f);
         }
@@ -228,7 +228,7 @@ fn zero(e: &mut Expr) {
             }
         }
         ExprKind::Not(a) | ExprKind::Neg(a) | ExprKind::IsNull(a, _) | ExprKind::Cast(a, _) => z(a),
-        ExprKind::Binary(_, a, b) | ExprKind::Like(a, b, _) => {
+        ExprKind::Binary(_, a, b) | ExprKind::Like(a, b, _) | ExprKind::DateDiffOf(_, a, b) => {
             z(a);
             z(b);
         }

@@ -326,3 +326,70 @@ mod model {
         }
     }
 }
+
+/// "Detect the duration between events": `LAST` of the start's time within `DATEDIFF`. (The
+/// page's input says `Start` and `End` where its query compares with `'start'` and `'end'`;
+/// this test takes the query as written and the input in the query's case.)
+#[test]
+fn detect_the_duration_between_events() {
+    let click = |at: f64, event: &str, time: &str| {
+        StreamItem::point(
+            t(at),
+            row(&[
+                ("user", "user@location.com".into()),
+                ("feature", "RightMenu".into()),
+                ("Event", event.into()),
+                ("Time", time.into()),
+            ]),
+        )
+    };
+    let got = rows_of(
+        "SELECT [user], feature,
+            DATEDIFF(second,
+                LAST(Time) OVER (PARTITION BY [user], feature LIMIT DURATION(hour, 1) WHEN Event = 'start'),
+                Time) AS duration
+         FROM Input
+         WHERE Event = 'end'",
+        vec![
+            click(1.0, "start", "2015-01-01T00:00:01.0000000Z"),
+            click(8.0, "end", "2015-01-01T00:00:08.0000000Z"),
+        ],
+    );
+    let want = row(&[
+        ("user", "user@location.com".into()),
+        ("feature", "RightMenu".into()),
+        ("duration", Value::Int(7)),
+    ]);
+    assert_eq!(got, vec![(8.0, want)]);
+}
+
+/// DATEDIFF over values counts the unit's boundaries between two times, as Stream Analytics
+/// does; a value that is not a time drops the row with the reason.
+#[test]
+fn datediff_of_values_counts_boundaries() {
+    let pair = |at: f64, a: Value, b: Value| StreamItem::point(t(at), row(&[("a", a), ("b", b)]));
+    let got = rows_of(
+        "SELECT DATEDIFF(second, a, b) AS s, DATEDIFF(minute, a, b) AS m, DATEDIFF(ms, b, a) AS back
+         FROM Input",
+        vec![
+            pair(1.0, "2015-01-01T00:00:00.9Z".into(), "2015-01-01T00:01:01.1Z".into()),
+            pair(2.0, Value::Null, "2015-01-01T00:00:00Z".into()),
+            pair(3.0, Value::Int(5), "2015-01-01T00:00:00Z".into()),
+        ],
+    );
+    let values: Vec<[Value; 3]> = got
+        .iter()
+        .map(|(_, r)| {
+            let get = |n: &str| r.get(n).cloned().unwrap_or_default();
+            [get("s"), get("m"), get("back")]
+        })
+        .collect();
+    assert_eq!(
+        values,
+        [
+            [Value::Int(61), Value::Int(1), Value::Int(-60_200)],
+            [Value::Null, Value::Null, Value::Null],
+        ],
+        "the number 5 is not a time: its row is dropped"
+    );
+}

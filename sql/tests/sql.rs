@@ -672,11 +672,22 @@ fn compile_errors_name_what_is_wrong() {
     assert!(e.contains("`device` is a field of `r` and `k`"), "{e}");
     let e = build_err("SELECT v AS a, device AS a FROM readings", &fields);
     assert!(e.contains("two columns are named `a`"), "{e}");
+    // DATEDIFF of two names is of two fields outside a join's ON...
     let e = build_err(
         "SELECT v FROM readings WHERE DATEDIFF(second, a, b) > 1",
         &fields,
     );
-    assert!(e.contains("DATEDIFF belongs in the ON condition"), "{e}");
+    assert!(e.contains("`a` is not a field of `readings`"), "{e}");
+    // ... and of two sources in it only.
+    let e = build_err(
+        "SELECT DATEDIFF(second, r, k) AS d FROM readings r JOIN rates k \
+         ON r.device = k.device AND DATEDIFF(second, r, k) BETWEEN 0 AND 5",
+        &fields,
+    );
+    assert!(
+        e.contains("DATEDIFF of two sources belongs in the ON condition"),
+        "{e}"
+    );
     let e = build_err(
         "SELECT * FROM readings GROUP BY TumblingWindow(second, 1)",
         &fields,

@@ -250,7 +250,10 @@ fn write_expr(out: &mut String, e: &Expr, nested: bool) {
             write_call(out, e);
             Ok(())
         }
-        ExprKind::DateDiff(unit, a, b) => write!(out, "DATEDIFF({unit}, {}, {})", a.name, b.name),
+        ExprKind::DateDiff(..) | ExprKind::DateDiffOf(..) => {
+            write_datediff(out, e);
+            Ok(())
+        }
         ExprKind::Timestamp => write!(out, "System.Timestamp()"),
     };
     if nested && compound {
@@ -323,18 +326,8 @@ fn write_over(out: &mut String, over: &Over) {
         parts.push(p);
     }
     if let Some(d) = over.duration {
-        let ticks = d.ticks();
-        let (unit, per) = [
-            ("day", 864_000_000_000),
-            ("hour", 36_000_000_000),
-            ("minute", 600_000_000),
-            ("second", 10_000_000),
-            ("millisecond", 10_000),
-        ]
-        .into_iter()
-        .find(|(_, per)| ticks % per == 0)
-        .unwrap_or(("tick", 1));
-        parts.push(format!("LIMIT DURATION({unit}, {})", ticks / per));
+        let (unit, n) = unit_and_length(d);
+        parts.push(format!("LIMIT DURATION({unit}, {n})"));
     }
     if let Some(w) = &over.when {
         let mut p = String::from("WHEN ");
@@ -367,4 +360,40 @@ fn write_call(out: &mut String, e: &Expr) {
     if let Some(over) = over {
         write_over(out, over);
     }
+}
+
+/// A span as the language writes one: the largest unit it is a whole number of, and how many.
+fn unit_and_length(span: punctual_core::TimeSpan) -> (&'static str, i64) {
+    let ticks = span.ticks();
+    let (unit, per) = [
+        ("day", 864_000_000_000),
+        ("hour", 36_000_000_000),
+        ("minute", 600_000_000),
+        ("second", 10_000_000),
+        ("millisecond", 10_000),
+        ("microsecond", 10),
+    ]
+    .into_iter()
+    .find(|(_, per)| ticks % per == 0)
+    .unwrap_or(("tick", 1));
+    (unit, ticks / per)
+}
+
+/// `DATEDIFF(unit, a, b)` of two names or two values.
+fn write_datediff(out: &mut String, e: &Expr) {
+    out.push_str("DATEDIFF(");
+    match &e.kind {
+        ExprKind::DateDiff(unit, a, b) => {
+            let _ = write!(out, "{}, {}, {}", unit_and_length(*unit).0, a.name, b.name);
+        }
+        ExprKind::DateDiffOf(unit, a, b) => {
+            out.push_str(unit_and_length(*unit).0);
+            out.push_str(", ");
+            write_expr(out, a, false);
+            out.push_str(", ");
+            write_expr(out, b, false);
+        }
+        _ => {}
+    }
+    out.push(')');
 }
