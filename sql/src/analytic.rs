@@ -400,10 +400,12 @@ impl Compiler<'_> {
         let (items, names) = self.plain_items(items, &built.scope, Some(&mut lifted))?;
         let analytics = lifted.analytics.unwrap_or_default();
         let select = AnalyticSelect::new(analytics, filter, items);
+        let label = format!("{}: analytic functions", self.label.borrow());
         let stream = built
             .stream
             .ordered()
             .process(|_: &Row| (), select)
+            .named(label)
             .keep_ok();
         Ok(Built::rows(stream.into(), names))
     }

@@ -1,0 +1,44 @@
+//! Stream Analytics' analytic functions through `punctual query`, as a user runs a query of
+//! its documentation: records timed by `TIMESTAMP BY`, out of order in the file.
+
+use super::cli_common::*;
+
+#[test]
+fn lag_runs_a_documented_query_as_written() {
+    let dir = temp_dir("query-lag");
+    let input = dir.join("cars.jsonl");
+    // The second and third cars arrive out of order: LAG reads them in time order.
+    std::fs::write(
+        &input,
+        [
+            r#"{"Make": "Honda", "LicensePlate": "ABC-123", "Time": "2015-01-01T00:00:01Z"}"#,
+            r#"{"Make": "Toyota", "LicensePlate": "DEF-987", "Time": "2015-01-01T00:00:03Z"}"#,
+            r#"{"Make": "Honda", "LicensePlate": "AAA-999", "Time": "2015-01-01T00:00:02Z"}"#,
+            r#"{"Make": "Honda", "LicensePlate": "GHI-345", "Time": "2015-01-01T00:00:04Z"}"#,
+        ]
+        .join("\n"),
+    )
+    .expect("written");
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT Make, LicensePlate AS CurrentCarLicensePlate,
+            LAG(LicensePlate, 1) OVER (LIMIT DURATION(second, 90)) AS FirstCarLicensePlate
+         FROM Input TIMESTAMP BY Time
+         WHERE LAG(Make, 1) OVER (LIMIT DURATION(second, 90)) = Make",
+        "--input",
+        &format!("Input={},out_of_order=5s", s(&input)),
+        "--output",
+        s(&output),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let out = std::fs::read_to_string(&output).expect("the output");
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    assert_eq!(rows[0]["CurrentCarLicensePlate"], "AAA-999");
+    assert_eq!(rows[0]["FirstCarLicensePlate"], "ABC-123");
+    assert_eq!(rows[0]["start"], "2015-01-01T00:00:02Z");
+}
