@@ -35,8 +35,9 @@ pub(crate) enum Func {
     Sqrt,
     Sign,
     Coalesce,
-    /// `DATEDIFF(unit, a, b)` of two times, the unit in ticks.
-    DateDiff(i64),
+    /// `DATEDIFF(unit, a, b)` of two times: its arguments the unit in ticks (a literal), `a`
+    /// and `b`.
+    DateDiff,
 }
 
 impl Func {

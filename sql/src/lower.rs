@@ -137,14 +137,13 @@ fn compile_level(
                 pos: i.pos,
             };
             let a = sub(&field(a), group.as_deref_mut())?;
-            E::Call(
-                Func::DateDiff(unit.ticks()),
-                vec![a, sub(&field(b), group)?],
-            )
+            let unit = E::Lit(Value::Int(unit.ticks()));
+            E::Call(Func::DateDiff, vec![unit, a, sub(&field(b), group)?])
         }
         ExprKind::DateDiffOf(unit, a, b) => {
             let a = sub(a, group.as_deref_mut())?;
-            E::Call(Func::DateDiff(unit.ticks()), vec![a, sub(b, group)?])
+            let unit = E::Lit(Value::Int(unit.ticks()));
+            E::Call(Func::DateDiff, vec![unit, a, sub(b, group)?])
         }
         ExprKind::Call { .. } => return call(e, scope, group, time_ok),
     })

@@ -150,7 +150,10 @@ pub(super) fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
             .map(|a| a.eval(cx))
             .find(|v| !matches!(v, Value::Null))
             .unwrap_or(Value::Null),
-        Func::DateDiff(unit) => date_diff(unit, &arg(0), &arg(1)),
+        Func::DateDiff => match arg(0) {
+            Value::Int(unit) => date_diff(unit, &arg(1), &arg(2)),
+            _ => Value::Null,
+        },
     }
 }
 
