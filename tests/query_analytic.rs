@@ -42,3 +42,70 @@ fn lag_runs_a_documented_query_as_written() {
     assert_eq!(rows[0]["FirstCarLicensePlate"], "ABC-123");
     assert_eq!(rows[0]["start"], "2015-01-01T00:00:02Z");
 }
+
+/// "Count unique values" as the page writes it: `TIMESTAMP BY TIME` and `COUNT(DISTINCT
+/// Make)` over records whose fields are `Time` and `Make` (names match in any case), and
+/// the same over a CSV file whose header says `make,time`.
+#[test]
+fn a_documented_query_reads_fields_named_in_another_case() {
+    let dir = temp_dir("query-any-case");
+    let json = dir.join("input.jsonl");
+    let records = [
+        ("Honda", 1),
+        ("Honda", 2),
+        ("Toyota", 1),
+        ("Toyota", 2),
+        ("Toyota", 3),
+    ];
+    std::fs::write(
+        &json,
+        records
+            .iter()
+            .map(|(make, s)| {
+                format!(r#"{{"Make": "{make}", "Time": "2015-01-01T00:00:0{s}.0000000Z"}}"#)
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .expect("written");
+    let csv = dir.join("input.csv");
+    let mut text = String::from("make,time\n");
+    for (make, s) in records {
+        text.push_str(&format!("{make},2015-01-01T00:00:0{s}Z\n"));
+    }
+    std::fs::write(&csv, text).expect("written");
+    for file in [&json, &csv] {
+        let output = dir.join("out.jsonl");
+        let (code, _, err) = cli(&[
+            "query",
+            "SELECT COUNT(DISTINCT Make) AS CountMake, System.TIMESTAMP() AS AsaTIME
+             FROM Input TIMESTAMP BY TIME
+             GROUP BY TumblingWindow(second, 2)",
+            "--input",
+            &format!("Input={},out_of_order=2s", s(file)),
+            "--output",
+            s(&output),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let rows: Vec<serde_json::Value> = std::fs::read_to_string(&output)
+            .expect("the output")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let got: Vec<(i64, &str)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r["CountMake"].as_i64().unwrap_or(-1),
+                    r["AsaTIME"].as_str().unwrap_or(""),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [(2, "2015-01-01T00:00:02Z"), (1, "2015-01-01T00:00:04Z")],
+            "{}",
+            file.display()
+        );
+    }
+}

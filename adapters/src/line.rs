@@ -194,6 +194,7 @@ impl LineFormat {
             pick: crate::picked_fields::Pick {
                 keep: self.fields.as_deref(),
                 time: Some((field, &mut time)),
+                time_exact: false,
             },
         })
         .and_then(|p| {

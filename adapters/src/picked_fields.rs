@@ -20,21 +20,40 @@ pub(crate) struct Pick<'k> {
     /// A field whose value (the last, if named twice) goes into its slot, whether it is kept
     /// or not: a line is read once for its time and its payload.
     pub(crate) time: Option<TimeSlot<'k>>,
+    /// Whether the time's slot holds the field of exactly its name (which a field named so
+    /// in another ASCII case does not replace).
+    pub(crate) time_exact: bool,
 }
 
 /// A field read aside, and where its value goes.
 pub(crate) type TimeSlot<'k> = (&'k str, &'k mut Option<serde_json::Value>);
 
 impl Pick<'_> {
+    /// Whether a field of this name is kept: names match in any ASCII case (the query
+    /// language's `make` reads `Make`), as the language reads them.
     fn keeps(&self, key: &str) -> bool {
-        self.keep.is_none_or(|keep| keep.iter().any(|k| k == key))
+        self.keep
+            .is_none_or(|keep| keep.iter().any(|k| k.eq_ignore_ascii_case(key)))
     }
 
-    fn is_time(&self, key: &str) -> bool {
-        self.time.as_ref().is_some_and(|(field, _)| *field == key)
+    /// Whether the field is the time: `Some(true)` by its exact name, `Some(false)` in
+    /// another ASCII case.
+    fn is_time(&self, key: &str) -> Option<bool> {
+        let (field, _) = self.time.as_ref()?;
+        if *field == key {
+            Some(true)
+        } else {
+            field.eq_ignore_ascii_case(key).then_some(false)
+        }
     }
 
-    fn set_time(&mut self, value: serde_json::Value) {
+    /// The time's value, from the field of its exact name (`exact`) or, while none was
+    /// read, of its name in another case.
+    fn set_time(&mut self, value: serde_json::Value, exact: bool) {
+        if !exact && self.time_exact {
+            return;
+        }
+        self.time_exact |= exact;
         if let Some((_, slot)) = &mut self.time {
             **slot = Some(value);
         }
@@ -74,7 +93,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for OnlyVisitor<'_, V> {
         self.inner.visit_map(OnlyMap {
             map,
             pick: self.pick,
-            time_next: false,
+            time_next: None,
         })
     }
 }
@@ -82,8 +101,9 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for OnlyVisitor<'_, V> {
 struct OnlyMap<'k, A> {
     map: A,
     pick: Pick<'k>,
-    /// Whether the value to read next is the time field's (kept too).
-    time_next: bool,
+    /// Whether the value to read next is the time field's (kept too): `Some(exact)`, by its
+    /// exact name or in another ASCII case.
+    time_next: Option<bool>,
 }
 
 impl<'de, A: MapAccess<'de>> MapAccess<'de> for OnlyMap<'_, A> {
@@ -103,9 +123,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for OnlyMap<'_, A> {
             };
             let time = self.pick.is_time(text);
             if !self.pick.keeps(text) {
-                if time {
+                if let Some(exact) = time {
                     let value = self.map.next_value()?;
-                    self.pick.set_time(value);
+                    self.pick.set_time(value, exact);
                 } else {
                     self.map.next_value::<IgnoredAny>()?;
                 }
@@ -121,12 +141,12 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for OnlyMap<'_, A> {
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-        if !std::mem::take(&mut self.time_next) {
+        let Some(exact) = self.time_next.take() else {
             return self.map.next_value_seed(seed);
-        }
+        };
         // The time field, kept too: its value once, for the time and for the payload.
         let value: serde_json::Value = self.map.next_value()?;
-        self.pick.set_time(value.clone());
+        self.pick.set_time(value.clone(), exact);
         seed.deserialize(value).map_err(A::Error::custom)
     }
 }
@@ -173,6 +193,7 @@ mod tests {
             pick: Pick {
                 keep: Some(&keep),
                 time: None,
+                time_exact: false,
             },
         })
     }
@@ -209,11 +230,39 @@ mod tests {
             pick: Pick {
                 keep: Some(&keep),
                 time: Some(("t", &mut time)),
+                time_exact: false,
             },
         })
         .unwrap();
         assert_eq!(row, Row::new().with("device", "a"));
         assert_eq!(time, Some(serde_json::json!("2026-12-01T10:00:00Z")));
+    }
+
+    /// Names match in any ASCII case (a query's `device` keeps `Device`); the time is the
+    /// field of its exact name when there is one, wherever it stands, else one in another
+    /// case.
+    #[test]
+    fn names_match_in_any_case_the_exact_time_first() {
+        let read = |text: &str| {
+            let keep = vec!["device".to_owned()];
+            let mut time = None;
+            let mut de = serde_json::Deserializer::from_str(text);
+            let row = Row::deserialize(Only {
+                de: &mut de,
+                pick: Pick {
+                    keep: Some(&keep),
+                    time: Some(("t", &mut time)),
+                    time_exact: false,
+                },
+            })
+            .unwrap();
+            (row, time)
+        };
+        let (row, time) = read(r#"{"t": 1, "Device": "a", "T": 2}"#);
+        assert_eq!(row, Row::new().with("Device", "a"));
+        assert_eq!(time, Some(serde_json::json!(1)));
+        let (_, time) = read(r#"{"T": 2, "device": "a"}"#);
+        assert_eq!(time, Some(serde_json::json!(2)));
     }
 
     #[test]
@@ -227,6 +276,7 @@ mod tests {
                 pick: Pick {
                     keep,
                     time: Some(("t", &mut time)),
+                    time_exact: false,
                 },
             })
             .unwrap();
@@ -256,6 +306,7 @@ mod tests {
             pick: Pick {
                 keep: None,
                 time: Some(("t", &mut time)),
+                time_exact: false,
             },
         })
         .unwrap();

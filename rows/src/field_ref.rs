@@ -14,14 +14,16 @@ const ABSENT: u32 = u32::MAX;
 /// that a read compares one number.
 const NOTHING: u64 = (u32::MAX as u64) << 32;
 
-/// A field's name together with where it was last found: reading it from rows of one schema
+/// A field's name together with where it was last found (the field of exactly that name,
+/// or, without one, the first whose name equals it ignoring ASCII case: the query
+/// language's names, which match as Stream Analytics' do): reading it from rows of one schema
 /// (the usual case: an input's rows share theirs) compares one number instead of looking
 /// through the schema's names.
 ///
 /// What it remembers is the last interned schema it was read from and the field's position
 /// there (or that the schema has no such field); a row of another schema is looked up by
-/// name, as [`Row::field`] does, and that schema is remembered instead. The answer is always
-/// [`Row::field`]'s: the memory only saves the search. It is one atomic word, so a
+/// name, as [`Row::field_any_case`] does, and that schema is remembered instead. The answer
+/// is always [`Row::field_any_case`]'s: the memory only saves the search. It is one atomic word, so a
 /// `FieldRef` can be shared between threads (each read is a relaxed load; a new schema a
 /// relaxed store).
 ///
@@ -74,7 +76,7 @@ impl fmt::Debug for FieldRef {
 }
 
 impl Row {
-    /// The value of `field`, if the row has it: [`Row::field`] of its name, found without a
+    /// The value of `field`, if the row has it: [`Row::field_any_case`] of its name, found without a
     /// search when the row's schema is the one `field` was last read from.
     #[inline]
     pub fn field_ref(&self, field: &FieldRef) -> Option<&Value> {
@@ -96,7 +98,10 @@ impl Row {
     /// remembered if the schema is interned.
     #[inline(never)]
     fn field_ref_slow(&self, field: &FieldRef, id: u32) -> Option<&Value> {
-        let at = self.schema.position(&field.name);
+        let at = self
+            .schema
+            .position(&field.name)
+            .or_else(|| self.schema.position_any_case(&field.name));
         if id != 0 {
             let position = at.map_or(ABSENT, |i| u32::try_from(i).unwrap_or(ABSENT));
             field

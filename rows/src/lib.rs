@@ -327,6 +327,14 @@ impl Row {
         self.schema.position(name).map(|i| &self.values()[i])
     }
 
+    /// The field named `name`, or, without one, the first whose name equals it ignoring
+    /// ASCII case ([`Schema::position_any_case`]): how the query language reads a field.
+    pub fn field_any_case(&self, name: &str) -> Option<&Value> {
+        self.schema
+            .position_any_case(name)
+            .map(|i| &self.values()[i])
+    }
+
     /// Sets `field` (replacing an existing value), keeping first-insertion order.
     pub fn set(&mut self, field: impl FieldName, value: impl Into<Value>) {
         let field = field.into_name();

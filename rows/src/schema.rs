@@ -170,6 +170,24 @@ impl Schema {
         }
     }
 
+    /// Where the field named `name` is, or, without one, the first whose name equals it
+    /// ignoring ASCII case (the query language's names: `make` reads `Make`).
+    ///
+    /// ```
+    /// use punctual_rows::Schema;
+    /// let s = Schema::new(["Make", "make", "Time"]).unwrap();
+    /// assert_eq!(s.position_any_case("make"), Some(1)); // the exact name first
+    /// assert_eq!(s.position_any_case("TIME"), Some(2));
+    /// assert_eq!(s.position_any_case("weight"), None);
+    /// ```
+    pub fn position_any_case(&self, name: &str) -> Option<usize> {
+        let names = self.names();
+        names
+            .iter()
+            .position(|k| &**k == name)
+            .or_else(|| names.iter().position(|k| k.eq_ignore_ascii_case(name)))
+    }
+
     /// Where the field named `name` is.
     pub fn position_of(&self, name: &str) -> Option<usize> {
         self.names().iter().position(|k| &**k == name)

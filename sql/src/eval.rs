@@ -180,7 +180,7 @@ fn lookup<'r>(cx: &Ctx<'r>, path: &Path) -> Option<&'r Value> {
 fn lookup_path<'r>(cx: &Ctx<'r>, path: &[Arc<str>]) -> Option<&'r Value> {
     let (first, rest) = path.split_first()?;
     let (mut v, rest) = match cx.pair {
-        None => (cx.row.field(first)?, rest),
+        None => (cx.row.field_any_case(first)?, rest),
         Some((names, [a, b])) => {
             let same = |n: &Arc<str>| Arc::ptr_eq(n, first) || **n == **first;
             let side = if same(&names[0]) {
@@ -191,12 +191,12 @@ fn lookup_path<'r>(cx: &Ctx<'r>, path: &[Arc<str>]) -> Option<&'r Value> {
                 return None;
             };
             let (second, rest) = rest.split_first()?;
-            (side.field(second)?, rest)
+            (side.field_any_case(second)?, rest)
         }
     };
     for p in rest {
         match v {
-            Value::Row(r) => v = r.field(p)?,
+            Value::Row(r) => v = r.field_any_case(p)?,
             _ => return None,
         }
     }

@@ -25,8 +25,11 @@ impl Scope {
         }
     }
 
+    /// Whether `fields` (when known) has `name`, in any ASCII case (as the rows are read).
     fn has(fields: &Option<Vec<String>>, name: &str) -> Option<bool> {
-        fields.as_ref().map(|f| f.iter().any(|x| x == name))
+        fields
+            .as_ref()
+            .map(|f| f.iter().any(|x| x.eq_ignore_ascii_case(name)))
     }
 
     /// A column reference, resolved to a path into the row.

@@ -178,3 +178,38 @@ fn build_error(sql: &str) -> String {
         Err(e) => e.to_string(),
     }
 }
+
+/// Field names match in any ASCII case, as Stream Analytics' do: the field of exactly the
+/// name first, else the first in another case; a computed column is named as the query
+/// writes it.
+#[test]
+fn field_names_match_in_any_case() {
+    let input = ended(vec![
+        punctual_core::StreamItem::point(t(1.0), row(&[("Make", "Honda".into())])),
+        punctual_core::StreamItem::point(
+            t(2.0),
+            row(&[("Make", "Toyota".into()), ("make", "exact".into())]),
+        ),
+    ]);
+    let out = run(
+        "SELECT make AS m, MAKE AS upper INTO out FROM readings WHERE MaKe <> 'Ford'",
+        &[("readings", input)],
+    );
+    let got: Vec<(String, String)> = events(&out["out"])
+        .into_iter()
+        .map(|(_, _, r)| {
+            let text = |n: &str| match r.get(n) {
+                Some(punctual_rows::Value::Str(s)) => s.to_string(),
+                other => format!("{other:?}"),
+            };
+            (text("m"), text("upper"))
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("Honda".to_owned(), "Honda".to_owned()),
+            ("exact".to_owned(), "Toyota".to_owned()),
+        ]
+    );
+}

@@ -29,19 +29,33 @@ impl Columns {
         header: Vec<String>,
         config: &CsvInputConfig,
     ) -> Result<Columns, String> {
+        // Names match in any ASCII case (the query language's `make` reads `Make`), the
+        // exact name first.
+        let same = |a: &str, b: &str| a.eq_ignore_ascii_case(b);
+        let has = |name: &str| header.iter().any(|h| same(h, name));
         let keep: Option<Vec<bool>> = match &config.columns {
             None => None,
             Some(columns) => {
-                if let Some(missing) = columns.iter().find(|c| !header.contains(c)) {
+                if let Some(missing) = columns.iter().find(|c| !has(c)) {
                     return Err(format!(
                         "no column `{missing}` (its columns: {})",
                         header.join(", ")
                     ));
                 }
-                Some(header.iter().map(|h| columns.contains(h)).collect())
+                Some(
+                    header
+                        .iter()
+                        .map(|h| columns.iter().any(|c| same(c, h)))
+                        .collect(),
+                )
             }
         };
-        let at = |name: &str| header.iter().position(|h| h == name);
+        let at = |name: &str| {
+            header
+                .iter()
+                .position(|h| h == name)
+                .or_else(|| header.iter().position(|h| same(h, name)))
+        };
         let mut key = Vec::new();
         if let Some(Validity::UntilNext { key: columns }) = &config.table {
             for column in columns {
@@ -64,14 +78,17 @@ impl Columns {
                 Some((schema, kept))
             })
             .flatten();
-        if let Some(missing) = config.nullable.iter().find(|c| !header.contains(c)) {
+        if let Some(missing) = config.nullable.iter().find(|c| !has(c)) {
             return Err(format!(
                 "no column `{missing}` to read as nullable (its columns: {})",
                 header.join(", ")
             ));
         }
         Ok(Columns {
-            nullable: header.iter().map(|h| config.nullable.contains(h)).collect(),
+            nullable: header
+                .iter()
+                .map(|h| config.nullable.iter().any(|c| same(c, h)))
+                .collect(),
             key,
             start: at(&config.start),
             end: config.end.as_deref().and_then(at),

@@ -391,14 +391,21 @@ fn csv_stream<O: Order>(
             "its columns",
         ),
     };
+    // The time and end columns as the header names them (a query's `TIMESTAMP BY TIME`
+    // reads the column `Time`: names match in any ASCII case, the exact one first).
+    let mut time = time;
+    let mut end = input.end.clone();
     if let Some(h) = &header {
-        let timed = (!time.is_empty()).then_some(&time);
-        for column in timed.into_iter().chain(input.end.as_ref()) {
-            if !h.contains(column) {
-                return Err(usage(format!(
-                    "{whose} `{column}` ({they}: {})",
-                    h.join(", ")
-                )));
+        let timed = (!time.is_empty()).then_some(&mut time);
+        for column in timed.into_iter().chain(end.as_mut()) {
+            match column_named(h, column) {
+                Some(named) => *column = named,
+                None => {
+                    return Err(usage(format!(
+                        "{whose} `{column}` ({they}: {})",
+                        h.join(", ")
+                    )))
+                }
             }
         }
     }
@@ -410,7 +417,7 @@ fn csv_stream<O: Order>(
         .time_format(time_format)
         .nullable(input.nullable.iter().flatten().cloned());
     if let (Some(h), Some(listed)) = (&header, &input.nullable) {
-        if let Some(missing) = listed.iter().find(|c| !h.contains(c)) {
+        if let Some(missing) = listed.iter().find(|c| column_named(h, c).is_none()) {
             return Err(usage(format!(
                 "`nullable`: {whose} `{missing}` ({they}: {})",
                 h.join(", ")
@@ -420,18 +427,28 @@ fn csv_stream<O: Order>(
     if let Some(table) = table {
         config = config.table(table);
     }
-    if let Some(end) = &input.end {
-        config = config.end(end.clone());
+    if let Some(end) = end {
+        config = config.end(end);
     }
     if let Some(parts) = input.split {
         config = config.split(parts);
     }
     // Each row with the columns the query reads only (all, if it reads whole records).
     if let (Some(read), Some(h)) = (&u.fields_read, &header) {
-        config = config.columns(read.iter().filter(|f| h.contains(f)).cloned());
+        config = config.columns(read.iter().filter_map(|f| column_named(h, f)));
     }
     let stream = query.create_stream::<_, Row, _, _>(options, &CsvInput, &config)?;
     Ok((stream, header))
+}
+
+/// The column of `header` named `name`, or, without one, the first named so in another
+/// ASCII case (the query language's names match so).
+fn column_named(header: &[String], name: &str) -> Option<String> {
+    header
+        .iter()
+        .find(|h| *h == name)
+        .or_else(|| header.iter().find(|h| h.eq_ignore_ascii_case(name)))
+        .cloned()
 }
 
 /// A JSON-lines file input: flat records timed by `time`, or items; its fields as `fields`
