@@ -1,0 +1,130 @@
+//! Stream Analytics' worked examples (`tests/asa-docs/`, one folder each: the page's input,
+//! its query as written, its output table) run through `punctual query`: each gives the
+//! page's output, its rows compared as a multiset on the page's columns, times compared as
+//! times.
+
+use std::path::{Path, PathBuf};
+
+use punctual::core::Time;
+
+use super::cli_common::*;
+
+/// A value as compared: a time when it reads as one, the value otherwise.
+fn normal(v: &serde_json::Value) -> serde_json::Value {
+    match v.as_str().map(Time::parse_rfc3339) {
+        Some(Ok(t)) => serde_json::json!({ "time ticks": t.ticks() }),
+        _ => v.clone(),
+    }
+}
+
+/// Whether `actual` has every column of `expected`, equal.
+fn matches(expected: &serde_json::Value, actual: &serde_json::Value) -> bool {
+    expected.as_object().is_some_and(|columns| {
+        columns
+            .iter()
+            .all(|(k, v)| actual.get(k).is_some_and(|a| normal(a) == normal(v)))
+    })
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// The name the query reads its input by: the word after its first `FROM`.
+fn input_name(query: &str) -> String {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    words
+        .iter()
+        .position(|w| w.eq_ignore_ascii_case("from"))
+        .and_then(|i| words.get(i + 1))
+        .map_or_else(|| "Input".to_owned(), |w| (*w).to_owned())
+}
+
+/// Runs one example; what differs from the page, if anything.
+fn run(dir: &Path) -> Result<(), String> {
+    let query = std::fs::read_to_string(dir.join("query.asaql")).map_err(|e| e.to_string())?;
+    let example = std::fs::read_to_string(dir.join("example.toml")).map_err(|e| e.to_string())?;
+    let out_of_order = example
+        .lines()
+        .find_map(|l| l.strip_prefix("out_of_order = "))
+        .map_or("0s", |v| v.trim_matches('"'))
+        .to_owned();
+    let output = temp_dir("asa-docs").join("out.jsonl");
+    let input = format!(
+        "{}={},out_of_order={out_of_order}",
+        input_name(&query),
+        s(&dir.join("input.jsonl"))
+    );
+    let (code, _, err) = cli(&["query", &query, "--input", &input, "--output", s(&output)]);
+    if code != 0 {
+        return Err(format!("exit {code}: {err}"));
+    }
+    let want = lines(&dir.join("expected.jsonl"));
+    let got = lines(&output);
+    let mut used = vec![false; got.len()];
+    let mut missing = Vec::new();
+    for w in &want {
+        match (0..got.len()).find(|&i| !used[i] && matches(w, &got[i])) {
+            Some(i) => used[i] = true,
+            None => missing.push(w.to_string()),
+        }
+    }
+    let extra: Vec<String> = got
+        .iter()
+        .zip(&used)
+        .filter(|(_, u)| !**u)
+        .map(|(g, _)| g.to_string())
+        .collect();
+    if missing.is_empty() && extra.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("missing {missing:?}\n  unexpected {extra:?}"))
+    }
+}
+
+#[test]
+fn the_worked_examples_give_the_pages_outputs() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("asa-docs");
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for page in std::fs::read_dir(&root).expect("the examples").flatten() {
+        if page.path().is_dir() {
+            for example in std::fs::read_dir(page.path()).expect("a page").flatten() {
+                dirs.push(example.path());
+            }
+        }
+    }
+    dirs.sort();
+    assert!(dirs.len() >= 11, "{} examples", dirs.len());
+    let failures: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| run(d).err().map(|e| format!("{}: {e}", d.display())))
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The comparison fails when it should: a row missing, a value different, a time different.
+#[test]
+fn the_comparison_fails_when_it_should() {
+    let w = serde_json::json!({"Make": "Honda", "Time": "2015-01-01T00:00:02.0000000Z"});
+    assert!(matches(
+        &w,
+        &serde_json::json!({"Make": "Honda", "Time": "2015-01-01T00:00:02Z", "start": 1})
+    ));
+    assert!(!matches(
+        &w,
+        &serde_json::json!({"Make": "Honda", "Time": "2015-01-01T00:00:03Z"})
+    ));
+    assert!(!matches(
+        &w,
+        &serde_json::json!({"Make": "Ford", "Time": "2015-01-01T00:00:02Z"})
+    ));
+    assert!(!matches(
+        &w,
+        &serde_json::json!({"Time": "2015-01-01T00:00:02Z"})
+    ));
+}
