@@ -9,8 +9,12 @@ use punctual::core::Time;
 
 use super::cli_common::*;
 
-/// A value as compared: a time when it reads as one, the value otherwise.
+/// A value as compared: a time when it reads as one, a number by its value (`70` is
+/// `70.0`), the value otherwise.
 fn normal(v: &serde_json::Value) -> serde_json::Value {
+    if let Some(x) = v.as_f64() {
+        return serde_json::json!({ "number": x });
+    }
     match v.as_str().map(Time::parse_rfc3339) {
         Some(Ok(t)) => serde_json::json!({ "time ticks": t.ticks() }),
         _ => v.clone(),
@@ -99,7 +103,7 @@ fn the_worked_examples_give_the_pages_outputs() {
         }
     }
     dirs.sort();
-    assert!(dirs.len() >= 11, "{} examples", dirs.len());
+    assert!(dirs.len() >= 12, "{} examples", dirs.len());
     let failures: Vec<String> = dirs
         .iter()
         .filter_map(|d| run(d).err().map(|e| format!("{}: {e}", d.display())))
