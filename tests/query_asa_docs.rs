@@ -58,21 +58,63 @@ fn run(dir: &Path) -> Result<(), String> {
         .find_map(|l| l.strip_prefix("out_of_order = "))
         .map_or("0s", |v| v.trim_matches('"'))
         .to_owned();
-    let output = temp_dir("asa-docs").join("out.jsonl");
+    let scratch = temp_dir("asa-docs");
     let input = format!(
         "{}={},out_of_order={out_of_order}",
         input_name(&query),
         s(&dir.join("input.jsonl"))
     );
-    let (code, _, err) = cli(&["query", &query, "--input", &input, "--output", s(&output)]);
+    // One output (`expected.jsonl`), or several (`expected-NAME.jsonl`, each output NAME).
+    let mut outputs: Vec<(Option<String>, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .filter_map(|f| {
+            let name = f.file_name().to_string_lossy().into_owned();
+            let output = name
+                .strip_prefix("expected-")?
+                .strip_suffix(".jsonl")?
+                .to_owned();
+            Some((Some(output), f.path()))
+        })
+        .collect();
+    if outputs.is_empty() {
+        outputs.push((None, dir.join("expected.jsonl")));
+    }
+    outputs.sort();
+    let mut args = vec!["query".to_owned(), query, "--input".to_owned(), input];
+    let mut written = Vec::new();
+    for (name, expected) in &outputs {
+        let file = scratch.join(format!("out-{}.jsonl", name.as_deref().unwrap_or("")));
+        args.push("--output".to_owned());
+        args.push(match name {
+            Some(n) => format!("{n}={}", s(&file)),
+            None => s(&file).to_owned(),
+        });
+        written.push((file, expected.clone()));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = cli(&args);
     if code != 0 {
         return Err(format!("exit {code}: {err}"));
     }
-    let want = lines(&dir.join("expected.jsonl"));
-    let got = lines(&output);
+    let mut problems = Vec::new();
+    for (file, expected) in written {
+        if let Err(e) = same_rows(&lines(&expected), &lines(&file)) {
+            problems.push(format!("{}: {e}", expected.display()));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n  "))
+    }
+}
+
+/// Whether `got` holds the rows of `want`, as a multiset, on `want`'s columns.
+fn same_rows(want: &[serde_json::Value], got: &[serde_json::Value]) -> Result<(), String> {
     let mut used = vec![false; got.len()];
     let mut missing = Vec::new();
-    for w in &want {
+    for w in want {
         match (0..got.len()).find(|&i| !used[i] && matches(w, &got[i])) {
             Some(i) => used[i] = true,
             None => missing.push(w.to_string()),
@@ -103,7 +145,7 @@ fn the_worked_examples_give_the_pages_outputs() {
         }
     }
     dirs.sort();
-    assert!(dirs.len() >= 12, "{} examples", dirs.len());
+    assert!(dirs.len() >= 13, "{} examples", dirs.len());
     let failures: Vec<String> = dirs
         .iter()
         .filter_map(|d| run(d).err().map(|e| format!("{}: {e}", d.display())))

@@ -213,3 +213,18 @@ fn field_names_match_in_any_case() {
         ]
     );
 }
+
+/// Statements one after the other need no `;` between them, as Stream Analytics writes them.
+#[test]
+fn statements_need_no_semicolon_between_them() {
+    let q = SqlQuery::parse(
+        "SELECT * INTO archive FROM readings\n\nSELECT device INTO alerts FROM readings WHERE v > 2",
+    )
+    .expect("two statements");
+    assert_eq!(q.outputs(), ["archive", "alerts"]);
+    let with_semicolons = SqlQuery::parse(
+        "SELECT * INTO archive FROM readings; SELECT device INTO alerts FROM readings;",
+    )
+    .expect("also with semicolons");
+    assert_eq!(with_semicolons.outputs(), ["archive", "alerts"]);
+}
