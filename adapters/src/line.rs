@@ -191,11 +191,7 @@ impl LineFormat {
         let mut de = serde_json::Deserializer::from_str(text);
         let payload = P::deserialize(crate::picked_fields::Only {
             de: &mut de,
-            pick: crate::picked_fields::Pick {
-                keep: self.fields.as_deref(),
-                time: Some((field, &mut time)),
-                time_exact: false,
-            },
+            pick: crate::picked_fields::Pick::new(self.fields.as_deref(), Some((field, &mut time))),
         })
         .and_then(|p| {
             de.end()?;

@@ -28,7 +28,16 @@ pub(crate) struct Pick<'k> {
 /// A field read aside, and where its value goes.
 pub(crate) type TimeSlot<'k> = (&'k str, &'k mut Option<serde_json::Value>);
 
-impl Pick<'_> {
+impl<'k> Pick<'k> {
+    /// The fields `keep` (`None`: all) and the field read aside as the time, if any.
+    pub(crate) fn new(keep: Option<&'k [String]>, time: Option<TimeSlot<'k>>) -> Self {
+        Pick {
+            keep,
+            time,
+            time_exact: false,
+        }
+    }
+
     /// Whether a field of this name is kept: names match in any ASCII case (the query
     /// language's `make` reads `Make`), as the language reads them.
     fn keeps(&self, key: &str) -> bool {
@@ -190,11 +199,7 @@ mod tests {
         let mut de = serde_json::Deserializer::from_str(text);
         T::deserialize(Only {
             de: &mut de,
-            pick: Pick {
-                keep: Some(&keep),
-                time: None,
-                time_exact: false,
-            },
+            pick: Pick::new(Some(&keep), None),
         })
     }
 
@@ -219,21 +224,23 @@ mod tests {
         assert!(only::<Row>(r#"{"skip": [1, 2, "device": 1}"#, &["device"]).is_err());
     }
 
-    #[test]
-    fn a_field_read_aside_is_the_last_of_its_name() {
-        let text = r#"{"t": 5, "device": "a", "t": "2026-12-01T10:00:00Z", "v": 1}"#;
+    /// A row of `text` keeping `device`, and the value of its time field `t`.
+    fn with_time(text: &str) -> (Row, Option<serde_json::Value>) {
         let keep = vec!["device".to_owned()];
         let mut time = None;
         let mut de = serde_json::Deserializer::from_str(text);
         let row = Row::deserialize(Only {
             de: &mut de,
-            pick: Pick {
-                keep: Some(&keep),
-                time: Some(("t", &mut time)),
-                time_exact: false,
-            },
+            pick: Pick::new(Some(&keep), Some(("t", &mut time))),
         })
         .unwrap();
+        (row, time)
+    }
+
+    #[test]
+    fn a_field_read_aside_is_the_last_of_its_name() {
+        let (row, time) =
+            with_time(r#"{"t": 5, "device": "a", "t": "2026-12-01T10:00:00Z", "v": 1}"#);
         assert_eq!(row, Row::new().with("device", "a"));
         assert_eq!(time, Some(serde_json::json!("2026-12-01T10:00:00Z")));
     }
@@ -243,21 +250,7 @@ mod tests {
     /// case.
     #[test]
     fn names_match_in_any_case_the_exact_time_first() {
-        let read = |text: &str| {
-            let keep = vec!["device".to_owned()];
-            let mut time = None;
-            let mut de = serde_json::Deserializer::from_str(text);
-            let row = Row::deserialize(Only {
-                de: &mut de,
-                pick: Pick {
-                    keep: Some(&keep),
-                    time: Some(("t", &mut time)),
-                    time_exact: false,
-                },
-            })
-            .unwrap();
-            (row, time)
-        };
+        let read = with_time;
         let (row, time) = read(r#"{"t": 1, "Device": "a", "T": 2}"#);
         assert_eq!(row, Row::new().with("Device", "a"));
         assert_eq!(time, Some(serde_json::json!(1)));
@@ -273,11 +266,7 @@ mod tests {
             let mut de = serde_json::Deserializer::from_str(text);
             let row = Row::deserialize(Only {
                 de: &mut de,
-                pick: Pick {
-                    keep,
-                    time: Some(("t", &mut time)),
-                    time_exact: false,
-                },
+                pick: Pick::new(keep, Some(("t", &mut time))),
             })
             .unwrap();
             (row, time)
@@ -303,11 +292,7 @@ mod tests {
         let mut de = serde_json::Deserializer::from_str(r#"{"t": 9, "x": 1}"#);
         let timed = Timed::deserialize(Only {
             de: &mut de,
-            pick: Pick {
-                keep: None,
-                time: Some(("t", &mut time)),
-                time_exact: false,
-            },
+            pick: Pick::new(None, Some(("t", &mut time))),
         })
         .unwrap();
         assert_eq!((timed, time), (Timed { t: 9 }, Some(serde_json::json!(9))));
