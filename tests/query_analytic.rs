@@ -40,7 +40,63 @@ fn lag_runs_a_documented_query_as_written() {
     assert_eq!(rows.len(), 1, "{out}");
     assert_eq!(rows[0]["CurrentCarLicensePlate"], "AAA-999");
     assert_eq!(rows[0]["FirstCarLicensePlate"], "ABC-123");
-    assert_eq!(rows[0]["start"], "2015-01-01T00:00:02Z");
+    // A point's result: one time.
+    assert_eq!(rows[0]["time"], "2015-01-01T00:00:02Z");
+    assert!(rows[0].get("start").is_none(), "{out}");
+}
+
+/// A session window per user over clicks out of order in the file: each session's result at
+/// its close, as one time.
+#[test]
+fn a_session_window_closes_each_users_session_after_the_timeout() {
+    let dir = temp_dir("query-session");
+    let input = dir.join("clicks.jsonl");
+    std::fs::write(
+        &input,
+        [
+            r#"{"user": "ann", "at": "2026-01-01T10:00:00Z"}"#,
+            r#"{"user": "bob", "at": "2026-01-01T10:04:00Z"}"#,
+            r#"{"user": "ann", "at": "2026-01-01T10:03:00Z"}"#,
+            r#"{"user": "ann", "at": "2026-01-01T10:20:00Z"}"#,
+        ]
+        .join("\n"),
+    )
+    .expect("written");
+    let output = dir.join("out.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT System.Timestamp() AS closed, user, COUNT(*) AS clicks
+         FROM clicks TIMESTAMP BY at
+         GROUP BY user, SessionWindow(minute, 5, 60) OVER (PARTITION BY user)",
+        "--input",
+        &format!("clicks={},out_of_order=5m", s(&input)),
+        "--output",
+        s(&output),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let out = std::fs::read_to_string(&output).expect("the output");
+    let rows: Vec<(String, String, i64)> = out
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            assert_eq!(r["time"], r["closed"], "{l}");
+            let text = |f: &str| r[f].as_str().expect(f).to_owned();
+            (
+                text("closed"),
+                text("user"),
+                r["clicks"].as_i64().expect("n"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("2026-01-01T10:08:00Z".to_owned(), "ann".to_owned(), 2),
+            ("2026-01-01T10:09:00Z".to_owned(), "bob".to_owned(), 1),
+            ("2026-01-01T10:25:00Z".to_owned(), "ann".to_owned(), 1),
+        ]
+    );
+    assert!(err.contains("adjusted=0"), "{err}");
 }
 
 /// "Count unique values" as the page writes it: `TIMESTAMP BY TIME` and `COUNT(DISTINCT

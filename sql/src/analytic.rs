@@ -19,7 +19,7 @@
 use std::collections::VecDeque;
 
 use punctual_core::ops::{FxHashMap, Process, ProcessContext};
-use punctual_core::{Event, EventKind, Time, TimeSpan};
+use punctual_core::{Event, EventKind, EventShape, Time, TimeSpan};
 use punctual_rows::{Row, Value};
 
 use crate::ast::{Expr, ExprKind, Ident, Over, SelectItem};
@@ -378,6 +378,14 @@ impl Process<Row, ()> for AnalyticSelect {
         _at: Time,
         _ctx: &mut ProcessContext<'_, (), Result<Row, String>>,
     ) {
+    }
+
+    /// Each event's row at its own lifetime: points stay points.
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        match input {
+            EventShape::Point => EventShape::Point,
+            _ => EventShape::Interval,
+        }
     }
 }
 

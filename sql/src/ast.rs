@@ -120,7 +120,7 @@ pub struct Over {
 }
 
 /// A window of `GROUP BY`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum WindowSql {
     /// `TumblingWindow(unit, size [, offset])`.
     Tumbling {
@@ -146,6 +146,18 @@ pub enum WindowSql {
     },
     /// `SnapshotWindow()`: the events valid at the same moment.
     Snapshot,
+    /// `SessionWindow(unit, timeout, max_duration) [OVER (PARTITION BY keys)]`: a window
+    /// that opens at an event, stays open while each next event comes at most `timeout`
+    /// after the one before, and closes `timeout` after its last event or at the first whole
+    /// multiple of `max` (from the epoch) that is at least `max` after it opened.
+    Session {
+        /// The longest pause within a session.
+        timeout: TimeSpan,
+        /// The length at which a session is closed at the next whole multiple of it.
+        max: TimeSpan,
+        /// `PARTITION BY`: sessions of each partition apart (none: of the whole stream).
+        partition: Vec<Expr>,
+    },
 }
 
 /// One item of `GROUP BY`.

@@ -21,6 +21,7 @@ use crate::stream::Rows;
 use crate::{RowStream, SqlError};
 
 mod grouped;
+mod session;
 pub(crate) use grouped::gate;
 
 /// A stream the query can read, with its fields when they are known.

@@ -230,6 +230,9 @@ pub(crate) fn unit_span(unit: &str, n: i64) -> Option<TimeSpan> {
 
 fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
     let rule = p.as_rule();
+    if rule == Rule::session {
+        return session(p);
+    }
     let at = pos(&p);
     let mut inner = p.into_inner();
     if rule == Rule::snapshot {
@@ -284,6 +287,70 @@ fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
                 "size",
             )?,
         },
+    })
+}
+
+/// `SessionWindow(unit, timeout, max)` or `SessionWindow(Timeout(unit, n), MaxDuration(unit,
+/// n))`, with its `OVER (PARTITION BY keys)` if any.
+fn session(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
+    let mut unit = String::new();
+    let mut spans = Vec::new();
+    let mut partition = Vec::new();
+    let mut parts: Vec<Pair<'_, Rule>> = Vec::new();
+    for x in p.into_inner() {
+        match x.as_rule() {
+            Rule::session_parts => parts.extend(x.into_inner()),
+            Rule::session_over => {
+                for e in last(x)?.into_inner().filter(|x| x.as_rule() == Rule::expr) {
+                    partition.push(expr(e)?);
+                }
+            }
+            _ => parts.push(x),
+        }
+    }
+    for x in parts {
+        let at = pos(&x);
+        match x.as_rule() {
+            Rule::unit => x.as_str().clone_into(&mut unit),
+            Rule::duration => {
+                let what = if spans.is_empty() {
+                    "timeout"
+                } else {
+                    "maximum duration"
+                };
+                let span = x
+                    .as_str()
+                    .parse::<i64>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .and_then(|n| unit_span(&unit, n))
+                    .ok_or_else(|| {
+                        SqlError::compile(
+                            at,
+                            format!("the session window's {what} must be a whole number of {unit} above zero that fits in 64 bits"),
+                        )
+                    })?;
+                spans.push((span, at));
+            }
+            _ => {}
+        }
+    }
+    let [(timeout, _), (max, max_at)] = spans[..] else {
+        return Err(SqlError::syntax(
+            Pos::default(),
+            "the parser found less than its grammar promises",
+        ));
+    };
+    if max < timeout {
+        return Err(SqlError::compile(
+            max_at,
+            format!("the session window's maximum duration ({max}) is shorter than its timeout ({timeout})"),
+        ));
+    }
+    Ok(WindowSql::Session {
+        timeout,
+        max,
+        partition,
     })
 }
 

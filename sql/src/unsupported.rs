@@ -17,7 +17,6 @@ pub(crate) fn function(name: &str) -> Option<&'static str> {
         }
         "createpoint" | "createlinestring" | "createpolygon" | "st_distance" | "st_within"
         | "st_intersects" | "st_overlaps" => "a geospatial function of Stream Analytics",
-        "sessionwindow" => "Stream Analytics' session window",
         "dateadd" | "datepart" | "datename" | "datefromparts" | "datetimefromparts" | "day"
         | "month" | "year" => "a date function of Stream Analytics",
         "percentile_cont" | "percentile_disc" | "stdev" | "stdevp" | "var" | "varp" | "collect" => {

@@ -62,7 +62,7 @@ use std::hash::Hash;
 
 use super::fxhash::FxHashMap;
 use crate::batch::Batch;
-use crate::event::Event;
+use crate::event::{Event, EventShape};
 use crate::time::Time;
 
 use super::{Held, HeldWhat, ReleaseBuffer, UnaryOperator};
@@ -91,6 +91,14 @@ pub trait Process<P, K>: Send + 'static {
         at: Time,
         ctx: &mut ProcessContext<'_, K, Self::Output>,
     );
+
+    /// The shape of what it emits over an input of shape `input`: [`EventShape::Point`] for
+    /// an operator that emits only points (outputs then write one time per result), by
+    /// default [`EventShape::Interval`] (points and intervals: it emits no edges).
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        let _ = input;
+        EventShape::Interval
+    }
 }
 
 /// What a [`Process`] can do while it handles an event or a timer: the present time, timers for
@@ -260,6 +268,10 @@ where
     KF: Fn(&P) -> K + Send + 'static,
 {
     const NAME: &'static str = "process";
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        self.op.output_shape(input)
+    }
 
     fn placement(&self) -> super::Placement {
         super::Placement::ByKey

@@ -4,6 +4,8 @@
 use super::*;
 use punctual_core::ops::WindowOutput;
 
+use super::session::sessions;
+
 impl Compiler<'_> {
     pub(super) fn grouped(
         &self,
@@ -11,7 +13,12 @@ impl Compiler<'_> {
         scope: &Scope,
         stream: RowStream,
     ) -> Result<Named, SqlError> {
-        let (window, keys, key_exprs) = group_by(s, scope)?;
+        let GroupBy {
+            window,
+            partition,
+            keys,
+            key_exprs,
+        } = group_by(s, scope)?;
         let label = self.label.borrow().clone();
         let mut grouping = Grouping {
             keys: &keys,
@@ -78,6 +85,7 @@ impl Compiler<'_> {
             }
             _ => {
                 let flags = (aggs_may_fail, label.as_str());
+                let window = (window, partition);
                 let groups = groups(window, &stream, key_exprs, aggs, key_slots, flags);
                 let groups = match having {
                     Some(h) => having_filter(groups, h, aggs_may_fail),
@@ -104,15 +112,16 @@ impl Compiler<'_> {
     }
 }
 
-/// The window of a `GROUP BY` (exactly one), its keys as written (with where) and compiled.
-#[allow(
-    clippy::type_complexity,
-    reason = "the three parts of a GROUP BY, named where used"
-)]
-fn group_by(
-    s: &Select,
-    scope: &Scope,
-) -> Result<(WindowSql, Vec<(String, Pos)>, Vec<E>), SqlError> {
+/// A `GROUP BY` compiled: its window (exactly one), the window's partition (a session
+/// window's `PARTITION BY`), its keys as written (with where) and compiled.
+struct GroupBy {
+    window: WindowSql,
+    partition: Vec<E>,
+    keys: Vec<(String, Pos)>,
+    key_exprs: Vec<E>,
+}
+
+fn group_by(s: &Select, scope: &Scope) -> Result<GroupBy, SqlError> {
     let mut window = None;
     let mut keys: Vec<(String, Pos)> = Vec::new();
     let mut key_exprs = Vec::new();
@@ -122,7 +131,7 @@ fn group_by(
                 if window.is_some() {
                     return Err(err(*at, "one window per GROUP BY"));
                 }
-                window = Some(*w);
+                window = Some(w.clone());
             }
             GroupItem::Key(e) => {
                 keys.push((canonical(e), e.pos));
@@ -133,10 +142,21 @@ fn group_by(
     let Some(window) = window else {
         return Err(err(
             s.group_pos.unwrap_or(s.pos),
-            "a query with aggregates or GROUP BY needs a window in GROUP BY: TumblingWindow, HoppingWindow, SlidingWindow or SnapshotWindow",
+            "a query with aggregates or GROUP BY needs a window in GROUP BY: TumblingWindow, HoppingWindow, SlidingWindow, SessionWindow or SnapshotWindow",
         ));
     };
-    Ok((window, keys, key_exprs))
+    let mut partition = Vec::new();
+    if let WindowSql::Session { partition: p, .. } = &window {
+        for e in p {
+            partition.push(compile(e, scope, None, false)?);
+        }
+    }
+    Ok(GroupBy {
+        window,
+        partition,
+        keys,
+        key_exprs,
+    })
 }
 
 /// The select list of a grouped query, compiled over the group's keys and aggregates (those
@@ -173,11 +193,12 @@ fn select_list(
     Ok((items, names))
 }
 
-/// The groups of `window` over `stream` by `keys` with `aggs` over each, as points at each
-/// moment a sliding or snapshot window changes. With `aggs_may_fail`, each group keeps the
-/// fault its aggregates' results recorded (a `SUM` out of range).
+/// The groups of `window` (partitioned by the second part for a session window) over
+/// `stream` by `keys` with `aggs` over each, as points at each window's end (or each moment a
+/// sliding or snapshot window changes). With `aggs_may_fail`, each group keeps the fault its
+/// aggregates' results recorded (a `SUM` out of range).
 fn groups(
-    window: WindowSql,
+    (window, partition): (WindowSql, Vec<E>),
     stream: &RowStream,
     keys: Vec<E>,
     aggs: SqlAggs,
@@ -209,6 +230,9 @@ fn groups(
         .to_point_events(),
         WindowSql::Snapshot => {
             grouped_by(stream.ordered().snapshot_window(), keys, aggs, group).to_point_events()
+        }
+        WindowSql::Session { timeout, max, .. } => {
+            sessions(stream, (timeout, max), partition, keys, aggs, group, label)
         }
     }
 }

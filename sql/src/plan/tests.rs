@@ -208,3 +208,19 @@ output `counts`
 "
     );
 }
+
+#[test]
+fn a_session_window_is_shown_with_its_partition() {
+    let q = crate::SqlQuery::parse(
+        "SELECT d, COUNT(*) AS n FROM r
+         GROUP BY d, SessionWindow(Timeout(second, 5), MaxDuration(minute, 1)) OVER (PARTITION BY d)",
+    )
+    .unwrap();
+    let text = q.plan(&[]).unwrap().to_string();
+    assert!(
+        text.contains(
+            "group by d, SessionWindow(5s, 1m) OVER (PARTITION BY d): select d, COUNT(*) AS n"
+        ),
+        "{text}"
+    );
+}

@@ -130,6 +130,19 @@ fn window(w: &WindowSql) -> String {
         }
         WindowSql::Sliding { size } => format!("SlidingWindow({size})"),
         WindowSql::Snapshot => "SnapshotWindow()".to_owned(),
+        WindowSql::Session {
+            timeout,
+            max,
+            partition,
+        } if partition.is_empty() => format!("SessionWindow({timeout}, {max})"),
+        WindowSql::Session {
+            timeout,
+            max,
+            partition,
+        } => format!(
+            "SessionWindow({timeout}, {max}) OVER (PARTITION BY {})",
+            partition.iter().map(expr).collect::<Vec<_>>().join(", ")
+        ),
     }
 }
 
