@@ -158,3 +158,48 @@ fn a_table_of_versions_needs_its_key() {
         "name the key (key = [\"device\"]",
     );
 }
+
+/// `LEFT JOIN` with a static table: every reading comes out, those of a device the table
+/// does not list with `NULL` for its threshold, at the reading's own time.
+#[test]
+fn a_left_join_keeps_the_readings_of_devices_the_table_does_not_list() {
+    let dir = dir("left-join");
+    let (input, rows) = readings(&dir);
+    let path = dir.join("thresholds.csv");
+    std::fs::write(&path, "device,threshold\nd0,25\nd1,27\n").expect("written");
+    let out = dir.join("joined.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        "SELECT r.device, r.temp, t.threshold FROM readings r TIMESTAMP BY time \
+         LEFT JOIN thresholds t ON r.device = t.device",
+        "--input",
+        &format!("readings={}", s(&input)),
+        "--input",
+        &format!("thresholds={}", s(&path)),
+        "--output",
+        s(&out),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&out).expect("the output");
+    let mut got: Vec<(String, String, i64, serde_json::Value)> = written
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).expect("a JSON line");
+            let text = |f: &str| r[f].as_str().expect(f).to_owned();
+            let temp = r["temp"].as_i64().expect("temp");
+            (text("time"), text("device"), temp, r["threshold"].clone())
+        })
+        .collect();
+    got.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(got.len(), rows.len(), "every reading: {written}");
+    for ((time, device, temp, threshold), (t, d, v)) in got.iter().zip(&rows) {
+        assert_eq!(time, &format!("2026-12-01T10:{:02}:{:02}Z", t / 60, t % 60));
+        assert_eq!((device.as_str(), *temp), (format!("d{d}").as_str(), *v));
+        let expected = match d {
+            0 => serde_json::json!(25),
+            1 => serde_json::json!(27),
+            _ => serde_json::Value::Null,
+        };
+        assert_eq!(threshold, &expected, "{time} d{d}");
+    }
+}

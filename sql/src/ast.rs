@@ -96,7 +96,7 @@ impl Source {
     }
 }
 
-/// `JOIN source ON condition`.
+/// `[INNER | LEFT [OUTER]] JOIN source ON condition`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JoinClause {
     /// Where `JOIN` is.
@@ -105,6 +105,9 @@ pub struct JoinClause {
     pub source: Source,
     /// The condition.
     pub on: Expr,
+    /// `LEFT [OUTER] JOIN`: a left event without a partner comes out too, with `NULL` for
+    /// the joined source.
+    pub outer: bool,
 }
 
 /// An analytic function's `OVER ([PARTITION BY keys] [LIMIT DURATION(unit, n)] [WHEN

@@ -257,7 +257,11 @@ impl Compiler<'_> {
     /// A join of a plan ([`Node::Join`]): its parts, and the scope of every source of it.
     fn join(&self, node: &Node) -> Result<(JoinParts, Scope), SqlError> {
         let Node::Join {
-            left, right, on, ..
+            left,
+            right,
+            on,
+            outer,
+            ..
         } = node
         else {
             return Err(err(Pos::default(), "a join of no sources"));
@@ -297,8 +301,10 @@ impl Compiler<'_> {
         let parts = on_parts(on, &combined, count)?;
         // The right side sorted: the join reads it in time order.
         let (mut left_stream, mut right_stream) = (left.stream, right.stream.ordered());
+        // A left event without a partner (LEFT OUTER JOIN) is at its last tick plus this.
+        let mut stamp = TimeSpan::ZERO;
         if let Some(dd) = &parts.datediff {
-            (left_stream, right_stream) =
+            (left_stream, right_stream, stamp) =
                 datediff(dd, count - 1, &combined, left_stream, right_stream)?;
         }
         let mut key_left = Vec::new();
@@ -320,6 +326,7 @@ impl Compiler<'_> {
             pair: Schema::new([&scope.sources[0].0, &rref])
                 .map_err(|e| err(right_at.pos, e.to_string()))?,
             first: count == 1,
+            outer: outer.then_some(stamp),
         };
         Ok((parts, combined))
     }
@@ -503,14 +510,16 @@ fn push_name(names: &mut Option<Vec<String>>, name: Option<String>) {
 
 /// A join on `DATEDIFF(unit, a, b) BETWEEN lo AND hi` (the `j`th join of its select, of the
 /// `combined` sources) as a join of lifetimes: `a`'s events made to last from `a + lo` to
-/// `a + hi`, `b`'s points.
+/// `a + hi`, `b`'s points. Also what is added to a left event's last tick to give the latest
+/// time a partner could come (for `LEFT OUTER JOIN`): `0` when the left side is `a`, `-lo`
+/// when it is `b`.
 fn datediff(
     dd: &(TimeSpan, Ident, Ident, i64, i64, Pos),
     j: usize,
     combined: &Scope,
     mut left_stream: RowStream,
     mut right_stream: Stream<Row>,
-) -> Result<(RowStream, Stream<Row>), SqlError> {
+) -> Result<(RowStream, Stream<Row>, TimeSpan), SqlError> {
     let (unit, a, b, lo, hi, at) = dd;
     if j > 0 {
         return Err(err(
@@ -550,9 +559,11 @@ fn datediff(
     if ia == 0 {
         left_stream = left_stream.alter_lifetime(shift, duration);
         right_stream = right_stream.to_point_events();
+        Ok((left_stream, right_stream, TimeSpan::ZERO))
     } else {
         right_stream = right_stream.alter_lifetime(shift, duration);
         left_stream = left_stream.to_point_events();
+        let stamp = shift.ticks().checked_neg().map(TimeSpan::from_ticks);
+        Ok((left_stream, right_stream, stamp.unwrap_or(TimeSpan::MAX)))
     }
-    Ok((left_stream, right_stream))
 }

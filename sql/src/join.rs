@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use punctual_core::ops::{AnyStream, Payload, Stream};
-use punctual_core::Time;
+use punctual_core::{Time, TimeSpan};
 use punctual_rows::{Row, Schema, Value};
 
 use crate::eval::{Ctx, E};
@@ -29,12 +29,18 @@ pub(crate) struct JoinParts {
     pub(crate) pair: Schema,
     /// Whether the left stream is a source's (the first join), not joined rows.
     pub(crate) first: bool,
+    /// `LEFT [OUTER] JOIN`: what is added to a left event's last tick to give the time of
+    /// its result without a partner ([`crate::outer_join::Unmatched::stamp`]).
+    pub(crate) outer: Option<TimeSpan>,
 }
 
 impl JoinParts {
     /// The join whose results are joined rows: each source's record under its name (a later
     /// join adds its source to the left's joined row).
     pub(crate) fn joined(self) -> RowStream {
+        if self.outer.is_some() {
+            return self.left_outer();
+        }
         let JoinParts {
             left,
             right,
@@ -43,6 +49,7 @@ impl JoinParts {
             names: [_, rname],
             pair,
             first,
+            ..
         } = self;
         let fallible = rest.iter().any(E::may_fault);
         let joined_row = move |a: &Row, b: &Row| {
@@ -69,11 +76,69 @@ impl JoinParts {
         })
     }
 
+    /// A `LEFT [OUTER] JOIN`: the joined rows of every pair, and each left event without a
+    /// partner with `NULL` for the right source ([`crate::outer_join`]). A pair whose other
+    /// conditions cannot be computed is dropped with the reason, and partners nothing.
+    fn left_outer(self) -> RowStream {
+        let JoinParts {
+            left,
+            right,
+            keys: [kl, kr],
+            rest,
+            names: [_, rname],
+            pair,
+            first,
+            outer,
+        } = self;
+        let joined_row = move |a: &Row, b: Value| {
+            if first {
+                pair.row([Value::from(a.clone()), b])
+            } else {
+                a.clone().with(&rname, b)
+            }
+        };
+        let holds = {
+            let joined_row = joined_row.clone();
+            move |a: &Row, b: &Row| {
+                let row = joined_row(a, Value::from(b.clone()));
+                crate::limits::checked("its join conditions", || {
+                    rest.iter().all(|c| c.holds(&Ctx::row(&row, Time::NEG_INF)))
+                })
+            }
+        };
+        let (left, right) = gated(left, right, &kl, &kr);
+        let kl: Vec<RowExpr> = kl.into_iter().map(RowExpr::new).collect();
+        let kr: Vec<RowExpr> = kr.into_iter().map(RowExpr::new).collect();
+        let pairs = {
+            let (joined_row, holds) = (joined_row.clone(), holds.clone());
+            RowStream::kept_ok(join_gated(
+                &left,
+                &right,
+                kl.clone(),
+                kr.clone(),
+                move |a: &Row, b: &Row| match holds(a, b) {
+                    Ok(true) => Some(Ok(joined_row(a, Value::from(b.clone())))),
+                    Ok(false) => None,
+                    Err(why) => Some(Err(why)),
+                },
+            ))
+        };
+        let alone = crate::outer_join::unmatched(
+            (left, right),
+            (kl, kr),
+            move |a, b| holds(a, b).unwrap_or(false),
+            move |a| joined_row(a, Value::Null),
+            outer.unwrap_or(TimeSpan::ZERO),
+        );
+        pairs.union(&[&alone])
+    }
+
     /// Whether the select's `WHERE` and columns can be evaluated on each pair as it is
-    /// found, without a joined row: the first and only join, every expression reading fields
-    /// of the sources (not a whole record, nor the time).
+    /// found, without a joined row: the first and only join (an inner one), every expression
+    /// reading fields of the sources (not a whole record, nor the time).
     pub(crate) fn fuses(&self, filter: Option<&E>, columns: &[E]) -> bool {
-        self.first
+        self.outer.is_none()
+            && self.first
             && self.rest.iter().all(E::reads_pairs)
             && filter.is_none_or(E::reads_pairs)
             && columns.iter().all(E::reads_pairs)
@@ -171,37 +236,55 @@ where
     C: Fn(&Row, &Row) -> Option<Out> + Clone + Send + 'static,
     Out: Payload,
 {
-    // Rows whose keys cannot be computed are dropped with the reason before the join.
-    let left = match key_gate(&kl) {
+    let (left, right) = gated(left, right, &kl, &kr);
+    let kl: Vec<RowExpr> = kl.into_iter().map(RowExpr::new).collect();
+    let kr: Vec<RowExpr> = kr.into_iter().map(RowExpr::new).collect();
+    join_gated(&left, &right, kl, kr, combine)
+}
+
+/// The two sides of a join as it reads them: without the rows whose keys cannot be computed
+/// (dropped with the reason), and the right without the rows with a `NULL` key (a left row
+/// with one then finds no match: keys are equal only to keys without a `NULL`), so the left,
+/// often the fast stream, is not filtered.
+fn gated(left: RowStream, right: Stream<Row>, kl: &[E], kr: &[E]) -> (RowStream, Stream<Row>) {
+    let left = match key_gate(kl) {
         Some(gate) => left.try_filter(gate),
         None => left,
     };
-    let right = match key_gate(&kr) {
+    let right = match key_gate(kr) {
         Some(gate) => right.try_filter(gate),
         None => right,
     };
-    let kl: Vec<RowExpr> = kl.into_iter().map(RowExpr::new).collect();
-    let kr: Vec<RowExpr> = kr.into_iter().map(RowExpr::new).collect();
-    // The right's rows with a `NULL` key are left out: a left row with one then finds no
-    // match (keys are equal only to keys without a `NULL`), so the left, often the fast
-    // stream, is not filtered.
-    let right = if kr.is_empty() {
-        right
-    } else {
-        let keys = kr.clone();
-        right.filter(move |row| has_no_null(row, &keys))
-    };
+    if kr.is_empty() {
+        return (left, right);
+    }
+    let keys: Vec<RowExpr> = kr.iter().cloned().map(RowExpr::new).collect();
+    (left, right.filter(move |row| has_no_null(row, &keys)))
+}
+
+/// [`join`] of sides already [`gated`].
+fn join_gated<C, Out>(
+    left: &RowStream,
+    right: &Stream<Row>,
+    kl: Vec<RowExpr>,
+    kr: Vec<RowExpr>,
+    combine: C,
+) -> AnyStream<Out>
+where
+    C: Fn(&Row, &Row) -> Option<Out> + Clone + Send + 'static,
+    Out: Payload,
+{
     match (&kl[..], &kr[..]) {
         ([l], [r]) => {
             let (l, r) = (l.clone(), r.clone());
             let key = |e: RowExpr| move |row: &Row| e.with(row, Value::clone);
-            left.join(&right, key(l), key(r), combine)
+            left.join(right, key(l), key(r), combine)
         }
         _ => {
             let key = |keys: Vec<RowExpr>| {
                 move |row: &Row| keys.iter().map(|k| k.eval(row)).collect::<Vec<Value>>()
             };
-            left.join(&right, key(kl), key(kr), combine)
+            left.join(right, key(kl), key(kr), combine)
         }
     }
 }

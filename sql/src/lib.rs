@@ -35,10 +35,11 @@
 //!   `TopOne() OVER (ORDER BY e [DESC])` (the first member, as a record), `CollectTop(k) OVER
 //!   (ORDER BY e [DESC])` (the first `k`, as a list of `{rank, value}` records); with a window in
 //!   `GROUP BY`: `TumblingWindow(unit, size [, offset])`, `HoppingWindow(unit, size, hop [,
-//!   offset])`, `SlidingWindow(unit, size)`, `SnapshotWindow()`. Units: `day`, `hour`,
+//!   offset])`, `SlidingWindow(unit, size)`, `SessionWindow(unit, timeout, max_duration)
+//!   [OVER (PARTITION BY keys)]`, `SnapshotWindow()`. Units: `day`, `hour`,
 //!   `minute`, `second`, `millisecond`, `microsecond` (and their Stream Analytics
 //!   abbreviations), and `tick` (100 ns). `System.Timestamp()` is a result's time: a
-//!   tumbling or hopping window's end, the moment a sliding or snapshot window changed, an
+//!   tumbling, hopping or session window's end, the moment a sliding or snapshot window changed, an
 //!   event's start otherwise (as RFC 3339 text).
 //! - Joins: `JOIN b ON a.k = b.k AND DATEDIFF(unit, a, b) BETWEEN x AND y` pairs events of
 //!   `a` and `b` whose times differ by `x` to `y` units (`b`'s minus `a`'s); the result's
@@ -46,7 +47,9 @@
 //!   lifetimes: a stream of points joined with reference data (intervals or edges) finds the
 //!   reference valid at each point. Equalities between the two sides are the join's keys (a
 //!   `NULL` key matches nothing); other conditions filter the pairs. A joined row holds each
-//!   source's record under its alias (`SELECT *` gives them so).
+//!   source's record under its alias (`SELECT *` gives them so). `LEFT [OUTER] JOIN` also
+//!   gives each left event without a partner, with `NULL` for the right source, at the
+//!   latest time a partner could have come.
 //!
 //! Where it differs from Stream Analytics: a result of `DATEDIFF` joins takes `b`'s time
 //! (Stream Analytics: the later of the two); `SELECT *` over a join nests each source's
@@ -89,6 +92,7 @@ mod eval;
 mod join;
 mod limits;
 mod lower;
+mod outer_join;
 mod over_rows;
 pub(crate) mod parse;
 pub mod plan;
@@ -510,6 +514,7 @@ fn reference_joins(node: &plan::Node, uses: &mut [InputUse]) {
             right,
             on,
             reference,
+            ..
         } => {
             reference_joins(left, uses);
             let mut first = &**left;

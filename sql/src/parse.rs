@@ -109,8 +109,15 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
             Rule::from => from = Some(source(last(part)?)?),
             Rule::join => {
                 let jp = pos(&part);
+                let outer = part
+                    .clone()
+                    .into_inner()
+                    .any(|x| x.as_rule() == Rule::left_outer);
                 let mut inner = part.into_inner().filter(|x| {
-                    !matches!(x.as_rule(), Rule::kw_inner | Rule::kw_join | Rule::kw_on)
+                    !matches!(
+                        x.as_rule(),
+                        Rule::kw_inner | Rule::left_outer | Rule::kw_join | Rule::kw_on
+                    )
                 });
                 let src = source(next_of(&mut inner)?)?;
                 let on = expr(next_of(&mut inner)?)?;
@@ -118,6 +125,7 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
                     pos: jp,
                     source: src,
                     on,
+                    outer,
                 });
             }
             Rule::where_clause => filter = Some(expr(last(part)?)?),

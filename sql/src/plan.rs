@@ -75,6 +75,9 @@ pub enum Node {
         on: Expr,
         /// Whether `right` is read as reference data ([`rewrite::reference_data`]).
         reference: bool,
+        /// `LEFT [OUTER] JOIN`: a left event without a partner comes out too, with `NULL`
+        /// for `right`.
+        outer: bool,
     },
     /// A join whose results are the select's columns, each pair's computed as it is found,
     /// with no joined row in between ([`rewrite::fuse_joins`]).
@@ -236,6 +239,7 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
             right: Box::new(source(&clause.source)?),
             on: clause.on.clone(),
             reference: false,
+            outer: clause.outer,
         };
     }
     if let Some(w) = &s.filter {

@@ -128,11 +128,15 @@ fn stream_analytics_constructs_not_here_yet_are_refused_by_name() {
             "CROSS APPLY",
         ),
         (
-            "SELECT v FROM a LEFT OUTER JOIN b ON a.k = b.k",
+            "SELECT v FROM a RIGHT OUTER JOIN b ON a.k = b.k",
             17,
-            "LEFT OUTER JOIN",
+            "RIGHT OUTER JOIN",
         ),
-        ("SELECT v FROM a\nLEFT JOIN b ON a.k = b.k", 1, "LEFT JOIN"),
+        (
+            "SELECT v FROM a\nRIGHT JOIN b ON a.k = b.k",
+            1,
+            "RIGHT JOIN",
+        ),
         ("SELECT udf.double(v) AS x FROM a", 8, "udf.NAME"),
         (
             "SELECT v FROM a MATCH_RECOGNIZE (PATTERN (x))",

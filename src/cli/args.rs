@@ -52,8 +52,8 @@ pub(super) enum Command {
     /// Run a query in the query language over files.
     ///
     /// The query language is Stream Analytics-style SQL: WHERE, GROUP BY with TumblingWindow,
-    /// HoppingWindow, SlidingWindow, SessionWindow or SnapshotWindow, LAG/LAST/ISFIRST, JOIN,
-    /// UNION, WITH. FILE.csv is read as
+    /// HoppingWindow, SlidingWindow, SessionWindow or SnapshotWindow, LAG/LAST/ISFIRST, JOIN and
+    /// LEFT JOIN, UNION, WITH. FILE.csv is read as
     /// CSV, anything else as JSON lines; records are timed by the query's TIMESTAMP BY field
     /// (or the input's time=); JSON lines without one are items (kind, start, payload). An
     /// input joined without DATEDIFF is reference data: a CSV without a time column is a

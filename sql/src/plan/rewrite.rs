@@ -60,11 +60,13 @@ fn children(node: Node, f: &mut dyn FnMut(Node) -> Node) -> Node {
             right,
             on,
             reference,
+            outer,
         } => Node::Join {
             left: each(left),
             right: each(right),
             on,
             reference,
+            outer,
         },
         Node::FusedJoin {
             join,
@@ -158,7 +160,8 @@ fn sources_read<'a>(e: &Expr, names: &[&'a str]) -> Option<Vec<&'a str>> {
 /// named with their source, `r.x`; not the time) below the join, onto that side; the rest
 /// stays above. The results are the same: a pair's condition on one side holds exactly when
 /// it holds on that side's event. A condition whose fields are not named with their source
-/// stays where it is written.
+/// stays where it is written, and so does one on the right side of a `LEFT OUTER JOIN` (it
+/// reads the `NULL`s of a left event without a partner: `WHERE r.x IS NULL`).
 pub fn push_down_filters(node: Node) -> Node {
     let node = children(node, &mut push_down_filters);
     let Node::Filter {
@@ -174,6 +177,7 @@ pub fn push_down_filters(node: Node) -> Node {
         right,
         on,
         reference,
+        outer,
     } = *input
     else {
         return Node::Filter {
@@ -190,7 +194,7 @@ pub fn push_down_filters(node: Node) -> Node {
     let (mut to_left, mut to_right, mut kept) = (Vec::new(), Vec::new(), Vec::new());
     for c in parts {
         match sources_read(&c, &all) {
-            Some(read) if read.iter().all(|s| rights.contains(s)) => to_right.push(c),
+            Some(read) if !outer && read.iter().all(|s| rights.contains(s)) => to_right.push(c),
             Some(read) if read.iter().all(|s| lefts.contains(s)) => to_left.push(c),
             _ => kept.push(c),
         }
@@ -209,6 +213,7 @@ pub fn push_down_filters(node: Node) -> Node {
         right: onto(right, to_right),
         on,
         reference,
+        outer,
     };
     match kept.is_empty() {
         true => join,
@@ -249,6 +254,7 @@ pub fn reference_data(node: Node) -> Node {
             right,
             on,
             reference,
+            outer,
         } => {
             let inputs = [source(&left), source(&right)]
                 .iter()
@@ -258,6 +264,7 @@ pub fn reference_data(node: Node) -> Node {
                 left,
                 right,
                 on,
+                outer,
             }
         }
         other => other,
@@ -289,10 +296,14 @@ fn scope_of(node: &Node, fields: Fields<'_>) -> Option<Scope> {
 /// on each pair (each reads fields of the sources: not a whole record, nor the time), and so
 /// can the join's conditions that are not keys.
 fn fuses(join: &Node, filter: Option<&Expr>, items: &[SelectItem], fields: Fields<'_>) -> bool {
-    let Node::Join { left, on, .. } = join else {
+    let Node::Join {
+        left, on, outer, ..
+    } = join
+    else {
         return false;
     };
-    if matches!(**left, Node::Join { .. }) {
+    // A left event without a partner has no pair to compute the columns on.
+    if *outer || matches!(**left, Node::Join { .. }) {
         return false;
     }
     let Some(scope) = scope_of(join, fields) else {

@@ -32,11 +32,13 @@ pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt
             right,
             on,
             reference,
+            outer,
         } => {
-            let what = if *reference {
-                "join with reference data"
-            } else {
-                "join"
+            let what = match (*outer, *reference) {
+                (false, true) => "join with reference data",
+                (false, false) => "join",
+                (true, true) => "left outer join with reference data",
+                (true, false) => "left outer join",
             };
             writeln!(f, "{pad}{what} on {}", expr(on))?;
             self::node(f, left, depth + 1)?;
