@@ -53,6 +53,8 @@ pub struct Select {
     pub into: Option<Ident>,
     /// `FROM input`.
     pub from: Source,
+    /// `CROSS APPLY` / `OUTER APPLY`, in order.
+    pub applies: Vec<Apply>,
     /// `JOIN ... ON ...`, in order.
     pub joins: Vec<JoinClause>,
     /// `WHERE`.
@@ -70,8 +72,9 @@ pub struct Select {
 pub enum SelectItem {
     /// `*`: every field.
     Star(Pos),
-    /// `alias.*`: every field of one source of a join.
-    QualifiedStar(Ident),
+    /// `alias.*`, every field of one source of a join, or `path.*` (`Location.*`,
+    /// `e.Location.*`), every field of the record at that path: the names as written.
+    QualifiedStar(Vec<Ident>),
     /// An expression, with its output name if given.
     Expr(Expr, Option<Ident>),
 }
@@ -94,6 +97,22 @@ impl Source {
     pub fn reference(&self) -> &str {
         &self.alias.as_ref().unwrap_or(&self.name).name
     }
+}
+
+/// `CROSS APPLY function(e) AS alias` or `OUTER APPLY ...`: each event made into one event
+/// per row the function gives (`GetArrayElements`: each element of an array;
+/// `GetRecordProperties`: each property of a record), that row readable under `alias`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Apply {
+    /// Where `CROSS` or `OUTER` is.
+    pub pos: Pos,
+    /// `OUTER APPLY`: an event whose function gives no row comes out once, with `NULL` for
+    /// `alias`.
+    pub outer: bool,
+    /// The function's call.
+    pub function: Expr,
+    /// The name its rows are read by.
+    pub alias: Ident,
 }
 
 /// `[INNER | LEFT [OUTER]] JOIN source ON condition`.

@@ -20,6 +20,7 @@ use crate::select::{projection, Item};
 use crate::stream::Rows;
 use crate::{RowStream, SqlError};
 
+mod apply;
 mod grouped;
 mod session;
 pub(crate) use grouped::gate;
@@ -184,6 +185,15 @@ impl Compiler<'_> {
                 filter,
                 items,
             } => self.fused(join, filter.as_ref(), items),
+            Node::Apply {
+                input,
+                function,
+                alias,
+                outer,
+            } => {
+                let built = self.node(input)?;
+                self.apply(built, function, alias, *outer)
+            }
             Node::Project { input, items } => {
                 let built = self.node(input)?;
                 let (items, names) = self.plain_items(items, &built.scope, None)?;
@@ -357,25 +367,30 @@ impl Compiler<'_> {
                         }
                     }
                 }
-                SelectItem::QualifiedStar(id) => {
-                    let Some((r, fields)) = scope
-                        .sources
-                        .iter()
-                        .find(|(r, _)| r.eq_ignore_ascii_case(&id.name))
-                    else {
-                        return Err(err(
-                            id.pos,
-                            format!("`{}` is not a source of this query", id.name),
-                        ));
+                SelectItem::QualifiedStar(path) => {
+                    let source = match &path[..] {
+                        [one] => scope
+                            .sources
+                            .iter()
+                            .find(|(r, _)| r.eq_ignore_ascii_case(&one.name)),
+                        _ => None,
                     };
-                    items.push(Item::Spread(if scope.nested {
-                        vec![r.clone()]
-                    } else {
-                        vec![]
-                    }));
-                    match (&mut names, fields) {
-                        (Some(ns), Some(f)) => ns.extend(f.iter().cloned()),
-                        _ => names = None,
+                    match source {
+                        // `source.*`: the source's fields.
+                        Some((r, fields)) => {
+                            items.push(Item::Spread(
+                                scope.nested.then(|| E::Field(crate::eval::path([r]))),
+                            ));
+                            match (&mut names, fields) {
+                                (Some(ns), Some(f)) => ns.extend(f.iter().cloned()),
+                                _ => names = None,
+                            }
+                        }
+                        // `path.*`: the fields of the record there, known as rows come.
+                        None => {
+                            items.push(Item::Record(scope.column(path)?));
+                            names = None;
+                        }
                     }
                 }
                 SelectItem::Expr(e, alias) => {

@@ -12,60 +12,8 @@ use punctual_rows::{field_name, Row, Value};
 use crate::ast::{BinOp, SqlType};
 
 mod call;
+pub(crate) use call::Func;
 use call::{call, cast};
-
-/// A scalar function.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Func {
-    Upper,
-    Lower,
-    Len,
-    Concat,
-    Substring,
-    Trim,
-    Ltrim,
-    Rtrim,
-    Replace,
-    CharIndex,
-    Abs,
-    Round,
-    Floor,
-    Ceiling,
-    Power,
-    Sqrt,
-    Sign,
-    Coalesce,
-    /// `DATEDIFF(unit, a, b)` of two times: its arguments the unit in ticks (a literal), `a`
-    /// and `b`.
-    DateDiff,
-}
-
-impl Func {
-    /// The function of this name (any case), with how many arguments it takes (min, max).
-    pub(crate) fn lookup(name: &str) -> Option<(Func, usize, usize)> {
-        Some(match name.to_ascii_lowercase().as_str() {
-            "upper" => (Func::Upper, 1, 1),
-            "lower" => (Func::Lower, 1, 1),
-            "len" => (Func::Len, 1, 1),
-            "concat" => (Func::Concat, 1, usize::MAX),
-            "substring" => (Func::Substring, 3, 3),
-            "trim" => (Func::Trim, 1, 1),
-            "ltrim" => (Func::Ltrim, 1, 1),
-            "rtrim" => (Func::Rtrim, 1, 1),
-            "replace" => (Func::Replace, 3, 3),
-            "charindex" => (Func::CharIndex, 2, 2),
-            "abs" => (Func::Abs, 1, 1),
-            "round" => (Func::Round, 1, 2),
-            "floor" => (Func::Floor, 1, 1),
-            "ceiling" => (Func::Ceiling, 1, 1),
-            "power" => (Func::Power, 2, 2),
-            "sqrt" => (Func::Sqrt, 1, 1),
-            "sign" => (Func::Sign, 1, 1),
-            "coalesce" => (Func::Coalesce, 1, usize::MAX),
-            _ => return None,
-        })
-    }
-}
 
 /// A compiled expression: fields resolved to paths, aggregates and group keys to slots.
 #[derive(Clone, Debug)]

@@ -50,6 +50,9 @@
 //!   source's record under its alias (`SELECT *` gives them so). `LEFT [OUTER] JOIN` also
 //!   gives each left event without a partner, with `NULL` for the right source, at the
 //!   latest time a partner could have come.
+//! - Records and arrays: `record.field`, `record.*`, `GetArrayElement`, `GetArrayLength`,
+//!   `GetRecordPropertyValue`, and `CROSS APPLY` / `OUTER APPLY` with `GetArrayElements` and
+//!   `GetRecordProperties` (an event per element or property).
 //!
 //! Where it differs from Stream Analytics: a result of `DATEDIFF` joins takes `b`'s time
 //! (Stream Analytics: the later of the two); `SELECT *` over a join nests each source's
@@ -506,6 +509,7 @@ fn reference_joins(node: &plan::Node, uses: &mut [InputUse]) {
         Node::Filter { input, .. }
         | Node::Project { input, .. }
         | Node::Analytic { input, .. }
+        | Node::Apply { input, .. }
         | Node::Group { input, .. }
         | Node::FusedJoin { join: input, .. } => reference_joins(input, uses),
         Node::Union(nodes) => nodes.iter().for_each(|n| reference_joins(n, uses)),

@@ -335,7 +335,7 @@ fn function_call(
         return Err(err(
             name.pos,
             format!(
-                "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
+                "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE, DATEDIFF, GetArrayElement, GetArrayLength, GetRecordPropertyValue; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
                 name.name
             ),
         ));

@@ -94,6 +94,7 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
     let mut into = None;
     let mut from = None;
     let mut joins = Vec::new();
+    let mut applies = Vec::new();
     let mut filter = None;
     let mut group_by = Vec::new();
     let mut group_pos = None;
@@ -128,6 +129,29 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
                     outer,
                 });
             }
+            Rule::apply => {
+                let at = pos(&part);
+                let mut outer = false;
+                let mut function = None;
+                let mut alias = None;
+                for x in part.into_inner() {
+                    match x.as_rule() {
+                        Rule::kw_outer => outer = true,
+                        Rule::expr => function = Some(expr(x)?),
+                        Rule::ident => alias = Some(ident(x)),
+                        _ => {}
+                    }
+                }
+                let (Some(function), Some(alias)) = (function, alias) else {
+                    return Err(SqlError::syntax(at, "expected APPLY function(...) AS name"));
+                };
+                applies.push(Apply {
+                    pos: at,
+                    outer,
+                    function,
+                    alias,
+                });
+            }
             Rule::where_clause => filter = Some(expr(last(part)?)?),
             Rule::group_by => {
                 group_pos = Some(pos(&part));
@@ -153,6 +177,7 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
         items,
         into,
         from: from.ok_or_else(|| SqlError::syntax(at, "expected FROM"))?,
+        applies,
         joins,
         filter,
         group_by,
@@ -183,7 +208,7 @@ fn select_item(p: Pair<'_, Rule>) -> Result<SelectItem, SqlError> {
     let first = next(&mut inner)?;
     Ok(match first.as_rule() {
         Rule::star => SelectItem::Star(pos(&first)),
-        Rule::qualified_star => SelectItem::QualifiedStar(ident(next(&mut first.into_inner())?)),
+        Rule::qualified_star => SelectItem::QualifiedStar(first.into_inner().map(ident).collect()),
         _ => {
             let e = expr(first)?;
             let alias = match inner.next() {

@@ -89,6 +89,20 @@ pub enum Node {
         /// The select's columns, every one a named expression.
         items: Vec<SelectItem>,
     },
+    /// Each event of `input` made into one event per row `function` gives of it
+    /// (`CROSS APPLY GetArrayElements(e) AS alias`), that row under `alias` beside the
+    /// event's record.
+    Apply {
+        /// What it reads.
+        input: Box<Node>,
+        /// The call (`GetArrayElements(...)` or `GetRecordProperties(...)`).
+        function: Expr,
+        /// The name its rows are read by.
+        alias: Ident,
+        /// `OUTER APPLY`: an event whose function gives no row comes out once, with `NULL`
+        /// under `alias`.
+        outer: bool,
+    },
     /// A plain select list over each event of `input`.
     Project {
         /// What it reads.
@@ -226,6 +240,26 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
             _ => false,
         })
         || s.having.is_some();
+    if let (Some(_), Some(j)) = (s.applies.first(), s.joins.first()) {
+        return Err(err(
+            j.pos,
+            "APPLY and JOIN in one select: apply in a step (WITH step AS (SELECT ... CROSS APPLY ...)) and join the step",
+        ));
+    }
+    if let (true, Some(a)) = (analytic, s.applies.first()) {
+        return Err(err(
+            a.pos,
+            "analytic functions (LAG, LAST, ISFIRST) in a select with APPLY: apply in a step (WITH) and read the step",
+        ));
+    }
+    for a in &s.applies {
+        node = Node::Apply {
+            input: Box::new(node),
+            function: a.function.clone(),
+            alias: a.alias.clone(),
+            outer: a.outer,
+        };
+    }
     if analytic && !grouped && s.joins.is_empty() {
         return Ok(Node::Analytic {
             input: Box::new(node),

@@ -32,16 +32,33 @@ pub(crate) fn fields_read(script: &Script, input: &str, steps: &[&str]) -> Optio
                 .any(|src| src.reference().eq_ignore_ascii_case(name))
         };
         let mut exprs: Vec<&Expr> = Vec::new();
+        let mut star_records: Vec<String> = Vec::new();
         for item in &s.items {
             match item {
                 SelectItem::Star(_) => return None,
-                SelectItem::QualifiedStar(id) if is(&mine, &id.name) => return None,
-                SelectItem::QualifiedStar(_) => {}
+                SelectItem::QualifiedStar(path) => match &path[..] {
+                    [source] if is(&mine, &source.name) => return None,
+                    // A record's fields: the record (`e.Location.*` or `Location.*`).
+                    [first, field, ..] if is(&mine, &first.name) => {
+                        star_records.push(field.name.clone())
+                    }
+                    [first, ..] if !is(&others, &first.name) => {
+                        star_records.push(first.name.clone())
+                    }
+                    _ => {}
+                },
                 SelectItem::Expr(e, _) => exprs.push(e),
             }
         }
         exprs.extend(s.filter.iter().chain(&s.having));
         exprs.extend(s.joins.iter().map(|j| &j.on));
+        exprs.extend(s.applies.iter().map(|a| &a.function));
+        // The rows an APPLY gives are read by its alias: not the input's fields.
+        let applied = |name: &str| {
+            s.applies
+                .iter()
+                .any(|a| a.alias.name.eq_ignore_ascii_case(name))
+        };
         exprs.extend(s.group_by.iter().filter_map(|g| match g {
             GroupItem::Key(e) => Some(e),
             GroupItem::Window(..) => None,
@@ -53,6 +70,9 @@ pub(crate) fn fields_read(script: &Script, input: &str, steps: &[&str]) -> Optio
                 read.push(name.to_owned());
             }
         };
+        for r in &star_records {
+            add(r);
+        }
         for e in exprs {
             walk(e, &mut |x| match &x.kind {
                 ExprKind::Column(path) => {
@@ -64,7 +84,7 @@ pub(crate) fn fields_read(script: &Script, input: &str, steps: &[&str]) -> Optio
                         }
                         // A field of the same name as the source, to be safe.
                         add(first);
-                    } else if !is(&others, first) {
+                    } else if !is(&others, first) && !applied(first) {
                         add(first);
                     }
                 }

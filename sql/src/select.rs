@@ -13,9 +13,12 @@ use crate::RowStream;
 
 /// `stream` with each row made into the select list's `items`, at the event's start time.
 pub(crate) fn projection(items: Vec<Item>, stream: &RowStream) -> RowStream {
-    let may_fault = items
-        .iter()
-        .any(|i| matches!(i, Item::Expr(_, e) if e.may_fault()));
+    let may_fault = items.iter().any(|i| match i {
+        Item::Expr(_, e) => e.may_fault(),
+        // A value that is not a record cannot be spread.
+        Item::Record(_) => true,
+        _ => false,
+    });
     if may_fault {
         // A row whose values cannot be computed (an overflow, a division by zero, a failed
         // cast, a text over the limit) is dropped with the reason.
@@ -28,7 +31,7 @@ pub(crate) fn projection(items: Vec<Item>, stream: &RowStream) -> RowStream {
         .iter()
         .map(|i| match i {
             Item::Copy(n, _) | Item::Expr(n, _) => Some(n),
-            Item::All | Item::Spread(_) => None,
+            Item::All | Item::Spread(_) | Item::Record(_) => None,
         })
         .collect::<Option<Vec<_>>>()
         .and_then(|names| Schema::new(names).ok());
@@ -61,8 +64,11 @@ pub(crate) fn projection(items: Vec<Item>, stream: &RowStream) -> RowStream {
 pub(crate) enum Item {
     /// `*` over a flat row: every field.
     All,
-    /// `source.*`: every field of the record at this path (the row itself if empty).
-    Spread(Vec<String>),
+    /// `source.*`: every field of the source's record (the row itself if `None`).
+    Spread(Option<E>),
+    /// `path.*`: every field of the record there; a `NULL` gives none, any other value that
+    /// is not a record is a fault.
+    Record(E),
     /// A whole source's record under a name (`*` after a join).
     Copy(Arc<str>, crate::eval::Path),
     /// A computed column.
@@ -82,7 +88,7 @@ fn column_in<'i>(item: &'i Item, r: &Row, cx: &Ctx<'_>) -> Option<(&'i Arc<str>,
             Some((name, v.unwrap_or(Value::Null)))
         }
         Item::Expr(name, e) => Some((name, e.with(cx, Value::clone))),
-        Item::All | Item::Spread(_) => None,
+        Item::All | Item::Spread(_) | Item::Record(_) => None,
     }
 }
 
@@ -101,18 +107,17 @@ pub(crate) fn project_in(items: &[Item], r: &Row, cx: &Ctx<'_>) -> Row {
     for item in items {
         match item {
             Item::All => out.extend(r),
-            Item::Spread(path) => {
-                let rec = match path.first() {
-                    None => Some(r),
-                    Some(p) => match r.get(p) {
-                        Some(Value::Row(inner)) => Some(&**inner),
-                        _ => None,
-                    },
-                };
-                if let Some(rec) = rec {
-                    out.extend(rec);
+            Item::Spread(None) => out.extend(r),
+            Item::Spread(Some(source)) => source.with(cx, |v| {
+                if let Value::Row(inner) = v {
+                    out.extend(inner);
                 }
-            }
+            }),
+            Item::Record(record) => record.with(cx, |v| match v {
+                Value::Row(inner) => out.extend(inner),
+                Value::Null => {}
+                _ => crate::limits::fault("a `.*` of a value that is not a record"),
+            }),
             Item::Copy(..) | Item::Expr(..) => {
                 if let Some((name, v)) = column_in(item, r, cx) {
                     out.set(name, v);

@@ -45,6 +45,12 @@ pub(crate) trait Rows {
     fn filter(&self, keep: impl Fn(&Row) -> bool + Send + 'static) -> RowStream;
     /// `Stream::keep_ok` of `made`, in its order.
     fn kept_ok(made: AnyStream<Result<Row, String>>) -> RowStream;
+    /// Each row made into the rows `f` gives (`Err`: dropped with the reason), each with
+    /// the row's lifetime, in the same order.
+    fn flat_map_ok(
+        &self,
+        f: impl Fn(&Row) -> Vec<Result<Row, String>> + Send + 'static,
+    ) -> RowStream;
     /// `Stream::try_filter`, in this stream's order.
     fn try_filter(&self, keep: impl Fn(&Row) -> Result<bool, String> + Send + 'static)
         -> RowStream;
@@ -92,6 +98,16 @@ impl Rows for RowStream {
         match made {
             AnyStream::Ordered(s) => s.keep_ok().into(),
             AnyStream::Arrival(s) => s.keep_ok().into(),
+        }
+    }
+
+    fn flat_map_ok(
+        &self,
+        f: impl Fn(&Row) -> Vec<Result<Row, String>> + Send + 'static,
+    ) -> RowStream {
+        match self {
+            AnyStream::Ordered(s) => s.flat_map(f).keep_ok().into(),
+            AnyStream::Arrival(s) => s.flat_map(f).keep_ok().into(),
         }
     }
 

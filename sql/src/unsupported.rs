@@ -8,13 +8,6 @@ use crate::SqlError;
 /// What a Stream Analytics function this language lacks is, by its name (any case).
 pub(crate) fn function(name: &str) -> Option<&'static str> {
     Some(match name.to_ascii_lowercase().as_str() {
-        "getarrayelements"
-        | "getarrayelement"
-        | "getarraylength"
-        | "getrecordproperties"
-        | "getrecordpropertyvalue" => {
-            "a record or array function of Stream Analytics (read with CROSS APPLY)"
-        }
         "createpoint" | "createlinestring" | "createpolygon" | "st_distance" | "st_within"
         | "st_intersects" | "st_overlaps" => "a geospatial function of Stream Analytics",
         "dateadd" | "datepart" | "datename" | "datefromparts" | "datetimefromparts" | "day"
@@ -26,8 +19,18 @@ pub(crate) fn function(name: &str) -> Option<&'static str> {
     })
 }
 
-/// The refusal of a call of `name`, if it is a Stream Analytics function this language lacks.
+/// The refusal of a call of `name`, if it is a Stream Analytics function this language lacks,
+/// or one that gives rows (read with `CROSS APPLY`) called for a value.
 pub(crate) fn refuse_function(name: &str, pos: Pos) -> Option<SqlError> {
+    if matches!(
+        name.to_ascii_lowercase().as_str(),
+        "getarrayelements" | "getrecordproperties"
+    ) {
+        return Some(SqlError::compile(
+            pos,
+            format!("`{name}` gives rows, not a value: read it with `CROSS APPLY {name}(...) AS name` after FROM"),
+        ));
+    }
     function(name).map(|what| {
         SqlError::compile(
             pos,
@@ -121,25 +124,29 @@ fn tokens(text: &str) -> Vec<Token<'_>> {
 /// (`*`: any word) and what each is.
 const CONSTRUCTS: &[(&[&str], &str)] = &[
     (
-        &["CROSS", "APPLY"],
-        "`CROSS APPLY` (Stream Analytics' array and record functions: GetArrayElements, GetRecordProperties)",
-    ),
-    (
-        &["OUTER", "APPLY"],
-        "`OUTER APPLY` (Stream Analytics' array and record functions)",
-    ),
-    (
         &["RIGHT", "OUTER", "JOIN"],
         "`RIGHT OUTER JOIN` (only `JOIN` and `LEFT [OUTER] JOIN` are)",
     ),
-    (&["RIGHT", "JOIN"], "`RIGHT JOIN` (only `JOIN` and `LEFT [OUTER] JOIN` are)"),
+    (
+        &["RIGHT", "JOIN"],
+        "`RIGHT JOIN` (only `JOIN` and `LEFT [OUTER] JOIN` are)",
+    ),
     (
         &["FULL", "OUTER", "JOIN"],
         "`FULL OUTER JOIN` (only `JOIN` and `LEFT [OUTER] JOIN` are)",
     ),
-    (&["MATCH_RECOGNIZE"], "`MATCH_RECOGNIZE` (Stream Analytics' pattern matching)"),
-    (&["udf", ".", "*", "("], "user-defined functions (`udf.NAME(...)`)"),
-    (&["uda", ".", "*", "("], "user-defined aggregates (`uda.NAME(...)`)"),
+    (
+        &["MATCH_RECOGNIZE"],
+        "`MATCH_RECOGNIZE` (Stream Analytics' pattern matching)",
+    ),
+    (
+        &["udf", ".", "*", "("],
+        "user-defined functions (`udf.NAME(...)`)",
+    ),
+    (
+        &["uda", ".", "*", "("],
+        "user-defined aggregates (`uda.NAME(...)`)",
+    ),
 ];
 
 /// On a syntax error at `at`: the last Stream Analytics construct the grammar does not take
@@ -174,9 +181,9 @@ mod tests {
     #[test]
     fn words_in_strings_comments_and_brackets_are_not_constructs() {
         let at = Pos { line: 9, col: 1 };
-        let text = "SELECT 'CROSS APPLY' AS [left join], x -- OUTER APPLY\nFROM a";
+        let text = "SELECT 'MATCH_RECOGNIZE' AS [right join], x -- FULL OUTER JOIN\nFROM a";
         assert!(refuse_construct(text, at).is_none());
-        let text = "SELECT 'it''s' AS s FROM a CROSS APPLY f(a) AS e";
+        let text = "SELECT 'it''s' AS s FROM a MATCH_RECOGNIZE (x)";
         let e = refuse_construct(text, at).expect("found");
         assert_eq!(e.pos(), Pos { line: 1, col: 28 });
     }

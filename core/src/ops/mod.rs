@@ -44,7 +44,7 @@ pub use join::Join;
 pub use key_index::index_keys;
 pub use process::{Process, ProcessContext, ProcessOperator};
 pub use release::{ReleaseBuffer, Released};
-pub use select::{AlterDuration, AlterLifetime, Map, MapWithTime, Reorder, Shift};
+pub use select::{AlterDuration, AlterLifetime, FlatMap, Map, MapWithTime, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use split::{Edge, EdgeEnd, Received};
 pub use stream::{QueryGraph, Stream};

@@ -2,6 +2,8 @@
 //!
 //! - [`Map`] (project): transforms each payload. CTIs pass unchanged. A start edge and its end
 //!   edge carry equal payloads, so a pure function keeps them matched.
+//! - [`FlatMap`]: each event made into any number of events with its lifetime (a query
+//!   language's `CROSS APPLY`).
 //! - [`Shift`]: moves every event and every CTI by the same span.
 //! - [`AlterDuration`]: gives every event the lifetime `[start, start + d)`; a start edge becomes
 //!   that interval and its end edge is dropped. CTIs pass unchanged.
@@ -105,6 +107,53 @@ where
                     f(if o < s { o } else { s }, p)
                 },
             ));
+            if let Some(t) = cti {
+                out.push_cti(t);
+            }
+        }
+    }
+}
+
+/// Makes each event into as many events as its payload gives payloads (none, one, several),
+/// each with the event's lifetime; CTIs pass unchanged. A start edge and its end edge carry
+/// equal payloads, so a pure function gives each edge of the one its match in the other.
+#[derive(Debug)]
+pub struct FlatMap<F> {
+    f: F,
+}
+
+impl<F> FlatMap<F> {
+    /// The operator with this function of a payload.
+    pub fn new(f: F) -> Self {
+        FlatMap { f }
+    }
+}
+
+impl<P, Q, I, F> UnaryOperator<P, Q> for FlatMap<F>
+where
+    P: Send + 'static,
+    Q: Send + 'static,
+    I: IntoIterator<Item = Q>,
+    F: Fn(&P) -> I + Send + 'static,
+{
+    const NAME: &'static str = "flat map";
+
+    fn placement(&self) -> super::Placement {
+        super::Placement::Anywhere
+    }
+
+    fn output_shape(&self, input: EventShape) -> EventShape {
+        input
+    }
+
+    fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
+        for (range, cti) in input.segments() {
+            for i in range {
+                let (s, o) = (input.sync()[i], input.other()[i]);
+                for q in (self.f)(&input.payloads()[i]) {
+                    out.push_event(s, o, q);
+                }
+            }
             if let Some(t) = cti {
                 out.push_cti(t);
             }

@@ -44,7 +44,7 @@ use crate::time::{Time, TimeSpan};
 use super::filter::Filter;
 use super::graph::{Graph, NodeId};
 use super::join::Join;
-use super::select::{Map, MapWithTime, Reorder};
+use super::select::{FlatMap, Map, MapWithTime, Reorder};
 use super::union::Union;
 use super::window::WindowSpec;
 use super::windowed::{Ungrouped, WindowKind, Windowed};
@@ -287,6 +287,32 @@ impl<P: Payload, O: Order> Stream<P, O> {
     /// Projects each payload, keeping each event where it is. CTIs unchanged.
     pub fn map<Q: Payload>(&self, f: impl Fn(&P) -> Q + Send + 'static) -> Stream<Q, O> {
         self.unary(Map::new(f))
+    }
+
+    /// Makes each event into the events of the payloads `f` gives for its payload (none, one
+    /// or several), each with the event's lifetime and in that order. CTIs unchanged.
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, Ordered, Time};
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<Vec<i64>, Ordered>();
+    /// let each = input.flat_map(|v: &Vec<i64>| v.clone());
+    /// graph.keep_output(&each);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(Time::from_ticks(7), vec![1, 2]);
+    /// batch.push_point(Time::from_ticks(8), vec![]);
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&each, &mut out);
+    /// assert_eq!(out.payloads(), &[1, 2]);
+    /// assert_eq!(out.sync(), &[Time::from_ticks(7), Time::from_ticks(7)]);
+    /// ```
+    pub fn flat_map<Q: Payload, I: IntoIterator<Item = Q>>(
+        &self,
+        f: impl Fn(&P) -> I + Send + 'static,
+    ) -> Stream<Q, O> {
+        self.unary(FlatMap::new(f))
     }
 
     /// Like [`Stream::map`], with the event's start time given to `f` as well: for a

@@ -172,7 +172,7 @@ fn select_list(
         let SelectItem::Expr(e, alias) = item else {
             let at = match item {
                 SelectItem::Star(p) => *p,
-                SelectItem::QualifiedStar(i) => i.pos,
+                SelectItem::QualifiedStar(path) => path.first().map_or(s.pos, |i| i.pos),
                 SelectItem::Expr(e, _) => e.pos,
             };
             return Err(err(

@@ -3,7 +3,7 @@
 use punctual_core::Time;
 use punctual_rows::Value;
 
-use super::{float, num, text, Ctx, Func, E};
+use super::{float, num, text, Ctx, E};
 use crate::ast::SqlType;
 use crate::limits::text_room;
 
@@ -154,7 +154,46 @@ pub(super) fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
             Value::Int(unit) => date_diff(unit, &arg(1), &arg(2)),
             _ => Value::Null,
         },
+        Func::GetArrayElement | Func::GetArrayLength | Func::GetRecordPropertyValue => {
+            records(f, arg(0), arg(1))
+        }
     }
+}
+
+/// The record and array functions over their arguments `a` and `b` (`NULL` if not given).
+fn records(f: Func, a: Value, b: Value) -> Value {
+    match f {
+        Func::GetArrayElement => match (a, b) {
+            (Value::Null, _) | (_, Value::Null) => Value::Null,
+            (Value::List(items), Value::Int(i)) => usize::try_from(i)
+                .ok()
+                .and_then(|i| items.get(i).cloned())
+                .unwrap_or(Value::Null),
+            (Value::List(_), _) => not_what("GetArrayElement's index is not a whole number"),
+            _ => not_what("GetArrayElement of a value that is not an array"),
+        },
+        Func::GetArrayLength => match a {
+            Value::Null => Value::Null,
+            Value::List(items) => Value::Int(items.len() as i64),
+            _ => not_what("GetArrayLength of a value that is not an array"),
+        },
+        Func::GetRecordPropertyValue => match (a, b) {
+            (Value::Null, _) | (_, Value::Null) => Value::Null,
+            (Value::Row(record), Value::Str(name)) => {
+                record.field_any_case(&name).cloned().unwrap_or(Value::Null)
+            }
+            (Value::Row(_), _) => not_what("GetRecordPropertyValue's name is not a text"),
+            _ => not_what("GetRecordPropertyValue of a value that is not a record"),
+        },
+        _ => Value::Null,
+    }
+}
+
+/// `NULL` with the fault `why` (the row is dropped with the reason): a function given a
+/// value of a kind it does not read, never guessed at.
+fn not_what(why: &'static str) -> Value {
+    crate::limits::fault(why);
+    Value::Null
 }
 
 /// How many boundaries of `unit` ticks (whole multiples from the epoch) lie between the times
@@ -178,5 +217,67 @@ fn date_diff(unit: i64, a: &Value, b: &Value) -> Value {
                 Value::Null
             }
         },
+    }
+}
+
+/// A scalar function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Func {
+    Upper,
+    Lower,
+    Len,
+    Concat,
+    Substring,
+    Trim,
+    Ltrim,
+    Rtrim,
+    Replace,
+    CharIndex,
+    Abs,
+    Round,
+    Floor,
+    Ceiling,
+    Power,
+    Sqrt,
+    Sign,
+    Coalesce,
+    /// `DATEDIFF(unit, a, b)` of two times: its arguments the unit in ticks (a literal), `a`
+    /// and `b`.
+    DateDiff,
+    /// `GetArrayElement(array, index)`: the element at a 0-based index.
+    GetArrayElement,
+    /// `GetArrayLength(array)`.
+    GetArrayLength,
+    /// `GetRecordPropertyValue(record, name)`: a record's property by a name computed.
+    GetRecordPropertyValue,
+}
+
+impl Func {
+    /// The function of this name (any case), with how many arguments it takes (min, max).
+    pub(crate) fn lookup(name: &str) -> Option<(Func, usize, usize)> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "upper" => (Func::Upper, 1, 1),
+            "lower" => (Func::Lower, 1, 1),
+            "len" => (Func::Len, 1, 1),
+            "concat" => (Func::Concat, 1, usize::MAX),
+            "substring" => (Func::Substring, 3, 3),
+            "trim" => (Func::Trim, 1, 1),
+            "ltrim" => (Func::Ltrim, 1, 1),
+            "rtrim" => (Func::Rtrim, 1, 1),
+            "replace" => (Func::Replace, 3, 3),
+            "charindex" => (Func::CharIndex, 2, 2),
+            "abs" => (Func::Abs, 1, 1),
+            "round" => (Func::Round, 1, 2),
+            "floor" => (Func::Floor, 1, 1),
+            "ceiling" => (Func::Ceiling, 1, 1),
+            "power" => (Func::Power, 2, 2),
+            "sqrt" => (Func::Sqrt, 1, 1),
+            "sign" => (Func::Sign, 1, 1),
+            "coalesce" => (Func::Coalesce, 1, usize::MAX),
+            "getarrayelement" => (Func::GetArrayElement, 2, 2),
+            "getarraylength" => (Func::GetArrayLength, 1, 1),
+            "getrecordpropertyvalue" => (Func::GetRecordPropertyValue, 2, 2),
+            _ => return None,
+        })
     }
 }

@@ -77,6 +77,17 @@ fn children(node: Node, f: &mut dyn FnMut(Node) -> Node) -> Node {
             filter,
             items,
         },
+        Node::Apply {
+            input,
+            function,
+            alias,
+            outer,
+        } => Node::Apply {
+            input: each(input),
+            function,
+            alias,
+            outer,
+        },
         Node::Project { input, items } => Node::Project {
             input: each(input),
             items,
@@ -376,7 +387,7 @@ pub(crate) fn fields_of(node: &Node, fields: Fields<'_>) -> Option<Vec<String>> 
     match node {
         Node::Source { name, .. } => fields(&name.name),
         Node::Filter { input, .. } => fields_of(input, fields),
-        Node::Join { .. } => None,
+        Node::Join { .. } | Node::Apply { .. } => None,
         Node::FusedJoin { items, .. }
         | Node::Project { items, .. }
         | Node::Analytic { items, .. } => named(items),

@@ -34,13 +34,7 @@ pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt
             reference,
             outer,
         } => {
-            let what = match (*outer, *reference) {
-                (false, true) => "join with reference data",
-                (false, false) => "join",
-                (true, true) => "left outer join with reference data",
-                (true, false) => "left outer join",
-            };
-            writeln!(f, "{pad}{what} on {}", expr(on))?;
+            writeln!(f, "{pad}{} on {}", join_kind(*outer, *reference), expr(on))?;
             self::node(f, left, depth + 1)?;
             self::node(f, right, depth + 1)
         }
@@ -58,6 +52,16 @@ pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt
         }
         Node::Project { input, items } => {
             writeln!(f, "{pad}select {}", list(items))?;
+            self::node(f, input, depth + 1)
+        }
+        Node::Apply {
+            input,
+            function,
+            alias,
+            outer,
+        } => {
+            let how = if *outer { "outer" } else { "cross" };
+            writeln!(f, "{pad}{how} apply {} AS {}", expr(function), alias.name)?;
             self::node(f, input, depth + 1)
         }
         Node::Analytic {
@@ -104,13 +108,26 @@ pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt
     }
 }
 
+/// What a join is, in words.
+fn join_kind(outer: bool, reference: bool) -> &'static str {
+    match (outer, reference) {
+        (false, true) => "join with reference data",
+        (false, false) => "join",
+        (true, true) => "left outer join with reference data",
+        (true, false) => "left outer join",
+    }
+}
+
 /// A select list as written.
 fn list(items: &[SelectItem]) -> String {
     let items: Vec<String> = items
         .iter()
         .map(|i| match i {
             SelectItem::Star(_) => "*".to_owned(),
-            SelectItem::QualifiedStar(id) => format!("{}.*", id.name),
+            SelectItem::QualifiedStar(path) => {
+                let names: Vec<&str> = path.iter().map(|p| p.name.as_str()).collect();
+                format!("{}.*", names.join("."))
+            }
             SelectItem::Expr(e, None) => expr(e),
             SelectItem::Expr(e, Some(alias)) => format!("{} AS {}", expr(e), alias.name),
         })
