@@ -8,6 +8,7 @@ mod query_analytic;
 mod query_asa_docs;
 mod query_edges;
 mod query_faults;
+mod query_functions;
 mod query_reference;
 mod query_rows;
 mod query_times;

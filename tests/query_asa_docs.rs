@@ -49,6 +49,18 @@ fn input_name(query: &str) -> String {
         .map_or_else(|| "Input".to_owned(), |w| (*w).to_owned())
 }
 
+/// The user-defined functions of the pages' examples, in Rust: `Hex2Int` is the
+/// query-patterns page's JavaScript `parseInt(hexValue, 16)`.
+fn docs_functions() -> punctual::sql::Functions {
+    use punctual::rows::Value;
+    punctual::sql::Functions::new().function("Hex2Int", |args: &[Value]| match args.first() {
+        Some(Value::Str(hex)) => i64::from_str_radix(hex, 16)
+            .map(Value::Int)
+            .map_err(|e| format!("`{hex}` is not hexadecimal: {e}")),
+        _ => Ok(Value::Null),
+    })
+}
+
 /// Runs one example; what differs from the page, if anything.
 fn run(dir: &Path) -> Result<(), String> {
     let query = std::fs::read_to_string(dir.join("query.asaql")).map_err(|e| e.to_string())?;
@@ -97,8 +109,9 @@ fn run(dir: &Path) -> Result<(), String> {
         });
         written.push((file, expected.clone()));
     }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (code, _, err) = cli(&args);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let code = punctual::cli::main_with(&args, &mut out, &mut err, &docs_functions());
+    let err = String::from_utf8_lossy(&err);
     if code != 0 {
         return Err(format!("exit {code}: {err}"));
     }

@@ -41,6 +41,8 @@ pub(crate) enum E {
     Case(Option<Box<E>>, Vec<(E, E)>, Option<Box<E>>),
     Cast(Box<E>, SqlType),
     Call(Func, Vec<E>),
+    /// A registered function (`udf.NAME(...)`) of its arguments.
+    Udf(crate::functions::Udf, Vec<E>),
     /// A level of a deep expression where evaluation makes room on the stack for the levels
     /// below (see `limits::LEVELS_PER_ROOM`).
     Deep(Box<E>),
@@ -351,7 +353,7 @@ impl E {
                     || whens.iter().any(|(c, t)| c.reads_time() || t.reads_time())
                     || otherwise.as_ref().is_some_and(|e| e.reads_time())
             }
-            E::Call(_, args) => args.iter().any(E::reads_time),
+            E::Call(_, args) | E::Udf(_, args) => args.iter().any(E::reads_time),
         }
     }
 
@@ -375,7 +377,7 @@ impl E {
                         .all(|(c, t)| c.reads_pairs() && t.reads_pairs())
                     && otherwise.as_ref().is_none_or(|e| e.reads_pairs())
             }
-            E::Call(_, args) => args.iter().all(E::reads_pairs),
+            E::Call(_, args) | E::Udf(_, args) => args.iter().all(E::reads_pairs),
         }
     }
 
@@ -523,6 +525,13 @@ impl E {
             }
             E::Cast(e, ty) => cast(e.eval(cx), *ty),
             E::Call(f, args) => call(*f, args, cx),
+            E::Udf(udf, args) => {
+                let values: Vec<Value> = args.iter().map(|a| a.eval(cx)).collect();
+                (udf.f)(&values).unwrap_or_else(|why| {
+                    crate::limits::fault(format!("udf.{}: {why}", udf.name));
+                    Value::Null
+                })
+            }
         }
     }
 }

@@ -179,7 +179,7 @@ impl JoinParts {
                 let (rows, cx) = ([a, b], Ctx::pair(&names, [a, b], &empty));
                 let keep = conditions.iter().all(|c| c.holds(rows, &cx));
                 if let Some(why) = crate::limits::take_fault() {
-                    return Some(failed_row(&failed, "its join conditions", why));
+                    return Some(failed_row(&failed, "its join conditions", &why));
                 }
                 if !keep {
                     return None;
@@ -187,7 +187,7 @@ impl JoinParts {
                 let row = schema.row(columns.iter().map(|c| c.value(rows, &cx)));
                 Some(match crate::limits::take_fault() {
                     None => row,
-                    Some(why) => failed_row(&failed, "its select list", why),
+                    Some(why) => failed_row(&failed, "its select list", &why),
                 })
             });
             return made.try_filter(move |r| {

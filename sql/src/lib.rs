@@ -92,6 +92,7 @@ mod analytic;
 pub mod ast;
 mod compile;
 mod eval;
+mod functions;
 mod join;
 mod limits;
 mod lower;
@@ -112,6 +113,7 @@ use punctual_core::Time;
 use punctual_rows::Value;
 
 use ast::{ExprKind, Pos, Script};
+pub use functions::{Functions, ScalarFunction, UserAggregate};
 pub use limits::{MAX_DEPTH, MAX_NESTING};
 pub use over_rows::{Aggregates, AggregatesState, Condition};
 pub use stream::RowStream;
@@ -205,6 +207,7 @@ impl SqlError {
 pub struct SqlQuery {
     script: Script,
     text: String,
+    functions: Functions,
 }
 
 /// How a query reads one of its inputs: what [`SqlQuery::inputs`] tells whoever creates
@@ -300,7 +303,20 @@ impl SqlQuery {
         Ok(SqlQuery {
             script,
             text: text.to_owned(),
+            functions: Functions::default(),
         })
+    }
+
+    /// The query with `functions` as the user-defined functions and aggregates it may call
+    /// (`udf.NAME(...)`, `uda.NAME(...)`; see [`Functions`]), checked when it is built.
+    pub fn with_functions(mut self, functions: Functions) -> SqlQuery {
+        self.functions = functions;
+        self
+    }
+
+    /// The user-defined functions and aggregates the query may call.
+    pub fn functions(&self) -> &Functions {
+        &self.functions
     }
 
     /// The query's text.
@@ -413,12 +429,14 @@ impl SqlQuery {
             })
             .collect();
         let plan = self.plan(inputs)?;
-        compile::Compiler {
-            named,
-            text: &self.text,
-            label: std::cell::RefCell::default(),
-        }
-        .plan(&plan)
+        functions::compiling_with(&self.functions, || {
+            compile::Compiler {
+                named,
+                text: &self.text,
+                label: std::cell::RefCell::default(),
+            }
+            .plan(&plan)
+        })
     }
 
     /// The query's logical plan after its rewrites ([`plan`]), with what the inputs' fields

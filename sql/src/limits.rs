@@ -2,7 +2,8 @@
 //! the syntax tree (compile, evaluation, drop) recurse, so a text nested thousands deep would
 //! overflow the stack. Past the limits the query is refused with the position, never run.
 
-use std::cell::Cell;
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
 
 use crate::ast::Pos;
 use crate::SqlError;
@@ -127,24 +128,25 @@ pub const MAX_TEXT_BYTES: usize = 16 << 20;
 
 thread_local! {
     /// Why the value being computed could not be made (see [`fault`]).
-    static FAULT: Cell<Option<&'static str>> = const { Cell::new(None) };
+    static FAULT: RefCell<Option<Cow<'static, str>>> = const { RefCell::new(None) };
 }
 
 /// Records that the value being computed could not be made (it stays `NULL`): the
 /// projection computing a select list takes it ([`take_fault`]) and drops the row with the
-/// first one.
-pub(crate) fn fault(why: &'static str) {
+/// first one. The reason is a fixed text, or one made (a user-defined function's).
+pub(crate) fn fault(why: impl Into<Cow<'static, str>>) {
     FAULT.with(|f| {
-        if f.get().is_none() {
-            f.set(Some(why));
+        let mut f = f.borrow_mut();
+        if f.is_none() {
+            *f = Some(why.into());
         }
     });
 }
 
 /// The fault recorded since the last call, if any.
 #[inline]
-pub(crate) fn take_fault() -> Option<&'static str> {
-    FAULT.with(Cell::take)
+pub(crate) fn take_fault() -> Option<Cow<'static, str>> {
+    FAULT.with(|f| f.borrow_mut().take())
 }
 
 /// `compute`'s result, or the reason it cannot be computed (the first fault it recorded, after
@@ -269,7 +271,7 @@ impl crate::eval::E {
                 | crate::eval::Func::Coalesce,
                 args,
             ) => args.iter().any(crate::eval::E::may_fault),
-            crate::eval::E::Call(..) => true,
+            crate::eval::E::Call(..) | crate::eval::E::Udf(..) => true,
             crate::eval::E::Not(a) | crate::eval::E::IsNull(a, _) | crate::eval::E::Deep(a) => {
                 a.may_fault()
             }

@@ -168,6 +168,15 @@ fn call(
     else {
         return Err(err(e.pos, "not a call"));
     };
+    if let Some(found) = crate::functions::called(&name.name) {
+        return registered(
+            found.map_err(|why| err(name.pos, why))?,
+            e,
+            scope,
+            group,
+            time_ok,
+        );
+    }
     if is_analytic(&name.name) {
         return match group.and_then(|g| g.analytics.as_mut()) {
             Some(list) => {
@@ -209,6 +218,66 @@ fn call(
     function_call(name, args, *star || *distinct || order.is_some(), |a| {
         compile(a, scope, group.as_deref_mut(), time_ok)
     })
+}
+
+/// A call of a registered function (`udf.NAME(...)`, a function of its arguments) or
+/// aggregate (`uda.NAME(...)`, into a slot of a group, its arguments over each member).
+fn registered(
+    found: crate::functions::Called,
+    e: &Expr,
+    scope: &Scope,
+    mut group: Option<&mut Grouping<'_>>,
+    time_ok: bool,
+) -> Result<E, SqlError> {
+    let ExprKind::Call {
+        name,
+        args,
+        star,
+        distinct,
+        order,
+        over,
+    } = &e.kind
+    else {
+        return Err(err(e.pos, "not a call"));
+    };
+    if *star || *distinct || order.is_some() || over.is_some() {
+        return Err(err(
+            name.pos,
+            format!(
+                "`{}` takes its arguments only (no *, DISTINCT or OVER)",
+                name.name
+            ),
+        ));
+    }
+    match found {
+        crate::functions::Called::Function(udf) => {
+            let mut compiled = Vec::new();
+            for a in args {
+                compiled.push(compile(a, scope, group.as_deref_mut(), time_ok)?);
+            }
+            Ok(E::Udf(udf, compiled))
+        }
+        crate::functions::Called::Aggregate(uda) => {
+            let Some(g) = group.filter(|g| g.analytics.is_none()) else {
+                return Err(err(
+                    name.pos,
+                    format!(
+                        "`{}` is an aggregate: it needs a window in GROUP BY",
+                        name.name
+                    ),
+                ));
+            };
+            let mut members = Vec::new();
+            for a in args {
+                if has_aggregate(a) {
+                    return Err(err(a.pos, "an aggregate inside an aggregate"));
+                }
+                members.push(RowExpr::new(compile(a, scope, None, false)?));
+            }
+            g.aggs.push(AggFn::User(uda, members));
+            Ok(E::Agg(g.aggs.len() - 1))
+        }
+    }
 }
 
 /// `CASE [o] WHEN a THEN b ... [ELSE other] END`, its parts compiled by `sub`.

@@ -457,7 +457,7 @@ fn call(p: Pair<'_, Rule>, at: Pos) -> Result<ExprKind, SqlError> {
     let mut over = None;
     for part in p.into_inner() {
         match part.as_rule() {
-            Rule::ident => name = Some(ident(part)),
+            Rule::call_name => name = Some(ident(part)),
             Rule::count_star => star = true,
             Rule::distinct => distinct = true,
             Rule::expr => args.push(expr(part)?),

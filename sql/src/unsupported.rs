@@ -139,14 +139,6 @@ const CONSTRUCTS: &[(&[&str], &str)] = &[
         &["MATCH_RECOGNIZE"],
         "`MATCH_RECOGNIZE` (Stream Analytics' pattern matching)",
     ),
-    (
-        &["udf", ".", "*", "("],
-        "user-defined functions (`udf.NAME(...)`)",
-    ),
-    (
-        &["uda", ".", "*", "("],
-        "user-defined aggregates (`uda.NAME(...)`)",
-    ),
 ];
 
 /// On a syntax error at `at`: the last Stream Analytics construct the grammar does not take

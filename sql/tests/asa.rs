@@ -132,7 +132,6 @@ fn stream_analytics_constructs_not_here_yet_are_refused_by_name() {
             1,
             "RIGHT JOIN",
         ),
-        ("SELECT udf.double(v) AS x FROM a", 8, "udf.NAME"),
         (
             "SELECT v FROM a MATCH_RECOGNIZE (PATTERN (x))",
             17,

@@ -59,6 +59,10 @@ pub(super) struct Job {
     /// errors in the file's own lines); `None` for a query given on the command line.
     #[serde(skip)]
     pub(super) source: Option<(String, usize)>,
+    /// The user-defined functions and aggregates the program running the job registered
+    /// ([`super::main_with`]).
+    #[serde(skip)]
+    pub(super) functions: punctual_sql::Functions,
 }
 
 impl Job {
@@ -197,7 +201,7 @@ fn fields_of(
 pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write) -> u8 {
     let text = job.query.clone();
     let sql = match SqlQuery::parse(&text) {
-        Ok(sql) => sql,
+        Ok(sql) => sql.with_functions(job.functions.clone()),
         Err(e) => {
             let _ = writeln!(err, "error: {}", job.show_error(&e));
             return EXIT_USAGE;

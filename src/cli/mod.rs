@@ -59,6 +59,30 @@ pub fn install_logging() {
 /// returns the exit code. Write errors on `out`/`err` are ignored (a closed pipe is no reason to
 /// fail the run). `punctual --help` says what the commands are.
 pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+    main_with(args, out, err, &punctual_sql::Functions::default())
+}
+
+/// [`main`] in a program that registers user-defined functions and aggregates: queries and
+/// jobs it runs may call them (`udf.NAME(...)`, `uda.NAME(...)`). A job run on several
+/// processes starts them as this same program, so each registers the same functions.
+///
+/// ```no_run
+/// use punctual::rows::Value;
+/// use punctual::sql::Functions;
+///
+/// let functions = Functions::new().function("double", |args: &[Value]| {
+///     Ok(args[0].as_i64().map_or(Value::Null, |x| Value::Int(x * 2)))
+/// });
+/// let args: Vec<String> = std::env::args().skip(1).collect();
+/// let code = punctual::cli::main_with(&args, &mut std::io::stdout(), &mut std::io::stderr(), &functions);
+/// std::process::exit(i32::from(code));
+/// ```
+pub fn main_with(
+    args: &[String],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    functions: &punctual_sql::Functions,
+) -> u8 {
     let cli = match args::parse(args) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&e, out, err),
@@ -75,7 +99,7 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
                 Err(e) => clap_exit(&args::error("check", &e), out, err),
             }
         }
-        Command::Explain { path } => cmd_explain(&path, out, err),
+        Command::Explain { path } => cmd_explain(&path, functions, out, err),
         Command::Completions { shell } => {
             let _ = out.write_all(&args::completions(shell));
             EXIT_OK
@@ -85,7 +109,7 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
             Err(e) => clap_exit(&args::error("pipe", &e), out, err),
         },
         Command::Query { query, placement } => match job_config(&placement) {
-            Ok(config) => cmd_query(&query, config, err),
+            Ok(config) => cmd_query(&query, config, functions, err),
             Err(e) => clap_exit(&args::error("query", &e), out, err),
         },
         Command::Job {
@@ -102,6 +126,7 @@ pub fn main(args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> u8 {
                     if timeline.is_some() {
                         j.timeline = timeline;
                     }
+                    j.functions = functions.clone();
                     job::run(&j, config, err)
                 }
                 Err(e) => {
@@ -276,11 +301,17 @@ fn cmd_timeline(dir: &Path, to: Option<&Path>, out: &mut dyn Write, err: &mut dy
 }
 
 /// `punctual explain`: of a job file (its plan, its run, where it stood), or of a case.
-fn cmd_explain(dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> u8 {
+fn cmd_explain(
+    dir: &Path,
+    functions: &punctual_sql::Functions,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> u8 {
     if dir.is_file() {
         return match job::Job::load(dir) {
             Ok(mut j) => {
                 j.explain = true;
+                j.functions = functions.clone();
                 job::run(&j, None, err)
             }
             Err(e) => {

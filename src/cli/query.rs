@@ -167,6 +167,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
 pub(super) fn cmd_query(
     q: &QueryArgs,
     cluster: Option<punctual_cluster::ClusterConfig>,
+    functions: &punctual_sql::Functions,
     err: &mut dyn Write,
 ) -> u8 {
     let text = match q.text() {
@@ -188,6 +189,7 @@ pub(super) fn cmd_query(
         dead_letters: q.dead_letters.clone(),
         timeline: q.timeline.clone(),
         explain: q.explain,
+        functions: functions.clone(),
         ..Job::default()
     };
     for i in &q.input {

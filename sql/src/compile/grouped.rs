@@ -209,7 +209,7 @@ fn groups(
         keys: key_slots.row(k.iter().cloned()),
         aggs,
         fault: if aggs_may_fail {
-            crate::limits::take_fault().map(str::to_owned)
+            crate::limits::take_fault().map(std::borrow::Cow::into_owned)
         } else {
             None
         },

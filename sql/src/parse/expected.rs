@@ -28,6 +28,7 @@ pub(super) fn syntax(e: pest::error::Error<Rule>) -> SqlError {
                 .iter()
                 .filter_map(|r| match r {
                     Rule::ident
+                    | Rule::call_name
                     | Rule::column
                     | Rule::call
                     | Rule::number
@@ -71,7 +72,7 @@ fn rule_name(r: Rule) -> Option<&'static str> {
     Some(match r {
         Rule::EOI => "the end of the query",
         Rule::expr | Rule::primary | Rule::bound => "an expression",
-        Rule::ident | Rule::column => "a name",
+        Rule::ident | Rule::call_name | Rule::column => "a name",
         Rule::select_item | Rule::select_list => "a select item",
         Rule::kw_select => "SELECT",
         Rule::kw_from | Rule::from => "FROM",
