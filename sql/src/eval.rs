@@ -12,6 +12,7 @@ use punctual_rows::{field_name, Row, Value};
 use crate::ast::{BinOp, SqlType};
 
 mod call;
+mod geospatial;
 pub(crate) use call::Func;
 use call::{call, cast};
 

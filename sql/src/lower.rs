@@ -404,7 +404,7 @@ fn function_call(
         return Err(err(
             name.pos,
             format!(
-                "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE, DATEDIFF, GetArrayElement, GetArrayLength, GetRecordPropertyValue; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
+                "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE, DATEDIFF, GetArrayElement, GetArrayLength, GetRecordPropertyValue, CreatePoint, CreateLineString, CreatePolygon, ST_DISTANCE, ST_WITHIN, ST_INTERSECTS, ST_OVERLAPS; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
                 name.name
             ),
         ));

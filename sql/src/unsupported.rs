@@ -8,8 +8,6 @@ use crate::SqlError;
 /// What a Stream Analytics function this language lacks is, by its name (any case).
 pub(crate) fn function(name: &str) -> Option<&'static str> {
     Some(match name.to_ascii_lowercase().as_str() {
-        "createpoint" | "createlinestring" | "createpolygon" | "st_distance" | "st_within"
-        | "st_intersects" | "st_overlaps" => "a geospatial function of Stream Analytics",
         "dateadd" | "datepart" | "datename" | "datefromparts" | "datetimefromparts" | "day"
         | "month" | "year" => "a date function of Stream Analytics",
         "percentile_cont" | "percentile_disc" | "stdev" | "stdevp" | "var" | "varp" | "collect" => {

@@ -93,18 +93,7 @@ pub(super) fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
         Func::Trim => s(0).map_or(Value::Null, |t| Value::from(t.trim().to_owned())),
         Func::Ltrim => s(0).map_or(Value::Null, |t| Value::from(t.trim_start().to_owned())),
         Func::Rtrim => s(0).map_or(Value::Null, |t| Value::from(t.trim_end().to_owned())),
-        Func::Replace => match (s(0), s(1), s(2)) {
-            (Some(t), Some(from), Some(to)) if !from.is_empty() => {
-                let n = t.matches(from.as_str()).count();
-                let length = (t.len() - n * from.len()).saturating_add(n.saturating_mul(to.len()));
-                if !text_room(length) {
-                    return Value::Null;
-                }
-                Value::from(t.replace(&from, &to))
-            }
-            (Some(t), Some(_), Some(_)) => Value::from(t),
-            _ => Value::Null,
-        },
+        Func::Replace => replace(s(0), s(1), s(2)),
         Func::CharIndex => match (s(0), s(1)) {
             (Some(find), Some(t)) => Value::Int(
                 t.find(&find)
@@ -157,6 +146,16 @@ pub(super) fn call(f: Func, args: &[E], cx: &Ctx<'_>) -> Value {
         Func::GetArrayElement | Func::GetArrayLength | Func::GetRecordPropertyValue => {
             records(f, arg(0), arg(1))
         }
+        Func::CreatePoint
+        | Func::CreateLineString
+        | Func::CreatePolygon
+        | Func::StDistance
+        | Func::StWithin
+        | Func::StIntersects
+        | Func::StOverlaps => {
+            let values: Vec<Value> = (0..args.len()).map(arg).collect();
+            super::geospatial::geospatial(f, &values)
+        }
     }
 }
 
@@ -185,6 +184,22 @@ fn records(f: Func, a: Value, b: Value) -> Value {
             (Value::Row(_), _) => not_what("GetRecordPropertyValue's name is not a text"),
             _ => not_what("GetRecordPropertyValue of a value that is not a record"),
         },
+        _ => Value::Null,
+    }
+}
+
+/// `REPLACE(t, from, to)`: `NULL` if any is, or if the result would be over the limit.
+fn replace(t: Option<String>, from: Option<String>, to: Option<String>) -> Value {
+    match (t, from, to) {
+        (Some(t), Some(from), Some(to)) if !from.is_empty() => {
+            let n = t.matches(from.as_str()).count();
+            let length = (t.len() - n * from.len()).saturating_add(n.saturating_mul(to.len()));
+            if !text_room(length) {
+                return Value::Null;
+            }
+            Value::from(t.replace(&from, &to))
+        }
+        (Some(t), Some(_), Some(_)) => Value::from(t),
         _ => Value::Null,
     }
 }
@@ -250,6 +265,20 @@ pub(crate) enum Func {
     GetArrayLength,
     /// `GetRecordPropertyValue(record, name)`: a record's property by a name computed.
     GetRecordPropertyValue,
+    /// `CreatePoint(latitude, longitude)`: a GeoJSON point.
+    CreatePoint,
+    /// `CreateLineString(point, point, ...)`.
+    CreateLineString,
+    /// `CreatePolygon(point, ..., point)`: one closed ring.
+    CreatePolygon,
+    /// `ST_DISTANCE(a, b)`: metres between two points.
+    StDistance,
+    /// `ST_WITHIN(a, b)`: 1 if `a` is within `b`.
+    StWithin,
+    /// `ST_INTERSECTS(a, b)`: 1 if they intersect.
+    StIntersects,
+    /// `ST_OVERLAPS(a, b)`: 1 if they overlap.
+    StOverlaps,
 }
 
 impl Func {
@@ -277,6 +306,13 @@ impl Func {
             "getarrayelement" => (Func::GetArrayElement, 2, 2),
             "getarraylength" => (Func::GetArrayLength, 1, 1),
             "getrecordpropertyvalue" => (Func::GetRecordPropertyValue, 2, 2),
+            "createpoint" => (Func::CreatePoint, 2, 2),
+            "createlinestring" => (Func::CreateLineString, 2, usize::MAX),
+            "createpolygon" => (Func::CreatePolygon, 4, usize::MAX),
+            "st_distance" => (Func::StDistance, 2, 2),
+            "st_within" => (Func::StWithin, 2, 2),
+            "st_intersects" => (Func::StIntersects, 2, 2),
+            "st_overlaps" => (Func::StOverlaps, 2, 2),
             _ => return None,
         })
     }
