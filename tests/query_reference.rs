@@ -203,3 +203,51 @@ fn a_left_join_keeps_the_readings_of_devices_the_table_does_not_list() {
         assert_eq!(threshold, &expected, "{time} d{d}");
     }
 }
+
+/// A JSON-lines file of records without a time, joined as reference data, is a static
+/// table, as a CSV file without a time column is (before: every line refused as an item
+/// without `kind`).
+#[test]
+fn json_records_without_a_time_are_a_static_table() {
+    let dir = dir("json-table");
+    let path = dir.join("thresholds.jsonl");
+    std::fs::write(
+        &path,
+        "{\"device\": \"d0\", \"threshold\": 25}\n{\"device\": \"d1\", \"threshold\": 27}\n{\"device\": \"d2\", \"threshold\": 28}\n",
+    )
+    .expect("written");
+    let (input, rows) = readings(&dir);
+    let out = dir.join("alerts.jsonl");
+    let (code, _, err) = cli(&[
+        "query",
+        ALERTS,
+        "--input",
+        &format!("readings={}", s(&input)),
+        "--input",
+        &format!("thresholds={}", s(&path)),
+        "--output",
+        s(&out),
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let written = std::fs::read_to_string(&out).expect("the output");
+    let limit = [25, 27, 28];
+    let expected = rows.iter().filter(|(_, d, v)| *v > limit[*d]).count();
+    assert!(expected > 0);
+    assert_eq!(written.lines().count(), expected, "{written}");
+    let (code, _, err) = cli(&[
+        "query",
+        ALERTS,
+        "--input",
+        &format!("readings={}", s(&input)),
+        "--input",
+        &format!("thresholds={}", s(&path)),
+        "--output",
+        s(&out),
+        "--explain",
+    ]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    assert!(
+        err.contains("a static table: every row valid for all time"),
+        "{err}"
+    );
+}

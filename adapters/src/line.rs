@@ -141,6 +141,10 @@ pub struct LineFormat {
     /// [`LineFormat::fields`]).
     #[serde(default)]
     pub fields: Option<Vec<String>>,
+    /// Flat records without a time (no `time_field`): a static table, each record valid for
+    /// all time (an interval from the first finite time to the last), as reference data.
+    #[serde(default)]
+    pub table: bool,
 }
 
 impl LineFormat {
@@ -151,6 +155,24 @@ impl LineFormat {
             time_field: Some(field.into()),
             time_format: format,
             fields: None,
+            table: false,
+        }
+    }
+
+    /// Flat records without a time: a static table, each record valid for all time.
+    ///
+    /// ```
+    /// use punctual_adapters::line::LineFormat;
+    /// use punctual_core::{StreamItem, Time};
+    /// use punctual_rows::Row;
+    /// let item = LineFormat::table().read::<Row>(r#"{"device":"a","max":30}"#).unwrap();
+    /// let row = Row::new().with("device", "a").with("max", 30);
+    /// assert_eq!(item, Some(StreamItem::interval(Time::MIN_FINITE, Time::MAX_FINITE, row)));
+    /// ```
+    pub fn table() -> Self {
+        LineFormat {
+            table: true,
+            ..LineFormat::default()
         }
     }
 
@@ -166,7 +188,7 @@ impl LineFormat {
 
     /// Whether lines are flat records (not items).
     pub fn is_flat(&self) -> bool {
-        self.time_field.is_some()
+        self.time_field.is_some() || self.table
     }
 
     /// The item one line gives; `None` for an item line of kind `eof` (the input has
@@ -174,6 +196,23 @@ impl LineFormat {
     pub fn read<P: DeserializeOwned>(&self, text: &str) -> Result<Option<StreamItem<P>>, String> {
         match &self.time_field {
             Some(field) => self.record(text, field).map(Some),
+            None if self.table => {
+                let mut de = serde_json::Deserializer::from_str(text);
+                let payload = P::deserialize(crate::picked_fields::Only {
+                    de: &mut de,
+                    pick: crate::picked_fields::Pick::new(self.fields.as_deref(), None),
+                })
+                .and_then(|p| {
+                    de.end()?;
+                    Ok(p)
+                })
+                .map_err(|e| e.to_string())?;
+                Ok(Some(StreamItem::interval(
+                    Time::MIN_FINITE,
+                    Time::MAX_FINITE,
+                    payload,
+                )))
+            }
             None => parse_line::<P>(text)
                 .and_then(Line::into_item)
                 .map_err(|e| e.to_string()),

@@ -158,6 +158,22 @@ fn json_fields(path: &Path, flat: bool, stream: Option<&str>) -> Option<Vec<Stri
     fields_of(&mut file, flat, stream)
 }
 
+/// Whether a JSON-lines file holds flat records (its first line a JSON object without
+/// `kind`), not items: reference data without a time is then a static table.
+pub(super) fn json_records(path: &Path) -> bool {
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut reader = std::io::BufReader::new(file);
+    match read_line_ahead(&mut reader, true) {
+        Ok(Some(Ok(line))) => matches!(
+            serde_json::from_str::<serde_json::Value>(&line),
+            Ok(serde_json::Value::Object(o)) if !o.contains_key("kind")
+        ),
+        _ => false,
+    }
+}
+
 /// [`json_fields`] of what `reader` reads: at most [`SAMPLED_LINES`] lines, each held only up
 /// to the line limit (the sample ends at a line over it, which the run reports malformed).
 fn fields_of(

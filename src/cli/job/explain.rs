@@ -40,7 +40,9 @@ pub(super) fn describe_input(u: &InputUse, input: &JobInput) -> String {
     let csv =
         !input.path.as_os_str().is_empty() && format_of(&input.path, input.format) == Format::Csv;
     let events = match (&time, &input.end) {
-        (None, _) if reference && csv => "a static table: every row valid for all time".to_owned(),
+        (None, _) if reference && (csv || super::json_records(&input.path)) => {
+            "a static table: every row valid for all time".to_owned()
+        }
         (None, _) => "items (kind, start, payload)".to_owned(),
         (Some(t), None) if reference => {
             let key = input.key.clone().unwrap_or_else(|| u.reference_key.clone());

@@ -86,8 +86,17 @@ fn reference_table(
     timed: bool,
 ) -> Result<Option<Validity>, String> {
     let reference = input.reference.unwrap_or(u.reference_of.is_some());
-    let csv =
-        !input.path.as_os_str().is_empty() && format_of(&input.path, input.format) == Format::Csv;
+    let file = !input.path.as_os_str().is_empty()
+        && input.kafka.is_none()
+        && input.mqtt.is_none()
+        && input.connect.is_none()
+        && input.listen.is_none();
+    let csv = file && format_of(&input.path, input.format) == Format::Csv;
+    // JSON-lines records without a time, read as reference data: a static table, as a CSV
+    // file without a time column is.
+    if reference && !timed && file && !csv && super::json_records(&input.path) {
+        return Ok(Some(Validity::Always));
+    }
     let table = match (reference && csv, timed, &input.end) {
         (true, false, _) => Some(Validity::Always),
         (true, true, None) => {
@@ -176,6 +185,14 @@ pub(super) fn create_input<O: Order>(
     let lines = match &time {
         Some(time) => {
             let lines = punctual_adapters::line::LineFormat::flat(time.clone(), time_format);
+            match &u.fields_read {
+                Some(read) => lines.fields(read.iter().cloned()),
+                None => lines,
+            }
+        }
+        // A static table of JSON records (CSV tables are read by the CSV reader).
+        None if matches!(table, Some(Validity::Always)) => {
+            let lines = punctual_adapters::line::LineFormat::table();
             match &u.fields_read {
                 Some(read) => lines.fields(read.iter().cloned()),
                 None => lines,
@@ -482,7 +499,7 @@ fn jsonl_stream<O: Order>(
     let fields = input
         .fields
         .clone()
-        .or_else(|| json_fields(&input.path, time.is_some(), input.stream.as_deref()));
+        .or_else(|| json_fields(&input.path, lines.is_flat(), input.stream.as_deref()));
     let mut config = JsonLinesInputConfig::new(&input.path);
     config.lines = lines;
     if let Some(stream) = &input.stream {
