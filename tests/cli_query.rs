@@ -157,7 +157,7 @@ fn query_errors_point_at_the_cause() {
     ]);
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(
-        err.contains("line 1, column 8: `devise` is not a field of `r` (its fields: time, device)"),
+        err.contains("line 1, column 8: `devise` is not a field of `r` (did you mean `device`? its fields: time, device)"),
         "{err}"
     );
     assert!(
@@ -378,7 +378,7 @@ fn a_misspelled_field_over_json_lines_is_an_error() {
         &format!("r={}", s(&input)),
         "--time-format",
         "ticks",
-    ], "column 20: `celcius` is not a field of `r` (its fields: time, device, celsius, humidity)");
+    ], "column 20: `celcius` is not a field of `r` (did you mean `celsius`? its fields: time, device, celsius, humidity)");
 }
 
 /// `--timeline FILE.svg` on `query`, `job` and `pipe`: the inputs (what they released, and

@@ -401,13 +401,7 @@ fn function_call(
         if let Some(refusal) = crate::unsupported::refuse_function(&name.name, name.pos) {
             return Err(refusal);
         }
-        return Err(err(
-            name.pos,
-            format!(
-                "unknown function `{}` (functions: UPPER, LOWER, LEN, CONCAT, SUBSTRING, TRIM, LTRIM, RTRIM, REPLACE, CHARINDEX, ABS, ROUND, FLOOR, CEILING, POWER, SQRT, SIGN, COALESCE, DATEDIFF, GetArrayElement, GetArrayLength, GetRecordPropertyValue, CreatePoint, CreateLineString, CreatePolygon, ST_DISTANCE, ST_WITHIN, ST_INTERSECTS, ST_OVERLAPS; aggregates: COUNT, SUM, AVG, MIN, MAX, TopOne, CollectTop)",
-                name.name
-            ),
-        ));
+        return Err(err(name.pos, unknown_function(&name.name)));
     };
     if starred {
         return Err(err(
@@ -437,6 +431,52 @@ fn function_call(
         compiled.push(arg(a)?);
     }
     Ok(E::Call(func, compiled))
+}
+
+/// Every function and aggregate the language has, as its docs write them.
+const FUNCTIONS: &[&str] = &[
+    "UPPER",
+    "LOWER",
+    "LEN",
+    "CONCAT",
+    "SUBSTRING",
+    "TRIM",
+    "LTRIM",
+    "RTRIM",
+    "REPLACE",
+    "CHARINDEX",
+    "ABS",
+    "ROUND",
+    "FLOOR",
+    "CEILING",
+    "POWER",
+    "SQRT",
+    "SIGN",
+    "COALESCE",
+    "DATEDIFF",
+    "GetArrayElement",
+    "GetArrayLength",
+    "GetRecordPropertyValue",
+    "CreatePoint",
+    "CreateLineString",
+    "CreatePolygon",
+    "ST_DISTANCE",
+    "ST_WITHIN",
+    "ST_INTERSECTS",
+    "ST_OVERLAPS",
+];
+const AGGREGATES: &[&str] = &["COUNT", "SUM", "AVG", "MIN", "MAX", "TopOne", "CollectTop"];
+
+/// The refusal of an unknown function: the nearest name the language has, if one is near
+/// (`UPER`: `UPPER`), and the list.
+fn unknown_function(name: &str) -> String {
+    let near = crate::scope::nearest(name, FUNCTIONS.iter().chain(AGGREGATES).copied())
+        .map_or(String::new(), |n| format!("did you mean {n}? "));
+    format!(
+        "unknown function `{name}` ({near}functions: {}; aggregates: {}; analytic functions: LAG, LAST, ISFIRST)",
+        FUNCTIONS.join(", "),
+        AGGREGATES.join(", ")
+    )
 }
 
 /// An integer constant (`BETWEEN` bounds of `DATEDIFF`).

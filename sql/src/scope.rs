@@ -16,6 +16,38 @@ pub(crate) fn err(pos: Pos, message: impl Into<String>) -> SqlError {
     SqlError::compile(pos, message)
 }
 
+/// The one of `names` nearest to `name` in spelling (any case), if it is near: at most two
+/// edits (a letter added, dropped or changed) for a name of five letters or more, one for a
+/// shorter one.
+pub(crate) fn nearest<'a>(name: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = name.to_ascii_lowercase();
+    let within = if lower.chars().count() >= 5 { 2 } else { 1 };
+    names
+        .into_iter()
+        .map(|n| (edits(&lower, &n.to_ascii_lowercase()), n))
+        .filter(|(d, _)| *d <= within)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// How many letters must be added, dropped or changed to make `a` into `b` (Levenshtein).
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 impl Scope {
     fn field_list(fields: &[String]) -> String {
         if fields.is_empty() {
@@ -23,6 +55,16 @@ impl Scope {
         } else {
             fields.join(", ")
         }
+    }
+
+    /// "`name` is not a field of `source` (did you mean ...? its fields: ...)".
+    fn not_a_field(name: &str, source: &str, fields: &[String]) -> String {
+        let near = nearest(name, fields.iter().map(String::as_str))
+            .map_or(String::new(), |n| format!("did you mean `{n}`? "));
+        format!(
+            "`{name}` is not a field of `{source}` ({near}its fields: {})",
+            Scope::field_list(fields)
+        )
     }
 
     /// Whether `fields` (when known) has `name`, in any ASCII case (as the rows are read).
@@ -50,11 +92,7 @@ impl Scope {
                 if Scope::has(fields, &field.name) == Some(false) {
                     return Err(err(
                         field.pos,
-                        format!(
-                            "`{}` is not a field of `{r}` (its fields: {})",
-                            field.name,
-                            Scope::field_list(fields.as_deref().unwrap_or_default())
-                        ),
+                        Scope::not_a_field(&field.name, r, fields.as_deref().unwrap_or_default()),
                     ));
                 }
                 let rest = path[1..].iter().map(|p| p.name.as_str());
@@ -71,11 +109,7 @@ impl Scope {
             if Scope::has(fields, &first.name) == Some(false) {
                 return Err(err(
                     first.pos,
-                    format!(
-                        "`{}` is not a field of `{r}` (its fields: {})",
-                        first.name,
-                        Scope::field_list(fields.as_deref().unwrap_or_default())
-                    ),
+                    Scope::not_a_field(&first.name, r, fields.as_deref().unwrap_or_default()),
                 ));
             }
             return Ok(E::Field(crate::eval::path(&names)));

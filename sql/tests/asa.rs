@@ -222,3 +222,79 @@ fn statements_need_no_semicolon_between_them() {
     .expect("also with semicolons");
     assert_eq!(with_semicolons.outputs(), ["archive", "alerts"]);
 }
+
+#[test]
+fn a_refusal_names_the_nearest_name_the_query_may_have_meant() {
+    use punctual_core::{EventShape, Ordered};
+    use punctual_engine::{InputOptions, Plan};
+    let fields = vec!["device".to_owned(), "temperature".to_owned()];
+    let refused = |sql: &str| {
+        let query = SqlQuery::parse(sql).expect(sql);
+        let mut plan = Plan::new("near");
+        let (_, s) = plan
+            .input::<punctual_rows::Row, Ordered>(InputOptions::new("readings", EventShape::Point))
+            .expect("input");
+        let stream: punctual_sql::RowStream = s.into();
+        query
+            .build(&[punctual_sql::SqlInput::new("readings", &stream).fields(&fields)])
+            .map(|_| ())
+            .expect_err(sql)
+            .to_string()
+    };
+    let e = refused("SELECT UPER(device) AS d FROM readings");
+    assert!(
+        e.contains("unknown function `UPER` (did you mean UPPER?"),
+        "{e}"
+    );
+    let e = refused("SELECT temprature FROM readings");
+    assert!(e.contains("did you mean `temperature`?"), "{e}");
+    let e = refused("SELECT r.devise FROM readings r");
+    assert!(e.contains("did you mean `device`?"), "{e}");
+    // Nothing near: no suggestion.
+    let e = refused("SELECT FROBNICATE(device) AS d FROM readings");
+    assert!(!e.contains("did you mean"), "{e}");
+}
+
+#[test]
+fn window_lengths_may_be_named_as_stream_analytics_names_them() {
+    for (named, positional) in [
+        (
+            "TumblingWindow(Duration(second, 10), Offset(millisecond, -1))",
+            "TumblingWindow(millisecond, 10000, -1)",
+        ),
+        (
+            "HoppingWindow(Duration(second, 20), Hop(second, 10), Offset(millisecond, -1))",
+            "HoppingWindow(millisecond, 20000, 10000, -1)",
+        ),
+        (
+            "HoppingWindow(Hop(second, 1), Duration(second, 2))",
+            "HoppingWindow(second, 2, 1)",
+        ),
+    ] {
+        let q = |w: &str| {
+            sorted(&format!(
+                "SELECT COUNT(*) AS n, System.Timestamp() AS t FROM readings GROUP BY device, {w}"
+            ))
+        };
+        assert_eq!(q(named), q(positional), "{named}");
+        assert!(!q(named).is_empty());
+    }
+    for (sql, says) in [
+        (
+            "TumblingWindow(Duration(second, 1), Hop(second, 1))",
+            "Hop(...) is a hopping window's",
+        ),
+        (
+            "HoppingWindow(Duration(second, 2))",
+            "expected Hop(unit, n)",
+        ),
+        (
+            "TumblingWindow(Duration(second, 1), Duration(second, 2))",
+            "duration is given twice",
+        ),
+    ] {
+        let text = format!("SELECT COUNT(*) AS n FROM readings GROUP BY {sql}");
+        let e = SqlQuery::parse(&text).map(|_| ()).expect_err(&text);
+        assert!(e.to_string().contains(says), "{sql}: {e}");
+    }
+}

@@ -643,7 +643,7 @@ fn compile_errors_name_what_is_wrong() {
     let e = build_err("SELECT devise FROM readings", &fields);
     assert_eq!(
         e,
-        "line 1, column 8: `devise` is not a field of `readings` (its fields: device, v)"
+        "line 1, column 8: `devise` is not a field of `readings` (did you mean `device`? its fields: device, v)"
     );
     let e = build_err("SELECT v FROM readinsg", &fields);
     assert!(

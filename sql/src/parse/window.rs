@@ -17,18 +17,17 @@ pub(super) fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
     if rule == Rule::snapshot {
         return Ok(WindowSql::Snapshot);
     }
-    let unit = next(&mut inner)?.as_str().to_owned();
-    let mut spans = Vec::new();
-    for d in inner {
-        let dp = pos(&d);
-        let n: i64 = d
-            .as_str()
-            .parse()
-            .map_err(|_| SqlError::syntax(dp, "a whole number that fits in 64 bits"))?;
-        let span = unit_span(&unit, n)
-            .ok_or_else(|| SqlError::compile(dp, format!("{n} {unit} is too long a time")))?;
-        spans.push((span, dp));
-    }
+    let first = next(&mut inner)?;
+    let spans = if first.as_rule() == Rule::window_parts {
+        named_parts(first, rule == Rule::hopping)?
+    } else {
+        let unit = first.as_str().to_owned();
+        let mut spans = Vec::new();
+        for d in inner {
+            spans.push(length(&unit, &d)?);
+        }
+        spans
+    };
     let positive = |(s, p): (TimeSpan, Pos), what: &str| {
         if s.ticks() > 0 {
             Ok(s)
@@ -67,6 +66,52 @@ pub(super) fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
             )?,
         },
     })
+}
+
+/// `n` units (`d` a `duration` pair), with where it is written.
+fn length(unit: &str, d: &Pair<'_, Rule>) -> Result<(TimeSpan, Pos), SqlError> {
+    let dp = pos(d);
+    let n: i64 = d
+        .as_str()
+        .parse()
+        .map_err(|_| SqlError::syntax(dp, "a whole number that fits in 64 bits"))?;
+    let span = unit_span(unit, n)
+        .ok_or_else(|| SqlError::compile(dp, format!("{n} {unit} is too long a time")))?;
+    Ok((span, dp))
+}
+
+/// `Duration(unit, n), [Hop(unit, n),] [Offset(unit, n)]` in the order the positional form
+/// takes them: the size, the hop (a hopping window), the offset (if given).
+fn named_parts(p: Pair<'_, Rule>, hopping: bool) -> Result<Vec<(TimeSpan, Pos)>, SqlError> {
+    let at = pos(&p);
+    let (mut size, mut hop, mut offset) = (None, None, None);
+    for part in p.into_inner() {
+        let part_at = pos(&part);
+        let mut inner = part.into_inner();
+        let name = next(&mut inner)?.as_str().to_ascii_lowercase();
+        let unit = next(&mut inner)?.as_str().to_owned();
+        let span = length(&unit, &next(&mut inner)?)?;
+        let slot =
+            match name.as_str() {
+                "duration" => &mut size,
+                "hop" if hopping => &mut hop,
+                "hop" => return Err(SqlError::compile(
+                    part_at,
+                    "Hop(...) is a hopping window's: a tumbling window takes Duration and Offset",
+                )),
+                _ => &mut offset,
+            };
+        if slot.replace(span).is_some() {
+            return Err(SqlError::compile(part_at, format!("{name} is given twice")));
+        }
+    }
+    let missing = |what: &str| SqlError::syntax(at, format!("expected {what}(unit, n)"));
+    let mut spans = vec![size.ok_or_else(|| missing("Duration"))?];
+    if hopping {
+        spans.push(hop.ok_or_else(|| missing("Hop"))?);
+    }
+    spans.extend(offset);
+    Ok(spans)
 }
 
 /// `SessionWindow(unit, timeout, max)` or `SessionWindow(Timeout(unit, n), MaxDuration(unit,
