@@ -43,7 +43,7 @@ pub(crate) enum E {
     Cast(Box<E>, SqlType),
     Call(Func, Vec<E>),
     /// A registered function (`udf.NAME(...)`) of its arguments.
-    Udf(crate::functions::Udf, Vec<E>),
+    Udf(Box<crate::functions::Udf>, Vec<E>),
     /// A level of a deep expression where evaluation makes room on the stack for the levels
     /// below (see `limits::LEVELS_PER_ROOM`).
     Deep(Box<E>),

@@ -255,7 +255,7 @@ fn registered(
             for a in args {
                 compiled.push(compile(a, scope, group.as_deref_mut(), time_ok)?);
             }
-            Ok(E::Udf(udf, compiled))
+            Ok(E::Udf(Box::new(udf), compiled))
         }
         crate::functions::Called::Aggregate(uda) => {
             let Some(g) = group.filter(|g| g.analytics.is_none()) else {

@@ -91,3 +91,10 @@ fn a_boolean_casts_to_the_same_number_as_either_numeric_type() {
         );
     }
 }
+
+/// An expression stays small (moved and matched per event): a registered function's call
+/// is behind a pointer, so it adds no word to every expression.
+#[test]
+fn an_expression_is_at_most_seven_words() {
+    assert!(std::mem::size_of::<E>() <= 56, "{}", std::mem::size_of::<E>());
+}
