@@ -39,20 +39,33 @@ const ALERTS: &str = "SELECT r.device, r.temp, t.threshold FROM readings r TIMES
 /// Runs the alerts query over the readings and `thresholds` (its `--input` value after the
 /// file, like `,time=valid_from`): exit code, alerts, stderr.
 fn alerts(dir: &Path, thresholds: &str, options: &str) -> (u8, usize, String) {
+    alerts_with(dir, ("thresholds.csv", thresholds), options, &[])
+}
+
+/// [`alerts`] with the thresholds in the file `name` and `extra` arguments.
+fn alerts_with(
+    dir: &Path,
+    (name, thresholds): (&str, &str),
+    options: &str,
+    extra: &[&str],
+) -> (u8, usize, String) {
     let (input, _) = readings(dir);
-    let path = dir.join("thresholds.csv");
+    let path = dir.join(name);
     std::fs::write(&path, thresholds).expect("written");
     let out = dir.join("alerts.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        ALERTS,
-        "--input",
-        &format!("readings={}", s(&input)),
-        "--input",
-        &format!("thresholds={}{options}", s(&path)),
-        "--output",
-        s(&out),
-    ]);
+    let mut args = vec![
+        "query".to_owned(),
+        ALERTS.to_owned(),
+        "--input".to_owned(),
+        format!("readings={}", s(&input)),
+        "--input".to_owned(),
+        format!("thresholds={}{options}", s(&path)),
+        "--output".to_owned(),
+        s(&out).to_owned(),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, _, err) = cli(&args);
     let written = std::fs::read_to_string(&out).unwrap_or_default();
     (code, written.lines().count(), err)
 }
@@ -210,41 +223,14 @@ fn a_left_join_keeps_the_readings_of_devices_the_table_does_not_list() {
 #[test]
 fn json_records_without_a_time_are_a_static_table() {
     let dir = dir("json-table");
-    let path = dir.join("thresholds.jsonl");
-    std::fs::write(
-        &path,
-        "{\"device\": \"d0\", \"threshold\": 25}\n{\"device\": \"d1\", \"threshold\": 27}\n{\"device\": \"d2\", \"threshold\": 28}\n",
-    )
-    .expect("written");
-    let (input, rows) = readings(&dir);
-    let out = dir.join("alerts.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        ALERTS,
-        "--input",
-        &format!("readings={}", s(&input)),
-        "--input",
-        &format!("thresholds={}", s(&path)),
-        "--output",
-        s(&out),
-    ]);
-    assert_eq!(code, EXIT_OK, "{err}");
-    let written = std::fs::read_to_string(&out).expect("the output");
+    let table = ("thresholds.jsonl", "{\"device\": \"d0\", \"threshold\": 25}\n{\"device\": \"d1\", \"threshold\": 27}\n{\"device\": \"d2\", \"threshold\": 28}\n");
+    let (_, rows) = readings(&dir);
     let limit = [25, 27, 28];
     let expected = rows.iter().filter(|(_, d, v)| *v > limit[*d]).count();
     assert!(expected > 0);
-    assert_eq!(written.lines().count(), expected, "{written}");
-    let (code, _, err) = cli(&[
-        "query",
-        ALERTS,
-        "--input",
-        &format!("readings={}", s(&input)),
-        "--input",
-        &format!("thresholds={}", s(&path)),
-        "--output",
-        s(&out),
-        "--explain",
-    ]);
+    let (code, count, err) = alerts_with(&dir, table, "", &[]);
+    assert_eq!((code, count), (EXIT_OK, expected), "{err}");
+    let (code, _, err) = alerts_with(&dir, table, "", &["--explain"]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(
         err.contains("a static table: every row valid for all time"),

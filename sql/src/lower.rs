@@ -169,9 +169,18 @@ fn call(
         return Err(err(e.pos, "not a call"));
     };
     if let Some(found) = crate::functions::called(&name.name) {
+        if *star || *distinct || order.is_some() || over.is_some() {
+            return Err(err(
+                name.pos,
+                format!(
+                    "`{}` takes its arguments only (no *, DISTINCT or OVER)",
+                    name.name
+                ),
+            ));
+        }
         return registered(
             found.map_err(|why| err(name.pos, why))?,
-            e,
+            (name, args),
             scope,
             group,
             time_ok,
@@ -224,31 +233,11 @@ fn call(
 /// aggregate (`uda.NAME(...)`, into a slot of a group, its arguments over each member).
 fn registered(
     found: crate::functions::Called,
-    e: &Expr,
+    (name, args): (&Ident, &[Expr]),
     scope: &Scope,
     mut group: Option<&mut Grouping<'_>>,
     time_ok: bool,
 ) -> Result<E, SqlError> {
-    let ExprKind::Call {
-        name,
-        args,
-        star,
-        distinct,
-        order,
-        over,
-    } = &e.kind
-    else {
-        return Err(err(e.pos, "not a call"));
-    };
-    if *star || *distinct || order.is_some() || over.is_some() {
-        return Err(err(
-            name.pos,
-            format!(
-                "`{}` takes its arguments only (no *, DISTINCT or OVER)",
-                name.name
-            ),
-        ));
-    }
     match found {
         crate::functions::Called::Function(udf) => {
             let mut compiled = Vec::new();

@@ -96,5 +96,9 @@ fn a_boolean_casts_to_the_same_number_as_either_numeric_type() {
 /// is behind a pointer, so it adds no word to every expression.
 #[test]
 fn an_expression_is_at_most_seven_words() {
-    assert!(std::mem::size_of::<E>() <= 56, "{}", std::mem::size_of::<E>());
+    assert!(
+        std::mem::size_of::<E>() <= 56,
+        "{}",
+        std::mem::size_of::<E>()
+    );
 }
