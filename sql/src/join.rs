@@ -52,13 +52,8 @@ impl JoinParts {
             ..
         } = self;
         let fallible = rest.iter().any(E::may_fault);
-        let joined_row = move |a: &Row, b: &Row| {
-            if first {
-                pair.row([Value::from(a.clone()), Value::from(b.clone())])
-            } else {
-                a.clone().with(&rname, Value::from(b.clone()))
-            }
-        };
+        let with_right = joined_row(first, pair, rname);
+        let joined_row = move |a: &Row, b: &Row| with_right(a, Value::from(b.clone()));
         let holds = move |row: &Row| rest.iter().all(|c| c.holds(&Ctx::row(row, Time::NEG_INF)));
         if fallible {
             // A pair whose conditions cannot be computed is dropped with the reason.
@@ -90,13 +85,7 @@ impl JoinParts {
             first,
             outer,
         } = self;
-        let joined_row = move |a: &Row, b: Value| {
-            if first {
-                pair.row([Value::from(a.clone()), b])
-            } else {
-                a.clone().with(&rname, b)
-            }
-        };
+        let joined_row = joined_row(first, pair, rname);
         let holds = {
             let joined_row = joined_row.clone();
             move |a: &Row, b: &Row| {
@@ -210,6 +199,23 @@ impl JoinParts {
             // its stores settled).
             keep.then(|| schema.row(columns.iter().map(|c| c.value(rows, &cx))))
         })
+    }
+}
+
+/// The joined row of a left row and the right source's value (its record, or `NULL`): the
+/// pair's record under the two sources' names (`first`, the first join), or the left's joined
+/// row with the right's record added under its name.
+fn joined_row(
+    first: bool,
+    pair: Schema,
+    rname: Arc<str>,
+) -> impl Fn(&Row, Value) -> Row + Clone + Send + 'static {
+    move |a: &Row, b: Value| {
+        if first {
+            pair.row([Value::from(a.clone()), b])
+        } else {
+            a.clone().with(&rname, b)
+        }
     }
 }
 
