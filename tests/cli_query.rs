@@ -5,6 +5,7 @@ use punctual::cli::{EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 mod cli_common;
 mod query_analytic;
+mod query_arrival;
 mod query_asa_docs;
 mod query_edges;
 mod query_faults;

@@ -21,12 +21,22 @@ fn normal(v: &serde_json::Value) -> serde_json::Value {
     }
 }
 
-/// Whether `actual` has every column of `expected`, equal.
+/// Whether `actual` has every column of `expected`, equal; column names match in any ASCII
+/// case, as Stream Analytics' names do (a page's table may head `TollID` the column its
+/// query names `TollId`).
 fn matches(expected: &serde_json::Value, actual: &serde_json::Value) -> bool {
+    let column = |k: &str| {
+        let row = actual.as_object()?;
+        row.get(k).or_else(|| {
+            row.iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(k))
+                .map(|(_, v)| v)
+        })
+    };
     expected.as_object().is_some_and(|columns| {
         columns
             .iter()
-            .all(|(k, v)| actual.get(k).is_some_and(|a| normal(a) == normal(v)))
+            .all(|(k, v)| column(k).is_some_and(|a| normal(a) == normal(v)))
     })
 }
 
@@ -71,13 +81,18 @@ fn run(dir: &Path) -> Result<(), String> {
         .map_or("0s", |v| v.trim_matches('"'))
         .to_owned();
     // An input whose events the page times by their arrival: the field that holds it.
-    let time = example
-        .lines()
-        .find_map(|l| l.strip_prefix("time = "))
-        .map_or(String::new(), |v| format!(",time={}", v.trim_matches('"')));
+    let option = |key: &str| {
+        example
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key} = ")))
+            .map_or(String::new(), |v| format!(",{key}={}", v.trim_matches('"')))
+    };
+    // The field of each event's arrival time, and the late-arrival tolerance, where the
+    // page's example turns on them.
+    let (time, arrival, late) = (option("time"), option("arrival"), option("late"));
     let scratch = temp_dir("asa-docs");
     let input = format!(
-        "{}={},out_of_order={out_of_order}{time}",
+        "{}={},out_of_order={out_of_order}{time}{arrival}{late}",
         input_name(&query),
         s(&dir.join("input.jsonl"))
     );

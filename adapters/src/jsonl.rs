@@ -147,10 +147,20 @@ impl JsonLinesInputConfig {
     /// ```
     pub fn flat(mut self, field: impl Into<String>, format: TimeFormat) -> Self {
         let fields = self.lines.fields.take();
+        let arrival = self.lines.arrival.take();
         self.lines = LineFormat {
             fields,
+            arrival,
             ..LineFormat::flat(field, format)
         };
+        self
+    }
+
+    /// Flat records: the field that holds each record's arrival time ([`LineFormat::arrival`]),
+    /// each event enqueued with it for a watermark strategy that judges events by their
+    /// arrival (Stream Analytics' tolerances and substreams, `Watermark::arrival`).
+    pub fn arrival(mut self, field: impl Into<String>) -> Self {
+        self.lines.arrival = Some(field.into());
         self
     }
 
@@ -239,9 +249,10 @@ pub(crate) fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> AdapterErr
 impl<P: Payload + DeserializeOwned> FileFormat<P> for JsonLines<P> {
     fn read(&mut self, text: &str) -> Result<LineRead<P>, String> {
         if self.config.lines.is_flat() {
-            return Ok(match self.config.lines.read::<P>(text)? {
-                Some(item) => LineRead::Item(item),
-                None => LineRead::Nothing,
+            return Ok(match self.config.lines.read_arrived::<P>(text)? {
+                (Some(item), Some(at)) => LineRead::Arrived(item, at),
+                (Some(item), None) => LineRead::Item(item),
+                (None, _) => LineRead::Nothing,
             });
         }
         let line = parse_line::<P>(text).map_err(|e| e.to_string())?;

@@ -285,6 +285,8 @@ pub(crate) struct Feeder<P> {
     pending: Vec<StreamItem<P>>,
     /// Being read: the batch after `pending`.
     ahead: Vec<StreamItem<P>>,
+    /// Items with their arrival times, enqueued together ([`Feeder::arrived`]).
+    arrived: Vec<(StreamItem<P>, punctual_policies::Arrival)>,
     follow: bool,
     malformed: MalformedLines,
     final_cti: bool,
@@ -308,6 +310,7 @@ impl<P: Payload> Feeder<P> {
             pacer: Pacer::new(replay.speed),
             pending: Vec::with_capacity(BATCH),
             ahead: Vec::with_capacity(BATCH),
+            arrived: Vec::new(),
             follow: replay.follow,
             malformed,
             final_cti: replay.final_cti,
@@ -375,6 +378,9 @@ impl<P: Payload> Feeder<P> {
         if self.skipped > 0 {
             ctx.report_skipped(std::mem::take(&mut self.skipped)).await;
         }
+        if !self.arrived.is_empty() {
+            ctx.enqueue_batch_with(self.arrived.drain(..)).await?;
+        }
         if !self.pending.is_empty() {
             ctx.enqueue_read(&mut self.pending).await?;
         }
@@ -416,6 +422,26 @@ impl<P: Payload> Feeder<P> {
                 ctx.look_ahead(0, range).await?;
             }
             std::mem::swap(&mut self.pending, &mut self.ahead);
+        }
+        Ok(())
+    }
+
+    /// An item with its arrival time (a record that says when it reached the source):
+    /// enqueued with it, in batches (at once in follow mode). A file's records all carry
+    /// one or none, so these keep their order with the others.
+    pub(crate) async fn arrived(
+        &mut self,
+        ctx: &mut InputContext<P>,
+        item: StreamItem<P>,
+        at: Time,
+    ) -> Result<(), AdapterError> {
+        let arrival = punctual_policies::Arrival {
+            time: Some(at),
+            partition: None,
+        };
+        self.arrived.push((item, arrival));
+        if self.follow || self.arrived.len() >= BATCH {
+            self.flush(ctx).await?;
         }
         Ok(())
     }

@@ -16,6 +16,10 @@ pub(super) struct InputArg {
     path: PathBuf,
     end: Option<String>,
     time: Option<String>,
+    /// The field holding each record's arrival time (Stream Analytics' tolerances).
+    arrival: Option<String>,
+    /// The late-arrival tolerance, with `arrival`.
+    late: Option<TimeSpan>,
     order: InputOrder,
     /// This input's tolerance, over the command's `--out-of-order`.
     delay: Option<TimeSpan>,
@@ -41,10 +45,12 @@ pub(super) struct QueryArgs {
     #[arg(short, long, value_name = "QUERY.sql")]
     file: Option<PathBuf>,
     /// An input: its name in the query, its file, and options after commas: time=FIELD,
-    /// end=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop,
-    /// key=FIELD[+FIELD], nullable=COLUMN[+COLUMN].
+    /// end=FIELD, arrival=FIELD, late=DURATION, order=arrival, out_of_order=DURATION,
+    /// policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN].
     ///
-    /// time= and end= name the time fields (over the query's TIMESTAMP BY); order=arrival lets
+    /// time= and end= name the time fields (over the query's TIMESTAMP BY); arrival= the field
+    /// of each record's arrival time (JSON lines), which makes out_of_order= and late= (5s by
+    /// default) Stream Analytics' tolerances and lets TIMESTAMP BY ... OVER work; order=arrival lets
     /// the input's events go on as they come (filters, projections, tumbling and hopping
     /// windows and a join's left side take them so; the rest sort them first); out_of_order=
     /// and policy= are this input's own, over the command's; key= names a versioned reference
@@ -123,6 +129,8 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
         path: PathBuf::from(path),
         end: None,
         time: None,
+        arrival: None,
+        late: None,
         order: InputOrder::Time,
         delay: None,
         policy: None,
@@ -133,6 +141,10 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
         match option.split_once('=') {
             Some(("end", field)) => arg.end = Some(field.to_owned()),
             Some(("time", field)) => arg.time = Some(field.to_owned()),
+            Some(("arrival", field)) => arg.arrival = Some(field.to_owned()),
+            Some(("late", d)) => {
+                arg.late = Some(d.parse().map_err(|e| format!("{name}: late={d}: {e}"))?);
+            }
             Some(("order", "time")) => arg.order = InputOrder::Time,
             Some(("order", "arrival")) => arg.order = InputOrder::Arrival,
             Some(("out_of_order" | "delay", d)) => {
@@ -154,7 +166,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             }
             _ => {
                 return Err(format!(
-                    "{name}: `{option}` is not an option (end=FIELD, time=FIELD, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN])"
+                    "{name}: `{option}` is not an option (end=FIELD, time=FIELD, arrival=FIELD, late=DURATION, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN])"
                 ))
             }
         }
@@ -193,13 +205,36 @@ pub(super) fn cmd_query(
         ..Job::default()
     };
     for i in &q.input {
+        let (delay, watermark) = match (&i.arrival, i.late) {
+            // Stream Analytics' tolerances over the records' arrival times.
+            (Some(_), late) => (
+                None,
+                Some(super::job::JobWatermark {
+                    out_of_order: Some(i.delay.or(q.delay).unwrap_or(TimeSpan::ZERO)),
+                    late: late.map(super::job::Late::Within),
+                    final_cti: true,
+                    ..super::job::JobWatermark::default()
+                }),
+            ),
+            (None, Some(_)) => {
+                let _ = writeln!(
+                    err,
+                    "error: --input {}: late= is the late-arrival tolerance, over arrival times: give arrival=FIELD too",
+                    i.name
+                );
+                return EXIT_USAGE;
+            }
+            (None, None) => (i.delay.or(q.delay), None),
+        };
         let input = JobInput {
             path: i.path.clone(),
             time: i.time.clone(),
+            arrival: i.arrival.clone(),
+            watermark,
             end: i.end.clone(),
             order: i.order,
             time_format: q.time_format,
-            delay: i.delay.or(q.delay),
+            delay,
             policy: i.policy.or(q.policy),
             key: i.key.clone(),
             nullable: i.nullable.clone(),

@@ -46,6 +46,11 @@ pub struct LineFormat {
     /// all time (an interval from the first finite time to the last), as reference data.
     #[serde(default)]
     pub table: bool,
+    /// Flat records: the field that holds each record's arrival time (when it reached the
+    /// source, written as the time field is), for Stream Analytics' arrival-time tolerances
+    /// and substreams (see [`LineFormat::arrival`]). `None`: the records carry none.
+    #[serde(default)]
+    pub arrival: Option<String>,
 }
 
 impl LineFormat {
@@ -57,6 +62,7 @@ impl LineFormat {
             time_format: format,
             fields: None,
             table: false,
+            arrival: None,
         }
     }
 
@@ -85,6 +91,55 @@ impl LineFormat {
     pub fn fields<S: Into<String>>(mut self, fields: impl IntoIterator<Item = S>) -> Self {
         self.fields = Some(fields.into_iter().map(Into::into).collect());
         self
+    }
+
+    /// Flat records: the field `field` holds each record's arrival time (as a broker stamps
+    /// it, Event Hubs' `EventEnqueuedUtcTime`), written in the time field's format; an input
+    /// reads it with [`LineFormat::read_arrived`] and enqueues each event with it, for a
+    /// watermark strategy that judges events by their arrival (`Watermark::arrival`). The
+    /// field stays in the payload when the payload reads it.
+    ///
+    /// ```
+    /// use punctual_adapters::line::{LineFormat, TimeFormat};
+    /// use punctual_core::Time;
+    /// use punctual_rows::Row;
+    /// let lines = LineFormat::flat("t", TimeFormat::Rfc3339).arrival("arrived");
+    /// let text = r#"{"t":"2026-12-01T10:00:00Z","arrived":"2026-12-01T10:00:40Z","v":1}"#;
+    /// let (_item, at) = lines.read_arrived::<Row>(text).unwrap();
+    /// assert_eq!(at, Some(Time::parse_rfc3339("2026-12-01T10:00:40Z").unwrap()));
+    /// let missing = lines.read_arrived::<Row>(r#"{"t":"2026-12-01T10:00:00Z"}"#);
+    /// assert_eq!(missing.unwrap_err(), "no field `arrived` (the arrival time)");
+    /// ```
+    pub fn arrival(mut self, field: impl Into<String>) -> Self {
+        self.arrival = Some(field.into());
+        self
+    }
+
+    /// [`LineFormat::read`], and the line's arrival time when the format names its field
+    /// ([`LineFormat::arrival`]): a line without it, or with a value that is not a time, is
+    /// an error that says so.
+    pub fn read_arrived<P: DeserializeOwned>(
+        &self,
+        text: &str,
+    ) -> Result<(Option<StreamItem<P>>, Option<Time>), String> {
+        let item = self.read(text)?;
+        let Some(field) = &self.arrival else {
+            return Ok((item, None));
+        };
+        // Read aside from the payload: a second look at the line, for this field only.
+        let mut at = None;
+        let mut de = serde_json::Deserializer::from_str(text);
+        serde::de::IgnoredAny::deserialize(crate::picked_fields::Only {
+            de: &mut de,
+            pick: crate::picked_fields::Pick::new(Some(&[]), Some((field, &mut at))),
+        })
+        .map_err(|e| e.to_string())?;
+        let at = at.ok_or_else(|| format!("no field `{field}` (the arrival time)"))?;
+        let at = self
+            .time_format
+            .read(&at)
+            .map_err(|e| format!("field `{field}`: {e}"))?;
+        Ok((item, Some(at)))
     }
 
     /// Whether lines are flat records (not items).

@@ -28,6 +28,9 @@ pub enum LineRead<P> {
     /// Two items, in the order they are enqueued (a table of versions: the end of the key's
     /// version before, then the new version).
     Two(StreamItem<P>, StreamItem<P>),
+    /// One item and its arrival time (a record that says when it reached the source), for
+    /// a watermark strategy that judges events by their arrival.
+    Arrived(StreamItem<P>, punctual_core::Time),
     /// A line that carries no item (counted as skipped).
     Nothing,
     /// The end of the input's items (a JSON-lines `eof` line): the lines after it are
@@ -177,6 +180,7 @@ impl<P: Payload, F: FileFormat<P>> InputAdapter<P> for FileReader<P, F> {
             }
             match self.format.read(&line) {
                 Ok(LineRead::Item(item)) => feed.item(ctx, item).await?,
+                Ok(LineRead::Arrived(item, at)) => feed.arrived(ctx, item, at).await?,
                 Ok(LineRead::Two(first, second)) => {
                     feed.item(ctx, first).await?;
                     feed.item(ctx, second).await?;

@@ -133,6 +133,11 @@ pub(in crate::cli) struct JobInput {
     /// JSON lines and messages without one are items.
     #[serde(default)]
     pub(in crate::cli) time: Option<String>,
+    /// JSON lines: the field holding each record's arrival time (when it reached its source,
+    /// as Event Hubs' `EventEnqueuedUtcTime`), for Stream Analytics' tolerances in
+    /// `watermark = { out_of_order = ... }` and the query's `TIMESTAMP BY ... OVER`.
+    #[serde(default)]
+    pub(in crate::cli) arrival: Option<String>,
     /// A multi-stream arrival log (JSON lines naming their `stream`): read this stream's
     /// lines only.
     #[serde(default)]
@@ -190,7 +195,8 @@ pub(in crate::cli) struct JobInput {
 
 /// A watermark strategy of a job input: Flink's bounded out-of-orderness (the CTI follows the
 /// highest time, `bounded` behind), or Stream Analytics' tolerances (`out_of_order`, `late`,
-/// `early`, over each event's arrival time: a Kafka input's), with an idle timeout read from
+/// `early`, over each event's arrival time: a Kafka input's, or a JSON-lines file's `arrival`
+/// field), with an idle timeout read from
 /// the clock.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

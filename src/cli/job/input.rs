@@ -12,7 +12,8 @@ use super::*;
 type Created<O> = (Stream<Row, O>, Option<Vec<String>>);
 
 /// The watermark strategy of an input: Flink's bounded out-of-orderness (`bounded`), or Stream
-/// Analytics' tolerances (`out_of_order`, `late`, `early`; a Kafka input's arrival times), one
+/// Analytics' tolerances (`out_of_order`, `late`, `early`; over arrival times: a Kafka input's,
+/// or a file's `arrival` field), one
 /// watermark per value of the `OVER` field if the query gives one. `policy` is the input's.
 fn watermark(
     w: &JobWatermark,
@@ -29,8 +30,8 @@ fn watermark(
             Watermark::<Row>::bounded(bound).policy(policy)
         }
         (None, Some(out_of_order)) => {
-            if input.kafka.is_none() {
-                return Err("watermark = { out_of_order = ... } (Stream Analytics' tolerances) needs arrival times: a Kafka input's; give files, TCP and MQTT `bounded`".into());
+            if input.kafka.is_none() && input.arrival.is_none() {
+                return Err("watermark = { out_of_order = ... } (Stream Analytics' tolerances) needs arrival times: a Kafka input's, or a JSON-lines file's field named by `arrival = \"FIELD\"`; without them give `bounded`".into());
             }
             let mut s = Watermark::<Row>::arrival(out_of_order).policy(policy);
             match w.late {
@@ -51,12 +52,12 @@ fn watermark(
     if let Some(t) = w.idle_timeout {
         strategy = strategy.idle_timeout(t);
     }
-    if let Some(field) = over {
-        let name = punctual_rows::field_name(&field);
+    if let Some(name) = over {
+        // Read as the language reads a field: in any ASCII case.
         strategy = strategy.substream(move |r: &Row| {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
-            r.field(&name).hash(&mut h);
+            r.field_any_case(&name).hash(&mut h);
             h.finish()
         });
     }
@@ -200,6 +201,15 @@ pub(super) fn create_input<O: Order>(
         }
         None => punctual_adapters::line::LineFormat::default(),
     };
+    let lines = match (&input.arrival, &time) {
+        (Some(field), Some(_)) => lines.arrival(field.clone()),
+        (Some(field), None) => {
+            return Err(usage(format!(
+                "`arrival = \"{field}\"` judges each event's time by its arrival: name the time field (the query's TIMESTAMP BY, or `time`; `time = \"{field}\"` times events by their arrival)"
+            )))
+        }
+        (None, _) => lines,
+    };
     if let Some(table) = &input.kafka {
         let stream = crate::cli::brokers::kafka(query, options, table, lines).map_err(usage)?;
         return Ok((stream, input.fields.clone()));
@@ -314,6 +324,24 @@ fn check_source(input: &JobInput) -> Result<(), String> {
         ));
     }
     let broker = input.kafka.is_some() || input.mqtt.is_some();
+    if let Some(field) = &input.arrival {
+        let json_file = !input.path.as_os_str().is_empty()
+            && format_of(&input.path, input.format) == Format::Jsonl;
+        if !json_file {
+            return Err(format!(
+                "`arrival = \"{field}\"` reads each record's arrival time from a JSON-lines file; a Kafka input's arrival is its messages' timestamps, and CSV, TCP and MQTT inputs take none"
+            ));
+        }
+        if input
+            .watermark
+            .as_ref()
+            .is_none_or(|w| w.out_of_order.is_none())
+        {
+            return Err(format!(
+                "`arrival = \"{field}\"` gives arrival times for Stream Analytics' tolerances: add watermark = {{ out_of_order = \"0s\", late = \"5s\" }} (`--input NAME=FILE,arrival={field},out_of_order=0s,late=5s` on `query`)"
+            ));
+        }
+    }
     if input.split.is_some() && (broker || input.connect.is_some() || input.listen.is_some()) {
         return Err(
             "`split` reads a file by byte ranges; a Kafka topic's partitions are `partitions = [...]` in `kafka`".into(),
@@ -526,9 +554,9 @@ fn over_and_time(
                 .watermark
                 .as_ref()
                 .is_some_and(|w| w.out_of_order.is_some());
-            if input.kafka.is_none() || !tolerances {
+            if (input.kafka.is_none() && input.arrival.is_none()) || !tolerances {
                 return Err(format!(
-                    "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times: a Kafka input (its messages' timestamps) with watermark = {{ out_of_order = \"2s\" }}; files, TCP and MQTT have none, so leave OVER out there (one watermark, `delay` behind)",
+                    "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times and Stream Analytics' tolerances: a Kafka input (its messages' timestamps) or a JSON-lines file with `arrival = \"FIELD\"` (`--input NAME=FILE,arrival=FIELD` on `query`), with watermark = {{ out_of_order = \"2s\" }}; or leave OVER out (one watermark, `delay` behind)",
                     over.join(".")
                 ));
             }

@@ -1,0 +1,204 @@
+//! Arrival times read from a JSON-lines file (`arrival=FIELD`): Stream Analytics' late-arrival
+//! and out-of-order tolerances and `TIMESTAMP BY ... OVER` substreams over a file, as over a
+//! broker's timestamps.
+
+use super::cli_common::*;
+
+/// The event-ordering page's five events (late 15 s, out of order 8 s) as a file.
+fn events(dir: &std::path::Path) -> std::path::PathBuf {
+    let input = dir.join("events.jsonl");
+    let rows = [
+        (1, "00:10:00", "00:10:40"),
+        (2, "00:10:30", "00:10:41"),
+        (3, "00:10:42", "00:10:42"),
+        (4, "00:10:38", "00:10:43"),
+        (5, "00:10:35", "00:10:45"),
+    ];
+    let text: Vec<String> = rows
+        .iter()
+        .map(|(n, t, a)| {
+            format!(r#"{{"n": {n}, "t": "2019-03-12T{t}Z", "arrived": "2019-03-12T{a}Z"}}"#)
+        })
+        .collect();
+    std::fs::write(&input, text.join("\n")).expect("written");
+    input
+}
+
+fn rows(text: &str) -> Vec<serde_json::Value> {
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect()
+}
+
+/// Adjust (the default): the event 40 s late takes its arrival minus 15 s, counted as late;
+/// the others keep their times. Drop: it is dropped and counted, and the rest are the same.
+#[test]
+fn late_arrivals_are_adjusted_or_dropped_and_counted() {
+    let dir = temp_dir("query-arrival");
+    let input = events(&dir);
+    let query = "SELECT n, System.Timestamp() AS at FROM Input TIMESTAMP BY t";
+    let output = dir.join("out.jsonl");
+    let run = |policy: &str| {
+        let (code, _, err) = cli(&[
+            "query",
+            query,
+            "--input",
+            &format!(
+                "Input={},arrival=arrived,late=15s,out_of_order=8s,policy={policy}",
+                s(&input)
+            ),
+            "--output",
+            s(&output),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        (
+            rows(&std::fs::read_to_string(&output).expect("the output")),
+            err,
+        )
+    };
+    let (adjusted, err) = run("adjust");
+    let at = |rows: &[serde_json::Value], n: i64| {
+        rows.iter()
+            .find(|r| r["n"] == n)
+            .map(|r| r["at"].as_str().expect("a time").to_owned())
+    };
+    assert_eq!(at(&adjusted, 1).as_deref(), Some("2019-03-12T00:10:25Z"));
+    assert_eq!(at(&adjusted, 5).as_deref(), Some("2019-03-12T00:10:35Z"));
+    assert_eq!(adjusted.len(), 5);
+    assert!(err.contains("late=1") && err.contains("dropped=0"), "{err}");
+    let (dropped, err) = run("drop");
+    assert_eq!(at(&dropped, 1), None);
+    assert_eq!(dropped.len(), 4);
+    assert!(err.contains("dropped=1") && err.contains("late=1"), "{err}");
+}
+
+/// Substreams: each toll's clock judged on its own, so one 10 s behind the others keeps its
+/// events' times (one watermark would have moved them).
+#[test]
+fn substreams_keep_each_keys_own_clock() {
+    let dir = temp_dir("query-substreams");
+    let input = dir.join("tolls.jsonl");
+    // Toll 2 is 10 s behind toll 1: each event arrives at toll 1's clock.
+    let lines = [
+        (1, 1, 1),
+        (1, 6, 6),
+        (2, 1, 11),
+        (2, 3, 13),
+        (1, 12, 12),
+        (2, 8, 18),
+    ];
+    let text: Vec<String> = lines
+        .iter()
+        .map(|(toll, t, a)| {
+            format!(
+                r#"{{"toll": {toll}, "t": "2026-12-06T00:00:{t:02}Z", "a": "2026-12-06T00:00:{a:02}Z"}}"#
+            )
+        })
+        .collect();
+    std::fs::write(&input, text.join("\n")).expect("written");
+    let count = |over: &str| {
+        let query = format!(
+            "SELECT Toll, COUNT(*) AS n FROM Input TIMESTAMP BY t {over} GROUP BY Toll, TumblingWindow(second, 5)"
+        );
+        let output = dir.join("out.jsonl");
+        let (code, _, err) = cli(&[
+            "query",
+            &query,
+            "--input",
+            &format!("Input={},arrival=a,late=1m,out_of_order=0s", s(&input)),
+            "--output",
+            s(&output),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let out = std::fs::read_to_string(&output).expect("the output");
+        let mut got: Vec<(i64, String, i64)> = rows(&out)
+            .iter()
+            .map(|r| {
+                let toll = r["Toll"].as_i64().expect("a toll");
+                let end = r["time"].as_str().expect("a time").to_owned();
+                (toll, end, r["n"].as_i64().expect("a count"))
+            })
+            .collect();
+        got.sort();
+        (got, err)
+    };
+    let (by_toll, err) = count("OVER Toll");
+    let at = |s: u32| format!("2026-12-06T00:00:{s:02}Z");
+    assert_eq!(
+        by_toll,
+        vec![
+            (1, at(5), 1),
+            (1, at(10), 1),
+            (1, at(15), 1),
+            (2, at(5), 2),
+            (2, at(10), 1)
+        ],
+        "{err}"
+    );
+    assert!(err.contains("out_of_order=0"), "{err}");
+    // One watermark for all: toll 2's events are behind toll 1's and are moved up.
+    let (together, err) = count("");
+    assert_ne!(together, by_toll);
+    assert!(!err.contains("out_of_order=0 "), "{err}");
+}
+
+/// What `arrival` needs, refused with the fix: a JSON-lines file, a time field, tolerances;
+/// `late` without arrival times; OVER without them.
+#[test]
+fn arrival_times_are_refused_where_they_cannot_work() {
+    let dir = temp_dir("query-arrival-refused");
+    let input = events(&dir);
+    let csv = dir.join("events.csv");
+    std::fs::write(
+        &csv,
+        "n,t,arrived\n1,2019-03-12T00:10:00Z,2019-03-12T00:10:40Z\n",
+    )
+    .expect("written");
+    let query = "SELECT n FROM Input TIMESTAMP BY t";
+    refused(
+        &[
+            "query",
+            query,
+            "--input",
+            &format!("Input={},arrival=arrived", s(&csv)),
+        ],
+        "reads each record's arrival time from a JSON-lines file",
+    );
+    refused(
+        &[
+            "query",
+            query,
+            "--input",
+            &format!("Input={},late=5s", s(&input)),
+        ],
+        "give arrival=FIELD too",
+    );
+    refused(
+        &[
+            "query",
+            "SELECT n FROM Input",
+            "--input",
+            &format!("Input={},arrival=arrived", s(&input)),
+        ],
+        "name the time field",
+    );
+    refused(
+        &[
+            "query",
+            "SELECT n FROM Input TIMESTAMP BY t OVER n",
+            "--input",
+            &format!("Input={}", s(&input)),
+        ],
+        "needs arrival times",
+    );
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "query = \"SELECT n INTO out FROM Input TIMESTAMP BY t\"\n[inputs.Input]\npath = \"{}\"\narrival = \"arrived\"\n[outputs.out]\npath = \"-\"\n",
+            s(&input)
+        ),
+    )
+    .expect("written");
+    refused(&["job", s(&job)], "add watermark = { out_of_order");
+}
