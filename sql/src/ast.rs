@@ -53,6 +53,8 @@ pub struct Select {
     pub into: Option<Ident>,
     /// `FROM input`.
     pub from: Source,
+    /// `MATCH_RECOGNIZE (...)` over the source.
+    pub recognize: Option<Box<Recognize>>,
     /// `CROSS APPLY` / `OUTER APPLY`, in order.
     pub applies: Vec<Apply>,
     /// `JOIN ... ON ...`, in order.
@@ -113,6 +115,54 @@ pub struct Apply {
     pub function: Expr,
     /// The name its rows are read by.
     pub alias: Ident,
+}
+
+/// `MATCH_RECOGNIZE (...) [AS alias]`: row pattern matching over a select's source, one row
+/// per match (its `MEASURES`), as Stream Analytics and Flink SQL have it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recognize {
+    /// Where `MATCH_RECOGNIZE` is.
+    pub pos: Pos,
+    /// `LIMIT DURATION(unit, n)` (or Flink's `WITHIN INTERVAL 'n' UNIT`): a match's events are
+    /// at most this long after its first.
+    pub limit: Option<TimeSpan>,
+    /// `PARTITION BY`: each value's events are matched apart.
+    pub partition: Vec<Expr>,
+    /// `MEASURES expr AS name, ...`: a match's row.
+    pub measures: Vec<(Expr, Ident)>,
+    /// `AFTER MATCH SKIP PAST LAST ROW` (the next match starts after this one's last event);
+    /// `false`: `SKIP TO NEXT ROW`, Stream Analytics' (the next attempt starts at the event
+    /// after this match's first, so matches may overlap).
+    pub skip_past_last: bool,
+    /// `PATTERN (...)`.
+    pub pattern: Pattern,
+    /// `DEFINE name AS condition, ...`.
+    pub define: Vec<(Ident, Expr)>,
+    /// The name its rows are read by.
+    pub alias: Option<Ident>,
+}
+
+/// A `MATCH_RECOGNIZE` pattern: a regular expression over events, each symbol a pattern
+/// variable (an event for which its `DEFINE` condition holds; any event without one).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Pattern {
+    /// A pattern variable.
+    Var(Ident),
+    /// `.`: any event.
+    Any(Pos),
+    /// One after the other.
+    Seq(Vec<Pattern>),
+    /// `a | b`: the first that matches, in the order written.
+    Alt(Vec<Pattern>),
+    /// `p*`, `p+`, `p?`, `p{n}`, `p{n,}`, `p{n,m}`, `p{,m}`: greedy (as many as can be).
+    Repeat {
+        /// What repeats.
+        inner: Box<Pattern>,
+        /// At least this many times.
+        min: u32,
+        /// At most this many times (`None`: no limit).
+        max: Option<u32>,
+    },
 }
 
 /// `[INNER | LEFT [OUTER]] JOIN source ON condition`.

@@ -22,6 +22,7 @@ use crate::{RowStream, SqlError};
 
 mod apply;
 mod grouped;
+mod recognize;
 mod session;
 pub(crate) use grouped::gate;
 
@@ -193,6 +194,10 @@ impl Compiler<'_> {
             } => {
                 let built = self.node(input)?;
                 self.apply(built, function, alias, *outer)
+            }
+            Node::Recognize { input, spec } => {
+                let built = self.node(input)?;
+                self.recognize(built, spec)
             }
             Node::Project { input, items } => {
                 let built = self.node(input)?;

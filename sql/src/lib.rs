@@ -101,6 +101,7 @@ mod over_rows;
 pub(crate) mod parse;
 pub mod plan;
 mod reads;
+mod recognize;
 mod row_expr;
 mod scope;
 mod select;
@@ -528,6 +529,7 @@ fn reference_joins(node: &plan::Node, uses: &mut [InputUse]) {
         | Node::Project { input, .. }
         | Node::Analytic { input, .. }
         | Node::Apply { input, .. }
+        | Node::Recognize { input, .. }
         | Node::Group { input, .. }
         | Node::FusedJoin { join: input, .. } => reference_joins(input, uses),
         Node::Union(nodes) => nodes.iter().for_each(|n| reference_joins(n, uses)),

@@ -16,6 +16,7 @@ use crate::SqlError;
 struct Grammar;
 
 mod expected;
+mod recognize;
 mod window;
 use expected::syntax;
 use window::window;
@@ -25,7 +26,7 @@ pub fn parse(text: &str) -> Result<Script, SqlError> {
     crate::limits::check_nesting(text)?;
     let mut pairs = Grammar::parse(Rule::script, text).map_err(|e| {
         // A Stream Analytics construct the grammar does not take is named as such.
-        let e = syntax(e);
+        let e = syntax(e, text);
         crate::unsupported::refuse_construct(text, e.pos()).unwrap_or(e)
     })?;
     let script = pairs
@@ -99,6 +100,7 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
     let mut group_by = Vec::new();
     let mut group_pos = None;
     let mut having = None;
+    let mut recognize = None;
     for part in p.into_inner() {
         match part.as_rule() {
             Rule::select_list => {
@@ -108,6 +110,7 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
             }
             Rule::into => into = Some(ident(last(part)?)),
             Rule::from => from = Some(source(last(part)?)?),
+            Rule::recognize => recognize = Some(Box::new(recognize::recognize(part)?)),
             Rule::join => {
                 let jp = pos(&part);
                 let outer = part
@@ -177,6 +180,7 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
         items,
         into,
         from: from.ok_or_else(|| SqlError::syntax(at, "expected FROM"))?,
+        recognize,
         applies,
         joins,
         filter,
@@ -487,6 +491,25 @@ fn call(p: Pair<'_, Rule>, at: Pos) -> Result<ExprKind, SqlError> {
     })
 }
 
+/// `LIMIT DURATION(unit, n)`: a positive length.
+fn limit_duration(p: Pair<'_, Rule>) -> Result<TimeSpan, SqlError> {
+    let at = pos(&p);
+    let mut unit = None;
+    let mut n = None;
+    for x in p.into_inner() {
+        match x.as_rule() {
+            Rule::unit => unit = Some(x.as_str().to_owned()),
+            Rule::duration => n = x.as_str().parse::<i64>().ok(),
+            _ => {}
+        }
+    }
+    let span = match (unit, n) {
+        (Some(u), Some(n)) if n > 0 => unit_span(&u, n),
+        _ => None,
+    };
+    span.ok_or_else(|| SqlError::syntax(at, "LIMIT DURATION takes a unit and a positive length"))
+}
+
 /// `OVER ([PARTITION BY keys] [LIMIT DURATION(unit, n)] [WHEN condition])`.
 fn over_window(p: Pair<'_, Rule>) -> Result<Over, SqlError> {
     let mut over = Over {
@@ -501,25 +524,7 @@ fn over_window(p: Pair<'_, Rule>) -> Result<Over, SqlError> {
                     over.partition.push(expr(e)?);
                 }
             }
-            Rule::limit_duration => {
-                let at = pos(&part);
-                let mut unit = None;
-                let mut n = None;
-                for x in part.into_inner() {
-                    match x.as_rule() {
-                        Rule::unit => unit = Some(x.as_str().to_owned()),
-                        Rule::duration => n = x.as_str().parse::<i64>().ok(),
-                        _ => {}
-                    }
-                }
-                let span = match (unit, n) {
-                    (Some(u), Some(n)) if n > 0 => unit_span(&u, n),
-                    _ => None,
-                };
-                over.duration = Some(span.ok_or_else(|| {
-                    SqlError::syntax(at, "LIMIT DURATION takes a unit and a positive length")
-                })?);
-            }
+            Rule::limit_duration => over.duration = Some(limit_duration(part)?),
             Rule::over_when => over.when = Some(Box::new(expr(last(part)?)?)),
             _ => {}
         }

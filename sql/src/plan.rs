@@ -23,7 +23,7 @@ use crate::SqlError;
 pub mod rewrite;
 #[cfg(test)]
 mod tests;
-mod text;
+pub(crate) mod text;
 
 /// A query's plan: each `WITH` step, then each statement, in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -102,6 +102,14 @@ pub enum Node {
         /// `OUTER APPLY`: an event whose function gives no row comes out once, with `NULL`
         /// under `alias`.
         outer: bool,
+    },
+    /// `MATCH_RECOGNIZE`: one row per match of its pattern over the events of `input`
+    /// (see [`crate::ast::Recognize`]).
+    Recognize {
+        /// What it reads (one source).
+        input: Box<Node>,
+        /// The clause.
+        spec: Box<crate::ast::Recognize>,
     },
     /// A plain select list over each event of `input`.
     Project {
@@ -252,6 +260,9 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
             "analytic functions (LAG, LAST, ISFIRST) in a select with APPLY: apply in a step (WITH) and read the step",
         ));
     }
+    if let Some(r) = &s.recognize {
+        node = recognized(s, r, node, analytic)?;
+    }
     for a in &s.applies {
         node = Node::Apply {
             input: Box::new(node),
@@ -303,6 +314,38 @@ fn select(s: &Select, steps: &[&str]) -> Result<Node, SqlError> {
 /// snapshot window (the events of one moment), and a name in `HAVING` that is a column's
 /// alias and not a key of `GROUP BY` is that column's expression (outside an aggregate's
 /// arguments, which read the input's fields).
+/// `MATCH_RECOGNIZE` over `node`, the select's source; refused beside a join, an apply or
+/// analytic functions in the same select.
+fn recognized(
+    s: &Select,
+    r: &crate::ast::Recognize,
+    node: Node,
+    analytic: bool,
+) -> Result<Node, SqlError> {
+    if let Some(j) = s.joins.first() {
+        return Err(err(
+            j.pos,
+            "MATCH_RECOGNIZE and JOIN in one select: match in a step (WITH step AS (SELECT * FROM a MATCH_RECOGNIZE (...))) and join the step",
+        ));
+    }
+    if let Some(a) = s.applies.first() {
+        return Err(err(
+            a.pos,
+            "MATCH_RECOGNIZE and APPLY in one select: apply in a step (WITH) and match over the step",
+        ));
+    }
+    if analytic {
+        return Err(err(
+            r.pos,
+            "analytic functions (LAG, LAST, ISFIRST) over MATCH_RECOGNIZE's rows: match in a step (WITH) and read the step",
+        ));
+    }
+    Ok(Node::Recognize {
+        input: Box::new(node),
+        spec: Box::new(r.clone()),
+    })
+}
+
 fn grouped_select(s: &Select) -> Select {
     let mut s = s.clone();
     for g in &mut s.group_by {

@@ -133,9 +133,9 @@ fn stream_analytics_constructs_not_here_yet_are_refused_by_name() {
             "RIGHT JOIN",
         ),
         (
-            "SELECT v FROM a MATCH_RECOGNIZE (PATTERN (x))",
+            "SELECT v FROM a FULL OUTER JOIN b ON a.k = b.k",
             17,
-            "MATCH_RECOGNIZE",
+            "FULL OUTER JOIN",
         ),
     ] {
         let e = SqlQuery::parse(sql).map(|_| ()).expect_err(sql);
@@ -160,17 +160,7 @@ fn stream_analytics_constructs_not_here_yet_are_refused_by_name() {
 }
 
 fn build_error(sql: &str) -> String {
-    use punctual_core::{EventShape, Ordered};
-    use punctual_engine::{InputOptions, Plan};
-    let query = SqlQuery::parse(sql).expect(sql);
-    let mut plan = Plan::new("errors");
-    let (_, s) = plan
-        .input::<punctual_rows::Row, Ordered>(InputOptions::new("readings", EventShape::Point))
-        .expect("input");
-    match query.build(&[punctual_sql::SqlInput::new("readings", &s)]) {
-        Ok(_) => panic!("`{sql}` compiled"),
-        Err(e) => e.to_string(),
-    }
+    refusal(sql, "readings", None)
 }
 
 /// Field names match in any ASCII case, as Stream Analytics' do: the field of exactly the

@@ -244,17 +244,5 @@ fn what_apply_cannot_read_is_refused_with_the_reason() {
 }
 
 fn build_error(sql: &str) -> String {
-    use punctual_core::{EventShape, Ordered};
-    use punctual_engine::{InputOptions, Plan};
-    let query = SqlQuery::parse(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let mut plan = Plan::new("errors");
-    let (_, s) = plan
-        .input::<Row, Ordered>(InputOptions::new("input", EventShape::Point))
-        .expect("input");
-    let stream: punctual_sql::RowStream = s.into();
-    query
-        .build(&[punctual_sql::SqlInput::new("input", &stream)])
-        .map(|_| ())
-        .expect_err(sql)
-        .to_string()
+    refusal(sql, "input", None)
 }

@@ -5,8 +5,9 @@ use super::Rule;
 use crate::ast::Pos;
 use crate::SqlError;
 
-/// The error pest gave, in the language's words.
-pub(super) fn syntax(e: pest::error::Error<Rule>) -> SqlError {
+/// The error pest gave, in the language's words; where the word there is a misspelling of a
+/// keyword that could stand there, the keyword it is near (`PARTITON`: `PARTITION BY`).
+pub(super) fn syntax(e: pest::error::Error<Rule>, text: &str) -> SqlError {
     let (line, col) = match e.line_col {
         pest::error::LineColLocation::Pos(p) | pest::error::LineColLocation::Span(p, _) => p,
     };
@@ -53,18 +54,54 @@ pub(super) fn syntax(e: pest::error::Error<Rule>) -> SqlError {
                 .collect();
             names.sort_unstable();
             names.dedup();
-            match names.len() {
+            let hint = misspelled(text, (line, col), &names);
+            let expected = match names.len() {
                 0 => "unexpected text".to_owned(),
                 1 => format!("expected {}", names[0]),
                 _ => {
                     let last = names.pop().unwrap_or_default();
                     format!("expected {} or {last}", names.join(", "))
                 }
-            }
+            };
+            expected + &hint
         }
         pest::error::ErrorVariant::CustomError { message } => message.clone(),
     };
     SqlError::syntax(Pos { line, col }, message)
+}
+
+/// ` (did you mean X?)` when the word at `(line, col)` of `text` is a keyword of `names`
+/// misspelled (one or two letters off); empty otherwise.
+fn misspelled(text: &str, (line, col): (usize, usize), names: &[&str]) -> String {
+    let Some(rest) = text.lines().nth(line.saturating_sub(1)).and_then(|l| {
+        l.chars()
+            .skip(col.saturating_sub(1))
+            .collect::<String>()
+            .into()
+    }) else {
+        return String::new();
+    };
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    // The keywords among the names (`PARTITION BY`'s is `PARTITION`), not descriptions.
+    let keywords = names.iter().filter_map(|n| {
+        let first = n.split_whitespace().next()?;
+        first
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c == '_')
+            .then_some((first, *n))
+    });
+    let keywords: Vec<(&str, &str)> = keywords.collect();
+    if word.is_empty() || keywords.iter().any(|(k, _)| k.eq_ignore_ascii_case(&word)) {
+        return String::new();
+    }
+    crate::scope::nearest(&word, keywords.iter().map(|(k, _)| *k))
+        .and_then(|k| keywords.iter().find(|(kw, _)| *kw == k))
+        .map_or(String::new(), |(_, name)| {
+            format!(" (`{word}`: did you mean {name}?)")
+        })
 }
 
 /// How a rule is named in "expected ..." (rules that are parts of others are left out).
@@ -98,6 +135,15 @@ fn rule_name(r: Rule) -> Option<&'static str> {
         Rule::kw_in | Rule::in_list => "IN",
         Rule::kw_like | Rule::like => "LIKE",
         Rule::kw_order => "ORDER BY",
+        Rule::kw_limit | Rule::limit_duration => "LIMIT DURATION",
+        Rule::kw_within | Rule::within => "WITHIN",
+        Rule::kw_partition | Rule::partition_by => "PARTITION BY",
+        Rule::kw_measures | Rule::measures => "MEASURES",
+        Rule::kw_one | Rule::one_row => "ONE ROW PER MATCH",
+        Rule::kw_after | Rule::after_skip => "AFTER MATCH SKIP",
+        Rule::kw_pattern | Rule::pattern => "PATTERN",
+        Rule::kw_define | Rule::define => "DEFINE",
+        Rule::kw_match_recognize | Rule::recognize => "MATCH_RECOGNIZE",
         Rule::unit => "a time unit (day, hour, minute, second, millisecond, microsecond, tick)",
         Rule::duration => "a whole number",
         Rule::type_name => "a type (bigint, float, nvarchar(max), bit, datetime, record)",

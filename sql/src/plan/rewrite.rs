@@ -88,6 +88,10 @@ fn children(node: Node, f: &mut dyn FnMut(Node) -> Node) -> Node {
             alias,
             outer,
         },
+        Node::Recognize { input, spec } => Node::Recognize {
+            input: each(input),
+            spec,
+        },
         Node::Project { input, items } => Node::Project {
             input: each(input),
             items,
@@ -388,6 +392,7 @@ pub(crate) fn fields_of(node: &Node, fields: Fields<'_>) -> Option<Vec<String>> 
         Node::Source { name, .. } => fields(&name.name),
         Node::Filter { input, .. } => fields_of(input, fields),
         Node::Join { .. } | Node::Apply { .. } => None,
+        Node::Recognize { spec, .. } => Some(crate::recognize::columns(spec)),
         Node::FusedJoin { items, .. }
         | Node::Project { items, .. }
         | Node::Analytic { items, .. } => named(items),

@@ -54,6 +54,10 @@ pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt
             writeln!(f, "{pad}select {}", list(items))?;
             self::node(f, input, depth + 1)
         }
+        Node::Recognize { input, spec } => {
+            writeln!(f, "{pad}{}", crate::recognize::describe(spec))?;
+            self::node(f, input, depth + 1)
+        }
         Node::Apply {
             input,
             function,
@@ -81,24 +85,7 @@ pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt
             self::node(f, input, depth + 1)
         }
         Node::Group { input, select } => {
-            let keys: Vec<String> = select
-                .group_by
-                .iter()
-                .map(|g| match g {
-                    GroupItem::Key(e) => expr(e),
-                    GroupItem::Window(w, _) => window(w),
-                })
-                .collect();
-            write!(
-                f,
-                "{pad}group by {}: select {}",
-                keys.join(", "),
-                list(&select.items)
-            )?;
-            if let Some(h) = &select.having {
-                write!(f, " having {}", expr(h))?;
-            }
-            writeln!(f)?;
+            writeln!(f, "{pad}{}", group(select))?;
             self::node(f, input, depth + 1)
         }
         Node::Union(nodes) => {
@@ -106,6 +93,27 @@ pub(super) fn node(f: &mut fmt::Formatter<'_>, node: &Node, depth: usize) -> fmt
             nodes.iter().try_for_each(|n| self::node(f, n, depth + 1))
         }
     }
+}
+
+/// A grouped select in one line: its keys and window, its columns, its `HAVING`.
+fn group(select: &Select) -> String {
+    let keys: Vec<String> = select
+        .group_by
+        .iter()
+        .map(|g| match g {
+            GroupItem::Key(e) => expr(e),
+            GroupItem::Window(w, _) => window(w),
+        })
+        .collect();
+    let mut line = format!(
+        "group by {}: select {}",
+        keys.join(", "),
+        list(&select.items)
+    );
+    if let Some(h) = &select.having {
+        line.push_str(&format!(" having {}", expr(h)));
+    }
+    line
 }
 
 /// What a join is, in words.

@@ -112,3 +112,30 @@ pub fn ended(mut items: Vec<StreamItem<Row>>) -> Vec<StreamItem<Row>> {
     items.push(StreamItem::Cti(Time::INF));
     items
 }
+
+/// Why `sql` is refused: its syntax error, or the error of building it over one input named
+/// `input` of points (its fields `fields`, when given). Fails if it is not refused.
+pub fn refusal(sql: &str, input: &str, fields: Option<&[&str]>) -> String {
+    let query = match SqlQuery::parse(sql) {
+        Ok(q) => q,
+        Err(e) => return e.show(sql),
+    };
+    let mut plan = Plan::new("errors");
+    let (_, s) = plan
+        .input::<Row, Ordered>(InputOptions::new(input, EventShape::Point))
+        .expect("input");
+    let stream: RowStream = s.into();
+    let fields: Vec<String> = fields
+        .unwrap_or_default()
+        .iter()
+        .map(|f| (*f).to_owned())
+        .collect();
+    let mut sql_input = SqlInput::new(input, &stream);
+    if !fields.is_empty() {
+        sql_input = sql_input.fields(&fields);
+    }
+    match query.build(&[sql_input]) {
+        Ok(_) => panic!("`{sql}` compiled"),
+        Err(e) => e.show(sql),
+    }
+}
