@@ -101,3 +101,70 @@ fn a_declared_unit_reads_numbers_as_it_says() {
         "{written}"
     );
 }
+
+/// A time written without an offset is read at the zone the input declares (`zone=-08:00`
+/// on `query`, `zone = "-08:00"` in a job), in JSON lines and CSV alike; without one it is
+/// malformed (counted, and the run fails), never read as UTC; a zone for epoch numbers, or
+/// one that is not an offset, is refused.
+#[test]
+fn a_time_without_an_offset_is_read_at_the_declared_zone() {
+    let dir = temp_dir("times-zone");
+    let (json, csv) = (dir.join("local.jsonl"), dir.join("local.csv"));
+    std::fs::write(&json, "{\"t\":\"2014-01-01T06:01:00\",\"v\":1}\n").expect("written");
+    std::fs::write(&csv, "t,v\n2014-01-01T06:01:00,1\n").expect("written");
+    let query = "SELECT v, System.Timestamp() AS at FROM r TIMESTAMP BY t";
+    for file in [&json, &csv] {
+        let out = dir.join("out.jsonl");
+        let (code, _, err) = cli(&[
+            "query",
+            query,
+            "--input",
+            &format!("r={},zone=-08:00", s(file)),
+            "--output",
+            s(&out),
+        ]);
+        assert_eq!(code, EXIT_OK, "{err}");
+        let text = std::fs::read_to_string(&out).expect("the output");
+        assert!(text.contains("\"at\":\"2014-01-01T14:01:00Z\""), "{text}");
+        let (code, _, err) = cli(&["query", query, "--input", &format!("r={}", s(file))]);
+        assert_ne!(code, EXIT_OK, "{err}");
+        assert!(
+            err.contains("expected `Z` or a `+HH:MM`/`-HH:MM` offset"),
+            "{err}"
+        );
+    }
+    refused(
+        &[
+            "query",
+            query,
+            "--input",
+            &format!("r={},zone=PST", s(&json)),
+        ],
+        "`PST` is not a UTC offset",
+    );
+    refused(
+        &[
+            "query",
+            query,
+            "--input",
+            &format!("r={},zone=+01:00", s(&json)),
+            "--time-format",
+            "epoch-ms",
+        ],
+        "epoch and tick times count from the epoch in UTC",
+    );
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "query = \"SELECT v, System.Timestamp() AS at INTO out FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"{}\"\nzone = \"+01:00\"\n[outputs.out]\npath = \"{}\"\ntime_format = \"rfc3339\"\n",
+            s(&json),
+            s(&dir.join("job-out.jsonl"))
+        ),
+    )
+    .expect("written");
+    let (code, _, err) = cli(&["job", s(&job)]);
+    assert_eq!(code, EXIT_OK, "{err}");
+    let text = std::fs::read_to_string(dir.join("job-out.jsonl")).expect("the output");
+    assert!(text.contains("2014-01-01T05:01:00Z"), "{text}");
+}

@@ -263,6 +263,61 @@ pub enum TimeFormat {
     EpochS,
     /// Ticks of 100 ns since 1970-01-01T00:00:00Z.
     Ticks,
+    /// RFC 3339 text, where a time written without an offset (`2014-01-01T06:01:00`) is at
+    /// this many seconds east of UTC (`-28800`: eight hours behind), as the input declares
+    /// it (`zone = "-08:00"`); a time with an offset keeps its own. Written as `Rfc3339`.
+    ///
+    /// ```
+    /// use punctual_adapters::line::TimeFormat;
+    /// let pacific = TimeFormat::Rfc3339At(-8 * 3600);
+    /// let t = pacific.read_text("2014-01-01T06:01:00").unwrap();
+    /// assert_eq!(t.rfc3339(), "2014-01-01T14:01:00Z");
+    /// assert_eq!(pacific.read_text("2014-01-01T06:01:00Z").unwrap().rfc3339(), "2014-01-01T06:01:00Z");
+    /// ```
+    Rfc3339At(i32),
+}
+
+/// A UTC offset as written after a time: `Z`, `+01:00`, `-08:00`, in seconds east of UTC.
+///
+/// ```
+/// use punctual_adapters::line::utc_offset;
+/// assert_eq!(utc_offset("-08:00"), Ok(-28_800));
+/// assert_eq!(utc_offset("Z"), Ok(0));
+/// assert!(utc_offset("PST").unwrap_err().contains("+HH:MM"));
+/// ```
+pub fn utc_offset(text: &str) -> Result<i32, String> {
+    let bad = || format!("`{text}` is not a UTC offset: write Z, +HH:MM or -HH:MM (-08:00)");
+    if text.eq_ignore_ascii_case("z") {
+        return Ok(0);
+    }
+    let (sign, rest) = match text.as_bytes().first() {
+        Some(b'+') => (1, &text[1..]),
+        Some(b'-') => (-1, &text[1..]),
+        _ => return Err(bad()),
+    };
+    let (h, m) = rest.split_once(':').ok_or_else(bad)?;
+    let h: i32 = h.parse().map_err(|_| bad())?;
+    let m: i32 = m.parse().map_err(|_| bad())?;
+    if h.to_string().len() > 2 || h > 23 || !(0..60).contains(&m) || rest.len() != 5 {
+        return Err(bad());
+    }
+    Ok(sign * (h * 3600 + m * 60))
+}
+
+/// `text` read as RFC 3339, at `offset` seconds east of UTC when it gives no offset.
+fn rfc3339_at(text: &str, offset: i32) -> Result<Time, String> {
+    match Time::parse_rfc3339(text) {
+        Ok(t) => Ok(t),
+        Err(first) => {
+            let (sign, abs) = if offset < 0 {
+                ('-', -offset)
+            } else {
+                ('+', offset)
+            };
+            let zoned = format!("{text}{sign}{:02}:{:02}", abs / 3600, abs % 3600 / 60);
+            Time::parse_rfc3339(&zoned).map_err(|_| first.to_string())
+        }
+    }
 }
 
 impl std::str::FromStr for TimeFormat {
@@ -317,6 +372,7 @@ impl TimeFormat {
                 }
             }),
             TimeFormat::Rfc3339 => Time::parse_rfc3339(text).map_err(|e| e.to_string()),
+            TimeFormat::Rfc3339At(offset) => rfc3339_at(text, offset),
             TimeFormat::EpochMs => match crate::numbers::parse_i64(text) {
                 Ok(ms) => ms
                     .checked_mul(10_000)
@@ -347,7 +403,9 @@ impl TimeFormat {
                 _ => self.read_text(s),
             },
             serde_json::Value::Number(n) => match self {
-                TimeFormat::Rfc3339 => Err(format!("{n} is a number, not RFC 3339 text")),
+                TimeFormat::Rfc3339 | TimeFormat::Rfc3339At(_) => {
+                    Err(format!("{n} is a number, not RFC 3339 text"))
+                }
                 _ => self.read_text(&n.to_string()),
             },
             other => Err(format!("{other} is not a time")),
@@ -375,7 +433,7 @@ impl TimeFormat {
         }
         match self {
             TimeFormat::Auto | TimeFormat::Ticks => Written::Int(t.ticks()),
-            TimeFormat::Rfc3339 => Written::Text(t.rfc3339()),
+            TimeFormat::Rfc3339 | TimeFormat::Rfc3339At(_) => Written::Text(t.rfc3339()),
             TimeFormat::EpochMs => Written::Int(t.ticks().div_euclid(10_000)),
             TimeFormat::EpochS => {
                 let ticks = t.ticks();

@@ -67,16 +67,29 @@ fn next<'a>(pairs: &mut Pairs<'a, Rule>) -> Result<Pair<'a, Rule>, SqlError> {
     })
 }
 
+/// A name: as written, without its brackets (`[Count]`) or, for an alias written as text
+/// (`AS 'smVersion'`), its quotes.
 fn ident(p: Pair<'_, Rule>) -> Ident {
     let text = p.as_str();
-    let name = text
-        .strip_prefix('[')
-        .and_then(|t| t.strip_suffix(']'))
+    let name = match p.as_rule() {
+        Rule::string | Rule::dq_string => unquoted(text),
+        _ => text
+            .strip_prefix('[')
+            .and_then(|t| t.strip_suffix(']'))
+            .unwrap_or(text)
+            .to_owned(),
+    };
+    Ident { name, pos: pos(&p) }
+}
+
+/// Quoted text without its quotes, a doubled quote read as one (`'it''s'`, `"a ""b"""`).
+fn unquoted(text: &str) -> String {
+    let quote = if text.starts_with('"') { "\"" } else { "'" };
+    let inner = text
+        .strip_prefix(quote)
+        .and_then(|t| t.strip_suffix(quote))
         .unwrap_or(text);
-    Ident {
-        name: name.to_owned(),
-        pos: pos(&p),
-    }
+    inner.replace(&quote.repeat(2), quote)
 }
 
 fn query(p: Pair<'_, Rule>) -> Result<Query, SqlError> {
@@ -104,7 +117,10 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
     for part in p.into_inner() {
         match part.as_rule() {
             Rule::select_list => {
-                for item in part.into_inner() {
+                for item in part
+                    .into_inner()
+                    .filter(|x| x.as_rule() == Rule::select_item)
+                {
                     items.push(select_item(item)?);
                 }
             }
@@ -132,29 +148,7 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
                     outer,
                 });
             }
-            Rule::apply => {
-                let at = pos(&part);
-                let mut outer = false;
-                let mut function = None;
-                let mut alias = None;
-                for x in part.into_inner() {
-                    match x.as_rule() {
-                        Rule::kw_outer => outer = true,
-                        Rule::expr => function = Some(expr(x)?),
-                        Rule::ident => alias = Some(ident(x)),
-                        _ => {}
-                    }
-                }
-                let (Some(function), Some(alias)) = (function, alias) else {
-                    return Err(SqlError::syntax(at, "expected APPLY function(...) AS name"));
-                };
-                applies.push(Apply {
-                    pos: at,
-                    outer,
-                    function,
-                    alias,
-                });
-            }
+            Rule::apply => applies.push(apply(part)?),
             Rule::where_clause => filter = Some(expr(last(part)?)?),
             Rule::group_by => {
                 group_pos = Some(pos(&part));
@@ -187,6 +181,31 @@ fn select(p: Pair<'_, Rule>) -> Result<Select, SqlError> {
         group_by,
         group_pos,
         having,
+    })
+}
+
+/// `CROSS APPLY function(...) AS name` or `OUTER APPLY ...`.
+fn apply(part: Pair<'_, Rule>) -> Result<Apply, SqlError> {
+    let at = pos(&part);
+    let mut outer = false;
+    let mut function = None;
+    let mut alias = None;
+    for x in part.into_inner() {
+        match x.as_rule() {
+            Rule::kw_outer => outer = true,
+            Rule::expr => function = Some(expr(x)?),
+            Rule::ident => alias = Some(ident(x)),
+            _ => {}
+        }
+    }
+    let (Some(function), Some(alias)) = (function, alias) else {
+        return Err(SqlError::syntax(at, "expected APPLY function(...) AS name"));
+    };
+    Ok(Apply {
+        pos: at,
+        outer,
+        function,
+        alias,
     })
 }
 
@@ -384,10 +403,7 @@ fn primary(p: Pair<'_, Rule>) -> Result<Expr, SqlError> {
                 ),
             }
         }
-        Rule::string => {
-            let text = p.as_str();
-            ExprKind::Str(text[1..text.len() - 1].replace("''", "'"))
-        }
+        Rule::string | Rule::dq_string => ExprKind::Str(unquoted(p.as_str())),
         Rule::column => ExprKind::Column(p.into_inner().map(ident).collect()),
         Rule::timestamp_fn => ExprKind::Timestamp,
         Rule::cast => {

@@ -2,6 +2,7 @@
 //! System.Timestamp()`, a column's alias in `HAVING`), and its constructs the language does
 //! not have yet, refused with what they are.
 
+use punctual_rows::Value;
 use punctual_sql::SqlQuery;
 
 mod common;
@@ -287,4 +288,27 @@ fn window_lengths_may_be_named_as_stream_analytics_names_them() {
         let e = SqlQuery::parse(&text).map(|_| ()).expect_err(&text);
         assert!(e.to_string().contains(says), "{sql}: {e}");
     }
+}
+
+/// Text in double quotes is text, as Stream Analytics' pages write it (a doubled quote is
+/// one); a column may be named by quoted text; a missing comma between columns is named.
+#[test]
+fn double_quoted_text_and_quoted_column_names() {
+    let input = ended(vec![punctual_core::StreamItem::point(
+        t(1.0),
+        row(&[("Make", "Make1".into())]),
+    )]);
+    let sql = r#"SELECT CASE WHEN Make = "Make1" THEN "A" ELSE 'B' END AS lane,
+                    "say ""hi""" AS 'quoted name', 'it''s' AS [bracketed]
+                 FROM readings"#;
+    let out = run(sql, &[("readings", input)]);
+    let rows = events(&out["output"]);
+    let r = &rows[0].2;
+    assert_eq!(r.get("lane"), Some(&Value::from("A")));
+    assert_eq!(r.get("quoted name"), Some(&Value::from("say \"hi\"")));
+    assert_eq!(r.get("bracketed"), Some(&Value::from("it's")));
+    let e = SqlQuery::parse("SELECT Make CASE WHEN Make = 'a' THEN 1 END AS x FROM r")
+        .map(|_| ())
+        .expect_err("a missing comma");
+    assert!(e.to_string().contains("`,`"), "{e}");
 }

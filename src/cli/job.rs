@@ -25,6 +25,7 @@ mod explain;
 mod file;
 mod input;
 mod parts;
+mod timing;
 pub(super) use file::*;
 pub(super) use input::fields_key;
 use parts::{print_report, FirstBad, Parts, RunError};

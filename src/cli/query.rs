@@ -20,6 +20,8 @@ pub(super) struct InputArg {
     arrival: Option<String>,
     /// The late-arrival tolerance, with `arrival`.
     late: Option<TimeSpan>,
+    /// The UTC offset of times written without one.
+    zone: Option<String>,
     order: InputOrder,
     /// This input's tolerance, over the command's `--out-of-order`.
     delay: Option<TimeSpan>,
@@ -45,12 +47,14 @@ pub(super) struct QueryArgs {
     #[arg(short, long, value_name = "QUERY.sql")]
     file: Option<PathBuf>,
     /// An input: its name in the query, its file, and options after commas: time=FIELD,
-    /// end=FIELD, arrival=FIELD, late=DURATION, order=arrival, out_of_order=DURATION,
-    /// policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN].
+    /// end=FIELD, arrival=FIELD, late=DURATION, zone=OFFSET, order=arrival,
+    /// out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN].
     ///
     /// time= and end= name the time fields (over the query's TIMESTAMP BY); arrival= the field
     /// of each record's arrival time (JSON lines), which makes out_of_order= and late= (5s by
-    /// default) Stream Analytics' tolerances and lets TIMESTAMP BY ... OVER work; order=arrival lets
+    /// default) Stream Analytics' tolerances and lets TIMESTAMP BY ... OVER work; zone= the UTC
+    /// offset of times written without one (-08:00; such a time is refused otherwise);
+    /// order=arrival lets
     /// the input's events go on as they come (filters, projections, tumbling and hopping
     /// windows and a join's left side take them so; the rest sort them first); out_of_order=
     /// and policy= are this input's own, over the command's; key= names a versioned reference
@@ -131,6 +135,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
         time: None,
         arrival: None,
         late: None,
+        zone: None,
         order: InputOrder::Time,
         delay: None,
         policy: None,
@@ -142,6 +147,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             Some(("end", field)) => arg.end = Some(field.to_owned()),
             Some(("time", field)) => arg.time = Some(field.to_owned()),
             Some(("arrival", field)) => arg.arrival = Some(field.to_owned()),
+            Some(("zone", offset)) => arg.zone = Some(offset.to_owned()),
             Some(("late", d)) => {
                 arg.late = Some(d.parse().map_err(|e| format!("{name}: late={d}: {e}"))?);
             }
@@ -166,7 +172,7 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
             }
             _ => {
                 return Err(format!(
-                    "{name}: `{option}` is not an option (end=FIELD, time=FIELD, arrival=FIELD, late=DURATION, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN])"
+                    "{name}: `{option}` is not an option (end=FIELD, time=FIELD, arrival=FIELD, late=DURATION, zone=OFFSET, order=arrival, out_of_order=DURATION, policy=adjust|drop, key=FIELD[+FIELD], nullable=COLUMN[+COLUMN])"
                 ))
             }
         }
@@ -230,6 +236,7 @@ pub(super) fn cmd_query(
             path: i.path.clone(),
             time: i.time.clone(),
             arrival: i.arrival.clone(),
+            zone: i.zone.clone(),
             watermark,
             end: i.end.clone(),
             order: i.order,

@@ -19,6 +19,7 @@ pub(super) fn syntax(e: pest::error::Error<Rule>, text: &str) -> SqlError {
                     r,
                     Rule::number
                         | Rule::string
+                        | Rule::dq_string
                         | Rule::null
                         | Rule::kw_case
                         | Rule::case_expr
@@ -34,6 +35,7 @@ pub(super) fn syntax(e: pest::error::Error<Rule>, text: &str) -> SqlError {
                     | Rule::call
                     | Rule::number
                     | Rule::string
+                    | Rule::dq_string
                     | Rule::null
                     | Rule::true_lit
                     | Rule::false_lit
@@ -135,6 +137,7 @@ fn rule_name(r: Rule) -> Option<&'static str> {
         Rule::kw_in | Rule::in_list => "IN",
         Rule::kw_like | Rule::like => "LIKE",
         Rule::kw_order => "ORDER BY",
+        Rule::comma => "`,`",
         Rule::kw_limit | Rule::limit_duration => "LIMIT DURATION",
         Rule::kw_within | Rule::within => "WITHIN",
         Rule::kw_partition | Rule::partition_by => "PARTITION BY",

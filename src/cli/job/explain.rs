@@ -32,6 +32,7 @@ pub(super) fn describe_input(u: &InputUse, input: &JobInput) -> String {
         });
     let format = match input.time_format {
         None | Some(TimeFormat::Auto | TimeFormat::Rfc3339) => "RFC 3339",
+        Some(TimeFormat::Rfc3339At(_)) => "RFC 3339, without an offset at the input's zone",
         Some(TimeFormat::EpochMs) => "epoch milliseconds",
         Some(TimeFormat::EpochS) => "epoch seconds",
         Some(TimeFormat::Ticks) => "ticks",

@@ -151,6 +151,10 @@ pub(in crate::cli) struct JobInput {
     /// How times are written (default: integers are ticks, text RFC 3339).
     #[serde(default)]
     pub(in crate::cli) time_format: Option<TimeFormat>,
+    /// The UTC offset of RFC 3339 times written without one (`"-08:00"`); without it such a
+    /// time is refused (never guessed).
+    #[serde(default)]
+    pub(in crate::cli) zone: Option<String>,
     /// CTIs after every event, this far behind the latest (default `0s`); or `generate`.
     /// `out_of_order` is the same key under Stream Analytics' name.
     #[serde(default, alias = "out_of_order")]

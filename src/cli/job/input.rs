@@ -6,6 +6,7 @@ use punctual_core::{EventOrder, Order};
 use punctual_rows::Row;
 use punctual_sql::InputUse;
 
+use super::timing::{line_format, over_and_time, time_format};
 use super::*;
 
 /// An input's stream, and its records' fields when they are known.
@@ -174,42 +175,15 @@ pub(super) fn create_input<O: Order>(
         ));
     }
     let options = order(options);
-    let time_format = input.time_format.unwrap_or(TimeFormat::Auto);
+    let time_format = time_format(input).map_err(usage)?;
     if input.fields.as_ref().is_some_and(Vec::is_empty) {
         return Err(usage(
             "`fields = []` lists no field: list the records' fields, or leave `fields` out to read them from the file".into(),
         ));
     }
     check_source(input).map_err(usage)?;
-    // How a line or message is read: a flat record timed by its field, with the fields the
-    // query reads only (all, if it reads whole records); or an item.
-    let lines = match &time {
-        Some(time) => {
-            let lines = punctual_adapters::line::LineFormat::flat(time.clone(), time_format);
-            match &u.fields_read {
-                Some(read) => lines.fields(read.iter().cloned()),
-                None => lines,
-            }
-        }
-        // A static table of JSON records (CSV tables are read by the CSV reader).
-        None if matches!(table, Some(Validity::Always)) => {
-            let lines = punctual_adapters::line::LineFormat::table();
-            match &u.fields_read {
-                Some(read) => lines.fields(read.iter().cloned()),
-                None => lines,
-            }
-        }
-        None => punctual_adapters::line::LineFormat::default(),
-    };
-    let lines = match (&input.arrival, &time) {
-        (Some(field), Some(_)) => lines.arrival(field.clone()),
-        (Some(field), None) => {
-            return Err(usage(format!(
-                "`arrival = \"{field}\"` judges each event's time by its arrival: name the time field (the query's TIMESTAMP BY, or `time`; `time = \"{field}\"` times events by their arrival)"
-            )))
-        }
-        (None, _) => lines,
-    };
+    let lines =
+        line_format(u, input, (time.as_deref(), table.as_ref()), time_format).map_err(usage)?;
     if let Some(table) = &input.kafka {
         let stream = crate::cli::brokers::kafka(query, options, table, lines).map_err(usage)?;
         return Ok((stream, input.fields.clone()));
@@ -538,50 +512,4 @@ fn jsonl_stream<O: Order>(
     }
     let stream = query.create_stream::<_, Row, _, _>(options, &JsonLinesInput, &config)?;
     Ok((stream, fields))
-}
-
-/// An input's `OVER` field (a watermark per key, which needs each event's arrival time, as
-/// Stream Analytics' substreams: a Kafka input's, with the tolerances of its `watermark`) and
-/// its time field (`time`, or the query's `TIMESTAMP BY`).
-fn over_and_time(
-    u: &InputUse,
-    input: &JobInput,
-) -> Result<(Option<String>, Option<String>), String> {
-    let over = match &u.over_field {
-        None => None,
-        Some(over) => {
-            let tolerances = input
-                .watermark
-                .as_ref()
-                .is_some_and(|w| w.out_of_order.is_some());
-            if (input.kafka.is_none() && input.arrival.is_none()) || !tolerances {
-                return Err(format!(
-                    "TIMESTAMP BY ... OVER {} (a watermark per key) needs arrival times and Stream Analytics' tolerances: a Kafka input (its messages' timestamps) or a JSON-lines file with `arrival = \"FIELD\"` (`--input NAME=FILE,arrival=FIELD` on `query`), with watermark = {{ out_of_order = \"2s\" }}; or leave OVER out (one watermark, `delay` behind)",
-                    over.join(".")
-                ));
-            }
-            match over.as_slice() {
-                [field] => Some(field.clone()),
-                _ => {
-                    return Err(format!(
-                        "OVER {}: a nested field; name a field of the record",
-                        over.join(".")
-                    ))
-                }
-            }
-        }
-    };
-    let time = match (&input.time, &u.timestamp_field) {
-        (Some(t), _) => Some(t.clone()),
-        (None, Some(path)) if path.len() == 1 => Some(path[0].clone()),
-        (None, Some(path)) => {
-            return Err(format!(
-                "TIMESTAMP BY {} is a nested field; name the time field (time = \"FIELD\", or --input {}=FILE,time=FIELD)",
-                path.join("."),
-                u.name
-            ))
-        }
-        (None, None) => None,
-    };
-    Ok((over, time))
 }
