@@ -47,6 +47,10 @@ pub(crate) struct Built {
     pub(crate) stream: RowStream,
     pub(crate) scope: Scope,
     fields: Option<Vec<String>>,
+    /// The sources whose events' times are the rows' times (a source's own rows; joined rows
+    /// at the time of a source they hold, see [`Compiler::join`]): those a later join's
+    /// `DATEDIFF` may name.
+    timed: Vec<String>,
 }
 
 impl Built {
@@ -59,6 +63,7 @@ impl Built {
                 nested: false,
             },
             fields,
+            timed: Vec::new(),
         }
     }
 }
@@ -163,6 +168,7 @@ impl Compiler<'_> {
                         nested: false,
                     },
                     fields: n.fields,
+                    timed: vec![alias.clone()],
                 })
             }
             Node::Filter {
@@ -174,11 +180,12 @@ impl Compiler<'_> {
                 Ok(built)
             }
             Node::Join { .. } => {
-                let (parts, scope) = self.join(node)?;
+                let (parts, scope, timed) = self.join(node)?;
                 Ok(Built {
                     stream: parts.joined(),
                     scope,
                     fields: None,
+                    timed,
                 })
             }
             Node::FusedJoin {
@@ -240,7 +247,7 @@ impl Compiler<'_> {
         filter: Option<&Expr>,
         items: &[SelectItem],
     ) -> Result<Built, SqlError> {
-        let (parts, scope) = self.join(join)?;
+        let (parts, scope, _) = self.join(join)?;
         let filter = match filter {
             Some(w) => Some(compile(w, &scope, None, false)?),
             None => None,
@@ -270,7 +277,11 @@ impl Compiler<'_> {
     }
 
     /// A join of a plan ([`Node::Join`]): its parts, and the scope of every source of it.
-    fn join(&self, node: &Node) -> Result<(JoinParts, Scope), SqlError> {
+    #[allow(
+        clippy::type_complexity,
+        reason = "the join, its scope, and its rows' timing"
+    )]
+    fn join(&self, node: &Node) -> Result<(JoinParts, Scope, Vec<String>), SqlError> {
         let Node::Join {
             left,
             right,
@@ -318,9 +329,28 @@ impl Compiler<'_> {
         let (mut left_stream, mut right_stream) = (left.stream, right.stream.ordered());
         // A left event without a partner (LEFT OUTER JOIN) is at its last tick plus this.
         let mut stamp = TimeSpan::ZERO;
+        // Joined rows are at the time of the sources in `timed` (a DATEDIFF of 0 holds its
+        // two sources at one time; without one the left's time stands).
+        let mut timed = left.timed.clone();
         if let Some(dd) = &parts.datediff {
-            (left_stream, right_stream, stamp) =
-                datediff(dd, count - 1, &combined, left_stream, right_stream)?;
+            let sides = DateDiffSides {
+                combined: &combined,
+                count,
+                timed: &left.timed,
+            };
+            let right_timed;
+            (left_stream, right_stream, stamp, right_timed) =
+                datediff(dd, &sides, left_stream, right_stream)?;
+            let (_, _, _, lo, hi, _) = dd;
+            timed = match (right_timed, lo == hi && *lo == 0) {
+                // Both at one time: the right's time is the left's.
+                (_, true) => timed.into_iter().chain([rref.clone()]).collect(),
+                // The right's points: the rows are at its time (an unmatched left row of an
+                // outer join at another).
+                (true, false) if *outer => Vec::new(),
+                (true, false) => vec![rref.clone()],
+                (false, false) => timed,
+            };
         }
         let mut key_left = Vec::new();
         let mut key_right = Vec::new();
@@ -343,7 +373,7 @@ impl Compiler<'_> {
             first: count == 1,
             outer: outer.then_some(stamp),
         };
-        Ok((parts, combined))
+        Ok((parts, combined, timed))
     }
 
     /// A plain select's columns, and their names when they are known.
@@ -528,25 +558,33 @@ fn push_name(names: &mut Option<Vec<String>>, name: Option<String>) {
     }
 }
 
-/// A join on `DATEDIFF(unit, a, b) BETWEEN lo AND hi` (the `j`th join of its select, of the
-/// `combined` sources) as a join of lifetimes: `a`'s events made to last from `a + lo` to
-/// `a + hi`, `b`'s points. Also what is added to a left event's last tick to give the latest
-/// time a partner could come (for `LEFT OUTER JOIN`): `0` when the left side is `a`, `-lo`
-/// when it is `b`.
+/// Where a `DATEDIFF` of a join finds its sources: all of them (`combined`), how many are on
+/// the left (`count`: the source joined is the last), and which of the left's are at the
+/// time of its rows (`timed`).
+struct DateDiffSides<'a> {
+    combined: &'a Scope,
+    count: usize,
+    timed: &'a [String],
+}
+
+/// A join on `DATEDIFF(unit, a, b) BETWEEN lo AND hi` as a join of lifetimes: `a`'s events
+/// made to last from `a + lo` to `a + hi`, `b`'s points. Also what is added to a left event's
+/// last tick to give the latest time a partner could come (for `LEFT OUTER JOIN`): `0` when
+/// the left side is `a`, `-lo` when it is `b`; and whether the rows are at the right's time
+/// (its points'). In a later join, the left's source it names must be one whose time the
+/// joined rows have ([`Built::timed`]).
+#[allow(
+    clippy::type_complexity,
+    reason = "the two sides made, and two facts of the join"
+)]
 fn datediff(
     dd: &(TimeSpan, Ident, Ident, i64, i64, Pos),
-    j: usize,
-    combined: &Scope,
+    sides: &DateDiffSides<'_>,
     mut left_stream: RowStream,
     mut right_stream: Stream<Row>,
-) -> Result<(RowStream, Stream<Row>, TimeSpan), SqlError> {
+) -> Result<(RowStream, Stream<Row>, TimeSpan, bool), SqlError> {
     let (unit, a, b, lo, hi, at) = dd;
-    if j > 0 {
-        return Err(err(
-            *at,
-            "DATEDIFF in a join of more than two sources is not supported",
-        ));
-    }
+    let combined = sides.combined;
     if lo > hi {
         return Err(err(*at, format!("BETWEEN {lo} AND {hi} matches nothing")));
     }
@@ -563,8 +601,31 @@ fn datediff(
             })
     };
     let (ia, ib) = (side(a)?, side(b)?);
-    if ia == ib {
-        return Err(err(b.pos, "DATEDIFF compares the two sources of the join"));
+    if (ia < sides.count) == (ib < sides.count) {
+        return Err(err(
+            b.pos,
+            "DATEDIFF compares the source joined with one joined before it",
+        ));
+    }
+    let earlier = if ia < sides.count { a } else { b };
+    if sides.count > 1
+        && !sides
+            .timed
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case(&earlier.name))
+    {
+        return Err(err(
+            earlier.pos,
+            format!(
+                "DATEDIFF in a join of more than two sources names `{}`, whose time the rows joined so far do not have (they are at the time of {}): name one of those, or join at one time (BETWEEN 0 AND 0) before",
+                earlier.name,
+                if sides.timed.is_empty() {
+                    "no one source".to_owned()
+                } else {
+                    sides.timed.join(", ")
+                }
+            ),
+        ));
     }
     let span = |n: i64| {
         n.checked_mul(unit.ticks())
@@ -576,14 +637,19 @@ fn datediff(
     let shift = span(*lo)?;
     let width = span(hi.checked_sub(*lo).unwrap_or(i64::MAX))?;
     let duration = TimeSpan::from_ticks(width.ticks().saturating_add(1));
-    if ia == 0 {
+    if ia < sides.count {
         left_stream = left_stream.alter_lifetime(shift, duration);
         right_stream = right_stream.to_point_events();
-        Ok((left_stream, right_stream, TimeSpan::ZERO))
+        Ok((left_stream, right_stream, TimeSpan::ZERO, true))
     } else {
         right_stream = right_stream.alter_lifetime(shift, duration);
         left_stream = left_stream.to_point_events();
         let stamp = shift.ticks().checked_neg().map(TimeSpan::from_ticks);
-        Ok((left_stream, right_stream, stamp.unwrap_or(TimeSpan::MAX)))
+        Ok((
+            left_stream,
+            right_stream,
+            stamp.unwrap_or(TimeSpan::MAX),
+            false,
+        ))
     }
 }

@@ -114,6 +114,8 @@ where
                     .find(|k| k.start == start && k.end.is_none() && k.row == *row)
                 {
                     k.end = Some(end);
+                    // Let go of it (and of the key, once nothing else is held) at its end.
+                    ctx.set_timer(end);
                 }
                 p.kept.retain(|k| k.end.is_none_or(|end| end > now));
             }
@@ -131,6 +133,10 @@ where
                     .filter(|w| !w.partnered && w.last >= start)
                 {
                     w.partnered = (self.holds)(&w.row, row);
+                }
+                if let Some(end) = end {
+                    // Let go of it (and of the key, once nothing else is held) at its end.
+                    ctx.set_timer(end);
                 }
                 p.kept.push(Kept {
                     start,

@@ -306,3 +306,83 @@ mod property {
         }
     }
 }
+
+/// A join of three sources with a `DATEDIFF` in each join: the second may name a source
+/// whose time the rows joined so far have (both of the first join's when it holds them at one
+/// time, `BETWEEN 0 AND 0`; the source joined second when the first joined within a span),
+/// and is refused, with the reason, when it names another.
+#[test]
+fn datediff_in_a_join_of_three_sources_names_a_source_the_joined_rows_are_timed_by() {
+    let m = 60.0;
+    let inputs = |a: &[(f64, &str)], b: &[(f64, &str)], c: &[(f64, &str)]| {
+        let items =
+            |xs: &[(f64, &str)]| ended(xs.iter().map(|(at, plate)| toll(*at, 1, plate)).collect());
+        [("A", items(a)), ("B", items(b)), ("C", items(c))]
+    };
+    let plates = |r: &Row, fields: &[&str]| -> Vec<String> {
+        fields
+            .iter()
+            .map(|f| match r.get(f) {
+                Some(Value::Str(s)) => s.to_string(),
+                _ => "-".to_owned(),
+            })
+            .collect()
+    };
+    // The pivot of Stream Analytics' parsing-JSON page: two LEFT JOINs at one time.
+    let sql = "SELECT a.LicensePlate AS a, b.LicensePlate AS b, c.LicensePlate AS c
+               FROM A a
+               LEFT JOIN B b ON a.TollId = b.TollId AND DATEDIFF(minute, a, b) BETWEEN 0 AND 0
+               LEFT JOIN C c ON a.TollId = c.TollId AND DATEDIFF(minute, a, c) BETWEEN 0 AND 0";
+    let got = results(
+        sql,
+        &inputs(
+            &[(0.0, "x"), (m, "y")],
+            &[(0.0, "bx")],
+            &[(0.0, "cx"), (m, "cy")],
+        ),
+        &[],
+    );
+    let rows: Vec<(f64, Vec<String>)> = got
+        .iter()
+        .map(|(at, r)| (*at, plates(r, &["a", "b", "c"])))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (0.0, vec!["x".into(), "bx".into(), "cx".into()]),
+            (m, vec!["y".into(), "-".into(), "cy".into()]),
+        ]
+    );
+    // Within a span: the rows are at b's time, so the second DATEDIFF names b.
+    let sql = "SELECT a.LicensePlate AS a, b.LicensePlate AS b, c.LicensePlate AS c
+               FROM A a
+               JOIN B b ON a.TollId = b.TollId AND DATEDIFF(minute, a, b) BETWEEN 0 AND 5
+               JOIN C c ON b.TollId = c.TollId AND DATEDIFF(minute, b, c) BETWEEN 0 AND 1";
+    let got = results(
+        sql,
+        &inputs(
+            &[(0.0, "x")],
+            &[(3.0 * m, "bx")],
+            &[(4.0 * m, "cx"), (5.0 * m, "cy")],
+        ),
+        &[],
+    );
+    let rows: Vec<(f64, Vec<String>)> = got
+        .iter()
+        .map(|(at, r)| (*at, plates(r, &["a", "b", "c"])))
+        .collect();
+    assert_eq!(
+        rows,
+        [(4.0 * m, vec!["x".into(), "bx".into(), "cx".into()])]
+    );
+    // Naming a instead: the rows are not at a's time.
+    let e = refusal_in(
+        &sql.replace("DATEDIFF(minute, b, c)", "DATEDIFF(minute, a, c)"),
+        &["A", "B", "C"],
+        None,
+    );
+    assert!(
+        e.contains("names `a`, whose time the rows joined so far do not have"),
+        "{e}"
+    );
+}

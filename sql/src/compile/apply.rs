@@ -111,6 +111,7 @@ impl Compiler<'_> {
                 nested: true,
             },
             fields: None,
+            timed: Vec::new(),
         })
     }
 }

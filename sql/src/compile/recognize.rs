@@ -86,6 +86,7 @@ impl Compiler<'_> {
                 nested: false,
             },
             fields: Some(out),
+            timed: Vec::new(),
         })
     }
 }

@@ -71,6 +71,13 @@ pub fn run_in(
             }
         }
     }
+    // Every input ended (a final CTI): nothing may stay held.
+    let all_ended = inputs
+        .iter()
+        .all(|(_, items)| matches!(items.last(), Some(StreamItem::Cti(t)) if *t == Time::INF));
+    if all_ended {
+        assert_eq!(driver.held(), 0, "`{sql}` holds state after its inputs ended");
+    }
     ids_out
         .into_iter()
         .map(|(name, id)| {
@@ -116,25 +123,43 @@ pub fn ended(mut items: Vec<StreamItem<Row>>) -> Vec<StreamItem<Row>> {
 /// Why `sql` is refused: its syntax error, or the error of building it over one input named
 /// `input` of points (its fields `fields`, when given). Fails if it is not refused.
 pub fn refusal(sql: &str, input: &str, fields: Option<&[&str]>) -> String {
+    refusal_in(sql, &[input], fields)
+}
+
+/// [`refusal`] over several inputs of points (each with `fields`, when given).
+pub fn refusal_in(sql: &str, inputs: &[&str], fields: Option<&[&str]>) -> String {
     let query = match SqlQuery::parse(sql) {
         Ok(q) => q,
         Err(e) => return e.show(sql),
     };
     let mut plan = Plan::new("errors");
-    let (_, s) = plan
-        .input::<Row, Ordered>(InputOptions::new(input, EventShape::Point))
-        .expect("input");
-    let stream: RowStream = s.into();
+    let streams: Vec<RowStream> = inputs
+        .iter()
+        .map(|name| {
+            let (_, s) = plan
+                .input::<Row, Ordered>(InputOptions::new(*name, EventShape::Point))
+                .expect("input");
+            s.into()
+        })
+        .collect();
     let fields: Vec<String> = fields
         .unwrap_or_default()
         .iter()
         .map(|f| (*f).to_owned())
         .collect();
-    let mut sql_input = SqlInput::new(input, &stream);
-    if !fields.is_empty() {
-        sql_input = sql_input.fields(&fields);
-    }
-    match query.build(&[sql_input]) {
+    let sql_inputs: Vec<SqlInput<'_>> = inputs
+        .iter()
+        .zip(&streams)
+        .map(|(name, stream)| {
+            let input = SqlInput::new(name, stream);
+            if fields.is_empty() {
+                input
+            } else {
+                input.fields(&fields)
+            }
+        })
+        .collect();
+    match query.build(&sql_inputs) {
         Ok(_) => panic!("`{sql}` compiled"),
         Err(e) => e.show(sql),
     }
