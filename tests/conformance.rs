@@ -159,3 +159,62 @@ fn a_case_on_two_workers_runs_through_the_job_executor() {
     );
     assert!(ran.run.check().is_ok(), "{:?}", ran.run.check());
 }
+
+/// The functions the cases under `tests/conformance-functions` call, as a program that runs
+/// them registers them: `udf.Scaled(v, k)` is `v * k` (integers), `uda.Product` the product
+/// of its argument's values.
+fn case_functions() -> punctual::sql::Functions {
+    use punctual::rows::Value;
+    struct Product;
+    impl punctual::sql::UserAggregate for Product {
+        fn init(&self) -> Value {
+            Value::Float(1.0)
+        }
+        fn accumulate(&self, state: &mut Value, args: &[Value]) {
+            if let (Value::Float(p), Some(x)) = (&*state, args.first().and_then(Value::as_f64)) {
+                *state = Value::Float(p * x);
+            }
+        }
+        fn result(&self, state: &Value) -> Value {
+            state.clone()
+        }
+    }
+    punctual::sql::Functions::new()
+        .function("Scaled", |args: &[Value]| match args {
+            [Value::Int(v), Value::Int(k)] => v
+                .checked_mul(*k)
+                .map(Value::Int)
+                .ok_or_else(|| "out of range".to_owned()),
+            _ => Err(format!("Scaled reads two integers, not {args:?}")),
+        })
+        .aggregate("Product", Product)
+}
+
+/// The cases whose queries call user-defined functions, with the functions registered, on
+/// one worker and on two.
+#[test]
+fn cases_with_user_defined_functions_on_one_and_two_workers() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance-functions");
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&root).expect("the cases").flatten() {
+        let dir = entry.path();
+        let load = || {
+            let mut case = Case::load(&dir).expect("a well-formed case");
+            case.sql = case.sql.map(|q| q.with_functions(case_functions()));
+            case
+        };
+        let one = punctual::conformance::run(load()).expect("runs");
+        let two = punctual::conformance::run_split(load(), 2).expect("runs on two workers");
+        for (run, on) in [(one, "one worker"), (two, "two workers")] {
+            if let Err(ms) = run.check() {
+                panic!(
+                    "{} on {on}: {ms:?}\nactual:\n{}",
+                    dir.display(),
+                    run.output_lines().join("\n")
+                );
+            }
+        }
+        cases += 1;
+    }
+    assert!(cases >= 1, "no case under {}", root.display());
+}
