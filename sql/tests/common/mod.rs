@@ -76,7 +76,11 @@ pub fn run_in(
         .iter()
         .all(|(_, items)| matches!(items.last(), Some(StreamItem::Cti(t)) if *t == Time::INF));
     if all_ended {
-        assert_eq!(driver.held(), 0, "`{sql}` holds state after its inputs ended");
+        assert_eq!(
+            driver.held(),
+            0,
+            "`{sql}` holds state after its inputs ended"
+        );
     }
     ids_out
         .into_iter()
