@@ -22,20 +22,6 @@ fn toll(at: f64, id: i64, plate: &str) -> StreamItem<Row> {
     )
 }
 
-/// `(time in seconds, row)` of the one output, in order.
-fn results(
-    sql: &str,
-    inputs: &[(&str, Vec<StreamItem<Row>>)],
-    arrival: &[&str],
-) -> Vec<(f64, Row)> {
-    let out = run_in(sql, inputs, arrival);
-    let (_, items) = out.into_iter().next().expect("one output");
-    events(&items)
-        .into_iter()
-        .map(|(s, _, r)| (s.ticks() as f64 / S as f64, r))
-        .collect()
-}
-
 fn entries_and_exits() -> [(&'static str, Vec<StreamItem<Row>>); 2] {
     let m = 60.0;
     [
@@ -81,7 +67,7 @@ fn the_absence_of_events_query_finds_the_cars_that_did_not_leave_within_15_minut
                ON I1.TollId = I2.TollId AND I1.LicensePlate = I2.LicensePlate
                AND DATEDIFF(minute, I1, I2) BETWEEN 0 AND 15
                WHERE I2.TollId IS NULL";
-    let got: Vec<(f64, String)> = results(sql, &entries_and_exits(), &[])
+    let got: Vec<(f64, String)> = rows_at(sql, &entries_and_exits(), &[])
         .into_iter()
         .map(|(at, r)| (at, plate_and_exit(&r).0))
         .collect();
@@ -96,7 +82,7 @@ fn pairs_and_left_events_without_a_partner_come_out_together() {
                FROM Input1 I1 LEFT JOIN Input2 I2
                ON I1.TollId = I2.TollId AND I1.LicensePlate = I2.LicensePlate
                AND DATEDIFF(minute, I1, I2) BETWEEN 0 AND 15";
-    let mut got: Vec<(f64, String, Value)> = results(sql, &entries_and_exits(), &[])
+    let mut got: Vec<(f64, String, Value)> = rows_at(sql, &entries_and_exits(), &[])
         .into_iter()
         .map(|(at, r)| {
             let (p, e) = plate_and_exit(&r);
@@ -125,7 +111,7 @@ fn datediff_written_the_other_way_round_gives_the_same_rows() {
              FROM Input1 I1 LEFT OUTER JOIN Input2 I2
              ON I1.TollId = I2.TollId AND I1.LicensePlate = I2.LicensePlate AND {dd}"
         );
-        let mut rows: Vec<(f64, String, Value)> = results(&sql, &entries_and_exits(), &[])
+        let mut rows: Vec<(f64, String, Value)> = rows_at(&sql, &entries_and_exits(), &[])
             .into_iter()
             .map(|(at, r)| {
                 let (p, e) = plate_and_exit(&r);
@@ -147,7 +133,7 @@ fn a_candidate_that_fails_the_other_conditions_is_no_partner() {
                FROM Input1 I1 LEFT OUTER JOIN Input2 I2
                ON I1.LicensePlate = I2.LicensePlate AND I2.TollId > 1
                AND DATEDIFF(minute, I1, I2) BETWEEN 0 AND 15";
-    let mut got: Vec<(String, Value)> = results(sql, &entries_and_exits(), &[])
+    let mut got: Vec<(String, Value)> = rows_at(sql, &entries_and_exits(), &[])
         .iter()
         .map(|(_, r)| plate_and_exit(r))
         .collect();
@@ -180,7 +166,7 @@ fn a_reading_without_reference_data_comes_out_at_its_own_time_with_nulls() {
         reading(16.0, "b", 1),
     ]);
     let sql = "SELECT r.device, k.rate FROM readings r LEFT JOIN rates k ON r.device = k.device";
-    let got: Vec<(f64, Value)> = results(sql, &[("readings", readings), ("rates", rates)], &[])
+    let got: Vec<(f64, Value)> = rows_at(sql, &[("readings", readings), ("rates", rates)], &[])
         .into_iter()
         .map(|(at, r)| (at, r.get("rate").cloned().unwrap_or(Value::Int(-1))))
         .collect();
@@ -295,7 +281,7 @@ mod property {
             );
             let inputs = [("l", ended(left_items)), ("r", ended(right_items))];
             let mut got: Vec<(i64, u8)> = Vec::new();
-            for (stamp, r) in results(&sql, &inputs, &["l"]) {
+            for (stamp, r) in rows_at(&sql, &inputs, &["l"]) {
                 let at = r.get("at").and_then(Value::as_i64).unwrap_or(-1);
                 let key = r.get("k").and_then(Value::as_i64).unwrap_or(-1);
                 prop_assert_eq!(stamp as i64, at + within, "at the bound: {:?}", r);
@@ -319,62 +305,47 @@ fn datediff_in_a_join_of_three_sources_names_a_source_the_joined_rows_are_timed_
             |xs: &[(f64, &str)]| ended(xs.iter().map(|(at, plate)| toll(*at, 1, plate)).collect());
         [("A", items(a)), ("B", items(b)), ("C", items(c))]
     };
-    let plates = |r: &Row, fields: &[&str]| -> Vec<String> {
-        fields
+    // Each result's time and the three plates (`-` for NULL).
+    let joined = |sql: &str, a: &[(f64, &str)], b: &[(f64, &str)], c: &[(f64, &str)]| {
+        rows_at(sql, &inputs(a, b, c), &[])
             .iter()
-            .map(|f| match r.get(f) {
-                Some(Value::Str(s)) => s.to_string(),
-                _ => "-".to_owned(),
+            .map(|(at, r)| {
+                let plate = |f: &str| match r.get(f) {
+                    Some(Value::Str(s)) => s.to_string(),
+                    _ => "-".to_owned(),
+                };
+                (*at, [plate("a"), plate("b"), plate("c")])
             })
-            .collect()
+            .collect::<Vec<(f64, [String; 3])>>()
     };
+    let three = |a: &str, b: &str, c: &str| [a.to_owned(), b.to_owned(), c.to_owned()];
     // The pivot of Stream Analytics' parsing-JSON page: two LEFT JOINs at one time.
     let sql = "SELECT a.LicensePlate AS a, b.LicensePlate AS b, c.LicensePlate AS c
                FROM A a
                LEFT JOIN B b ON a.TollId = b.TollId AND DATEDIFF(minute, a, b) BETWEEN 0 AND 0
                LEFT JOIN C c ON a.TollId = c.TollId AND DATEDIFF(minute, a, c) BETWEEN 0 AND 0";
-    let got = results(
+    let rows = joined(
         sql,
-        &inputs(
-            &[(0.0, "x"), (m, "y")],
-            &[(0.0, "bx")],
-            &[(0.0, "cx"), (m, "cy")],
-        ),
-        &[],
+        &[(0.0, "x"), (m, "y")],
+        &[(0.0, "bx")],
+        &[(0.0, "cx"), (m, "cy")],
     );
-    let rows: Vec<(f64, Vec<String>)> = got
-        .iter()
-        .map(|(at, r)| (*at, plates(r, &["a", "b", "c"])))
-        .collect();
     assert_eq!(
         rows,
-        [
-            (0.0, vec!["x".into(), "bx".into(), "cx".into()]),
-            (m, vec!["y".into(), "-".into(), "cy".into()]),
-        ]
+        [(0.0, three("x", "bx", "cx")), (m, three("y", "-", "cy"))]
     );
     // Within a span: the rows are at b's time, so the second DATEDIFF names b.
     let sql = "SELECT a.LicensePlate AS a, b.LicensePlate AS b, c.LicensePlate AS c
                FROM A a
                JOIN B b ON a.TollId = b.TollId AND DATEDIFF(minute, a, b) BETWEEN 0 AND 5
                JOIN C c ON b.TollId = c.TollId AND DATEDIFF(minute, b, c) BETWEEN 0 AND 1";
-    let got = results(
+    let rows = joined(
         sql,
-        &inputs(
-            &[(0.0, "x")],
-            &[(3.0 * m, "bx")],
-            &[(4.0 * m, "cx"), (5.0 * m, "cy")],
-        ),
-        &[],
+        &[(0.0, "x")],
+        &[(3.0 * m, "bx")],
+        &[(4.0 * m, "cx"), (5.0 * m, "cy")],
     );
-    let rows: Vec<(f64, Vec<String>)> = got
-        .iter()
-        .map(|(at, r)| (*at, plates(r, &["a", "b", "c"])))
-        .collect();
-    assert_eq!(
-        rows,
-        [(4.0 * m, vec!["x".into(), "bx".into(), "cx".into()])]
-    );
+    assert_eq!(rows, [(4.0 * m, three("x", "bx", "cx"))]);
     // Naming a instead: the rows are not at a's time.
     let e = refusal_in(
         &sql.replace("DATEDIFF(minute, b, c)", "DATEDIFF(minute, a, c)"),

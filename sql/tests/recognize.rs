@@ -13,12 +13,7 @@ use common::*;
 
 /// The output's rows with their times (seconds), in order.
 fn results(sql: &str, input: Vec<StreamItem<Row>>) -> Vec<(f64, Row)> {
-    let out = run(sql, &[("Input", input)]);
-    let (_, items) = out.into_iter().next().expect("one output");
-    events(&items)
-        .into_iter()
-        .map(|(s, _, r)| (s.ticks() as f64 / S as f64, r))
-        .collect()
+    rows_at(sql, &[("Input", input)], &[])
 }
 
 fn int(r: &Row, field: &str) -> i64 {
@@ -249,39 +244,39 @@ fn refusals_name_what_is_wrong() {
         assert!(message.contains(says), "{says}: {message}");
     };
     let atm = atm_query("TO NEXT ROW");
-    refused(
-        &atm.replace("PARTITION BY", "PARTITON BY"),
-        "did you mean PARTITION BY?",
-    );
-    refused(
-        &atm.replace("Warning AS Warning.", "Failure AS Warning."),
-        "DEFINE Failure: the PATTERN has no variable `Failure`",
-    );
-    refused(
-        &atm.replace("Success AS Success.", "Success AS Succes."),
-        "`Succes` is not a field",
-    );
-    refused(
-        &atm.replace("LIMIT DURATION(minute, 1)", ""),
-        "needs LIMIT DURATION",
-    );
-    refused(
-        &atm.replace("Warning.Return_Code <>", "Success.Return_Code <>"),
-        "reads another variable's event",
-    );
-    refused(
-        &atm.replace("COUNT(Warning", "SUM(Warning"),
-        "SUM in MEASURES is not supported yet",
-    );
-    refused(&atm.replace("Warning{2,}", "Warning+?"), "reluctant");
-    refused(
-        &atm.replace("Warning{2,}", "Warning{3,2}"),
-        "the most is less",
-    );
-    refused(
-        &atm.replace("AFTER MATCH", "LIMIT DURATION(second, 5) AFTER MATCH"),
-        "LIMIT DURATION (or WITHIN) is given twice",
-    );
+    for (written, slip, says) in [
+        ("PARTITION BY", "PARTITON BY", "did you mean PARTITION BY?"),
+        (
+            "Warning AS Warning.",
+            "Failure AS Warning.",
+            "DEFINE Failure: the PATTERN has no variable `Failure`",
+        ),
+        (
+            "Success AS Success.",
+            "Success AS Succes.",
+            "`Succes` is not a field",
+        ),
+        ("LIMIT DURATION(minute, 1)", "", "needs LIMIT DURATION"),
+        (
+            "Warning.Return_Code <>",
+            "Success.Return_Code <>",
+            "reads another variable's event",
+        ),
+        (
+            "COUNT(Warning",
+            "SUM(Warning",
+            "SUM in MEASURES is not supported yet",
+        ),
+        ("Warning{2,}", "Warning+?", "reluctant"),
+        ("Warning{2,}", "Warning{3,2}", "the most is less"),
+        (
+            "AFTER MATCH",
+            "LIMIT DURATION(second, 5) AFTER MATCH",
+            "LIMIT DURATION (or WITHIN) is given twice",
+        ),
+    ] {
+        refused(&atm.replace(written, slip), says);
+    }
     refused(
         &format!("{atm} JOIN Other ON patternMatch.ATM_id = Other.ATM_id"),
         "MATCH_RECOGNIZE and JOIN in one select",

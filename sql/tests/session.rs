@@ -14,12 +14,7 @@ use common::*;
 /// `(System.Timestamp() in seconds, the row without it)` of the one output, in order.
 fn results(sql: &str, input: Vec<StreamItem<Row>>, arrival: bool) -> Vec<(f64, Row)> {
     let names: &[&str] = if arrival { &["Input"] } else { &[] };
-    let out = run_in(sql, &[("Input", ended(input))], names);
-    let (_, items) = out.into_iter().next().expect("one output");
-    events(&items)
-        .into_iter()
-        .map(|(s, _, r)| (s.ticks() as f64 / S as f64, r))
-        .collect()
+    rows_at(sql, &[("Input", ended(input))], names)
 }
 
 fn at(times: &[f64], device: &str) -> Vec<StreamItem<Row>> {

@@ -168,3 +168,18 @@ pub fn refusal_in(sql: &str, inputs: &[&str], fields: Option<&[&str]>) -> String
         Err(e) => e.show(sql),
     }
 }
+
+/// The rows of the one output of `sql` over `inputs` (those named in `arrival` read in
+/// arrival order) with each one's start in seconds, in order.
+pub fn rows_at(
+    sql: &str,
+    inputs: &[(&str, Vec<StreamItem<Row>>)],
+    arrival: &[&str],
+) -> Vec<(f64, Row)> {
+    let out = run_in(sql, inputs, arrival);
+    let (_, items) = out.into_iter().next().expect("one output");
+    events(&items)
+        .into_iter()
+        .map(|(s, _, r)| (s.ticks() as f64 / S as f64, r))
+        .collect()
+}
