@@ -424,3 +424,44 @@ fn pipe_takes_the_same_tolerance_and_policy_flags() {
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(err.contains("--policy goes with --out-of-order"), "{err}");
 }
+
+/// A `DATEDIFF` join's results, inner and left outer, are points: each row is written with
+/// one `time`, not as a one-tick `start` and `end`.
+#[test]
+fn datediff_join_results_are_written_as_points() {
+    let dir = dir("datediff-points");
+    let (clicks, buys) = (dir.join("clicks.jsonl"), dir.join("buys.jsonl"));
+    std::fs::write(
+        &clicks,
+        "{\"t\":\"2026-12-01T10:00:00Z\",\"user\":1}\n{\"t\":\"2026-12-01T10:00:05Z\",\"user\":2}\n",
+    )
+    .expect("written");
+    std::fs::write(&buys, "{\"t\":\"2026-12-01T10:00:03Z\",\"user\":1}\n").expect("written");
+    for join in ["JOIN", "LEFT JOIN"] {
+        let out = dir.join("joined.jsonl");
+        let (code, _, err) = cli(&[
+            "query",
+            &format!(
+                "SELECT c.user, b.user AS buyer FROM clicks c TIMESTAMP BY t \
+                 {join} buys b TIMESTAMP BY t ON c.user = b.user \
+                 AND DATEDIFF(second, c, b) BETWEEN 0 AND 10"
+            ),
+            "--input",
+            &format!("clicks={}", s(&clicks)),
+            "--input",
+            &format!("buys={}", s(&buys)),
+            "--output",
+            s(&out),
+        ]);
+        assert_eq!(code, EXIT_OK, "{err}");
+        let written = std::fs::read_to_string(&out).expect("the output");
+        assert!(!written.is_empty(), "{join}: no rows");
+        for line in written.lines() {
+            let row: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+            assert!(
+                row.get("time").is_some() && row.get("start").is_none(),
+                "{join}: {line}"
+            );
+        }
+    }
+}

@@ -303,8 +303,13 @@ impl<P: Clone + Send + 'static> UnaryOperator<P, P> for AlterDuration {
         true
     }
 
+    /// Points when every lifetime is one tick (`to_point_events`), intervals otherwise.
     fn output_shape(&self, _input: EventShape) -> EventShape {
-        EventShape::Interval
+        if self.duration == TimeSpan::TICK {
+            EventShape::Point
+        } else {
+            EventShape::Interval
+        }
     }
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
