@@ -120,8 +120,9 @@ fn emit(p: &Pattern, var: &dyn Fn(&str) -> u16, out: &mut Vec<Inst>) -> Option<(
 /// What a try from one start gave.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Attempt {
-    /// The match: the events from the start up to `end` (exclusive), each one's variable.
-    Found { end: usize, vars: Vec<u16> },
+    /// The match: the events from the start up to `end` (exclusive); each one's variable is
+    /// in [`Scratch::vars`].
+    Found { end: usize },
     /// No match from this start.
     Fail,
     /// Events still to come could change it.
@@ -135,25 +136,35 @@ pub(crate) trait Symbols {
     fn holds(&self, i: usize, var: u16) -> bool;
 }
 
+/// What a try works in, kept from one try to the next so that a try allocates nothing once
+/// they have grown: the variables of the events taken so far, the choice points (instruction,
+/// event) still to try, and the states tried (one tried before failed, or the try would
+/// have ended, so it is not tried again).
+#[derive(Default)]
+pub(crate) struct Scratch {
+    pub(crate) vars: Vec<u16>,
+    stack: Vec<(usize, usize)>,
+    tried: HashSet<(usize, usize)>,
+}
+
 /// Tries `program` from event `start` of `events`, each event at most `limit` after the
 /// start's; every event at or before `known` is among `events` (none still to come).
 pub(crate) fn attempt(
     program: &[Inst],
     events: &dyn Symbols,
-    start: usize,
-    limit: TimeSpan,
-    known: Time,
+    (start, limit, known): (usize, TimeSpan, Time),
+    scratch: &mut Scratch,
 ) -> Attempt {
     let Some(first) = (start < events.len()).then(|| events.time(start)) else {
         return Attempt::Open;
     };
     let last_allowed = first + limit;
     let closed = last_allowed <= known;
-    let mut vars: Vec<u16> = Vec::new();
-    // Choice points: (instruction, event); a state tried before failed (or the try would
-    // have ended), so it is not tried again.
-    let mut stack: Vec<(usize, usize)> = vec![(0, start)];
-    let mut tried: HashSet<(usize, usize)> = HashSet::new();
+    let Scratch { vars, stack, tried } = scratch;
+    vars.clear();
+    stack.clear();
+    tried.clear();
+    stack.push((0, start));
     while let Some((mut pc, mut i)) = stack.pop() {
         loop {
             if !tried.insert((pc, i)) {
@@ -163,7 +174,7 @@ pub(crate) fn attempt(
             match program[pc] {
                 // A match holds one event or more: an empty one is none.
                 Inst::Match if i == start => break,
-                Inst::Match => return Attempt::Found { end: i, vars },
+                Inst::Match => return Attempt::Found { end: i },
                 Inst::Jmp(to) => pc = to,
                 Inst::Split(a, b) => {
                     stack.push((b, i));
@@ -248,13 +259,14 @@ pub(crate) struct Matcher {
     /// The partition's values kept in the output (by position), then the measures.
     pub(crate) keep_keys: Vec<usize>,
     pub(crate) out_schema: Schema,
+    pub(crate) scratch: Scratch,
 }
 
 impl Matcher {
     /// Decides the partition's starts that events and time allow, in order, emitting each
     /// match; `known`: every event at or before it is in.
     fn decide(
-        &self,
+        &mut self,
         key: &[Value],
         part: &mut Partition,
         known: Time,
@@ -262,11 +274,13 @@ impl Matcher {
     ) {
         let mut next = 0;
         while next < part.events.len() {
-            match attempt(&self.program, &part.events, next, self.limit, known) {
+            let range = (next, self.limit, known);
+            match attempt(&self.program, &part.events, range, &mut self.scratch) {
                 Attempt::Open => break,
                 Attempt::Fail => next += 1,
-                Attempt::Found { end, vars } => {
-                    let row = self.row(key, &part.events, next, &vars, ctx.now());
+                Attempt::Found { end } => {
+                    let vars = &self.scratch.vars;
+                    let row = self.row(key, &part.events, next, vars, ctx.now());
                     ctx.emit_point(ctx.now(), row);
                     next = if self.skip_past_last {
                         end.max(next + 1)

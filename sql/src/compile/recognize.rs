@@ -67,6 +67,7 @@ impl Compiler<'_> {
             measures,
             keep_keys,
             out_schema,
+            scratch: Default::default(),
         };
         let label = self.label.borrow().clone();
         let stream: RowStream = built
