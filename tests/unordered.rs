@@ -6,6 +6,8 @@
 
 use proptest::prelude::*;
 
+mod lateness;
+
 use punctual::core::ops::{Count, Payload, Stream, Sum, WindowOutput};
 use punctual::core::{Batch, EventShape, Order, StreamItem, Time, TimeSpan};
 use punctual::engine::{InputOptions, Plan};

@@ -37,6 +37,8 @@ pub struct NodeStats<'a> {
     pub state: usize,
     /// Events it dropped (see [`OperatorDrop`]).
     pub dropped: u64,
+    /// Late events it took: a window with allowed lateness revises its results with them.
+    pub late_events: u64,
     /// Its output CTI.
     pub cti: Time,
 }
@@ -128,6 +130,10 @@ pub trait Node: Send {
     }
     /// Events it dropped so far (see [`OperatorDrop`]).
     fn dropped(&self) -> u64 {
+        0
+    }
+    /// Late events it took so far (see [`UnaryOperator::late_events`](super::UnaryOperator)).
+    fn late_events(&self) -> u64 {
         0
     }
     /// Moves the drops not yet taken to `into`.
@@ -543,6 +549,7 @@ impl Graph {
                     events_out: s.events_out,
                     state: n.state_size(),
                     dropped: n.dropped(),
+                    late_events: n.late_events(),
                     cti: s.cti,
                 });
             }

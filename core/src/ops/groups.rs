@@ -118,6 +118,19 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
             .chain(self.states.iter().map(|(k, _)| k))
     }
 
+    /// Every group's key and state, in the order they first appeared (as [`Groups::drain`]).
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &S)> + '_ {
+        let (dense, indexer) = (&self.dense, self.indexer);
+        let table = self.dense_keys.iter().filter_map(move |k| {
+            let state = indexer
+                .index(k)
+                .and_then(|i| dense.get(i))
+                .and_then(Option::as_ref)?;
+            Some((k, state))
+        });
+        table.chain(self.states.iter().map(|(k, s)| (k, s)))
+    }
+
     /// Takes every group out, in the order they first appeared (the table's, then the
     /// others'); the map is left empty, with its room.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = (K, S)> + '_ {

@@ -264,6 +264,12 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     fn dropped(&self) -> u64 {
         0
     }
+    /// Late events it took so far: a window with allowed lateness counts the events that came
+    /// under its watermark and within the lateness (they revise results already given). Zero
+    /// for other operators.
+    fn late_events(&self) -> u64 {
+        0
+    }
     /// Moves the drops not yet taken (at most [`MAX_KEPT_DROPS`]) to `into`.
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
         let _ = into;
@@ -395,6 +401,9 @@ impl<Op: UnaryOperator<I, O>, I: Clone + Send + 'static, O: Clone + Send + 'stat
     }
     fn dropped(&self) -> u64 {
         self.op.dropped()
+    }
+    fn late_events(&self) -> u64 {
+        self.op.late_events()
     }
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
         self.op.take_drops(into);

@@ -497,6 +497,7 @@ impl<P: Payload, O: Order> Stream<P, O> {
             stream: self.clone(),
             kind: WindowKind::Hopping(WindowSpec::hopping(size, hop)),
             group: Ungrouped,
+            results: std::marker::PhantomData,
         }
     }
 

@@ -4,8 +4,8 @@
 
 use std::hash::Hash;
 
-use crate::order::{Order, Ordered};
-use crate::time::Time;
+use crate::order::{Order, Ordered, Unordered};
+use crate::time::{Time, TimeSpan};
 
 use super::aggregate::{Aggregate, Count};
 use super::snapshot::{CountWindow, SnapshotWindow};
@@ -28,16 +28,78 @@ pub(super) enum WindowKind {
     Count(usize),
 }
 
-/// Windows over a stream (of order `O`), waiting for an aggregate. See
+/// Windows over a stream (of order `O`), waiting for an aggregate whose results come in
+/// order `R` ([`Ordered`]; [`Unordered`] with [`Windowed::allowed_lateness`]). See
 /// [`Stream::hopping_window`], [`Stream::snapshot_window`], [`Stream::count_window`].
 #[derive(Debug)]
-pub struct Windowed<P, G, O = Ordered> {
+pub struct Windowed<P, G, O = Ordered, R = Ordered> {
     pub(super) stream: Stream<P, O>,
     pub(super) kind: WindowKind,
     pub(super) group: G,
+    pub(super) results: std::marker::PhantomData<R>,
 }
 
 impl<P: Payload, G, O: Order> Windowed<P, G, O> {
+    /// Flink's allowed lateness: each window gives its result as soon as the input CTI plus
+    /// `lateness` passes it (on time), revises it at each later CTI if events that came since
+    /// changed it, and makes it final when the CTI reaches the window's end. Meant for an
+    /// unordered input whose CTIs trail its watermark by `lateness` (its generation delay is
+    /// the out-of-orderness plus the lateness): events up to `lateness` behind the watermark
+    /// still count, later ones break the CTI and go where its policy sends them (dropped to
+    /// the dead letters, as Flink's late-data side output).
+    ///
+    /// Each result, per window and group, is a chain of edges: `S(a)` at the result's time
+    /// `a` (the window's end by default), then for each revision `E(t, w)` and `S(w)`, `w` the
+    /// watermark the changing events came under, and finally `E(t, end + lateness)`. So a
+    /// result's value at any time is the one known when the watermark was there; a consumer
+    /// tells the on-time value (its start is `a`) from revisions (later starts). The results
+    /// are unordered (a start edge comes before the CTI passes it). Hopping and tumbling
+    /// windows only: snapshot and count windows give their results final, as without it.
+    /// The operator counts the late events it took ([`NodeStats::late_events`]).
+    ///
+    /// [`NodeStats::late_events`]: crate::ops::NodeStats::late_events
+    ///
+    /// ```
+    /// use punctual_core::ops::QueryGraph;
+    /// use punctual_core::{Batch, StreamItem, Time, TimeSpan, Unordered};
+    /// let t = Time::from_ticks;
+    /// let graph = QueryGraph::new();
+    /// let input = graph.source::<u32, Unordered>();
+    /// let counts = input
+    ///     .tumbling_window(TimeSpan::from_ticks(10))
+    ///     .allowed_lateness(TimeSpan::from_ticks(5))
+    ///     .count();
+    /// graph.keep_output(&counts);
+    /// let mut batch = Batch::new();
+    /// batch.push_point(t(3), 1);
+    /// batch.push_cti(t(6)); // the watermark (11) is past the window's end: given on time
+    /// batch.push_point(t(7), 1); // late: counts, under the CTI's lateness
+    /// batch.push_cti(t(10)); // revised, then final
+    /// graph.feed(&input, &mut batch);
+    /// let mut out = Batch::new();
+    /// graph.take_output(&counts, &mut out);
+    /// let mut items = Vec::new();
+    /// out.drain_items(|i| items.push(i));
+    /// assert_eq!(items[0], StreamItem::start_edge(t(10), 1));
+    /// assert_eq!(items[2], StreamItem::end_edge(t(10), t(11), 1)); // revised under 6 + 5
+    /// assert_eq!(items[3], StreamItem::start_edge(t(11), 2));
+    /// assert_eq!(items[4], StreamItem::end_edge(t(11), t(15), 2)); // final at 10 + 5
+    /// ```
+    pub fn allowed_lateness(self, lateness: TimeSpan) -> Windowed<P, G, O, Unordered> {
+        let kind = match self.kind {
+            WindowKind::Hopping(spec) => WindowKind::Hopping(spec.allowed_lateness(lateness)),
+            other => other,
+        };
+        Windowed {
+            stream: self.stream,
+            kind,
+            group: self.group,
+            results: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<P: Payload, G, O: Order, R: Order> Windowed<P, G, O, R> {
     /// Hopping windows start at `alignment + n * hop` (default: time 0); other kinds ignore it.
     pub fn alignment(mut self, alignment: Time) -> Self {
         if let WindowKind::Hopping(spec) = &mut self.kind {
@@ -66,7 +128,7 @@ impl<P: Payload, G, O: Order> Windowed<P, G, O> {
         self
     }
 
-    fn build<K, A, Out, KF, MK>(self, key: KF, agg: A, make: MK) -> Stream<Out>
+    fn build<K, A, Out, KF, MK>(self, key: KF, agg: A, make: MK) -> Stream<Out, R>
     where
         K: Hash + Eq + Clone + Send + 'static,
         A: Aggregate<P>,
@@ -85,9 +147,9 @@ impl<P: Payload, G, O: Order> Windowed<P, G, O> {
     }
 }
 
-impl<P: Payload, O: Order> Windowed<P, Ungrouped, O> {
+impl<P: Payload, O: Order, R: Order> Windowed<P, Ungrouped, O, R> {
     /// One result per window and distinct `key`.
-    pub fn group_by<K, F>(self, key: F) -> Windowed<P, GroupedBy<F>, O>
+    pub fn group_by<K, F>(self, key: F) -> Windowed<P, GroupedBy<F>, O, R>
     where
         K: Hash + Eq + Clone + Send + 'static,
         F: Fn(&P) -> K + Send + 'static,
@@ -96,11 +158,12 @@ impl<P: Payload, O: Order> Windowed<P, Ungrouped, O> {
             stream: self.stream,
             kind: self.kind,
             group: GroupedBy(key),
+            results: self.results,
         }
     }
 
     /// Aggregates each window's members.
-    pub fn aggregate<A>(self, agg: A) -> Stream<A::Output>
+    pub fn aggregate<A>(self, agg: A) -> Stream<A::Output, R>
     where
         A: Aggregate<P>,
         A::Output: Payload,
@@ -109,18 +172,18 @@ impl<P: Payload, O: Order> Windowed<P, Ungrouped, O> {
     }
 
     /// Counts each window's members.
-    pub fn count(self) -> Stream<u64> {
+    pub fn count(self) -> Stream<u64, R> {
         self.aggregate(Count)
     }
 }
 
-impl<P: Payload, K, F, O: Order> Windowed<P, GroupedBy<F>, O>
+impl<P: Payload, K, F, O: Order, R: Order> Windowed<P, GroupedBy<F>, O, R>
 where
     K: Clone + Hash + Eq + Send + 'static,
     F: Fn(&P) -> K + Send + 'static,
 {
     /// Aggregates each window's members per group; results are `(key, value)`.
-    pub fn aggregate<A>(self, agg: A) -> Stream<(K, A::Output)>
+    pub fn aggregate<A>(self, agg: A) -> Stream<(K, A::Output), R>
     where
         A: Aggregate<P>,
         A::Output: Payload,
@@ -134,7 +197,7 @@ where
         self,
         agg: A,
         make: impl Fn(&K, A::Output) -> Out + Send + 'static,
-    ) -> Stream<Out>
+    ) -> Stream<Out, R>
     where
         A: Aggregate<P>,
         Out: Payload,
@@ -144,12 +207,13 @@ where
             stream: self.stream,
             kind: self.kind,
             group: Ungrouped,
+            results: self.results,
         }
         .build(key, agg, make)
     }
 
     /// Counts each window's members per group.
-    pub fn count(self) -> Stream<(K, u64)>
+    pub fn count(self) -> Stream<(K, u64), R>
     where
         K: Payload,
     {

@@ -196,6 +196,7 @@ impl<P: Payload> Stream<P, Ordered> {
             stream: self.clone(),
             kind: WindowKind::Snapshot,
             group: Ungrouped,
+            results: std::marker::PhantomData,
         }
     }
 
@@ -206,6 +207,7 @@ impl<P: Payload> Stream<P, Ordered> {
             stream: self.clone(),
             kind: WindowKind::Count(n),
             group: Ungrouped,
+            results: std::marker::PhantomData,
         }
     }
 }

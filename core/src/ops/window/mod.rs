@@ -36,6 +36,7 @@ use crate::time::Time;
 use super::fingerprint::Fingerprints;
 use super::groups::Groups;
 
+mod late;
 mod open;
 mod operator;
 mod spec;
@@ -119,6 +120,8 @@ pub struct HoppingWindow<P, K, A: Aggregate<P>, O, KF, MK> {
     /// The first window not yet closed (derived from `cti`, cached).
     first_open: i64,
     held: ReleaseBuffer<O>,
+    /// With allowed lateness: the results given and not yet final (see [`late`]).
+    late: Option<late::Late<K, O>>,
 }
 
 impl<P, K, A: Aggregate<P>, O, KF, MK> std::fmt::Debug for HoppingWindow<P, K, A, O, KF, MK> {
@@ -139,7 +142,7 @@ where
     A: Aggregate<P>,
     KF: Fn(&P) -> K,
     MK: Fn(&K, A::Output) -> O,
-    O: Clone,
+    O: Clone + PartialEq,
 {
     /// Windows per `spec`, grouped by `key`, aggregated by `agg`, results built by `make`.
     pub fn new(spec: WindowSpec, key: KF, agg: A, make: MK) -> Self {
@@ -162,6 +165,8 @@ where
             cti: Time::NEG_INF,
             first_open: i64::MIN,
             held: ReleaseBuffer::new(),
+            late: (spec.lateness > 0)
+                .then(|| late::Late::new(crate::time::TimeSpan::from_ticks(spec.lateness))),
         }
     }
 
@@ -298,6 +303,20 @@ where
     }
 
     fn emit(&mut self, n: i64, mut groups: Groups<K, A::State>) {
+        if self.late.is_some() {
+            let results: Vec<(K, O)> = groups
+                .drain()
+                .map(|(key, state)| {
+                    let value = (self.make)(&key, self.agg.result(&state));
+                    (key, value)
+                })
+                .collect();
+            self.close_late(n, results);
+            if self.pool.len() < POOL {
+                self.pool.push(groups);
+            }
+            return;
+        }
         let (ws, we) = (self.spec.start(n), self.spec.end(n));
         for (key, state) in groups.drain() {
             let payload = (self.make)(&key, self.agg.result(&state));
@@ -384,6 +403,7 @@ where
         self.flush_current();
         let first_open = self.spec.first_ending_after(self.cti);
         let last = self.last_to_close(t);
+        self.give_and_revise(t, last);
         self.cti = t;
         self.first_open = self.spec.first_ending_after(t);
         if first_open <= last {
@@ -402,6 +422,10 @@ where
             self.spans.clear();
             self.open.clear();
             self.open_count = 0;
+        }
+        if self.late.is_some() {
+            self.emit_late(t, out);
+            return;
         }
         let out_cti = match self.spec.output {
             WindowOutput::PointAtEnd | WindowOutput::PointAtLastTick => t,

@@ -13,7 +13,7 @@ where
     P: Clone + PartialEq + serde::Serialize + Send + 'static,
     K: Hash + Eq + Clone + Send + 'static,
     A: Aggregate<P>,
-    O: Clone + Send + 'static,
+    O: Clone + PartialEq + Send + 'static,
     KF: Fn(&P) -> K + Send + 'static,
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
@@ -36,6 +36,9 @@ where
     }
 
     fn output_shape(&self, _input: EventShape) -> EventShape {
+        if self.late.is_some() {
+            return EventShape::Edge;
+        }
         match self.spec.output {
             WindowOutput::PointAtEnd | WindowOutput::PointAtLastTick => EventShape::Point,
             WindowOutput::Window => EventShape::Interval,
@@ -48,6 +51,9 @@ where
             let sync = &input.sync()[range.clone()];
             let other = &input.other()[range.clone()];
             let payloads = &input.payloads()[range];
+            if let Some(late) = self.late.as_mut() {
+                late.note(self.cti, sync, other);
+            }
             let mut i = 0;
             while i < sync.len() {
                 if let (true, Some(c)) = (tumbling, self.current.as_mut()) {
@@ -87,6 +93,11 @@ where
             + self.spans.len()
             + self.open_count
             + self.held.len()
+            + self.late.as_ref().map_or(0, |l| l.held())
+    }
+
+    fn late_events(&self) -> u64 {
+        self.late.as_ref().map_or(0, |l| l.late_events())
     }
 
     fn held(&self, f: &mut dyn FnMut(Held<'_>)) {

@@ -27,6 +27,8 @@ pub struct WindowSpec {
     pub(super) alignment: i64,
     pub(super) output: WindowOutput,
     pub(super) max_windows: u64,
+    /// Allowed lateness in ticks (0: none; see [`late`](super::late)).
+    pub(super) lateness: i64,
 }
 
 impl WindowSpec {
@@ -39,6 +41,7 @@ impl WindowSpec {
             alignment: 0,
             output: WindowOutput::PointAtEnd,
             max_windows: DEFAULT_MAX_WINDOWS_PER_EVENT,
+            lateness: 0,
         }
     }
 
@@ -65,6 +68,19 @@ impl WindowSpec {
     pub fn max_windows_per_event(mut self, n: u64) -> Self {
         self.max_windows = n.max(1);
         self
+    }
+
+    /// Results given once the CTI plus `lateness` passes them, then revised until the CTI
+    /// closes their window (see [`Windowed::allowed_lateness`](crate::ops::Windowed)).
+    /// Zero (the default) gives each result once, final.
+    pub(crate) fn allowed_lateness(mut self, lateness: TimeSpan) -> Self {
+        self.lateness = lateness.ticks().max(0);
+        self
+    }
+
+    /// The allowed lateness (zero: none).
+    pub fn lateness(&self) -> TimeSpan {
+        TimeSpan::from_ticks(self.lateness)
     }
 
     pub(super) fn start(&self, n: i64) -> Time {

@@ -1,0 +1,323 @@
+//! Allowed lateness of [`HoppingWindow`]: results given before they are final, then revised.
+//!
+//! With lateness `L`, a window `[ws, we)` whose result would be at `a` (its *anchor*: the end,
+//! or the last tick with [`WindowOutput::PointAtLastTick`](super::WindowOutput)) gives its
+//! result once the input CTI `c` is past `a - L` (the *watermark* `c + L` is past `a`), and
+//! stays open to the events the CTI still allows (`c < we`). Each result is a chain of edges
+//! per group:
+//!
+//! - the first value as `S(a)` (on time);
+//! - at each later CTI advance, if the events that came since changed it, `E(t, w)` for the
+//!   value in force and `S(w)` for the new one, where `w` is the watermark those events came
+//!   under (the CTI before the advance, plus `L`): a revision;
+//! - when the CTI reaches `we` (no event of the window can come), `E(t, we + L)` for the last
+//!   value: final. A window the CTI closes before its watermark reached it gives `S(a)` and
+//!   `E(a, we + L)` at once.
+//!
+//! Every start is below `we + L` (a revision comes from events that came while `c < we`), so a
+//! chain is never empty, and every time is at or past the CTI, so CTI promises hold. The
+//! output is unordered (a start edge at `a` comes before the CTI reaches `a`).
+
+use std::collections::BTreeMap;
+use std::hash::Hash;
+
+use crate::batch::Batch;
+use crate::event::EventKind;
+use crate::ops::fxhash::FxHashMap;
+use crate::ops::Aggregate;
+use crate::time::{Time, TimeSpan};
+
+use super::HoppingWindow;
+
+/// One group's value in force: since `start`, the result `value`.
+struct Link<K, O> {
+    key: K,
+    start: Time,
+    value: O,
+}
+
+/// The lateness state of a [`HoppingWindow`]; see the module doc.
+pub(super) struct Late<K, O> {
+    lateness: TimeSpan,
+    /// The windows given and not yet final, with each group's value in force.
+    chains: BTreeMap<i64, Vec<Link<K, O>>>,
+    /// Whether an event under the watermark (late) came since the last CTI: it may change a
+    /// window given.
+    touched: bool,
+    /// The watermark the events since the last CTI came under (set at each CTI).
+    came_under: Time,
+    /// Late events taken (under the watermark, within the lateness).
+    late_events: u64,
+    /// Results made at this CTI, emitted in this order before it.
+    out: Vec<(EventKind, O)>,
+}
+
+impl<K, O> Late<K, O> {
+    pub(super) fn new(lateness: TimeSpan) -> Self {
+        Late {
+            lateness,
+            chains: BTreeMap::new(),
+            touched: false,
+            came_under: Time::NEG_INF,
+            late_events: 0,
+            out: Vec::new(),
+        }
+    }
+
+    /// Late events taken: under the watermark when they came (a window they fall in may have
+    /// been given already), within the lateness (the CTI let them in).
+    pub(super) fn late_events(&self) -> u64 {
+        self.late_events
+    }
+
+    /// Groups whose value is given and may still change.
+    pub(super) fn held(&self) -> usize {
+        self.chains.values().map(Vec::len).sum()
+    }
+
+    /// Notes the input events of a batch segment (their sync times and ends) before they are
+    /// added, the input CTI being `cti`: those under the watermark (`cti` plus the lateness)
+    /// are late and may change a window given (a window given ends at or before it).
+    #[inline]
+    pub(super) fn note(&mut self, cti: Time, sync: &[Time], other: &[Time]) {
+        let watermark = cti + self.lateness;
+        for (&s, &o) in sync.iter().zip(other) {
+            if s < watermark {
+                self.touched = true;
+                // An end edge (its end is its sync) changes windows, but is not an event.
+                if !matches!(EventKind::decode(s, o), EventKind::EndEdge { .. }) {
+                    self.late_events += 1;
+                }
+            }
+        }
+    }
+}
+
+impl<P, K, A, O, KF, MK> HoppingWindow<P, K, A, O, KF, MK>
+where
+    P: Clone + PartialEq + serde::Serialize,
+    K: Hash + Eq + Clone + 'static,
+    A: Aggregate<P>,
+    KF: Fn(&P) -> K,
+    MK: Fn(&K, A::Output) -> O,
+    O: Clone + PartialEq,
+{
+    /// The time of window `n`'s result.
+    fn anchor(&self, n: i64) -> Time {
+        let we = self.spec.end(n);
+        match self.spec.output {
+            super::WindowOutput::PointAtLastTick => we - TimeSpan::from_ticks(1),
+            _ => we,
+        }
+    }
+
+    /// Before the input CTI advances to `t` (and closes windows up to `last`): revises the
+    /// given windows that stay open, and gives those whose watermark `t + L` is now past
+    /// their anchor. Call with the current window flushed.
+    pub(super) fn give_and_revise(&mut self, t: Time, last: i64) {
+        let Some(late) = self.late.as_mut() else {
+            return;
+        };
+        let lateness = late.lateness;
+        let came_under = self.cti + lateness;
+        late.came_under = came_under;
+        let touched = std::mem::take(&mut late.touched);
+        if t == Time::INF {
+            // Every window closes: nothing is given before its end.
+            return;
+        }
+        let watermark = t + lateness;
+        let from = last.saturating_add(1).max(self.first_open);
+        let mut due = Vec::new();
+        self.windows_with_members(
+            from,
+            |n| {
+                let a = self.anchor(n);
+                (a < watermark).then_some(a)
+            },
+            &mut due,
+        );
+        for (n, a) in due {
+            let given = self.late.as_ref().is_some_and(|l| l.chains.contains_key(&n));
+            if !touched && (given || a < came_under) {
+                // Nothing late came: it is as it was.
+                continue;
+            }
+            let now = self.peek(n);
+            let Some(late) = self.late.as_mut() else {
+                return;
+            };
+            if given {
+                late.revise(n, now, came_under, None);
+            } else {
+                // Due at this CTI (on time), or before it with nothing then (late members
+                // made its first value).
+                let start = if a < came_under { came_under } else { a };
+                let links = now
+                    .into_iter()
+                    .map(|(key, value)| {
+                        late.out.push((EventKind::StartEdge(start), value.clone()));
+                        Link { key, start, value }
+                    })
+                    .collect();
+                late.chains.insert(n, links);
+            }
+        }
+    }
+
+    /// The windows from `from` on with members (stored, or overlapped by a kept member), in
+    /// order, while `take(n)` gives a value; pushes `(n, value)` to `into`.
+    fn windows_with_members(
+        &self,
+        from: i64,
+        take: impl Fn(i64) -> Option<Time>,
+        into: &mut Vec<(i64, Time)>,
+    ) {
+        let mut candidates: Vec<i64> = self.windows.range(from..).map(|(n, _)| *n).collect();
+        for s in self
+            .spans
+            .iter()
+            .chain(self.open.values().flat_map(|l| l.iter()))
+        {
+            let lo = self.spec.first_ending_after(s.start).max(from);
+            let hi = self.spec.last_starting_before(s.end);
+            let mut n = lo;
+            while n <= hi {
+                match take(n) {
+                    Some(_) => candidates.push(n),
+                    None => break,
+                }
+                n += 1;
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        for n in candidates {
+            match take(n) {
+                Some(v) => into.push((n, v)),
+                None => break,
+            }
+        }
+    }
+
+    /// Window `n`'s results if it closed now, by group, without taking its state.
+    fn peek(&self, n: i64) -> Vec<(K, O)> {
+        let (ws, we) = (self.spec.start(n), self.spec.end(n));
+        let mut states: Vec<(K, A::State)> = Vec::new();
+        let mut at: FxHashMap<K, usize> = FxHashMap::default();
+        if let Some(groups) = self.windows.get(&n) {
+            for (k, s) in groups.iter() {
+                at.insert(k.clone(), states.len());
+                states.push((k.clone(), s.clone()));
+            }
+        }
+        for s in self
+            .spans
+            .iter()
+            .chain(self.open.range(..we).flat_map(|(_, l)| l.iter()))
+        {
+            if s.start < we && ws < s.end {
+                let i = *at.entry(s.key.clone()).or_insert_with(|| {
+                    states.push((s.key.clone(), self.agg.init()));
+                    states.len() - 1
+                });
+                self.agg.add(&mut states[i].1, &s.payload);
+            }
+        }
+        states
+            .into_iter()
+            .map(|(k, s)| {
+                let value = (self.make)(&k, self.agg.result(&s));
+                (k, value)
+            })
+            .collect()
+    }
+
+    /// Window `n` closes with `results` (by group): its chain ends at its end plus the
+    /// lateness, revised first if the events since the last CTI changed it.
+    pub(super) fn close_late(&mut self, n: i64, results: Vec<(K, O)>) {
+        let a = self.anchor(n);
+        let final_end = self.spec.end(n);
+        let Some(late) = self.late.as_mut() else {
+            return;
+        };
+        let came_under = late.came_under;
+        let final_end = final_end + late.lateness;
+        if late.chains.contains_key(&n) {
+            late.revise(n, results, came_under, Some(final_end));
+        } else {
+            // Never given: its first value is final (at its anchor, or, if it was due before
+            // this CTI with nothing, where its late members came).
+            let start = if a < came_under { came_under } else { a };
+            for (_, value) in results {
+                late.out.push((EventKind::StartEdge(start), value.clone()));
+                late.out.push((
+                    EventKind::EndEdge {
+                        start,
+                        end: final_end,
+                    },
+                    value,
+                ));
+            }
+        }
+    }
+
+    /// Emits this CTI's results, then `CTI(t)`.
+    pub(super) fn emit_late(&mut self, t: Time, out: &mut Batch<O>) {
+        if let Some(late) = self.late.as_mut() {
+            for (kind, value) in late.out.drain(..) {
+                out.push(kind, value);
+            }
+            if t == Time::INF {
+                late.chains.clear();
+            }
+        }
+        out.push_cti(t);
+    }
+}
+
+impl<K: Hash + Eq + Clone, O: Clone + PartialEq> Late<K, O> {
+    /// Window `n`'s values are `now` (by group): each changed one is revised at `at`; with
+    /// `close`, every value ends there and the window is final. Each group's items come
+    /// together.
+    fn revise(&mut self, n: i64, now: Vec<(K, O)>, at: Time, close: Option<Time>) {
+        let Some(links) = self.chains.remove(&n) else {
+            return;
+        };
+        let mut old: FxHashMap<K, (Time, O)> = FxHashMap::default();
+        let mut order = Vec::with_capacity(links.len());
+        for link in links {
+            order.push(link.key.clone());
+            old.insert(link.key, (link.start, link.value));
+        }
+        let mut kept = Vec::with_capacity(now.len());
+        for (key, value) in now {
+            let start = match old.remove(&key) {
+                Some((start, before)) if before == value => start,
+                Some((start, before)) => {
+                    self.out
+                        .push((EventKind::EndEdge { start, end: at }, before));
+                    self.out.push((EventKind::StartEdge(at), value.clone()));
+                    at
+                }
+                None => {
+                    self.out.push((EventKind::StartEdge(at), value.clone()));
+                    at
+                }
+            };
+            match close {
+                Some(end) => self.out.push((EventKind::EndEdge { start, end }, value)),
+                None => kept.push(Link { key, start, value }),
+            }
+        }
+        // A group gone (an end edge took its last member out): its value ends here.
+        for key in order {
+            if let Some((start, value)) = old.remove(&key) {
+                self.out.push((EventKind::EndEdge { start, end: at }, value));
+            }
+        }
+        if close.is_none() {
+            self.chains.insert(n, kept);
+        }
+    }
+}
