@@ -20,7 +20,7 @@
 //! assert_eq!(aggs.result(&state), Ok(Row::new().with("total", 4i64).with("n", 2i64)));
 //! ```
 
-use punctual_core::ops::{Aggregate, Stream};
+use punctual_core::ops::Aggregate;
 use punctual_core::Time;
 use punctual_rows::{Row, Schema, Value};
 
@@ -108,13 +108,11 @@ impl Condition {
         self.cond.holds(row)
     }
 
-    /// `stream`'s rows where it holds; a row over which it cannot be computed (an overflow, a
+    /// `stream`'s rows where it holds, in the stream's order (a `&Stream<Row, O>` of either
+    /// order, or a [`RowStream`]); a row over which it cannot be computed (an overflow, a
     /// division by zero) is dropped with the reason, as a query's `WHERE` drops it.
-    pub fn filter(&self, stream: &Stream<Row>) -> Stream<Row> {
-        self.cond
-            .clone()
-            .filter(&RowStream::from(stream.clone()))
-            .ordered()
+    pub fn filter(&self, stream: impl Into<RowStream>) -> RowStream {
+        self.cond.clone().filter(&stream.into())
     }
 }
 
@@ -170,8 +168,8 @@ impl Aggregates {
 
     /// `stream` without the members whose arguments cannot be aggregated, each dropped with
     /// the reason: put it before the window.
-    pub fn gate(&self, stream: &Stream<Row>) -> Stream<Row> {
-        crate::compile::gate(RowStream::from(stream.clone()), &[], &self.fns).ordered()
+    pub fn gate(&self, stream: impl Into<RowStream>) -> RowStream {
+        crate::compile::gate(stream.into(), &[], &self.fns)
     }
 }
 

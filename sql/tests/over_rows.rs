@@ -45,7 +45,8 @@ fn a_condition_filters_and_drops_what_it_cannot_compute_with_the_reason() {
     let input = graph.source::<Row, Ordered>();
     let kept = Condition::parse("10 / t > 1")
         .expect("compiles")
-        .filter(&input);
+        .filter(&input)
+        .ordered();
     graph.keep_output(&kept);
     let mut batch = Batch::new();
     for (i, t) in [2, 0, 20].into_iter().enumerate() {
@@ -106,7 +107,7 @@ fn members_that_cannot_be_aggregated_are_dropped_before_the_window_with_the_reas
     let aggs = Aggregates::parse(&[("SUM(t)", "total")]).expect("compiles");
     let graph = QueryGraph::new();
     let input = graph.source::<Row, Ordered>();
-    let gated = aggs.gate(&input);
+    let gated = aggs.gate(&input).ordered();
     graph.keep_output(&gated);
     let mut batch = Batch::new();
     batch.push_point(Time::from_ticks(1), row(1));

@@ -60,6 +60,7 @@ struct StreamFile {
     generate: Option<GenerateFile>,
     import: Option<String>,
     watermark: Option<WatermarkFile>,
+    order: Option<String>,
 }
 
 /// The `watermark` stream setting (docs/semantics.md, section 5).
@@ -109,6 +110,9 @@ pub struct StreamSpec {
     pub import: Option<String>,
     /// A watermark strategy.
     pub watermark: Option<WatermarkFile>,
+    /// Whether its events are released as they come (`order = "arrival"`), not sorted at
+    /// each CTI.
+    pub arrival: bool,
 }
 
 /// A step of the query, kept as written; the runner turns it into an operator.
@@ -306,7 +310,19 @@ fn stream_spec(name: String, value: toml::Value, path: &Path) -> Result<StreamSp
                 .map_err(|e| bad(path, 0, format!("[streams.{name}]: {e}")))
         })
         .transpose()?;
+    let arrival = match s.order.as_deref() {
+        None | Some("sorted") => false,
+        Some("arrival") => true,
+        Some(other) => {
+            return Err(bad(
+                path,
+                0,
+                format!("[streams.{name}] order `{other}` is not `sorted` or `arrival`"),
+            ))
+        }
+    };
     Ok(StreamSpec {
+        arrival,
         watermark: s.watermark,
         name,
         shape: s.shape,

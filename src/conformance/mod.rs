@@ -30,8 +30,8 @@ pub use replay::{CaseSinks, Turns};
 use std::hash::{Hash, Hasher};
 
 use punctual_adapters::line::item_to_json;
-use punctual_core::ops::Stream;
-use punctual_core::{Batch, Ordered, StreamItem, Time};
+use punctual_core::ops::AnyStream;
+use punctual_core::{Batch, Ordered, StreamItem, Time, Unordered};
 use punctual_engine::{DeadLetterCollector, Driver, InputOptions, Plan};
 use punctual_policies::{
     AdvanceTimeImportSettings, AdvanceTimePolicy, AdvanceTimeSettings, Arrival, DeadLetter,
@@ -204,7 +204,7 @@ impl WatermarkFile {
 impl Case {
     /// Builds the case's query steps on its input streams (given in declaration order) and
     /// returns the stream its output adapter reads.
-    pub fn query(&self, inputs: &[Stream<Row>]) -> Result<Stream<Row>, CaseError> {
+    pub fn query(&self, inputs: &[AnyStream<Row>]) -> Result<AnyStream<Row>, CaseError> {
         let names: Vec<String> = self.streams.iter().map(|s| s.name.clone()).collect();
         let Some(sql) = &self.sql else {
             return plan::build(&names, inputs, &self.steps, &self.output);
@@ -226,7 +226,7 @@ impl Case {
         outputs
             .into_iter()
             .find(|(n, _)| *n == self.output)
-            .map(|(_, s)| s.ordered())
+            .map(|(_, s)| AnyStream::from(s.ordered()))
             .ok_or_else(|| {
                 CaseError::Config(format!(
                     "[query] output `{}` is none of the query's outputs ({})",
@@ -261,10 +261,18 @@ pub(crate) fn build(case: &Case) -> Result<Built, CaseError> {
     let mut streams = Vec::new();
     let mut letters = Vec::new();
     for spec in &case.streams {
-        let (id, stream) = plan.input::<Row, Ordered>(spec.options()).map_err(bind)?;
         let collector = DeadLetterCollector::new();
-        plan.dead_letters(&stream, collector.clone())
-            .map_err(bind)?;
+        let (id, stream) = if spec.arrival {
+            let (id, s) = plan
+                .input::<Row, Unordered>(spec.options().unordered())
+                .map_err(bind)?;
+            plan.dead_letters(&s, collector.clone()).map_err(bind)?;
+            (id, AnyStream::from(s))
+        } else {
+            let (id, s) = plan.input::<Row, Ordered>(spec.options()).map_err(bind)?;
+            plan.dead_letters(&s, collector.clone()).map_err(bind)?;
+            (id, AnyStream::from(s))
+        };
         inputs.push(id);
         streams.push(stream);
         letters.push(collector);

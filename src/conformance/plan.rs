@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use punctual_core::ops::{Join, Stream, WindowOutput};
+use punctual_core::ops::{AnyStream, Join, Stream, WindowOutput};
 use punctual_core::{Ordered, Time, TimeSpan};
 use punctual_rows::{Row, Value};
 use punctual_sql::{Aggregates, Condition};
@@ -50,6 +50,8 @@ enum Step {
         output: Option<String>,
         group_by: Option<String>,
         aggregates: Vec<AggFile>,
+        #[serde(default)]
+        allowed_lateness: TimeSpan,
     },
     Tumbling {
         name: String,
@@ -61,6 +63,8 @@ enum Step {
         output: Option<String>,
         group_by: Option<String>,
         aggregates: Vec<AggFile>,
+        #[serde(default)]
+        allowed_lateness: TimeSpan,
     },
 }
 
@@ -139,17 +143,18 @@ struct Window {
     output: Option<String>,
     group_by: Option<String>,
     aggregates: Vec<AggFile>,
+    lateness: TimeSpan,
 }
 
 /// Builds the steps of a case, in order, on its input streams (`stream_names` and `inputs` in
 /// declaration order); returns the stream named `output`.
 pub(super) fn build(
     stream_names: &[String],
-    inputs: &[Stream<Row>],
+    inputs: &[AnyStream<Row>],
     steps: &[StepSpec],
     output: &str,
-) -> Result<Stream<Row>, CaseError> {
-    let mut named: HashMap<String, Stream<Row>> = stream_names
+) -> Result<AnyStream<Row>, CaseError> {
+    let mut named: HashMap<String, AnyStream<Row>> = stream_names
         .iter()
         .cloned()
         .zip(inputs.iter().cloned())
@@ -173,7 +178,10 @@ pub(super) fn build(
                 "a stream or step of that name exists already",
             ));
         }
-        let stream = stream.named(name.clone());
+        let stream = match stream {
+            AnyStream::Ordered(s) => AnyStream::from(s.named(name.clone())),
+            AnyStream::Arrival(s) => AnyStream::from(s.named(name.clone())),
+        };
         named.insert(name, stream);
     }
     named
@@ -182,11 +190,13 @@ pub(super) fn build(
         .ok_or_else(|| CaseError::Config(format!("query output `{output}` is no stream or step")))
 }
 
-/// One step's name and stream, its inputs found by `get`.
+/// One step's name and stream, its inputs found by `get`. Filters and windows take either
+/// order (a window with allowed lateness gives an unordered stream); the other steps sort
+/// their inputs.
 fn step_stream(
     step: Step,
-    get: impl Fn(&str) -> Result<Stream<Row>, CaseError>,
-) -> Result<(String, Stream<Row>), CaseError> {
+    get: impl Fn(&str) -> Result<AnyStream<Row>, CaseError>,
+) -> Result<(String, AnyStream<Row>), CaseError> {
     Ok(match step {
         Step::Filter {
             name,
@@ -196,18 +206,18 @@ fn step_stream(
             value,
         } => {
             let condition = condition(&name, &field, &cmp, &value)?;
-            (name, condition.filter(&get(&input)?))
+            (name, condition.filter(get(&input)?))
         }
         Step::Union { name, inputs } => {
             let streams = inputs
                 .iter()
-                .map(|i| get(i))
+                .map(|i| get(i).map(|s| s.ordered()))
                 .collect::<Result<Vec<_>, _>>()?;
             let Some((first, rest)) = streams.split_first() else {
                 return Err(config(&name, "a union needs at least one input"));
             };
             let rest: Vec<&Stream<Row>> = rest.iter().collect();
-            (name, first.union(&rest))
+            (name, AnyStream::from(first.union(&rest)))
         }
         Step::Join {
             name,
@@ -215,10 +225,10 @@ fn step_stream(
             right,
             on,
         } => {
-            let joined = join(&get(&left)?, &get(&right)?, on);
-            (name, joined)
+            let joined = join(&get(&left)?.ordered(), &get(&right)?.ordered(), on);
+            (name, AnyStream::from(joined))
         }
-        Step::Shift { name, input, by } => (name, get(&input)?.shift(by)),
+        Step::Shift { name, input, by } => (name, AnyStream::from(get(&input)?.ordered().shift(by))),
         Step::Hopping {
             name,
             input,
@@ -228,6 +238,7 @@ fn step_stream(
             output,
             group_by,
             aggregates,
+            allowed_lateness,
         } => window(
             &get(&input)?,
             Window {
@@ -238,6 +249,7 @@ fn step_stream(
                 output,
                 group_by,
                 aggregates,
+                lateness: allowed_lateness,
             },
         )?,
         Step::Tumbling {
@@ -248,6 +260,7 @@ fn step_stream(
             output,
             group_by,
             aggregates,
+            allowed_lateness,
         } => window(
             &get(&input)?,
             Window {
@@ -258,6 +271,7 @@ fn step_stream(
                 output,
                 group_by,
                 aggregates,
+                lateness: allowed_lateness,
             },
         )?,
     })
@@ -283,9 +297,12 @@ fn join(l: &Stream<Row>, r: &Stream<Row>, on: Option<String>) -> Stream<Row> {
     }
 }
 
-fn window(input: &Stream<Row>, w: Window) -> Result<(String, Stream<Row>), CaseError> {
+fn window(input: &AnyStream<Row>, w: Window) -> Result<(String, AnyStream<Row>), CaseError> {
     if w.size.ticks() <= 0 || w.hop.ticks() <= 0 {
         return Err(config(&w.name, "size and hop must be positive"));
+    }
+    if w.lateness.ticks() < 0 {
+        return Err(config(&w.name, "allowed_lateness cannot be negative"));
     }
     let output = match w.output.as_deref() {
         None | Some("point_at_end") => WindowOutput::PointAtEnd,
@@ -298,26 +315,54 @@ fn window(input: &Stream<Row>, w: Window) -> Result<(String, Stream<Row>), CaseE
         }
     };
     let aggs = aggregates(&w.name, &w.aggregates)?;
-    let windowed = aggs
-        .gate(input)
+    let stream = match aggs.gate(input.clone()) {
+        AnyStream::Ordered(s) => window_of(&s, &w, output, aggs),
+        AnyStream::Arrival(s) => window_of(&s, &w, output, aggs),
+    };
+    Ok((w.name, stream))
+}
+
+/// The windows of `w` over `input`, aggregated by `aggs`: sorted results, or with allowed
+/// lateness, the chains of edges in arrival order.
+fn window_of<O: punctual_core::Order>(
+    input: &Stream<Row, O>,
+    w: &Window,
+    output: WindowOutput,
+    aggs: Aggregates,
+) -> AnyStream<Row> {
+    let windowed = input
         .hopping_window(w.size, w.hop)
         .alignment(Time::EPOCH + w.alignment)
         .output(output);
-    let stream = match w.group_by {
-        Some(field) => {
-            let key_field = field.clone();
-            windowed
-                .group_by(move |r: &Row| r.get(&key_field).cloned().unwrap_or(Value::Null))
-                .aggregate_into(aggs, move |k: &Value, values: Result<Row, String>| {
+    let make = {
+        let field = w.group_by.clone();
+        move |k: &Value, values: Result<Row, String>| {
+            let values = values?;
+            Ok(match &field {
+                Some(field) => {
                     let mut row = Row::new().with(field.clone(), k.clone());
-                    row.extend(&values?);
-                    Ok(row)
-                })
-                .keep_ok()
+                    row.extend(&values);
+                    row
+                }
+                None => values,
+            })
         }
-        None => windowed.aggregate(aggs).keep_ok(),
     };
-    Ok((w.name, stream))
+    let key_field = w.group_by.clone();
+    let grouped = windowed.group_by(move |r: &Row| match &key_field {
+        Some(f) => r.get(f).cloned().unwrap_or(Value::Null),
+        None => Value::Null,
+    });
+    if w.lateness > TimeSpan::ZERO {
+        AnyStream::from(
+            grouped
+                .allowed_lateness(w.lateness)
+                .aggregate_into(aggs, make)
+                .keep_ok(),
+        )
+    } else {
+        AnyStream::from(grouped.aggregate_into(aggs, make).keep_ok())
+    }
 }
 
 /// A window's aggregates (`count`, `sum`, `min`, `max`, `avg` of a field, each with its

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use punctual_adapters::CollectOutput;
+use punctual_core::ops::AnyStream;
 use punctual_core::{EventShape, StreamItem, Time};
 use punctual_engine::DeadLetterCollector;
 use punctual_policies::{Arrival, DeadLetter};
@@ -283,8 +284,15 @@ impl Case {
         for ((spec, config), letters) in case.streams.iter().zip(config).zip(&sinks.letters) {
             let config =
                 config.ok_or_else(|| QueryError::Bind("a stream in no group".to_owned()))?;
-            let stream = query.create_stream(spec.options(), &ScriptedInput, &config)?;
-            query.bind_dead_letters(&stream, letters.clone())?;
+            let stream = if spec.arrival {
+                let s = query.create_stream(spec.options().unordered(), &ScriptedInput, &config)?;
+                query.bind_dead_letters(&s, letters.clone())?;
+                AnyStream::from(s)
+            } else {
+                let s = query.create_stream(spec.options(), &ScriptedInput, &config)?;
+                query.bind_dead_letters(&s, letters.clone())?;
+                AnyStream::from(s)
+            };
             streams.push(stream);
         }
         let out = case
