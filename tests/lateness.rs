@@ -78,14 +78,14 @@ fn a_tumbling_window_per_key_gives_on_time_results_then_revisions_then_final_one
         (s(1.0), 'a'),
         (s(2.0), 'b'),
         (s(4.0), 'a'),
-        (s(6.0), 'a'), // watermark 6: [0,5) given on time, CTI 4
-        (s(4.5), 'a'), // late by 1.5 s: taken, revises [0,5)
-        (s(7.0), 'b'), // CTI 5: [0,5) revised (under watermark 6), final at 5 + 2
-        (s(4.9), 'b'), // behind CTI 5 (late by 2.1 s): the side output
+        (s(6.0), 'a'),  // watermark 6: [0,5) given on time, CTI 4
+        (s(4.5), 'a'),  // late by 1.5 s: taken, revises [0,5)
+        (s(7.0), 'b'),  // CTI 5: [0,5) revised (under watermark 6), final at 5 + 2
+        (s(4.9), 'b'),  // behind CTI 5 (late by 2.1 s): the side output
         (s(11.0), 'a'), // watermark 11: [5,10) given on time, CTI 9
-        (s(9.0), 'b'), // late by 2 s, the CTI allows it: taken
+        (s(9.0), 'b'),  // late by 2 s, the CTI allows it: taken
         (s(12.0), 'b'), // CTI 10: [5,10) revised and final
-        (s(9.5), 'a'), // the watermark is at [5,10)'s end + 2 s: the side output
+        (s(9.5), 'a'),  // the watermark is at [5,10)'s end + 2 s: the side output
     ];
     let run = counts(&events, TimeSpan::from_secs(2), TimeSpan::from_secs(2));
     let start = |t: f64, k: char, n: u64| StreamItem::start_edge(s(t), (k, n));
@@ -133,12 +133,7 @@ fn a_tumbling_window_per_key_gives_on_time_results_then_revisions_then_final_one
 #[test]
 fn without_lateness_the_same_input_loses_the_late_events() {
     // The same readings with the CTI at the watermark: 4.5 and 9 are behind it.
-    let events = [
-        (s(1.0), 'a'),
-        (s(4.0), 'a'),
-        (s(6.0), 'a'),
-        (s(4.5), 'a'),
-    ];
+    let events = [(s(1.0), 'a'), (s(4.0), 'a'), (s(6.0), 'a'), (s(4.5), 'a')];
     let run = counts(&events, TimeSpan::ZERO, TimeSpan::ZERO);
     assert_eq!(run.dropped, 1);
     assert_eq!(run.late, 0);
@@ -152,7 +147,10 @@ fn without_lateness_the_same_input_loses_the_late_events() {
 /// The final value of each chain, by (anchor, key): the value of the end edge at the window's
 /// end plus `lateness`; checks that each chain is well formed on the way (starts increasing
 /// from the anchor, each end edge closing the value in force).
-fn finals(out: &Batch<(char, u64)>, lateness: TimeSpan) -> Result<BTreeMap<(Time, char), u64>, String> {
+fn finals(
+    out: &Batch<(char, u64)>,
+    lateness: TimeSpan,
+) -> Result<BTreeMap<(Time, char), u64>, String> {
     let mut open: BTreeMap<char, Vec<(Time, u64)>> = BTreeMap::new();
     let mut finals = BTreeMap::new();
     for i in 0..out.len() {
@@ -164,7 +162,9 @@ fn finals(out: &Batch<(char, u64)>, lateness: TimeSpan) -> Result<BTreeMap<(Time
                 let at = list
                     .iter()
                     .position(|&(t, v)| t == start && v == n)
-                    .ok_or(format!("end edge {start:?}..{end:?} of {key} with no start"))?;
+                    .ok_or(format!(
+                        "end edge {start:?}..{end:?} of {key} with no start"
+                    ))?;
                 list.remove(at);
                 // A window's end is a multiple of 5 s; the final edge ends at it plus lateness.
                 let window_end = end - lateness;

@@ -125,10 +125,13 @@ impl StreamMetrics {
     }
 }
 
+/// One operator's metric handles: events out, state, CTI, dropped, late events taken.
+type OperatorHandles = (Counter, Gauge, Gauge, Counter, Counter);
+
 /// The query's operators' metric handles, registered on first sight of each node.
 #[derive(Default)]
 pub(crate) struct OperatorMetrics {
-    nodes: Vec<Option<(Counter, Gauge, Gauge, Counter)>>,
+    nodes: Vec<Option<OperatorHandles>>,
 }
 
 impl OperatorMetrics {
@@ -140,7 +143,7 @@ impl OperatorMetrics {
             if self.nodes.len() <= n.node {
                 self.nodes.resize_with(n.node + 1, || None);
             }
-            let (out, state, cti, dropped) = self.nodes[n.node].get_or_insert_with(|| {
+            let (out, state, cti, dropped, late) = self.nodes[n.node].get_or_insert_with(|| {
                 let name = match n.label {
                     Some(l) => format!("{} {l}", n.operator),
                     None => format!("{} {}", n.operator, n.node),
@@ -151,10 +154,12 @@ impl OperatorMetrics {
                     metrics::gauge!("punctual_operator_state", &labels),
                     metrics::gauge!("punctual_operator_cti_ticks", &labels),
                     metrics::counter!("punctual_operator_dropped", &labels),
+                    metrics::counter!("punctual_operator_late_events", &labels),
                 )
             });
             out.absolute(n.events_out);
             dropped.absolute(n.dropped);
+            late.absolute(n.late_events);
             state.set(n.state as f64);
             if n.cti.is_finite() {
                 cti.set(n.cti.ticks() as f64);

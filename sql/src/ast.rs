@@ -194,14 +194,16 @@ pub struct Over {
 /// A window of `GROUP BY`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WindowSql {
-    /// `TumblingWindow(unit, size [, offset])`.
+    /// `TumblingWindow(unit, size [, offset] [, AllowedLateness(unit, n)])`.
     Tumbling {
         /// Window length.
         size: TimeSpan,
         /// Where windows start, from time 0.
         offset: TimeSpan,
+        /// Allowed lateness (zero: none): results given early, then revised.
+        lateness: TimeSpan,
     },
-    /// `HoppingWindow(unit, size, hop [, offset])`.
+    /// `HoppingWindow(unit, size, hop [, offset] [, AllowedLateness(unit, n)])`.
     Hopping {
         /// Window length.
         size: TimeSpan,
@@ -209,6 +211,8 @@ pub enum WindowSql {
         hop: TimeSpan,
         /// Where windows start, from time 0.
         offset: TimeSpan,
+        /// Allowed lateness (zero: none): results given early, then revised.
+        lateness: TimeSpan,
     },
     /// `SlidingWindow(unit, size)`: a result whenever an event enters or leaves the last
     /// `size`.

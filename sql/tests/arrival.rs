@@ -174,3 +174,70 @@ fn the_operators_that_take_any_order_keep_it() {
         assert_eq!(got, arrival, "{sql}");
     }
 }
+
+/// `AllowedLateness` on a window over readings in arrival order: each count given when the
+/// watermark (the CTI plus 2 s) passes the window's end, revised by the late readings the CTI
+/// still admits, final at the window's end plus 2 s.
+#[test]
+fn allowed_lateness_gives_counts_early_then_revises_them() {
+    let items = vec![
+        reading(1.0, "a", 1),
+        reading(4.0, "a", 1),
+        StreamItem::Cti(t(4.0)), // watermark 6 s: (0, 5] is given
+        reading(4.5, "a", 1),    // late: counted, a revision
+        reading(5.0, "a", 1),    // the window's last instant, late too
+        StreamItem::Cti(t(5.5)), // (0, 5] closes: final
+        StreamItem::Cti(Time::INF),
+    ];
+    let n = |n: i64| row(&[("device", Value::Str("a".into())), ("n", Value::Int(n))]);
+    let tick = punctual_core::TimeSpan::from_ticks(1);
+    let revised = t(6.0) - tick; // the watermark they came under, less the window's tick
+    let expected = vec![
+        StreamItem::start_edge(t(5.0), n(2)),
+        StreamItem::Cti(t(4.0)),
+        StreamItem::end_edge(t(5.0), revised, n(2)),
+        StreamItem::start_edge(revised, n(4)),
+        StreamItem::end_edge(revised, t(7.0), n(4)),
+        StreamItem::Cti(t(5.5)),
+        StreamItem::Cti(Time::INF),
+    ];
+    for sql in [
+        "SELECT device, COUNT(*) AS n FROM readings GROUP BY device, TumblingWindow(second, 5, AllowedLateness(second, 2))",
+        "SELECT device, COUNT(*) AS n FROM readings GROUP BY device, TumblingWindow(Duration(second, 5), AllowedLateness(second, 2))",
+        "SELECT device, COUNT(*) AS n FROM readings GROUP BY device, HoppingWindow(second, 5, 5, AllowedLateness(second, 2)) HAVING COUNT(*) > 0",
+    ] {
+        let out = run_in(sql, &[("readings", items.clone())], &["readings"]);
+        assert_eq!(out.values().next(), Some(&expected), "{sql}");
+    }
+    // System.Timestamp() of each value is where it starts: the window's end on time, the
+    // revision's start after.
+    let sql = "SELECT COUNT(*) AS n, System.Timestamp() AS at FROM readings GROUP BY TumblingWindow(second, 5, AllowedLateness(second, 2))";
+    let out = run_in(sql, &[("readings", items)], &["readings"]);
+    let events = events(out.values().next().expect("one output"));
+    assert_eq!(events.len(), 4);
+    let first_at = events[0].2.get("at").cloned();
+    for (start, _, row) in &events {
+        let on_time = *start == t(5.0);
+        assert_eq!(
+            row.get("at").cloned() == first_at,
+            on_time,
+            "{row:?} at {start:?}"
+        );
+    }
+}
+
+#[test]
+fn allowed_lateness_is_refused_where_it_cannot_hold() {
+    let sql = "SELECT COUNT(*) AS n FROM readings GROUP BY TumblingWindow(second, 5, AllowedLateness(second, 2))";
+    let why = refusal(sql, "readings", None);
+    assert!(why.contains("arrival order"), "{why}");
+    let zero = "SELECT COUNT(*) AS n FROM readings GROUP BY TumblingWindow(second, 5, AllowedLateness(second, 0))";
+    let why = refusal(zero, "readings", None);
+    assert!(why.contains("above zero"), "{why}");
+    let twice = "SELECT COUNT(*) AS n FROM readings GROUP BY TumblingWindow(Duration(second, 5), AllowedLateness(second, 1), AllowedLateness(second, 2))";
+    let why = refusal(twice, "readings", None);
+    assert!(why.contains("twice"), "{why}");
+    let sliding = "SELECT COUNT(*) AS n FROM readings GROUP BY SlidingWindow(second, 5, AllowedLateness(second, 2))";
+    let why = refusal(sliding, "readings", None);
+    assert!(why.contains("expected"), "{why}");
+}

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use punctual_core::ops::{AnyStream, Join, Stream, WindowOutput};
+use punctual_core::ops::{AnyStream, GroupedBy, Join, Stream, WindowOutput, Windowed};
 use punctual_core::{Ordered, Time, TimeSpan};
 use punctual_rows::{Row, Value};
 use punctual_sql::{Aggregates, Condition};
@@ -228,7 +228,9 @@ fn step_stream(
             let joined = join(&get(&left)?.ordered(), &get(&right)?.ordered(), on);
             (name, AnyStream::from(joined))
         }
-        Step::Shift { name, input, by } => (name, AnyStream::from(get(&input)?.ordered().shift(by))),
+        Step::Shift { name, input, by } => {
+            (name, AnyStream::from(get(&input)?.ordered().shift(by)))
+        }
         Step::Hopping {
             name,
             input,
@@ -316,52 +318,56 @@ fn window(input: &AnyStream<Row>, w: Window) -> Result<(String, AnyStream<Row>),
     };
     let aggs = aggregates(&w.name, &w.aggregates)?;
     let stream = match aggs.gate(input.clone()) {
-        AnyStream::Ordered(s) => window_of(&s, &w, output, aggs),
-        AnyStream::Arrival(s) => window_of(&s, &w, output, aggs),
+        AnyStream::Ordered(_) if w.lateness > TimeSpan::ZERO => {
+            return Err(config(
+                &w.name,
+                "allowed_lateness needs an input read in arrival order (`order = \"arrival\"` on its stream)",
+            ))
+        }
+        AnyStream::Ordered(s) => AnyStream::from(grouped(&s, &w, output).aggregate_into(aggs, make(&w)).keep_ok()),
+        AnyStream::Arrival(s) if w.lateness > TimeSpan::ZERO => AnyStream::from(
+            grouped(&s, &w, output)
+                .allowed_lateness(w.lateness)
+                .aggregate_into(aggs, make(&w))
+                .keep_ok(),
+        ),
+        AnyStream::Arrival(s) => AnyStream::from(grouped(&s, &w, output).aggregate_into(aggs, make(&w)).keep_ok()),
     };
     Ok((w.name, stream))
 }
 
-/// The windows of `w` over `input`, aggregated by `aggs`: sorted results, or with allowed
-/// lateness, the chains of edges in arrival order.
-fn window_of<O: punctual_core::Order>(
+/// The windows of `w` over `input`, by its group field (or one group).
+fn grouped<O: punctual_core::Order>(
     input: &Stream<Row, O>,
     w: &Window,
     output: WindowOutput,
-    aggs: Aggregates,
-) -> AnyStream<Row> {
-    let windowed = input
+) -> Windowed<Row, GroupedBy<impl Fn(&Row) -> Value + Send + 'static>, O> {
+    let key_field = w.group_by.clone();
+    input
         .hopping_window(w.size, w.hop)
         .alignment(Time::EPOCH + w.alignment)
-        .output(output);
-    let make = {
-        let field = w.group_by.clone();
-        move |k: &Value, values: Result<Row, String>| {
-            let values = values?;
-            Ok(match &field {
-                Some(field) => {
-                    let mut row = Row::new().with(field.clone(), k.clone());
-                    row.extend(&values);
-                    row
-                }
-                None => values,
-            })
-        }
-    };
-    let key_field = w.group_by.clone();
-    let grouped = windowed.group_by(move |r: &Row| match &key_field {
-        Some(f) => r.get(f).cloned().unwrap_or(Value::Null),
-        None => Value::Null,
-    });
-    if w.lateness > TimeSpan::ZERO {
-        AnyStream::from(
-            grouped
-                .allowed_lateness(w.lateness)
-                .aggregate_into(aggs, make)
-                .keep_ok(),
-        )
-    } else {
-        AnyStream::from(grouped.aggregate_into(aggs, make).keep_ok())
+        .output(output)
+        .group_by(move |r: &Row| match &key_field {
+            Some(f) => r.get(f).cloned().unwrap_or(Value::Null),
+            None => Value::Null,
+        })
+}
+
+/// A result row of `w`: its group field (if any) and its aggregates.
+fn make(
+    w: &Window,
+) -> impl Fn(&Value, Result<Row, String>) -> Result<Row, String> + Send + 'static {
+    let field = w.group_by.clone();
+    move |k: &Value, values: Result<Row, String>| {
+        let values = values?;
+        Ok(match &field {
+            Some(field) => {
+                let mut row = Row::new().with(field.clone(), k.clone());
+                row.extend(&values);
+                row
+            }
+            None => values,
+        })
     }
 }
 

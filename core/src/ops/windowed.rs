@@ -39,14 +39,16 @@ pub struct Windowed<P, G, O = Ordered, R = Ordered> {
     pub(super) results: std::marker::PhantomData<R>,
 }
 
-impl<P: Payload, G, O: Order> Windowed<P, G, O> {
+impl<P: Payload, G> Windowed<P, G, Unordered> {
     /// Flink's allowed lateness: each window gives its result as soon as the input CTI plus
     /// `lateness` passes it (on time), revises it at each later CTI if events that came since
     /// changed it, and makes it final when the CTI reaches the window's end. Meant for an
     /// unordered input whose CTIs trail its watermark by `lateness` (its generation delay is
     /// the out-of-orderness plus the lateness): events up to `lateness` behind the watermark
     /// still count, later ones break the CTI and go where its policy sends them (dropped to
-    /// the dead letters, as Flink's late-data side output).
+    /// the dead letters, as Flink's late-data side output). Only over an unordered stream: a
+    /// sorted one holds its events until the CTI passes them, so the results given early
+    /// would miss them.
     ///
     /// Each result, per window and group, is a chain of edges: `S(a)` at the result's time
     /// `a` (the window's end by default), then for each revision `E(t, w)` and `S(w)`, `w` the
@@ -85,7 +87,7 @@ impl<P: Payload, G, O: Order> Windowed<P, G, O> {
     /// assert_eq!(items[3], StreamItem::start_edge(t(11), 2));
     /// assert_eq!(items[4], StreamItem::end_edge(t(11), t(15), 2)); // final at 10 + 5
     /// ```
-    pub fn allowed_lateness(self, lateness: TimeSpan) -> Windowed<P, G, O, Unordered> {
+    pub fn allowed_lateness(self, lateness: TimeSpan) -> Windowed<P, G, Unordered, Unordered> {
         let kind = match self.kind {
             WindowKind::Hopping(spec) => WindowKind::Hopping(spec.allowed_lateness(lateness)),
             other => other,

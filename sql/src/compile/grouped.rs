@@ -57,16 +57,33 @@ impl Compiler<'_> {
                 |e| e.with(&cx, Value::clone),
             )
         };
-        let stream = match window {
+        if let WindowSql::Tumbling { lateness, .. } | WindowSql::Hopping { lateness, .. } = window {
+            if lateness.ticks() > 0 && stream.order() == punctual_core::EventOrder::Sorted {
+                return Err(err(
+                    s.pos,
+                    "AllowedLateness needs its input read in arrival order: the results it gives early would miss the events a sorted input still holds (give the input `order = \"arrival\"` in a job, `order=arrival` on `query --input`)",
+                ));
+            }
+        }
+        let stream: RowStream = match window {
             // With no HAVING and no System.Timestamp(), the select's row is made as each
             // group's aggregates are (no row of keys, no row of aggregates, no pass after).
-            WindowSql::Tumbling { size, offset } | WindowSql::Hopping { size, offset, .. }
-                if having.is_none() && !select_reads_time =>
-            {
+            WindowSql::Tumbling {
+                size,
+                offset,
+                lateness,
+            }
+            | WindowSql::Hopping {
+                size,
+                offset,
+                lateness,
+                ..
+            } if having.is_none() && !select_reads_time => {
                 let hop = match window {
                     WindowSql::Hopping { hop, .. } => hop,
                     _ => size,
                 };
+                let spans = (size, hop, offset, lateness);
                 if checked {
                     // The window makes the row or the reason (a fault of the aggregates'
                     // results is still recorded), the projection after it drops the reasons.
@@ -76,37 +93,28 @@ impl Compiler<'_> {
                             Err(format!("its select list cannot be computed: {why}"))
                         })
                     };
-                    hopping(&stream, (size, hop, offset), key_exprs, aggs, make, &label).keep_ok()
+                    match hopping(&stream, spans, key_exprs, aggs, make, &label) {
+                        AnyStream::Ordered(s) => s.keep_ok().into(),
+                        AnyStream::Arrival(s) => s.keep_ok().into(),
+                    }
                 } else {
                     let make =
                         move |k: &[Value], aggs: Row| select(Time::NEG_INF, k, aggs.values());
-                    hopping(&stream, (size, hop, offset), key_exprs, aggs, make, &label)
+                    hopping(&stream, spans, key_exprs, aggs, make, &label)
                 }
             }
             _ => {
                 let flags = (aggs_may_fail, label.as_str());
                 let window = (window, partition);
-                let groups = groups(window, &stream, key_exprs, aggs, key_slots, flags);
-                let groups = match having {
-                    Some(h) => having_filter(groups, h, aggs_may_fail),
-                    None => groups,
-                };
-                if checked {
-                    groups.try_map_with_time(move |t, g| {
-                        if let Some(why) = &g.fault {
-                            return Err(format!("its aggregates cannot be computed: {why}"));
-                        }
-                        crate::limits::checked("its select list", || {
-                            select(t, g.keys.values(), g.aggs.values())
-                        })
-                    })
-                } else {
-                    groups.map_with_time(move |t, g| select(t, g.keys.values(), g.aggs.values()))
+                let over = (having, aggs_may_fail, checked);
+                match groups(window, &stream, key_exprs, aggs, key_slots, flags) {
+                    AnyStream::Ordered(g) => selected(g, over, select).into(),
+                    AnyStream::Arrival(g) => selected(g, over, select).into(),
                 }
             }
         };
         Ok(Named {
-            stream: stream.into(),
+            stream,
             fields: Some(names),
         })
     }
@@ -204,7 +212,7 @@ fn groups(
     aggs: SqlAggs,
     key_slots: Schema,
     (aggs_may_fail, label): (bool, &str),
-) -> Stream<Group> {
+) -> AnyStream<Group> {
     let group = move |k: &[Value], aggs: Row| Group {
         keys: key_slots.row(k.iter().cloned()),
         aggs,
@@ -215,31 +223,80 @@ fn groups(
         },
     };
     match window {
-        WindowSql::Tumbling { size, offset } => {
-            hopping(stream, (size, size, offset), keys, aggs, group, label)
-        }
-        WindowSql::Hopping { size, hop, offset } => {
-            hopping(stream, (size, hop, offset), keys, aggs, group, label)
-        }
+        WindowSql::Tumbling {
+            size,
+            offset,
+            lateness,
+        } => hopping(
+            stream,
+            (size, size, offset, lateness),
+            keys,
+            aggs,
+            group,
+            label,
+        ),
+        WindowSql::Hopping {
+            size,
+            hop,
+            offset,
+            lateness,
+        } => hopping(
+            stream,
+            (size, hop, offset, lateness),
+            keys,
+            aggs,
+            group,
+            label,
+        ),
         WindowSql::Sliding { size } => grouped_by(
             stream.ordered().alter_duration(size).snapshot_window(),
             keys,
             aggs,
             group,
         )
-        .to_point_events(),
-        WindowSql::Snapshot => {
-            grouped_by(stream.ordered().snapshot_window(), keys, aggs, group).to_point_events()
-        }
+        .to_point_events()
+        .into(),
+        WindowSql::Snapshot => grouped_by(stream.ordered().snapshot_window(), keys, aggs, group)
+            .to_point_events()
+            .into(),
         WindowSql::Session { timeout, max, .. } => {
-            sessions(stream, (timeout, max), partition, keys, aggs, group, label)
+            sessions(stream, (timeout, max), partition, keys, aggs, group, label).into()
         }
+    }
+}
+
+/// The select list over `groups` (each at its time), those whose `HAVING` holds: `over` is
+/// the condition, whether the aggregates may fail, whether anything may fail.
+fn selected<O: Order>(
+    groups: Stream<Group, O>,
+    (having, aggs_may_fail, checked): (Option<E>, bool, bool),
+    select: impl Fn(Time, &[Value], &[Value]) -> Row + Send + 'static,
+) -> Stream<Row, O> {
+    let groups = match having {
+        Some(h) => having_filter(groups, h, aggs_may_fail),
+        None => groups,
+    };
+    if checked {
+        groups.try_map_with_time(move |t, g| {
+            if let Some(why) = &g.fault {
+                return Err(format!("its aggregates cannot be computed: {why}"));
+            }
+            crate::limits::checked("its select list", || {
+                select(t, g.keys.values(), g.aggs.values())
+            })
+        })
+    } else {
+        groups.map_with_time(move |t, g| select(t, g.keys.values(), g.aggs.values()))
     }
 }
 
 /// `groups` whose `HAVING` condition `h` holds; a group whose condition (or, with
 /// `aggs_may_fail`, whose aggregates) cannot be computed is dropped with the reason.
-fn having_filter(groups: Stream<Group>, h: E, aggs_may_fail: bool) -> Stream<Group> {
+fn having_filter<O: Order>(
+    groups: Stream<Group, O>,
+    h: E,
+    aggs_may_fail: bool,
+) -> Stream<Group, O> {
     let checked = aggs_may_fail || h.may_fault();
     let empty = Row::new();
     let holds = move |g: &Group| {
@@ -327,37 +384,44 @@ fn not_a_number(v: &Value) -> Option<&'static str> {
 /// at the window's last tick, [`WindowOutput::PointAtLastTick`].)
 fn hopping<Out: Payload>(
     stream: &RowStream,
-    (size, hop, offset): (TimeSpan, TimeSpan, TimeSpan),
+    (size, hop, offset, lateness): (TimeSpan, TimeSpan, TimeSpan, TimeSpan),
     keys: Vec<E>,
     aggs: SqlAggs,
     make: impl Fn(&[Value], Row) -> Out + Send + 'static,
     label: &str,
-) -> Stream<Out> {
+) -> AnyStream<Out> {
     let at = Time::from_ticks(0) + offset + TimeSpan::from_ticks(1) - size;
     let last = WindowOutput::PointAtLastTick;
-    let windows = match stream {
+    match stream {
         AnyStream::Ordered(s) => {
             let windowed = s.hopping_window(size, hop).alignment(at).output(last);
-            grouped_by(windowed, keys, aggs, make)
+            grouped_by(windowed, keys, aggs, make).named(label).into()
+        }
+        AnyStream::Arrival(s) if lateness.ticks() > 0 => {
+            let windowed = s
+                .hopping_window(size, hop)
+                .alignment(at)
+                .output(last)
+                .allowed_lateness(lateness);
+            grouped_by(windowed, keys, aggs, make).named(label).into()
         }
         AnyStream::Arrival(s) => {
             let windowed = s.hopping_window(size, hop).alignment(at).output(last);
-            grouped_by(windowed, keys, aggs, make)
+            grouped_by(windowed, keys, aggs, make).named(label).into()
         }
-    };
-    windows.named(label)
+    }
 }
 
 /// A window's groups by `keys` with `aggs` over each, each group's result what `make` makes
 /// of its keys' values and its aggregates. One key (or none) is that value, several a
 /// vector: a group of one integer key is found by indexing the window's table, as in a
 /// typed query.
-fn grouped_by<O: Order, Out: Payload>(
-    windowed: Windowed<Row, Ungrouped, O>,
+fn grouped_by<O: Order, R: Order, Out: Payload>(
+    windowed: Windowed<Row, Ungrouped, O, R>,
     keys: Vec<E>,
     aggs: SqlAggs,
     make: impl Fn(&[Value], Row) -> Out + Send + 'static,
-) -> Stream<Out> {
+) -> Stream<Out, R> {
     let mut keys: Vec<RowExpr> = keys.into_iter().map(RowExpr::new).collect();
     match keys.len() {
         0 | 1 => {

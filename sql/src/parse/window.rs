@@ -18,16 +18,22 @@ pub(super) fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
         return Ok(WindowSql::Snapshot);
     }
     let first = next(&mut inner)?;
+    let mut lateness = None;
     let spans = if first.as_rule() == Rule::window_parts {
-        named_parts(first, rule == Rule::hopping)?
+        named_parts(first, rule == Rule::hopping, &mut lateness)?
     } else {
         let unit = first.as_str().to_owned();
         let mut spans = Vec::new();
         for d in inner {
-            spans.push(length(&unit, &d)?);
+            if d.as_rule() == Rule::lateness_part {
+                lateness = Some(lateness_of(d)?);
+            } else {
+                spans.push(length(&unit, &d)?);
+            }
         }
         spans
     };
+    let lateness = lateness.map_or(TimeSpan::from_ticks(0), |(s, _)| s);
     let positive = |(s, p): (TimeSpan, Pos), what: &str| {
         if s.ticks() > 0 {
             Ok(s)
@@ -47,6 +53,7 @@ pub(super) fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
                 "size",
             )?,
             offset: get(1).map_or(zero, |x| x.0),
+            lateness,
         },
         Rule::hopping => WindowSql::Hopping {
             size: positive(
@@ -58,6 +65,7 @@ pub(super) fn window(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
                 "hop",
             )?,
             offset: get(2).map_or(zero, |x| x.0),
+            lateness,
         },
         _ => WindowSql::Sliding {
             size: positive(
@@ -80,13 +88,39 @@ fn length(unit: &str, d: &Pair<'_, Rule>) -> Result<(TimeSpan, Pos), SqlError> {
     Ok((span, dp))
 }
 
+/// `AllowedLateness(unit, n)`: above zero.
+fn lateness_of(p: Pair<'_, Rule>) -> Result<(TimeSpan, Pos), SqlError> {
+    let at = pos(&p);
+    let mut inner = p.into_inner();
+    let unit = next(&mut inner)?.as_str().to_owned();
+    let span = length(&unit, &next(&mut inner)?)?;
+    if span.0.ticks() <= 0 {
+        return Err(SqlError::compile(
+            at,
+            "AllowedLateness must be above zero (leave it out for none)",
+        ));
+    }
+    Ok(span)
+}
+
 /// `Duration(unit, n), [Hop(unit, n),] [Offset(unit, n)]` in the order the positional form
-/// takes them: the size, the hop (a hopping window), the offset (if given).
-fn named_parts(p: Pair<'_, Rule>, hopping: bool) -> Result<Vec<(TimeSpan, Pos)>, SqlError> {
+/// takes them: the size, the hop (a hopping window), the offset (if given); an
+/// `AllowedLateness(unit, n)` among them goes to `lateness`.
+fn named_parts(
+    p: Pair<'_, Rule>,
+    hopping: bool,
+    lateness: &mut Option<(TimeSpan, Pos)>,
+) -> Result<Vec<(TimeSpan, Pos)>, SqlError> {
     let at = pos(&p);
     let (mut size, mut hop, mut offset) = (None, None, None);
     for part in p.into_inner() {
         let part_at = pos(&part);
+        if part.as_rule() == Rule::lateness_part {
+            if lateness.replace(lateness_of(part)?).is_some() {
+                return Err(SqlError::compile(part_at, "allowedlateness is given twice"));
+            }
+            continue;
+        }
         let mut inner = part.into_inner();
         let name = next(&mut inner)?.as_str().to_ascii_lowercase();
         let unit = next(&mut inner)?.as_str().to_owned();

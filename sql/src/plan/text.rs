@@ -144,17 +144,36 @@ fn list(items: &[SelectItem]) -> String {
 }
 
 fn window(w: &WindowSql) -> String {
+    let late = |l: &punctual_core::TimeSpan| {
+        if l.ticks() > 0 {
+            format!(", AllowedLateness({l})")
+        } else {
+            String::new()
+        }
+    };
     match w {
-        WindowSql::Tumbling { size, offset } if offset.ticks() == 0 => {
-            format!("TumblingWindow({size})")
-        }
-        WindowSql::Tumbling { size, offset } => format!("TumblingWindow({size}, {offset})"),
-        WindowSql::Hopping { size, hop, offset } if offset.ticks() == 0 => {
-            format!("HoppingWindow({size}, {hop})")
-        }
-        WindowSql::Hopping { size, hop, offset } => {
-            format!("HoppingWindow({size}, {hop}, {offset})")
-        }
+        WindowSql::Tumbling {
+            size,
+            offset,
+            lateness,
+        } if offset.ticks() == 0 => format!("TumblingWindow({size}{})", late(lateness)),
+        WindowSql::Tumbling {
+            size,
+            offset,
+            lateness,
+        } => format!("TumblingWindow({size}, {offset}{})", late(lateness)),
+        WindowSql::Hopping {
+            size,
+            hop,
+            offset,
+            lateness,
+        } if offset.ticks() == 0 => format!("HoppingWindow({size}, {hop}{})", late(lateness)),
+        WindowSql::Hopping {
+            size,
+            hop,
+            offset,
+            lateness,
+        } => format!("HoppingWindow({size}, {hop}, {offset}{})", late(lateness)),
         WindowSql::Sliding { size } => format!("SlidingWindow({size})"),
         WindowSql::Snapshot => "SnapshotWindow()".to_owned(),
         WindowSql::Session {

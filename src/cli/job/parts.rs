@@ -233,6 +233,12 @@ pub(super) fn print_report(
     for (operator, n) in &report.dropped {
         let _ = writeln!(err, "{operator}: dropped={n}");
     }
+    for (operator, n) in &report.late_events {
+        let _ = writeln!(
+            err,
+            "{operator}: late_events={n} (taken within the allowed lateness; they revised results)"
+        );
+    }
     if let Ok(mut l) = letters.lock() {
         for drop in &report.drops {
             l.add_operator_drop(drop);

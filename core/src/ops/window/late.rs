@@ -1,22 +1,24 @@
 //! Allowed lateness of [`HoppingWindow`]: results given before they are final, then revised.
 //!
-//! With lateness `L`, a window `[ws, we)` whose result would be at `a` (its *anchor*: the end,
-//! or the last tick with [`WindowOutput::PointAtLastTick`](super::WindowOutput)) gives its
-//! result once the input CTI `c` is past `a - L` (the *watermark* `c + L` is past `a`), and
-//! stays open to the events the CTI still allows (`c < we`). Each result is a chain of edges
-//! per group:
+//! With lateness `L`, the input CTI `c` trails a *watermark* `c + L`. A window `[ws, we)` is
+//! given once the watermark is past its end (`c + L > we`), and stays open to the events the
+//! CTI still allows (`c < we`). Its result is at `a`, its *anchor*: `we`, or `we - 1 tick`
+//! with [`WindowOutput::PointAtLastTick`](super::WindowOutput) (every time of a chain is then
+//! one tick earlier than below, so that the chain ends at `a + L`). Each result is a chain of
+//! edges per group:
 //!
 //! - the first value as `S(a)` (on time);
 //! - at each later CTI advance, if the events that came since changed it, `E(t, w)` for the
 //!   value in force and `S(w)` for the new one, where `w` is the watermark those events came
 //!   under (the CTI before the advance, plus `L`): a revision;
 //! - when the CTI reaches `we` (no event of the window can come), `E(t, we + L)` for the last
-//!   value: final. A window the CTI closes before its watermark reached it gives `S(a)` and
-//!   `E(a, we + L)` at once.
+//!   value: final. A window the CTI closes before it was given gives `S(a)` and `E(a, we + L)`
+//!   at once (or from `w`, if it was due before with no members and late ones came under `w`).
 //!
-//! Every start is below `we + L` (a revision comes from events that came while `c < we`), so a
-//! chain is never empty, and every time is at or past the CTI, so CTI promises hold. The
-//! output is unordered (a start edge at `a` comes before the CTI reaches `a`).
+//! Every start is below `we + L` (a revision comes from events that came while `c < we`) and
+//! above the one before (the watermark only grows, and a window is given under a watermark
+//! past `we`), so no edge is empty; every time is at or past the CTI, so CTI promises hold.
+//! The output is unordered (a start edge at `a` comes before the CTI reaches `a`).
 
 use std::collections::BTreeMap;
 use std::hash::Hash;
@@ -102,12 +104,13 @@ where
     MK: Fn(&K, A::Output) -> O,
     O: Clone + PartialEq,
 {
-    /// The time of window `n`'s result.
-    fn anchor(&self, n: i64) -> Time {
-        let we = self.spec.end(n);
+    /// How far window results are before their window's end: one tick with
+    /// [`PointAtLastTick`](super::WindowOutput::PointAtLastTick), else none. A chain's times
+    /// are all that much earlier than the watermarks and ends they come from.
+    fn before_end(&self) -> TimeSpan {
         match self.spec.output {
-            super::WindowOutput::PointAtLastTick => we - TimeSpan::from_ticks(1),
-            _ => we,
+            super::WindowOutput::PointAtLastTick => TimeSpan::from_ticks(1),
+            _ => TimeSpan::from_ticks(0),
         }
     }
 
@@ -127,19 +130,23 @@ where
             return;
         }
         let watermark = t + lateness;
+        let before = self.before_end();
         let from = last.saturating_add(1).max(self.first_open);
         let mut due = Vec::new();
         self.windows_with_members(
             from,
             |n| {
-                let a = self.anchor(n);
-                (a < watermark).then_some(a)
+                let we = self.spec.end(n);
+                (we < watermark).then_some(we)
             },
             &mut due,
         );
-        for (n, a) in due {
-            let given = self.late.as_ref().is_some_and(|l| l.chains.contains_key(&n));
-            if !touched && (given || a < came_under) {
+        for (n, we) in due {
+            let given = self
+                .late
+                .as_ref()
+                .is_some_and(|l| l.chains.contains_key(&n));
+            if !touched && (given || we < came_under) {
                 // Nothing late came: it is as it was.
                 continue;
             }
@@ -148,11 +155,11 @@ where
                 return;
             };
             if given {
-                late.revise(n, now, came_under, None);
+                late.revise(n, now, came_under - before, None);
             } else {
                 // Due at this CTI (on time), or before it with nothing then (late members
                 // made its first value).
-                let start = if a < came_under { came_under } else { a };
+                let start = if we < came_under { came_under } else { we } - before;
                 let links = now
                     .into_iter()
                     .map(|(key, value)| {
@@ -236,19 +243,19 @@ where
     /// Window `n` closes with `results` (by group): its chain ends at its end plus the
     /// lateness, revised first if the events since the last CTI changed it.
     pub(super) fn close_late(&mut self, n: i64, results: Vec<(K, O)>) {
-        let a = self.anchor(n);
-        let final_end = self.spec.end(n);
+        let we = self.spec.end(n);
+        let before = self.before_end();
         let Some(late) = self.late.as_mut() else {
             return;
         };
         let came_under = late.came_under;
-        let final_end = final_end + late.lateness;
+        let final_end = we + late.lateness - before;
         if late.chains.contains_key(&n) {
-            late.revise(n, results, came_under, Some(final_end));
+            late.revise(n, results, came_under - before, Some(final_end));
         } else {
             // Never given: its first value is final (at its anchor, or, if it was due before
             // this CTI with nothing, where its late members came).
-            let start = if a < came_under { came_under } else { a };
+            let start = if we < came_under { came_under } else { we } - before;
             for (_, value) in results {
                 late.out.push((EventKind::StartEdge(start), value.clone()));
                 late.out.push((
@@ -313,7 +320,8 @@ impl<K: Hash + Eq + Clone, O: Clone + PartialEq> Late<K, O> {
         // A group gone (an end edge took its last member out): its value ends here.
         for key in order {
             if let Some((start, value)) = old.remove(&key) {
-                self.out.push((EventKind::EndEdge { start, end: at }, value));
+                self.out
+                    .push((EventKind::EndEdge { start, end: at }, value));
             }
         }
         if close.is_none() {
