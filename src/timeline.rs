@@ -7,7 +7,8 @@
 //! - dropped events are red and struck through, rejected ones grey, adjusted ones orange with an
 //!   arrow (`class="adjust-arrow"`) from where they were to where they were moved;
 //! - the output lane shows what the query released, window results included (each with its
-//!   values beside it), with its CTIs;
+//!   values beside it), with its CTIs; a result that starts where another ended (a window's
+//!   revision, with allowed lateness) is purple (`class="... revision"`);
 //! - a legend says what each mark means; the time axis has round ticks, in ticks for a case
 //!   written in ticks and in clock time (UTC, the date under the axis) for real times; a long
 //!   title wraps.
@@ -273,6 +274,7 @@ fn legend(svg: &mut String, y: f64) {
     let entries = [
         ("", "an input event"),
         ("output", "a result"),
+        ("revision", "a revised result"),
         ("dropped", "dropped (late)"),
         ("rejected", "rejected"),
         ("adjusted", "adjusted (arrow: moved)"),
@@ -460,6 +462,7 @@ pub fn render_picture(picture: &Picture) -> String {
 .rejected {{ fill: #999; stroke: #999; }}
 .adjusted {{ fill: #e67e22; stroke: #e67e22; fill-opacity: 0.25; }}
 .output {{ fill: #2e9e5b; stroke: #2e9e5b; }}
+.revision {{ fill: #8e44ad; stroke: #8e44ad; }}
 .cti {{ stroke: #555; stroke-width: 1; stroke-dasharray: 4 3; }}
 .adjust-arrow {{ stroke: #e67e22; stroke-width: 1.5; marker-end: url(#arrow); }}
 .lane {{ fill: none; stroke: #ddd; }}
@@ -494,6 +497,16 @@ pub fn render_picture(picture: &Picture) -> String {
 /// Draws `lane`'s events, one row each from `top`: each as a mark of how it fared (an
 /// adjusted one with an arrow to where it went, a result with its values beside it).
 fn events(svg: &mut String, axis: &Axis, lane: &Lane, top: f64, clock: bool) {
+    // A result that starts where another of the lane ended is a revision (a window with
+    // allowed lateness ends the value in force where the new one starts).
+    let ends: std::collections::HashSet<Time> = lane
+        .events
+        .iter()
+        .filter_map(|(e, how)| match (how, e.kind) {
+            (Mark::Output, EventKind::EndEdge { end, .. }) => Some(end),
+            _ => None,
+        })
+        .collect();
     for (row, (e, how)) in lane.events.iter().enumerate() {
         let y = top + PAD + ROW * row as f64 + ROW / 2.0;
         let text = describe(&StreamItem::Insert(e.clone()), clock);
@@ -524,7 +537,17 @@ fn events(svg: &mut String, axis: &Axis, lane: &Lane, top: f64, clock: bool) {
                 );
             }
             Mark::Output => {
-                mark(svg, axis, e.kind, "output", &text, y);
+                match e.kind {
+                    EventKind::StartEdge(start) if ends.contains(&start) => mark(
+                        svg,
+                        axis,
+                        e.kind,
+                        "output revision",
+                        &format!("revision: {text}"),
+                        y,
+                    ),
+                    _ => mark(svg, axis, e.kind, "output", &text, y),
+                }
                 let (s, o) = e.kind.encode();
                 let x = axis.x(s.max(o).min(Time::MAX_FINITE)).min(WIDTH - RIGHT) + 6.0;
                 let _ = writeln!(

@@ -73,6 +73,31 @@ fn every_project_case_renders() {
     check_tree(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("conformance"));
 }
 
+/// A window with allowed lateness: its two revisions (of `a` at 60 and of `b` at 119) are
+/// drawn as revisions, nothing else is.
+#[test]
+fn revisions_are_drawn_apart() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("conformance/operators/allowed-lateness-revisions");
+    let run = run_case(&dir).expect("the case runs");
+    let svg = render(&run);
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
+    let mut revisions: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("event start-edge output revision"))
+        .filter_map(|n| n.descendants().find(|c| c.has_tag_name("title")))
+        .filter_map(|t| t.text().map(str::to_owned))
+        .collect();
+    revisions.sort();
+    assert_eq!(
+        revisions,
+        [
+            r#"revision: {"kind":"start","start":119,"payload":{"k":"b","n":2}}"#,
+            r#"revision: {"kind":"start","start":60,"payload":{"k":"a","n":3}}"#,
+        ]
+    );
+}
+
 #[test]
 fn every_shared_case_renders() {
     let shared = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/conformance");
