@@ -271,3 +271,76 @@ fn sums_are_revised_too() {
         ]
     );
 }
+
+#[test]
+fn a_union_takes_the_chain_sorted() {
+    // The chain through `ordered()` (a union needs sorted inputs) beside another stream: the
+    // union holds every item of both, each chain item released once the CTI passes it.
+    let mut plan = Plan::new("lateness");
+    let (input, stream) = plan
+        .input(input(TimeSpan::from_ticks(5)))
+        .expect("a valid input");
+    let (other_input, other) = plan
+        .input::<(char, u64), punctual::core::Ordered>(
+            InputOptions::new("other", EventShape::Point)
+                .settings(AdvanceTimeSettings::increasing_start_time()),
+        )
+        .expect("a valid input");
+    let chain = stream
+        .tumbling_window(TimeSpan::from_ticks(10))
+        .group_by(|k: &char| *k)
+        .allowed_lateness(TimeSpan::from_ticks(5))
+        .aggregate(Count);
+    let both = chain.ordered().union(&[&other]);
+    let results = plan.output(&both).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
+    let t = Time::from_ticks;
+    for (at, key) in [(3, 'a'), (12, 'a'), (7, 'a'), (16, 'a')] {
+        driver
+            .enqueue(input, StreamItem::point(t(at), key))
+            .expect("within the CTI");
+    }
+    driver
+        .enqueue(other_input, StreamItem::point(t(13), ('z', 9)))
+        .expect("in order");
+    driver.finish(input.index());
+    driver.finish(other_input.index());
+    let mut out = Batch::new();
+    driver.take_output(&results, &mut out);
+    out.check(EventOrder::Sorted)
+        .expect("sorted, sealed by CTIs");
+    let events: Vec<(EventKind, (char, u64))> = (0..out.len())
+        .map(|i| (out.kind(i), out.payloads()[i]))
+        .collect();
+    assert_eq!(
+        events,
+        [
+            (EventKind::StartEdge(t(10)), ('a', 1)),
+            (
+                EventKind::EndEdge {
+                    start: t(10),
+                    end: t(12)
+                },
+                ('a', 1)
+            ),
+            (EventKind::StartEdge(t(12)), ('a', 2)),
+            (EventKind::Point(t(13)), ('z', 9)),
+            (
+                EventKind::EndEdge {
+                    start: t(12),
+                    end: t(15)
+                },
+                ('a', 2)
+            ),
+            // [10,20) holds 12 and 16: never given before the end.
+            (EventKind::StartEdge(t(20)), ('a', 2)),
+            (
+                EventKind::EndEdge {
+                    start: t(20),
+                    end: t(25)
+                },
+                ('a', 2)
+            ),
+        ]
+    );
+}

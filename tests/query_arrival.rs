@@ -272,5 +272,8 @@ path = "counts.jsonl"
         ]
     );
     assert!(err.contains("late_events=1"), "{err}");
-    assert!(err.contains("dropped=1") && err.contains("dead letters: 1"), "{err}");
+    assert!(
+        err.contains("dropped=1") && err.contains("dead letters: 1"),
+        "{err}"
+    );
 }
