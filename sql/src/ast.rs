@@ -233,6 +233,8 @@ pub enum WindowSql {
         max: TimeSpan,
         /// `PARTITION BY`: sessions of each partition apart (none: of the whole stream).
         partition: Vec<Expr>,
+        /// Allowed lateness (zero: none): results given early, then revised.
+        lateness: TimeSpan,
     },
 }
 

@@ -24,6 +24,7 @@ use datediff::{datediff, DateDiffSides};
 mod apply;
 mod datediff;
 mod grouped;
+mod late_session;
 mod recognize;
 mod session;
 pub(crate) use grouped::gate;

@@ -237,7 +237,164 @@ fn allowed_lateness_is_refused_where_it_cannot_hold() {
     let twice = "SELECT COUNT(*) AS n FROM readings GROUP BY TumblingWindow(Duration(second, 5), AllowedLateness(second, 1), AllowedLateness(second, 2))";
     let why = refusal(twice, "readings", None);
     assert!(why.contains("twice"), "{why}");
+    let session = "SELECT COUNT(*) AS n FROM readings GROUP BY SessionWindow(second, 2, 10, AllowedLateness(second, 2))";
+    let why = refusal(session, "readings", None);
+    assert!(why.contains("arrival order"), "{why}");
     let sliding = "SELECT COUNT(*) AS n FROM readings GROUP BY SlidingWindow(second, 5, AllowedLateness(second, 2))";
     let why = refusal(sliding, "readings", None);
     assert!(why.contains("expected"), "{why}");
+}
+
+/// A session window with allowed lateness: a session given once the watermark passes its
+/// close, revised as late readings extend it and join it to the next, final once the CTI
+/// passes its close.
+#[test]
+fn allowed_lateness_revises_sessions_as_late_events_extend_and_join_them() {
+    let sql = "SELECT device, COUNT(*) AS n FROM readings GROUP BY device, SessionWindow(second, 2, 10, AllowedLateness(second, 5))";
+    let items = vec![
+        reading(1.0, "a", 1),
+        reading(2.0, "a", 1),
+        reading(8.0, "a", 1),
+        StreamItem::Cti(t(3.0)), // watermark 8: the session 1-2 (close 4) is given
+        reading(3.5, "a", 1),    // late: joins it, its close moves to 5.5
+        reading(5.0, "a", 1),    // late: joins it, close 7
+        reading(9.0, "a", 1),
+        StreamItem::Cti(t(4.0)), // revised under watermark 8
+        reading(6.5, "a", 1),    // late: close 8.5, which joins it to the session of 8 and 9
+        reading(16.0, "a", 1),
+        StreamItem::Cti(t(11.0)), // revised under watermark 9 (the joined session closes at 11)
+        StreamItem::Cti(Time::INF),
+    ];
+    let out = run_in(sql, &[("readings", items)], &["readings"]);
+    let n = |n: i64| row(&[("device", Value::Str("a".into())), ("n", Value::Int(n))]);
+    let tick = punctual_core::TimeSpan::from_ticks(1);
+    let (at8, at9) = (t(8.0) - tick, t(9.0) - tick);
+    assert_eq!(
+        out.values().next().cloned().unwrap_or_default(),
+        vec![
+            StreamItem::start_edge(t(4.0), n(2)),
+            StreamItem::Cti(t(3.0)),
+            StreamItem::end_edge(t(4.0), at8, n(2)),
+            StreamItem::start_edge(at8, n(4)),
+            StreamItem::Cti(t(4.0)),
+            StreamItem::end_edge(at8, at9, n(4)),
+            StreamItem::start_edge(at9, n(7)),
+            StreamItem::Cti(t(11.0)),
+            // Final at its close (11) plus 5 s; the session of 16 never given before.
+            StreamItem::end_edge(at9, t(16.0), n(7)),
+            StreamItem::start_edge(t(18.0), n(1)),
+            StreamItem::end_edge(t(18.0), t(23.0), n(1)),
+            StreamItem::Cti(Time::INF),
+        ]
+    );
+}
+
+/// Whether `items` keep their CTIs (each event at or past the CTI before it) and each end edge
+/// closes an open start edge of its payload, none left open.
+fn well_formed(items: &[StreamItem<Row>]) -> Result<(), String> {
+    use punctual_core::EventKind;
+    let mut cti = Time::NEG_INF;
+    let mut open: Vec<(Time, Row)> = Vec::new();
+    for item in items {
+        match item {
+            StreamItem::Cti(t) => cti = *t,
+            StreamItem::Insert(e) => {
+                if e.kind.sync_time() < cti {
+                    return Err(format!("{e:?} after CTI {cti:?}"));
+                }
+                match e.kind {
+                    EventKind::StartEdge(s) => open.push((s, e.payload.clone())),
+                    EventKind::EndEdge { start, end } => {
+                        let at = open
+                            .iter()
+                            .position(|(s, p)| *s == start && *p == e.payload)
+                            .ok_or(format!("{e:?} closes nothing"))?;
+                        open.remove(at);
+                        if end <= start {
+                            return Err(format!("{e:?} is empty"));
+                        }
+                    }
+                    _ => return Err(format!("{e:?} is not an edge")),
+                }
+            }
+        }
+    }
+    if open.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("left open: {open:?}"))
+    }
+}
+
+/// Readings in arrival order, each at most the lateness behind the newest so far, a CTI
+/// that far behind the newest after each: the values that end each chain at its close plus
+/// the lateness are the sessions over the same readings all in.
+fn late_readings() -> impl Strategy<Value = Vec<(i64, i64, i64)>> {
+    prop::collection::vec((0i64..40, 0i64..30, 0i64..2), 1..50)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn the_final_value_of_each_late_session_is_the_session_with_every_event_in(
+        steps in late_readings(),
+        lateness_tenths in 1i64..30,
+    ) {
+        let tenth = |x: i64| Time::from_ticks(x * S / 10);
+        let mut high = 0;
+        let mut late = Vec::new();
+        let mut all = Vec::new();
+        for (ahead, behind, key) in steps {
+            high += ahead;
+            let at = high - behind.min(lateness_tenths);
+            let r = StreamItem::point(
+                tenth(at),
+                row(&[("device", Value::Int(key)), ("v", Value::Int(at))]),
+            );
+            late.push(r.clone());
+            all.push(r);
+            late.push(StreamItem::Cti(tenth(high - lateness_tenths)));
+        }
+        late.push(StreamItem::Cti(Time::INF));
+        all.push(StreamItem::Cti(Time::INF));
+        let query = |lateness: &str| format!(
+            "SELECT device, COUNT(*) AS n, SUM(v) AS s FROM readings GROUP BY device, SessionWindow(second, 2, 5{lateness}) OVER (PARTITION BY device)"
+        );
+        let chains = run_in(
+            &query(&format!(", AllowedLateness(millisecond, {})", lateness_tenths * 100)),
+            &[("readings", late)],
+            &["readings"],
+        );
+        let lateness = punctual_core::TimeSpan::from_ticks(lateness_tenths * S / 10);
+        let chain_items = chains.values().next().cloned().unwrap_or_default();
+        prop_assert_eq!(well_formed(&chain_items), Ok(()));
+        let mut finals: Vec<(Time, Row)> = Vec::new();
+        for item in chain_items {
+            if let StreamItem::Insert(e) = item {
+                if let punctual_core::EventKind::EndEdge { end, .. } = e.kind {
+                    finals.push((end - lateness, e.payload));
+                }
+            }
+        }
+        let baseline: Vec<(Time, Row)> = run_in(&query(""), &[("readings", all)], &[])
+            .values()
+            .next()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|i| match i {
+                StreamItem::Insert(e) => Some((e.kind.sync_time(), e.payload)),
+                StreamItem::Cti(_) => None,
+            })
+            .collect();
+        // Every end edge is a final one or the end of a value revised (its end is then not a
+        // close plus the lateness); the finals are exactly the baseline's results.
+        for r in &baseline {
+            prop_assert!(finals.contains(r), "{r:?} missing from {finals:?}");
+        }
+        let closes: Vec<Time> = baseline.iter().map(|r| r.0).collect();
+        let finals: Vec<&(Time, Row)> = finals.iter().filter(|f| closes.contains(&f.0)).collect();
+        prop_assert_eq!(finals.len(), baseline.len());
+    }
 }

@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::batch::Batch;
 use crate::event::EventShape;
-use crate::order::{EventOrder, Order, Ordered};
+use crate::order::{EventOrder, Order, Ordered, Unordered};
 use crate::time::{Time, TimeSpan};
 
 use super::filter::Filter;
@@ -368,6 +368,17 @@ impl<P: Payload, O: Order> Stream<P, O> {
             EventOrder::Sorted => self.graph.stream(self.node),
             EventOrder::Arrival => self.unary(Reorder::default()),
         }
+    }
+
+    /// Adds any unary operator that takes its input in arrival order (events in any order
+    /// between CTIs, each after every CTI below it) and gives its results so too: an
+    /// unordered stream. What such an operator emits before a CTI must be at or past the CTI
+    /// before it.
+    pub fn apply_unordered<Out: Payload, Op: UnaryOperator<P, Out>>(
+        &self,
+        op: Op,
+    ) -> Stream<Out, Unordered> {
+        self.unary(op)
     }
 
     /// Temporal equi-join ([`Join`]) with an ordered stream: each pair with

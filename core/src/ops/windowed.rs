@@ -56,7 +56,8 @@ impl<P: Payload, G> Windowed<P, G, Unordered> {
     /// result's value at any time is the one known when the watermark was there; a consumer
     /// tells the on-time value (its start is `a`) from revisions (later starts). The results
     /// are unordered (a start edge comes before the CTI passes it). Hopping and tumbling
-    /// windows only: snapshot and count windows give their results final, as without it.
+    /// windows: snapshot and count windows are made from sorted streams only, and a window
+    /// kind that is not hopping ignores it.
     /// The operator counts the late events it took ([`NodeStats::late_events`]).
     ///
     /// [`NodeStats::late_events`]: crate::ops::NodeStats::late_events

@@ -57,7 +57,10 @@ impl Compiler<'_> {
                 |e| e.with(&cx, Value::clone),
             )
         };
-        if let WindowSql::Tumbling { lateness, .. } | WindowSql::Hopping { lateness, .. } = window {
+        if let WindowSql::Tumbling { lateness, .. }
+        | WindowSql::Hopping { lateness, .. }
+        | WindowSql::Session { lateness, .. } = window
+        {
             if lateness.ticks() > 0 && stream.order() == punctual_core::EventOrder::Sorted {
                 return Err(err(
                     s.pos,
@@ -259,9 +262,20 @@ fn groups(
         WindowSql::Snapshot => grouped_by(stream.ordered().snapshot_window(), keys, aggs, group)
             .to_point_events()
             .into(),
-        WindowSql::Session { timeout, max, .. } => {
-            sessions(stream, (timeout, max), partition, keys, aggs, group, label).into()
-        }
+        WindowSql::Session {
+            timeout,
+            max,
+            lateness,
+            ..
+        } => sessions(
+            stream,
+            (timeout, max, lateness),
+            partition,
+            keys,
+            aggs,
+            group,
+            label,
+        ),
     }
 }
 

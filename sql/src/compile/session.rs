@@ -57,7 +57,7 @@ impl<S> Default for Session<S> {
 
 /// The first whole multiple of `max` at or after `start + max` (`+inf` past the last finite
 /// time).
-fn check_after(start: Time, max: TimeSpan) -> Time {
+pub(super) fn check_after(start: Time, max: TimeSpan) -> Time {
     let m = max.ticks().max(1);
     start
         .ticks()
@@ -126,7 +126,7 @@ impl<Out: Payload> Process<Row, Vec<Value>> for Sessions<Out> {
 
 /// An order of groups' keys: by value, key after key; values of different kinds (a number
 /// and a text) by kind.
-fn keys_order(a: &[Value], b: &[Value]) -> Ordering {
+pub(super) fn keys_order(a: &[Value], b: &[Value]) -> Ordering {
     let kind = |v: &Value| match v {
         Value::Null => 0,
         Value::Bool(_) => 1,
@@ -151,14 +151,24 @@ fn keys_order(a: &[Value], b: &[Value]) -> Ordering {
 )]
 pub(super) fn sessions<Out: Payload>(
     stream: &RowStream,
-    (timeout, max): (TimeSpan, TimeSpan),
+    (timeout, max, lateness): (TimeSpan, TimeSpan, TimeSpan),
     partition: Vec<E>,
     keys: Vec<E>,
     aggs: SqlAggs,
     make: impl Fn(&[Value], Row) -> Out + Send + 'static,
     label: &str,
-) -> Stream<Out> {
+) -> AnyStream<Out> {
     let partition: Vec<RowExpr> = partition.into_iter().map(RowExpr::new).collect();
+    if let (AnyStream::Arrival(s), true) = (stream, lateness.ticks() > 0) {
+        let op = super::late_session::LateSessions::new(
+            (timeout, max, lateness),
+            partition,
+            keys.into_iter().map(RowExpr::new).collect(),
+            aggs,
+            Box::new(make),
+        );
+        return s.apply_unordered(op).named(label).into();
+    }
     let op = Sessions {
         timeout,
         max,
@@ -173,6 +183,7 @@ pub(super) fn sessions<Out: Payload>(
             op,
         )
         .named(label)
+        .into()
 }
 
 #[cfg(test)]

@@ -155,9 +155,11 @@ fn session(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
     let mut spans = Vec::new();
     let mut partition = Vec::new();
     let mut parts: Vec<Pair<'_, Rule>> = Vec::new();
+    let mut lateness = TimeSpan::from_ticks(0);
     for x in p.into_inner() {
         match x.as_rule() {
             Rule::session_parts => parts.extend(x.into_inner()),
+            Rule::lateness_part => lateness = lateness_of(x)?.0,
             Rule::session_over => {
                 for e in last(x)?.into_inner().filter(|x| x.as_rule() == Rule::expr) {
                     partition.push(expr(e)?);
@@ -209,5 +211,6 @@ fn session(p: Pair<'_, Rule>) -> Result<WindowSql, SqlError> {
         timeout,
         max,
         partition,
+        lateness,
     })
 }

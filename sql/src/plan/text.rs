@@ -180,13 +180,16 @@ fn window(w: &WindowSql) -> String {
             timeout,
             max,
             partition,
-        } if partition.is_empty() => format!("SessionWindow({timeout}, {max})"),
+            lateness,
+        } if partition.is_empty() => format!("SessionWindow({timeout}, {max}{})", late(lateness)),
         WindowSql::Session {
             timeout,
             max,
             partition,
+            lateness,
         } => format!(
-            "SessionWindow({timeout}, {max}) OVER (PARTITION BY {})",
+            "SessionWindow({timeout}, {max}{}) OVER (PARTITION BY {})",
+            late(lateness),
             partition.iter().map(expr).collect::<Vec<_>>().join(", ")
         ),
     }
