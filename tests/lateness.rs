@@ -309,38 +309,22 @@ fn a_union_takes_the_chain_sorted() {
     driver.take_output(&results, &mut out);
     out.check(EventOrder::Sorted)
         .expect("sorted, sealed by CTIs");
-    let events: Vec<(EventKind, (char, u64))> = (0..out.len())
-        .map(|i| (out.kind(i), out.payloads()[i]))
+    let events: Vec<StreamItem<(char, u64)>> = out
+        .items()
+        .map(|i| i.map(|p| *p))
+        .filter(|i| matches!(i, StreamItem::Insert(_)))
         .collect();
     assert_eq!(
         events,
         [
-            (EventKind::StartEdge(t(10)), ('a', 1)),
-            (
-                EventKind::EndEdge {
-                    start: t(10),
-                    end: t(12)
-                },
-                ('a', 1)
-            ),
-            (EventKind::StartEdge(t(12)), ('a', 2)),
-            (EventKind::Point(t(13)), ('z', 9)),
-            (
-                EventKind::EndEdge {
-                    start: t(12),
-                    end: t(15)
-                },
-                ('a', 2)
-            ),
+            StreamItem::start_edge(t(10), ('a', 1)),
+            StreamItem::end_edge(t(10), t(12), ('a', 1)),
+            StreamItem::start_edge(t(12), ('a', 2)),
+            StreamItem::point(t(13), ('z', 9)),
+            StreamItem::end_edge(t(12), t(15), ('a', 2)),
             // [10,20) holds 12 and 16: never given before the end.
-            (EventKind::StartEdge(t(20)), ('a', 2)),
-            (
-                EventKind::EndEdge {
-                    start: t(20),
-                    end: t(25)
-                },
-                ('a', 2)
-            ),
+            StreamItem::start_edge(t(20), ('a', 2)),
+            StreamItem::end_edge(t(20), t(25), ('a', 2)),
         ]
     );
 }
