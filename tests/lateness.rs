@@ -230,19 +230,7 @@ proptest! {
 fn sums_are_revised_too() {
     // Another aggregate, ungrouped, to show the chain is the aggregate's and not the count's.
     let mut plan = Plan::new("lateness");
-    let generation = AdvanceTimeGenerationSettings::every_events(1)
-        .delay(TimeSpan::from_ticks(3))
-        .final_cti(true)
-        .build()
-        .expect("valid settings");
-    let settings = AdvanceTimeSettings::builder()
-        .generation(generation)
-        .policy(AdvanceTimePolicy::Drop)
-        .build()
-        .expect("valid settings");
-    let options = InputOptions::new("values", EventShape::Point)
-        .unordered()
-        .settings(settings);
+    let options = input(TimeSpan::from_ticks(3));
     let (input, stream) = plan.input(options).expect("a valid input");
     let sums = stream
         .tumbling_window(TimeSpan::from_ticks(10))
