@@ -61,6 +61,36 @@ fn a_malformed_arrival_is_reported_with_file_and_line() {
     );
     let (_, _, err) = cli(&["run", s(&dir)]);
     assert!(err.contains("arrivals.jsonl:2: "), "{err}");
+    // A window with allowed lateness over a sorted input, a hopping window without its hop,
+    // a stream order that is not one: each refused with the fix.
+    let window = "[query]\noutput = \"w\"\n[[query.step]]\nname = \"w\"\ninput = \"in\"\nsize = 5\naggregates = [{ fn = \"count\", as = \"n\" }]\n";
+    for (name, stream, step, says) in [
+        (
+            "late-sorted",
+            "",
+            "op = \"tumbling\"\nallowed_lateness = 2\n",
+            "order = \"arrival\"",
+        ),
+        ("hop-missing", "", "op = \"hopping\"\n", "needs `hop`"),
+        (
+            "hop-tumbling",
+            "",
+            "op = \"tumbling\"\nhop = 2\n",
+            "takes no `hop`",
+        ),
+        (
+            "order",
+            "order = \"random\"\n",
+            "op = \"tumbling\"\n",
+            "not `sorted` or `arrival`",
+        ),
+    ] {
+        let toml = format!("[streams.in]\nshape = \"point\"\n{stream}{window}{step}");
+        let dir = case(name, &toml, "", "");
+        let (code, _, err) = cli(&["run", s(&dir)]);
+        assert_eq!(code, EXIT_FAILED, "{name}");
+        assert!(err.contains(says), "{name}: {err}");
+    }
     let dir = case("bad-toml", "[streams.in]\nshape = \"triangle\"\n", "", "");
     let (code, _, err) = cli(&["run", s(&dir)]);
     assert_eq!(code, EXIT_FAILED);

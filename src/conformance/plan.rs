@@ -39,33 +39,8 @@ enum Step {
         input: String,
         by: TimeSpan,
     },
-    Hopping {
-        name: String,
-        input: String,
-        size: TimeSpan,
-        hop: TimeSpan,
-        #[serde(default)]
-        alignment: TimeSpan,
-        #[serde(default)]
-        output: Option<String>,
-        group_by: Option<String>,
-        aggregates: Vec<AggFile>,
-        #[serde(default)]
-        allowed_lateness: TimeSpan,
-    },
-    Tumbling {
-        name: String,
-        input: String,
-        size: TimeSpan,
-        #[serde(default)]
-        alignment: TimeSpan,
-        #[serde(default)]
-        output: Option<String>,
-        group_by: Option<String>,
-        aggregates: Vec<AggFile>,
-        #[serde(default)]
-        allowed_lateness: TimeSpan,
-    },
+    Hopping(Window),
+    Tumbling(Window),
 }
 
 #[derive(Deserialize)]
@@ -135,14 +110,21 @@ fn condition(
     Condition::parse(&text).map_err(|e| config(step, e.show(&text)))
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Window {
     name: String,
+    input: String,
     size: TimeSpan,
-    hop: TimeSpan,
+    /// A hopping window's hop (a tumbling window's is its size).
+    hop: Option<TimeSpan>,
+    #[serde(default)]
     alignment: TimeSpan,
+    #[serde(default)]
     output: Option<String>,
     group_by: Option<String>,
     aggregates: Vec<AggFile>,
+    #[serde(default, rename = "allowed_lateness")]
     lateness: TimeSpan,
 }
 
@@ -231,51 +213,22 @@ fn step_stream(
         Step::Shift { name, input, by } => {
             (name, AnyStream::from(get(&input)?.ordered().shift(by)))
         }
-        Step::Hopping {
-            name,
-            input,
-            size,
-            hop,
-            alignment,
-            output,
-            group_by,
-            aggregates,
-            allowed_lateness,
-        } => window(
-            &get(&input)?,
-            Window {
-                name,
-                size,
-                hop,
-                alignment,
-                output,
-                group_by,
-                aggregates,
-                lateness: allowed_lateness,
-            },
-        )?,
-        Step::Tumbling {
-            name,
-            input,
-            size,
-            alignment,
-            output,
-            group_by,
-            aggregates,
-            allowed_lateness,
-        } => window(
-            &get(&input)?,
-            Window {
-                name,
-                size,
-                hop: size,
-                alignment,
-                output,
-                group_by,
-                aggregates,
-                lateness: allowed_lateness,
-            },
-        )?,
+        Step::Hopping(w) => {
+            let hop = w
+                .hop
+                .ok_or_else(|| config(&w.name, "a hopping window needs `hop`"))?;
+            window(&get(&w.input)?, w, hop)?
+        }
+        Step::Tumbling(w) => {
+            if w.hop.is_some() {
+                return Err(config(
+                    &w.name,
+                    "a tumbling window takes no `hop` (it is its size)",
+                ));
+            }
+            let size = w.size;
+            window(&get(&w.input)?, w, size)?
+        }
     })
 }
 
@@ -299,8 +252,12 @@ fn join(l: &Stream<Row>, r: &Stream<Row>, on: Option<String>) -> Stream<Row> {
     }
 }
 
-fn window(input: &AnyStream<Row>, w: Window) -> Result<(String, AnyStream<Row>), CaseError> {
-    if w.size.ticks() <= 0 || w.hop.ticks() <= 0 {
+fn window(
+    input: &AnyStream<Row>,
+    w: Window,
+    hop: TimeSpan,
+) -> Result<(String, AnyStream<Row>), CaseError> {
+    if w.size.ticks() <= 0 || hop.ticks() <= 0 {
         return Err(config(&w.name, "size and hop must be positive"));
     }
     if w.lateness.ticks() < 0 {
@@ -317,21 +274,26 @@ fn window(input: &AnyStream<Row>, w: Window) -> Result<(String, AnyStream<Row>),
         }
     };
     let aggs = aggregates(&w.name, &w.aggregates)?;
+    let late = w.lateness > TimeSpan::ZERO;
     let stream = match aggs.gate(input.clone()) {
-        AnyStream::Ordered(_) if w.lateness > TimeSpan::ZERO => {
+        AnyStream::Ordered(_) if late => {
             return Err(config(
                 &w.name,
                 "allowed_lateness needs an input read in arrival order (`order = \"arrival\"` on its stream)",
             ))
         }
-        AnyStream::Ordered(s) => AnyStream::from(grouped(&s, &w, output).aggregate_into(aggs, make(&w)).keep_ok()),
-        AnyStream::Arrival(s) if w.lateness > TimeSpan::ZERO => AnyStream::from(
-            grouped(&s, &w, output)
-                .allowed_lateness(w.lateness)
-                .aggregate_into(aggs, make(&w))
-                .keep_ok(),
-        ),
-        AnyStream::Arrival(s) => AnyStream::from(grouped(&s, &w, output).aggregate_into(aggs, make(&w)).keep_ok()),
+        AnyStream::Ordered(s) => {
+            let windows = grouped(&s, &w, hop, output);
+            windows.aggregate_into(aggs, make(&w)).keep_ok().into()
+        }
+        AnyStream::Arrival(s) if late => {
+            let windows = grouped(&s, &w, hop, output).allowed_lateness(w.lateness);
+            windows.aggregate_into(aggs, make(&w)).keep_ok().into()
+        }
+        AnyStream::Arrival(s) => {
+            let windows = grouped(&s, &w, hop, output);
+            windows.aggregate_into(aggs, make(&w)).keep_ok().into()
+        }
     };
     Ok((w.name, stream))
 }
@@ -340,11 +302,12 @@ fn window(input: &AnyStream<Row>, w: Window) -> Result<(String, AnyStream<Row>),
 fn grouped<O: punctual_core::Order>(
     input: &Stream<Row, O>,
     w: &Window,
+    hop: TimeSpan,
     output: WindowOutput,
 ) -> Windowed<Row, GroupedBy<impl Fn(&Row) -> Value + Send + 'static>, O> {
     let key_field = w.group_by.clone();
     input
-        .hopping_window(w.size, w.hop)
+        .hopping_window(w.size, hop)
         .alignment(Time::EPOCH + w.alignment)
         .output(output)
         .group_by(move |r: &Row| match &key_field {
