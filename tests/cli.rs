@@ -40,7 +40,7 @@ fn check_prints_a_diff_and_fails_on_a_wrong_expectation() {
 }
 
 #[test]
-fn a_malformed_arrival_is_reported_with_file_and_line() {
+fn a_malformed_case_or_arrival_is_reported_with_the_fix() {
     let dir = case(
         "malformed",
         "[streams.in]\nshape = \"point\"\n",
