@@ -319,3 +319,37 @@ fn a_union_takes_the_chain_sorted() {
         ]
     );
 }
+
+#[test]
+fn what_a_window_with_lateness_holds_is_reported_item_by_item() {
+    // No final CTI: the window still holds [0,5)'s given values and its members.
+    let run_until = [(s(1.0), 'a'), (s(2.0), 'b'), (s(6.0), 'a')];
+    let mut plan = Plan::new("lateness");
+    let (input, stream) = plan
+        .input(input(TimeSpan::from_secs(2)))
+        .expect("a valid input");
+    let counts = stream
+        .tumbling_window(TimeSpan::from_secs(5))
+        .group_by(|k: &char| *k)
+        .allowed_lateness(TimeSpan::from_secs(2))
+        .aggregate(Count);
+    let results = plan.output(&counts).expect("a stream of the plan");
+    let mut driver = plan.build().expect("a valid plan");
+    for (t, key) in run_until {
+        driver
+            .enqueue(input, StreamItem::point(t, key))
+            .expect("within the CTI");
+    }
+    let mut out = Batch::new();
+    driver.take_output(&results, &mut out);
+    let (mut state, mut results_held, mut items) = (0, 0, 0);
+    driver.for_each_operator(|n| state += n.state);
+    driver.for_each_held(|_, h| {
+        items += 1;
+        if h.what == punctual::core::ops::HeldWhat::Result {
+            results_held += 1;
+        }
+    });
+    assert_eq!(items, state, "every item counted is visited");
+    assert_eq!(results_held, 2, "a's and b's values given for [0,5)");
+}

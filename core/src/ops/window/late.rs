@@ -77,6 +77,13 @@ impl<K, O> Late<K, O> {
         self.chains.values().map(Vec::len).sum()
     }
 
+    /// The values given and in force (each from its start), window by window.
+    pub(super) fn in_force(&self) -> impl Iterator<Item = (Time, &O)> + '_ {
+        self.chains
+            .values()
+            .flat_map(|links| links.iter().map(|l| (l.start, &l.value)))
+    }
+
     /// Notes the input events of a batch segment (their sync times and ends) before they are
     /// added, the input CTI being `cti`: those under the watermark (`cti` plus the lateness)
     /// are late and may change a window given (a window given ends at or before it).

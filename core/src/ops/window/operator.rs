@@ -128,6 +128,14 @@ where
             });
         }
         Held::results(&self.held, f);
+        for (start, value) in self.late.iter().flat_map(|l| l.in_force()) {
+            f(Held {
+                what: HeldWhat::Result,
+                start,
+                end: crate::time::Time::INF,
+                payload: value,
+            });
+        }
     }
 
     fn dropped(&self) -> u64 {
