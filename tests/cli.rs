@@ -3,7 +3,7 @@
 use punctual::cli::{main, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 mod cli_common;
-use cli_common::{case, cases, cli, refused, s};
+use cli_common::{case, cases, cli, refused, s, write};
 
 #[test]
 fn check_passes_the_ingress_and_policy_cases() {
@@ -330,11 +330,7 @@ fn pipe_orders_a_file_and_writes_json_lines() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let input = dir.join("in.jsonl");
     let output = dir.join("out.jsonl");
-    std::fs::write(
-        &input,
-        "{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":3,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":3}}\n",
-    )
-    .expect("written");
+    write(&input, "{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":3,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":3}}\n");
     let letters = dir.join("dead.jsonl");
     let (code, _, err) = cli(&[
         "pipe",
@@ -371,7 +367,7 @@ fn pipe_orders_a_file_and_writes_json_lines() {
         "{\"reason\":\"late\",\"cti\":2,\"item\":{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":3}}}\n"
     );
     let csv = dir.join("in.csv");
-    std::fs::write(&csv, "t,name\n2,b\n1,a\n").expect("written");
+    write(&csv, "t,name\n2,b\n1,a\n");
     let (code, _, err) = cli(&[
         "pipe",
         "-i",
@@ -438,7 +434,7 @@ fn pipe_reads_a_fifo_once() {
         let fifo = fifo.clone();
         std::thread::spawn(move || {
             let lines = "{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":2,\"payload\":{\"v\":2}}\n";
-            std::fs::write(&fifo, lines).expect("the FIFO takes the lines");
+            write(&fifo, lines);
         })
     };
     let output = dir.join("out.jsonl");
@@ -461,7 +457,7 @@ fn a_run_waits_for_its_peers_only_as_long_as_it_is_told() {
     let dir = std::env::temp_dir().join(format!("punctual-peers-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let hosts = dir.join("hosts");
-    std::fs::write(&hosts, format!("{me}\n{peer}\n")).expect("written");
+    write(&hosts, format!("{me}\n{peer}\n"));
     let case = cases().join("operators/filter");
     let run = || {
         cli(&[

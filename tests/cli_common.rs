@@ -56,3 +56,8 @@ pub fn temp_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir is writable");
     dir
 }
+
+/// Writes `text` to `path` (a test's input, job or case file).
+pub fn write(path: impl AsRef<Path>, text: impl AsRef<[u8]>) {
+    std::fs::write(path, text).expect("the test's folder is writable");
+}

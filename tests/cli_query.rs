@@ -17,7 +17,7 @@ mod query_values;
 mod sample_alerts;
 use std::path::Path;
 
-use cli_common::{case, cli, refused, s, temp_dir};
+use cli_common::{case, cli, refused, s, temp_dir, write};
 
 /// `query` over flat JSON lines timed by TIMESTAMP BY: a tumbling window per key, times in
 /// RFC 3339 in and out, results as flat rows, late events dropped behind --delay with
@@ -26,7 +26,7 @@ use cli_common::{case, cli, refused, s, temp_dir};
 fn query_runs_sql_over_flat_json_lines() {
     let dir = temp_dir("query-json");
     let input = dir.join("readings.jsonl");
-    std::fs::write(
+    write(
         &input,
         [
             r#"{"time": "2026-12-01T10:00:00Z", "device": "a", "celsius": 20.5}"#,
@@ -36,8 +36,7 @@ fn query_runs_sql_over_flat_json_lines() {
             r#"{"time": "2026-12-01T09:59:00Z", "device": "a", "celsius": 99}"#,
         ]
         .join("\n"),
-    )
-    .expect("written");
+    );
     let output = dir.join("out.jsonl");
     let (code, _, err) = cli(&[
         "query",
@@ -80,13 +79,12 @@ fn query_runs_sql_over_flat_json_lines() {
 fn query_reads_csv_and_joins_reference_data() {
     let dir = temp_dir("query-csv");
     let readings = dir.join("readings.csv");
-    std::fs::write(&readings, "ts,device,v\n1000,a,1\n2000,b,2\n12000,a,3\n").expect("written");
+    write(&readings, "ts,device,v\n1000,a,1\n2000,b,2\n12000,a,3\n");
     let rates = dir.join("rates.csv");
-    std::fs::write(
+    write(
         &rates,
         "from,to,device,rate\n0,10000,a,2\n10000,20000,a,3\n0,20000,b,10\n",
-    )
-    .expect("written");
+    );
     let output = dir.join("out.jsonl");
     let (code, _, err) = cli(&[
         "query",
@@ -146,9 +144,9 @@ fn query_reads_csv_and_joins_reference_data() {
 fn query_errors_point_at_the_cause() {
     let dir = temp_dir("query-errors");
     let csv = dir.join("r.csv");
-    std::fs::write(&csv, "time,device\n2026-12-01T10:00:00Z,a\n").expect("written");
+    write(&csv, "time,device\n2026-12-01T10:00:00Z,a\n");
     let json = dir.join("r.jsonl");
-    std::fs::write(&json, "{\"time\": 1, \"device\": \"a\"}\n{\"time\": 2}\n").expect("written");
+    write(&json, "{\"time\": 1, \"device\": \"a\"}\n{\"time\": 2}\n");
     let input = |p: &Path| format!("r={}", s(p));
     let (code, _, err) = cli(&[
         "query",
@@ -240,9 +238,9 @@ fn query_errors_point_at_the_cause() {
 #[test]
 fn job_files_run_and_refuse_what_they_do_not_know() {
     let dir = temp_dir("job");
-    std::fs::write(dir.join("r.csv"), "t,device,v\n1000,a,1\n2000,a,5\n").expect("written");
+    write(dir.join("r.csv"), "t,device,v\n1000,a,1\n2000,a,5\n");
     let job = dir.join("job.toml");
-    std::fs::write(
+    write(
         &job,
         r#"
 query = "SELECT device, SUM(v) AS total INTO totals FROM r TIMESTAMP BY t GROUP BY device, TumblingWindow(second, 10)"
@@ -253,8 +251,7 @@ time_format = "epoch-ms"
 path = "totals.jsonl"
 time_format = "epoch-ms"
 "#,
-    )
-    .expect("written");
+    );
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(dir.join("totals.jsonl")).expect("written");
@@ -262,20 +259,15 @@ time_format = "epoch-ms"
         written.contains(r#"{"time":10000,"device":"a","total":6}"#),
         "{written}"
     );
-    std::fs::write(
+    write(
         &job,
         "query = \"SELECT v FROM r\"\n[inputs.r]\npathh = \"r.csv\"\n",
-    )
-    .expect("written");
+    );
     refused(&["job", s(&job)], "unknown field `pathh`");
-    std::fs::write(&job, "query = \"SELECT v FROM r\"\nqueyr = 1\n").expect("written");
+    write(&job, "query = \"SELECT v FROM r\"\nqueyr = 1\n");
     let (_, _, err) = cli(&["job", s(&job)]);
     assert!(err.contains("unknown field `queyr`"), "{err}");
-    std::fs::write(
-        &job,
-        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.csv\"\ndelay = \"soon\"\n[outputs.output]\npath = \"o.jsonl\"\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.csv\"\ndelay = \"soon\"\n[outputs.output]\npath = \"o.jsonl\"\n");
     refused(&["job", s(&job)], "`soon` is not a duration");
 }
 
@@ -286,11 +278,7 @@ time_format = "epoch-ms"
 fn pipe_reads_flat_lines_and_refuses_to_say_nothing() {
     let dir = temp_dir("pipe-flat");
     let input = dir.join("flat.jsonl");
-    std::fs::write(
-        &input,
-        "{\"time\": \"2026-12-01T10:00:01Z\", \"v\": 1}\n{\"time\": \"2026-12-01T10:00:00Z\", \"v\": 2}\n",
-    )
-    .expect("written");
+    write(&input, "{\"time\": \"2026-12-01T10:00:01Z\", \"v\": 1}\n{\"time\": \"2026-12-01T10:00:00Z\", \"v\": 2}\n");
     let output = dir.join("out.jsonl");
     let (code, _, err) = cli(&[
         "pipe",
@@ -320,7 +308,7 @@ fn pipe_reads_flat_lines_and_refuses_to_say_nothing() {
         "{err}"
     );
     let csv = dir.join("in.csv");
-    std::fs::write(&csv, "t,name\n2,b\n").expect("written");
+    write(&csv, "t,name\n2,b\n");
     refused(
         &[
             "pipe",
@@ -371,7 +359,7 @@ fn cases_take_durations_in_human_units() {
 fn a_misspelled_field_over_json_lines_is_an_error() {
     let dir = temp_dir("query-fields");
     let input = dir.join("r.jsonl");
-    std::fs::write(&input, "{\"time\": 1, \"device\": \"a\", \"celsius\": 20}\n{\"time\": 2, \"device\": \"b\", \"humidity\": 3}\n").expect("written");
+    write(&input, "{\"time\": 1, \"device\": \"a\", \"celsius\": 20}\n{\"time\": 2, \"device\": \"b\", \"humidity\": 3}\n");
     refused(&[
         "query",
         "SELECT device, AVG(celcius) AS mean FROM r TIMESTAMP BY time GROUP BY device, TumblingWindow(tick, 10)",
@@ -388,7 +376,7 @@ fn a_misspelled_field_over_json_lines_is_an_error() {
 fn query_pipe_and_job_draw_a_timeline() {
     let dir = temp_dir("timeline");
     let input = dir.join("r.jsonl");
-    std::fs::write(
+    write(
         &input,
         [
             r#"{"time": "2026-12-01T10:00:01Z", "v": 1}"#,
@@ -397,8 +385,7 @@ fn query_pipe_and_job_draw_a_timeline() {
             r#"{"time": "2026-12-01T10:00:14Z", "v": 4}"#,
         ]
         .join("\n"),
-    )
-    .expect("written");
+    );
     let svg_path = dir.join("query.svg");
     let (code, _, err) = cli(&[
         "query",
@@ -464,11 +451,7 @@ fn query_pipe_and_job_draw_a_timeline() {
     );
 
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        "query = \"SELECT v FROM r TIMESTAMP BY time WHERE v > 1\"\ntimeline = \"job.svg\"\n[inputs.r]\npath = \"r.jsonl\"\n[outputs.output]\npath = \"job.jsonl\"\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT v FROM r TIMESTAMP BY time WHERE v > 1\"\ntimeline = \"job.svg\"\n[inputs.r]\npath = \"r.jsonl\"\n[outputs.output]\npath = \"job.jsonl\"\n");
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(std::fs::read_to_string(dir.join("job.svg")).is_ok_and(|s| s.contains(">out: output<")));
@@ -497,7 +480,7 @@ fn a_timeline_counts_every_event_of_a_long_lane() {
     let text: String = (0..700)
         .map(|i| format!("{{\"kind\":\"point\",\"start\":{i},\"payload\":{{}}}}\n"))
         .collect();
-    std::fs::write(&input, text).expect("written");
+    write(&input, text);
     let svg_path = dir.join("many.svg");
     let (code, _, err) = cli(&[
         "pipe",
@@ -532,14 +515,10 @@ fn fields_are_sampled_from_the_first_thousand_lines_or_listed() {
         .map(|i| format!("{{\"t\": {i}, \"a\": 1}}\n"))
         .collect();
     text.push_str("{\"t\": 1000, \"a\": 1, \"late_field\": 7}\n");
-    std::fs::write(dir.join("r.jsonl"), text).expect("written");
+    write(dir.join("r.jsonl"), text);
     let job = dir.join("job.toml");
     let write = |fields: &str| {
-        std::fs::write(
-            &job,
-            format!("query = \"SELECT late_field FROM r TIMESTAMP BY t WHERE late_field > 0\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\n{fields}[outputs.output]\npath = \"out.jsonl\"\n"),
-        )
-        .expect("written");
+        write(&job, format!("query = \"SELECT late_field FROM r TIMESTAMP BY t WHERE late_field > 0\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\n{fields}[outputs.output]\npath = \"out.jsonl\"\n"));
     };
     write("");
     refused(
@@ -585,13 +564,9 @@ fn a_job_reads_and_writes_over_tcp() {
             .collect::<Vec<String>>()
     });
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        format!(
+    write(&job, format!(
             "query = \"SELECT v * 10 AS w FROM r WHERE v > 1\"\n[inputs.r]\nconnect = \"{source_addr}\"\n[outputs.output]\nconnect = \"{sink_addr}\"\ntime_format = \"ticks\"\n"
-        ),
-    )
-    .expect("written");
+        ));
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     server.join().expect("the source ends");
@@ -603,7 +578,7 @@ fn a_job_reads_and_writes_over_tcp() {
         "{lines:?}"
     );
     // A source and a target are one of each.
-    std::fs::write(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"r.jsonl\"\nconnect = \"127.0.0.1:1\"\n[outputs.output]\npath = \"-\"\n").expect("written");
+    write(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"r.jsonl\"\nconnect = \"127.0.0.1:1\"\n[outputs.output]\npath = \"-\"\n");
     refused(&["job", s(&job)], "give one source");
 }
 
@@ -612,17 +587,9 @@ fn a_job_reads_and_writes_over_tcp() {
 #[test]
 fn a_job_input_takes_a_bounded_watermark() {
     let dir = temp_dir("job-watermark");
-    std::fs::write(
-        dir.join("r.jsonl"),
-        "{\"t\": 10, \"v\": 1}\n{\"t\": 50, \"v\": 2}\n{\"t\": 45, \"v\": 3}\n{\"t\": 20, \"v\": 4}\n",
-    )
-    .expect("written");
+    write(dir.join("r.jsonl"), "{\"t\": 10, \"v\": 1}\n{\"t\": 50, \"v\": 2}\n{\"t\": 45, \"v\": 3}\n{\"t\": 20, \"v\": 4}\n");
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\nwatermark = { bounded = \"1us\" }\npolicy = \"drop\"\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\nwatermark = { bounded = \"1us\" }\npolicy = \"drop\"\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n");
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
@@ -634,11 +601,7 @@ fn a_job_input_takes_a_bounded_watermark() {
         .collect();
     assert_eq!(values, vec![1, 3, 2]);
     assert!(err.contains("dropped=1"), "{err}");
-    std::fs::write(
-        &job,
-        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ndelay = \"1s\"\nwatermark = { bounded = \"1s\" }\n[outputs.output]\npath = \"out.jsonl\"\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ndelay = \"1s\"\nwatermark = { bounded = \"1s\" }\n[outputs.output]\npath = \"out.jsonl\"\n");
     refused(
         &["job", s(&job)],
         "give `watermark`, `delay` or `generate`, one of them",
@@ -661,11 +624,7 @@ fn a_job_input_takes_a_bounded_watermark() {
             "they go with `out_of_order`",
         ),
     ] {
-        std::fs::write(
-            &job,
-            format!("query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\nwatermark = {watermark}\n[outputs.output]\npath = \"out.jsonl\"\n"),
-        )
-        .expect("written");
+        write(&job, format!("query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\nwatermark = {watermark}\n[outputs.output]\npath = \"out.jsonl\"\n"));
         let (code, _, err) = cli(&["job", s(&job)]);
         assert_eq!(code, EXIT_USAGE, "{watermark}: {err}");
         assert!(
@@ -673,11 +632,7 @@ fn a_job_input_takes_a_bounded_watermark() {
             "{watermark}: {err}"
         );
     }
-    std::fs::write(
-        &job,
-        "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\nwatermark = { out_of_order = \"1s\", late = \"forever\" }\n[outputs.output]\npath = \"out.jsonl\"\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\nwatermark = { out_of_order = \"1s\", late = \"forever\" }\n[outputs.output]\npath = \"out.jsonl\"\n");
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(
@@ -693,7 +648,7 @@ fn a_job_input_takes_a_bounded_watermark() {
 fn an_input_in_arrival_order_passes_events_on_as_they_come() {
     let dir = temp_dir("arrival");
     let input = dir.join("readings.jsonl");
-    std::fs::write(
+    write(
         &input,
         [
             r#"{"time": "2026-12-01T10:00:00Z", "device": "a", "celsius": 20}"#,
@@ -702,8 +657,7 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
             r#"{"time": "2026-12-01T10:00:11Z", "device": "a", "celsius": 24}"#,
         ]
         .join("\n"),
-    )
-    .expect("written");
+    );
     let run = |sql: &str, order: &str| {
         let output = dir.join(format!("out-{order}.jsonl"));
         let (code, _, err) = cli(&[
@@ -752,26 +706,20 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
         "readings: order is `time` or `arrival`, not `sideways`",
     );
     let items = dir.join("items.jsonl");
-    std::fs::write(
+    write(
         &items,
         "{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":1}}\n",
-    )
-    .expect("written");
+    );
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"items.jsonl\"\norder = \"arrival\"\n[outputs.output]\npath = \"-\"\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"items.jsonl\"\norder = \"arrival\"\n[outputs.output]\npath = \"-\"\n");
     refused(
         &["job", s(&job)],
         "input `r`: order = \"arrival\" takes records with a time field",
     );
-    std::fs::write(
+    write(
         &job,
         "query = \"SELECT v FROM r\"\n[inputs.r]\npath = \"items.jsonl\"\norder = \"random\"\n",
-    )
-    .expect("written");
+    );
     refused(&["job", s(&job)], "unknown variant `random`");
 }
 
@@ -782,11 +730,10 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
 fn a_negative_delay_is_refused_everywhere() {
     let dir = temp_dir("negative-delay");
     let input = dir.join("r.jsonl");
-    std::fs::write(
+    write(
         &input,
         "{\"t\": 1, \"v\": 1}\n{\"t\": 2, \"v\": 2}\n{\"t\": 3, \"v\": 3}\n",
-    )
-    .expect("written");
+    );
     let said = "a delay cannot be negative";
     refused(
         &[
@@ -805,13 +752,9 @@ fn a_negative_delay_is_refused_everywhere() {
         "generate = { every = 1, delay = \"-5s\" }",
     ] {
         let job = dir.join("job.toml");
-        std::fs::write(
-            &job,
-            format!(
+        write(&job, format!(
                 "query = \"SELECT v INTO o FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\n{setting}\n[outputs.o]\npath = \"o.jsonl\"\n"
-            ),
-        )
-        .expect("written");
+            ));
         let (code, _, err) = cli(&["job", s(&job)]);
         assert_eq!(code, EXIT_USAGE, "{setting}: {err}");
         assert!(err.contains(said), "{setting}: {err}");
@@ -844,7 +787,7 @@ fn files_that_collide_are_refused_before_the_run() {
     let dir = temp_dir("collide");
     let input = dir.join("r.jsonl");
     let lines = "{\"t\": 1, \"v\": 1}\n{\"t\": 2, \"v\": 2}\n";
-    std::fs::write(&input, lines).expect("written");
+    write(&input, lines);
     let query = "SELECT v INTO a FROM r TIMESTAMP BY t; SELECT v INTO b FROM r TIMESTAMP BY t";
     for (outputs, said) in [
         (
@@ -862,11 +805,7 @@ fn files_that_collide_are_refused_before_the_run() {
     ] {
         let job = dir.join("job.toml");
         let (top, tables) = outputs.split_at(outputs.find('[').unwrap_or(0));
-        std::fs::write(
-            &job,
-            format!("query = \"{query}\"\n{top}[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\n{tables}"),
-        )
-        .expect("written");
+        write(&job, format!("query = \"{query}\"\n{top}[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\n{tables}"));
         let (code, _, err) = cli(&["job", s(&job)]);
         assert_eq!(code, EXIT_USAGE, "{outputs}: {err}");
         assert!(err.contains(said), "{outputs}: {err}");
@@ -896,7 +835,7 @@ fn the_buffer_cap_is_settable_and_its_error_says_what_waits() {
         ));
     }
     lines.push_str("{\"day\": \"2024-05-02T00:00:00Z\", \"v\": 50}\n");
-    std::fs::write(&input, lines).expect("written");
+    write(&input, lines);
     let run = |cap: &str| {
         cli(&[
             "query",
@@ -923,11 +862,7 @@ fn the_buffer_cap_is_settable_and_its_error_says_what_waits() {
     assert_eq!(code, EXIT_USAGE, "{err}");
     // The same cap in a job file.
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        "query = \"SELECT COUNT(*) AS n INTO o FROM r TIMESTAMP BY day GROUP BY TumblingWindow(day, 1)\"\n[inputs.r]\npath = \"r.jsonl\"\nmax_buffered = 20\n[outputs.o]\npath = \"o.jsonl\"\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT COUNT(*) AS n INTO o FROM r TIMESTAMP BY day GROUP BY TumblingWindow(day, 1)\"\n[inputs.r]\npath = \"r.jsonl\"\nmax_buffered = 20\n[outputs.o]\npath = \"o.jsonl\"\n");
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_FAILED, "{err}");
     assert!(err.contains("20 events wait for a CTI"), "{err}");
@@ -940,11 +875,10 @@ fn the_buffer_cap_is_settable_and_its_error_says_what_waits() {
 fn a_value_over_the_size_limit_is_a_dead_letter_not_an_abort() {
     let dir = temp_dir("huge-value");
     let input = dir.join("r.jsonl");
-    std::fs::write(
+    write(
         &input,
         "{\"t\": 1, \"s\": \"aaaaaaaaaa\"}\n{\"t\": 2, \"s\": \"bbbbbbbbbb\"}\n",
-    )
-    .expect("written");
+    );
     let mut grow = "s".to_owned();
     for _ in 0..9 {
         grow = format!("REPLACE({grow}, 'a', 'aaaaaaaaaa')");
@@ -981,7 +915,7 @@ fn a_value_over_the_size_limit_is_a_dead_letter_not_an_abort() {
 #[test]
 fn a_fields_list_is_named_as_the_list_it_is() {
     let dir = temp_dir("fields-list");
-    std::fs::write(dir.join("r.csv"), "t,v\n1,1\n").expect("written");
+    write(dir.join("r.csv"), "t,v\n1,1\n");
     let job = dir.join("job.toml");
     for (fields, said) in [
         ("[]", "`fields = []` lists no field"),
@@ -990,11 +924,7 @@ fn a_fields_list_is_named_as_the_list_it_is() {
             "`fields` of the input does not list `t` (it lists: v)",
         ),
     ] {
-        std::fs::write(
-            &job,
-            format!("query = \"SELECT v INTO o FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.csv\"\nfields = {fields}\n[outputs.o]\npath = \"o.jsonl\"\n"),
-        )
-        .expect("written");
+        write(&job, format!("query = \"SELECT v INTO o FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.csv\"\nfields = {fields}\n[outputs.o]\npath = \"o.jsonl\"\n"));
         let (code, _, err) = cli(&["job", s(&job)]);
         assert_eq!(code, EXIT_USAGE, "{err}");
         assert!(err.contains(said), "{err}");
@@ -1010,7 +940,7 @@ fn a_fields_list_is_named_as_the_list_it_is() {
 fn errors_and_counts_name_what_the_user_wrote() {
     let dir = temp_dir("names");
     let input = dir.join("r.jsonl");
-    std::fs::write(&input, "{\"t\": 1, \"k\": 1, \"v\": 1}\n").expect("written");
+    write(&input, "{\"t\": 1, \"k\": 1, \"v\": 1}\n");
     let (code, _, err) = cli(&[
         "query",
         "SELECT v INTO alerts FROM r TIMESTAMP BY t",
@@ -1036,11 +966,10 @@ fn errors_and_counts_name_what_the_user_wrote() {
         "line 1, column 36: `r` is joined with itself without DATEDIFF",
     );
     let items = dir.join("items.jsonl");
-    std::fs::write(
+    write(
         &items,
         "{\"kind\":\"point\",\"start\":1,\"payload\":{}}\n{\"kind\":\"cti\",\"time\":\"-inf\"}\n",
-    )
-    .expect("written");
+    );
     let (code, _, err) = cli(&["pipe", "-i", s(&items), "-o", s(&dir.join("out.jsonl"))]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(err.contains("rejected=0 rejected_ctis=1"), "{err}");

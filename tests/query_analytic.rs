@@ -8,7 +8,7 @@ fn lag_runs_a_documented_query_as_written() {
     let dir = temp_dir("query-lag");
     let input = dir.join("cars.jsonl");
     // The second and third cars arrive out of order: LAG reads them in time order.
-    std::fs::write(
+    write(
         &input,
         [
             r#"{"Make": "Honda", "LicensePlate": "ABC-123", "Time": "2015-01-01T00:00:01Z"}"#,
@@ -17,8 +17,7 @@ fn lag_runs_a_documented_query_as_written() {
             r#"{"Make": "Honda", "LicensePlate": "GHI-345", "Time": "2015-01-01T00:00:04Z"}"#,
         ]
         .join("\n"),
-    )
-    .expect("written");
+    );
     let output = dir.join("out.jsonl");
     let (code, _, err) = cli(&[
         "query",
@@ -51,7 +50,7 @@ fn lag_runs_a_documented_query_as_written() {
 fn a_session_window_closes_each_users_session_after_the_timeout() {
     let dir = temp_dir("query-session");
     let input = dir.join("clicks.jsonl");
-    std::fs::write(
+    write(
         &input,
         [
             r#"{"user": "ann", "at": "2026-01-01T10:00:00Z"}"#,
@@ -60,8 +59,7 @@ fn a_session_window_closes_each_users_session_after_the_timeout() {
             r#"{"user": "ann", "at": "2026-01-01T10:20:00Z"}"#,
         ]
         .join("\n"),
-    )
-    .expect("written");
+    );
     let output = dir.join("out.jsonl");
     let (code, _, err) = cli(&[
         "query",
@@ -113,7 +111,7 @@ fn a_documented_query_reads_fields_named_in_another_case() {
         ("Toyota", 2),
         ("Toyota", 3),
     ];
-    std::fs::write(
+    write(
         &json,
         records
             .iter()
@@ -122,14 +120,13 @@ fn a_documented_query_reads_fields_named_in_another_case() {
             })
             .collect::<Vec<_>>()
             .join("\n"),
-    )
-    .expect("written");
+    );
     let csv = dir.join("input.csv");
     let mut text = String::from("make,time\n");
     for (make, s) in records {
         text.push_str(&format!("{make},2015-01-01T00:00:0{s}Z\n"));
     }
-    std::fs::write(&csv, text).expect("written");
+    write(&csv, text);
     for file in [&json, &csv] {
         let output = dir.join("out.jsonl");
         let (code, _, err) = cli(&[

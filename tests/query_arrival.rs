@@ -20,7 +20,7 @@ fn events(dir: &std::path::Path) -> std::path::PathBuf {
             format!(r#"{{"n": {n}, "t": "2019-03-12T{t}Z", "arrived": "2019-03-12T{a}Z"}}"#)
         })
         .collect();
-    std::fs::write(&input, text.join("\n")).expect("written");
+    write(&input, text.join("\n"));
     input
 }
 
@@ -95,7 +95,7 @@ fn substreams_keep_each_keys_own_clock() {
             )
         })
         .collect();
-    std::fs::write(&input, text.join("\n")).expect("written");
+    write(&input, text.join("\n"));
     let count = |over: &str| {
         let query = format!(
             "SELECT Toll, COUNT(*) AS n FROM Input TIMESTAMP BY t {over} GROUP BY Toll, TumblingWindow(second, 5)"
@@ -149,11 +149,10 @@ fn arrival_times_are_refused_where_they_cannot_work() {
     let dir = temp_dir("query-arrival-refused");
     let input = events(&dir);
     let csv = dir.join("events.csv");
-    std::fs::write(
+    write(
         &csv,
         "n,t,arrived\n1,2019-03-12T00:10:00Z,2019-03-12T00:10:40Z\n",
-    )
-    .expect("written");
+    );
     let query = "SELECT n FROM Input TIMESTAMP BY t";
     refused(
         &[
@@ -192,14 +191,10 @@ fn arrival_times_are_refused_where_they_cannot_work() {
         "needs arrival times",
     );
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        format!(
+    write(&job, format!(
             "query = \"SELECT n INTO out FROM Input TIMESTAMP BY t\"\n[inputs.Input]\npath = \"{}\"\narrival = \"arrived\"\n[outputs.out]\npath = \"-\"\n",
             s(&input)
-        ),
-    )
-    .expect("written");
+        ));
     refused(&["job", s(&job)], "add watermark = { out_of_order");
 }
 
@@ -224,9 +219,9 @@ fn a_job_with_allowed_lateness_gives_counts_revises_them_and_sends_later_ones_as
         .iter()
         .map(|(t, d)| format!(r#"{{"time":"2026-01-01T00:00:{t}Z","device":"{d}"}}"#))
         .collect();
-    std::fs::write(dir.join("readings.jsonl"), lines.join("\n")).expect("written");
+    write(dir.join("readings.jsonl"), lines.join("\n"));
     let job = dir.join("job.toml");
-    std::fs::write(
+    write(
         &job,
         r#"query = """
 SELECT device, COUNT(*) AS n INTO counts FROM readings TIMESTAMP BY time
@@ -240,8 +235,7 @@ policy = "drop"
 [outputs.counts]
 path = "counts.jsonl"
 "#,
-    )
-    .expect("written");
+    );
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, 0, "{err}");
     let out = std::fs::read_to_string(dir.join("counts.jsonl")).expect("the output");

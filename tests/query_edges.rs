@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, refused, s, temp_dir};
+use crate::cli_common::{cli, refused, s, temp_dir, write};
 
 fn dir(name: &str) -> PathBuf {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -31,7 +31,7 @@ fn snapshot(dir: &Path, n: usize) -> PathBuf {
         ));
     }
     let path = dir.join("rows.jsonl");
-    std::fs::write(&path, text).expect("written");
+    write(&path, text);
     path
 }
 
@@ -42,16 +42,12 @@ fn a_job_matches_end_edges_by_its_key() {
     let dir = dir("edges-job");
     let rows = snapshot(&dir, 20_000);
     let job = dir.join("count.toml");
-    std::fs::write(
-        &job,
-        format!(
+    write(&job, format!(
             "query = \"SELECT COUNT(*) AS n INTO out FROM rows GROUP BY TumblingWindow(second, 1)\"\n\
              [inputs.rows]\npath = \"{}\"\nkey = [\"id\"]\n[outputs.out]\npath = \"{}\"\n",
             s(&rows),
             s(&dir.join("out.jsonl"))
-        ),
-    )
-    .expect("written");
+        ));
     let (code, _, err) = cli(&["explain", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(
@@ -67,7 +63,7 @@ fn a_job_matches_end_edges_by_its_key() {
     );
     // Points have no edges to match: a key there is refused, with why.
     let points = dir.join("points.csv");
-    std::fs::write(&points, "time,id\n2026-12-01T10:00:00Z,1\n").expect("written");
+    write(&points, "time,id\n2026-12-01T10:00:00Z,1\n");
     refused(
         &[
             "query",
@@ -90,7 +86,7 @@ fn reference_edges_take_the_join_key_and_pipe_takes_edge_key() {
     for i in 0..300 {
         text.push_str(&format!("2026-12-01T10:00:00.5Z,{i},{}\n", i % 10));
     }
-    std::fs::write(&readings, text).expect("written");
+    write(&readings, text);
     let alerts = dir.join("alerts.jsonl");
     let (code, _, err) = cli(&[
         "query",

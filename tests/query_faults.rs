@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, s, temp_dir};
+use crate::cli_common::{cli, s, temp_dir, write};
 
 /// Four readings at ticks 1 to 4: `a` is `i64::MAX` in the first, `b` is 0 in the second, `s`
 /// is not a number in the third, `v` is a number, a text, a float and a boolean.
@@ -50,7 +50,7 @@ fn run(query: &str) -> Ran {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let dir = temp_dir(&format!("numbers-{}", RUNS.fetch_add(1, Ordering::Relaxed)));
     let input = dir.join("r.jsonl");
-    std::fs::write(&input, READINGS).expect("written");
+    write(&input, READINGS);
     let (out, dead) = (dir.join("out.jsonl"), dir.join("dead.jsonl"));
     let (r, q) = (format!("r={}", s(&input)), format!("q={}", s(&input)));
     let mut args = vec!["query", query, "--input", &r];

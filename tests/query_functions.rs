@@ -39,7 +39,7 @@ fn registered() -> Functions {
 
 fn job(dir: &std::path::Path) -> std::path::PathBuf {
     let input = dir.join("words.jsonl");
-    std::fs::write(
+    write(
         &input,
         [
             r#"{"at": "2026-01-01T00:00:01Z", "k": "a", "w": "hi"}"#,
@@ -47,10 +47,9 @@ fn job(dir: &std::path::Path) -> std::path::PathBuf {
             r#"{"at": "2026-01-01T00:00:03Z", "k": "b", "w": "yo"}"#,
         ]
         .join("\n"),
-    )
-    .expect("written");
+    );
     let file = dir.join("job.toml");
-    std::fs::write(
+    write(
         &file,
         format!(
             r#"query = """
@@ -66,8 +65,7 @@ path = "{}"
             s(&input),
             s(&dir.join("out.jsonl"))
         ),
-    )
-    .expect("written");
+    );
     file
 }
 

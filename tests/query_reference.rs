@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, refused, s, temp_dir};
+use crate::cli_common::{cli, refused, s, temp_dir, write};
 
 fn dir(name: &str) -> PathBuf {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -29,7 +29,7 @@ fn readings(dir: &Path) -> (PathBuf, Vec<(i64, usize, i64)>) {
         ));
     }
     let path = dir.join("readings.csv");
-    std::fs::write(&path, text).expect("written");
+    write(&path, text);
     (path, rows)
 }
 
@@ -51,7 +51,7 @@ fn alerts_with(
 ) -> (u8, usize, String) {
     let (input, _) = readings(dir);
     let path = dir.join(name);
-    std::fs::write(&path, thresholds).expect("written");
+    write(&path, thresholds);
     let out = dir.join("alerts.jsonl");
     let mut args = vec![
         "query".to_owned(),
@@ -158,7 +158,7 @@ fn a_table_of_versions_needs_its_key() {
     let d = dir("reference-key");
     let (input, _) = readings(&d);
     let path = d.join("limits.csv");
-    std::fs::write(&path, "valid_from,limit\n2026-12-01T09:00:00Z,25\n").expect("written");
+    write(&path, "valid_from,limit\n2026-12-01T09:00:00Z,25\n");
     refused(
         &[
             "query",
@@ -179,7 +179,7 @@ fn a_left_join_keeps_the_readings_of_devices_the_table_does_not_list() {
     let dir = dir("left-join");
     let (input, rows) = readings(&dir);
     let path = dir.join("thresholds.csv");
-    std::fs::write(&path, "device,threshold\nd0,25\nd1,27\n").expect("written");
+    write(&path, "device,threshold\nd0,25\nd1,27\n");
     let out = dir.join("joined.jsonl");
     let (code, _, err) = cli(&[
         "query",

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, refused, s, temp_dir};
+use crate::cli_common::{cli, refused, s, temp_dir, write};
 
 /// A folder of its own per call (tests run in parallel).
 fn dir(name: &str) -> PathBuf {
@@ -49,11 +49,10 @@ fn readings(dir: &Path) -> (PathBuf, usize) {
     }
     let path = dir.join("readings.csv");
     let lines: Vec<&str> = rows.iter().map(|(_, l)| l.as_str()).collect();
-    std::fs::write(
+    write(
         &path,
         format!("time,device,celsius\n{}\n", lines.join("\n")),
-    )
-    .expect("written");
+    );
     (path, late)
 }
 
@@ -187,7 +186,7 @@ fn csv_output_has_its_header_first_and_every_row_its_columns() {
     assert!(err.contains("is not a number of milliseconds"), "{err}");
     // Times in epoch milliseconds both ways, CTIs in a `kind` column.
     let input = d.join("ms.csv");
-    std::fs::write(&input, "ts,device\n1000,a\n3000,b\n7000,a\n").expect("written");
+    write(&input, "ts,device\n1000,a\n3000,b\n7000,a\n");
     let out = d.join("ms-out.csv");
     let (code, _, err) = cli(&[
         "query",
@@ -214,18 +213,10 @@ fn csv_output_has_its_header_first_and_every_row_its_columns() {
 #[test]
 fn intervals_are_rows_with_their_start_and_end() {
     let d = dir("rows-intervals");
-    std::fs::write(
-        d.join("spans.csv"),
-        "from,to,what\n2026-12-01T10:00:00Z,2026-12-01T10:00:05Z,a\n2026-12-01T10:00:01Z,2026-12-01T10:00:02Z,b\n",
-    )
-    .expect("written");
+    write(d.join("spans.csv"), "from,to,what\n2026-12-01T10:00:00Z,2026-12-01T10:00:05Z,a\n2026-12-01T10:00:01Z,2026-12-01T10:00:02Z,b\n");
     let job = d.join("job.toml");
-    std::fs::write(
-        &job,
-        "query = \"SELECT what FROM spans\"\n[inputs.spans]\npath = \"spans.csv\"\ntime = \"from\"\nend = \"to\"\n\
-         [outputs.output]\npath = \"out.csv\"\nstart_field = \"valid_from\"\nend_field = \"valid_to\"\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT what FROM spans\"\n[inputs.spans]\npath = \"spans.csv\"\ntime = \"from\"\nend = \"to\"\n\
+         [outputs.output]\npath = \"out.csv\"\nstart_field = \"valid_from\"\nend_field = \"valid_to\"\n");
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(d.join("out.csv")).expect("written");
@@ -234,12 +225,8 @@ fn intervals_are_rows_with_their_start_and_end() {
         "valid_from,valid_to,what\n2026-12-01T10:00:00Z,2026-12-01T10:00:05Z,a\n2026-12-01T10:00:01Z,2026-12-01T10:00:02Z,b\n"
     );
     // Row settings with items are refused, naming why.
-    std::fs::write(
-        &job,
-        "query = \"SELECT what FROM spans\"\n[inputs.spans]\npath = \"spans.csv\"\ntime = \"from\"\nend = \"to\"\n\
-         [outputs.output]\npath = \"out.csv\"\nlayout = \"items\"\nwith_ctis = true\n",
-    )
-    .expect("written");
+    write(&job, "query = \"SELECT what FROM spans\"\n[inputs.spans]\npath = \"spans.csv\"\ntime = \"from\"\nend = \"to\"\n\
+         [outputs.output]\npath = \"out.csv\"\nlayout = \"items\"\nwith_ctis = true\n");
     refused(
         &["job", s(&job)],
         "items carry their CTIs and times already",
@@ -298,15 +285,11 @@ fn a_job_files_query_error_names_the_files_line() {
     let d = dir("rows-lines");
     let (input, _) = readings(&d);
     let job = d.join("job.toml");
-    std::fs::write(
-        &job,
-        format!(
+    write(&job, format!(
             "# alerts\n\nquery = \"\"\"\nSELECT device\nFROM readings TIMESTAMP BY time WHERE celsiu > 25\n\"\"\"\n\
              [inputs.readings]\npath = {:?}\n[outputs.output]\npath = \"out.jsonl\"\n",
             s(&input)
-        ),
-    )
-    .expect("written");
+        ));
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_USAGE, "{err}");
     assert!(
@@ -387,11 +370,7 @@ fn a_timeline_of_many_events_summarises_its_lanes() {
 fn pipe_takes_the_same_tolerance_and_policy_flags() {
     let d = dir("rows-pipe");
     let input = d.join("in.jsonl");
-    std::fs::write(
-        &input,
-        "{\"kind\":\"point\",\"start\":10,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":30,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":3}}\n",
-    )
-    .expect("written");
+    write(&input, "{\"kind\":\"point\",\"start\":10,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":30,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":3}}\n");
     let out = d.join("out.jsonl");
     let pipe = |extra: &[&str]| {
         let mut args = vec![
@@ -431,12 +410,8 @@ fn pipe_takes_the_same_tolerance_and_policy_flags() {
 fn datediff_join_results_are_written_as_points() {
     let dir = dir("datediff-points");
     let (clicks, buys) = (dir.join("clicks.jsonl"), dir.join("buys.jsonl"));
-    std::fs::write(
-        &clicks,
-        "{\"t\":\"2026-12-01T10:00:00Z\",\"user\":1}\n{\"t\":\"2026-12-01T10:00:05Z\",\"user\":2}\n",
-    )
-    .expect("written");
-    std::fs::write(&buys, "{\"t\":\"2026-12-01T10:00:03Z\",\"user\":1}\n").expect("written");
+    write(&clicks, "{\"t\":\"2026-12-01T10:00:00Z\",\"user\":1}\n{\"t\":\"2026-12-01T10:00:05Z\",\"user\":2}\n");
+    write(&buys, "{\"t\":\"2026-12-01T10:00:03Z\",\"user\":1}\n");
     for join in ["JOIN", "LEFT JOIN"] {
         let out = dir.join("joined.jsonl");
         let (code, _, err) = cli(&[

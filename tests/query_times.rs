@@ -5,17 +5,16 @@
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, refused, s, temp_dir};
+use crate::cli_common::{cli, refused, s, temp_dir, write};
 
 /// Epoch milliseconds (1 May 2024, 12:00 UTC, and 75 s later) as JSON lines and as CSV.
 fn readings(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let (json, csv) = (dir.join("r.jsonl"), dir.join("r.csv"));
-    std::fs::write(
+    write(
         &json,
         "{\"ts\":1714564800000,\"v\":1}\n{\"ts\":1714564875000,\"v\":2}\n",
-    )
-    .expect("written");
-    std::fs::write(&csv, "ts,v\n1714564800000,1\n1714564875000,2\n").expect("written");
+    );
+    write(&csv, "ts,v\n1714564800000,1\n1714564875000,2\n");
     (json, csv)
 }
 
@@ -49,15 +48,11 @@ fn a_number_time_without_a_declared_unit_is_refused_before_the_run() {
     assert!(!out.exists(), "refused before the run");
     for (input, line) in [(&json, 1), (&csv, 2)] {
         let job = dir.join("job.toml");
-        std::fs::write(
-            &job,
-            format!(
+        write(&job, format!(
                 "query = \"SELECT v INTO o FROM r TIMESTAMP BY ts\"\n[inputs.r]\npath = \"{}\"\n[outputs.o]\npath = \"{}\"\n",
                 s(input),
                 s(&out)
-            ),
-        )
-        .expect("written");
+            ));
         let (code, _, err) = cli(&["job", s(&job)]);
         assert_eq!(code, EXIT_USAGE, "{err}");
         assert!(
@@ -110,8 +105,8 @@ fn a_declared_unit_reads_numbers_as_it_says() {
 fn a_time_without_an_offset_is_read_at_the_declared_zone() {
     let dir = temp_dir("times-zone");
     let (json, csv) = (dir.join("local.jsonl"), dir.join("local.csv"));
-    std::fs::write(&json, "{\"t\":\"2014-01-01T06:01:00\",\"v\":1}\n").expect("written");
-    std::fs::write(&csv, "t,v\n2014-01-01T06:01:00,1\n").expect("written");
+    write(&json, "{\"t\":\"2014-01-01T06:01:00\",\"v\":1}\n");
+    write(&csv, "t,v\n2014-01-01T06:01:00,1\n");
     let query = "SELECT v, System.Timestamp() AS at FROM r TIMESTAMP BY t";
     for file in [&json, &csv] {
         let out = dir.join("out.jsonl");
@@ -154,15 +149,11 @@ fn a_time_without_an_offset_is_read_at_the_declared_zone() {
         "epoch and tick times count from the epoch in UTC",
     );
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        format!(
+    write(&job, format!(
             "query = \"SELECT v, System.Timestamp() AS at INTO out FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"{}\"\nzone = \"+01:00\"\n[outputs.out]\npath = \"{}\"\ntime_format = \"rfc3339\"\n",
             s(&json),
             s(&dir.join("job-out.jsonl"))
-        ),
-    )
-    .expect("written");
+        ));
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     let text = std::fs::read_to_string(dir.join("job-out.jsonl")).expect("the output");

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, s, temp_dir};
+use crate::cli_common::{cli, s, temp_dir, write};
 
 /// Runs a count and an average over `csv` (columns `time,device,temp`) with `extra`
 /// options after the input's file: exit code, output, stderr, dead letters.
@@ -14,7 +14,7 @@ fn run(csv: &str, options: &str) -> (u8, String, String, String) {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     let dir = temp_dir(&format!("values-{}", RUNS.fetch_add(1, Ordering::Relaxed)));
     let input = dir.join("r.csv");
-    std::fs::write(&input, csv).expect("written");
+    write(&input, csv);
     let (out, dead) = (dir.join("out.jsonl"), dir.join("dead.jsonl"));
     let (code, _, err) = cli(&[
         "query",

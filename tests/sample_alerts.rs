@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, s, temp_dir};
+use crate::cli_common::{cli, s, temp_dir, write};
 
 fn sample() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/alerts")
@@ -41,7 +41,7 @@ fn run(name: &str, out_dir: &Path) -> (Vec<serde_json::Value>, String) {
         .collect::<Vec<_>>()
         .join("\n");
     let path = out_dir.join(name);
-    std::fs::write(&path, job).expect("written");
+    write(&path, job);
     let (code, _, err) = cli(&["job", s(&path)]);
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&out).expect("written");
