@@ -35,11 +35,13 @@ fn input(delay: TimeSpan) -> InputOptions<punctual::core::Unordered> {
         .settings(settings)
 }
 
-/// What a run gives: the output, what the input dropped, the late events the window took.
+/// What a run gives: the output, what the input dropped, the events the window took late
+/// and on time.
 struct Run<T> {
     out: Batch<T>,
     dropped: u64,
     late: u64,
+    on_time: u64,
 }
 
 /// Counts per key of 5 s tumbling windows with `lateness`, over `events` (time, key) in that
@@ -65,9 +67,18 @@ fn counts(events: &[(Time, char)], delay: TimeSpan, lateness: TimeSpan) -> Run<(
     driver.finish(input.index());
     driver.take_output(&results, &mut out);
     let mut late = 0;
-    driver.for_each_operator(|n| late += n.late_events);
+    let mut on_time = 0;
+    driver.for_each_operator(|n| {
+        late += n.lateness.late;
+        on_time += n.lateness.on_time;
+    });
     let dropped = driver.counters(input.index()).unwrap_or_default().dropped;
-    Run { out, dropped, late }
+    Run {
+        out,
+        dropped,
+        late,
+        on_time,
+    }
 }
 
 #[test]
@@ -125,6 +136,7 @@ fn a_tumbling_window_per_key_gives_on_time_results_then_revisions_then_final_one
     assert_eq!(items, expected);
     assert_eq!(run.dropped, 2, "4.9 and 9.5 went to the side output");
     assert_eq!(run.late, 2, "4.5 and 9 were taken late");
+    assert_eq!(run.on_time, 7, "the other seven on time");
     run.out
         .check(EventOrder::Arrival)
         .expect("every item at or past the CTI before it");

@@ -265,7 +265,7 @@ path = "counts.jsonl"
             row("05", "07", "b", 1),
         ]
     );
-    assert!(err.contains("late_events=1"), "{err}");
+    assert!(err.contains("on_time=5 late_accepted=1"), "{err}");
     assert!(
         err.contains("dropped=1") && err.contains("dead letters: 1"),
         "{err}"

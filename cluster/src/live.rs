@@ -49,7 +49,7 @@ impl ClusterReport {
             held: Vec::new(),
             held_items: Vec::new(),
             dropped: Vec::new(),
-            late_events: Vec::new(),
+            lateness: Vec::new(),
             drops: Vec::new(),
             explanations: Vec::new(),
         };
@@ -78,7 +78,7 @@ impl ClusterReport {
             merged.held.extend(r.held.iter().cloned());
             merged.held_items.extend(r.held_items.iter().cloned());
             merged.dropped.extend(r.dropped.iter().cloned());
-            merged.late_events.extend(r.late_events.iter().cloned());
+            merged.lateness.extend(r.lateness.iter().cloned());
             merged.drops.extend(r.drops.iter().cloned());
             if merged.ending == punctual_runtime::Ending::Completed {
                 merged.ending = r.ending.clone();

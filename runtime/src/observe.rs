@@ -125,8 +125,9 @@ impl StreamMetrics {
     }
 }
 
-/// One operator's metric handles: events out, state, CTI, dropped, late events taken.
-type OperatorHandles = (Counter, Gauge, Gauge, Counter, Counter);
+/// One operator's metric handles: events out, state, CTI, dropped, and a window with allowed
+/// lateness's events on time and late.
+type OperatorHandles = (Counter, Gauge, Gauge, Counter, [Counter; 2]);
 
 /// The query's operators' metric handles, registered on first sight of each node.
 #[derive(Default)]
@@ -143,23 +144,28 @@ impl OperatorMetrics {
             if self.nodes.len() <= n.node {
                 self.nodes.resize_with(n.node + 1, || None);
             }
-            let (out, state, cti, dropped, late) = self.nodes[n.node].get_or_insert_with(|| {
-                let name = match n.label {
-                    Some(l) => format!("{} {l}", n.operator),
-                    None => format!("{} {}", n.operator, n.node),
-                };
-                let labels = [("query", query.to_owned()), ("node", name)];
-                (
-                    metrics::counter!("punctual_operator_events_out", &labels),
-                    metrics::gauge!("punctual_operator_state", &labels),
-                    metrics::gauge!("punctual_operator_cti_ticks", &labels),
-                    metrics::counter!("punctual_operator_dropped", &labels),
-                    metrics::counter!("punctual_operator_late_events", &labels),
-                )
-            });
+            let (out, state, cti, dropped, [on_time, late]) = self.nodes[n.node]
+                .get_or_insert_with(|| {
+                    let name = match n.label {
+                        Some(l) => format!("{} {l}", n.operator),
+                        None => format!("{} {}", n.operator, n.node),
+                    };
+                    let labels = [("query", query.to_owned()), ("node", name)];
+                    (
+                        metrics::counter!("punctual_operator_events_out", &labels),
+                        metrics::gauge!("punctual_operator_state", &labels),
+                        metrics::gauge!("punctual_operator_cti_ticks", &labels),
+                        metrics::counter!("punctual_operator_dropped", &labels),
+                        [
+                            metrics::counter!("punctual_operator_on_time", &labels),
+                            metrics::counter!("punctual_operator_late_accepted", &labels),
+                        ],
+                    )
+                });
             out.absolute(n.events_out);
             dropped.absolute(n.dropped);
-            late.absolute(n.late_events);
+            on_time.absolute(n.lateness.on_time);
+            late.absolute(n.lateness.late);
             state.set(n.state as f64);
             if n.cti.is_finite() {
                 cti.set(n.cti.ticks() as f64);

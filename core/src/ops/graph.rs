@@ -37,8 +37,8 @@ pub struct NodeStats<'a> {
     pub state: usize,
     /// Events it dropped (see [`OperatorDrop`]).
     pub dropped: u64,
-    /// Late events it took: a window with allowed lateness revises its results with them.
-    pub late_events: u64,
+    /// What a window with allowed lateness took: events on time and late ones.
+    pub lateness: super::LateCounts,
     /// Its output CTI.
     pub cti: Time,
 }
@@ -132,9 +132,10 @@ pub trait Node: Send {
     fn dropped(&self) -> u64 {
         0
     }
-    /// Late events it took so far (see [`UnaryOperator::late_events`](super::UnaryOperator)).
-    fn late_events(&self) -> u64 {
-        0
+    /// What a window with allowed lateness took (see
+    /// [`UnaryOperator::lateness`](super::UnaryOperator::lateness)).
+    fn lateness(&self) -> super::LateCounts {
+        super::LateCounts::default()
     }
     /// Moves the drops not yet taken to `into`.
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
@@ -549,7 +550,7 @@ impl Graph {
                     events_out: s.events_out,
                     state: n.state_size(),
                     dropped: n.dropped(),
-                    late_events: n.late_events(),
+                    lateness: n.lateness(),
                     cti: s.cti,
                 });
             }

@@ -238,6 +238,17 @@ pub fn key_hash<K: std::hash::Hash + ?Sized>(key: &K) -> u64 {
     h.finish()
 }
 
+/// What a window with allowed lateness took ([`UnaryOperator::lateness`]): the events that
+/// came on time (at or past its watermark, the CTI plus the lateness) and the late ones (under
+/// it, admitted by the CTI). Those later still broke the CTI: the input's `dropped`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LateCounts {
+    /// Events at or past the watermark when they came.
+    pub on_time: u64,
+    /// Events under the watermark, within the lateness.
+    pub late: u64,
+}
+
 /// An operator with one input.
 pub trait UnaryOperator<I, O>: Send + 'static {
     /// A short name for diagnostics: the kind of operator.
@@ -264,11 +275,11 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     fn dropped(&self) -> u64 {
         0
     }
-    /// Late events it took so far: a window with allowed lateness counts the events that came
-    /// under its watermark and within the lateness (they revise results already given). Zero
-    /// for other operators.
-    fn late_events(&self) -> u64 {
-        0
+    /// What a window with allowed lateness took so far: the events on time, and the late
+    /// ones (under its watermark, admitted by the CTI: they may revise results already given).
+    /// Zero for other operators.
+    fn lateness(&self) -> LateCounts {
+        LateCounts::default()
     }
     /// Moves the drops not yet taken (at most [`MAX_KEPT_DROPS`]) to `into`.
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
@@ -402,8 +413,8 @@ impl<Op: UnaryOperator<I, O>, I: Clone + Send + 'static, O: Clone + Send + 'stat
     fn dropped(&self) -> u64 {
         self.op.dropped()
     }
-    fn late_events(&self) -> u64 {
-        self.op.late_events()
+    fn lateness(&self) -> LateCounts {
+        self.op.lateness()
     }
     fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
         self.op.take_drops(into);

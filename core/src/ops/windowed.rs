@@ -58,9 +58,9 @@ impl<P: Payload, G> Windowed<P, G, Unordered> {
     /// are unordered (a start edge comes before the CTI passes it). Hopping and tumbling
     /// windows: snapshot and count windows are made from sorted streams only, and a window
     /// kind that is not hopping ignores it.
-    /// The operator counts the late events it took ([`NodeStats::late_events`]).
+    /// The operator counts the events it took on time and late ([`NodeStats::lateness`]).
     ///
-    /// [`NodeStats::late_events`]: crate::ops::NodeStats::late_events
+    /// [`NodeStats::lateness`]: crate::ops::NodeStats::lateness
     ///
     /// ```
     /// use punctual_core::ops::QueryGraph;

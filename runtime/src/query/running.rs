@@ -160,10 +160,10 @@ pub struct QueryReport {
     ///
     /// [`WindowSpec::max_windows_per_event`]: punctual_core::ops::WindowSpec::max_windows_per_event
     pub dropped: Vec<(String, u64)>,
-    /// The windows with allowed lateness that took late events, by label, with how many:
-    /// events under the window's watermark that its input's CTI still admitted, each of which
-    /// may have revised a result (the input's `dropped` counts those behind the CTI).
-    pub late_events: Vec<(String, u64)>,
+    /// The windows with allowed lateness, by label, with the events they took on time and
+    /// late (under the window's watermark, admitted by its input's CTI: each may have revised
+    /// a result); the input's `dropped` counts those behind the CTI (the side output).
+    pub lateness: Vec<(String, punctual_core::ops::LateCounts)>,
     /// The operators' drops one by one, with the reason (the operators' dead letters): the
     /// first [`MAX_REPORTED_HELD`] of the run; `dropped` has the counts.
     pub drops: Vec<OperatorDropItem>,

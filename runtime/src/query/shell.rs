@@ -438,10 +438,10 @@ impl Shell {
     /// The report; with `items`, what the operators hold item by item (a visit of all their
     /// state: for the final report only).
     fn report_of(&self, driver: &Driver, ending: Ending, items: bool) -> QueryReport {
-        let (mut held, mut dropped, mut late_events) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut held, mut dropped, mut lateness) = (Vec::new(), Vec::new(), Vec::new());
         driver.for_each_operator(|n| {
-            if n.late_events > 0 {
-                late_events.push((node_label(&n), n.late_events));
+            if n.lateness != punctual_core::ops::LateCounts::default() {
+                lateness.push((node_label(&n), n.lateness));
             }
             if n.state > 0 {
                 held.push((node_label(&n), n.state));
@@ -471,7 +471,7 @@ impl Shell {
             held,
             held_items,
             dropped,
-            late_events,
+            lateness,
             drops: Vec::new(),
             explanations: driver.explain(),
         }

@@ -72,7 +72,7 @@ pub(super) struct LateSessions<Out> {
     /// The partitions that took events since the last CTI.
     touched: FxHashSet<Vec<Value>>,
     cti: Time,
-    late_events: u64,
+    counts: punctual_core::ops::LateCounts,
     held: usize,
 }
 
@@ -99,7 +99,7 @@ impl<Out: Payload> LateSessions<Out> {
             parts: FxHashMap::default(),
             touched: FxHashSet::default(),
             cti: Time::NEG_INF,
-            late_events: 0,
+            counts: punctual_core::ops::LateCounts::default(),
             held: 0,
         }
     }
@@ -300,7 +300,9 @@ impl<Out: Payload> UnaryOperator<Row, Out> for LateSessions<Out> {
                     EventKind::EndEdge { .. } => continue,
                 };
                 if t < watermark {
-                    self.late_events += 1;
+                    self.counts.late += 1;
+                } else {
+                    self.counts.on_time += 1;
                 }
                 let row = &input.payloads()[i];
                 let key: Vec<Value> = self.partition.iter().map(|k| k.eval(row)).collect();
@@ -359,7 +361,7 @@ impl<Out: Payload> UnaryOperator<Row, Out> for LateSessions<Out> {
         }
     }
 
-    fn late_events(&self) -> u64 {
-        self.late_events
+    fn lateness(&self) -> punctual_core::ops::LateCounts {
+        self.counts
     }
 }

@@ -233,10 +233,11 @@ pub(super) fn print_report(
     for (operator, n) in &report.dropped {
         let _ = writeln!(err, "{operator}: dropped={n}");
     }
-    for (operator, n) in &report.late_events {
+    for (operator, n) in &report.lateness {
         let _ = writeln!(
             err,
-            "{operator}: late_events={n} (taken within the allowed lateness; they revised results)"
+            "{operator}: on_time={} late_accepted={} (within the allowed lateness: they revised results)",
+            n.on_time, n.late
         );
     }
     if let Ok(mut l) = letters.lock() {

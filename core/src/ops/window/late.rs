@@ -48,8 +48,8 @@ pub(super) struct Late<K, O> {
     touched: bool,
     /// The watermark the events since the last CTI came under (set at each CTI).
     came_under: Time,
-    /// Late events taken (under the watermark, within the lateness).
-    late_events: u64,
+    /// Events taken on time and late (under the watermark, within the lateness).
+    counts: crate::ops::LateCounts,
     /// Results made at this CTI, emitted in this order before it.
     out: Vec<(EventKind, O)>,
 }
@@ -61,15 +61,15 @@ impl<K, O> Late<K, O> {
             chains: BTreeMap::new(),
             touched: false,
             came_under: Time::NEG_INF,
-            late_events: 0,
+            counts: crate::ops::LateCounts::default(),
             out: Vec::new(),
         }
     }
 
-    /// Late events taken: under the watermark when they came (a window they fall in may have
-    /// been given already), within the lateness (the CTI let them in).
-    pub(super) fn late_events(&self) -> u64 {
-        self.late_events
+    /// Events taken on time, and late: under the watermark when they came (a window they
+    /// fall in may have been given already), within the lateness (the CTI let them in).
+    pub(super) fn counts(&self) -> crate::ops::LateCounts {
+        self.counts
     }
 
     /// Groups whose value is given and may still change.
@@ -91,12 +91,13 @@ impl<K, O> Late<K, O> {
     pub(super) fn note(&mut self, cti: Time, sync: &[Time], other: &[Time]) {
         let watermark = cti + self.lateness;
         for (&s, &o) in sync.iter().zip(other) {
+            // An end edge (its end is its sync) changes windows, but is not an event.
+            let event = !matches!(EventKind::decode(s, o), EventKind::EndEdge { .. });
             if s < watermark {
                 self.touched = true;
-                // An end edge (its end is its sync) changes windows, but is not an event.
-                if !matches!(EventKind::decode(s, o), EventKind::EndEdge { .. }) {
-                    self.late_events += 1;
-                }
+                self.counts.late += u64::from(event);
+            } else {
+                self.counts.on_time += u64::from(event);
             }
         }
     }

@@ -96,8 +96,8 @@ where
             + self.late.as_ref().map_or(0, |l| l.held())
     }
 
-    fn late_events(&self) -> u64 {
-        self.late.as_ref().map_or(0, |l| l.late_events())
+    fn lateness(&self) -> crate::ops::LateCounts {
+        self.late.as_ref().map(|l| l.counts()).unwrap_or_default()
     }
 
     fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
