@@ -47,10 +47,19 @@ struct Run<T> {
 /// Counts per key of 5 s tumbling windows with `lateness`, over `events` (time, key) in that
 /// order, through an input `delay` behind.
 fn counts(events: &[(Time, char)], delay: TimeSpan, lateness: TimeSpan) -> Run<(char, u64)> {
+    hopping_counts(events, (delay, lateness), TimeSpan::from_secs(5))
+}
+
+/// [`counts`] over hopping windows of 5 s every `hop`.
+fn hopping_counts(
+    events: &[(Time, char)],
+    (delay, lateness): (TimeSpan, TimeSpan),
+    hop: TimeSpan,
+) -> Run<(char, u64)> {
     let mut plan = Plan::new("lateness");
     let (input, stream) = plan.input(input(delay)).expect("a valid input");
     let windows = stream
-        .tumbling_window(TimeSpan::from_secs(5))
+        .hopping_window(TimeSpan::from_secs(5), hop)
         .group_by(|k: &char| *k);
     let results = if lateness > TimeSpan::ZERO {
         plan.output(windows.allowed_lateness(lateness).aggregate(Count))
@@ -157,7 +166,7 @@ fn without_lateness_the_same_input_loses_the_late_events() {
 }
 
 /// The final value of each chain, by (anchor, key): the value of the end edge at the window's
-/// end plus `lateness` (a window's end being a multiple of 5 s); checks that each end edge
+/// end plus `lateness` (a window's end being a whole second); checks that each end edge
 /// closes an open value and that none is left open.
 fn finals(
     out: &Batch<(char, u64)>,
@@ -180,7 +189,7 @@ fn finals(
                 list.remove(at);
                 // A window's end is a multiple of 5 s; the final edge ends at it plus lateness.
                 let window_end = end - lateness;
-                if window_end.ticks() % TimeSpan::from_secs(5).ticks() == 0 && start < end {
+                if window_end.ticks() % TimeSpan::from_secs(1).ticks() == 0 && start < end {
                     let anchor = window_end;
                     if finals.insert((anchor, key), n).is_some() {
                         return Err(format!("two final values for {key} at {anchor:?}"));
@@ -212,8 +221,9 @@ proptest! {
     /// Readings at odd tenths of a second, each arriving at most `lateness` (an even number of
     /// tenths) after the watermark (the highest time before it) passed it: with that
     /// lateness, no reading is lost, and every window's final value is its count with a delay
-    /// that admits them all. (The CTIs are at odd tenths, so a revision's end, a CTI plus the
-    /// lateness, is never a window's end, a multiple of 5 s, plus the lateness.)
+    /// that admits them all, for tumbling and hopping windows. (The CTIs are at odd tenths, so
+    /// a revision's end, a CTI plus the lateness, is never a window's end, a whole second,
+    /// plus the lateness.)
     #[test]
     fn the_final_value_of_each_window_is_the_result_with_every_event_admitted(
         steps in proptest::collection::vec((0i64..15, 0i64..12, 0u8..3), 1..60),
@@ -229,12 +239,15 @@ proptest! {
             let t = high - 2 * behind.min(half_lateness);
             events.push((Time::from_ticks(t * 1_000_000), char::from(b'a' + key)));
         }
-        let late = counts(&events, lateness, lateness);
+        // Tumbling windows of 5 s, and hopping ones of 5 s every second.
+        for hop in [5, 1].map(TimeSpan::from_secs) {
+        let late = hopping_counts(&events, (lateness, lateness), hop);
         prop_assert_eq!(late.dropped, 0);
         late.out.check(EventOrder::Arrival).map_err(TestCaseError::fail)?;
         let finals = finals(&late.out, lateness).map_err(TestCaseError::fail)?;
-        let all_in = counts(&events, TimeSpan::from_secs(1_000), TimeSpan::ZERO);
+        let all_in = hopping_counts(&events, (TimeSpan::from_secs(1_000), TimeSpan::ZERO), hop);
         prop_assert_eq!(finals, results(&all_in.out));
+        }
     }
 }
 

@@ -40,6 +40,9 @@ struct Chain<Out> {
 struct Part<Out> {
     events: BTreeMap<Time, Vec<Row>>,
     chains: Vec<Chain<Out>>,
+    /// A CTI past this gives or closes one of its sessions (nothing happens to it below,
+    /// unless events come).
+    wake: Time,
 }
 
 impl<Out> Default for Part<Out> {
@@ -47,6 +50,7 @@ impl<Out> Default for Part<Out> {
         Part {
             events: BTreeMap::new(),
             chains: Vec::new(),
+            wake: Time::NEG_INF,
         }
     }
 }
@@ -156,7 +160,9 @@ impl<Out: Payload> LateSessions<Out> {
         let mut held = 0;
         for (key, part) in &mut parts {
             let was_touched = touched.contains(key);
-            self.partition_advance(part, (t, came_under, watermark), was_touched, out);
+            if was_touched || t > part.wake {
+                self.partition_advance(part, (t, came_under, watermark), was_touched, out);
+            }
             held += part.events.values().map(Vec::len).sum::<usize>()
                 + part.chains.iter().map(|c| c.links.len()).sum::<usize>();
         }
@@ -180,6 +186,9 @@ impl<Out: Payload> LateSessions<Out> {
         let mut chains = std::mem::take(&mut part.chains).into_iter().peekable();
         let mut kept = Vec::new();
         let mut done_until = None;
+        // A given session closes once the CTI passes its close; another is given once the
+        // watermark passes its close plus a tick.
+        let mut wake = Time::INF;
         for s in self.sessions(&part.events) {
             // The given sessions this one holds (a session only grows: each given one's first
             // event is in exactly one session now).
@@ -190,7 +199,11 @@ impl<Out: Payload> LateSessions<Out> {
             let is_final = s.close < t;
             let due = s.close + TICK < watermark;
             if mine.is_empty() && !is_final && !due {
+                wake = wake.min(s.close + TICK - self.lateness);
                 continue;
+            }
+            if !is_final {
+                wake = wake.min(s.close);
             }
             if !mine.is_empty() && !touched && !is_final {
                 // Nothing came since: it is as it was.
@@ -250,6 +263,7 @@ impl<Out: Payload> LateSessions<Out> {
             part.events = part.events.split_off(&last.next_tick());
         }
         part.chains = kept;
+        part.wake = wake;
     }
 }
 
