@@ -20,7 +20,7 @@ use punctual_runtime::{
 };
 
 mod common;
-use common::{given, input, t};
+use common::{given, input, memory, t};
 
 /// An output that sleeps per batch and records how far the input ran ahead.
 struct SlowOutput {
@@ -286,14 +286,12 @@ impl OutputAdapter<i64> for FailingOutput {
 async fn an_output_error_fails_the_query() {
     let mut query = Query::new("out-fails");
     let items: Vec<_> = (0..10_000).map(|x| StreamItem::point(t(x), x)).collect();
-    let s = query
-        .create_stream(
-            InputOptions::new("in", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &items,
-        )
-        .unwrap();
+    let s = memory(
+        &mut query,
+        InputOptions::new("in", EventShape::Point)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &items,
+    );
     query.bind_output(&s, &given(FailingOutput), &()).unwrap();
     let err = query.start().unwrap().wait().await.unwrap_err().error;
     assert!(
@@ -306,13 +304,11 @@ async fn an_output_error_fails_the_query() {
 async fn a_stream_without_ctis_hits_the_buffer_cap_with_a_clear_error() {
     let mut query = Query::new("no-ctis");
     let items: Vec<_> = (0..1000).map(|x| StreamItem::point(t(x), x)).collect();
-    query
-        .create_stream(
-            InputOptions::new("silent", EventShape::Point).max_buffered(100),
-            &MemoryInput,
-            &items,
-        )
-        .unwrap();
+    memory(
+        &mut query,
+        InputOptions::new("silent", EventShape::Point).max_buffered(100),
+        &items,
+    );
     let err = query.start().unwrap().wait().await.unwrap_err();
     let text = err.to_string();
     assert!(
@@ -511,13 +507,7 @@ async fn bind_errors_name_the_problem() {
                 .unwrap(),
         )
     };
-    query
-        .create_stream(
-            InputOptions::new("a", EventShape::Point),
-            &MemoryInput,
-            &none,
-        )
-        .unwrap();
+    memory(&mut query, InputOptions::new("a", EventShape::Point), &none);
     let dup = query
         .create_stream(
             InputOptions::new("a", EventShape::Point),
@@ -529,9 +519,7 @@ async fn bind_errors_name_the_problem() {
         dup.to_string().contains("already has a stream named `a`"),
         "{dup}"
     );
-    query
-        .create_stream(import("nowhere"), &MemoryInput, &none)
-        .unwrap();
+    memory(&mut query, import("nowhere"), &none);
     let e = query.start().unwrap_err();
     assert!(
         e.to_string().contains("`nowhere`, which is not a stream"),
@@ -539,9 +527,7 @@ async fn bind_errors_name_the_problem() {
     );
 
     let mut query = Query::new("cycle");
-    query
-        .create_stream(import("from-x"), &MemoryInput, &none)
-        .unwrap();
+    memory(&mut query, import("from-x"), &none);
     let opts = InputOptions::new("from-x", EventShape::Point)
         .settings(
             AdvanceTimeSettings::builder()
@@ -550,7 +536,7 @@ async fn bind_errors_name_the_problem() {
                 .unwrap(),
         )
         .max_buffered(10);
-    query.create_stream(opts, &MemoryInput, &none).unwrap();
+    memory(&mut query, opts, &none);
     let e = query.start().unwrap_err();
     assert!(e.to_string().contains("import cycle"), "{e}");
 }
@@ -635,13 +621,11 @@ async fn iterator_and_stream_inputs_feed_streams() {
 fn starting_without_a_suitable_runtime_is_an_error_not_a_panic() {
     let make = || {
         let mut query = Query::new("where");
-        query
-            .create_stream(
-                InputOptions::new("in", EventShape::Point),
-                &MemoryInput,
-                &Vec::<StreamItem<i64>>::new(),
-            )
-            .unwrap();
+        memory(
+            &mut query,
+            InputOptions::new("in", EventShape::Point),
+            &Vec::<StreamItem<i64>>::new(),
+        );
         query
     };
     let e = make().start().unwrap_err();

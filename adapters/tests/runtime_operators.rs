@@ -19,7 +19,7 @@ use punctual_runtime::{
 };
 
 mod common;
-use common::{given, input, t};
+use common::{given, input, memory, t};
 
 #[tokio::test(start_paused = true)]
 async fn operators_run_on_the_query_task_and_multicast() {
@@ -39,20 +39,16 @@ async fn operators_run_on_the_query_task_and_multicast() {
         StreamItem::start_edge(t(10), (1, 4.0)),
         StreamItem::Cti(Time::INF),
     ];
-    let r = query
-        .create_stream(
-            InputOptions::new("readings", EventShape::Point),
-            &MemoryInput,
-            &readings,
-        )
-        .unwrap();
-    let c = query
-        .create_stream(
-            InputOptions::new("calibration", EventShape::Edge),
-            &MemoryInput,
-            &calibration,
-        )
-        .unwrap();
+    let r = memory(
+        &mut query,
+        InputOptions::new("readings", EventShape::Point),
+        &readings,
+    );
+    let c = memory(
+        &mut query,
+        InputOptions::new("calibration", EventShape::Edge),
+        &calibration,
+    );
     let sums = r
         .join_on(&c, |x| x.0, |y| y.0, |x, y| (x.0, x.1 * y.1))
         .tumbling_window(TimeSpan::from_ticks(10))
@@ -286,15 +282,13 @@ async fn an_unordered_stream_refuses_the_edge_shape_and_rejects_edges() {
         StreamItem::start_edge(t(2), 20), // cannot be released on arrival: rejected
         StreamItem::point(t(3), 30),
     ];
-    let input = query
-        .create_stream(
-            InputOptions::new("in", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time())
-                .unordered(),
-            &MemoryInput,
-            &items,
-        )
-        .unwrap();
+    let input = memory(
+        &mut query,
+        InputOptions::new("in", EventShape::Point)
+            .settings(AdvanceTimeSettings::increasing_start_time())
+            .unordered(),
+        &items,
+    );
     let big = input.filter(|v| *v >= 20).ordered();
     let out = CollectOutput::new();
     query.bind_output(&big, &out, &()).unwrap();
@@ -321,17 +315,15 @@ async fn an_unordered_output_receives_events_in_arrival_order() {
         .into_iter()
         .map(|(at, v)| StreamItem::point(t(at), v))
         .collect();
-    let input = query
-        .create_stream(
-            InputOptions::new("in", EventShape::Point)
-                .settings(AdvanceTimeSettings::unordered_start_time(
-                    TimeSpan::from_ticks(4),
-                ))
-                .unordered(),
-            &MemoryInput,
-            &items,
-        )
-        .unwrap();
+    let input = memory(
+        &mut query,
+        InputOptions::new("in", EventShape::Point)
+            .settings(AdvanceTimeSettings::unordered_start_time(
+                TimeSpan::from_ticks(4),
+            ))
+            .unordered(),
+        &items,
+    );
     let big = input.filter(|v| *v >= 10);
     let out = CollectOutput::new();
     query.bind_output(&big, &out, &()).unwrap();
@@ -376,29 +368,25 @@ async fn an_unordered_join_runs_through_the_runtime() {
             .into_iter()
             .map(|(at, k, v)| StreamItem::point(t(at), (k, v)))
             .collect();
-    let fast = query
-        .create_stream(
-            InputOptions::new("readings", EventShape::Point)
-                .settings(AdvanceTimeSettings::unordered_start_time(
-                    TimeSpan::from_ticks(3),
-                ))
-                .unordered(),
-            &MemoryInput,
-            &readings,
-        )
-        .unwrap();
+    let fast = memory(
+        &mut query,
+        InputOptions::new("readings", EventShape::Point)
+            .settings(AdvanceTimeSettings::unordered_start_time(
+                TimeSpan::from_ticks(3),
+            ))
+            .unordered(),
+        &readings,
+    );
     let names: Vec<StreamItem<(u8, String)>> = vec![
         StreamItem::interval(t(0), t(100), (1, "one".to_owned())),
         StreamItem::interval(t(0), t(100), (2, "two".to_owned())),
     ];
-    let reference = query
-        .create_stream(
-            InputOptions::new("names", EventShape::Interval)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &names,
-        )
-        .unwrap();
+    let reference = memory(
+        &mut query,
+        InputOptions::new("names", EventShape::Interval)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &names,
+    );
     let named = fast.join_on(&reference, |r| r.0, |n| n.0, |r, n| (n.1.clone(), r.1));
     let out = CollectOutput::new();
     query.bind_output(&named, &out, &()).unwrap();
@@ -545,13 +533,11 @@ async fn an_event_over_the_window_limit_is_dropped_and_reported() {
         StreamItem::point(t(5), 2),
         StreamItem::Cti(Time::INF),
     ];
-    let s = query
-        .create_stream(
-            InputOptions::new("in", EventShape::Interval),
-            &MemoryInput,
-            &items,
-        )
-        .unwrap();
+    let s = memory(
+        &mut query,
+        InputOptions::new("in", EventShape::Interval),
+        &items,
+    );
     let counts = s
         .tumbling_window(TimeSpan::from_secs(1))
         .count()
@@ -585,21 +571,17 @@ async fn a_query_over_its_budget_fails_naming_the_input_it_waits_for() {
     let mut query = Query::new("budget").max_held(1_000);
     let fast: Vec<_> = (0..5_000).map(|x| StreamItem::point(t(x), x)).collect();
     let silent = vec![StreamItem::point(t(0), 0i64)];
-    let f = query
-        .create_stream(
-            InputOptions::new("fast", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &fast,
-        )
-        .unwrap();
-    let s = query
-        .create_stream(
-            InputOptions::new("silent", EventShape::Point),
-            &MemoryInput,
-            &silent,
-        )
-        .unwrap();
+    let f = memory(
+        &mut query,
+        InputOptions::new("fast", EventShape::Point)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &fast,
+    );
+    let s = memory(
+        &mut query,
+        InputOptions::new("silent", EventShape::Point),
+        &silent,
+    );
     let joined = f.join_on(&s, |x| *x, |y| *y, |x, y| x + y).named("pairs");
     query
         .bind_output(&joined, &CollectOutput::new(), &())
@@ -626,14 +608,12 @@ async fn open_start_edges_count_against_the_budget() {
     let edges: Vec<_> = (0..2_000)
         .map(|x| StreamItem::start_edge(t(x), x))
         .collect();
-    let s = query
-        .create_stream(
-            InputOptions::new("forever", EventShape::Edge)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &edges,
-        )
-        .unwrap();
+    let s = memory(
+        &mut query,
+        InputOptions::new("forever", EventShape::Edge)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &edges,
+    );
     query.bind_output(&s, &CollectOutput::new(), &()).unwrap();
     let failure = query.start().unwrap().wait().await.unwrap_err();
     let text = failure.error.to_string();
@@ -662,21 +642,17 @@ async fn what_a_join_held_at_the_end_is_listed_item_by_item() {
         .map(|x| StreamItem::point(t(10 * x), Reading { device: x }))
         .collect();
     let silent = vec![StreamItem::point(t(0), Reading { device: 0 })];
-    let f = query
-        .create_stream(
-            InputOptions::new("fast", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &fast,
-        )
-        .unwrap();
-    let s = query
-        .create_stream(
-            InputOptions::new("silent", EventShape::Point),
-            &MemoryInput,
-            &silent,
-        )
-        .unwrap();
+    let f = memory(
+        &mut query,
+        InputOptions::new("fast", EventShape::Point)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &fast,
+    );
+    let s = memory(
+        &mut query,
+        InputOptions::new("silent", EventShape::Point),
+        &silent,
+    );
     let joined = f
         .join_on(&s, |x| x.device, |y| y.device, |x, _| x.clone())
         .named("pairs");
@@ -716,21 +692,17 @@ async fn held_items_of_an_unknown_type_have_no_payload() {
     let items: Vec<_> = (5..8)
         .map(|x| StreamItem::point(t(x), Reading { device: x }))
         .collect();
-    let s = query
-        .create_stream(
-            InputOptions::new("in", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &items,
-        )
-        .unwrap();
-    let other = query
-        .create_stream(
-            InputOptions::new("other", EventShape::Point),
-            &MemoryInput,
-            &vec![],
-        )
-        .unwrap();
+    let s = memory(
+        &mut query,
+        InputOptions::new("in", EventShape::Point)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &items,
+    );
+    let other = memory(
+        &mut query,
+        InputOptions::new("other", EventShape::Point),
+        &vec![],
+    );
     let u = s.union(&[&other]).named("both");
     query.bind_output(&u, &CollectOutput::new(), &()).unwrap();
     let report = query.start().unwrap().wait().await.unwrap();
@@ -749,21 +721,17 @@ async fn held_items_are_listed_up_to_the_limit_and_counted_beyond() {
     let mut query = Query::new("many");
     let n = punctual_runtime::MAX_REPORTED_HELD as i64 + 500;
     let fast: Vec<_> = (0..n).map(|x| StreamItem::point(t(x), x)).collect();
-    let f = query
-        .create_stream(
-            InputOptions::new("fast", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &fast,
-        )
-        .unwrap();
-    let s = query
-        .create_stream(
-            InputOptions::new("silent", EventShape::Point),
-            &MemoryInput,
-            &vec![],
-        )
-        .unwrap();
+    let f = memory(
+        &mut query,
+        InputOptions::new("fast", EventShape::Point)
+            .settings(AdvanceTimeSettings::increasing_start_time()),
+        &fast,
+    );
+    let s = memory(
+        &mut query,
+        InputOptions::new("silent", EventShape::Point),
+        &vec![],
+    );
     let joined = f.join_on(&s, |x| *x, |y: &i64| *y, |x, y| x + y);
     query
         .bind_output(&joined, &CollectOutput::new(), &())

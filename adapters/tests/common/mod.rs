@@ -4,10 +4,12 @@
 
 use futures::future::BoxFuture;
 
-use punctual_core::{EventShape, Time};
+use punctual_adapters::MemoryInput;
+use punctual_core::ops::{Payload, Stream};
+use punctual_core::{EventShape, Order, StreamItem, Time};
 use punctual_runtime::{
-    AdapterError, InputAdapter, InputAdapterFactory, InputContext, OutputAdapter,
-    OutputAdapterFactory,
+    AdapterError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, OutputAdapter,
+    OutputAdapterFactory, Query,
 };
 
 pub fn t(x: i64) -> Time {
@@ -69,4 +71,19 @@ where
     F: for<'a> FnOnce(&'a mut InputContext<i64>) -> Run<'a> + Send + 'static,
 {
     given(FnInput(Some(f)))
+}
+
+/// `items` as the input `options` of `query`, replayed from memory ([`MemoryInput`]).
+#[allow(
+    clippy::ptr_arg,
+    reason = "the memory adapter's configuration is the vector itself"
+)]
+pub fn memory<P: Payload, O: Order>(
+    query: &mut Query,
+    options: InputOptions<O>,
+    items: &Vec<StreamItem<P>>,
+) -> Stream<P, O> {
+    query
+        .create_stream(options, &MemoryInput, items)
+        .expect("a valid input")
 }
