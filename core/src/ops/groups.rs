@@ -118,6 +118,16 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
             .chain(self.states.iter().map(|(k, _)| k))
     }
 
+    /// The state of `key`'s group, if it has one.
+    pub(crate) fn get(&self, key: &K) -> Option<&S> {
+        if let Some(i) = self.indexer.index(key) {
+            if let Some(Some(state)) = self.dense.get(i) {
+                return Some(state);
+            }
+        }
+        self.map.get(key).map(|&at| &self.states[at].1)
+    }
+
     /// Every group's key and state, in the order they first appeared (as [`Groups::drain`]).
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &S)> + '_ {
         let (dense, indexer) = (&self.dense, self.indexer);
@@ -177,6 +187,20 @@ mod tests {
 
     /// Keys beyond the table's reach go to the map; when many groups let the table reach
     /// them, they move into it, and every group keeps its state.
+    #[test]
+    fn a_group_is_found_by_its_key_in_the_table_or_the_map_and_visited_in_order() {
+        let mut g: Groups<i64, i64> = Groups::default();
+        for (k, v) in [(7, 1), (1_000_000, 2), (-3, 3), (7, 10)] {
+            *g.entry(k, || 0) += v;
+        }
+        assert_eq!(g.get(&7), Some(&11)); // in the table
+        assert_eq!(g.get(&1_000_000), Some(&2)); // beyond its reach: in the map
+        assert_eq!(g.get(&-3), Some(&3)); // negative: in the map
+        assert_eq!(g.get(&8), None);
+        let seen: Vec<(i64, i64)> = g.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(seen, vec![(7, 11), (1_000_000, 2), (-3, 3)]);
+    }
+
     #[test]
     fn the_table_grows_with_the_groups_and_takes_over_covered_keys() {
         let mut g: Groups<i64, i64> = Groups::default();

@@ -31,21 +31,17 @@ use crate::time::{Time, TimeSpan};
 
 use super::HoppingWindow;
 
-/// One group's value in force: since `start`, the result `value`.
-struct Link<K, O> {
-    key: K,
-    start: Time,
-    value: O,
-}
+/// Each group's value in force in a window given: since when, and the result.
+type Chain<K, O> = FxHashMap<K, (Time, O)>;
 
 /// The lateness state of a [`HoppingWindow`]; see the module doc.
 pub(super) struct Late<K, O> {
     lateness: TimeSpan,
     /// The windows given and not yet final, with each group's value in force.
-    chains: BTreeMap<i64, Vec<Link<K, O>>>,
-    /// Whether an event under the watermark (late) came since the last CTI: it may change a
-    /// window given.
-    touched: bool,
+    chains: BTreeMap<i64, Chain<K, O>>,
+    /// The groups that took an event under the watermark (late) since the last CTI: only
+    /// theirs of the windows given may have changed.
+    touched: FxHashMap<K, ()>,
     /// The watermark the events since the last CTI came under (set at each CTI).
     came_under: Time,
     /// Events taken on time and late (under the watermark, within the lateness).
@@ -54,12 +50,12 @@ pub(super) struct Late<K, O> {
     out: Vec<(EventKind, O)>,
 }
 
-impl<K, O> Late<K, O> {
+impl<K: Hash + Eq, O> Late<K, O> {
     pub(super) fn new(lateness: TimeSpan) -> Self {
         Late {
             lateness,
             chains: BTreeMap::new(),
-            touched: false,
+            touched: FxHashMap::default(),
             came_under: Time::NEG_INF,
             counts: crate::ops::LateCounts::default(),
             out: Vec::new(),
@@ -74,27 +70,33 @@ impl<K, O> Late<K, O> {
 
     /// Groups whose value is given and may still change.
     pub(super) fn held(&self) -> usize {
-        self.chains.values().map(Vec::len).sum()
+        self.chains.values().map(FxHashMap::len).sum()
     }
 
     /// The values given and in force (each from its start), window by window.
     pub(super) fn in_force(&self) -> impl Iterator<Item = (Time, &O)> + '_ {
         self.chains
             .values()
-            .flat_map(|links| links.iter().map(|l| (l.start, &l.value)))
+            .flat_map(|links| links.values().map(|(start, value)| (*start, value)))
     }
 
-    /// Notes the input events of a batch segment (their sync times and ends) before they are
-    /// added, the input CTI being `cti`: those under the watermark (`cti` plus the lateness)
-    /// are late and may change a window given (a window given ends at or before it).
+    /// Notes the input events of a batch segment (their sync times, ends and payloads)
+    /// before they are added, the input CTI being `cti`: those under the watermark (`cti`
+    /// plus the lateness) are late and may change their group's value in a window given (a
+    /// window given ends at or before the watermark).
     #[inline]
-    pub(super) fn note(&mut self, cti: Time, sync: &[Time], other: &[Time]) {
+    pub(super) fn note<P>(
+        &mut self,
+        cti: Time,
+        (sync, other, payloads): (&[Time], &[Time], &[P]),
+        key: impl Fn(&P) -> K,
+    ) {
         let watermark = cti + self.lateness;
-        for (&s, &o) in sync.iter().zip(other) {
+        for ((&s, &o), p) in sync.iter().zip(other).zip(payloads) {
             // An end edge (its end is its sync) changes windows, but is not an event.
             let event = !matches!(EventKind::decode(s, o), EventKind::EndEdge { .. });
             if s < watermark {
-                self.touched = true;
+                self.touched.insert(key(p), ());
                 self.counts.late += u64::from(event);
             } else {
                 self.counts.on_time += u64::from(event);
@@ -154,29 +156,31 @@ where
                 .late
                 .as_ref()
                 .is_some_and(|l| l.chains.contains_key(&n));
-            if !touched && (given || we < came_under) {
+            if touched.is_empty() && (given || we < came_under) {
                 // Nothing late came: it is as it was.
                 continue;
             }
-            let now = self.peek(n);
+            if given {
+                // Only the groups that took late events may have changed.
+                let now = self.peek(n, Some(&touched));
+                if let Some(late) = self.late.as_mut() {
+                    late.revise(n, now, came_under - before, (None, Some(&touched)));
+                }
+                continue;
+            }
+            let now = self.peek(n, None);
             let Some(late) = self.late.as_mut() else {
                 return;
             };
-            if given {
-                late.revise(n, now, came_under - before, None);
-            } else {
-                // Due at this CTI (on time), or before it with nothing then (late members
-                // made its first value).
-                let start = if we < came_under { came_under } else { we } - before;
-                let links = now
-                    .into_iter()
-                    .map(|(key, value)| {
-                        late.out.push((EventKind::StartEdge(start), value.clone()));
-                        Link { key, start, value }
-                    })
-                    .collect();
-                late.chains.insert(n, links);
+            // Due at this CTI (on time), or before it with nothing then (late members made
+            // its first value).
+            let start = if we < came_under { came_under } else { we } - before;
+            let mut links = Chain::default();
+            for (key, value) in now {
+                late.out.push((EventKind::StartEdge(start), value.clone()));
+                links.insert(key, (start, value));
             }
+            late.chains.insert(n, links);
         }
     }
 
@@ -215,23 +219,33 @@ where
         }
     }
 
-    /// Window `n`'s results if it closed now, by group, without taking its state.
-    fn peek(&self, n: i64) -> Vec<(K, O)> {
+    /// Window `n`'s results if it closed now, by group (of the groups in `only`, if given),
+    /// without taking its state.
+    fn peek(&self, n: i64, only: Option<&FxHashMap<K, ()>>) -> Vec<(K, O)> {
         let (ws, we) = (self.spec.start(n), self.spec.end(n));
         let mut states: Vec<(K, A::State)> = Vec::new();
         let mut at: FxHashMap<K, usize> = FxHashMap::default();
-        if let Some(groups) = self.windows.get(&n) {
-            for (k, s) in groups.iter() {
-                at.insert(k.clone(), states.len());
-                states.push((k.clone(), s.clone()));
+        let mut take = |k: &K, s: &A::State| {
+            at.insert(k.clone(), states.len());
+            states.push((k.clone(), s.clone()));
+        };
+        match (self.windows.get(&n), only) {
+            (Some(groups), None) => groups.iter().for_each(|(k, s)| take(k, s)),
+            (Some(groups), Some(only)) => {
+                for k in only.keys() {
+                    if let Some(s) = groups.get(k) {
+                        take(k, s);
+                    }
+                }
             }
+            (None, _) => {}
         }
         for s in self
             .spans
             .iter()
             .chain(self.open.range(..we).flat_map(|(_, l)| l.iter()))
         {
-            if s.start < we && ws < s.end {
+            if s.start < we && ws < s.end && only.is_none_or(|o| o.contains_key(&s.key)) {
                 let i = *at.entry(s.key.clone()).or_insert_with(|| {
                     states.push((s.key.clone(), self.agg.init()));
                     states.len() - 1
@@ -259,7 +273,7 @@ where
         let came_under = late.came_under;
         let final_end = we + late.lateness - before;
         if late.chains.contains_key(&n) {
-            late.revise(n, results, came_under - before, Some(final_end));
+            late.revise(n, results, came_under - before, (Some(final_end), None));
         } else {
             // Never given: its first value is final (at its anchor, or, if it was due before
             // this CTI with nothing, where its late members came).
@@ -292,22 +306,23 @@ where
 }
 
 impl<K: Hash + Eq + Clone, O: Clone + PartialEq> Late<K, O> {
-    /// Window `n`'s values are `now` (by group): each changed one is revised at `at`; with
+    /// Window `n`'s values are `now` (by group; of the groups in `only`, if given, the others
+    /// as they were): each changed one is revised at `at`, a group gone ends there; with
     /// `close`, every value ends there and the window is final. Each group's items come
     /// together.
-    fn revise(&mut self, n: i64, now: Vec<(K, O)>, at: Time, close: Option<Time>) {
-        let Some(links) = self.chains.remove(&n) else {
+    fn revise(
+        &mut self,
+        n: i64,
+        now: Vec<(K, O)>,
+        at: Time,
+        (close, only): (Option<Time>, Option<&FxHashMap<K, ()>>),
+    ) {
+        let Some(mut links) = self.chains.remove(&n) else {
             return;
         };
-        let mut old: FxHashMap<K, (Time, O)> = FxHashMap::default();
-        let mut order = Vec::with_capacity(links.len());
-        for link in links {
-            order.push(link.key.clone());
-            old.insert(link.key, (link.start, link.value));
-        }
-        let mut kept = Vec::with_capacity(now.len());
+        let mut present: FxHashMap<K, ()> = FxHashMap::default();
         for (key, value) in now {
-            let start = match old.remove(&key) {
+            let start = match links.remove(&key) {
                 Some((start, before)) if before == value => start,
                 Some((start, before)) => {
                     self.out
@@ -322,18 +337,34 @@ impl<K: Hash + Eq + Clone, O: Clone + PartialEq> Late<K, O> {
             };
             match close {
                 Some(end) => self.out.push((EventKind::EndEdge { start, end }, value)),
-                None => kept.push(Link { key, start, value }),
+                None => {
+                    present.insert(key.clone(), ());
+                    links.insert(key, (start, value));
+                }
             }
         }
-        // A group gone (an end edge took its last member out): its value ends here.
-        for key in order {
-            if let Some((start, value)) = old.remove(&key) {
+        // A group gone (an end edge took its last member out): its value ends here. Without
+        // `only`, every group not in `now` is gone; with it, those of `only` not in `now`.
+        let gone: Vec<K> = match (close, only) {
+            (Some(_), _) | (None, None) => links
+                .keys()
+                .filter(|k| !present.contains_key(*k))
+                .cloned()
+                .collect(),
+            (None, Some(only)) => only
+                .keys()
+                .filter(|k| !present.contains_key(*k) && links.contains_key(*k))
+                .cloned()
+                .collect(),
+        };
+        for key in gone {
+            if let Some((start, value)) = links.remove(&key) {
                 self.out
                     .push((EventKind::EndEdge { start, end: at }, value));
             }
         }
         if close.is_none() {
-            self.chains.insert(n, kept);
+            self.chains.insert(n, links);
         }
     }
 }

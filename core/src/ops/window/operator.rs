@@ -52,7 +52,7 @@ where
             let other = &input.other()[range.clone()];
             let payloads = &input.payloads()[range];
             if let Some(late) = self.late.as_mut() {
-                late.note(self.cti, sync, other);
+                late.note(self.cti, (sync, other, payloads), &self.key);
             }
             let mut i = 0;
             while i < sync.len() {
