@@ -1,7 +1,9 @@
 //! Operator throughput on sorted batches (as ingress releases them): union of two streams, an
 //! equi-join of fast points with slow edges (ordered, and unordered: the fast points fed to an
 //! unordered source and the results taken as released), and a 1 s tumbling count and sum per
-//! key.
+//! key; the same window over an unordered source where one event in 20 comes a batch late,
+//! without allowed lateness (the CTI waits for the late ones) and with it (results given at
+//! the CTI plus the lateness, revised by the late ones).
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
@@ -42,6 +44,66 @@ fn reference_batches() -> Vec<Batch<(i64, i64)>> {
             batch
         })
         .collect()
+}
+
+/// [`fast_batches`] with one event in 20 held back to the next batch (late by about a
+/// batch), each batch's CTI `lag` ticks behind its newest event.
+fn late_batches(lag: i64) -> Vec<Batch<(i64, i64)>> {
+    let mut held: Vec<(Time, (i64, i64))> = Vec::new();
+    (0..N / PER_BATCH)
+        .map(|b| {
+            let mut batch = Batch::with_capacity(PER_BATCH as usize);
+            for (t, p) in held.drain(..) {
+                batch.push_event(t, t.next_tick(), p);
+            }
+            for i in b * PER_BATCH..(b + 1) * PER_BATCH {
+                let t = Time::from_ticks(i * 1000);
+                if i % 20 == 7 {
+                    held.push((t, (i % KEYS, i)));
+                } else {
+                    batch.push_event(t, t.next_tick(), (i % KEYS, i));
+                }
+            }
+            batch.push_cti(Time::from_ticks((b + 1) * PER_BATCH * 1000 - lag));
+            batch
+        })
+        .collect()
+}
+
+/// The 1 s tumbling count and sum per key over an unordered source fed `batches`, with
+/// `lateness` if given; returns how many items came out.
+fn late_window(batches: &[Batch<(i64, i64)>], lateness: Option<TimeSpan>) -> usize {
+    let graph = QueryGraph::new();
+    let fast = graph.source::<(i64, i64), Unordered>();
+    let windows = fast
+        .tumbling_window(TimeSpan::from_secs(1))
+        .group_by(|x: &(i64, i64)| x.0);
+    let agg = (Count, Sum::of(|x: &(i64, i64)| x.1 as f64));
+    let mut sink = Batch::new();
+    let mut n = 0;
+    match lateness {
+        Some(l) => {
+            let out = windows.allowed_lateness(l).aggregate(agg);
+            graph.keep_output(&out);
+            for b in batches {
+                graph.feed(&fast, &mut b.clone());
+                graph.take_output(&out, &mut sink);
+                n += sink.len();
+                sink.clear();
+            }
+        }
+        None => {
+            let out = windows.aggregate(agg);
+            graph.keep_output(&out);
+            for b in batches {
+                graph.feed(&fast, &mut b.clone());
+                graph.take_output(&out, &mut sink);
+                n += sink.len();
+                sink.clear();
+            }
+        }
+    }
+    n
 }
 
 fn drive<O: punctual::core::ops::Payload>(
@@ -112,6 +174,14 @@ fn bench(c: &mut Criterion) {
                     .aggregate((Count, Sum::of(|x: &(i64, i64)| x.1 as f64)))
             }))
         })
+    });
+    // One event in 20 a batch (1,000,000 ticks) late: the CTI 2,000,000 ticks behind.
+    let late = late_batches(2_000_000);
+    g.bench_function("unordered_tumbling_late_events_waited_for", |bench| {
+        bench.iter(|| black_box(late_window(&late, None)))
+    });
+    g.bench_function("unordered_tumbling_with_allowed_lateness", |bench| {
+        bench.iter(|| black_box(late_window(&late, Some(TimeSpan::from_ticks(2_000_000)))))
     });
     g.finish();
 }

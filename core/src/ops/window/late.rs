@@ -92,16 +92,18 @@ impl<K: Hash + Eq, O> Late<K, O> {
         key: impl Fn(&P) -> K,
     ) {
         let watermark = cti + self.lateness;
+        let (mut events, mut late) = (0u64, 0u64);
         for ((&s, &o), p) in sync.iter().zip(other).zip(payloads) {
-            // An end edge (its end is its sync) changes windows, but is not an event.
-            let event = !matches!(EventKind::decode(s, o), EventKind::EndEdge { .. });
+            // An end edge (`other < sync`) changes windows, but is not an event.
+            let event = u64::from(o > s);
+            events += event;
             if s < watermark {
                 self.touched.insert(key(p), ());
-                self.counts.late += u64::from(event);
-            } else {
-                self.counts.on_time += u64::from(event);
+                late += event;
             }
         }
+        self.counts.late += late;
+        self.counts.on_time += events - late;
     }
 }
 
@@ -134,12 +136,28 @@ where
         let lateness = late.lateness;
         let came_under = self.cti + lateness;
         late.came_under = came_under;
-        let touched = std::mem::take(&mut late.touched);
+        let mut touched = std::mem::take(&mut late.touched);
         if t == Time::INF {
             // Every window closes: nothing is given before its end.
             return;
         }
-        let watermark = t + lateness;
+        self.give_due(last, (t + lateness, came_under), &touched);
+        // Kept, emptied, for the events to come.
+        touched.clear();
+        if let Some(late) = self.late.as_mut() {
+            late.touched = touched;
+        }
+    }
+
+    /// Gives the windows after `last` whose end the `watermark` passed, and revises the
+    /// given windows whose groups in `touched` took late events (which came under
+    /// `came_under`).
+    fn give_due(
+        &mut self,
+        last: i64,
+        (watermark, came_under): (Time, Time),
+        touched: &FxHashMap<K, ()>,
+    ) {
         let before = self.before_end();
         let from = last.saturating_add(1).max(self.first_open);
         let mut due = Vec::new();
@@ -162,20 +180,20 @@ where
             }
             if given {
                 // Only the groups that took late events may have changed.
-                let now = self.peek(n, Some(&touched));
+                let now = self.peek(n, Some(touched));
                 if let Some(late) = self.late.as_mut() {
-                    late.revise(n, now, came_under - before, (None, Some(&touched)));
+                    late.revise(n, now, came_under - before, (None, Some(touched)));
                 }
                 continue;
             }
             let now = self.peek(n, None);
             let Some(late) = self.late.as_mut() else {
-                return;
+                continue;
             };
             // Due at this CTI (on time), or before it with nothing then (late members made
             // its first value).
             let start = if we < came_under { came_under } else { we } - before;
-            let mut links = Chain::default();
+            let mut links = Chain::with_capacity_and_hasher(now.len(), Default::default());
             for (key, value) in now {
                 late.out.push((EventKind::StartEdge(start), value.clone()));
                 links.insert(key, (start, value));
@@ -224,28 +242,36 @@ where
     fn peek(&self, n: i64, only: Option<&FxHashMap<K, ()>>) -> Vec<(K, O)> {
         let (ws, we) = (self.spec.start(n), self.spec.end(n));
         let mut states: Vec<(K, A::State)> = Vec::new();
-        let mut at: FxHashMap<K, usize> = FxHashMap::default();
-        let mut take = |k: &K, s: &A::State| {
-            at.insert(k.clone(), states.len());
-            states.push((k.clone(), s.clone()));
-        };
         match (self.windows.get(&n), only) {
-            (Some(groups), None) => groups.iter().for_each(|(k, s)| take(k, s)),
+            (Some(groups), None) => {
+                states.reserve(groups.len());
+                states.extend(groups.iter().map(|(k, s)| (k.clone(), s.clone())));
+            }
             (Some(groups), Some(only)) => {
                 for k in only.keys() {
                     if let Some(s) = groups.get(k) {
-                        take(k, s);
+                        states.push((k.clone(), s.clone()));
                     }
                 }
             }
             (None, _) => {}
         }
+        // The kept members (long spans, open start edges) overlapping it, by group: the
+        // groups are found by key only if there are any.
+        let mut at: Option<FxHashMap<K, usize>> = None;
         for s in self
             .spans
             .iter()
             .chain(self.open.range(..we).flat_map(|(_, l)| l.iter()))
         {
             if s.start < we && ws < s.end && only.is_none_or(|o| o.contains_key(&s.key)) {
+                let at = at.get_or_insert_with(|| {
+                    states
+                        .iter()
+                        .enumerate()
+                        .map(|(i, (k, _))| (k.clone(), i))
+                        .collect()
+                });
                 let i = *at.entry(s.key.clone()).or_insert_with(|| {
                     states.push((s.key.clone(), self.agg.init()));
                     states.len() - 1
@@ -320,7 +346,10 @@ impl<K: Hash + Eq + Clone, O: Clone + PartialEq> Late<K, O> {
         let Some(mut links) = self.chains.remove(&n) else {
             return;
         };
-        let mut present: FxHashMap<K, ()> = FxHashMap::default();
+        let mut present: FxHashMap<K, ()> = FxHashMap::with_capacity_and_hasher(
+            if close.is_none() { now.len() } else { 0 },
+            Default::default(),
+        );
         for (key, value) in now {
             let start = match links.remove(&key) {
                 Some((start, before)) if before == value => start,

@@ -135,3 +135,62 @@ fn drop_records_are_capped_and_the_count_goes_on() {
     w.take_drops(&mut drops);
     assert_eq!(drops.len(), MAX_KEPT_DROPS, "taken once");
 }
+
+/// With allowed lateness, members kept once (an interval over 100 windows, an open start
+/// edge) count in the values given early and revised, as in the final ones: each window's
+/// chain ends with the value the window has without lateness.
+#[test]
+fn kept_members_count_in_values_given_early() {
+    let spec = WindowSpec::tumbling(TimeSpan::from_ticks(10));
+    let late = spec.allowed_lateness(TimeSpan::from_ticks(30));
+    let t = Time::from_ticks;
+    let mut input = Batch::new();
+    input.push(
+        EventKind::Interval {
+            start: t(0),
+            end: t(1000),
+        },
+        1u8,
+    );
+    input.push(EventKind::StartEdge(t(15)), 1u8);
+    input.push_point(t(25), 1u8);
+    input.push_cti(t(21)); // watermark 51: [0,10) .. [40,50) given
+    input.push_point(t(22), 1u8); // late: [20,30) revised
+    input.push(
+        EventKind::EndEdge {
+            start: t(15),
+            end: t(35),
+        },
+        1u8,
+    );
+    input.push_cti(t(45));
+    input.push_cti(Time::INF);
+    let (mut with, mut without) = (counting(late), counting(spec));
+    let (mut chains, mut points) = (Batch::new(), Batch::new());
+    with.on_batch(&input, &mut chains);
+    without.on_batch(&input, &mut points);
+    // The final values: the end edges at a window's end plus 30.
+    let finals: Vec<(Time, u64)> = (0..chains.len())
+        .filter_map(|i| match chains.kind(i) {
+            EventKind::EndEdge { end, .. } if (end.ticks() - 30) % 10 == 0 => {
+                Some((end - TimeSpan::from_ticks(30), chains.payloads()[i].1))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finals, results(&points));
+    // [20,30) was given with the interval, the edge and 25 (3), then revised with 22 (4)
+    // under watermark 51; [40,50), given with the open edge (2), lost it when it ended at 35.
+    let starts = |at: i64| -> Vec<u64> {
+        (0..chains.len())
+            .filter(|&i| chains.kind(i) == EventKind::StartEdge(t(at)))
+            .map(|i| chains.payloads()[i].1)
+            .collect::<std::collections::BTreeSet<u64>>()
+            .into_iter()
+            .collect()
+    };
+    assert_eq!(
+        (starts(30), starts(50), starts(51)),
+        (vec![3], vec![2], vec![1, 4])
+    );
+}
