@@ -9,7 +9,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 
 use punctual::core::ops::{Count, QueryGraph, Stream, Sum};
-use punctual::core::{Batch, Ordered, Time, TimeSpan, Unordered};
+use punctual::core::{Batch, Order, Ordered, Time, TimeSpan, Unordered};
 
 const N: i64 = 1_000_000;
 const PER_BATCH: i64 = 1_000;
@@ -79,29 +79,33 @@ fn late_window(batches: &[Batch<(i64, i64)>], lateness: Option<TimeSpan>) -> usi
         .tumbling_window(TimeSpan::from_secs(1))
         .group_by(|x: &(i64, i64)| x.0);
     let agg = (Count, Sum::of(|x: &(i64, i64)| x.1 as f64));
+    match lateness {
+        Some(l) => pump(
+            &graph,
+            (&fast, &windows.allowed_lateness(l).aggregate(agg)),
+            batches,
+        ),
+        None => pump(&graph, (&fast, &windows.aggregate(agg)), batches),
+    }
+}
+
+/// An unordered source of (key, value) points.
+type Fast = Stream<(i64, i64), Unordered>;
+
+/// Feeds `batches` to `input`, taking `out` after each; returns how many items came out.
+fn pump<P: punctual::core::ops::Payload, O: Order>(
+    graph: &QueryGraph,
+    (input, out): (&Fast, &Stream<P, O>),
+    batches: &[Batch<(i64, i64)>],
+) -> usize {
+    graph.keep_output(out);
     let mut sink = Batch::new();
     let mut n = 0;
-    match lateness {
-        Some(l) => {
-            let out = windows.allowed_lateness(l).aggregate(agg);
-            graph.keep_output(&out);
-            for b in batches {
-                graph.feed(&fast, &mut b.clone());
-                graph.take_output(&out, &mut sink);
-                n += sink.len();
-                sink.clear();
-            }
-        }
-        None => {
-            let out = windows.aggregate(agg);
-            graph.keep_output(&out);
-            for b in batches {
-                graph.feed(&fast, &mut b.clone());
-                graph.take_output(&out, &mut sink);
-                n += sink.len();
-                sink.clear();
-            }
-        }
+    for b in batches {
+        graph.feed(input, &mut b.clone());
+        graph.take_output(out, &mut sink);
+        n += sink.len();
+        sink.clear();
     }
     n
 }
