@@ -330,20 +330,25 @@ impl Serialize for Time {
     }
 }
 
+/// A time or a span as a human-readable format (JSON, TOML) holds it: a number of ticks, or
+/// text people write (`5s`, an RFC 3339 time), for a type to read with its own rules.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum TicksOrText {
+    /// A number: ticks.
+    Ticks(i64),
+    /// Text, read by the type that takes it.
+    Text(String),
+}
+
 impl<'de> Deserialize<'de> for Time {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
         if !d.is_human_readable() {
             return i64::deserialize(d).map(Time);
         }
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr {
-            Ticks(i64),
-            Text(String),
-        }
-        match Repr::deserialize(d)? {
-            Repr::Ticks(t) => Ok(Time(t)),
-            Repr::Text(s) => Time::parse_rfc3339(&s).map_err(serde::de::Error::custom),
+        match TicksOrText::deserialize(d)? {
+            TicksOrText::Ticks(t) => Ok(Time(t)),
+            TicksOrText::Text(s) => Time::parse_rfc3339(&s).map_err(serde::de::Error::custom),
         }
     }
 }
@@ -362,15 +367,9 @@ impl<'de> Deserialize<'de> for TimeSpan {
         if !d.is_human_readable() {
             return i64::deserialize(d).map(TimeSpan);
         }
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr {
-            Ticks(i64),
-            Text(String),
-        }
-        match Repr::deserialize(d)? {
-            Repr::Ticks(t) => Ok(TimeSpan(t)),
-            Repr::Text(s) => s.parse().map_err(serde::de::Error::custom),
+        match TicksOrText::deserialize(d)? {
+            TicksOrText::Ticks(t) => Ok(TimeSpan(t)),
+            TicksOrText::Text(s) => s.parse().map_err(serde::de::Error::custom),
         }
     }
 }

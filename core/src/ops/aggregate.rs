@@ -118,69 +118,55 @@ impl<P, F: Fn(&P) -> f64 + Send + 'static> Aggregate<P> for Avg<F> {
     }
 }
 
-/// The smallest value of a field (`None` for no members). Cannot remove.
-#[derive(Clone, Copy, Debug)]
-pub struct Min<F>(pub F);
+/// An aggregate that keeps the member value that is first in one direction: `Min` and `Max`.
+macro_rules! extreme {
+    ($name:ident, $doc:literal, $of:literal, $before:tt) => {
+        #[doc = $doc]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name<F>(pub F);
 
-impl<F> Min<F> {
-    /// The minimum of `field(member)`.
-    pub fn of(field: F) -> Self {
-        Min(field)
-    }
-}
-
-impl<P, V, F> Aggregate<P> for Min<F>
-where
-    V: PartialOrd + Clone + Send + 'static,
-    F: Fn(&P) -> V + Send + 'static,
-{
-    type State = Option<V>;
-    type Output = Option<V>;
-    fn init(&self) -> Option<V> {
-        None
-    }
-    fn add(&self, state: &mut Option<V>, member: &P) {
-        let v = (self.0)(member);
-        if state.as_ref().is_none_or(|s| v < *s) {
-            *state = Some(v);
+        impl<F> $name<F> {
+            #[doc = $of]
+            pub fn of(field: F) -> Self {
+                $name(field)
+            }
         }
-    }
-    fn result(&self, state: &Option<V>) -> Option<V> {
-        state.clone()
-    }
-}
 
-/// The largest value of a field (`None` for no members). Cannot remove.
-#[derive(Clone, Copy, Debug)]
-pub struct Max<F>(pub F);
-
-impl<F> Max<F> {
-    /// The maximum of `field(member)`.
-    pub fn of(field: F) -> Self {
-        Max(field)
-    }
-}
-
-impl<P, V, F> Aggregate<P> for Max<F>
-where
-    V: PartialOrd + Clone + Send + 'static,
-    F: Fn(&P) -> V + Send + 'static,
-{
-    type State = Option<V>;
-    type Output = Option<V>;
-    fn init(&self) -> Option<V> {
-        None
-    }
-    fn add(&self, state: &mut Option<V>, member: &P) {
-        let v = (self.0)(member);
-        if state.as_ref().is_none_or(|s| v > *s) {
-            *state = Some(v);
+        impl<P, V, F> Aggregate<P> for $name<F>
+        where
+            V: PartialOrd + Clone + Send + 'static,
+            F: Fn(&P) -> V + Send + 'static,
+        {
+            type State = Option<V>;
+            type Output = Option<V>;
+            fn init(&self) -> Option<V> {
+                None
+            }
+            fn add(&self, state: &mut Option<V>, member: &P) {
+                let v = (self.0)(member);
+                if state.as_ref().is_none_or(|s| v $before *s) {
+                    *state = Some(v);
+                }
+            }
+            fn result(&self, state: &Option<V>) -> Option<V> {
+                state.clone()
+            }
         }
-    }
-    fn result(&self, state: &Option<V>) -> Option<V> {
-        state.clone()
-    }
+    };
 }
+
+extreme!(
+    Min,
+    "The smallest value of a field (`None` for no members). Cannot remove.",
+    "The minimum of `field(member)`.",
+    <
+);
+extreme!(
+    Max,
+    "The largest value of a field (`None` for no members). Cannot remove.",
+    "The maximum of `field(member)`.",
+    >
+);
 
 /// The `k` members with the largest values of a field, largest first (ties: earliest added
 /// first). Cannot remove.

@@ -134,17 +134,7 @@ where
 {
     const NAME: &'static str = "filter";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn keeps_payloads(&self) -> bool {
-        true
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const FORWARDS: bool = true;
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         for (range, cti) in input.segments() {

@@ -12,7 +12,6 @@
 //! of its input.
 
 use crate::batch::Batch;
-use crate::event::EventShape;
 
 use super::UnaryOperator;
 
@@ -92,17 +91,7 @@ where
 {
     const NAME: &'static str = "filter";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn keeps_payloads(&self) -> bool {
-        true
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const FORWARDS: bool = true;
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         let Some(predicate) = &self.predicate else {

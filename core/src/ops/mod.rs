@@ -295,25 +295,40 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     fn take_predicate(&mut self) -> Option<Box<dyn Predicate<I>>> {
         None
     }
+    /// Whether it forwards what it receives: every event it emits is one it received with the
+    /// payload unchanged (it may drop events or move their times: filter, reorder, shift,
+    /// lifetimes). Setting it makes the defaults those of such an operator: it runs anywhere
+    /// ([`Placement::Anywhere`]), [`UnaryOperator::keeps_payloads`], and emits its input's
+    /// shape. By default `false`.
+    const FORWARDS: bool = false;
     /// The shape of what it emits, given its input's (see [`EventShape`]: `Point` for points
-    /// only, `Interval` for points and intervals, `Edge` for any kind). By default any kind.
+    /// only, `Interval` for points and intervals, `Edge` for any kind). By default any kind
+    /// (its input's for an operator that [forwards](UnaryOperator::FORWARDS)).
     fn output_shape(&self, input: EventShape) -> EventShape {
-        let _ = input;
-        EventShape::Edge
+        if Self::FORWARDS {
+            input
+        } else {
+            EventShape::Edge
+        }
     }
     /// Where its input events may go when the graph runs split over workers. By default all
-    /// on one worker ([`Placement::One`]).
+    /// on one worker ([`Placement::One`]; anywhere for an operator that
+    /// [forwards](UnaryOperator::FORWARDS)).
     fn placement(&self) -> Placement {
-        Placement::One
+        if Self::FORWARDS {
+            Placement::Anywhere
+        } else {
+            Placement::One
+        }
     }
     /// Whether every event it emits carries the payload of an event it received, unchanged
     /// (it may drop events or change their times: filter, reorder, shift, lifetimes). Then
     /// events placed by a key before it are still placed by that key after it, and a split
     /// graph places an input's events by the key of the operator that such operators lead
     /// to right where the input is read ([`Graph::split`](graph::Graph::split)). By default
-    /// `false`.
+    /// [`UnaryOperator::FORWARDS`].
     fn keeps_payloads(&self) -> bool {
-        false
+        Self::FORWARDS
     }
     /// For [`Placement::ByKey`]: the hash of an input event's key ([`key_hash`]).
     fn key_hash(&self, payload: &I) -> u64 {

@@ -181,17 +181,7 @@ impl<P> Default for Reorder<P> {
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Reorder<P> {
     const NAME: &'static str = "reorder";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn keeps_payloads(&self) -> bool {
-        true
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const FORWARDS: bool = true;
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         for (range, cti) in input.segments() {
@@ -249,17 +239,7 @@ impl Shift {
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Shift {
     const NAME: &'static str = "shift";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn keeps_payloads(&self) -> bool {
-        true
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const FORWARDS: bool = true;
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<P>) {
         for (range, cti) in input.segments() {
@@ -295,13 +275,7 @@ impl AlterDuration {
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for AlterDuration {
     const NAME: &'static str = "alter duration";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn keeps_payloads(&self) -> bool {
-        true
-    }
+    const FORWARDS: bool = true;
 
     /// Points when every lifetime is one tick (`to_point_events`), intervals otherwise.
     fn output_shape(&self, _input: EventShape) -> EventShape {
@@ -376,13 +350,7 @@ where
 {
     const NAME: &'static str = "alter lifetime";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn keeps_payloads(&self) -> bool {
-        true
-    }
+    const FORWARDS: bool = true;
 
     fn output_shape(&self, _input: EventShape) -> EventShape {
         EventShape::Interval

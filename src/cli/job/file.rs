@@ -106,94 +106,71 @@ impl Addresses {
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub(in crate::cli) struct JobInput {
     /// The file; `-` is standard input.
-    #[serde(default)]
     pub(in crate::cli) path: PathBuf,
     /// Or a TCP server to connect to (`host:port`), reading the JSON lines it sends (flat
     /// records with a time field, else items); a list of servers is a partition each.
-    #[serde(default)]
     pub(in crate::cli) connect: Option<Addresses>,
     /// Or an address to listen on (`127.0.0.1:7000`), reading the JSON lines clients send
     /// (flat records with a time field, else items); the job then runs until stopped (Ctrl-C). A list of addresses is a partition
     /// each, listening where it is read.
-    #[serde(default)]
     pub(in crate::cli) listen: Option<Addresses>,
     /// Or a Kafka topic (`{ brokers, topic, group_id, until_end }`; the `kafka` feature).
-    #[serde(default)]
     pub(in crate::cli) kafka: Option<toml::Table>,
     /// Or an MQTT topic (`{ host, port, topic, client_id, qos }`; the `mqtt` feature).
-    #[serde(default)]
     pub(in crate::cli) mqtt: Option<toml::Table>,
     /// `jsonl` or `csv` (default: by the file's extension).
-    #[serde(default)]
     pub(in crate::cli) format: Option<Format>,
     /// The field holding each record's event time (default: the query's `TIMESTAMP BY`);
     /// JSON lines and messages without one are items.
-    #[serde(default)]
     pub(in crate::cli) time: Option<String>,
     /// JSON lines: the field holding each record's arrival time (when it reached its source,
     /// as Event Hubs' `EventEnqueuedUtcTime`), for Stream Analytics' tolerances in
     /// `watermark = { out_of_order = ... }` and the query's `TIMESTAMP BY ... OVER`.
-    #[serde(default)]
     pub(in crate::cli) arrival: Option<String>,
     /// A multi-stream arrival log (JSON lines naming their `stream`): read this stream's
     /// lines only.
-    #[serde(default)]
     pub(in crate::cli) stream: Option<String>,
     /// The field holding each record's end (intervals; CSV).
-    #[serde(default)]
     pub(in crate::cli) end: Option<String>,
     /// Read the file as this many partitions, by byte range (JSON lines or CSV).
-    #[serde(default)]
     pub(in crate::cli) split: Option<usize>,
     /// How times are written (default: integers are ticks, text RFC 3339).
-    #[serde(default)]
     pub(in crate::cli) time_format: Option<TimeFormat>,
     /// The UTC offset of RFC 3339 times written without one (`"-08:00"`); without it such a
     /// time is refused (never guessed).
-    #[serde(default)]
     pub(in crate::cli) zone: Option<String>,
     /// CTIs after every event, this far behind the latest (default `0s`); or `generate`.
     /// `out_of_order` is the same key under Stream Analytics' name.
-    #[serde(default, alias = "out_of_order")]
+    #[serde(alias = "out_of_order")]
     pub(in crate::cli) delay: Option<TimeSpan>,
     /// CTI generation in full.
-    #[serde(default)]
     pub(in crate::cli) generate: Option<Generate>,
     /// CSV: the columns whose empty fields are NULL (elsewhere an empty field of a number or
     /// boolean column makes its record malformed).
-    #[serde(default)]
     pub(in crate::cli) nullable: Option<Vec<String>>,
     /// The fields naming a row's key: in reference data in CSV with a start column and no end,
     /// each row is valid until the next row with the same key; in any input of edges, an end
     /// edge is matched to its start edge by it (a lookup, not a scan). Default for reference
     /// data: the fields the join compares.
-    #[serde(default)]
     pub(in crate::cli) key: Option<Vec<String>>,
     /// `adjust` (default: a late event moves to the CTI, as in Stream Analytics) or `drop`.
-    #[serde(default)]
     pub(in crate::cli) policy: Option<Policy>,
     /// Import the CTIs of this input (default: the input it is reference data for).
-    #[serde(default)]
     pub(in crate::cli) import: Option<String>,
     /// Reference data: read before the other inputs start (default: a join's right side
     /// without DATEDIFF).
-    #[serde(default)]
     pub(in crate::cli) reference: Option<bool>,
     /// The records' fields, for checking the query's references to them (default: a CSV
     /// file's header, or the fields seen in the first lines of a JSON-lines file).
-    #[serde(default)]
     pub(in crate::cli) fields: Option<Vec<String>>,
     /// A watermark strategy instead of `delay` or `generate`.
-    #[serde(default)]
     pub(in crate::cli) watermark: Option<JobWatermark>,
     /// `time` (default: events sorted between CTIs) or `arrival`.
-    #[serde(default)]
     pub(in crate::cli) order: InputOrder,
     /// How many events may wait for a CTI in the input's reorder buffer (default 1,000,000).
-    #[serde(default)]
     pub(in crate::cli) max_buffered: Option<usize>,
 }
 
@@ -203,22 +180,17 @@ pub(in crate::cli) struct JobInput {
 /// field), with an idle timeout read from
 /// the clock.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub(in crate::cli) struct JobWatermark {
     /// How far behind the highest time the CTI follows (`0s`: ascending times).
-    #[serde(default)]
     pub(in crate::cli) bounded: Option<TimeSpan>,
     /// Stream Analytics' out-of-order tolerance.
-    #[serde(default)]
     pub(in crate::cli) out_of_order: Option<TimeSpan>,
     /// Stream Analytics' late-arrival tolerance (default 5s), or `"indefinite"` (its -1).
-    #[serde(default)]
     pub(in crate::cli) late: Option<Late>,
     /// Stream Analytics' early-arrival tolerance (default 5 minutes).
-    #[serde(default)]
     pub(in crate::cli) early: Option<TimeSpan>,
     /// After this long without events (by the clock) the input counts as idle.
-    #[serde(default)]
     pub(in crate::cli) idle_timeout: Option<TimeSpan>,
     /// Whether the end of the input issues `CTI(+inf)` (default: yes).
     #[serde(default = "yes", rename = "final")]
@@ -236,16 +208,11 @@ pub(in crate::cli) enum Late {
 
 impl<'de> Deserialize<'de> for Late {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Late, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr {
-            Ticks(i64),
-            Text(String),
-        }
-        match Repr::deserialize(d)? {
-            Repr::Ticks(t) => Ok(Late::Within(TimeSpan::from_ticks(t))),
-            Repr::Text(s) if s == "indefinite" => Ok(Late::Indefinite),
-            Repr::Text(s) => s.parse().map(Late::Within).map_err(|e| {
+        use punctual_core::time::TicksOrText;
+        match TicksOrText::deserialize(d)? {
+            TicksOrText::Ticks(t) => Ok(Late::Within(TimeSpan::from_ticks(t))),
+            TicksOrText::Text(s) if s == "indefinite" => Ok(Late::Indefinite),
+            TicksOrText::Text(s) => s.parse().map(Late::Within).map_err(|e| {
                 serde::de::Error::custom(format!("{e}; or \"indefinite\" (no limit)"))
             }),
         }
@@ -253,43 +220,32 @@ impl<'de> Deserialize<'de> for Late {
 }
 
 /// One output of a job.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub(in crate::cli) struct JobOutput {
     /// The file; `-` is standard output.
-    #[serde(default)]
     pub(in crate::cli) path: PathBuf,
     /// Or a TCP server to connect to (`host:port`) and write the JSON lines to.
-    #[serde(default)]
     pub(in crate::cli) connect: Option<String>,
     /// Or a Kafka topic (the `kafka` feature).
-    #[serde(default)]
     pub(in crate::cli) kafka: Option<toml::Table>,
     /// Or an MQTT topic (the `mqtt` feature).
-    #[serde(default)]
     pub(in crate::cli) mqtt: Option<toml::Table>,
     /// `jsonl` (default) or `csv`.
-    #[serde(default)]
     pub(in crate::cli) format: Option<Format>,
     /// How times are written (default: RFC 3339).
-    #[serde(default)]
     pub(in crate::cli) time_format: Option<TimeFormat>,
     /// `rows` (default for files: each result a flat row, its times beside its fields) or
     /// `items` (kind, times and payload, CTIs among them: the form inputs read back, and what
     /// TCP, Kafka and MQTT outputs write).
-    #[serde(default)]
     pub(in crate::cli) layout: Option<Layout>,
     /// Rows: write CTIs too (`{"cti":TIME}`; in CSV a first column `kind`).
-    #[serde(default)]
     pub(in crate::cli) with_ctis: bool,
     /// Rows: the name of a point's time column (default `time`).
-    #[serde(default)]
     pub(in crate::cli) time_field: Option<String>,
     /// Rows: the name of an interval's or edge's start column (default `start`).
-    #[serde(default)]
     pub(in crate::cli) start_field: Option<String>,
     /// Rows: the name of an interval's or edge's end column (default `end`).
-    #[serde(default)]
     pub(in crate::cli) end_field: Option<String>,
 }
 
