@@ -71,6 +71,8 @@ pub struct Rows {
     format: TimeFormat,
     /// The time columns written, with their names (fixed at the first result).
     times: Option<Vec<(Column, String)>>,
+    /// The time columns' names as JSON keys with their colons (`"time":`), made once.
+    keys: Vec<Vec<u8>>,
     /// The payload as serialized, reused.
     scratch: Vec<u8>,
 }
@@ -83,6 +85,7 @@ impl Rows {
             shape,
             format,
             times: None,
+            keys: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -110,6 +113,14 @@ impl Rows {
             if let Some(fields) = fields {
                 all.retain(|(_, name)| !fields.contains(name));
             }
+            self.keys = all
+                .iter()
+                .map(|(_, name)| {
+                    let mut key = serde_json::to_vec(name).unwrap_or_default();
+                    key.push(b':');
+                    key
+                })
+                .collect();
             self.times = Some(all);
         }
         self.times.as_deref().unwrap_or_default()
@@ -164,15 +175,15 @@ impl Rows {
         }
         out.push(b'{');
         let mut first = true;
-        for (column, name) in self.times.as_deref().unwrap_or_default() {
+        let times = self.times.as_deref().unwrap_or_default();
+        for ((column, _), key) in times.iter().zip(&self.keys) {
             if !first {
                 out.push(b',');
             }
             first = false;
-            serde_json::to_writer(&mut *out, name)?;
-            out.push(b':');
+            out.extend_from_slice(key);
             match at(e.kind, *column) {
-                Some(t) => serde_json::to_writer(&mut *out, &self.format.written(t))?,
+                Some(t) => self.format.written(t).write_json(out)?,
                 None => out.extend_from_slice(b"null"),
             }
         }

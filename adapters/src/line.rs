@@ -494,12 +494,7 @@ pub fn write_item_as<P: Serialize>(
     // job's time.
     let stamp = |out: &mut Vec<u8>, key: &[u8], t: Time| {
         out.extend_from_slice(key);
-        match format.written(t) {
-            Written::Text(text) => quoted(out, text.as_bytes()),
-            Written::Word(word) => quoted(out, word.as_bytes()),
-            number => serde_json::to_writer(&mut *out, &number)?,
-        }
-        Ok::<(), serde_json::Error>(())
+        format.written(t).write_json(out)
     };
     let e = match item {
         StreamItem::Cti(t) => {
@@ -530,6 +525,18 @@ pub fn write_item_as<P: Serialize>(
 }
 
 /// Appends `text` (which needs no escaping) as a JSON string.
+impl Written {
+    /// Appends the time as a JSON value: text needs no escaping (digits, `-:.TZ+`, `inf`).
+    pub(crate) fn write_json(self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        match self {
+            Written::Text(text) => quoted(out, text.as_bytes()),
+            Written::Word(word) => quoted(out, word.as_bytes()),
+            number => serde_json::to_writer(&mut *out, &number)?,
+        }
+        Ok(())
+    }
+}
+
 fn quoted(out: &mut Vec<u8>, text: &[u8]) {
     out.push(b'"');
     out.extend_from_slice(text);

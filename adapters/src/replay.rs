@@ -374,7 +374,7 @@ impl<P: Payload> Feeder<P> {
     }
 
     /// Enqueues what was read so far, in order (announcing the batch being read first).
-    async fn flush(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+    pub(crate) async fn flush(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         if self.skipped > 0 {
             ctx.report_skipped(std::mem::take(&mut self.skipped)).await;
         }
@@ -410,19 +410,49 @@ impl<P: Payload> Feeder<P> {
             self.pending.push(item);
             return self.flush(ctx).await;
         }
-        self.ahead.push(item);
-        if self.ahead.len() >= BATCH {
-            if self.skipped > 0 {
-                ctx.report_skipped(std::mem::take(&mut self.skipped)).await;
-            }
-            if !self.pending.is_empty() {
-                ctx.enqueue_read(&mut self.pending).await?;
-            }
-            if let Some(range) = start_range(&self.ahead) {
-                ctx.look_ahead(0, range).await?;
-            }
-            std::mem::swap(&mut self.pending, &mut self.ahead);
+        if self.push(item) {
+            self.rotate(ctx).await?;
         }
+        Ok(())
+    }
+
+    /// Whether lines already read can be taken without a wait each ([`Feeder::push`]): not
+    /// paced, not followed, not live.
+    pub(crate) fn takes_bulk(&self) -> bool {
+        self.pacer.speed.is_none() && !self.follow && !self.live
+    }
+
+    /// An item of a bulk read ([`Feeder::takes_bulk`]), kept with the batch being read:
+    /// `true` when that batch is full and [`Feeder::rotate`] is due.
+    pub(crate) fn push(&mut self, item: StreamItem<P>) -> bool {
+        self.ahead.push(item);
+        self.ahead.len() >= BATCH
+    }
+
+    /// An item with its arrival time, of a bulk read: `true` when the batch is full and
+    /// [`Feeder::flush`] is due.
+    pub(crate) fn push_arrived(&mut self, item: StreamItem<P>, at: Time) -> bool {
+        let arrival = punctual_policies::Arrival {
+            time: Some(at),
+            partition: None,
+        };
+        self.arrived.push((item, arrival));
+        self.arrived.len() >= BATCH
+    }
+
+    /// The batch read is full: the one before it is enqueued, the strategy told the range
+    /// of the one read, which then waits its turn.
+    pub(crate) async fn rotate(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        if self.skipped > 0 {
+            ctx.report_skipped(std::mem::take(&mut self.skipped)).await;
+        }
+        if !self.pending.is_empty() {
+            ctx.enqueue_read(&mut self.pending).await?;
+        }
+        if let Some(range) = start_range(&self.ahead) {
+            ctx.look_ahead(0, range).await?;
+        }
+        std::mem::swap(&mut self.pending, &mut self.ahead);
         Ok(())
     }
 
@@ -435,12 +465,7 @@ impl<P: Payload> Feeder<P> {
         item: StreamItem<P>,
         at: Time,
     ) -> Result<(), AdapterError> {
-        let arrival = punctual_policies::Arrival {
-            time: Some(at),
-            partition: None,
-        };
-        self.arrived.push((item, arrival));
-        if self.follow || self.arrived.len() >= BATCH {
+        if self.push_arrived(item, at) || self.follow {
             self.flush(ctx).await?;
         }
         Ok(())

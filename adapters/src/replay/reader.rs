@@ -133,6 +133,110 @@ impl<P: Payload, F: FileFormat<P>> FileReader<P, F> {
     }
 }
 
+/// Where a bulk read of the lines already buffered stopped ([`FileReader::read_bulk`]).
+enum Stop<P> {
+    /// No whole line left in the buffer, or the next one takes the one-line path (the
+    /// first line, one over the limit or not UTF-8, one after an `eof` line).
+    Lines,
+    /// The batch read is full ([`Feeder::rotate`]).
+    Full,
+    /// The items with arrival times make a batch ([`Feeder::flush`]).
+    Flush,
+    /// A line whose reading needs a wait: `End`, or malformed (its text kept to show).
+    Read(Result<LineRead<P>, String>, String),
+}
+
+/// What the loop does after a line.
+enum Flow {
+    Next,
+    /// The end of a followed input's items.
+    Break,
+}
+
+impl<P: Payload, F: FileFormat<P>> FileReader<P, F> {
+    /// Reads the whole lines at the start of `buf` without a wait each, as the one-line path
+    /// would, until one needs a wait or the batch is full: how many bytes it took, and why it
+    /// stopped. `number` counts the lines taken.
+    fn read_bulk(
+        &mut self,
+        feed: &mut Feeder<P>,
+        buf: &[u8],
+        number: &mut usize,
+    ) -> (usize, Stop<P>) {
+        // The whole lines, checked as UTF-8 at once (up to the line with a byte that is not:
+        // that one takes the one-line path, which says so).
+        let whole = &buf[..memchr::memrchr(b'\n', buf).map_or(0, |i| i + 1)];
+        let text = std::str::from_utf8(whole).unwrap_or_else(|e| {
+            let valid = &whole[..e.valid_up_to()];
+            let lines = &valid[..memchr::memrchr(b'\n', valid).map_or(0, |i| i + 1)];
+            std::str::from_utf8(lines).unwrap_or_default()
+        });
+        let mut taken = 0;
+        while let Some(end) = memchr::memchr(b'\n', &text.as_bytes()[taken..]) {
+            if end > crate::MAX_LINE_BYTES {
+                break;
+            }
+            let line = text[taken..taken + end].trim_end_matches('\r');
+            taken += end + 1;
+            *number += 1;
+            if line.trim().is_empty() {
+                feed.skip();
+                continue;
+            }
+            let stop = match self.format.read(line) {
+                Ok(LineRead::Item(item)) => feed.push(item).then_some(Stop::Full),
+                Ok(LineRead::Two(first, second)) => {
+                    let full = feed.push(first);
+                    (feed.push(second) || full).then_some(Stop::Full)
+                }
+                Ok(LineRead::Arrived(item, at)) => {
+                    feed.push_arrived(item, at).then_some(Stop::Flush)
+                }
+                Ok(LineRead::Nothing) => {
+                    feed.skip();
+                    None
+                }
+                read @ (Ok(LineRead::End) | Err(_)) => Some(Stop::Read(read, line.to_owned())),
+            };
+            if let Some(stop) = stop {
+                return (taken, stop);
+            }
+        }
+        (taken, Stop::Lines)
+    }
+
+    /// Takes what the format read of line `number` (its text given by `text` if it is
+    /// malformed).
+    async fn take(
+        &mut self,
+        ctx: &mut InputContext<P>,
+        feed: &mut Feeder<P>,
+        (read, number, text): (Result<LineRead<P>, String>, usize, impl FnOnce() -> String),
+        ended: &mut bool,
+    ) -> Result<Flow, AdapterError> {
+        match read {
+            Ok(LineRead::Item(item)) => feed.item(ctx, item).await?,
+            Ok(LineRead::Arrived(item, at)) => feed.arrived(ctx, item, at).await?,
+            Ok(LineRead::Two(first, second)) => {
+                feed.item(ctx, first).await?;
+                feed.item(ctx, second).await?;
+            }
+            Ok(LineRead::Nothing) => feed.skip(),
+            Ok(LineRead::End) => {
+                // The end of this input. In follow mode the file is left there.
+                feed.skip();
+                if self.replay.follow {
+                    return Ok(Flow::Break);
+                }
+                feed.end(ctx).await?;
+                *ended = true;
+            }
+            Err(why) => feed.malformed(ctx, (number, text()), why).await?,
+        }
+        Ok(Flow::Next)
+    }
+}
+
 #[async_trait]
 impl<P: Payload, F: FileFormat<P>> InputAdapter<P> for FileReader<P, F> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
@@ -140,6 +244,7 @@ impl<P: Payload, F: FileFormat<P>> InputAdapter<P> for FileReader<P, F> {
         let (mut lines, shown) = self.source.open().await?;
         let from_start = lines.from_start;
         let mut feed = Feeder::new(&shown, self.replay, self.malformed, lines.live);
+        let bulk = feed.takes_bulk();
         // The line read, reused for each.
         let mut line = String::new();
         let start = self.header(ctx, (&mut feed, &mut lines, from_start), &mut line);
@@ -153,6 +258,43 @@ impl<P: Payload, F: FileFormat<P>> InputAdapter<P> for FileReader<P, F> {
         loop {
             if ctx.is_stopping() {
                 return feed.stopped(ctx).await;
+            }
+            // The lines already buffered, without a wait each (after the first line, which
+            // may start with a byte-order mark).
+            if bulk && number > 0 && !ended {
+                let reader = lines.reader.as_mut();
+                let (taken, stop) = std::future::poll_fn(|cx| {
+                    std::task::Poll::Ready(
+                        match std::pin::Pin::new(&mut *reader).poll_fill_buf(cx) {
+                            std::task::Poll::Ready(Ok(buf)) => {
+                                Ok(self.read_bulk(&mut feed, buf, &mut number))
+                            }
+                            std::task::Poll::Ready(Err(e)) => Err(e),
+                            std::task::Poll::Pending => Ok((0, Stop::Lines)),
+                        },
+                    )
+                })
+                .await
+                .map_err(|error| AdapterError::Io {
+                    path: path.clone(),
+                    error,
+                })?;
+                std::pin::Pin::new(&mut *reader).consume(taken);
+                let flow = match stop {
+                    Stop::Lines if taken == 0 => None,
+                    Stop::Lines => Some(Flow::Next),
+                    Stop::Full => Some(feed.rotate(ctx).await.map(|()| Flow::Next)?),
+                    Stop::Flush => Some(feed.flush(ctx).await.map(|()| Flow::Next)?),
+                    Stop::Read(read, text) => {
+                        let read = (read, number, || text);
+                        Some(self.take(ctx, &mut feed, read, &mut ended).await?)
+                    }
+                };
+                match flow {
+                    Some(Flow::Next) => continue,
+                    Some(Flow::Break) => break,
+                    None => {}
+                }
             }
             let read = feed.next_line(ctx, lines.reader.as_mut(), (&path, &mut line));
             let Some(read) = read.await? else {
@@ -178,24 +320,9 @@ impl<P: Payload, F: FileFormat<P>> InputAdapter<P> for FileReader<P, F> {
                 feed.malformed(ctx, (number, line.clone()), why).await?;
                 continue;
             }
-            match self.format.read(&line) {
-                Ok(LineRead::Item(item)) => feed.item(ctx, item).await?,
-                Ok(LineRead::Arrived(item, at)) => feed.arrived(ctx, item, at).await?,
-                Ok(LineRead::Two(first, second)) => {
-                    feed.item(ctx, first).await?;
-                    feed.item(ctx, second).await?;
-                }
-                Ok(LineRead::Nothing) => feed.skip(),
-                Ok(LineRead::End) => {
-                    // The end of this input. In follow mode the file is left there.
-                    feed.skip();
-                    if self.replay.follow {
-                        break;
-                    }
-                    feed.end(ctx).await?;
-                    ended = true;
-                }
-                Err(why) => feed.malformed(ctx, (number, line.clone()), why).await?,
+            let read = (self.format.read(&line), number, || line.clone());
+            if let Flow::Break = self.take(ctx, &mut feed, read, &mut ended).await? {
+                break;
             }
         }
         feed.finish(ctx).await
