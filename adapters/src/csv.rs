@@ -302,6 +302,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
                 versions: table::Versions::default(),
                 types: Vec::new(),
                 ended: None,
+                as_payload: row_payload::<P>(),
             },
         };
         Ok(FileReader::new(
@@ -338,6 +339,15 @@ struct Records<P> {
     types: Vec<record::ColumnType>,
     /// The end edge of the version the last record replaced, fed before that record.
     ended: Option<StreamItem<P>>,
+    /// A row as the payload, when the payload is `Row` ([`row_payload`]).
+    as_payload: Option<fn(Row) -> P>,
+}
+
+/// A row as a payload of type `P`, when `P` is `Row`: found once for a reader, not checked
+/// per record.
+fn row_payload<P: 'static>() -> Option<fn(Row) -> P> {
+    let same: fn(Row) -> Row = std::convert::identity;
+    (&same as &dyn Any).downcast_ref::<fn(Row) -> P>().copied()
 }
 
 impl<P: DeserializeOwned + 'static> Records<P> {
@@ -417,11 +427,8 @@ impl<P: DeserializeOwned + 'static> Records<P> {
                         format!("field `{name}`: `{}` {why}", fields.get(i))
                     });
                 }
-                let mut payload: Option<P> = None;
-                if let Some(slot) = (&mut payload as &mut dyn Any).downcast_mut::<Option<Row>>() {
-                    *slot = Some(row);
-                }
-                payload.ok_or("a row payload that is not a row")?
+                let as_payload = self.as_payload.ok_or("a row payload that is not a row")?;
+                as_payload(row)
             }
             None => P::deserialize(record::Record {
                 header,
