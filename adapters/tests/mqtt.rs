@@ -20,7 +20,20 @@ struct Broker {
 }
 
 impl Broker {
+    /// A broker of this test's own on a free port. A port found free may be taken by another
+    /// test's broker before this one binds it (the tests of this file run at once): a broker
+    /// that exits at start is started again on another port, so that no test talks to a
+    /// broker another test stops.
     fn start() -> Broker {
+        for _ in 0..10 {
+            if let Some(broker) = Broker::try_start() {
+                return broker;
+            }
+        }
+        panic!("mosquitto did not start on a free port in ten tries");
+    }
+
+    fn try_start() -> Option<Broker> {
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free port")
@@ -43,8 +56,17 @@ impl Broker {
             .spawn()
             .expect("mosquitto must be installed for the MQTT test (apt-get install mosquitto)");
         for _ in 0..100 {
+            if child.try_wait().ok().flatten().is_some() {
+                // It could not listen there (the port was taken): another port.
+                return None;
+            }
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Broker { child, port };
+                // Still running: the listener is this broker's.
+                std::thread::sleep(Duration::from_millis(20));
+                if child.try_wait().ok().flatten().is_none() {
+                    return Some(Broker { child, port });
+                }
+                return None;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
