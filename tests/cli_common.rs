@@ -61,3 +61,12 @@ pub fn temp_dir(name: &str) -> PathBuf {
 pub fn write(path: impl AsRef<Path>, text: impl AsRef<[u8]>) {
     std::fs::write(path, text).expect("the test's folder is writable");
 }
+
+/// Checks that `text` (what the command line wrote) holds each of `parts`, showing the text
+/// and the part missing when one is not there.
+#[track_caller]
+pub fn holds(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "no {part:?} in:\n{text}");
+    }
+}

@@ -94,7 +94,7 @@ fn a_session_window_closes_each_users_session_after_the_timeout() {
             ("2026-01-01T10:25:00Z".to_owned(), "ann".to_owned(), 1),
         ]
     );
-    assert!(err.contains("adjusted=0"), "{err}");
+    holds(&err, &["adjusted=0"]);
 }
 
 /// "Count unique values" as the page writes it: `TIMESTAMP BY TIME` and `COUNT(DISTINCT

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, refused, s, temp_dir, write};
+use crate::cli_common::{cli, holds, refused, s, temp_dir, write};
 
 fn dir(name: &str) -> PathBuf {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -50,9 +50,9 @@ fn a_job_matches_end_edges_by_its_key() {
         ));
     let (code, _, err) = cli(&["explain", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(
-        err.contains("items (kind, start, payload); end edges found by their key (id)"),
-        "{err}"
+    holds(
+        &err,
+        &["items (kind, start, payload); end edges found by their key (id)"],
     );
     let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
     // Each row is valid over [10:00:00, 10:00:01): in the window ending 10:00:00 (which holds
@@ -100,7 +100,7 @@ fn reference_edges_take_the_join_key_and_pipe_takes_edge_key() {
         "--explain",
     ]);
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(err.contains("end edges found by their key (id)"), "{err}");
+    holds(&err, &["end edges found by their key (id)"]);
     let out = std::fs::read_to_string(&alerts).expect("written");
     let expected = (0..300).filter(|i| i % 10 > i % 7).count();
     assert_eq!(out.lines().count(), expected, "{out}");
@@ -115,5 +115,5 @@ fn reference_edges_take_the_join_key_and_pipe_takes_edge_key() {
         300,
         "{out}"
     );
-    assert!(err.contains("open_edges=0"), "{err}");
+    holds(&err, &["open_edges=0"]);
 }

@@ -103,8 +103,8 @@ fn a_program_without_the_functions_refuses_the_job_with_the_reason() {
     let file = job(&dir);
     let (code, _, err) = cli(&["job", s(&file)]);
     assert_ne!(code, 0);
-    assert!(
-        err.contains("`udf.shout` is not a registered function") && err.contains("main_with"),
-        "{err}"
+    holds(
+        &err,
+        &["`udf.shout` is not a registered function", "main_with"],
     );
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, refused, s, temp_dir, write};
+use crate::cli_common::{cli, holds, refused, s, temp_dir, write};
 
 /// A folder of its own per call (tests run in parallel).
 fn dir(name: &str) -> PathBuf {
@@ -94,37 +94,37 @@ fn late_readings_are_adjusted_by_default() {
     let (code, written, err) = run(&d, PER_DEVICE, "out.jsonl", &[]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert_eq!(counted(&written), 40, "{written}");
-    assert!(err.contains(&format!("adjusted={late}")), "{err}");
-    assert!(err.contains(" dropped=0 "), "{err}");
+    holds(&err, &[&format!("adjusted={late}"), " dropped=0 "]);
     let (code, written, err) = run(&d, PER_DEVICE, "drop.jsonl", &["--policy", "drop"]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert_eq!(counted(&written), 40 - late as i64, "{written}");
-    assert!(err.contains(&format!("dropped={late}")), "{err}");
-    assert!(
-        err.contains(&format!("dead letters: {late} (late {late})")),
-        "{err}"
+    holds(
+        &err,
+        &[
+            &format!("dropped={late}"),
+            &format!("dead letters: {late} (late {late})"),
+        ],
     );
     let (code, written, err) = run(&d, PER_DEVICE, "tol.jsonl", &["--out-of-order", "1s"]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert_eq!(counted(&written), 40, "{written}");
-    assert!(
-        err.contains(" adjusted=0 ") && err.contains(" dropped=0 "),
-        "{err}"
-    );
+    holds(&err, &[" adjusted=0 ", " dropped=0 "]);
     // The same per input, and the values named when they are wrong.
     let (input, _) = readings(&d);
     let per_input = format!("readings={},policy=drop", s(&input));
     let (code, _, err) = cli(&["query", PER_DEVICE, "--input", &per_input]);
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(err.contains(&format!("dropped={late}")), "{err}");
+    holds(&err, &[&format!("dropped={late}")]);
     let (code, _, err) = cli(&[
         "query", PER_DEVICE, "--input", &per_input, "--policy", "keep",
     ]);
     assert_eq!(code, EXIT_USAGE);
-    assert!(
-        err.contains("invalid value 'keep' for '--policy <POLICY>'")
-            && err.contains("[possible values: adjust, drop]"),
-        "{err}"
+    holds(
+        &err,
+        &[
+            "invalid value 'keep' for '--policy <POLICY>'",
+            "[possible values: adjust, drop]",
+        ],
     );
 }
 
@@ -149,11 +149,9 @@ fn results_are_flat_rows_with_ctis_only_when_asked() {
     assert_eq!(counted(&written), 40);
     let (code, written, err) = run(&d, PER_DEVICE, "items.jsonl", &["--items"]);
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(
-        written.contains(
-            r#"{"kind":"point","start":"2026-12-01T10:00:05Z","payload":{"device":"a","n":10}}"#
-        ),
-        "{written}"
+    holds(
+        &written,
+        &[r#"{"kind":"point","start":"2026-12-01T10:00:05Z","payload":{"device":"a","n":10}}"#],
     );
     assert!(
         written.ends_with("{\"kind\":\"cti\",\"time\":\"inf\"}\n"),
@@ -183,7 +181,7 @@ fn csv_output_has_its_header_first_and_every_row_its_columns() {
     );
     // The readings' times are RFC 3339 text, which epoch-ms refuses: the format is both ways.
     assert_ne!(code, EXIT_OK, "{written}");
-    assert!(err.contains("is not a number of milliseconds"), "{err}");
+    holds(&err, &["is not a number of milliseconds"]);
     // Times in epoch milliseconds both ways, CTIs in a `kind` column.
     let input = d.join("ms.csv");
     write(&input, "ts,device\n1000,a\n3000,b\n7000,a\n");
@@ -270,11 +268,11 @@ fn explain_shows_the_plan_and_what_the_run_did() {
         "{err}"
     );
     let (_, late) = readings(&d);
-    assert!(
-        err.contains(&format!(
+    holds(
+        &err,
+        &[&format!(
             "input `readings`: 40 in, 40 released, {late} adjusted"
-        )),
-        "{err}"
+        )],
     );
 }
 
@@ -292,16 +290,16 @@ fn a_job_files_query_error_names_the_files_line() {
         ));
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(
-        err.contains(&format!(
+    holds(
+        &err,
+        &[&format!(
             "{}: line 5, column 39: `celsiu` is not a field",
             s(&job)
-        )),
-        "{err}"
+        )],
     );
-    assert!(
-        err.contains("  | FROM readings TIMESTAMP BY time WHERE celsiu > 25"),
-        "{err}"
+    holds(
+        &err,
+        &["  | FROM readings TIMESTAMP BY time WHERE celsiu > 25"],
     );
     // On the command line, the query's own lines.
     refused(
@@ -387,21 +385,18 @@ fn pipe_takes_the_same_tolerance_and_policy_flags() {
     };
     let (code, _, err) = pipe(&["--out-of-order", "1"]);
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(err.contains(" dropped=1 "), "{err}");
+    holds(&err, &[" dropped=1 "]);
     let (code, _, err) = pipe(&["--out-of-order", "1", "--policy", "adjust"]);
     assert_eq!(code, EXIT_OK, "{err}");
-    assert!(
-        err.contains(" adjusted=1 ") && err.contains(" dropped=0 "),
-        "{err}"
-    );
+    holds(&err, &[" adjusted=1 ", " dropped=0 "]);
     let written = std::fs::read_to_string(&out).expect("written");
-    assert!(
-        written.contains(r#"{"kind":"point","start":29,"payload":{"v":3}}"#),
-        "{written}"
+    holds(
+        &written,
+        &[r#"{"kind":"point","start":29,"payload":{"v":3}}"#],
     );
     let (code, _, err) = pipe(&["--policy", "adjust"]);
     assert_eq!(code, EXIT_USAGE, "{err}");
-    assert!(err.contains("--policy goes with --out-of-order"), "{err}");
+    holds(&err, &["--policy goes with --out-of-order"]);
 }
 
 /// A `DATEDIFF` join's results, inner and left outer, are points: each row is written with
