@@ -9,7 +9,7 @@
 //! - [`KeepOk`]: keeps the `Ok` results of an operator that made `Result`s in one step.
 
 use crate::batch::Batch;
-use crate::event::{EventKind, EventShape};
+use crate::event::EventKind;
 use crate::order::Order;
 use crate::time::Time;
 
@@ -211,13 +211,7 @@ where
 {
     const NAME: &'static str = "map";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const PER_EVENT: bool = true;
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
@@ -258,13 +252,7 @@ where
 {
     const NAME: &'static str = "keep ok";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const PER_EVENT: bool = true;
 
     fn on_batch(&mut self, input: &Batch<Result<Q, String>>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {

@@ -301,21 +301,53 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     /// ([`Placement::Anywhere`]), [`UnaryOperator::keeps_payloads`], and emits its input's
     /// shape. By default `false`.
     const FORWARDS: bool = false;
+    /// Whether it works one event at a time: every event it emits comes from one it received,
+    /// of the same kind (a map, a filter; any operator that
+    /// [forwards](UnaryOperator::FORWARDS)). Setting it makes the defaults those of such an
+    /// operator: it runs anywhere ([`Placement::Anywhere`]) and emits its input's shape. By
+    /// default [`UnaryOperator::FORWARDS`].
+    ///
+    /// ```
+    /// use punctual_core::ops::{Placement, UnaryOperator};
+    /// use punctual_core::{Batch, EventShape};
+    /// /// Each reading in tenths of a degree.
+    /// struct Tenths;
+    /// impl UnaryOperator<f64, i64> for Tenths {
+    ///     const NAME: &'static str = "tenths";
+    ///     const PER_EVENT: bool = true;
+    ///     fn on_batch(&mut self, input: &Batch<f64>, out: &mut Batch<i64>) {
+    ///         for (range, cti) in input.segments() {
+    ///             for i in range {
+    ///                 let tenths = (input.payloads()[i] * 10.0).round() as i64;
+    ///                 out.push_event(input.sync()[i], input.other()[i], tenths);
+    ///             }
+    ///             if let Some(t) = cti {
+    ///                 out.push_cti(t);
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// let op = Tenths;
+    /// assert_eq!(UnaryOperator::<f64, i64>::placement(&op), Placement::Anywhere);
+    /// assert_eq!(UnaryOperator::<f64, i64>::output_shape(&op, EventShape::Point), EventShape::Point);
+    /// assert!(!UnaryOperator::<f64, i64>::keeps_payloads(&op));
+    /// ```
+    const PER_EVENT: bool = Self::FORWARDS;
     /// The shape of what it emits, given its input's (see [`EventShape`]: `Point` for points
     /// only, `Interval` for points and intervals, `Edge` for any kind). By default any kind
-    /// (its input's for an operator that [forwards](UnaryOperator::FORWARDS)).
+    /// (its input's for an operator that works [per event](UnaryOperator::PER_EVENT)).
     fn output_shape(&self, input: EventShape) -> EventShape {
-        if Self::FORWARDS {
+        if Self::PER_EVENT {
             input
         } else {
             EventShape::Edge
         }
     }
     /// Where its input events may go when the graph runs split over workers. By default all
-    /// on one worker ([`Placement::One`]; anywhere for an operator that
-    /// [forwards](UnaryOperator::FORWARDS)).
+    /// on one worker ([`Placement::One`]; anywhere for an operator that works
+    /// [per event](UnaryOperator::PER_EVENT)).
     fn placement(&self) -> Placement {
-        if Self::FORWARDS {
+        if Self::PER_EVENT {
             Placement::Anywhere
         } else {
             Placement::One

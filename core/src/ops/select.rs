@@ -40,13 +40,7 @@ where
 {
     const NAME: &'static str = "map";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const PER_EVENT: bool = true;
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
@@ -85,13 +79,7 @@ where
 {
     const NAME: &'static str = "map";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const PER_EVENT: bool = true;
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
@@ -138,13 +126,7 @@ where
 {
     const NAME: &'static str = "flat map";
 
-    fn placement(&self) -> super::Placement {
-        super::Placement::Anywhere
-    }
-
-    fn output_shape(&self, input: EventShape) -> EventShape {
-        input
-    }
+    const PER_EVENT: bool = true;
 
     fn on_batch(&mut self, input: &Batch<P>, out: &mut Batch<Q>) {
         for (range, cti) in input.segments() {
