@@ -310,8 +310,7 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     /// ```
     /// use punctual_core::ops::{Placement, UnaryOperator};
     /// use punctual_core::{Batch, EventShape};
-    /// /// Each reading in tenths of a degree.
-    /// struct Tenths;
+    /// struct Tenths; // each reading in tenths of a degree
     /// impl UnaryOperator<f64, i64> for Tenths {
     ///     const NAME: &'static str = "tenths";
     ///     const PER_EVENT: bool = true;
@@ -327,10 +326,9 @@ pub trait UnaryOperator<I, O>: Send + 'static {
     ///         }
     ///     }
     /// }
-    /// let op = Tenths;
-    /// assert_eq!(UnaryOperator::<f64, i64>::placement(&op), Placement::Anywhere);
-    /// assert_eq!(UnaryOperator::<f64, i64>::output_shape(&op, EventShape::Point), EventShape::Point);
-    /// assert!(!UnaryOperator::<f64, i64>::keeps_payloads(&op));
+    /// assert_eq!(UnaryOperator::placement(&Tenths), Placement::Anywhere);
+    /// assert_eq!(UnaryOperator::output_shape(&Tenths, EventShape::Point), EventShape::Point);
+    /// assert!(!UnaryOperator::keeps_payloads(&Tenths));
     /// ```
     const PER_EVENT: bool = Self::FORWARDS;
     /// The shape of what it emits, given its input's (see [`EventShape`]: `Point` for points
