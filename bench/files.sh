@@ -18,6 +18,7 @@ QUERIES="${*:-filter window join}"
 "$PEERS" setup
 D="$("$PEERS" data)"
 PY="$BENCH_WORK/files-venv/bin/python"
+export PEERS_DIR="$(cd "$(dirname "$PEERS")" && pwd)"
 [ -f "$D/events.jsonl" ] || "$PY" "$ROOT/bench/files_jsonl_peers.py" make "$D"
 cargo build --release -q --bin punctual --manifest-path "$ROOT/Cargo.toml"
 BIN="$ROOT/target/release/punctual"

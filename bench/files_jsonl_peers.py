@@ -5,8 +5,11 @@ as ../shared/bench/files/peers.py runs them over CSV: the same queries, results 
   files_jsonl_peers.py run PEER QUERY DIR
 Prints: SUMMARY peer=P query=Q events=N cpu_s=C events_per_cpu_s=R out=K checksum=S
 """
-import json, resource, sys, warnings
+import os, resource, sys, warnings
 warnings.filterwarnings("ignore")
+# The CSV peers' own checksum (PEERS_DIR: the folder of ../shared/bench/files/peers.py).
+sys.path.insert(0, os.environ["PEERS_DIR"])
+from peers import checksum  # noqa: E402
 
 def cpu():
     r = resource.getrusage(resource.RUSAGE_SELF)
@@ -41,15 +44,6 @@ def duckdb_run(q, d, out):
         s = (f"SELECT make_timestamp(e.ts*1000) AS time, e.value * r.value AS x FROM {e} e "
              f"ASOF JOIN read_csv('{d}/reference.csv') r ON e.key = r.key AND e.ts >= r.valid_from WHERE e.ts < r.valid_to")
     con.execute(f"COPY ({s}) TO '{out}' (FORMAT json)")
-
-def checksum(q, path):
-    n, s = 0, 0
-    with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            v = r.get("value") if q == "filter" else r.get("x")
-            n += 1; s += int(v)
-    return n, s
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":

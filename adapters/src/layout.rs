@@ -61,6 +61,15 @@ enum Column {
     End,
 }
 
+/// A time column a row writes: which time, its name, and its name as a JSON key with its
+/// colon (`"time":`), made once.
+#[derive(Clone, Debug)]
+struct TimeColumn {
+    column: Column,
+    name: String,
+    key: Vec<u8>,
+}
+
 /// Writes results as flat rows by a [`RowLayout`]: the time columns are the stream's shape's
 /// (a point stream's `time`, the others' `start` and `end`), less those the first result has
 /// a field of the same name for.
@@ -70,9 +79,7 @@ pub struct Rows {
     shape: EventShape,
     format: TimeFormat,
     /// The time columns written, with their names (fixed at the first result).
-    times: Option<Vec<(Column, String)>>,
-    /// The time columns' names as JSON keys with their colons (`"time":`), made once.
-    keys: Vec<Vec<u8>>,
+    times: Option<Vec<TimeColumn>>,
     /// The payload as serialized, reused.
     scratch: Vec<u8>,
 }
@@ -85,7 +92,6 @@ impl Rows {
             shape,
             format,
             times: None,
-            keys: Vec::new(),
             scratch: Vec::new(),
         }
     }
@@ -107,21 +113,18 @@ impl Rows {
     }
 
     /// The time columns, fixed by the first result's fields (`fields`) when there is one.
-    fn times(&mut self, fields: Option<&[String]>) -> &[(Column, String)] {
+    fn times(&mut self, fields: Option<&[String]>) -> &[TimeColumn] {
         if self.times.is_none() {
             let mut all = self.all_times();
             if let Some(fields) = fields {
                 all.retain(|(_, name)| !fields.contains(name));
             }
-            self.keys = all
-                .iter()
-                .map(|(_, name)| {
-                    let mut key = serde_json::to_vec(name).unwrap_or_default();
-                    key.push(b':');
-                    key
-                })
-                .collect();
-            self.times = Some(all);
+            let columns = all.into_iter().map(|(column, name)| {
+                let mut key = serde_json::to_vec(&name).unwrap_or_default();
+                key.push(b':');
+                TimeColumn { column, name, key }
+            });
+            self.times = Some(columns.collect());
         }
         self.times.as_deref().unwrap_or_default()
     }
@@ -129,7 +132,7 @@ impl Rows {
     /// The names of the time columns, as [`Rows::write_json`] and CSV headers write them:
     /// the first result's fields (`fields`) decide which are left out.
     pub fn time_names(&mut self, fields: Option<&[String]>) -> Vec<String> {
-        self.times(fields).iter().map(|(_, n)| n.clone()).collect()
+        self.times(fields).iter().map(|c| c.name.clone()).collect()
     }
 
     /// The text a time column holds for `kind` (empty for an open edge's end).
@@ -137,7 +140,7 @@ impl Rows {
         let format = self.format;
         self.times(None)
             .iter()
-            .map(|(column, _)| match at(kind, *column) {
+            .map(|c| match at(kind, c.column) {
                 Some(t) => time_text(format, t),
                 None => String::new(),
             })
@@ -176,13 +179,13 @@ impl Rows {
         out.push(b'{');
         let mut first = true;
         let times = self.times.as_deref().unwrap_or_default();
-        for ((column, _), key) in times.iter().zip(&self.keys) {
+        for c in times {
             if !first {
                 out.push(b',');
             }
             first = false;
-            out.extend_from_slice(key);
-            match at(e.kind, *column) {
+            out.extend_from_slice(&c.key);
+            match at(e.kind, c.column) {
                 Some(t) => self.format.written(t).write_json(out)?,
                 None => out.extend_from_slice(b"null"),
             }
