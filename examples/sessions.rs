@@ -11,8 +11,8 @@ use punctual::core::ops::{Process, ProcessContext};
 use punctual::prelude::*;
 use punctual::runtime::{InputOptions, Query};
 
-/// A user's open session.
-#[derive(Default)]
+/// A user's open session (saved in snapshots with the operator: serde).
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 struct Session {
     first: Option<Time>,
     clicks: u32,
@@ -29,6 +29,8 @@ struct Sessions {
 impl Process<(String, u32), String> for Sessions {
     type State = Session;
     type Output = (String, u32, Time);
+    /// `gap` is a setting: all the state is the sessions'.
+    const KEEPS_OWN_STATE: bool = false;
 
     fn on_event(
         &mut self,

@@ -19,22 +19,22 @@ use crate::plan::{InputId, OutputId};
 /// A built query: every input's ingress, the import graph, the operator graph and the outputs,
 /// fed and read synchronously. See the crate doc for an example.
 pub struct Driver {
-    name: String,
+    pub(crate) name: String,
     plan: u64,
     max_held: usize,
-    graph: Graph,
-    inputs: Vec<Box<dyn Input>>,
+    pub(crate) graph: Graph,
+    pub(crate) inputs: Vec<Box<dyn Input>>,
     /// For each input, the inputs that import its CTIs.
     importers: Vec<Vec<usize>>,
     /// For each input, whether it is reference data (it keeps its own end).
     reference: Vec<bool>,
     /// For each reference input, whether an imported `CTI(+inf)` waits for its own end.
-    withheld: Vec<bool>,
+    pub(crate) withheld: Vec<bool>,
     /// Scratch: the CTIs an input released in one call.
     ctis: Vec<Time>,
     /// Scratch, by depth in the import graph: the CTIs an importer took.
     imported: Vec<Vec<Time>>,
-    closed: bool,
+    pub(crate) closed: bool,
 }
 
 impl std::fmt::Debug for Driver {

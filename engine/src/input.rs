@@ -4,7 +4,7 @@
 
 use std::any::Any;
 
-use punctual_core::ops::{Graph, NodeId, Payload};
+use punctual_core::ops::{Graph, NodeId, Payload, StateError};
 use punctual_core::Time;
 use punctual_policies::{ClockReading, Ingress, IngressCounters, IngressOutput};
 
@@ -46,6 +46,10 @@ pub(crate) trait Input: Send {
     fn feed(&mut self, graph: &mut Graph);
     /// Its source node and its late-data side output's, if bound.
     fn sources(&self) -> (NodeId, Option<NodeId>);
+    /// Its ingress's state, for a snapshot (nothing released may be waiting to be fed).
+    fn save_state(&self) -> Result<Vec<u8>, StateError>;
+    /// Takes what [`Input::save_state`] wrote.
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError>;
 }
 
 impl<P: Payload> Input for Slot<P> {
@@ -99,6 +103,20 @@ impl<P: Payload> Input for Slot<P> {
 
     fn sources(&self) -> (NodeId, Option<NodeId>) {
         (self.node, self.late)
+    }
+
+    fn save_state(&self) -> Result<Vec<u8>, StateError> {
+        if !self.out.batch.is_empty() || !self.out.late.is_empty() {
+            return Err(StateError::NotNow(format!(
+                "input `{}` released events not fed yet",
+                self.name
+            )));
+        }
+        self.ingress.save_state()
+    }
+
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.ingress.restore_state(bytes)
     }
 
     fn feed(&mut self, graph: &mut Graph) {

@@ -52,6 +52,7 @@ mod driver;
 mod input;
 mod options;
 mod plan;
+mod saved;
 mod sink;
 
 pub use driver::Driver;

@@ -65,7 +65,7 @@ impl AggFn {
 }
 
 /// The running state of one aggregate kept aside (see [`AggStates`]).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) enum AggState {
     Num(Acc),
     Extremum(Option<Value>),
@@ -80,7 +80,7 @@ pub(crate) enum AggState {
 
 /// The running state of a `COUNT`, `SUM` or `AVG`: the same few numbers for each, so that
 /// adding a member matches on the aggregate only.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Acc {
     /// Integer sum (while it fits).
     int: i64,
@@ -117,7 +117,7 @@ enum Place {
 /// The states of a query's aggregates: the first two `COUNT`, `SUM` or `AVG` as numbers
 /// inline (kept in the window's table with the group, not behind a pointer, and added to
 /// without a match on the state), the others as [`AggState`]s (none: no allocation).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct AggStates {
     head: [Acc; 2],
     tail: Option<Box<[AggState]>>,

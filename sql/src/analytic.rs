@@ -18,6 +18,7 @@
 
 use std::collections::VecDeque;
 
+use punctual_core::ops::state::{self, StateError};
 use punctual_core::ops::{FxHashMap, Process, ProcessContext};
 use punctual_core::{Event, EventKind, EventShape, Time, TimeSpan};
 use punctual_rows::{Row, Value};
@@ -203,7 +204,7 @@ fn window(name: &Ident, args: &[Expr]) -> Result<TimeSpan, SqlError> {
 
 /// What one function keeps: per partition, the events it can still read (`LAG`, `LAST`), or
 /// the last window it saw an event in (`ISFIRST`).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Kept {
     events: FxHashMap<Vec<Value>, VecDeque<(Time, Value)>>,
     windows: FxHashMap<Vec<Value>, i64>,
@@ -340,6 +341,21 @@ fn window_of(t: Time, size: TimeSpan) -> i64 {
 impl Process<Row, ()> for AnalyticSelect {
     type State = ();
     type Output = Result<Row, String>;
+
+    fn save_own(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        state::write("process", &(&self.kept, self.sweep_at), out)
+    }
+
+    fn restore_own(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        let (kept, sweep_at): (Vec<Kept>, Time) = state::read("process", bytes)?;
+        if kept.len() != self.kept.len() {
+            return Err(StateError::Mismatch(
+                "another number of analytic functions".to_owned(),
+            ));
+        }
+        (self.kept, self.sweep_at) = (kept, sweep_at);
+        Ok(())
+    }
 
     fn on_event(
         &mut self,

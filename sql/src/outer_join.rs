@@ -28,6 +28,7 @@ pub(crate) enum Side {
 }
 
 /// A left event waiting for a partner.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Waiting {
     /// Its last tick: it is decided when time passes this.
     last: Time,
@@ -36,6 +37,7 @@ struct Waiting {
 }
 
 /// A right event that a later left event may still overlap.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Kept {
     start: Time,
     /// `None`: a start edge whose end has not come yet.
@@ -44,7 +46,7 @@ struct Kept {
 }
 
 /// One key's waiting left events and kept right events.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Partners {
     waiting: Vec<Waiting>,
     kept: Vec<Kept>,
@@ -70,6 +72,7 @@ where
     M: Fn(&Row) -> Row + Send + 'static,
 {
     type State = Partners;
+    const KEEPS_OWN_STATE: bool = false;
     type Output = Result<Row, String>;
 
     fn on_event(

@@ -174,7 +174,7 @@ impl Aggregates {
 }
 
 /// The running state of [`Aggregates`] over one window or group.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct AggregatesState(AggStates);
 
 impl Aggregate<Row> for Aggregates {

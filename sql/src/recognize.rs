@@ -201,6 +201,7 @@ pub(crate) fn attempt(
 }
 
 /// One event a partition holds.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Held {
     time: Time,
     row: Row,
@@ -209,7 +210,7 @@ pub(crate) struct Held {
 }
 
 /// A partition's state: its events from the first undecided start on.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Partition {
     events: VecDeque<Held>,
     /// The timer set for the first undecided start, if any.
@@ -351,6 +352,7 @@ impl Matcher {
 
 impl Process<Row, Vec<Value>> for Matcher {
     type State = Partition;
+    const KEEPS_OWN_STATE: bool = false;
     type Output = Row;
 
     fn on_event(

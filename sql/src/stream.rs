@@ -5,8 +5,6 @@
 //! anything else reads it sorted (a reorder first). A window's results are sorted whatever
 //! its input.
 
-use std::hash::Hash;
-
 use punctual_core::ops::{AnyStream, Payload, Stream};
 use punctual_core::{Time, TimeSpan, Unordered};
 use punctual_rows::Row;
@@ -65,7 +63,7 @@ pub(crate) trait Rows {
     fn union(&self, rest: &[&RowStream]) -> RowStream;
     /// The temporal equi-join with `right` (`Stream::join_on_filter_map`), in this
     /// stream's order.
-    fn join<K: Hash + Eq + Clone + Send + 'static, Out: Payload>(
+    fn join<K: punctual_core::ops::Key, Out: Payload>(
         &self,
         right: &Stream<Row>,
         key_left: impl Fn(&Row) -> K + Send + 'static,
@@ -155,7 +153,7 @@ impl Rows for RowStream {
         sorted[0].union(&others).into()
     }
 
-    fn join<K: Hash + Eq + Clone + Send + 'static, Out: Payload>(
+    fn join<K: punctual_core::ops::Key, Out: Payload>(
         &self,
         right: &Stream<Row>,
         key_left: impl Fn(&Row) -> K + Send + 'static,

@@ -17,6 +17,7 @@ mod compare;
 mod live;
 mod plan;
 mod replay;
+mod restore;
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +27,7 @@ pub use case::{
 pub use compare::Mismatch;
 pub use live::{run_cluster, run_split, ClusterRun};
 pub use replay::{CaseSinks, Turns};
+pub use restore::{run_restoring, RestoredRun};
 
 use std::hash::{Hash, Hasher};
 

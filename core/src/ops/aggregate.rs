@@ -14,8 +14,8 @@
 /// An incremental aggregate: a state that members are added to (and, where the aggregate
 /// supports it, removed from), and a result read from the state.
 pub trait Aggregate<P>: Send + 'static {
-    /// The running state.
-    type State: Clone + Send;
+    /// The running state: saved in snapshots (serde), as payloads are.
+    type State: Clone + Send + serde::Serialize + serde::de::DeserializeOwned;
     /// The result.
     type Output: Send + 'static;
     /// The state of an empty set.
@@ -134,7 +134,7 @@ macro_rules! extreme {
 
         impl<P, V, F> Aggregate<P> for $name<F>
         where
-            V: PartialOrd + Clone + Send + 'static,
+            V: PartialOrd + Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static,
             F: Fn(&P) -> V + Send + 'static,
         {
             type State = Option<V>;
@@ -185,8 +185,8 @@ impl<F> TopK<F> {
 
 impl<P, V, F> Aggregate<P> for TopK<F>
 where
-    P: Clone + Send + 'static,
-    V: PartialOrd + Clone + Send + 'static,
+    P: Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static,
+    V: PartialOrd + Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static,
     F: Fn(&P) -> V + Send + 'static,
 {
     type State = Vec<(V, P)>;

@@ -23,9 +23,10 @@ use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
 use crate::time::Time;
 
-use super::{BinaryOperator, CtiFrontier, Held as HeldItem, HeldWhat, ReleaseBuffer};
+use super::state::{self, StateError};
+use super::{BinaryOperator, CtiFrontier, Held as HeldItem, HeldWhat, Key, Payload, ReleaseBuffer};
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Held<P, K> {
     start: Time,
     end: Option<Time>,
@@ -288,6 +289,29 @@ pub struct AntiSemiJoin<P, R, K, KL, KR>(LeftHeld<P, R, K, KL, KR, AntiRule>);
 /// Clip event duration; see the module doc.
 pub struct ClipDuration<P, R, K, KL, KR>(LeftHeld<P, R, K, KL, KR, ClipRule>);
 
+/// The state as read back: the frontier, the held left events, the right events by key, and
+/// the results waiting for the CTI.
+type Saved<P, R, K> = (
+    CtiFrontier,
+    Vec<Held<P, K>>,
+    Vec<(K, Vec<(Time, Option<Time>, R)>)>,
+    ReleaseBuffer<P>,
+);
+
+impl<P: Payload, R: Payload, K: Key, KL, KR, Rule> LeftHeld<P, R, K, KL, KR, Rule> {
+    fn save(&self, name: &'static str, out: &mut Vec<u8>) -> Result<(), StateError> {
+        let rights: Vec<_> = self.rights.iter().collect();
+        state::write(name, &(&self.frontier, &self.held, rights, &self.out), out)
+    }
+
+    fn restore(&mut self, name: &'static str, bytes: &[u8]) -> Result<(), StateError> {
+        let (frontier, held, rights, out): Saved<P, R, K> = state::read(name, bytes)?;
+        (self.frontier, self.held, self.out) = (frontier, held, out);
+        self.rights = rights.into_iter().collect();
+        Ok(())
+    }
+}
+
 macro_rules! left_held_op {
     ($op:ident, $rule:ty) => {
         impl<P, R, K, KL, KR> $op<P, R, K, KL, KR>
@@ -314,9 +338,9 @@ macro_rules! left_held_op {
 
         impl<P, R, K, KL, KR> BinaryOperator<P, R, P> for $op<P, R, K, KL, KR>
         where
-            P: Clone + PartialEq + Send + 'static,
-            R: Clone + PartialEq + Send + 'static,
-            K: Hash + Eq + Clone + Send + 'static,
+            P: Payload,
+            R: Payload,
+            K: Key,
             KL: Fn(&P) -> K + Send + 'static,
             KR: Fn(&R) -> K + Send + 'static,
         {
@@ -356,6 +380,14 @@ macro_rules! left_held_op {
 
             fn held(&self, f: &mut dyn FnMut(HeldItem<'_>)) {
                 self.0.held(f);
+            }
+
+            fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+                self.0.save(Self::NAME, out)
+            }
+
+            fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+                self.0.restore(Self::NAME, bytes)
             }
         }
     };

@@ -13,6 +13,7 @@ use crate::event::EventKind;
 use crate::order::Order;
 use crate::time::Time;
 
+use super::state::{self, StateError};
 use super::stream::Stream;
 use super::{DropLog, OperatorDrop, Payload, UnaryOperator};
 
@@ -133,6 +134,13 @@ where
     F: Fn(&P) -> Result<bool, String> + Send + 'static,
 {
     const NAME: &'static str = "filter";
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        state::write("filter", &self.drops, out)
+    }
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.drops = state::read("filter", bytes)?;
+        Ok(())
+    }
 
     const FORWARDS: bool = true;
 
@@ -210,6 +218,13 @@ where
     F: Fn(Time, &P) -> Result<Q, String> + Send + 'static,
 {
     const NAME: &'static str = "map";
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        state::write("map", &self.drops, out)
+    }
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.drops = state::read("map", bytes)?;
+        Ok(())
+    }
 
     const PER_EVENT: bool = true;
 
@@ -251,6 +266,13 @@ where
     Q: Clone + Send + 'static,
 {
     const NAME: &'static str = "keep ok";
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        state::write("keep ok", &self.drops, out)
+    }
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.drops = state::read("keep ok", bytes)?;
+        Ok(())
+    }
 
     const PER_EVENT: bool = true;
 

@@ -90,6 +90,7 @@ where
     F: Fn(&P) -> bool + Send + 'static,
 {
     const NAME: &'static str = "filter";
+    const STATELESS: bool = true;
 
     const FORWARDS: bool = true;
 

@@ -19,7 +19,7 @@
 use crate::time::Time;
 
 /// The CTIs of several inputs and the output CTI they allow. See the module doc.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CtiFrontier {
     inputs: Vec<Time>,
     output: Time,

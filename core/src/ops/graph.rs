@@ -16,11 +16,14 @@ use crate::order::EventOrder;
 
 use super::filter::Predicate;
 use super::split::Split;
-use super::{Held, OperatorDrop, Payload, Placement};
+use super::{Held, OperatorDrop, Payload};
 use crate::time::Time;
 
 mod any_batch;
+mod node;
+mod saved;
 pub use any_batch::AnyBatch;
+pub use node::Node;
 
 /// One operator's numbers, as [`Graph::for_each_operator`] visits them.
 #[derive(Clone, Copy, Debug)]
@@ -113,84 +116,6 @@ impl std::fmt::Display for Explanation {
 
 /// Index of a node in a [`Graph`].
 pub type NodeId = usize;
-
-/// A type-erased operator: takes a batch on one of its input ports, appends to its output.
-pub trait Node: Send {
-    /// Processes `input` (a `Batch` of the port's payload type) arriving on `port`, appending
-    /// results and CTIs to `out` (a `Batch` of the node's output type).
-    fn push(&mut self, port: usize, input: &dyn Any, out: &mut dyn Any);
-    /// Like [`Node::push`], for an input batch no one reads after this node: the node may
-    /// take or change its contents (the graph clears it afterwards). The default reads it.
-    fn push_owned(&mut self, port: usize, input: &mut dyn Any, out: &mut dyn Any) {
-        self.push(port, input, out);
-    }
-    /// Events (or groups) the operator holds right now; bounded by the CTI lag, not the stream.
-    fn state_size(&self) -> usize {
-        0
-    }
-    /// Events it dropped so far (see [`OperatorDrop`]).
-    fn dropped(&self) -> u64 {
-        0
-    }
-    /// What a window with allowed lateness took (see
-    /// [`UnaryOperator::lateness`](super::UnaryOperator::lateness)).
-    fn lateness(&self) -> super::LateCounts {
-        super::LateCounts::default()
-    }
-    /// Moves the drops not yet taken to `into`.
-    fn take_drops(&mut self, into: &mut Vec<OperatorDrop>) {
-        let _ = into;
-    }
-    /// Visits everything it holds (as many items as [`Node::state_size`] counts).
-    fn held(&self, f: &mut dyn FnMut(Held<'_>)) {
-        let _ = f;
-    }
-    /// A short name for diagnostics (`join`, `hopping window`, ...).
-    fn name(&self) -> &'static str;
-    /// For a filter: its predicate (a `Box<dyn Predicate<P>>` for its payload type `P`), handed
-    /// over to be fused into the ingress before it; the node then passes everything through.
-    /// Other nodes give `None`.
-    fn take_predicate(&mut self) -> Option<Box<dyn Any + Send>> {
-        None
-    }
-    /// The shape of what it emits, given its inputs' shapes (by port); by default any kind
-    /// (`Edge`).
-    fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
-        let _ = inputs;
-        EventShape::Edge
-    }
-    /// Where its input events may go when the graph runs split over workers; by default all
-    /// on one worker.
-    fn placement(&self) -> Placement {
-        Placement::One
-    }
-    /// Whether every event it emits carries the payload of an event it received, unchanged
-    /// (see [`UnaryOperator::keeps_payloads`](super::UnaryOperator::keeps_payloads); a
-    /// union's are its inputs'). By default `false`.
-    fn keeps_payloads(&self) -> bool {
-        false
-    }
-    /// For an operator with two inputs: whether every worker may get all of its right input
-    /// and keep its left events where they are (see
-    /// [`BinaryOperator::replicable_right`](super::BinaryOperator::replicable_right)). By
-    /// default `false`.
-    fn replicable_right(&self) -> bool {
-        false
-    }
-    /// Splits a batch arriving on `port` on worker `me` over `dests` (empty batches of its
-    /// type, one per worker), as its [`Node::placement`] says: each event to its worker,
-    /// every CTI to each.
-    fn scatter(
-        &self,
-        port: usize,
-        batch: &mut dyn AnyBatch,
-        me: usize,
-        dests: &mut [Box<dyn AnyBatch>],
-    ) {
-        let _ = (port, me);
-        batch.scatter_to(0, dests);
-    }
-}
 
 /// Downcasts a node's input; a mismatch is a broken invariant of the typed builder.
 pub(crate) fn input<P: 'static>(any: &dyn Any) -> &Batch<P> {

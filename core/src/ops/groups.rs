@@ -158,6 +158,54 @@ impl<K: Hash + Eq + Clone + Any, S> Groups<K, S> {
     }
 }
 
+/// Saved as the table's length, the table's groups and the others, each in order of
+/// appearance: restored, every group is where it was, so that groups still to come land and
+/// are emitted as they would have been.
+impl<K: serde::Serialize + Hash + Eq + Clone + Any, S: serde::Serialize> serde::Serialize
+    for Groups<K, S>
+{
+    fn serialize<Ser: serde::Serializer>(&self, s: Ser) -> Result<Ser::Ok, Ser::Error> {
+        let table: Vec<(&K, &S)> = self.iter().take(self.dense_keys.len()).collect();
+        (self.dense.len(), table, &self.states).serialize(s)
+    }
+}
+
+impl<'de, K, S> serde::Deserialize<'de> for Groups<K, S>
+where
+    K: serde::Deserialize<'de> + Hash + Eq + Clone + Any,
+    S: serde::Deserialize<'de>,
+{
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        type Saved<K, S> = (usize, Vec<(K, S)>, Vec<(K, S)>);
+        let (len, table, states): Saved<K, S> = serde::Deserialize::deserialize(d)?;
+        let mut groups = Groups::default();
+        if len > DENSE_MIN.max(DENSE_PER_GROUP.saturating_mul(table.len() + states.len() + 1)) {
+            return Err(D::Error::custom(
+                "a group table longer than its groups allow",
+            ));
+        }
+        groups.dense.resize_with(len, || None);
+        for (k, s) in table {
+            let slot = groups
+                .indexer
+                .index(&k)
+                .and_then(|i| groups.dense.get_mut(i))
+                .filter(|slot| slot.is_none())
+                .ok_or_else(|| D::Error::custom("a group out of its table"))?;
+            *slot = Some(s);
+            groups.dense_keys.push(k);
+        }
+        for (k, s) in states {
+            if groups.map.insert(k.clone(), groups.states.len()).is_some() {
+                return Err(D::Error::custom("a group twice"));
+            }
+            groups.states.push((k, s));
+        }
+        Ok(groups)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

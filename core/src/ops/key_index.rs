@@ -265,6 +265,44 @@ impl<K: Hash + Eq + Clone + Any> KeyIndex<K> {
     }
 }
 
+/// Saved as its table, its other keys and whether its key type had a function registered
+/// ([`index_keys`]) when it was resolved; read back, it is resolved again, and refused if the
+/// registration differs (its keys would be looked for in the wrong place).
+impl<K: serde::Serialize + Hash + Eq + Clone + Any> serde::Serialize for KeyIndex<K> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let map: Vec<(&K, &usize)> = self.map.iter().collect();
+        let indexer = (self.indexer.resolved, self.indexer.registered.is_some());
+        (&self.dense, self.dense_len, map, indexer).serialize(s)
+    }
+}
+
+impl<'de, K: serde::Deserialize<'de> + Hash + Eq + Clone + Any> serde::Deserialize<'de>
+    for KeyIndex<K>
+{
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        type Saved<K> = (Vec<usize>, usize, Vec<(K, usize)>, (bool, bool));
+        let (dense, dense_len, map, (resolved, registered)): Saved<K> =
+            serde::Deserialize::deserialize(d)?;
+        let mut index = KeyIndex::new();
+        if resolved {
+            index.indexer.resolve();
+        }
+        if index.indexer.registered.is_some() != registered {
+            return Err(D::Error::custom(
+                "the key type's table function (index_keys) was registered in one run and not the other",
+            ));
+        }
+        if dense.iter().filter(|&&v| v != ABSENT).count() != dense_len {
+            return Err(D::Error::custom("a key table and its count disagree"));
+        }
+        index.dense = dense;
+        index.dense_len = dense_len;
+        index.map = map.into_iter().collect();
+        Ok(index)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

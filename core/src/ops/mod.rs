@@ -19,6 +19,7 @@ pub(crate) mod fxhash;
 mod graph;
 mod group_apply;
 mod groups;
+mod held;
 mod join;
 mod key_index;
 mod process;
@@ -26,6 +27,7 @@ mod release;
 mod select;
 mod snapshot;
 mod split;
+pub mod state;
 mod stream;
 mod union;
 mod window;
@@ -40,6 +42,8 @@ pub use frontier::CtiFrontier;
 pub use fxhash::{FxHashMap, FxHasher};
 pub use graph::{AnyBatch, Explanation, Graph, Node, NodeId, NodeStats};
 pub use group_apply::{GroupApply, SubQuery};
+pub(crate) use held::DropLog;
+pub use held::{Held, HeldWhat, MAX_KEPT_DROPS};
 pub use join::Join;
 pub use key_index::index_keys;
 pub use process::{Process, ProcessContext, ProcessOperator};
@@ -47,6 +51,7 @@ pub use release::{ReleaseBuffer, Released};
 pub use select::{AlterDuration, AlterLifetime, FlatMap, Map, MapWithTime, Reorder, Shift};
 pub use snapshot::{CountWindow, SnapshotWindow};
 pub use split::{Edge, EdgeEnd, Received};
+pub use state::{Key, StateError};
 pub use stream::{QueryGraph, Stream};
 pub use union::Union;
 pub use window::{HoppingWindow, WindowOutput, WindowSpec, DEFAULT_MAX_WINDOWS_PER_EVENT};
@@ -57,115 +62,16 @@ use std::marker::PhantomData;
 
 use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
-use crate::time::Time;
 
 /// An event an operator could not take, with the reason (a window operator's limit on windows
 /// per event, say): counted in its node's `dropped`, and handed to whoever reads the graph's
 /// drops ([`Graph::take_drops`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OperatorDrop {
     /// The event's lifetime (its payload stays with the operator's types).
     pub kind: EventKind,
     /// Why it was dropped.
     pub reason: String,
-}
-
-/// What an operator holds when it is asked ([`UnaryOperator::held`]): an event kept as state
-/// (a join's side, a window's member), a result waiting for the output CTI, or an open group
-/// (a window not closed yet, a key's state).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HeldWhat {
-    /// An input event kept as state.
-    Event,
-    /// A result computed and waiting for the output CTI.
-    Result,
-    /// An open window or a key's state.
-    Group,
-}
-
-impl HeldWhat {
-    /// `event`, `result` or `group`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HeldWhat::Event => "event",
-            HeldWhat::Result => "result",
-            HeldWhat::Group => "group",
-        }
-    }
-}
-
-/// One thing an operator holds: what it is, its lifetime `[start, end)` as far as known
-/// (`end` is `+inf` while it is open), and its payload, typed as the operator holds it (an
-/// input's or the output's payload type, or `()` for a group), for a reader that knows the
-/// type to show it.
-#[derive(Clone, Copy)]
-pub struct Held<'a> {
-    /// What it is.
-    pub what: HeldWhat,
-    /// Its start.
-    pub start: Time,
-    /// Its end (`+inf` while open).
-    pub end: Time,
-    /// Its payload.
-    pub payload: &'a dyn Any,
-}
-
-impl std::fmt::Debug for Held<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Held")
-            .field("what", &self.what)
-            .field("start", &self.start)
-            .field("end", &self.end)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<'a> Held<'a> {
-    /// A held event or result given in the `(sync, other)` encoding (see [`crate::event`]).
-    pub fn encoded(what: HeldWhat, sync: Time, other: Time, payload: &'a dyn Any) -> Self {
-        Held {
-            what,
-            start: sync.min(other),
-            end: sync.max(other),
-            payload,
-        }
-    }
-
-    /// Every result a release buffer holds, as [`HeldWhat::Result`].
-    pub fn results<P: 'static>(buffer: &'a ReleaseBuffer<P>, f: &mut dyn FnMut(Held<'_>)) {
-        buffer.for_each(|s, o, p| f(Held::encoded(HeldWhat::Result, s, o, p)));
-    }
-}
-
-/// How many unread drops an operator keeps (the count goes on).
-pub const MAX_KEPT_DROPS: usize = 1024;
-
-/// An operator's drops: how many, and the first [`MAX_KEPT_DROPS`] not yet taken, with their
-/// reasons (what [`UnaryOperator::dropped`] and [`UnaryOperator::take_drops`] answer).
-#[derive(Debug, Default)]
-pub(crate) struct DropLog {
-    dropped: u64,
-    drops: Vec<OperatorDrop>,
-}
-
-impl DropLog {
-    /// Counts and records an event the operator does not take.
-    pub(crate) fn record(&mut self, kind: EventKind, reason: String) {
-        self.dropped += 1;
-        if self.drops.len() < MAX_KEPT_DROPS {
-            self.drops.push(OperatorDrop { kind, reason });
-        }
-    }
-
-    /// Events dropped so far.
-    pub(crate) fn count(&self) -> u64 {
-        self.dropped
-    }
-
-    /// Moves the drops not yet taken to `into`.
-    pub(crate) fn take(&mut self, into: &mut Vec<OperatorDrop>) {
-        into.append(&mut self.drops);
-    }
 }
 
 /// What a payload type needs to travel through a query: `Clone` (operators keep and repeat
@@ -241,7 +147,7 @@ pub fn key_hash<K: std::hash::Hash + ?Sized>(key: &K) -> u64 {
 /// What a window with allowed lateness took ([`UnaryOperator::lateness`]): the events that
 /// came on time (at or past its watermark, the CTI plus the lateness) and the late ones (under
 /// it, admitted by the CTI). Those later still broke the CTI: the input's `dropped`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LateCounts {
     /// Events at or past the watermark when they came.
     pub on_time: u64,
@@ -365,6 +271,36 @@ pub trait UnaryOperator<I, O>: Send + 'static {
         let _ = payload;
         0
     }
+    /// Whether it keeps no state from one batch to the next (a map, a filter): then it saves
+    /// nothing in a snapshot. By default `false`.
+    const STATELESS: bool = false;
+    /// Appends its state to `out` for a snapshot: everything that decides what it emits from
+    /// now on (held events and results, open groups, its CTIs, its counts), so that
+    /// [`UnaryOperator::restore_state`] on an operator built the same way continues exactly
+    /// as this one would. Its functions are not state: they come from the query. By default
+    /// nothing for a [stateless](UnaryOperator::STATELESS) operator, else
+    /// [`StateError::Unsupported`] (a query with it cannot take snapshots).
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        let _ = out;
+        if Self::STATELESS {
+            Ok(())
+        } else {
+            Err(StateError::Unsupported(self.name()))
+        }
+    }
+    /// Takes the state [`UnaryOperator::save_state`] wrote, on an operator fed nothing yet.
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        if Self::STATELESS && bytes.is_empty() {
+            Ok(())
+        } else if Self::STATELESS {
+            Err(StateError::Mismatch(format!(
+                "the {} operator keeps no state",
+                self.name()
+            )))
+        } else {
+            Err(StateError::Unsupported(self.name()))
+        }
+    }
 }
 
 /// An operator with two inputs of possibly different payload types.
@@ -418,6 +354,18 @@ pub trait BinaryOperator<L, R, O>: Send + 'static {
     fn right_key_hash(&self, payload: &R) -> u64 {
         let _ = payload;
         0
+    }
+    /// Appends its state to `out` (see [`UnaryOperator::save_state`]). By default
+    /// [`StateError::Unsupported`].
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        let _ = out;
+        Err(StateError::Unsupported(Self::NAME))
+    }
+    /// Takes the state [`BinaryOperator::save_state`] wrote (see
+    /// [`UnaryOperator::restore_state`]).
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        let _ = bytes;
+        Err(StateError::Unsupported(Self::NAME))
     }
 }
 
@@ -483,6 +431,12 @@ impl<Op: UnaryOperator<I, O>, I: Clone + Send + 'static, O: Clone + Send + 'stat
     }
     fn keeps_payloads(&self) -> bool {
         self.op.keeps_payloads()
+    }
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        self.op.save_state(out)
+    }
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.op.restore_state(bytes)
     }
     fn scatter(
         &self,
@@ -582,6 +536,12 @@ where
     }
     fn replicable_right(&self) -> bool {
         self.op.replicable_right()
+    }
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        self.op.save_state(out)
+    }
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.op.restore_state(bytes)
     }
     fn scatter(
         &self,

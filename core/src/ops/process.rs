@@ -65,14 +65,34 @@ use crate::batch::Batch;
 use crate::event::{Event, EventShape};
 use crate::time::Time;
 
-use super::{Held, HeldWhat, ReleaseBuffer, UnaryOperator};
+use super::state::{self, StateError};
+use super::{Held, HeldWhat, Key, ReleaseBuffer, UnaryOperator};
 
 /// A user-defined operator over one key's events; see the module doc.
 pub trait Process<P, K>: Send + 'static {
-    /// Each key's state (a key without state has `Default::default()`).
-    type State: Default + Send + 'static;
+    /// Each key's state (a key without state has `Default::default()`); saved in snapshots.
+    type State: Default + Send + serde::Serialize + serde::de::DeserializeOwned + 'static;
     /// What it emits.
-    type Output: Clone + Send + 'static;
+    type Output: Clone + Send + serde::Serialize + serde::de::DeserializeOwned + 'static;
+    /// Whether it keeps state in its own fields from one call to the next, beside the keys'
+    /// states (which snapshots save with the operator). Then a snapshot needs
+    /// [`Process::save_own`]; an operator whose fields are settings only (rebuilt from the
+    /// query on restore) says `false`. By default `true`.
+    const KEEPS_OWN_STATE: bool = true;
+
+    /// Appends what it keeps in its own fields to `out`, for a snapshot (see
+    /// [`Process::KEEPS_OWN_STATE`]). By default refused: a query with it cannot take
+    /// snapshots until it says how.
+    fn save_own(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        let _ = out;
+        Err(StateError::Unsupported("process"))
+    }
+
+    /// Takes what [`Process::save_own`] wrote, on an operator built the same way.
+    fn restore_own(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        let _ = bytes;
+        Err(StateError::Unsupported("process"))
+    }
 
     /// An event of key `key`, in time order (sync time: an end edge comes at its end).
     fn on_event(
@@ -149,6 +169,11 @@ impl<K: Hash + Eq + Clone, O> ProcessContext<'_, K, O> {
 }
 
 /// Timers by time, ties in the order they were set; one per key and time.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(bound(
+    serialize = "K: serde::Serialize + Hash + Eq",
+    deserialize = "K: serde::Deserialize<'de> + Hash + Eq"
+))]
 pub(crate) struct Timers<K> {
     by_time: BTreeMap<(Time, u64), K>,
     set: HashSet<(K, Time)>,
@@ -260,14 +285,38 @@ where
     }
 }
 
+/// A process operator's state as read back: the keys' states, the timers, the held output
+/// and the operator's own.
+type Saved<K, S, O> = (Vec<(K, S)>, Timers<K>, ReleaseBuffer<O>, Vec<u8>);
+
 impl<Op, K, KF, P> UnaryOperator<P, Op::Output> for ProcessOperator<Op, K, KF, P>
 where
     P: Clone + Send + 'static,
     Op: Process<P, K>,
-    K: Hash + Eq + Clone + Send + 'static,
+    K: Key,
     KF: Fn(&P) -> K + Send + 'static,
 {
     const NAME: &'static str = "process";
+
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        let mut own = Vec::new();
+        if Op::KEEPS_OWN_STATE {
+            self.op.save_own(&mut own)?;
+        }
+        let states: Vec<(&K, &Op::State)> = self.states.iter().collect();
+        state::write(Self::NAME, &(states, &self.timers, &self.held, own), out)
+    }
+
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        let (states, timers, held, own): Saved<K, Op::State, Op::Output> =
+            state::read(Self::NAME, bytes)?;
+        if Op::KEEPS_OWN_STATE {
+            self.op.restore_own(&own)?;
+        }
+        self.states = states.into_iter().collect();
+        (self.timers, self.held) = (timers, held);
+        Ok(())
+    }
 
     fn output_shape(&self, input: EventShape) -> EventShape {
         self.op.output_shape(input)

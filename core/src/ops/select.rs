@@ -17,6 +17,7 @@ use crate::batch::Batch;
 use crate::event::{EventKind, EventShape};
 use crate::time::{Time, TimeSpan};
 
+use super::state::{self, StateError};
 use super::{Held, HeldWhat, ReleaseBuffer, UnaryOperator};
 
 /// Transforms each payload; CTIs pass unchanged.
@@ -39,6 +40,7 @@ where
     F: Fn(&P) -> Q + Send + 'static,
 {
     const NAME: &'static str = "map";
+    const STATELESS: bool = true;
 
     const PER_EVENT: bool = true;
 
@@ -78,6 +80,7 @@ where
     F: Fn(Time, &P) -> Q + Send + 'static,
 {
     const NAME: &'static str = "map";
+    const STATELESS: bool = true;
 
     const PER_EVENT: bool = true;
 
@@ -125,6 +128,7 @@ where
     F: Fn(&P) -> I + Send + 'static,
 {
     const NAME: &'static str = "flat map";
+    const STATELESS: bool = true;
 
     const PER_EVENT: bool = true;
 
@@ -160,8 +164,15 @@ impl<P> Default for Reorder<P> {
     }
 }
 
-impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Reorder<P> {
+impl<P: super::Payload> UnaryOperator<P, P> for Reorder<P> {
     const NAME: &'static str = "reorder";
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        state::write("reorder", &self.held, out)
+    }
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.held = state::read("reorder", bytes)?;
+        Ok(())
+    }
 
     const FORWARDS: bool = true;
 
@@ -220,6 +231,7 @@ impl Shift {
 
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for Shift {
     const NAME: &'static str = "shift";
+    const STATELESS: bool = true;
 
     const FORWARDS: bool = true;
 
@@ -256,6 +268,7 @@ impl AlterDuration {
 
 impl<P: Clone + Send + 'static> UnaryOperator<P, P> for AlterDuration {
     const NAME: &'static str = "alter duration";
+    const STATELESS: bool = true;
 
     const FORWARDS: bool = true;
 
@@ -331,6 +344,13 @@ where
     D: Fn(Time, TimeSpan) -> TimeSpan + Send + 'static,
 {
     const NAME: &'static str = "alter lifetime";
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        state::write("alter lifetime", &(self.cti, self.last), out)
+    }
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        (self.cti, self.last) = state::read("alter lifetime", bytes)?;
+        Ok(())
+    }
 
     const FORWARDS: bool = true;
 

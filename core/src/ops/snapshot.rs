@@ -111,14 +111,24 @@ where
 
 impl<P, K, A, O, KF, MK> UnaryOperator<P, O> for SnapshotWindow<P, K, A, O, KF, MK>
 where
-    P: Clone + PartialEq + Send + 'static,
+    P: super::Payload,
     K: Hash + Eq + Clone + Send + 'static,
     A: Aggregate<P>,
-    O: Clone + Send + 'static,
+    O: super::Payload,
     KF: Fn(&P) -> K + Send + 'static,
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
     const NAME: &'static str = "snapshot window";
+
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), super::StateError> {
+        let state = (&self.active, self.open_from, &self.held);
+        super::state::write(Self::NAME, &state, out)
+    }
+
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), super::StateError> {
+        (self.active, self.open_from, self.held) = super::state::read(Self::NAME, bytes)?;
+        Ok(())
+    }
 
     /// All on one worker: a snapshot window's boundaries are every event's start and end,
     /// whatever its group, so one group's windows depend on the others' events.

@@ -32,7 +32,6 @@
 //! assert_eq!(out.payloads(), &[(7, 3.0), (7, 3.0)]); // windows [-5, 5) and [0, 10)
 //! ```
 
-use std::hash::Hash;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -48,7 +47,7 @@ use super::select::{FlatMap, Map, MapWithTime, Reorder};
 use super::union::Union;
 use super::window::WindowSpec;
 use super::windowed::{Ungrouped, WindowKind, Windowed};
-use super::{BinaryNode, BinaryOperator, Payload, UnaryNode, UnaryOperator};
+use super::{BinaryNode, BinaryOperator, Key, Payload, UnaryNode, UnaryOperator};
 
 mod ordered;
 
@@ -196,6 +195,16 @@ impl QueryGraph {
     /// Each operator's name and state size (events or groups held).
     pub fn state_sizes(&self) -> Vec<(NodeId, &'static str, usize)> {
         self.lock().state_sizes()
+    }
+
+    /// The state of every operator, for a snapshot: see [`Graph::save_state`].
+    pub fn save_state(&self) -> Result<Vec<u8>, super::StateError> {
+        self.lock().save_state()
+    }
+
+    /// Restores a snapshot into a graph built the same way: see [`Graph::restore_state`].
+    pub fn restore_state(&self, bytes: &[u8]) -> Result<(), super::StateError> {
+        self.lock().restore_state(bytes)
     }
 }
 
@@ -426,7 +435,7 @@ impl<P: Payload, O: Order> Stream<P, O> {
         combine: impl Fn(&P, &R) -> Out + Send + 'static,
     ) -> Stream<Out, O>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Key,
     {
         self.join_on_filter_map(right, key_left, key_right, move |l, r| Some(combine(l, r)))
     }
@@ -467,7 +476,7 @@ impl<P: Payload, O: Order> Stream<P, O> {
         combine: impl Fn(&P, &R) -> Option<Out> + Send + 'static,
     ) -> Stream<Out, O>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Key,
     {
         self.binary(
             right,

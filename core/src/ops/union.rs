@@ -18,6 +18,7 @@ use crate::batch::Batch;
 use crate::time::Time;
 
 use super::graph::{input, output, Node};
+use super::state::{self, StateError};
 use super::{CtiFrontier, Held, HeldWhat, ReleaseBuffer};
 
 /// Merges n inputs; see the module doc.
@@ -209,7 +210,7 @@ fn merge_two<P: Clone>(a: &Batch<P>, b: &Batch<P>, out: &mut Batch<P>) {
     out.extend_from_columns(&sb[j..], &b.other()[j..], &b.payloads()[j..]);
 }
 
-impl<P: Clone + Send + 'static> Node for Union<P> {
+impl<P: super::Payload> Node for Union<P> {
     fn push(&mut self, port: usize, batch: &dyn Any, out: &mut dyn Any) {
         self.on_batch(port, input::<P>(batch), output::<P>(out));
     }
@@ -232,6 +233,19 @@ impl<P: Clone + Send + 'static> Node for Union<P> {
     }
     fn name(&self) -> &'static str {
         "union"
+    }
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        state::write("union", &(&self.frontier, &self.held), out)
+    }
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        let (frontier, held): (CtiFrontier, Vec<ReleaseBuffer<P>>) = state::read("union", bytes)?;
+        if held.len() != self.held.len() {
+            return Err(StateError::Mismatch(
+                "a union of another number of inputs".into(),
+            ));
+        }
+        (self.frontier, self.held) = (frontier, held);
+        Ok(())
     }
     fn output_shape(&self, inputs: &[EventShape]) -> EventShape {
         inputs.iter().fold(EventShape::Point, |a, &b| a.or(b))

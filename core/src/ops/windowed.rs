@@ -2,8 +2,6 @@
 //! [`Stream::hopping_window`], [`Stream::snapshot_window`] and [`Stream::count_window`] give,
 //! grouped or not, made into a window operator by `aggregate`.
 
-use std::hash::Hash;
-
 use crate::order::{Order, Ordered, Unordered};
 use crate::time::{Time, TimeSpan};
 
@@ -11,7 +9,7 @@ use super::aggregate::{Aggregate, Count};
 use super::snapshot::{CountWindow, SnapshotWindow};
 use super::stream::Stream;
 use super::window::{HoppingWindow, WindowOutput, WindowSpec};
-use super::Payload;
+use super::{Key, Payload};
 
 /// No grouping: one result per window.
 #[derive(Clone, Copy, Debug)]
@@ -133,7 +131,7 @@ impl<P: Payload, G, O: Order, R: Order> Windowed<P, G, O, R> {
 
     fn build<K, A, Out, KF, MK>(self, key: KF, agg: A, make: MK) -> Stream<Out, R>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Key,
         A: Aggregate<P>,
         Out: Payload,
         KF: Fn(&P) -> K + Send + 'static,
@@ -154,7 +152,7 @@ impl<P: Payload, O: Order, R: Order> Windowed<P, Ungrouped, O, R> {
     /// One result per window and distinct `key`.
     pub fn group_by<K, F>(self, key: F) -> Windowed<P, GroupedBy<F>, O, R>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Key,
         F: Fn(&P) -> K + Send + 'static,
     {
         Windowed {
@@ -182,7 +180,7 @@ impl<P: Payload, O: Order, R: Order> Windowed<P, Ungrouped, O, R> {
 
 impl<P: Payload, K, F, O: Order, R: Order> Windowed<P, GroupedBy<F>, O, R>
 where
-    K: Clone + Hash + Eq + Send + 'static,
+    K: Key,
     F: Fn(&P) -> K + Send + 'static,
 {
     /// Aggregates each window's members per group; results are `(key, value)`.

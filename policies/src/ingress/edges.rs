@@ -31,7 +31,7 @@ pub type EdgeKey<P> = Arc<dyn Fn(&P) -> u64 + Send + Sync>;
 const NONE: u32 = u32::MAX;
 
 /// What became of an open edge ([`StartEdge`] without its time, which is [`Slot::at`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum State {
     Open,
     Dangling,
@@ -39,8 +39,8 @@ enum State {
 }
 
 /// One open edge, packed: 32 bytes besides its payload.
-#[derive(Debug)]
-struct Slot<P> {
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Slot<P> {
     start: Time,
     key: u64,
     /// Where it was accepted (open or dangling).
@@ -158,6 +158,69 @@ fn hash(start: Time, key: u64) -> u64 {
     let h = (start.ticks() as u64).rotate_left(29) ^ key;
     let h = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     h ^ (h >> 32)
+}
+
+/// The open edges as a snapshot holds them: every slot (freed ones `None`), the free list,
+/// each chain's first and last slot, and the counts; the key function is the query's.
+pub(crate) type Saved<P> = (
+    Vec<Option<Slot<P>>>,
+    Vec<u32>,
+    Vec<(u32, u32)>,
+    usize,
+    BTreeMap<Time, u32>,
+    usize,
+    Time,
+);
+
+impl<P: serde::Serialize> serde::Serialize for OpenEdges<P> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let slots: Vec<&Option<Slot<P>>> = self.slots.chunks.iter().flatten().collect();
+        let chains: Vec<&(u32, u32)> = self.index.iter().collect();
+        let counts = (self.len, &self.pending, self.pending_len, self.frontier);
+        (
+            slots, &self.free, chains, counts.0, counts.1, counts.2, counts.3,
+        )
+            .serialize(s)
+    }
+}
+
+impl<P: PartialEq> OpenEdges<P> {
+    /// Takes the open edges a snapshot saved (into edges made new, their key function set).
+    pub(crate) fn restore(&mut self, saved: Saved<P>) -> Result<(), String> {
+        let (slots, free, chains, len, pending, pending_len, frontier) = saved;
+        let mut restored = OpenEdges::new();
+        restored.key = self.key.take();
+        restored.slots.len = slots.len();
+        let mut slots = slots.into_iter();
+        loop {
+            let mut chunk = Vec::with_capacity(CHUNK);
+            chunk.extend(slots.by_ref().take(CHUNK));
+            if chunk.is_empty() {
+                break;
+            }
+            restored.slots.chunks.push(chunk);
+        }
+        for (first, last) in chains {
+            let (Some(a), Some(_)) = (restored.slots.get(first), restored.slots.get(last)) else {
+                return Err(format!(
+                    "an edge chain from slot {first} to {last}, not both held"
+                ));
+            };
+            let h = hash(a.start, a.key);
+            let slots = &restored.slots;
+            restored.index.insert_unique(h, (first, last), |&(f, _)| {
+                slots.get(f).map_or(0, |s| hash(s.start, s.key))
+            });
+        }
+        if free.iter().any(|&i| restored.slots.get(i).is_some()) {
+            return Err("a free slot that holds an edge".to_owned());
+        }
+        restored.free = free;
+        (restored.len, restored.pending) = (len, pending);
+        (restored.pending_len, restored.frontier) = (pending_len, frontier);
+        *self = restored;
+        Ok(())
+    }
 }
 
 impl<P: PartialEq> OpenEdges<P> {

@@ -17,7 +17,11 @@ use super::select::PointSelection;
 
 /// Where accepted events wait; see the module doc. (One per input: the unordered variant's
 /// unused room costs nothing worth a box, and the sorted one is on the hot path.)
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(bound(
+    serialize = "P: serde::Serialize",
+    deserialize = "P: serde::Deserialize<'de>"
+))]
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum Hold<P> {
     /// Held sorted until a CTI passes them (an ordered stream): the events to release, and the

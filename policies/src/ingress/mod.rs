@@ -44,6 +44,7 @@ mod output;
 pub(crate) mod policy;
 mod refused;
 mod run;
+mod saved;
 mod select;
 
 pub use edges::EdgeKey;

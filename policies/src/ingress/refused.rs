@@ -11,7 +11,7 @@ use std::collections::BinaryHeap;
 use punctual_core::Time;
 
 /// See the module doc.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Refused {
     /// Times in order; the live ones from `head` on.
     run: Vec<Time>,

@@ -412,7 +412,7 @@ pub struct Arrival {
 
 /// A clock reading that issued a CTI: after how many items (events and CTIs) the ingress had
 /// seen, and the reading.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClockReading {
     /// Items enqueued before the reading.
     pub after_items: u64,
@@ -433,4 +433,4 @@ pub enum DropCause {
 
 mod state;
 
-pub(crate) use state::{State, Verdict};
+pub(crate) use state::{Saved, State, Verdict};

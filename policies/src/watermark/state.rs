@@ -17,8 +17,8 @@ pub(crate) enum Verdict {
 }
 
 /// Per-partition state of the partitioned strategy.
-#[derive(Clone, Debug)]
-struct Partition {
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Partition {
     max: Time,
     /// The first clock reading after its last event (`None`: no reading after an event yet).
     last_seen: Option<Time>,
@@ -46,8 +46,8 @@ impl Partition {
 }
 
 /// Per-partition state of the arrival strategy.
-#[derive(Clone, Copy, Debug)]
-struct ArrivalPart {
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ArrivalPart {
     /// The partition's watermark so far.
     watermark: Time,
     /// The highest arrival time seen.
@@ -96,7 +96,49 @@ impl<P> std::fmt::Debug for State<P> {
     }
 }
 
+/// A strategy's running state as a snapshot holds it (its settings are the query's).
+pub(crate) type Saved = (
+    HashMap<u64, Time>,
+    Vec<ArrivalPart>,
+    Vec<Partition>,
+    (Time, Time),
+    (Option<Time>, Option<Time>, Option<Time>, Option<Time>),
+    bool,
+);
+
 impl<P> State<P> {
+    /// Its running state, for a snapshot.
+    pub(crate) fn saved(&self) -> Saved {
+        (
+            self.substreams.clone(),
+            self.arrival_parts.clone(),
+            self.partitions.clone(),
+            (self.max_time, self.pending),
+            (
+                self.now,
+                self.started,
+                self.last_event_clock,
+                self.last_emit_clock,
+            ),
+            self.busy,
+        )
+    }
+
+    /// Takes the running state [`State::saved`] gave.
+    pub(crate) fn restore(&mut self, saved: Saved) {
+        let (substreams, arrival_parts, partitions, times, clocks, busy) = saved;
+        (self.substreams, self.arrival_parts, self.partitions) =
+            (substreams, arrival_parts, partitions);
+        (self.max_time, self.pending) = times;
+        (
+            self.now,
+            self.started,
+            self.last_event_clock,
+            self.last_emit_clock,
+        ) = clocks;
+        self.busy = busy;
+    }
+
     pub(crate) fn new(spec: Watermark<P>) -> Self {
         let n = match &spec.kind {
             Kind::Partitioned { partitions, .. } => *partitions,

@@ -31,12 +31,14 @@ type Make<Out> = Box<dyn Fn(&[Value], Row) -> Out + Send>;
 
 /// One given session not final yet: its first event (its identity: a session only grows)
 /// and each group's value in force, with where it started.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Chain<Out> {
     first: Time,
     links: Vec<(Vec<Value>, Time, Out)>,
 }
 
 /// One partition: its events not yet final, by time, and its given sessions, in order.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Part<Out> {
     events: BTreeMap<Time, Vec<Row>>,
     chains: Vec<Chain<Out>>,
@@ -301,8 +303,32 @@ fn revise<Out: Payload>(
     }
 }
 
+/// The state as read back: the partitions, the ones touched, the CTI, the counts and how
+/// many events are held.
+type Saved<Out> = (
+    Vec<(Vec<Value>, Part<Out>)>,
+    Vec<Vec<Value>>,
+    (Time, punctual_core::ops::LateCounts, usize),
+);
+
 impl<Out: Payload> UnaryOperator<Row, Out> for LateSessions<Out> {
     const NAME: &'static str = "session window";
+
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), punctual_core::ops::StateError> {
+        let parts: Vec<_> = self.parts.iter().collect();
+        let touched: Vec<_> = self.touched.iter().collect();
+        let state = (parts, touched, (self.cti, self.counts, self.held));
+        punctual_core::ops::state::write(Self::NAME, &state, out)
+    }
+
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), punctual_core::ops::StateError> {
+        let (parts, touched, (cti, counts, held)): Saved<Out> =
+            punctual_core::ops::state::read(Self::NAME, bytes)?;
+        self.parts = parts.into_iter().collect();
+        self.touched = touched.into_iter().collect();
+        (self.cti, self.counts, self.held) = (cti, counts, held);
+        Ok(())
+    }
 
     fn on_batch(&mut self, input: &Batch<Row>, out: &mut Batch<Out>) {
         for (range, cti) in input.segments() {

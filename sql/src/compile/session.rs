@@ -36,6 +36,7 @@ pub(super) struct Sessions<Out> {
 type Make<Out> = Box<dyn Fn(&[Value], Row) -> Out + Send>;
 
 /// One partition's open session.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Session<S> {
     /// When it closes unless an event comes first (its timer); `None`: no session is open.
     closes: Option<Time>,
@@ -73,6 +74,7 @@ pub(super) fn check_after(start: Time, max: TimeSpan) -> Time {
 impl<Out: Payload> Process<Row, Vec<Value>> for Sessions<Out> {
     type State = Session<<SqlAggs as Aggregate<Row>>::State>;
     type Output = Out;
+    const KEEPS_OWN_STATE: bool = false;
 
     fn on_event(
         &mut self,

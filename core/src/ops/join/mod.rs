@@ -41,7 +41,7 @@ use crate::batch::Batch;
 use crate::order::{EventOrder, Order, Ordered};
 use crate::time::Time;
 
-use super::{BinaryOperator, Held, HeldWhat, ReleaseBuffer};
+use super::{BinaryOperator, Held, HeldWhat, Key, Payload, ReleaseBuffer, StateError};
 use probe::probe_points;
 use sweep::Sweep;
 
@@ -222,10 +222,10 @@ fn left_runs(sync: &[Time], ends: &[Time], right_cti: Time, mut run: impl FnMut(
 
 impl<L, R, K, O, KL, KR, C, M> BinaryOperator<L, R, O> for Join<L, R, K, O, KL, KR, C, M>
 where
-    L: Clone + PartialEq + serde::Serialize + Send + 'static,
-    R: Clone + PartialEq + serde::Serialize + Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
-    O: Clone + Send + 'static,
+    L: Payload,
+    R: Payload,
+    K: Key,
+    O: Payload,
     KL: Fn(&L) -> K + Send + 'static,
     KR: Fn(&R) -> K + Send + 'static,
     C: Fn(&L, &R) -> Option<O> + Send + 'static,
@@ -242,6 +242,15 @@ where
 
     fn replicable_right(&self) -> bool {
         true
+    }
+
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        self.sweep.save((&self.intervals, self.left_cti), out)
+    }
+
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        (self.intervals, self.left_cti) = self.sweep.restore(bytes)?;
+        Ok(())
     }
 
     fn left_key_hash(&self, payload: &L) -> u64 {

@@ -28,9 +28,10 @@ use super::super::key_index::{KeyIndex, ABSENT};
 const WALK_BEFORE_INDEX: usize = 32;
 
 /// Open edges (entries without an end) by the fingerprint of their start and payload.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct OpenIndex {
     by_print: FxHashMap<u64, Vec<usize>>,
+    #[serde(skip)]
     prints: Fingerprints,
 }
 
@@ -59,7 +60,7 @@ impl OpenIndex {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Entry<P, K> {
     pub(super) start: Time,
     pub(super) end: Option<Time>,
@@ -76,7 +77,11 @@ pub(super) struct Entry<P, K> {
 pub(super) const NONE: usize = ABSENT;
 
 /// One input's events, by key, with the ones not yet paired in start order.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[serde(bound(
+    serialize = "P: serde::Serialize, K: serde::Serialize + Hash + Eq + Clone + 'static",
+    deserialize = "P: serde::Deserialize<'de>, K: serde::Deserialize<'de> + Hash + Eq + Clone + 'static"
+))]
 pub(super) struct Side<P, K> {
     pub(super) slots: Vec<Option<Entry<P, K>>>,
     free: Vec<usize>,

@@ -9,12 +9,13 @@ use crate::batch::Batch;
 use crate::event::EventKind;
 use crate::time::Time;
 
-use super::super::{CtiFrontier, Held, HeldWhat, ReleaseBuffer};
+use super::super::state::{self, StateError};
+use super::super::{CtiFrontier, Held, HeldWhat, Key, Payload, ReleaseBuffer};
 use super::probe::{probe, probe_points};
 use super::side::{Entry, Side, NONE};
 
 /// A result whose end is not final yet: its start edge is out (or held), its end edge follows.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct OpenResult<O> {
     left: usize,
     right: usize,
@@ -38,6 +39,55 @@ pub(super) struct Sweep<L, R, K, O, KL, KR, C> {
     pub(super) waiting: ReleaseBuffer<L>,
     /// Scratch: the heads of the key lists of a block of points being probed.
     pub(super) heads: Vec<usize>,
+}
+
+/// The sweep's state as read back, with the join's own (`E`).
+type Saved<L, R, K, O, E> = (
+    CtiFrontier,
+    Side<L, K>,
+    Side<R, K>,
+    Vec<OpenResult<O>>,
+    ReleaseBuffer<O>,
+    ReleaseBuffer<L>,
+    E,
+);
+
+impl<L, R, K, O, KL, KR, C> Sweep<L, R, K, O, KL, KR, C>
+where
+    L: Payload,
+    R: Payload,
+    K: Key,
+    O: Payload,
+{
+    /// Writes its state and the join's own (`extra`) for a snapshot.
+    pub(super) fn save<E: serde::Serialize>(
+        &self,
+        extra: E,
+        out: &mut Vec<u8>,
+    ) -> Result<(), StateError> {
+        let state = (
+            &self.frontier,
+            &self.left,
+            &self.right,
+            &self.open,
+            &self.held,
+            &self.waiting,
+            extra,
+        );
+        state::write("join", &state, out)
+    }
+
+    /// Reads back what [`Sweep::save`] wrote; returns the join's own part.
+    pub(super) fn restore<E: serde::de::DeserializeOwned>(
+        &mut self,
+        bytes: &[u8],
+    ) -> Result<E, StateError> {
+        let (frontier, left, right, open, held, waiting, extra): Saved<L, R, K, O, E> =
+            state::read("join", bytes)?;
+        (self.frontier, self.left, self.right) = (frontier, left, right);
+        (self.open, self.held, self.waiting) = (open, held, waiting);
+        Ok(extra)
+    }
 }
 
 impl<L, R, K, O, KL, KR, C> Sweep<L, R, K, O, KL, KR, C>

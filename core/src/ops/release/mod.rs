@@ -46,11 +46,18 @@ pub enum Released<'a, P> {
 /// Pushing in order costs two or three column appends (the `other` column of a run of points
 /// is implicit: `sync + 1`); a release costs the results it releases, copied in slices, plus a
 /// small sort of the out-of-order ones among them.
-#[derive(Clone, Debug)]
+/// Saved in a snapshot as it is (serde), so that a restored buffer releases the same results
+/// in the same order.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(bound(
+    serialize = "P: serde::Serialize",
+    deserialize = "P: serde::Deserialize<'de>"
+))]
 pub struct ReleaseBuffer<P> {
     run: MainRun<P>,
     side: Side<P>,
     /// Scratch: the out-of-order results a release emits.
+    #[serde(skip)]
     ready: Vec<SideEntry<P>>,
     last_cti: Time,
 }

@@ -30,7 +30,7 @@ const fn chunk_len<P>() -> usize {
 }
 
 /// A piece of the run: results from `front` on (those before it are released).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Chunk<P> {
     pub(super) sync: Vec<Time>,
     /// Empty while every result of the chunk is a point.
@@ -81,10 +81,15 @@ impl<P> Chunk<P> {
 }
 
 /// The main run; see the module doc.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(bound(
+    serialize = "P: serde::Serialize",
+    deserialize = "P: serde::Deserialize<'de>"
+))]
 pub(super) struct MainRun<P> {
     pub(super) chunks: VecDeque<Chunk<P>>,
     /// Emptied chunks, their vectors reused.
+    #[serde(skip)]
     spare: Vec<Chunk<P>>,
     len: usize,
     /// Results pushed to the run so far (the position the next one gets).

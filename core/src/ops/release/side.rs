@@ -12,7 +12,7 @@ use crate::time::Time;
 const MAX_RUNS: usize = 64;
 
 /// A result pushed out of sync order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct SideEntry<P> {
     pub(super) sync: Time,
     /// Push order among the side results (the tie-break between equal sync times).
@@ -26,7 +26,11 @@ pub(super) struct SideEntry<P> {
 }
 
 /// Out-of-order results; see the module doc.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(bound(
+    serialize = "P: serde::Serialize",
+    deserialize = "P: serde::Deserialize<'de>"
+))]
 pub(super) struct Side<P> {
     /// Pushed since the last release that took any, unsorted.
     new: Vec<SideEntry<P>>,
@@ -37,8 +41,10 @@ pub(super) struct Side<P> {
     len: usize,
     seq: u64,
     /// Emptied runs, reused.
+    #[serde(skip)]
     pool: Vec<Vec<SideEntry<P>>>,
     /// Room for the sort keys of [`sort_entries`].
+    #[serde(skip)]
     keys: SortKeys,
 }
 

@@ -1,8 +1,6 @@
 //! The operators that take an ordered [`Stream`] only: time shifts and lifetimes, the
 //! anti-semi-join and clip, group-and-apply, snapshot and count windows, user processes.
 
-use std::hash::Hash;
-
 use crate::order::Ordered;
 use crate::time::{Time, TimeSpan};
 
@@ -12,6 +10,7 @@ use crate::ops::group_apply::{GroupApply, SubQuery};
 use crate::ops::process::{Process, ProcessOperator};
 use crate::ops::select::{AlterDuration, AlterLifetime, Shift};
 use crate::ops::windowed::{Ungrouped, WindowKind, Windowed};
+use crate::ops::Key;
 use crate::ops::{BinaryOperator, Payload, UnaryOperator};
 
 impl<P: Payload> Stream<P, Ordered> {
@@ -89,7 +88,7 @@ impl<P: Payload> Stream<P, Ordered> {
         op: Op,
     ) -> Stream<Op::Output>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Key,
         Op: Process<P, K>,
         Op::Output: Payload,
     {
@@ -125,7 +124,7 @@ impl<P: Payload> Stream<P, Ordered> {
     /// ```
     pub fn to_signal<K>(&self, key: impl Fn(&P) -> K + Clone + Send + 'static) -> Stream<P>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Key,
     {
         self.alter_duration(TimeSpan::MAX)
             .clip_duration_on(self, key.clone(), key)
@@ -140,7 +139,7 @@ impl<P: Payload> Stream<P, Ordered> {
         key_right: impl Fn(&R) -> K + Send + 'static,
     ) -> Stream<P>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Key,
     {
         self.apply_binary(right, AntiSemiJoin::new(key_left, key_right))
     }
@@ -160,7 +159,7 @@ impl<P: Payload> Stream<P, Ordered> {
         key_right: impl Fn(&R) -> K + Send + 'static,
     ) -> Stream<P>
     where
-        K: Hash + Eq + Clone + Send + 'static,
+        K: Key,
     {
         self.apply_binary(right, ClipDuration::new(key_left, key_right))
     }
@@ -174,7 +173,7 @@ impl<P: Payload> Stream<P, Ordered> {
         f: impl Fn(&K, Stream<P>) -> Stream<Out> + Send + 'static,
     ) -> Stream<Out>
     where
-        K: Hash + Eq + Clone + Default + Send + 'static,
+        K: Key + Default,
     {
         let build = move |k: &K| {
             let g = QueryGraph::new();

@@ -35,6 +35,11 @@ use super::HoppingWindow;
 type Chain<K, O> = FxHashMap<K, (Time, O)>;
 
 /// The lateness state of a [`HoppingWindow`]; see the module doc.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(bound(
+    serialize = "K: serde::Serialize + Hash + Eq, O: serde::Serialize",
+    deserialize = "K: serde::Deserialize<'de> + Hash + Eq, O: serde::Deserialize<'de>"
+))]
 pub(super) struct Late<K, O> {
     lateness: TimeSpan,
     /// The windows given and not yet final, with each group's value in force.
@@ -47,6 +52,7 @@ pub(super) struct Late<K, O> {
     /// Events taken on time and late (under the watermark, within the lateness).
     counts: crate::ops::LateCounts,
     /// Results made at this CTI, emitted in this order before it.
+    #[serde(skip)]
     out: Vec<(EventKind, O)>,
 }
 

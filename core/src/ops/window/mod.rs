@@ -39,6 +39,7 @@ use super::groups::Groups;
 mod late;
 mod open;
 mod operator;
+mod saved;
 mod spec;
 use super::{Aggregate, DropLog, ReleaseBuffer};
 use open::OpenAt;
@@ -74,6 +75,7 @@ struct Current<K, S> {
 const POOL: usize = 4;
 
 /// A member kept once: see [`HoppingWindow`]'s `spans`.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Span<K, P> {
     start: Time,
     /// `+inf` while a start edge is open.

@@ -10,7 +10,7 @@ use crate::ops::fxhash::FxHashMap;
 pub(super) const INDEX_ABOVE: usize = 16;
 
 /// The open start edges of one start time.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) enum OpenAt<T> {
     #[default]
     Empty,
@@ -20,7 +20,7 @@ pub(super) enum OpenAt<T> {
 }
 
 /// Many edges of one start, by the fingerprint of their payload.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Indexed<T> {
     buckets: FxHashMap<u64, VecDeque<T>>,
     len: usize,

@@ -1,19 +1,20 @@
 //! [`HoppingWindow`] as an operator of the graph: its CTI rule, what it holds and drops.
 
-use std::hash::Hash;
-
 use crate::batch::Batch;
 use crate::event::EventShape;
 
 use super::{HoppingWindow, WindowOutput};
-use crate::ops::{Aggregate, Held, HeldWhat, OperatorDrop, UnaryOperator};
+use crate::ops::{
+    Aggregate, Held, HeldWhat, Key, OperatorDrop, Payload, StateError, UnaryOperator,
+};
 
 impl<P, K, A, O, KF, MK> UnaryOperator<P, O> for HoppingWindow<P, K, A, O, KF, MK>
 where
-    P: Clone + PartialEq + serde::Serialize + Send + 'static,
-    K: Hash + Eq + Clone + Send + 'static,
+    P: Payload,
+    K: Key,
     A: Aggregate<P>,
-    O: Clone + PartialEq + Send + 'static,
+    A::State: serde::Serialize + serde::de::DeserializeOwned,
+    O: Payload,
     KF: Fn(&P) -> K + Send + 'static,
     MK: Fn(&K, A::Output) -> O + Send + 'static,
 {
@@ -29,6 +30,14 @@ where
 
     fn placement(&self) -> crate::ops::Placement {
         crate::ops::Placement::ByKey
+    }
+
+    fn save_state(&self, out: &mut Vec<u8>) -> Result<(), StateError> {
+        self.save(out)
+    }
+
+    fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
+        self.restore(bytes)
     }
 
     fn key_hash(&self, payload: &P) -> u64 {
