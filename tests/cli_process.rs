@@ -97,6 +97,8 @@ fn pipe_stops_with_a_drain_on_ctrl_c() {
 
 /// Killed (SIGKILL) at random points and started again each time with the same checkpoint
 /// directory, `pipe` ends with exactly the output of an uninterrupted run: no duplicate, no gap.
+/// Each run goes on from the last snapshot, so the kill points fall within a share of a whole
+/// run's time: the runs together do about one run's work.
 #[test]
 fn pipe_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     use std::process::{Command, Stdio};
@@ -139,7 +141,8 @@ fn pipe_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let at = Duration::from_micros(seed % (run_time.as_micros() as u64 * 9 / 10).max(1));
+        let share = run_time.as_micros() as u64 * 2 / KILLS as u64;
+        let at = Duration::from_micros(seed % share.max(1));
         let mut child = pipe(&out, Some(&state)).spawn().expect("starts");
         std::thread::sleep(at);
         if child.try_wait().expect("waits").is_none() {

@@ -244,8 +244,8 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<CsvInputConfig, P> for C
     type Adapter = CsvReader<P>;
 
     /// A regular file read to its end (not standard input, a FIFO or follow mode).
-    fn replayable(&self, config: &CsvInputConfig) -> bool {
-        crate::replay::replayable(&config.path, config.replay)
+    fn resumable(&self, config: &CsvInputConfig) -> bool {
+        crate::replay::resumable(&config.path, config.replay)
     }
 
     fn source_files(&self, config: &CsvInputConfig) -> Vec<std::path::PathBuf> {

@@ -198,8 +198,8 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<JsonLinesInputConfig, P>
     type Adapter = JsonLinesReader<P>;
 
     /// A regular file read to its end (not standard input, a FIFO or follow mode).
-    fn replayable(&self, config: &JsonLinesInputConfig) -> bool {
-        crate::replay::replayable(&config.path, config.replay)
+    fn resumable(&self, config: &JsonLinesInputConfig) -> bool {
+        crate::replay::resumable(&config.path, config.replay)
     }
 
     fn source_files(&self, config: &JsonLinesInputConfig) -> Vec<std::path::PathBuf> {

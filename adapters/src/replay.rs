@@ -22,7 +22,7 @@ mod reader;
 pub use files::names_file;
 #[cfg(test)]
 use files::wildcard;
-pub(crate) use files::{replayable, source_files, FilePart, Lines, FILE_BUFFER};
+pub(crate) use files::{resumable, source_files, FilePart, Lines, FILE_BUFFER};
 pub use reader::{FileFormat, FileReader, LineRead};
 
 /// What a file input does with a line it cannot parse.
@@ -296,6 +296,10 @@ pub(crate) struct Feeder<P> {
     skipped: u64,
     /// The items have ended (see [`Feeder::end`]).
     ended: bool,
+    /// With checkpoints: a full batch is enqueued whole, with the one before it, so that
+    /// everything read is in the query whenever the input commits its position (not one
+    /// batch behind the reading).
+    pub(crate) whole: bool,
 }
 
 impl<P: Payload> Feeder<P> {
@@ -317,7 +321,17 @@ impl<P: Payload> Feeder<P> {
             live,
             skipped: 0,
             ended: false,
+            whole: false,
         }
+    }
+
+    /// Whether everything read so far is enqueued: nothing waits in its batches, no skipped
+    /// line is unreported.
+    pub(crate) fn is_drained(&self) -> bool {
+        self.pending.is_empty()
+            && self.ahead.is_empty()
+            && self.arrived.is_empty()
+            && self.skipped == 0
     }
 
     /// A line that carries no item (blank, or an `eof` line): counted as `skipped`.
@@ -443,6 +457,9 @@ impl<P: Payload> Feeder<P> {
     /// The batch read is full: the one before it is enqueued, the strategy told the range
     /// of the one read, which then waits its turn.
     pub(crate) async fn rotate(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
+        if self.whole {
+            return self.flush(ctx).await;
+        }
         if self.skipped > 0 {
             ctx.report_skipped(std::mem::take(&mut self.skipped)).await;
         }

@@ -405,10 +405,11 @@ async fn a_slow_live_input_reaches_the_output_file_while_it_is_open() {
     assert_eq!(report.counters("in").expect("stream").events_in, 1);
 }
 
-/// Checkpoints need inputs that replay, no watermark strategy, and ordered outputs that can
-/// checkpoint: anything else is refused when the query starts, with the reason.
+/// Checkpoints need inputs that resume at a position, operators that save their state and
+/// outputs that can checkpoint: anything else is refused when the query starts, with the
+/// reason.
 #[tokio::test]
-async fn checkpoints_refuse_what_cannot_replay() {
+async fn checkpoints_refuse_what_cannot_resume() {
     use punctual_adapters::{JsonLinesOutput, JsonLinesOutputConfig, MemoryInput};
     use punctual_runtime::Checkpoints;
     let dir = std::env::temp_dir().join(format!("punctual-refuse-{}", std::process::id()));
@@ -433,7 +434,7 @@ async fn checkpoints_refuse_what_cannot_replay() {
         .expect("binds");
     q.bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
         .expect("binds");
-    assert!(refusal(q).contains("input `mem` cannot replay"));
+    assert!(refusal(q).contains("input `mem` cannot resume"));
 
     let mut q = Query::new("collect").checkpoints(Checkpoints::new(&dir));
     let s = q
@@ -447,17 +448,18 @@ async fn checkpoints_refuse_what_cannot_replay() {
         .expect("binds");
     assert!(refusal(q).contains("cannot checkpoint"));
 
-    let mut q = Query::new("unordered").checkpoints(Checkpoints::new(&dir));
+    let mut q = Query::new("counts").checkpoints(Checkpoints::new(&dir));
     let s = q
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("file", EventShape::Point).unordered(),
+            InputOptions::new("file", EventShape::Point),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&input),
         )
         .expect("binds");
-    q.bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
+    let counts = s.count_window(3).count();
+    q.bind_output(&counts, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
         .expect("binds");
-    assert!(refusal(q).contains("unordered"));
+    assert!(refusal(q).contains("the count window operator cannot save its state"));
 }
 
 /// A stop with a drain ends the output as if the input had ended; run again with the same

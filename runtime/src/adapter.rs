@@ -100,16 +100,18 @@ pub trait OutputAdapter<P: Payload>: Send {
     }
 
     /// Makes everything written so far durable (flushed and synced) and returns the position
-    /// just after it (bytes, for a file). Called after a batch that ends with a CTI, on an
-    /// output that [can checkpoint](OutputAdapter::can_checkpoint).
+    /// just after it (bytes, for a file). Called at each snapshot, after the batches the
+    /// output was sent before it, on an output that
+    /// [can checkpoint](OutputAdapter::can_checkpoint).
     async fn checkpoint(&mut self) -> Result<u64, AdapterError> {
         Err(AdapterError::Config("this output cannot checkpoint".into()))
     }
 
-    /// Goes back to `position` (one [`OutputAdapter::checkpoint`] gave, or 0 for a fresh
-    /// start), discarding what was written after it; the writes that follow continue from
-    /// there. Called once before the first batch, on an output that
-    /// [can checkpoint](OutputAdapter::can_checkpoint), when the query runs with checkpoints.
+    /// Goes back to `position` (one [`OutputAdapter::checkpoint`] gave at the snapshot the
+    /// query restarts from, or 0 for a fresh start), discarding what was written after it;
+    /// the writes that follow continue from there. Called once before `open`, on an output
+    /// that [can checkpoint](OutputAdapter::can_checkpoint), when the query runs with
+    /// checkpoints.
     async fn rewind(&mut self, position: u64) -> Result<(), AdapterError> {
         let _ = position;
         Err(AdapterError::Config("this output cannot rewind".into()))
@@ -185,17 +187,22 @@ pub trait InputAdapterFactory<C, P: Payload> {
         None
     }
 
-    /// Whether an adapter made from `config` reads its source from the start every time it
-    /// runs, the same items in the same order (a file): what a restore from a checkpoint needs
-    /// ([`Query::checkpoints`](crate::Query::checkpoints)). The default says no.
-    fn replayable(&self, config: &C) -> bool {
+    /// Whether an adapter made from `config` can resume its source where a snapshot left it:
+    /// it commits its position as it enqueues
+    /// ([`InputContext::commit_position`](crate::InputContext::commit_position)) and, in a
+    /// query restored from a snapshot, reads on from the position it committed
+    /// ([`InputContext::resume_from`](crate::InputContext::resume_from)), the same items in
+    /// the same order as an uninterrupted run: what checkpoints need
+    /// ([`Query::checkpoints`](crate::Query::checkpoints)). A file can; standard input and a
+    /// socket cannot. The default says no.
+    fn resumable(&self, config: &C) -> bool {
         let _ = config;
         false
     }
 
-    /// The files a replayable source reads, which a checkpoint records (size, modification
-    /// time, a hash of the start) so that a restore refuses inputs that changed. The default
-    /// names none.
+    /// The files a resumable source reads, which checkpoints record (size, modification time,
+    /// a hash of the start) so that a restore refuses inputs that changed. The default names
+    /// none.
     fn source_files(&self, config: &C) -> Vec<std::path::PathBuf> {
         let _ = config;
         Vec::new()
@@ -314,8 +321,8 @@ impl<C, P: Payload, F: InputAdapterFactory<C, P>> InputAdapterFactory<Vec<C>, P>
     }
 
     /// Every configuration is.
-    fn replayable(&self, configs: &Vec<C>) -> bool {
-        configs.iter().all(|c| self.0.replayable(c))
+    fn resumable(&self, configs: &Vec<C>) -> bool {
+        configs.iter().all(|c| self.0.resumable(c))
     }
 
     fn source_files(&self, configs: &Vec<C>) -> Vec<std::path::PathBuf> {

@@ -1,70 +1,110 @@
-//! Checkpoints and restore: exactly-once output across a crash, for queries whose inputs can
-//! replay their source (files).
+//! Checkpoints: snapshots of the whole query, so that a query killed at any moment starts
+//! again where its last snapshot was, with no duplicate and no gap at its outputs.
 //!
-//! A query is deterministic: the same input, read again, gives the same output, CTI for CTI
-//! (the results between two CTIs do not depend on arrival order, and an input's CTIs come from
-//! its own items and settings). So a checkpoint does not copy the operators' state; it records,
-//! per output, the last CTI it made durable and its position there (bytes, for a file):
+//! Every [`Checkpoints::every`] (10 s by default) the query takes a snapshot between two calls
+//! into its driver, at a moment when every input has said where its source stands after the
+//! items it enqueued ([`InputContext::commit_position`]):
 //!
-//! - while running, each output, after a batch that ends with a CTI (at most once per
-//!   [`Checkpoints::every`]), flushes and syncs what it wrote
-//!   ([`OutputAdapter::checkpoint`]) and then records `(CTI, position)` in the checkpoint
-//!   directory (written to a temporary file and renamed: a crash leaves the old record or the
-//!   new one, never half of one);
-//! - started again with the same directory, each output goes back to its recorded position
-//!   ([`OutputAdapter::rewind`]: a file is cut there, dropping anything written after the
-//!   checkpoint), the inputs replay their sources from the start, and the output skips what it
-//!   already has: every CTI up to the recorded one and every event before it (on an ordered
-//!   stream, every event before `CTI(t)` has a sync time before `t` and every event after it
-//!   does not). From there on it writes as an uninterrupted run would have.
+//! - the state of the whole query ([`Driver::save_state`]: every input's ingress, every
+//!   operator's held events, groups, timers and results);
+//! - each input's source position ([`SourcePosition`]: a file's byte offset and line);
+//! - each output's position: the output task is told after the last batch it was sent before
+//!   the snapshot, makes what it wrote durable ([`OutputAdapter::checkpoint`]: flushed and
+//!   synced) and gives its position (bytes, for a file).
 //!
-//! The final `CTI(+inf)` is never recorded: a stop with a drain emits it as if the input had
-//! ended there, and a query started again after such a stop continues from the last finite
-//! checkpoint, cutting the drained tail, as after a crash.
+//! The snapshot is written to `snapshot` in the directory (a new file, synced, renamed over
+//! the old one: a crash leaves the old snapshot or the new one, never half of one), with a
+//! format version, the query's name and identity ([`Checkpoints::identity`]: a job file's
+//! text), and a checksum.
 //!
-//! The result: no duplicate and no gap at the output, whenever the process is killed. What it
-//! needs, checked when the query starts: every input's factory says its adapter can replay
-//! ([`InputAdapterFactory::replayable`]: the file inputs, not standard input or follow mode),
-//! no input has a watermark strategy (those read a wall clock), and every output is bound to an
-//! ordered stream and can checkpoint (the JSON-lines file output).
+//! Started again with the same directory, the query restores its state from the snapshot,
+//! each output goes back to its position ([`OutputAdapter::rewind`]: a file is cut there,
+//! dropping what was written after the snapshot), and each input resumes at its position
+//! ([`InputContext::resume_from`]); an input that had ended is not started again. From there
+//! the query runs as an uninterrupted run would have: what a restart costs is the work since
+//! the last snapshot, not the input read so far. A snapshot that is truncated, damaged, of
+//! another format version, of another query or of another identity is refused with the
+//! reason; two runs on one directory cannot both run (a lock).
 //!
-//! A restore re-reads the inputs from their start: its cost grows with the input, not with the
-//! state.
+//! What it needs, checked when the query starts: every input's factory says its adapter can
+//! resume ([`InputAdapterFactory::resumable`]: a file input, not standard input or follow
+//! mode), and every output can checkpoint (the JSON-lines file output). A watermark strategy's
+//! state is in the snapshot; after a restart its clock readings go on from the new process's
+//! clock.
 //!
+//! [`Driver::save_state`]: punctual_engine::Driver::save_state
 //! [`OutputAdapter::checkpoint`]: crate::OutputAdapter::checkpoint
 //! [`OutputAdapter::rewind`]: crate::OutputAdapter::rewind
-//! [`InputAdapterFactory::replayable`]: crate::InputAdapterFactory::replayable
+//! [`InputContext::commit_position`]: crate::InputContext::commit_position
+//! [`InputContext::resume_from`]: crate::InputContext::resume_from
+//! [`InputAdapterFactory::resumable`]: crate::InputAdapterFactory::resumable
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use punctual_core::{Batch, StreamItem, Time};
-
 use crate::error::AdapterError;
 
-/// Where and how often a query records checkpoints; see the module doc and
+/// The first bytes of a snapshot file.
+const MAGIC: &[u8; 8] = b"PUNCSNAP";
+
+/// The version of the snapshot format this build writes and reads.
+pub const SNAPSHOT_FORMAT: u32 = 1;
+
+/// Where an input's source stands after the items its adapter enqueued: what the adapter needs
+/// to resume there (a file: its byte offset and line number; a broker: a sequence number per
+/// partition), in numbers the adapter chooses.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourcePosition(pub Vec<u64>);
+
+/// Where and how often a query takes snapshots; see the module doc and
 /// [`Query::checkpoints`](crate::Query::checkpoints).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checkpoints {
     dir: PathBuf,
     every: Duration,
+    identity: Option<String>,
+}
+
+/// A snapshot as the directory holds it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Snapshot {
+    /// The query's name.
+    pub(crate) query: String,
+    /// A hash of the query's identity ([`Checkpoints::identity`]), if it was given one.
+    pub(crate) identity: Option<u64>,
+    /// How many snapshots the directory has held, this one included.
+    pub(crate) seq: u64,
+    /// Each input's position, by name (`None`: it had enqueued nothing yet).
+    pub(crate) inputs: Vec<(String, Option<SourcePosition>)>,
+    /// Each output's position, by name.
+    pub(crate) outputs: Vec<(String, u64)>,
+    /// The query's state ([`Driver::save_state`](punctual_engine::Driver::save_state)).
+    pub(crate) state: Vec<u8>,
 }
 
 impl Checkpoints {
-    /// Checkpoints in `dir` (created if missing), at most once a second per output.
+    /// Snapshots in `dir` (created if missing), every 10 s.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Checkpoints {
             dir: dir.into(),
-            every: Duration::from_secs(1),
+            every: Duration::from_secs(10),
+            identity: None,
         }
     }
 
-    /// At most one checkpoint per output every `every` (`Duration::ZERO`: after every batch
-    /// that ends with a CTI).
+    /// A snapshot every `every` (`Duration::ZERO`: as often as the query allows, for tests).
     pub fn every(mut self, every: Duration) -> Self {
         self.every = every;
+        self
+    }
+
+    /// What the query is beyond its name and shape (a job file's text, a query's text): a
+    /// snapshot taken with another identity is refused, so that a changed query never
+    /// continues from the state of the old one.
+    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = Some(identity.into());
         self
     }
 
@@ -73,54 +113,78 @@ impl Checkpoints {
         &self.dir
     }
 
-    /// How often, at most.
+    /// How often.
     pub(crate) fn interval(&self) -> Duration {
         self.every
     }
 
-    /// The record of output `name`.
-    fn file(&self, name: &str) -> PathBuf {
-        let safe: String = name
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
-            .collect();
-        self.dir.join(format!("output-{safe}.json"))
+    /// The hash of the identity, as a snapshot records it.
+    pub(crate) fn identity_hash(&self) -> Option<u64> {
+        self.identity.as_deref().map(|i| fnv1a(i.as_bytes()))
     }
 
-    /// The position output `name` recorded last, if any.
-    pub(crate) fn load(&self, name: &str) -> Result<Option<Position>, AdapterError> {
-        let path = self.file(name);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                serde_json::from_slice(&bytes)
-                    .map(Some)
-                    .map_err(|e| AdapterError::Malformed {
-                        path,
-                        line: 1,
-                        message: format!("not a checkpoint record: {e}"),
-                    })
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(AdapterError::Io { path, error }),
+    /// The snapshot file.
+    fn file(&self) -> PathBuf {
+        self.dir.join("snapshot")
+    }
+
+    /// The latest snapshot of query `query`, if the directory holds one; refused with the
+    /// reason if it is truncated, damaged, of another format version, query or identity.
+    pub(crate) fn load(&self, query: &str) -> Result<Option<Snapshot>, AdapterError> {
+        let path = self.file();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(AdapterError::Io { path, error }),
+        };
+        let refuse = |why: String| {
+            AdapterError::Config(format!(
+                "checkpoint {}: {why}; remove the directory to start over",
+                path.display()
+            ))
+        };
+        let snapshot = read_snapshot(&bytes).map_err(refuse)?;
+        if snapshot.query != query {
+            return Err(refuse(format!(
+                "it is a snapshot of query `{}`, not of `{query}`",
+                snapshot.query
+            )));
         }
+        if snapshot.identity != self.identity_hash() {
+            return Err(refuse(
+                "it is a snapshot of another version of this query (its text differs)".to_owned(),
+            ));
+        }
+        Ok(Some(snapshot))
     }
 
-    /// Records `position` for output `name`: a new file, synced, renamed over the old one.
-    pub(crate) fn save(&self, name: &str, position: Position) -> Result<(), AdapterError> {
-        let path = self.file(name);
-        let tmp = path.with_extension("json.tmp");
+    /// Writes `snapshot`: a new file, synced, renamed over the old one, the directory synced.
+    pub(crate) fn save(&self, snapshot: &Snapshot) -> Result<(), AdapterError> {
+        use std::io::Write;
+        let path = self.file();
+        let tmp = path.with_extension("tmp");
         let io = |path: &Path| {
             let path = path.to_owned();
             move |error| AdapterError::Io { path, error }
         };
-        let text = serde_json::to_vec(&position).map_err(AdapterError::other)?;
-        {
-            use std::io::Write;
-            let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-            f.write_all(&text).map_err(io(&tmp))?;
-            f.sync_data().map_err(io(&tmp))?;
+        let body = bincode::serialize(snapshot).map_err(AdapterError::other)?;
+        let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+        f.write_all(MAGIC).map_err(io(&tmp))?;
+        f.write_all(&SNAPSHOT_FORMAT.to_le_bytes())
+            .map_err(io(&tmp))?;
+        f.write_all(&(body.len() as u64).to_le_bytes())
+            .map_err(io(&tmp))?;
+        f.write_all(&checksum(&body).to_le_bytes())
+            .map_err(io(&tmp))?;
+        f.write_all(&body).map_err(io(&tmp))?;
+        f.sync_all().map_err(io(&tmp))?;
+        drop(f);
+        std::fs::rename(&tmp, &path).map_err(io(&path))?;
+        if let Ok(dir) = std::fs::File::open(&self.dir) {
+            // The rename made durable (where the platform syncs a directory).
+            let _ = dir.sync_all();
         }
-        std::fs::rename(&tmp, &path).map_err(io(&path))
+        Ok(())
     }
 
     /// Creates the directory, takes its lock (one run at a time: the lock goes with the file
@@ -238,6 +302,15 @@ impl InputFile {
     }
 }
 
+/// A snapshot body's checksum: a word at a time (a state of many megabytes is summed fast).
+fn checksum(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = punctual_core::ops::FxHasher::default();
+    h.write(bytes);
+    h.write_usize(bytes.len());
+    h.finish()
+}
+
 fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
@@ -274,91 +347,99 @@ fn changed(then: &[InputFile], now: &[InputFile]) -> Option<String> {
         .map(|t| format!("input `{}` no longer reads {},", t.input, t.path.display()))
 }
 
-/// What an output recorded at a checkpoint: the CTI it had written through, and its position
-/// just after it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Position {
-    pub(crate) cti: Time,
-    pub(crate) bytes: u64,
-}
-
-/// Whether `batch` ends with a CTI (no event after its last CTI): a point where an output's
-/// position can be recorded.
-pub(crate) fn ends_with_cti<P>(batch: &Batch<P>) -> Option<Time> {
-    batch
-        .ctis()
-        .last()
-        .filter(|m| m.after == batch.len())
-        .map(|m| m.time)
-}
-
-/// What of `batch` an output restored at `CTI(t)` has not written yet: every CTI up to `t` and
-/// every event before `t` left out. `None` when it has written all of it.
-pub(crate) fn after<P: Clone>(batch: &Batch<P>, t: Time) -> Option<Batch<P>> {
-    let mut rest = Batch::new();
-    let mut skipping = true;
-    for item in batch.items() {
-        if skipping {
-            let written = match &item {
-                StreamItem::Cti(c) => *c <= t,
-                StreamItem::Insert(e) => e.kind.sync_time() < t,
-            };
-            if written {
-                continue;
-            }
-            skipping = false;
-        }
-        match item {
-            StreamItem::Cti(c) => rest.push_cti(c),
-            StreamItem::Insert(e) => rest.push(e.kind, e.payload.clone()),
-        }
+/// Reads a snapshot file's bytes: its header checked (magic, version, length, checksum).
+fn read_snapshot(bytes: &[u8]) -> Result<Snapshot, String> {
+    let head = MAGIC.len() + 4 + 8 + 8;
+    if bytes.len() < head || &bytes[..MAGIC.len()] != MAGIC {
+        return Err("not a snapshot file (no snapshot header)".to_owned());
     }
-    (!skipping).then_some(rest)
+    let word = |at: usize, n: usize| -> u64 {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(&bytes[at..at + n]);
+        u64::from_le_bytes(b)
+    };
+    let version = word(MAGIC.len(), 4);
+    if version != u64::from(SNAPSHOT_FORMAT) {
+        return Err(format!(
+            "it is in snapshot format {version}; this build reads format {SNAPSHOT_FORMAT}"
+        ));
+    }
+    let length = word(MAGIC.len() + 4, 8);
+    let sum = word(MAGIC.len() + 12, 8);
+    let body = &bytes[head..];
+    if body.len() as u64 != length {
+        return Err(format!(
+            "it is truncated: {} of its {length} bytes",
+            body.len()
+        ));
+    }
+    if checksum(body) != sum {
+        return Err("it is damaged: its checksum does not match its bytes".to_owned());
+    }
+    bincode::deserialize(body).map_err(|e| format!("it cannot be read: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn t(x: i64) -> Time {
-        Time::from_ticks(x)
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            query: "q".to_owned(),
+            identity: None,
+            seq: 3,
+            inputs: vec![("in".to_owned(), Some(SourcePosition(vec![120, 7])))],
+            outputs: vec![("out".to_owned(), 99)],
+            state: vec![1, 2, 3],
+        }
+    }
+
+    fn dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("punctual-ckpt-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        dir
     }
 
     #[test]
-    fn a_restored_output_skips_what_it_wrote_through_its_cti() {
-        let mut b = Batch::new();
-        b.push_point(t(1), 'a');
-        b.push_cti(t(2));
-        b.push_point(t(2), 'b');
-        b.push_point(t(3), 'c');
-        b.push_cti(t(4));
-        assert_eq!(ends_with_cti(&b), Some(t(4)));
-        let rest = after(&b, t(2)).expect("something left");
-        let items: Vec<StreamItem<char>> = rest.items().map(|i| i.map(|p| *p)).collect();
-        assert_eq!(
-            items,
-            vec![
-                StreamItem::point(t(2), 'b'),
-                StreamItem::point(t(3), 'c'),
-                StreamItem::Cti(t(4))
-            ]
-        );
-        assert!(after(&b, t(4)).is_none(), "all of it written");
-        b.push_point(t(5), 'd');
-        assert_eq!(ends_with_cti(&b), None);
-    }
-
-    #[test]
-    fn records_are_saved_whole_and_read_back() {
-        let dir = std::env::temp_dir().join(format!("punctual-ckpt-{}", std::process::id()));
+    fn a_snapshot_is_saved_whole_and_read_back() {
+        let dir = dir("whole");
         let c = Checkpoints::new(&dir);
-        let _lock = c.prepare(&[]).expect("a temp dir");
-        assert_eq!(c.load("out/1").expect("readable"), None);
-        let p = Position {
-            cti: t(7),
-            bytes: 99,
+        assert!(c.load("q").expect("readable").is_none());
+        c.save(&snapshot()).expect("saved");
+        let back = c.load("q").expect("readable").expect("there");
+        assert_eq!(
+            (back.seq, back.inputs, back.outputs),
+            (3, snapshot().inputs, snapshot().outputs)
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Each refusal names its reason: truncated, damaged, another format, another query,
+    /// another identity.
+    #[test]
+    fn a_snapshot_that_is_not_this_querys_is_refused_with_the_reason() {
+        let dir = dir("refused");
+        let c = Checkpoints::new(&dir);
+        c.save(&snapshot()).expect("saved");
+        let file = dir.join("snapshot");
+        let whole = std::fs::read(&file).expect("written");
+        let refusal = |bytes: &[u8], query: &str, c: &Checkpoints| {
+            std::fs::write(&file, bytes).expect("written");
+            c.load(query).expect_err("refused").to_string()
         };
-        c.save("out/1", p).expect("saved");
-        assert_eq!(c.load("out/1").expect("readable"), Some(p));
+        assert!(refusal(&whole[..whole.len() - 2], "q", &c).contains("truncated"));
+        let mut damaged = whole.clone();
+        let last = damaged.len() - 1;
+        damaged[last] ^= 1;
+        assert!(refusal(&damaged, "q", &c).contains("damaged"));
+        let mut other = whole.clone();
+        other[8] = 9;
+        assert!(refusal(&other, "q", &c).contains("format 9"));
+        assert!(refusal(&whole, "other", &c).contains("of query `q`"));
+        let changed = Checkpoints::new(&dir).identity("SELECT 2");
+        assert!(refusal(&whole, "q", &changed).contains("another version of this query"));
+        assert!(refusal(b"hello", "q", &c).contains("not a snapshot"));
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

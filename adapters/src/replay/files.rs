@@ -8,9 +8,10 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use super::ReplayOptions;
 use punctual_runtime::error::AdapterError;
 
-/// Whether a file input reads the same lines every time: a regular file (or one not there yet:
-/// the run reports that), not standard input, a FIFO or a device, and not in follow mode.
-pub(crate) fn replayable(path: &Path, replay: ReplayOptions) -> bool {
+/// Whether a file input can resume at a byte offset, reading the same lines from there: a
+/// regular file (or one not there yet: the run reports that), not standard input, a FIFO or a
+/// device, and not in follow mode.
+pub(crate) fn resumable(path: &Path, replay: ReplayOptions) -> bool {
     path.as_os_str() != "-"
         && !replay.follow
         && std::fs::metadata(path).map_or(true, |m| m.is_file())
@@ -138,8 +139,8 @@ pub(crate) struct Lines {
 /// its blocking thread pool (a thread switch each way), so a large one makes few.
 pub(crate) const FILE_BUFFER: usize = 256 * 1024;
 
-/// Opens a file for line reading; `-` is standard input.
-pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
+/// Opens a file for line reading from byte `from` (a line's start); `-` is standard input.
+pub(crate) async fn open_lines(path: &Path, from: u64) -> Result<Lines, AdapterError> {
     if path.as_os_str() == "-" {
         return Ok(Lines {
             reader: Box::new(BufReader::new(tokio::io::stdin())),
@@ -151,22 +152,29 @@ pub(crate) async fn open_lines(path: &Path) -> Result<Lines, AdapterError> {
         path: path.to_owned(),
         error: source,
     };
-    let file = tokio::fs::File::open(path).await.map_err(io)?;
+    let mut file = tokio::fs::File::open(path).await.map_err(io)?;
     let live = !file.metadata().await.map_err(io)?.is_file();
+    if from > 0 {
+        use tokio::io::AsyncSeekExt;
+        file.seek(std::io::SeekFrom::Start(from))
+            .await
+            .map_err(io)?;
+    }
     Ok(Lines {
         reader: Box::new(BufReader::with_capacity(FILE_BUFFER, file)),
         live,
-        from_start: true,
+        from_start: from == 0,
     })
 }
 
 /// Opens part `part` of `parts` of a regular file for line reading: the lines that start in
 /// its share of the file's bytes (`[len * part / parts, len * (part + 1) / parts)`), the last
 /// one read to its end wherever that is. Every line of the file is in exactly one part.
+/// `from`: resumes at that byte (a line's start within the part) instead of the part's start.
 pub(crate) async fn open_range(
     path: &Path,
-    part: usize,
-    parts: usize,
+    (part, parts): (usize, usize),
+    from: Option<u64>,
 ) -> Result<Lines, AdapterError> {
     use tokio::io::AsyncSeekExt;
     let io = |source| AdapterError::Io {
@@ -185,6 +193,24 @@ pub(crate) async fn open_range(
     let (start, end) = (share(part), share(part + 1));
     let mut reader = BufReader::with_capacity(FILE_BUFFER, file);
     let mut at = start;
+    if let Some(from) = from.filter(|&f| f > start) {
+        // Resumed: the lines before `from` were read before.
+        reader
+            .seek(std::io::SeekFrom::Start(from))
+            .await
+            .map_err(io)?;
+        let left = end.saturating_sub(from);
+        return Ok(Lines {
+            reader: Box::new(RangeLines {
+                inner: reader,
+                left,
+                open: false,
+                done: left == 0,
+            }),
+            live: false,
+            from_start: false,
+        });
+    }
     if start > 0 {
         // The line in progress at `start` belongs to the part before: skip to its end (from
         // the byte before `start`, so that a line starting exactly at `start` is kept).
@@ -324,14 +350,14 @@ impl FilePart {
         })
     }
 
-    /// Opens it for line reading: its lines, and its name for messages (the path, and which
-    /// part of the file it is).
-    pub(crate) async fn open(&self) -> Result<(Lines, PathBuf), AdapterError> {
+    /// Opens it for line reading, from its start or resumed at byte `from`: its lines, and
+    /// its name for messages (the path, and which part of the file it is).
+    pub(crate) async fn open(&self, from: Option<u64>) -> Result<(Lines, PathBuf), AdapterError> {
         let path = &self.path;
         Ok(match self.part {
-            None => (open_lines(path).await?, path.clone()),
+            None => (open_lines(path, from.unwrap_or(0)).await?, path.clone()),
             Some((k, n)) => (
-                open_range(path, k, n).await?,
+                open_range(path, (k, n), from).await?,
                 PathBuf::from(format!("{} (part {} of {n})", path.display(), k + 1)),
             ),
         })

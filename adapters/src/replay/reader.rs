@@ -241,23 +241,39 @@ impl<P: Payload, F: FileFormat<P>> FileReader<P, F> {
 impl<P: Payload, F: FileFormat<P>> InputAdapter<P> for FileReader<P, F> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let path = self.source.path.clone();
-        let (mut lines, shown) = self.source.open().await?;
+        let resume = resumed_at(ctx)?;
+        let (base, resumed_line) = resume.unwrap_or((0, 0));
+        let (mut lines, shown) = self.source.open(resume.map(|_| base)).await?;
         let from_start = lines.from_start;
+        let read = Counted::wrap(&mut lines);
         let mut feed = Feeder::new(&shown, self.replay, self.malformed, lines.live);
+        feed.whole = ctx.commits_positions();
         let bulk = feed.takes_bulk();
         // The line read, reused for each.
         let mut line = String::new();
         let start = self.header(ctx, (&mut feed, &mut lines, from_start), &mut line);
         let mut number = match start.await? {
-            Start::Lines(n) => n,
+            Start::Lines(n) if resume.is_none() => n,
+            Start::Lines(_) => usize::try_from(resumed_line).unwrap_or(usize::MAX),
             Start::Done if ctx.is_stopping() => return Ok(()),
-            Start::Done => return feed.finish(ctx).await,
+            Start::Done => {
+                feed.finish(ctx).await?;
+                return commit(ctx, base + read.get(), 0).await;
+            }
         };
+        // What the last commit said (the first one, at the start, only with checkpoints).
+        let mut committed = None;
         // After an `eof` line (not following the file), the lines left are read and counted.
         let mut ended = false;
         loop {
             if ctx.is_stopping() {
                 return feed.stopped(ctx).await;
+            }
+            // With checkpoints: once everything read is enqueued, the source stands here.
+            let at = (base + read.get(), number);
+            if feed.whole && feed.is_drained() && committed != Some(at) {
+                commit(ctx, at.0, at.1).await?;
+                committed = Some(at);
             }
             // The lines already buffered, without a wait each (after the first line, which
             // may start with a byte-order mark).
@@ -325,7 +341,95 @@ impl<P: Payload, F: FileFormat<P>> InputAdapter<P> for FileReader<P, F> {
                 break;
             }
         }
-        feed.finish(ctx).await
+        feed.finish(ctx).await?;
+        commit(ctx, base + read.get(), number).await
+    }
+}
+
+/// Where a query restored from a snapshot resumes a file input: the byte and the line after
+/// the last line read before the snapshot (`None`: from the start).
+fn resumed_at<P: Payload>(ctx: &InputContext<P>) -> Result<Option<(u64, u64)>, AdapterError> {
+    match ctx.resume_from().map(|p| p.0.as_slice()) {
+        None => Ok(None),
+        Some(&[offset, line]) => Ok(Some((offset, line))),
+        Some(other) => Err(AdapterError::Config(format!(
+            "a snapshot's position of a file input is a byte and a line, not {other:?}"
+        ))),
+    }
+}
+
+/// With checkpoints: says that the file input stands at byte `offset`, line `line`.
+async fn commit<P: Payload>(
+    ctx: &mut InputContext<P>,
+    offset: u64,
+    line: usize,
+) -> Result<(), AdapterError> {
+    if ctx.commits_positions() {
+        let at = punctual_runtime::checkpoint::SourcePosition(vec![offset, line as u64]);
+        ctx.commit_position(at).await;
+    }
+    Ok(())
+}
+
+/// The bytes taken from a line source so far: a reader that counts what is consumed of it
+/// (the reader's buffer, in bulk or line by line) and read through it.
+struct Counted {
+    inner: Box<dyn tokio::io::AsyncBufRead + Unpin + Send>,
+    taken: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The count of a [`Counted`] reader.
+struct Taken(std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Taken {
+    fn get(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Counted {
+    /// Puts a counter around `lines`' reader; the count it returns goes up as it is read.
+    fn wrap(lines: &mut Lines) -> Taken {
+        let taken = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let inner = std::mem::replace(&mut lines.reader, Box::new(tokio::io::empty()));
+        lines.reader = Box::new(Counted {
+            inner,
+            taken: std::sync::Arc::clone(&taken),
+        });
+        Taken(taken)
+    }
+
+    fn add(&self, n: usize) {
+        self.taken
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl tokio::io::AsyncRead for Counted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        self.add(n);
+        polled
+    }
+}
+
+impl tokio::io::AsyncBufRead for Counted {
+    fn poll_fill_buf(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<&[u8]>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_fill_buf(cx)
+    }
+
+    fn consume(mut self: std::pin::Pin<&mut Self>, amt: usize) {
+        self.add(amt);
+        std::pin::Pin::new(&mut self.inner).consume(amt);
     }
 }
 

@@ -49,6 +49,7 @@ mod ports;
 mod running;
 pub(crate) mod shell;
 mod signals;
+mod snapshots;
 pub use shell::held_items;
 mod tasks;
 mod worker;
@@ -91,9 +92,9 @@ pub struct Query {
     clock_interval: Duration,
     monitor: Monitor,
     checkpoints: Option<Checkpoints>,
-    /// Inputs whose adapters cannot replay their source, for checkpoints.
-    not_replayable: Vec<String>,
-    /// The files the replayable inputs read, by input, for checkpoints.
+    /// Inputs whose adapters cannot resume their source at a position, for checkpoints.
+    not_resumable: Vec<String>,
+    /// The files the resumable inputs read, by input, for checkpoints.
     input_files: Vec<(String, std::path::PathBuf)>,
     /// Payload types the report can show.
     shows: held_payloads::Shows,
@@ -122,17 +123,18 @@ impl Query {
             clock_interval: Duration::from_secs(1),
             monitor: Monitor::default(),
             checkpoints: None,
-            not_replayable: Vec::new(),
+            not_resumable: Vec::new(),
             input_files: Vec::new(),
             shows: held_payloads::Shows::default(),
         }
     }
 
-    /// Runs with checkpoints in `checkpoints`' directory: each output records how far it has
-    /// durably written, and a query started again with the same directory continues each
-    /// output exactly there (no duplicate, no gap), replaying its inputs from the start. See
-    /// [`crate::checkpoint`] for how, and what it needs of the inputs and outputs (checked by
-    /// [`Query::start`]).
+    /// Runs with checkpoints in `checkpoints`' directory: a snapshot of the whole query (its
+    /// state, where each input's source stands, where each output has durably written) every
+    /// [`Checkpoints::every`], and a query started again with the same directory continues
+    /// from its last snapshot: each input resumes at its position, each output exactly where
+    /// it was (no duplicate, no gap). See [`crate::checkpoint`] for how, and what it needs of
+    /// the inputs, operators and outputs (checked by [`Query::start`]).
     ///
     /// ```no_run
     /// use punctual_adapters::{
@@ -149,7 +151,7 @@ impl Query {
     ///     &JsonLinesInputConfig::new("in.jsonl"),
     /// )?;
     /// query.bind_output(&rows, &JsonLinesOutput, &JsonLinesOutputConfig::new("out.jsonl"))?;
-    /// // Killed and started again, it continues out.jsonl where its last checkpoint was.
+    /// // Killed and started again, it goes on from its last snapshot.
     /// query.start()?.wait().await?;
     /// # Ok(()) }
     /// ```
@@ -331,12 +333,12 @@ impl Query {
                 error: source,
             })?);
         }
-        if factory.replayable(config) {
+        if factory.resumable(config) {
             let files = factory.source_files(config);
             self.input_files
                 .extend(files.into_iter().map(|f| (name.clone(), f)));
         } else {
-            self.not_replayable.push(name.clone());
+            self.not_resumable.push(name.clone());
         }
         let (ids, stream) = self.plan.partitioned_input::<P, O>(options, partitions)?;
         for (id, adapter) in ids.into_iter().zip(adapters) {
@@ -408,7 +410,6 @@ impl Query {
         self.outputs.push(Box::new(PendingOutput {
             name,
             shape,
-            ordered: O::ORDER == punctual_core::EventOrder::Sorted,
             id,
             adapter: Box::new(adapter),
             per_worker: factory.per_worker(config),
@@ -455,33 +456,11 @@ impl Query {
     /// Starts the adapters around `driver`, the query's own or one worker's share of it.
     fn launch(
         self,
-        driver: punctual_engine::Driver,
+        mut driver: punctual_engine::Driver,
         worker: Option<(usize, WorkerSide)>,
     ) -> Result<RunningQuery, QueryError> {
         let clocked = (0..driver.input_count()).any(|i| driver.has_watermark(i));
-        let mut lock = None;
-        if let Some(c) = &self.checkpoints {
-            let refusal = if let Some(name) = self.not_replayable.first() {
-                Some(format!(
-                    "input `{name}` cannot replay its source from the start (a file can; \
-                     standard input and follow mode cannot)"
-                ))
-            } else if clocked {
-                Some("an input has a watermark strategy, which reads the clock: a replay would not give the same CTIs".to_owned())
-            } else {
-                self.outputs.iter().find_map(|o| o.checkpoint_refusal())
-            };
-            if let Some(why) = refusal {
-                return Err(QueryError::Bind(format!("checkpoints: {why}")));
-            }
-            lock = Some(
-                c.prepare(&self.input_files)
-                    .map_err(|error| QueryError::Create {
-                        stream: "checkpoints".to_owned(),
-                        error,
-                    })?,
-            );
-        }
+        let restored = self.restore(&mut driver)?;
         let signals = Arc::new(Signals::new());
         let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
         // As one worker of several: the outputs are read on worker 0, but for those each
@@ -497,17 +476,22 @@ impl Query {
             ),
             None => (self.outputs, None),
         };
-        let shell = Arc::new(Shell::new(driver, signals, self.shows, side));
+        let finished: Vec<bool> = (0..driver.input_count())
+            .map(|i| restored.as_ref().is_some_and(|r| r.from_snapshot) && driver.is_finished(i))
+            .collect();
+        let resume = restored.as_ref().map(|r| r.inputs.clone());
+        let shell = Arc::new(Shell::new(driver, signals, self.shows, side, resume));
         self.monitor.attach(&shell);
         let ports = outputs
             .into_iter()
             .map(|o| {
-                o.spawn(
-                    &mut tasks,
-                    self.channel_capacity,
-                    &self.monitor,
-                    self.checkpoints.clone(),
-                )
+                let rewind = restored.as_ref().map(|r| {
+                    r.outputs
+                        .iter()
+                        .find(|(n, _)| n == o.name())
+                        .map_or(0, |(_, at)| *at)
+                });
+                o.spawn(&mut tasks, self.channel_capacity, &self.monitor, rewind)
             })
             .collect();
         shell.install_ports(ports);
@@ -519,10 +503,25 @@ impl Query {
         }
         let mut no_inputs = true;
         for input in self.inputs {
-            if shell.owns(input.index()) {
+            let index = input.index();
+            if finished.get(index).copied().unwrap_or(false) {
+                // Ended before the snapshot: not started again.
+                no_inputs = false;
+                let ended = Arc::clone(&shell);
+                tasks.spawn(
+                    format!("input #{index} (ended before the snapshot)"),
+                    async move {
+                        ended.end_input(index, false).await;
+                        Ok(())
+                    },
+                );
+            } else if shell.owns(index) {
                 no_inputs = false;
                 input.spawn(&mut tasks, &shell);
             }
+        }
+        if let (Some(c), Some(r)) = (self.checkpoints.clone(), &restored) {
+            snapshots::spawn_snapshots(&mut tasks, &shell, c, r.seq);
         }
         if no_inputs {
             // Nothing will end an input: the query is over at once.
@@ -536,9 +535,91 @@ impl Query {
             tasks,
             shell,
             monitor: self.monitor,
-            _checkpoint_lock: lock,
+            _checkpoint_lock: restored.map(|r| r.lock),
         })
     }
+
+    /// With checkpoints: checks that the query can take snapshots, takes the directory's
+    /// lock, and restores the driver from the latest snapshot if there is one. `None` without
+    /// checkpoints.
+    fn restore(
+        &self,
+        driver: &mut punctual_engine::Driver,
+    ) -> Result<Option<Restored>, QueryError> {
+        let Some(c) = &self.checkpoints else {
+            return Ok(None);
+        };
+        let refusal = if let Some(name) = self.not_resumable.first() {
+            Some(format!(
+                "input `{name}` cannot resume its source at a position (a file can; standard \
+                 input and follow mode cannot)"
+            ))
+        } else if let Some(why) = self.outputs.iter().find_map(|o| o.checkpoint_refusal()) {
+            Some(why)
+        } else {
+            driver.save_state().err().map(|e| e.to_string())
+        };
+        if let Some(why) = refusal {
+            return Err(QueryError::Bind(format!("checkpoints: {why}")));
+        }
+        let create = |error| QueryError::Create {
+            stream: "checkpoints".to_owned(),
+            error,
+        };
+        let lock = c.prepare(&self.input_files).map_err(create)?;
+        let names: Vec<String> = (0..driver.input_count())
+            .map(|i| driver.input_name(i).unwrap_or_default().to_owned())
+            .collect();
+        let Some(snapshot) = c.load(driver.name()).map_err(create)? else {
+            return Ok(Some(Restored {
+                lock,
+                from_snapshot: false,
+                inputs: vec![None; names.len()],
+                outputs: Vec::new(),
+                seq: 0,
+            }));
+        };
+        let refuse = |why: String| {
+            QueryError::Bind(format!(
+                "checkpoints: the snapshot in {} does not fit this query: {why}",
+                c.dir().display()
+            ))
+        };
+        driver
+            .restore_state(&snapshot.state)
+            .map_err(|e| refuse(e.to_string()))?;
+        let mut inputs = Vec::with_capacity(names.len());
+        for name in &names {
+            match snapshot.inputs.iter().find(|(n, _)| n == name) {
+                Some((_, at)) => inputs.push(at.clone()),
+                None => return Err(refuse(format!("it has no input `{name}`"))),
+            }
+        }
+        if let Some(o) = self
+            .outputs
+            .iter()
+            .find(|o| !snapshot.outputs.iter().any(|(n, _)| n == o.name()))
+        {
+            return Err(refuse(format!("it has no output `{}`", o.name())));
+        }
+        Ok(Some(Restored {
+            lock,
+            from_snapshot: true,
+            inputs,
+            outputs: snapshot.outputs,
+            seq: snapshot.seq,
+        }))
+    }
+}
+
+/// What a query with checkpoints starts from: the directory's lock, and where each input
+/// resumes and each output rewinds to (from the latest snapshot, or the start).
+struct Restored {
+    lock: std::fs::File,
+    from_snapshot: bool,
+    inputs: Vec<Option<crate::checkpoint::SourcePosition>>,
+    outputs: Vec<(String, u64)>,
+    seq: u64,
 }
 
 /// The query needs a current tokio runtime whose timer is enabled (for the stop grace period).

@@ -5,7 +5,7 @@
 //! [`Shell`]: super::shell::Shell
 
 use async_trait::async_trait;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use punctual_core::{Batch, EventShape};
 use punctual_engine::{Driver, OutputId};
@@ -14,15 +14,12 @@ use super::running::Monitor;
 use super::shell::{OutputPort, SendMode};
 use super::tasks::Tasks;
 use crate::adapter::{OutputAdapter, OutputContext, Payload};
-use crate::checkpoint::{self, Checkpoints};
 use crate::error::{EnqueueError, QueryError};
 
 /// An output binding before start: which stream, its shape, and the adapter.
 pub(crate) struct PendingOutput<P: Payload> {
     pub(crate) name: String,
     pub(crate) shape: EventShape,
-    /// Whether it is bound to an ordered stream.
-    pub(crate) ordered: bool,
     pub(crate) id: OutputId<P>,
     pub(crate) adapter: Box<dyn OutputAdapter<P>>,
     /// Whether each worker writes its share ([`OutputAdapterFactory::per_worker`]).
@@ -39,13 +36,16 @@ pub(crate) trait ErasedOutput: Send {
     fn per_worker(&self) -> bool;
     /// Why it cannot take part in checkpoints, if it cannot.
     fn checkpoint_refusal(&self) -> Option<String>;
-    /// Spawns the output task; returns the shell's port to it.
+    /// Its name.
+    fn name(&self) -> &str;
+    /// Spawns the output task (first rewound to `rewind`, with checkpoints); returns the
+    /// shell's port to it.
     fn spawn(
         self: Box<Self>,
         tasks: &mut Tasks,
         capacity: usize,
         monitor: &Monitor,
-        checkpoints: Option<Checkpoints>,
+        rewind: Option<u64>,
     ) -> Box<dyn OutputPort>;
 }
 
@@ -58,13 +58,12 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
         self.per_worker
     }
 
+    fn name(&self) -> &str {
+        &self.name
+    }
+
     fn checkpoint_refusal(&self) -> Option<String> {
-        if !self.ordered {
-            Some(format!(
-                "output `{}` is bound to an unordered stream (its position is not a CTI)",
-                self.name
-            ))
-        } else if !self.adapter.can_checkpoint() {
+        if !self.adapter.can_checkpoint() {
             Some(format!(
                 "output `{}` cannot checkpoint (a JSON-lines file output can)",
                 self.name
@@ -79,7 +78,7 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
         tasks: &mut Tasks,
         capacity: usize,
         monitor: &Monitor,
-        checkpoints: Option<Checkpoints>,
+        rewind: Option<u64>,
     ) -> Box<dyn OutputPort> {
         let PendingOutput {
             name,
@@ -88,54 +87,40 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
             mut adapter,
             ..
         } = *self;
-        let (tx, mut rx) = mpsc::channel::<Batch<P>>(capacity);
+        let (tx, mut rx) = mpsc::channel::<Message<P>>(capacity);
         let (recycle, recycled) = mpsc::channel::<Batch<P>>(capacity + 2);
         let context = OutputContext::new(name.clone(), shape, monitor.clone());
         let signals = std::sync::Arc::clone(&tasks.signals);
+        let task_name = name.clone();
         tasks.spawn(format!("output `{name}`"), async move {
+            let name = task_name;
             let fail = |source| QueryError::Adapter {
                 role: "output",
                 stream: name.clone(),
                 error: source,
             };
-            // With checkpoints: back to the last recorded position, and what was written
-            // through its CTI is skipped as the inputs replay.
-            let mut restoring = None;
-            if let Some(c) = &checkpoints {
-                let at = c.load(&name).map_err(fail)?;
-                adapter
-                    .rewind(at.map_or(0, |p| p.bytes))
-                    .await
-                    .map_err(fail)?;
-                restoring = at.map(|p| p.cti);
+            // With checkpoints: back to the snapshot's position (the start, without one),
+            // dropping what was written after it.
+            if let Some(at) = rewind {
+                adapter.rewind(at).await.map_err(fail)?;
             }
-            let mut last_checkpoint: Option<tokio::time::Instant> = None;
             adapter.open(&context).await.map_err(fail)?;
-            while let Some(mut batch) = rx.recv().await {
-                let rest = restoring.map(|t| checkpoint::after(&batch, t));
-                let to_write = match &rest {
-                    None => Some(&batch),
-                    Some(None) => None, // written before the checkpoint
-                    Some(Some(rest)) => {
-                        restoring = None;
-                        Some(rest)
+            while let Some(message) = rx.recv().await {
+                let mut batch = match message {
+                    Message::Batch(batch) => batch,
+                    Message::Mark(reply) => {
+                        let at = adapter.checkpoint().await;
+                        let failed = at.as_ref().err().map(ToString::to_string);
+                        let _ = reply.send(at);
+                        if let Some(why) = failed {
+                            return Err(fail(crate::AdapterError::Config(format!(
+                                "a checkpoint failed: {why}"
+                            ))));
+                        }
+                        continue;
                     }
                 };
-                if let Some(b) = to_write {
-                    adapter.write(b).await.map_err(fail)?;
-                    // (Never at the final CTI: a stop with a drain emits one as if the input
-                    // had ended; a restart continues from the last finite checkpoint.)
-                    let at = checkpoint::ends_with_cti(b).filter(|t| *t < punctual_core::Time::INF);
-                    if let (Some(c), Some(cti)) = (&checkpoints, at) {
-                        let due = last_checkpoint.is_none_or(|at| at.elapsed() >= c.interval());
-                        if due {
-                            let bytes = adapter.checkpoint().await.map_err(fail)?;
-                            c.save(&name, checkpoint::Position { cti, bytes })
-                                .map_err(fail)?;
-                            last_checkpoint = Some(tokio::time::Instant::now());
-                        }
-                    }
-                }
+                adapter.write(&batch).await.map_err(fail)?;
                 signals.made_progress();
                 batch.clear();
                 let _ = recycle.try_send(batch);
@@ -151,6 +136,7 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
         });
         Box::new(Port {
             id,
+            name,
             pending: Batch::new(),
             tx,
             recycled,
@@ -158,23 +144,31 @@ impl<P: Payload> ErasedOutput for PendingOutput<P> {
     }
 }
 
+/// What the shell sends an output task: a batch, or a mark after which it gives its position
+/// for a snapshot.
+enum Message<P> {
+    Batch(Batch<P>),
+    Mark(oneshot::Sender<Result<u64, crate::AdapterError>>),
+}
+
 struct Port<P> {
     id: OutputId<P>,
+    name: String,
     /// What the output produced and has not been sent yet.
     pending: Batch<P>,
-    tx: mpsc::Sender<Batch<P>>,
+    tx: mpsc::Sender<Message<P>>,
     recycled: mpsc::Receiver<Batch<P>>,
 }
 
 /// Sends what is pending through `permit` (a reused batch takes its place).
 fn send<P>(
-    permit: mpsc::Permit<'_, Batch<P>>,
+    permit: mpsc::Permit<'_, Message<P>>,
     pending: &mut Batch<P>,
     recycled: &mut mpsc::Receiver<Batch<P>>,
 ) {
     let mut batch = recycled.try_recv().unwrap_or_default();
     std::mem::swap(&mut batch, pending);
-    permit.send(batch);
+    permit.send(Message::Batch(batch));
 }
 
 #[async_trait]
@@ -206,6 +200,21 @@ impl<P: Payload> OutputPort for Port<P> {
 
     fn has_room(&self) -> bool {
         self.tx.is_closed() || self.tx.capacity() > 0
+    }
+
+    fn is_clear(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn mark(&mut self) -> oneshot::Receiver<Result<u64, crate::AdapterError>> {
+        let (reply, answer) = oneshot::channel();
+        // An output task that is gone has failed and reported it: the answer never comes.
+        let _ = self.tx.send(Message::Mark(reply)).await;
+        answer
     }
 
     fn try_flush(&mut self, driver: &mut Driver) {

@@ -19,6 +19,7 @@ use punctual_policies::{ClockReading, IngressCounters};
 use super::held_payloads::Shows;
 use super::running::{Ending, HeldItem, OperatorDropItem, QueryReport, MAX_REPORTED_HELD};
 use super::worker::Exchange;
+use crate::checkpoint::SourcePosition;
 use crate::error::EnqueueError;
 use crate::observe::{OperatorMetrics, StreamMetrics};
 
@@ -49,6 +50,16 @@ pub(crate) trait OutputPort: Send {
 
     /// [`OutputPort::flush`] without waiting: what does not fit waits for the next flush.
     fn try_flush(&mut self, driver: &mut Driver);
+
+    /// Whether everything the output produced has been sent to its task.
+    fn is_clear(&self) -> bool;
+
+    /// The output's name.
+    fn name(&self) -> &str;
+
+    /// Tells the output task, after what was sent to it, to make what it wrote durable and
+    /// give its position: the answer comes on the receiver.
+    async fn mark(&mut self) -> tokio::sync::oneshot::Receiver<Result<u64, crate::AdapterError>>;
 }
 
 /// What runs under the lock.
@@ -61,6 +72,25 @@ pub(crate) struct Engine {
     operator_metrics: OperatorMetrics,
     /// The operators' drops so far, the first [`MAX_REPORTED_HELD`] of them.
     drops: Vec<OperatorDropItem>,
+    /// Where each input's source stands, for snapshots.
+    pub(crate) inputs_at: Vec<InputAt>,
+}
+
+/// Where an input's source stands after its calls into the driver: the position its adapter
+/// committed last, and whether a call has changed the state since (a snapshot waits for it).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct InputAt {
+    pub(crate) position: Option<SourcePosition>,
+    pub(crate) dirty: bool,
+}
+
+impl Engine {
+    /// Input `input` changed the state: dirty until it commits its position.
+    fn touch(&mut self, input: Option<usize>) {
+        if let Some(at) = input.and_then(|i| self.inputs_at.get_mut(i)) {
+            at.dirty = true;
+        }
+    }
 }
 
 /// What the query handle keeps of one input stream between calls: its counters as of the last
@@ -135,7 +165,7 @@ impl StreamView {
 /// Query-wide state shared by every task: the engine, the inputs' views, the signals.
 pub(crate) struct Shell {
     pub(crate) name: String,
-    engine: AsyncMutex<Engine>,
+    pub(crate) engine: AsyncMutex<Engine>,
     pub(crate) streams: Vec<StreamView>,
     pub(crate) signals: Arc<Signals>,
     /// How many reference inputs are not ready yet.
@@ -144,6 +174,11 @@ pub(crate) struct Shell {
     show: Shows,
     /// As one worker of several: the executor's side, and the inputs this worker owns.
     worker: Option<WorkerSide>,
+    /// With checkpoints: where each input resumes, restored from a snapshot (`None`: from
+    /// its start).
+    pub(crate) resume: Option<Vec<Option<SourcePosition>>>,
+    /// With checkpoints: where snapshots go, and the number of the last one written.
+    pub(crate) snapshots: std::sync::OnceLock<(crate::Checkpoints, std::sync::atomic::AtomicU64)>,
 }
 
 /// A worker's shell (see [`Query::start_worker`](super::Query::start_worker)): which inputs
@@ -159,6 +194,7 @@ impl Shell {
         signals: Arc<Signals>,
         show: Shows,
         worker: Option<WorkerSide>,
+        resume: Option<Vec<Option<SourcePosition>>>,
     ) -> Self {
         let streams: Vec<StreamView> = (0..driver.input_count())
             .map(|i| {
@@ -187,12 +223,20 @@ impl Shell {
                 live,
                 operator_metrics: OperatorMetrics::default(),
                 drops: Vec::new(),
+                inputs_at: (0..streams.len())
+                    .map(|i| InputAt {
+                        position: resume.as_ref().and_then(|r| r.get(i).cloned().flatten()),
+                        dirty: false,
+                    })
+                    .collect(),
             }),
             streams,
             signals,
             unready: watch::channel(unready).0,
             show,
             worker,
+            resume,
+            snapshots: std::sync::OnceLock::new(),
         }
     }
 
@@ -236,13 +280,17 @@ impl Shell {
 
     /// Runs `f` on the driver, publishes every input's counters, and sends what the outputs
     /// produced.
+    /// `input`: the input whose adapter makes the call (its state changes: a snapshot waits
+    /// until it commits its position).
     pub(crate) async fn drive<R>(
         &self,
         mut mode: SendMode<'_>,
+        input: Option<usize>,
         f: impl FnOnce(&mut Driver) -> R,
     ) -> Result<R, EnqueueError> {
         let mut engine = self.engine.lock().await;
         let r = f(&mut engine.driver);
+        engine.touch(input);
         self.exchange(&mut engine.driver);
         self.publish(&mut engine);
         let Engine { driver, ports, .. } = &mut *engine;
@@ -296,7 +344,11 @@ impl Shell {
     /// [`Shell::drive`] if it can run now without waiting (the engine is free, every
     /// output's queue has room and so has the executor's backlog); `None` (and `f` not run)
     /// otherwise.
-    pub(crate) fn try_drive<R>(&self, f: impl FnOnce(&mut Driver) -> R) -> Option<R> {
+    pub(crate) fn try_drive<R>(
+        &self,
+        input: Option<usize>,
+        f: impl FnOnce(&mut Driver) -> R,
+    ) -> Option<R> {
         if self.backlog().is_some_and(|b| b.is_full()) {
             return None;
         }
@@ -305,6 +357,7 @@ impl Shell {
             return None;
         }
         let r = f(&mut engine.driver);
+        engine.touch(input);
         self.exchange(&mut engine.driver);
         self.publish(&mut engine);
         let Engine { driver, ports, .. } = &mut *engine;
@@ -371,6 +424,7 @@ impl Shell {
     /// inputs), ends the query: unreleased events are counted, the outputs close.
     async fn end_if_done(&self, engine: &mut Engine) {
         if engine.live == 0 && !engine.driver.is_closed() {
+            self.final_snapshot(engine).await;
             engine.driver.close();
             for (i, view) in self.streams.iter().enumerate() {
                 view.lock().clock_record = engine.driver.clock_record(i).to_vec();
@@ -407,7 +461,7 @@ impl Shell {
     /// every stream this worker reads; another worker's are ticked there), or for input
     /// `only`. Returns whether it issued a CTI.
     pub(crate) async fn tick(&self, now: Time, only: Option<usize>) -> bool {
-        self.drive(SendMode::Always, |driver| {
+        self.drive(SendMode::Always, None, |driver| {
             let ticked = |i: usize| self.owns(i) && only.is_none_or(|o| o == i);
             let mut issued = false;
             for i in (0..driver.input_count()).filter(|&i| ticked(i)) {
