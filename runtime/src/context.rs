@@ -109,11 +109,7 @@ impl<P: Payload> InputContext<P> {
     /// adapter of a query with checkpoints commits after each batch. Cheap: one lock, no
     /// work for the operators.
     pub async fn commit_position(&mut self, at: SourcePosition) {
-        let mut engine = self.shell.engine.lock().await;
-        if let Some(slot) = engine.inputs_at.get_mut(self.input.index()) {
-            slot.position = Some(at);
-            slot.dirty = false;
-        }
+        self.shell.commit(self.input.index(), at).await;
     }
 
     /// The stream's counters as of its last call into the query.

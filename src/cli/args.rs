@@ -82,6 +82,8 @@ pub(super) enum Command {
         query: QueryArgs,
         #[command(flatten)]
         placement: Placement,
+        #[command(flatten)]
+        checkpointing: super::checkpoint::Checkpointing,
     },
     /// Run a job file: a query, its inputs and its outputs.
     ///
@@ -109,6 +111,8 @@ pub(super) enum Command {
         timeline: Option<PathBuf>,
         #[command(flatten)]
         placement: Placement,
+        #[command(flatten)]
+        checkpointing: super::checkpoint::Checkpointing,
     },
     /// Put one input's events in time order as its CTIs allow.
     ///

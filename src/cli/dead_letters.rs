@@ -15,20 +15,33 @@ pub(super) struct DeadLetters {
     write_error: Option<String>,
     /// How times are shown and written.
     times: punctual_adapters::line::TimeFormat,
+    /// With checkpoints: each letter reaches the file as it is written (a run killed at any
+    /// moment loses none of those before).
+    write_through: bool,
 }
 
 impl DeadLetters {
     /// How many dead letters the summary shows.
     const SHOWN: usize = 5;
 
+    /// `append`: with checkpoints, the file is added to, not started over, and written through
+    /// letter by letter: a run that goes on from a snapshot keeps the dead letters of the runs
+    /// before it (those of the lines read again since the snapshot come twice; none is lost).
     pub(super) fn new(
         path: Option<&Path>,
         times: punctual_adapters::line::TimeFormat,
+        append: bool,
     ) -> Result<Self, String> {
         let file = match path {
             None => None,
             Some(p) => {
-                let f = std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?;
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .append(append)
+                    .truncate(!append)
+                    .open(p)
+                    .map_err(|e| format!("{}: {e}", p.display()))?;
                 Some((p.to_owned(), std::io::BufWriter::new(f)))
             }
         };
@@ -39,6 +52,7 @@ impl DeadLetters {
             first_malformed: None,
             write_error: None,
             times,
+            write_through: append,
         })
     }
 
@@ -83,7 +97,12 @@ impl DeadLetters {
             if let R::Malformed(m) = &letter.reason {
                 line["text"] = serde_json::Value::String(m.text.clone());
             }
-            if let Err(e) = writeln!(out, "{line}") {
+            let written = writeln!(out, "{line}");
+            let written = match written {
+                Ok(()) if self.write_through => out.flush(),
+                other => other,
+            };
+            if let Err(e) = written {
                 self.write_error
                     .get_or_insert_with(|| format!("{}: {e}", path.display()));
             }
@@ -110,7 +129,12 @@ impl DeadLetters {
                 "start": start,
                 "end": end,
             });
-            if let Err(e) = writeln!(out, "{line}") {
+            let written = writeln!(out, "{line}");
+            let written = match written {
+                Ok(()) if self.write_through => out.flush(),
+                other => other,
+            };
+            if let Err(e) = written {
                 self.write_error
                     .get_or_insert_with(|| format!("{}: {e}", path.display()));
             }

@@ -64,6 +64,9 @@ pub(super) struct Job {
     /// ([`super::main_with`]).
     #[serde(skip)]
     pub(super) functions: punctual_sql::Functions,
+    /// `--checkpoint DIR`: snapshots of the run.
+    #[serde(skip)]
+    pub(super) checkpointing: super::checkpoint::Checkpointing,
 }
 
 impl Job {
@@ -235,7 +238,8 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
         .next()
         .and_then(|o| o.time_format)
         .unwrap_or(TimeFormat::Rfc3339);
-    let letters = match DeadLetters::new(job.dead_letters.as_deref(), shown_times) {
+    let appended = job.checkpointing.checkpoint.is_some();
+    let letters = match DeadLetters::new(job.dead_letters.as_deref(), shown_times, appended) {
         Ok(l) => Arc::new(Mutex::new(l)),
         Err(e) => {
             let _ = writeln!(err, "error: {e}");

@@ -9,6 +9,7 @@ use crate::conformance::{find_cases, run_case};
 mod args;
 mod brokers;
 mod capture;
+mod checkpoint;
 mod cluster;
 mod dead_letters;
 mod first_time;
@@ -108,14 +109,19 @@ pub fn main_with(
             Ok(()) => cmd_pipe(&pipe, err),
             Err(e) => clap_exit(&args::error("pipe", &e), out, err),
         },
-        Command::Query { query, placement } => match job_config(&placement) {
-            Ok(config) => cmd_query(&query, config, functions, err),
+        Command::Query {
+            query,
+            placement,
+            checkpointing,
+        } => match job_config(&placement) {
+            Ok(config) => cmd_query(&query, (config, checkpointing), functions, err),
             Err(e) => clap_exit(&args::error("query", &e), out, err),
         },
         Command::Job {
             file,
             timeline,
             placement,
+            checkpointing,
         } => {
             let config = match job_config(&placement) {
                 Ok(c) => c,
@@ -126,6 +132,7 @@ pub fn main_with(
                     if timeline.is_some() {
                         j.timeline = timeline;
                     }
+                    j.checkpointing = checkpointing;
                     j.functions = functions.clone();
                     job::run(&j, config, err)
                 }

@@ -7,7 +7,7 @@ use super::dead_letters::DeadLetters;
 use super::{counters_line, EXIT_FAILED};
 
 /// The arguments of `punctual pipe`.
-#[derive(Debug, clap::Args)]
+#[derive(Clone, Debug, clap::Args)]
 pub(super) struct PipeArgs {
     /// Read from FILE (standard input without it, or with `-`).
     #[arg(short, long, value_name = "FILE")]
@@ -57,19 +57,8 @@ pub(super) struct PipeArgs {
     /// Draw the input (what it released, what was dropped) on a time axis as SVG.
     #[arg(long, value_name = "FILE.svg", conflicts_with = "checkpoint")]
     timeline: Option<PathBuf>,
-    /// Record checkpoints in DIR (with -i FILE and -o FILE): killed and run again with the
-    /// same arguments, the output goes on exactly where its last checkpoint was (no
-    /// duplicate, no gap).
-    #[arg(long, value_name = "DIR")]
-    checkpoint: Option<PathBuf>,
-    /// At most one checkpoint per this duration (1s).
-    #[arg(
-        long,
-        value_name = "DURATION",
-        value_parser = super::args::positive_duration,
-        requires = "checkpoint"
-    )]
-    checkpoint_every: Option<std::time::Duration>,
+    #[command(flatten)]
+    checkpointing: super::checkpoint::Checkpointing,
 }
 
 impl PipeArgs {
@@ -80,7 +69,7 @@ impl PipeArgs {
             return Err("--policy goes with --out-of-order (--delay) or --in-order: without them the input's own CTIs decide, and nothing is late by a policy".into());
         }
         let file = |f: &Option<PathBuf>| f.as_ref().is_some_and(|f| f.as_os_str() != "-");
-        if self.checkpoint.is_some() && !(file(&self.input) && file(&self.output)) {
+        if self.checkpointing.checkpoint.is_some() && !(file(&self.input) && file(&self.output)) {
             return Err("--checkpoint needs -i FILE and -o FILE (a file can be read again and cut back; a pipe cannot)".into());
         }
         Ok(())
@@ -186,7 +175,11 @@ pub(super) fn cmd_pipe(p: &PipeArgs, err: &mut dyn Write) -> u8 {
         let _ = writeln!(err, "error: {message}");
         return super::EXIT_USAGE;
     }
-    let letters = match DeadLetters::new(p.dead_letters.as_deref(), time_out) {
+    let letters = match DeadLetters::new(
+        p.dead_letters.as_deref(),
+        time_out,
+        p.checkpointing.checkpoint.is_some(),
+    ) {
         Ok(letters) => std::sync::Arc::new(std::sync::Mutex::new(letters)),
         Err(e) => {
             let _ = writeln!(err, "error: {e}");
@@ -282,12 +275,13 @@ fn build_query(
     let time_in = p.time_format.unwrap_or(TimeFormat::Auto);
     let time_out = p.time_format.unwrap_or(TimeFormat::Rfc3339);
     let mut query = Query::new("pipe");
-    if let Some(dir) = &p.checkpoint {
-        let mut checkpoints = punctual_runtime::Checkpoints::new(dir);
-        if let Some(every) = p.checkpoint_every {
-            checkpoints = checkpoints.every(every);
-        }
-        query = query.checkpoints(checkpoints);
+    // What the run is, but for where and how often it takes snapshots.
+    let identity = PipeArgs {
+        checkpointing: super::checkpoint::Checkpointing::default(),
+        ..p.clone()
+    };
+    if let Some(c) = p.checkpointing.checkpoints(format!("{identity:?}")) {
+        query = query.checkpoints(c);
     }
     let stream = match &p.csv_time {
         Some(col) => query.create_stream::<_, Row, _, _>(

@@ -184,7 +184,10 @@ fn input_arg(text: &str) -> Result<InputArg, String> {
 /// query's only output; standard output by default).
 pub(super) fn cmd_query(
     q: &QueryArgs,
-    cluster: Option<punctual_cluster::ClusterConfig>,
+    (cluster, checkpointing): (
+        Option<punctual_cluster::ClusterConfig>,
+        super::checkpoint::Checkpointing,
+    ),
     functions: &punctual_sql::Functions,
     err: &mut dyn Write,
 ) -> u8 {
@@ -208,6 +211,7 @@ pub(super) fn cmd_query(
         timeline: q.timeline.clone(),
         explain: q.explain,
         functions: functions.clone(),
+        checkpointing,
         ..Job::default()
     };
     for i in &q.input {

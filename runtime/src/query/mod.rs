@@ -482,6 +482,9 @@ impl Query {
         let resume = restored.as_ref().map(|r| r.inputs.clone());
         let shell = Arc::new(Shell::new(driver, signals, self.shows, side, resume));
         self.monitor.attach(&shell);
+        if let (Some(c), Some(r)) = (self.checkpoints.clone(), &restored) {
+            let _ = shell.snapshots.set(snapshots::Snapshots::new(c, r.seq));
+        }
         let ports = outputs
             .into_iter()
             .map(|o| {
@@ -519,9 +522,6 @@ impl Query {
                 no_inputs = false;
                 input.spawn(&mut tasks, &shell);
             }
-        }
-        if let (Some(c), Some(r)) = (self.checkpoints.clone(), &restored) {
-            snapshots::spawn_snapshots(&mut tasks, &shell, c, r.seq);
         }
         if no_inputs {
             // Nothing will end an input: the query is over at once.

@@ -178,7 +178,7 @@ pub(crate) struct Shell {
     /// its start).
     pub(crate) resume: Option<Vec<Option<SourcePosition>>>,
     /// With checkpoints: where snapshots go, and the number of the last one written.
-    pub(crate) snapshots: std::sync::OnceLock<(crate::Checkpoints, std::sync::atomic::AtomicU64)>,
+    pub(crate) snapshots: std::sync::OnceLock<super::snapshots::Snapshots>,
 }
 
 /// A worker's shell (see [`Query::start_worker`](super::Query::start_worker)): which inputs

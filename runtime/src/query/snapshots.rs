@@ -1,21 +1,55 @@
-//! The snapshot task of a query with checkpoints ([`crate::checkpoint`]): every interval it
-//! waits for a consistent moment (no input between its calls and its position's commit, no
-//! output batch waiting to be sent), saves the query's state and the inputs' positions under
-//! the lock, marks each output after the batches it was sent, and writes the snapshot once
-//! every output has made its writes durable and given its position.
+//! Snapshots of a query with checkpoints ([`crate::checkpoint`]). They are taken on the data
+//! path: when an input commits its position ([`InputContext::commit_position`]) and a snapshot
+//! is due (every [`Checkpoints::every`], none being written), and every input has committed
+//! what it enqueued and every output batch has been sent, the query's state and the inputs'
+//! positions are saved under the lock and each output is marked after the batches it was sent;
+//! a task then waits for the outputs to make their writes durable and give their positions,
+//! and writes the snapshot. (A timer task would starve: a file input that reads from its
+//! buffer and finds room for its batches never yields to it.)
+//!
+//! [`InputContext::commit_position`]: crate::InputContext::commit_position
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
-use super::shell::{Engine, Shell};
-use super::tasks::Tasks;
+use super::shell::{Engine, SendMode, Shell};
 use crate::checkpoint::{Checkpoints, Snapshot, SourcePosition};
 use crate::error::{AdapterError, QueryError};
 
-/// How long a snapshot waits before it looks again for a consistent moment.
-const RETRY: Duration = Duration::from_millis(2);
+/// A query's snapshots: where they go, the number of the last one, when it was taken, and
+/// whether one is being written.
+pub(crate) struct Snapshots {
+    checkpoints: Checkpoints,
+    seq: AtomicU64,
+    last: Mutex<Instant>,
+    writing: Arc<AtomicBool>,
+}
+
+impl Snapshots {
+    /// Snapshots in `checkpoints`, numbered on from `seq`.
+    pub(crate) fn new(checkpoints: Checkpoints, seq: u64) -> Self {
+        Snapshots {
+            checkpoints,
+            seq: AtomicU64::new(seq),
+            last: Mutex::new(Instant::now()),
+            writing: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Whether a snapshot is due now: its interval has passed and none is being written.
+    fn due(&self) -> bool {
+        !self.writing.load(Ordering::Acquire)
+            && self
+                .last
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .elapsed()
+                >= self.checkpoints.interval()
+    }
+}
 
 /// What a snapshot took under the lock: the state, the inputs' positions, the outputs' marks.
 type Taken = (
@@ -25,16 +59,48 @@ type Taken = (
 );
 
 impl Shell {
-    /// Takes a snapshot now if the query is at a consistent moment; `None` if it is not (try
-    /// again soon) or the query has ended.
-    async fn take_snapshot(&self) -> Option<Result<Taken, QueryError>> {
+    /// Input `index` stands at `at`: everything it read is enqueued. Takes a snapshot if one
+    /// is due and the query is at a consistent moment.
+    pub(crate) async fn commit(self: &Arc<Self>, index: usize, at: SourcePosition) {
         let mut engine = self.engine.lock().await;
-        self.snapshot_of(&mut engine).await
+        if let Some(slot) = engine.inputs_at.get_mut(index) {
+            slot.position = Some(at);
+            slot.dirty = false;
+        }
+        let Some(snapshots) = self.snapshots.get().filter(|s| s.due()) else {
+            return;
+        };
+        let Some(taken) = self.snapshot_of(&mut engine).await else {
+            return;
+        };
+        drop(engine);
+        let taken = match taken {
+            Ok(taken) => taken,
+            Err(e) => return self.signals.mark_failed(&e.to_string()),
+        };
+        *snapshots
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        snapshots.writing.store(true, Ordering::Release);
+        let shell = Arc::clone(self);
+        tokio::spawn(async move {
+            let Some(snapshots) = shell.snapshots.get() else {
+                return;
+            };
+            let n = snapshots.seq.fetch_add(1, Ordering::AcqRel) + 1;
+            if let Err(e) = write(&shell, &snapshots.checkpoints, taken, n).await {
+                shell.signals.mark_failed(&e.to_string());
+            }
+            snapshots.writing.store(false, Ordering::Release);
+        });
     }
 
-    /// The snapshot of the query as `engine` stands, if it is at a consistent moment.
+    /// The snapshot of the query as `engine` stands, if it is at a consistent moment: no input
+    /// between its calls and its commit, no output batch waiting to be sent.
     async fn snapshot_of(&self, engine: &mut Engine) -> Option<Result<Taken, QueryError>> {
         if engine.driver.is_closed()
+            || self.signals.stopping()
             || engine.inputs_at.iter().any(|i| i.dirty)
             || !engine.ports.iter().all(|p| p.is_clear())
         {
@@ -57,24 +123,27 @@ impl Shell {
     }
 
     /// Every input has ended, on its own (not at a stop): with checkpoints, the last snapshot,
-    /// of the whole run, taken while the engine is held, so that a query run again on the
-    /// directory has nothing left to do. Skipped if an input did not commit its end.
+    /// of the whole run, taken and written while the engine is held, so that a query run again
+    /// on the directory has nothing left to do. Skipped if an input did not commit its end.
     pub(crate) async fn final_snapshot(&self, engine: &mut Engine) {
         if self.signals.stopping() || self.signals.has_failed() {
             return;
         }
-        let Some((checkpoints, seq)) = self.snapshots.get() else {
+        let Some(snapshots) = self.snapshots.get() else {
             return;
         };
-        let mut mode = super::shell::SendMode::Always;
         for port in engine.ports.iter_mut() {
-            let _ = port.flush(&mut engine.driver, &mut mode).await;
+            let _ = port.flush(&mut engine.driver, &mut SendMode::Always).await;
         }
         let Some(Ok(taken)) = self.snapshot_of(engine).await else {
             return;
         };
-        let n = seq.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
-        if let Err(e) = write(self, checkpoints, taken, n).await {
+        // After a snapshot still being written (a later number, written last).
+        while snapshots.writing.load(Ordering::Acquire) {
+            tokio::task::yield_now().await;
+        }
+        let n = snapshots.seq.fetch_add(1, Ordering::AcqRel) + 1;
+        if let Err(e) = write(self, &snapshots.checkpoints, taken, n).await {
             self.signals
                 .mark_failed(&format!("the last snapshot failed: {e}"));
         }
@@ -118,47 +187,4 @@ async fn write(
         }),
         Err(e) => Err(QueryError::Bind(format!("checkpoints: {e}"))),
     }
-}
-
-/// Spawns the snapshot task: a snapshot every `checkpoints.interval()`, numbered on from
-/// `seq`, until the query ends.
-pub(crate) fn spawn_snapshots(
-    tasks: &mut Tasks,
-    shell: &Arc<Shell>,
-    checkpoints: Checkpoints,
-    seq: u64,
-) {
-    let every = checkpoints.interval();
-    let _ = shell
-        .snapshots
-        .set((checkpoints, std::sync::atomic::AtomicU64::new(seq)));
-    let shell = Arc::clone(shell);
-    tasks.spawn(format!("checkpoints of `{}`", shell.name), async move {
-        let Some((checkpoints, seq)) = shell.snapshots.get() else {
-            return Ok(());
-        };
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(every) => {}
-                _ = shell.signals.done() => return Ok(()),
-            }
-            tokio::task::yield_now().await;
-            let taken = loop {
-                if shell.signals.stopping() {
-                    return Ok(());
-                }
-                match shell.take_snapshot().await {
-                    Some(taken) => break taken?,
-                    None => tokio::select! {
-                        _ = tokio::time::sleep(RETRY) => {}
-                        _ = shell.signals.done() => return Ok(()),
-                    },
-                }
-            };
-            let n = seq.fetch_add(1, std::sync::atomic::Ordering::AcqRel) + 1;
-            if !write(&shell, checkpoints, taken, n).await? {
-                return Ok(());
-            }
-        }
-    });
 }

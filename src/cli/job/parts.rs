@@ -49,6 +49,11 @@ impl Parts {
     ) -> Result<punctual_runtime::Query, RunError> {
         let mut query = punctual_runtime::Query::new("job");
         let Parts { job, sql, uses, .. } = self;
+        // A snapshot of another job (another query, other inputs or outputs) is refused.
+        let identity = format!("{}\n{:?}\n{:?}", job.query, job.inputs, job.outputs);
+        if let Some(c) = job.checkpointing.checkpoints(identity) {
+            query = query.checkpoints(c);
+        }
         let mut streams = Vec::new();
         for u in uses {
             let Some(input) = job.inputs.get(&u.name) else {
