@@ -46,11 +46,13 @@
 
 mod held_payloads;
 mod ports;
+mod report;
+mod restore;
 mod running;
 pub(crate) mod shell;
 mod signals;
 mod snapshots;
-pub use shell::held_items;
+pub use report::held_items;
 mod tasks;
 mod worker;
 pub use worker::{Backlog, Exchange, QueryWorker};
@@ -538,88 +540,6 @@ impl Query {
             _checkpoint_lock: restored.map(|r| r.lock),
         })
     }
-
-    /// With checkpoints: checks that the query can take snapshots, takes the directory's
-    /// lock, and restores the driver from the latest snapshot if there is one. `None` without
-    /// checkpoints.
-    fn restore(
-        &self,
-        driver: &mut punctual_engine::Driver,
-    ) -> Result<Option<Restored>, QueryError> {
-        let Some(c) = &self.checkpoints else {
-            return Ok(None);
-        };
-        let refusal = if let Some(name) = self.not_resumable.first() {
-            Some(format!(
-                "input `{name}` cannot resume its source at a position (a file can; standard \
-                 input and follow mode cannot)"
-            ))
-        } else if let Some(why) = self.outputs.iter().find_map(|o| o.checkpoint_refusal()) {
-            Some(why)
-        } else {
-            driver.save_state().err().map(|e| e.to_string())
-        };
-        if let Some(why) = refusal {
-            return Err(QueryError::Bind(format!("checkpoints: {why}")));
-        }
-        let create = |error| QueryError::Create {
-            stream: "checkpoints".to_owned(),
-            error,
-        };
-        let lock = c.prepare(&self.input_files).map_err(create)?;
-        let names: Vec<String> = (0..driver.input_count())
-            .map(|i| driver.input_name(i).unwrap_or_default().to_owned())
-            .collect();
-        let Some(snapshot) = c.load(driver.name()).map_err(create)? else {
-            return Ok(Some(Restored {
-                lock,
-                from_snapshot: false,
-                inputs: vec![None; names.len()],
-                outputs: Vec::new(),
-                seq: 0,
-            }));
-        };
-        let refuse = |why: String| {
-            QueryError::Bind(format!(
-                "checkpoints: the snapshot in {} does not fit this query: {why}",
-                c.dir().display()
-            ))
-        };
-        driver
-            .restore_state(&snapshot.state)
-            .map_err(|e| refuse(e.to_string()))?;
-        let mut inputs = Vec::with_capacity(names.len());
-        for name in &names {
-            match snapshot.inputs.iter().find(|(n, _)| n == name) {
-                Some((_, at)) => inputs.push(at.clone()),
-                None => return Err(refuse(format!("it has no input `{name}`"))),
-            }
-        }
-        if let Some(o) = self
-            .outputs
-            .iter()
-            .find(|o| !snapshot.outputs.iter().any(|(n, _)| n == o.name()))
-        {
-            return Err(refuse(format!("it has no output `{}`", o.name())));
-        }
-        Ok(Some(Restored {
-            lock,
-            from_snapshot: true,
-            inputs,
-            outputs: snapshot.outputs,
-            seq: snapshot.seq,
-        }))
-    }
-}
-
-/// What a query with checkpoints starts from: the directory's lock, and where each input
-/// resumes and each output rewinds to (from the latest snapshot, or the start).
-struct Restored {
-    lock: std::fs::File,
-    from_snapshot: bool,
-    inputs: Vec<Option<crate::checkpoint::SourcePosition>>,
-    outputs: Vec<(String, u64)>,
-    seq: u64,
 }
 
 /// The query needs a current tokio runtime whose timer is enabled (for the stop grace period).

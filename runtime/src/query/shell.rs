@@ -11,13 +11,13 @@ use async_trait::async_trait;
 use tokio::sync::{watch, Mutex as AsyncMutex};
 use tokio::time::Instant;
 
-use punctual_core::ops::NodeStats;
 use punctual_core::Time;
 use punctual_engine::Driver;
 use punctual_policies::{ClockReading, IngressCounters};
 
 use super::held_payloads::Shows;
-use super::running::{Ending, HeldItem, OperatorDropItem, QueryReport, MAX_REPORTED_HELD};
+use super::report::{held_items_shown, keep_drops, node_label};
+use super::running::{Ending, OperatorDropItem, QueryReport};
 use super::worker::Exchange;
 use crate::checkpoint::SourcePosition;
 use crate::error::EnqueueError;
@@ -548,68 +548,5 @@ impl Shell {
             e.held_quiet_for = e.held_by.as_ref().and_then(|(l, _)| quiet(l));
         }
         lines
-    }
-}
-
-/// How reports name an operator: its name and label, or its name and node number.
-fn node_label(n: &NodeStats<'_>) -> String {
-    n.label.map_or_else(
-        || format!("{} {}", n.operator, n.node),
-        |l| format!("{} `{l}`", n.operator),
-    )
-}
-
-/// What the driver's operators hold, item by item (the first [`MAX_REPORTED_HELD`]), with the
-/// payloads `show` knows shown: [`QueryReport::held_items`].
-pub(crate) fn held_items_shown(driver: &Driver, show: &Shows) -> Vec<HeldItem> {
-    let mut items = Vec::new();
-    driver.for_each_held(|n, h| {
-        if items.len() < MAX_REPORTED_HELD {
-            items.push(HeldItem {
-                operator: node_label(n),
-                what: h.what,
-                start: h.start,
-                end: h.end,
-                payload: show.show(h.payload),
-            });
-        }
-    });
-    items
-}
-
-/// What a driver's operators hold, item by item: [`QueryReport::held_items`] for a driver run
-/// by hand (the conformance runner), payloads of the built-in types shown.
-pub fn held_items(driver: &Driver) -> Vec<HeldItem> {
-    held_items_shown(driver, &Shows::default())
-}
-
-/// Takes the operators' drops not taken yet: each logged (`warn`), the first
-/// [`MAX_REPORTED_HELD`] of the run kept in `kept` for the report.
-fn keep_drops(query: &str, driver: &mut Driver, kept: &mut Vec<OperatorDropItem>) {
-    let mut drops = Vec::new();
-    driver.take_operator_drops(&mut drops);
-    for (label, operator, drop) in drops {
-        if kept.len() < MAX_REPORTED_HELD {
-            let (start, end) = match drop.kind {
-                punctual_core::EventKind::Point(t) => (t, t.next_tick()),
-                punctual_core::EventKind::Interval { start, end }
-                | punctual_core::EventKind::EndEdge { start, end } => (start, end),
-                punctual_core::EventKind::StartEdge(s) => (s, Time::INF),
-            };
-            kept.push(OperatorDropItem {
-                operator: label.clone(),
-                start,
-                end,
-                reason: drop.reason.clone(),
-            });
-        }
-        tracing::warn!(
-            query = %query,
-            node = %label,
-            operator,
-            event = ?drop.kind,
-            "an operator dropped an event: {}",
-            drop.reason
-        );
     }
 }
