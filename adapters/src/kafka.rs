@@ -95,6 +95,12 @@ pub struct KafkaConfig {
     /// record).
     #[serde(default)]
     pub lines: LineFormat,
+    /// Input, restored from a snapshot: go on even if the topic no longer keeps a partition's
+    /// messages from the snapshot's offset (they were deleted by retention: lost to this
+    /// query). Default: the restart fails, naming the partition and how many messages are
+    /// gone.
+    #[serde(default)]
+    pub allow_gap: bool,
 }
 
 impl KafkaConfig {
@@ -108,6 +114,7 @@ impl KafkaConfig {
             partitions: None,
             each_partition: false,
             lines: LineFormat::default(),
+            allow_gap: false,
         }
     }
 
@@ -206,6 +213,12 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<KafkaConfig, P> for Kafk
         }
     }
 
+    /// A Kafka input resumes at the offsets it committed, per partition (it is then assigned
+    /// its partitions rather than balanced by the consumer group).
+    fn resumable(&self, _config: &KafkaConfig) -> bool {
+        true
+    }
+
     fn create_partition(
         &self,
         config: &KafkaConfig,
@@ -232,6 +245,67 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<KafkaConfig, P> for Kafk
 }
 
 impl<P> KafkaReader<P> {
+    /// Assigns the consumer its partitions at their offsets (a snapshot's, or the beginning),
+    /// checking that the topic still keeps each snapshot offset; or, without checkpoints and
+    /// without a partition of its own, subscribes to the topic (balanced by the group).
+    fn start(
+        &self,
+        consumer: &StreamConsumer,
+        checkpoints: bool,
+        offsets: &std::collections::BTreeMap<i32, i64>,
+    ) -> Result<(), AdapterError> {
+        let topic = &self.config.topic;
+        let ids = match self.partition {
+            Some(p) => vec![p],
+            None if checkpoints => {
+                let metadata = consumer
+                    .fetch_metadata(Some(topic), Duration::from_secs(5))
+                    .map_err(kafka_error)?;
+                metadata
+                    .topics()
+                    .iter()
+                    .filter(|t| t.name() == topic)
+                    .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+                    .collect()
+            }
+            None => return consumer.subscribe(&[topic]).map_err(kafka_error),
+        };
+        let mut list = TopicPartitionList::new();
+        for p in ids {
+            let at = match offsets.get(&p) {
+                Some(&offset) => {
+                    self.check_kept(consumer, p, offset)?;
+                    rdkafka::Offset::Offset(offset)
+                }
+                None => rdkafka::Offset::Beginning,
+            };
+            list.add_partition_offset(topic, p, at)
+                .map_err(kafka_error)?;
+        }
+        consumer.assign(&list).map_err(kafka_error)
+    }
+
+    /// Fails if partition `p` no longer keeps offset `offset` (retention deleted the messages
+    /// from it on), naming how many are gone, unless the configuration allows the gap.
+    fn check_kept(
+        &self,
+        consumer: &StreamConsumer,
+        p: i32,
+        offset: i64,
+    ) -> Result<(), AdapterError> {
+        let (low, _) = consumer
+            .fetch_watermarks(&self.config.topic, p, Duration::from_secs(5))
+            .map_err(kafka_error)?;
+        if offset >= low || self.config.allow_gap {
+            return Ok(());
+        }
+        Err(AdapterError::Config(format!(
+            "kafka {} partition {p}: the snapshot goes on from offset {offset}, but the topic keeps only offsets from {low} on: {} messages are gone (retention); set `allow_gap` to go on without them, or remove the checkpoint directory to start over",
+            self.config.topic,
+            low - offset
+        )))
+    }
+
     fn consumer(&self) -> Result<StreamConsumer, AdapterError> {
         let group = self
             .config
@@ -310,7 +384,10 @@ impl<P: Payload + DeserializeOwned> KafkaReader<P> {
         &self,
         consumer: &StreamConsumer,
         message: Result<BorrowedMessage<'_>, KafkaError>,
-        at_end: &mut std::collections::BTreeSet<i32>,
+        (at_end, offsets): (
+            &mut std::collections::BTreeSet<i32>,
+            &mut std::collections::BTreeMap<i32, i64>,
+        ),
     ) -> Result<Received<P>, AdapterError> {
         let message = match message {
             Ok(m) => m,
@@ -335,6 +412,7 @@ impl<P: Payload + DeserializeOwned> KafkaReader<P> {
         };
         let partition = message.partition();
         at_end.remove(&partition);
+        offsets.insert(partition, message.offset() + 1);
         let text = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
         let arrival = Arrival {
             // A timestamp beyond the time line (or none) is no arrival time.
@@ -381,17 +459,11 @@ async fn flush<P: Payload>(
 impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
     async fn run(&mut self, ctx: &mut InputContext<P>) -> Result<(), AdapterError> {
         let consumer = self.consumer()?;
-        match self.partition {
-            Some(p) => {
-                let mut list = TopicPartitionList::new();
-                list.add_partition_offset(&self.config.topic, p, rdkafka::Offset::Beginning)
-                    .map_err(kafka_error)?;
-                consumer.assign(&list).map_err(kafka_error)?
-            }
-            None => consumer
-                .subscribe(&[&self.config.topic])
-                .map_err(kafka_error)?,
-        }
+        // With checkpoints: the offset after the last message read, per partition, committed
+        // each time everything read is enqueued; restored from a snapshot, the start.
+        let whole = ctx.commits_positions();
+        let mut offsets = resumed_offsets(ctx.resume_from())?;
+        self.start(&consumer, whole, &offsets)?;
         let mut at_end = std::collections::BTreeSet::new();
         let mut paused = Vec::new();
         // `held`: a block read, enqueued once the next one is read (or nothing more is there).
@@ -412,7 +484,7 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
             // This message and those already received, up to a block.
             let mut next = Some(first);
             while let Some(message) = next.take() {
-                match self.receive(&consumer, message, &mut at_end)? {
+                match self.receive(&consumer, message, (&mut at_end, &mut offsets))? {
                     Received::Item(item, arrival) => block.push((item, arrival)),
                     Received::Nothing => {}
                     Received::Malformed(record) => {
@@ -422,7 +494,8 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
                     }
                     Received::End => {
                         flush(ctx, &mut held).await?;
-                        return flush(ctx, &mut block).await;
+                        flush(ctx, &mut block).await?;
+                        return commit(ctx, whole, &offsets).await;
                     }
                 }
                 if block.len() < BLOCK {
@@ -436,6 +509,11 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
                 ctx.look_ahead(partition, range).await?;
             }
             std::mem::swap(&mut held, &mut block);
+            if whole {
+                // With checkpoints nothing read waits: the input stands at its offsets.
+                flush(ctx, &mut held).await?;
+                commit(ctx, whole, &offsets).await?;
+            }
             ready = consumer.recv().now_or_never();
             align(
                 &consumer,
@@ -445,6 +523,45 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for KafkaReader<P> {
             );
         }
     }
+}
+
+/// The offsets a Kafka input resumes at, by partition, from its snapshot position (pairs of
+/// partition and offset); none without one.
+fn resumed_offsets(
+    at: Option<&punctual_runtime::checkpoint::SourcePosition>,
+) -> Result<std::collections::BTreeMap<i32, i64>, AdapterError> {
+    let Some(at) = at else {
+        return Ok(std::collections::BTreeMap::new());
+    };
+    if at.0.len() % 2 != 0 {
+        return Err(AdapterError::Config(format!(
+            "a snapshot's position of a Kafka input is pairs of partition and offset, not {:?}",
+            at.0
+        )));
+    }
+    Ok(at
+        .0
+        .chunks(2)
+        .map(|pair| (pair[0] as i32, pair[1] as i64))
+        .collect())
+}
+
+/// With checkpoints: says that the input stands at `offsets` (everything before them is
+/// enqueued).
+async fn commit<P: Payload>(
+    ctx: &mut InputContext<P>,
+    whole: bool,
+    offsets: &std::collections::BTreeMap<i32, i64>,
+) -> Result<(), AdapterError> {
+    if whole {
+        let at = offsets
+            .iter()
+            .flat_map(|(&p, &o)| [p as u64, o as u64])
+            .collect();
+        ctx.commit_position(punctual_runtime::checkpoint::SourcePosition(at))
+            .await;
+    }
+    Ok(())
 }
 
 /// Per partition, the least and highest start times of the block's events.
