@@ -17,6 +17,8 @@ pub mod line;
 pub mod memory;
 #[cfg(feature = "mqtt")]
 pub mod mqtt;
+#[cfg(feature = "nats")]
+pub mod nats;
 mod numbers;
 mod picked_fields;
 #[cfg(feature = "prometheus")]
@@ -36,6 +38,8 @@ pub use memory::{
 };
 #[cfg(feature = "mqtt")]
 pub use mqtt::{MqttConfig, MqttInput, MqttOutput};
+#[cfg(feature = "nats")]
+pub use nats::{NatsConfig, NatsInput, NatsOutput};
 pub use replay::{ReplayOptions, MAX_LINE_BYTES, MAX_SPLIT};
 pub use tcp::{
     TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput, TcpOutputConfig,
