@@ -88,10 +88,10 @@ pub(super) enum Command {
     /// Run a job file: a query, its inputs and its outputs.
     ///
     /// A job file names the query, its inputs ([inputs.NAME]: path, connect or listen (TCP),
-    /// kafka or mqtt (with the features of those names), format, time, time_format, delay (or
+    /// kafka, mqtt or nats (with the features of those names), format, time, time_format, delay (or
     /// out_of_order), generate or watermark, policy (adjust, the default, or drop), import,
     /// reference, stream, fields, order, key, nullable) and its outputs ([outputs.NAME]: path,
-    /// connect, kafka or mqtt, format, time_format; for files layout (rows, the default, or
+    /// connect, kafka, mqtt or nats, format, time_format; for files layout (rows, the default, or
     /// items), with_ctis, time_field, start_field, end_field). Unknown keys are errors.
     #[command(after_help = concat!(
         "Examples:\n",

@@ -20,6 +20,8 @@ pub(super) fn describe_input(u: &InputUse, input: &JobInput) -> String {
         "TCP (JSON lines)".to_owned()
     } else if input.kafka.is_some() {
         "Kafka (JSON)".to_owned()
+    } else if input.nats.is_some() {
+        "NATS JetStream (JSON)".to_owned()
     } else {
         "MQTT (JSON)".to_owned()
     };

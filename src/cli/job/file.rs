@@ -121,6 +121,9 @@ pub(in crate::cli) struct JobInput {
     pub(in crate::cli) kafka: Option<toml::Table>,
     /// Or an MQTT topic (`{ host, port, topic, client_id, qos }`; the `mqtt` feature).
     pub(in crate::cli) mqtt: Option<toml::Table>,
+    /// Or a NATS JetStream stream (`{ server, stream, subject, allow_gap }`; the `nats`
+    /// feature).
+    pub(in crate::cli) nats: Option<toml::Table>,
     /// `jsonl` or `csv` (default: by the file's extension).
     pub(in crate::cli) format: Option<Format>,
     /// The field holding each record's event time (default: the query's `TIMESTAMP BY`);
@@ -231,6 +234,8 @@ pub(in crate::cli) struct JobOutput {
     pub(in crate::cli) kafka: Option<toml::Table>,
     /// Or an MQTT topic (the `mqtt` feature).
     pub(in crate::cli) mqtt: Option<toml::Table>,
+    /// Or a NATS subject (`{ server, subject }`; the `nats` feature).
+    pub(in crate::cli) nats: Option<toml::Table>,
     /// `jsonl` (default) or `csv`.
     pub(in crate::cli) format: Option<Format>,
     /// How times are written (default: RFC 3339).
@@ -267,6 +272,7 @@ impl JobOutput {
             connect: None,
             kafka: None,
             mqtt: None,
+            nats: None,
             format: None,
             time_format: Some(time_format),
             layout: None,

@@ -91,6 +91,7 @@ fn reference_table(
     let file = !input.path.as_os_str().is_empty()
         && input.kafka.is_none()
         && input.mqtt.is_none()
+        && input.nats.is_none()
         && input.connect.is_none()
         && input.listen.is_none();
     let csv = file && format_of(&input.path, input.format) == Format::Csv;
@@ -192,6 +193,10 @@ pub(super) fn create_input<O: Order>(
         let stream = crate::cli::brokers::mqtt(query, options, table, lines).map_err(usage)?;
         return Ok((stream, input.fields.clone()));
     }
+    if let Some(table) = &input.nats {
+        let stream = crate::cli::brokers::nats(query, options, table, lines).map_err(usage)?;
+        return Ok((stream, input.fields.clone()));
+    }
     if input.connect.is_some() || input.listen.is_some() {
         let stream = tcp_stream(query, options, (u, input), &lines)?;
         return Ok((stream, input.fields.clone()));
@@ -281,10 +286,11 @@ fn check_source(input: &JobInput) -> Result<(), String> {
         input.listen.is_some(),
         input.kafka.is_some(),
         input.mqtt.is_some(),
+        input.nats.is_some(),
     ];
     if sources.iter().filter(|&&s| s).count() != 1 {
         return Err(
-            "give one source: `path` (a file, or \"-\"), `connect`, `listen`, `kafka` or `mqtt`"
+            "give one source: `path` (a file, or \"-\"), `connect`, `listen`, `kafka`, `mqtt` or `nats`"
                 .into(),
         );
     }
@@ -297,7 +303,7 @@ fn check_source(input: &JobInput) -> Result<(), String> {
             punctual_adapters::MAX_SPLIT
         ));
     }
-    let broker = input.kafka.is_some() || input.mqtt.is_some();
+    let broker = input.kafka.is_some() || input.mqtt.is_some() || input.nats.is_some();
     if let Some(field) = &input.arrival {
         let json_file = !input.path.as_os_str().is_empty()
             && format_of(&input.path, input.format) == Format::Jsonl;

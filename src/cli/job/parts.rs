@@ -161,10 +161,11 @@ fn bind_output(
         out.connect.is_some(),
         out.kafka.is_some(),
         out.mqtt.is_some(),
+        out.nats.is_some(),
     ];
     if targets.iter().filter(|&&t| t).count() != 1 {
         return Err(RunError::Usage(format!(
-            "output `{name}`: give one target: `path` (a file, or \"-\"), `connect`, `kafka` or `mqtt`"
+            "output `{name}`: give one target: `path` (a file, or \"-\"), `connect`, `kafka`, `mqtt` or `nats`"
         )));
     }
     let bad = |m: String| RunError::Usage(format!("output `{name}`: {m}"));
@@ -172,7 +173,7 @@ fn bind_output(
     let to_file = !out.path.as_os_str().is_empty();
     if !to_file && (out.layout.is_some() || rows.as_ref().is_some_and(|r| r.ctis)) {
         return Err(bad(
-            "TCP, Kafka and MQTT outputs write items (CTIs among them, for the query that reads them); `layout` and `with_ctis` are for files".into(),
+            "TCP, Kafka, MQTT and NATS outputs write items (CTIs among them, for the query that reads them); `layout` and `with_ctis` are for files".into(),
         ));
     }
     if let Some(table) = &out.kafka {
@@ -181,6 +182,10 @@ fn bind_output(
     }
     if let Some(table) = &out.mqtt {
         crate::cli::brokers::mqtt_output(query, stream, table).map_err(bad)?;
+        return Ok(());
+    }
+    if let Some(table) = &out.nats {
+        crate::cli::brokers::nats_output(query, stream, table).map_err(bad)?;
         return Ok(());
     }
     if let Some(addr) = &out.connect {

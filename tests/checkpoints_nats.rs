@@ -1,0 +1,236 @@
+//! A job with a hopping window per key and a join with a reference table, reading a NATS
+//! JetStream stream that keeps 20,000 messages while a producer writes 500,000, killed with
+//! SIGKILL at random moments ten times and restarted each time, ends with exactly the output
+//! of a run never killed (over a stream that keeps every message). A restart that read from the
+//! start could not: the start is gone, and the input refuses the gap.
+//!
+//! Feature `nats`; needs nats-server (`.ci/run` installs it).
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use punctual::adapters::nats::async_nats;
+
+/// Messages the producer writes.
+const MESSAGES: u64 = 500_000;
+/// Messages the limited stream keeps.
+const KEPT: i64 = 20_000;
+/// Messages the producer writes per second.
+const RATE: u64 = 30_000;
+
+/// A nats-server with JetStream on a free loopback port, stopped on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl Server {
+    fn start() -> Server {
+        for _ in 0..10 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+                .port();
+            let dir = std::env::temp_dir()
+                .join(format!("punctual-nats-job-{}-{port}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let mut child = Command::new("nats-server")
+                .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("nats-server must be installed (apt-get install nats-server)");
+            for _ in 0..100 {
+                if child.try_wait().ok().flatten().is_some() {
+                    break;
+                }
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Server { child, port, dir };
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("nats-server did not start on a free port in ten tries");
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("a UTF-8 path")
+}
+
+/// Reading `i`: an item with its time (10 ms apart, some up to 1.9 s late) and its row.
+fn reading(i: u64) -> String {
+    let ms = i * 10 + (i * 7_919) % 1_900;
+    format!(
+        "{{\"kind\":\"point\",\"start\":{},\"payload\":{{\"device\":\"d{}\",\"celsius\":{}.{}}}}}",
+        ms * 10_000,
+        i % 17,
+        15 + i % 20,
+        i % 10
+    )
+}
+
+/// The job over stream `stream`, writing `out`.
+fn write_job(dir: &Path, url: &str, stream: &str, out: &str) -> std::path::PathBuf {
+    let mut sites = String::from("device,site\n");
+    for d in 0..17 {
+        sites.push_str(&format!("d{d},site-{}\n", d % 4));
+    }
+    std::fs::write(dir.join("sites.csv"), sites).expect("written");
+    let job = dir.join(format!("{stream}.toml"));
+    std::fs::write(
+        &job,
+        format!(
+            r#"
+query = """
+SELECT r.device, t.site, COUNT(*) AS n, AVG(r.celsius) AS mean
+INTO output
+FROM readings r
+JOIN sites t ON r.device = t.device
+GROUP BY r.device, t.site, HoppingWindow(second, 10, 5)
+"""
+
+[inputs.readings]
+nats = {{ server = "{url}", stream = "{stream}" }}
+out_of_order = "2s"
+
+[inputs.sites]
+path = "sites.csv"
+
+[outputs.output]
+path = "{out}"
+"#
+        ),
+    )
+    .expect("written");
+    job
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_on_a_stream_with_retention_killed_ten_times_gives_the_uninterrupted_output() {
+    let server = Server::start();
+    let dir = std::env::temp_dir().join(format!("punctual-nats-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let client = async_nats::connect(server.url()).await.expect("connects");
+    let js = async_nats::jetstream::new(client);
+    for (name, max) in [("ALL", -1), ("KEPT", KEPT)] {
+        js.create_stream(async_nats::jetstream::stream::Config {
+            name: name.to_owned(),
+            subjects: vec![name.to_lowercase()],
+            max_messages: max,
+            ..Default::default()
+        })
+        .await
+        .expect("stream created");
+    }
+    let producer = produce(js.clone());
+    let url = server.url();
+    let kept_job = write_job(&dir, &url, "KEPT", "out.jsonl");
+    let state = dir.join("state");
+    let run = |job: &Path, checkpoint: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_punctual"));
+        c.args(["job", s(job)]);
+        if checkpoint {
+            c.args(["--checkpoint", s(&state), "--checkpoint-every", "20ms"]);
+        }
+        c.stdout(Stdio::null()).stderr(Stdio::piped());
+        c
+    };
+    // Killed ten times at random moments while the producer writes (xorshift).
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut kills = 0;
+    while kills < 10 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let at = Duration::from_millis(100 + seed % 600);
+        let mut child = run(&kept_job, true).spawn().expect("starts");
+        tokio::time::sleep(at).await;
+        if child.try_wait().expect("waits").is_some() {
+            let out = child.wait_with_output().expect("ends");
+            panic!(
+                "a run ended before it was killed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        child.kill().expect("killed");
+        child.wait().expect("ends");
+        kills += 1;
+    }
+    // The last run goes to the end of the stream.
+    let last = run(&kept_job, true).output().expect("runs");
+    assert!(
+        last.status.success(),
+        "{}",
+        String::from_utf8_lossy(&last.stderr)
+    );
+    producer.await.expect("produced");
+    // The run never killed, over the stream that keeps everything.
+    let all_job = write_job(&dir, &url, "ALL", "expected.jsonl");
+    let whole = run(&all_job, false).output().expect("runs");
+    assert!(
+        whole.status.success(),
+        "{}",
+        String::from_utf8_lossy(&whole.stderr)
+    );
+    let expected = std::fs::read(dir.join("expected.jsonl")).expect("written");
+    let got = std::fs::read(dir.join("out.jsonl")).expect("written");
+    assert!(
+        expected.len() > 100_000,
+        "a real output: {} bytes",
+        expected.len()
+    );
+    assert!(
+        got == expected,
+        "after {kills} kills the output differs: {} bytes, expected {}",
+        got.len(),
+        expected.len()
+    );
+    // The limited stream no longer holds its start: a run from the start is impossible.
+    let mut kept = js.get_stream("KEPT").await.expect("the stream");
+    let info = kept.info().await.expect("info");
+    assert!(info.state.first_sequence > 1, "{:?}", info.state);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The producer: every reading to both streams' subjects, at [`RATE`] a second, then the end.
+fn produce(js: async_nats::jetstream::Context) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let started = Instant::now();
+        for i in 0..=MESSAGES {
+            let line = if i == MESSAGES {
+                "{\"kind\":\"eof\"}".to_owned()
+            } else {
+                reading(i)
+            };
+            for subject in ["all", "kept"] {
+                js.publish(subject, line.clone().into())
+                    .await
+                    .expect("published");
+            }
+            if i % 1_000 == 0 {
+                let due = Duration::from_micros(i * 1_000_000 / RATE);
+                tokio::time::sleep(due.saturating_sub(started.elapsed())).await;
+            }
+        }
+    })
+}
