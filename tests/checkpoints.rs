@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod kill;
+
 fn s(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
@@ -113,25 +115,11 @@ fn a_job_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     std::thread::sleep(Duration::from_millis(30));
     let _ = child.kill();
     child.wait().expect("ends");
-    // Then at random moments within a share of a whole run (xorshift).
-    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut kills = 1;
-    let mut attempts = 0;
-    while kills < KILLS && attempts < KILLS * 4 {
-        attempts += 1;
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let share = run_time.as_micros() as u64 * 2 / KILLS as u64;
-        let at = Duration::from_micros(seed % share.max(1));
-        let mut child = run(true).spawn().expect("starts");
-        std::thread::sleep(at);
-        if child.try_wait().expect("waits").is_none() {
-            child.kill().expect("killed");
-            kills += 1;
-        }
-        child.wait().expect("ends");
-    }
+    // Then at random moments within a share of a whole run.
+    let share = run_time * 2 / KILLS as u32;
+    let kills = 1 + kill::at_random(KILLS - 1, share, 0x2545_F491_4F6C_DD1D, || {
+        run(true).spawn().expect("starts")
+    });
     assert!(
         kills >= 8,
         "only {kills} runs were killed before they ended"
@@ -154,5 +142,28 @@ fn a_job_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     // Run again on a finished run's directory: nothing to do, the output unchanged.
     assert!(run(true).status().expect("runs").success());
     assert!(std::fs::read(&out).expect("written") == expected);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Snapshots are taken on one worker: `--workers 2` with `--checkpoint` is refused with the
+/// reason, and nothing is written.
+#[test]
+fn checkpoints_on_several_workers_are_refused_with_the_reason() {
+    let dir = std::env::temp_dir().join(format!("punctual-job-workers-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let job = write_job(&dir, 1_000);
+    let out = Command::new(env!("CARGO_BIN_EXE_punctual"))
+        .args(["job", s(&job), "--workers", "2", "--checkpoint"])
+        .arg(dir.join("state"))
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("checkpoints: a query on several workers cannot take them"),
+        "{err}"
+    );
+    assert!(!dir.join("out.jsonl").exists(), "nothing written");
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -6,12 +6,12 @@
 //!
 //! Feature `nats`; needs nats-server (`.ci/run` installs it).
 
-use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use punctual::adapters::nats::async_nats;
+use punctual::adapters::nats::testing::Server;
 
 /// Messages the producer writes.
 const MESSAGES: u64 = 500_000;
@@ -19,58 +19,6 @@ const MESSAGES: u64 = 500_000;
 const KEPT: i64 = 20_000;
 /// Messages the producer writes per second.
 const RATE: u64 = 30_000;
-
-/// A nats-server with JetStream on a free loopback port, stopped on drop.
-struct Server {
-    child: Child,
-    port: u16,
-    dir: std::path::PathBuf,
-}
-
-impl Server {
-    fn start() -> Server {
-        for _ in 0..10 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .expect("a free port")
-                .port();
-            let dir = std::env::temp_dir()
-                .join(format!("punctual-nats-job-{}-{port}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            let mut child = Command::new("nats-server")
-                .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-                .arg(&dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("nats-server must be installed (apt-get install nats-server)");
-            for _ in 0..100 {
-                if child.try_wait().ok().flatten().is_some() {
-                    break;
-                }
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Server { child, port, dir };
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!("nats-server did not start on a free port in ten tries");
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
@@ -126,7 +74,7 @@ path = "{out}"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_on_a_stream_with_retention_killed_ten_times_gives_the_uninterrupted_output() {
-    let server = Server::start();
+    let server = Server::start().expect("a nats-server");
     let dir = std::env::temp_dir().join(format!("punctual-nats-kill-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");

@@ -6,6 +6,8 @@
 
 mod readme;
 
+mod kill;
+
 fn s(p: &std::path::Path) -> &str {
     p.to_str().expect("utf-8 path")
 }
@@ -102,7 +104,7 @@ fn pipe_stops_with_a_drain_on_ctrl_c() {
 #[test]
 fn pipe_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     use std::process::{Command, Stdio};
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
     const KILLS: usize = 24;
     let dir = std::env::temp_dir().join(format!("punctual-kill-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -132,25 +134,10 @@ fn pipe_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     let run_time = started.elapsed();
 
     let (out, state) = (dir.join("out.jsonl"), dir.join("checkpoints"));
-    // A fixed sequence of kill points within a run's time (xorshift).
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut kills = 0;
-    let mut attempts = 0;
-    while kills < KILLS && attempts < KILLS * 4 {
-        attempts += 1;
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let share = run_time.as_micros() as u64 * 2 / KILLS as u64;
-        let at = Duration::from_micros(seed % share.max(1));
-        let mut child = pipe(&out, Some(&state)).spawn().expect("starts");
-        std::thread::sleep(at);
-        if child.try_wait().expect("waits").is_none() {
-            child.kill().expect("killed");
-            kills += 1;
-        }
-        child.wait().expect("ends");
-    }
+    let share = run_time * 2 / KILLS as u32;
+    let kills = kill::at_random(KILLS, share, 0x9E37_79B9_7F4A_7C15, || {
+        pipe(&out, Some(&state)).spawn().expect("starts")
+    });
     assert!(
         kills >= 20,
         "only {kills} runs were killed before they ended"

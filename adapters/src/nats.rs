@@ -37,6 +37,8 @@
 /// The `async-nats` crate this adapter is built on (for tests and custom setups).
 pub use async_nats;
 
+pub mod testing;
+
 use std::marker::PhantomData;
 
 use async_nats::jetstream::consumer::pull::OrderedConfig;
@@ -104,11 +106,17 @@ impl NatsConfig {
         self
     }
 
-    fn check(&self) -> Result<(), AdapterError> {
+    /// Refuses an empty `server`, or an empty `value` (what `what` names).
+    fn check(&self, value: &str, what: &str) -> Result<(), AdapterError> {
         if self.server.is_empty() {
             return Err(AdapterError::Config(
                 "nats: `server` must not be empty".into(),
             ));
+        }
+        if value.is_empty() {
+            return Err(AdapterError::Config(format!(
+                "nats: {what} must not be empty"
+            )));
         }
         Ok(())
     }
@@ -146,12 +154,7 @@ impl<P: Payload + DeserializeOwned> InputAdapterFactory<NatsConfig, P> for NatsI
         config: &NatsConfig,
         _shape: EventShape,
     ) -> Result<Self::Adapter, AdapterError> {
-        config.check()?;
-        if config.stream.is_empty() {
-            return Err(AdapterError::Config(
-                "nats: `stream` must not be empty".into(),
-            ));
-        }
+        config.check(&config.stream, "an input's `stream`")?;
         Ok(NatsReader {
             config: config.clone(),
             _payload: PhantomData,
@@ -305,12 +308,7 @@ impl<P: Payload + Serialize> OutputAdapterFactory<NatsConfig, P> for NatsOutput 
         config: &NatsConfig,
         _shape: EventShape,
     ) -> Result<Self::Adapter, AdapterError> {
-        config.check()?;
-        if config.subject.is_empty() {
-            return Err(AdapterError::Config(
-                "nats: an output's `subject` must not be empty".into(),
-            ));
-        }
+        config.check(&config.subject, "an output's `subject`")?;
         Ok(NatsWriter {
             config: config.clone(),
             js: None,

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+mod common;
+
 use punctual_adapters::kafka::rdkafka::config::ClientConfig;
 use punctual_adapters::kafka::rdkafka::consumer::{Consumer, StreamConsumer};
 use punctual_adapters::kafka::rdkafka::message::Message;
@@ -284,7 +286,8 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
     std::fs::create_dir_all(&dir).expect("temp dir");
     let query = |out: &std::path::Path, checkpoints: bool, letters: &DeadLetterCollector<i64>| {
         let state = checkpoints.then(|| dir.join("state"));
-        counts_query(&brokers, state.as_deref(), out, letters)
+        let config = KafkaConfig::new(brokers.clone(), "clicks").until_end();
+        common::counts_query(&KafkaInput, &config, state.as_deref(), out, letters)
     };
     tokio::time::timeout(Duration::from_secs(120), async {
         let expected = dir.join("expected.jsonl");
@@ -333,7 +336,7 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
             "the first run read the malformed message"
         );
         assert_eq!(malformed(&second), 0, "the second went on after it");
-        let c = report.counters("clicks").expect("stream");
+        let c = report.counters("in").expect("stream");
         assert_eq!(
             (c.events_in, c.malformed),
             (3_000, 1),
@@ -343,44 +346,4 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
     .await
     .expect("finishes in time");
     std::fs::remove_dir_all(&dir).ok();
-}
-
-/// Counts per value in tumbling windows of topic `clicks` (to its end), a CTI every 50 events,
-/// into the JSON-lines file `out`; with checkpoints in `state` if given.
-fn counts_query(
-    brokers: &str,
-    state: Option<&std::path::Path>,
-    out: &std::path::Path,
-    letters: &DeadLetterCollector<i64>,
-) -> Query {
-    use punctual_adapters::{JsonLinesOutput, JsonLinesOutputConfig};
-    use punctual_policies::{AdvanceTimeGenerationSettings, AdvanceTimeSettings};
-    use punctual_runtime::Checkpoints;
-    let mut q = Query::new("clicks").clock_from_inputs();
-    if let Some(state) = state {
-        q = q.checkpoints(Checkpoints::new(state).every(Duration::ZERO));
-    }
-    let every = AdvanceTimeGenerationSettings::every_events(50)
-        .final_cti(true)
-        .build()
-        .expect("valid");
-    let settings = AdvanceTimeSettings::builder()
-        .generation(every)
-        .build()
-        .expect("valid");
-    let s = q
-        .create_stream::<_, i64, _, _>(
-            InputOptions::new("clicks", EventShape::Point).settings(settings),
-            &KafkaInput,
-            &KafkaConfig::new(brokers, "clicks").until_end(),
-        )
-        .expect("binds");
-    q.bind_dead_letters(&s, letters.clone()).expect("binds");
-    let counts = s
-        .tumbling_window(TimeSpan::from_ticks(100))
-        .group_by(|v: &i64| *v)
-        .count();
-    q.bind_output(&counts, &JsonLinesOutput, &JsonLinesOutputConfig::new(out))
-        .expect("binds");
-    q
 }

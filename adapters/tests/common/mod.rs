@@ -87,3 +87,50 @@ pub fn memory<P: Payload, O: Order>(
         .create_stream(options, &MemoryInput, items)
         .expect("a valid input")
 }
+
+/// Counts per value (`i64` points) in tumbling windows of 100 ticks, a CTI every 50 events
+/// and a final one, read by `factory` from `config` into the JSON-lines file `out`, dead
+/// letters to `letters`; with checkpoints in `state` (a snapshot as often as it can) if given.
+pub fn counts_query<C, F>(
+    factory: &F,
+    config: &C,
+    state: Option<&std::path::Path>,
+    out: &std::path::Path,
+    letters: &punctual_runtime::DeadLetterCollector<i64>,
+) -> Query
+where
+    F: InputAdapterFactory<C, i64>,
+    F::Adapter: 'static,
+{
+    use punctual_adapters::{JsonLinesOutput, JsonLinesOutputConfig};
+    use punctual_policies::{AdvanceTimeGenerationSettings, AdvanceTimeSettings};
+    let mut q = Query::new("counts").clock_from_inputs();
+    if let Some(state) = state {
+        q = q.checkpoints(
+            punctual_runtime::Checkpoints::new(state).every(std::time::Duration::ZERO),
+        );
+    }
+    let every = AdvanceTimeGenerationSettings::every_events(50)
+        .final_cti(true)
+        .build()
+        .expect("valid");
+    let settings = AdvanceTimeSettings::builder()
+        .generation(every)
+        .build()
+        .expect("valid");
+    let s = q
+        .create_stream::<_, i64, _, _>(
+            InputOptions::new("in", EventShape::Point).settings(settings),
+            factory,
+            config,
+        )
+        .expect("binds");
+    q.bind_dead_letters(&s, letters.clone()).expect("binds");
+    let counts = s
+        .tumbling_window(punctual_core::TimeSpan::from_ticks(100))
+        .group_by(|v: &i64| *v)
+        .count();
+    q.bind_output(&counts, &JsonLinesOutput, &JsonLinesOutputConfig::new(out))
+        .expect("binds");
+    q
+}
