@@ -269,7 +269,7 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
     let cluster = MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("clicks", 1, 1).expect("topic");
     let brokers = cluster.bootstrap_servers();
-    let mut lines: Vec<String> = (0..3_000i64)
+    let mut lines: Vec<String> = (0..20_000i64)
         .map(|i| {
             format!(
                 "{{\"kind\":\"point\",\"start\":{},\"payload\":{}}}",
@@ -289,6 +289,12 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
         let config = KafkaConfig::new(brokers.clone(), "clicks").until_end();
         common::counts_query(&KafkaInput, &config, state.as_deref(), out, letters)
     };
+    let malformed = |c: &DeadLetterCollector<i64>| {
+        c.reasons()
+            .iter()
+            .filter(|r| r.contains("offset 1"))
+            .count()
+    };
     tokio::time::timeout(Duration::from_secs(120), async {
         let expected = dir.join("expected.jsonl");
         let letters = DeadLetterCollector::new();
@@ -303,7 +309,14 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
         let out = dir.join("out.jsonl");
         let first = DeadLetterCollector::new();
         let running = query(&out, true, &first).start().expect("starts");
-        while !dir.join("state").join("snapshot").exists() {
+        // Aborted once a snapshot past the malformed message is written: one taken after
+        // its dead letter came (the first snapshot may stand before it).
+        let snapshot = dir.join("state").join("snapshot");
+        while malformed(&first) == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let seen = std::fs::read(&snapshot).unwrap_or_default();
+        while std::fs::read(&snapshot).unwrap_or_default() == seen {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
         let aborted = running.abort().await;
@@ -324,12 +337,6 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
             std::fs::read(&out).expect("written") == whole,
             "the same output"
         );
-        let malformed = |c: &DeadLetterCollector<i64>| {
-            c.reasons()
-                .iter()
-                .filter(|r| r.contains("offset 1"))
-                .count()
-        };
         assert_eq!(
             malformed(&first),
             1,
@@ -339,7 +346,7 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
         let c = report.counters("in").expect("stream");
         assert_eq!(
             (c.events_in, c.malformed),
-            (3_000, 1),
+            (20_000, 1),
             "counted once, over both runs"
         );
     })
