@@ -10,7 +10,7 @@ use punctual_adapters::kafka::rdkafka::consumer::{Consumer, StreamConsumer};
 use punctual_adapters::kafka::rdkafka::message::Message;
 use punctual_adapters::kafka::rdkafka::mocking::MockCluster;
 use punctual_adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
-use punctual_adapters::{CollectOutput, KafkaConfig, KafkaInput, KafkaOutput, MemoryInput};
+use punctual_adapters::{CollectOutput, KafkaConfig, KafkaInput, KafkaOutput};
 use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::Watermark;
 use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
@@ -93,19 +93,9 @@ async fn an_output_produces_json_lines() {
     cluster.create_topic("out", 1, 1).expect("topic");
     let brokers = cluster.bootstrap_servers();
     tokio::time::timeout(Duration::from_secs(60), async {
-        let mut query = Query::new("kafka-out");
         let items = vec![StreamItem::point(t(1), 7i64), StreamItem::Cti(Time::INF)];
-        let s = query
-            .create_stream(
-                InputOptions::new("in", EventShape::Point),
-                &MemoryInput,
-                &items,
-            )
-            .expect("binds");
-        query
-            .bind_output(&s, &KafkaOutput, &KafkaConfig::new(brokers.clone(), "out"))
-            .expect("binds");
-        query.start().expect("starts").wait().await.expect("runs");
+        let config = KafkaConfig::new(brokers.clone(), "out");
+        common::write_items(&items, &KafkaOutput, &config).await;
         let consumer: StreamConsumer = ClientConfig::new()
             .set("bootstrap.servers", &brokers)
             .set("group.id", "check")
@@ -299,12 +289,7 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
         let expected = dir.join("expected.jsonl");
         let letters = DeadLetterCollector::new();
         let whole_run = query(&expected, false, &letters);
-        whole_run
-            .start()
-            .expect("starts")
-            .wait()
-            .await
-            .expect("runs");
+        common::run_to_end(whole_run).await;
         assert_eq!(letters.letters().len(), 1, "the malformed message");
         let out = dir.join("out.jsonl");
         let first = DeadLetterCollector::new();
@@ -327,12 +312,7 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
             "aborted mid-run"
         );
         let second = DeadLetterCollector::new();
-        let report = query(&out, true, &second)
-            .start()
-            .expect("starts")
-            .wait()
-            .await
-            .expect("runs");
+        let report = common::run_to_end(query(&out, true, &second)).await;
         assert!(
             std::fs::read(&out).expect("written") == whole,
             "the same output"

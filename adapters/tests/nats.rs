@@ -7,7 +7,7 @@ use std::time::Duration;
 mod common;
 
 use punctual_adapters::nats::testing::Server;
-use punctual_adapters::{CollectOutput, MemoryInput, NatsConfig, NatsInput, NatsOutput};
+use punctual_adapters::{CollectOutput, NatsConfig, NatsInput, NatsOutput};
 use punctual_core::{EventShape, StreamItem, Time};
 use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
 
@@ -58,18 +58,8 @@ async fn a_stream_is_read_in_order_and_written_once() {
     ];
     for _ in 0..2 {
         // The second run publishes the same items from position 0: duplicates.
-        let mut query = Query::new("out");
-        let s = query
-            .create_stream(
-                InputOptions::new("in", EventShape::Point),
-                &MemoryInput,
-                &items,
-            )
-            .expect("binds");
-        query
-            .bind_output(&s, &NatsOutput, &NatsConfig::new(server.url(), "", "out"))
-            .expect("binds");
-        query.start().expect("starts").wait().await.expect("runs");
+        let config = NatsConfig::new(server.url(), "", "out");
+        common::write_items(&items, &NatsOutput, &config).await;
     }
     let js = server.jetstream().await.expect("connects");
     let mut stream = js.get_stream("OUT").await.expect("the stream");
@@ -95,12 +85,7 @@ async fn a_restart_goes_on_at_its_sequence_and_refuses_a_gap() {
         common::counts_query(&NatsInput, &config, state, out, &DeadLetterCollector::new())
     };
     let expected = dir.join("expected.jsonl");
-    query("ALL", &expected, None)
-        .start()
-        .expect("starts")
-        .wait()
-        .await
-        .expect("runs");
+    common::run_to_end(query("ALL", &expected, None)).await;
     let (out, state) = (dir.join("out.jsonl"), dir.join("state"));
     let running = query("KEPT", &out, Some(&state)).start().expect("starts");
     while !state.join("snapshot").exists() {
@@ -115,12 +100,7 @@ async fn a_restart_goes_on_at_its_sequence_and_refuses_a_gap() {
     let (gap_state, gap_out) = (dir.join("gap-state"), dir.join("gap.jsonl"));
     copy_dir(&state, &gap_state);
     std::fs::copy(&out, &gap_out).expect("copied");
-    query("KEPT", &out, Some(&state))
-        .start()
-        .expect("starts")
-        .wait()
-        .await
-        .expect("runs");
+    common::run_to_end(query("KEPT", &out, Some(&state))).await;
     assert!(
         std::fs::read(&out).expect("written") == whole,
         "the same output"

@@ -2,13 +2,15 @@
 
 use std::time::Duration;
 
+mod common;
+
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use punctual_adapters::line::{LineFormat, TimeFormat};
 use punctual_adapters::{
-    CollectOutput, MemoryInput, TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput,
-    TcpOutput, TcpOutputConfig, TcpServerInput,
+    CollectOutput, TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput,
+    TcpOutputConfig, TcpServerInput,
 };
 use punctual_core::{EventShape, StreamItem, Time};
 use punctual_policies::{AdvanceTimePolicy, AdvanceTimeSettings};
@@ -190,25 +192,11 @@ async fn an_output_writes_json_lines_to_a_server() {
             }
             got
         });
-        let mut query = Query::new("tcp-out");
         let items = vec![StreamItem::point(t(1), 7i64), StreamItem::Cti(Time::INF)];
-        let s = query
-            .create_stream(
-                InputOptions::new("in", EventShape::Point),
-                &MemoryInput,
-                &items,
-            )
-            .expect("binds");
-        query
-            .bind_output(
-                &s,
-                &TcpOutput,
-                &TcpOutputConfig {
-                    connect: addr.to_string(),
-                },
-            )
-            .expect("binds");
-        query.start().expect("starts").wait().await.expect("runs");
+        let config = TcpOutputConfig {
+            connect: addr.to_string(),
+        };
+        common::write_items(&items, &TcpOutput, &config).await;
         assert_eq!(
             reader.await.expect("reader"),
             vec![

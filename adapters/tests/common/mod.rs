@@ -134,3 +134,25 @@ where
         .expect("binds");
     q
 }
+
+/// Runs `items` (points of `i64` from memory) into the output `factory` makes of `config`,
+/// to the end.
+pub async fn write_items<C, F>(items: &[StreamItem<i64>], factory: &F, config: &C)
+where
+    F: OutputAdapterFactory<C, i64>,
+    F::Adapter: 'static,
+{
+    let mut query = Query::new("write");
+    let s = memory(
+        &mut query,
+        InputOptions::new("in", EventShape::Point),
+        &items.to_vec(),
+    );
+    query.bind_output(&s, factory, config).expect("binds");
+    query.start().expect("starts").wait().await.expect("runs");
+}
+
+/// Starts `query` and waits for its end; its report.
+pub async fn run_to_end(query: Query) -> punctual_runtime::QueryReport {
+    query.start().expect("starts").wait().await.expect("runs")
+}
