@@ -2,8 +2,8 @@
 # What checkpoints cost: the files benchmark's window job (`punctual job`, CSV in, JSON lines
 # out, one thread) run with and without `--checkpoint DIR --checkpoint-every 1s`, interleaved,
 # events per CPU second of the whole process (median of REPS runs each), and the outputs
-# compared byte for byte.
-#   bench/checkpoints.sh            REPS=5
+# compared byte for byte; WORKERS=2 runs both on two workers (each snapshot cut across them).
+#   bench/checkpoints.sh            REPS=5 WORKERS=1
 # Needs the files workload (bench/files.sh sets it up).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -11,6 +11,7 @@ PEERS="${PEERS:-$ROOT/../shared/bench/files/peers.sh}"
 export BENCH_WORK="${BENCH_WORK:-/tmp/punctual-bench}"
 REPS="${REPS:-5}"
 EVERY="${EVERY:-1s}"
+WORKERS="${WORKERS:-1}"
 "$PEERS" setup > /dev/null
 D="$("$PEERS" data)"
 cargo build --release -q --bin punctual --manifest-path "$ROOT/Cargo.toml"
@@ -29,16 +30,18 @@ job "$D/ckpt-snap.jsonl" "$D/ckpt-snap.toml"
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 : > /tmp/ckpt-plain; : > /tmp/ckpt-snap
 for _ in $(seq "$REPS"); do
-  /usr/bin/time -f "%U %S" "$BIN" job "$D/ckpt-plain.toml" > /dev/null 2> /tmp/ckpt-err
+  /usr/bin/time -f "%U %S" "$BIN" job "$D/ckpt-plain.toml" --workers "$WORKERS" > /dev/null \
+    2> /tmp/ckpt-err
   echo "$EVENTS / $(tail -1 /tmp/ckpt-err | awk '{print $1 + $2}')" | bc -l >> /tmp/ckpt-plain
   rm -rf "$D/ckpt-state"
-  /usr/bin/time -f "%U %S" "$BIN" job "$D/ckpt-snap.toml" --checkpoint "$D/ckpt-state" \
-    --checkpoint-every "$EVERY" > /dev/null 2> /tmp/ckpt-err
+  /usr/bin/time -f "%U %S" "$BIN" job "$D/ckpt-snap.toml" --workers "$WORKERS" \
+    --checkpoint "$D/ckpt-state" --checkpoint-every "$EVERY" > /dev/null 2> /tmp/ckpt-err
   echo "$EVENTS / $(tail -1 /tmp/ckpt-err | awk '{print $1 + $2}')" | bc -l >> /tmp/ckpt-snap
   cmp -s "$D/ckpt-plain.jsonl" "$D/ckpt-snap.jsonl" || { echo "the outputs differ" >&2; exit 1; }
 done
 plain=$(median < /tmp/ckpt-plain); snap=$(median < /tmp/ckpt-snap)
-printf '| window job, CSV, %s events | M events/CPU s |\n|---|---|\n' "$EVENTS"
+printf '| window job, CSV, %s events, %s worker(s) | M events/CPU s |\n|---|---|\n' \
+  "$EVENTS" "$WORKERS"
 printf '| without checkpoints | %.2f |\n' "$(echo "$plain / 1000000" | bc -l)"
 printf '| --checkpoint-every %s | %.2f |\n' "$EVERY" "$(echo "$snap / 1000000" | bc -l)"
 printf 'cost: %.1f%% of the events per CPU second; snapshot file %s bytes\n' \

@@ -1,8 +1,9 @@
 //! A job with a hopping window per key and a join with reference data, killed (SIGKILL) at
 //! random moments and started again each time with the same checkpoint directory, ends with
-//! exactly the output of a run never killed; and each restart goes on from its last snapshot,
-//! not from the start of the input (the dead letter of the input's first lines is written
-//! once, by the first run, although every run appends to the dead-letter file).
+//! exactly the output of a run never killed, on one worker and on two; and each restart goes
+//! on from its last snapshot, not from the start of the input (the dead letter of the input's
+//! first lines is written once, by the first run, although every run appends to the
+//! dead-letter file).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -14,45 +15,66 @@ fn s(p: &Path) -> &str {
     p.to_str().expect("a UTF-8 path")
 }
 
-/// The job's files in `dir`: readings up to 2 s out of order, a malformed line near the start,
-/// a table of sites by device; the job writes `out.jsonl` and `bad.jsonl`.
-fn write_job(dir: &Path, rows: u64) -> std::path::PathBuf {
-    let mut readings = String::from("time,device,celsius\n");
+/// Readings every `step` ms from `offset` ms, up to 1.9 s out of order, of 17 devices: a
+/// CSV file's text, with a malformed line after the first reading if `malformed`.
+fn readings(rows: u64, offset: u64, step: u64, malformed: bool) -> String {
+    let mut text = String::from("time,device,celsius\n");
     for i in 0..rows {
-        if i == 1 {
-            readings.push_str("not a time,d1,20\n");
+        if i == 1 && malformed {
+            text.push_str("not a time,d1,20\n");
         }
-        let ms = i * 10 + (i * 7_919) % 1_900;
+        let ms = i * step + offset + (i * 7_919) % 1_900;
         let (secs, milli) = (ms / 1000, ms % 1000);
         let (h, m, sec) = (secs / 3600, secs / 60 % 60, secs % 60);
-        readings.push_str(&format!(
+        text.push_str(&format!(
             "2024-05-01T{h:02}:{m:02}:{sec:02}.{milli:03}Z,d{},{}.{}\n",
             i % 17,
             15 + i % 20,
             i % 10
         ));
     }
-    std::fs::write(dir.join("readings.csv"), readings).expect("written");
+    text
+}
+
+/// The job's files in `dir`: two inputs of readings (`north`, with a malformed line near its
+/// start, and `south`, half as dense), each joined with a table of sites by device and
+/// counted in a hopping window per device, the two results as one output; the job writes
+/// `out.jsonl` and `bad.jsonl`. On two workers the two inputs are read by different workers,
+/// so a snapshot finds one worker's results waiting for the other's CTIs.
+fn write_job(dir: &Path, rows: u64) -> std::path::PathBuf {
+    std::fs::write(dir.join("north.csv"), readings(rows, 0, 10, true)).expect("written");
+    std::fs::write(dir.join("south.csv"), readings(rows / 2, 3, 20, false)).expect("written");
     let mut sites = String::from("device,site\n");
     for d in 0..17 {
         sites.push_str(&format!("d{d},site-{}\n", d % 4));
     }
     std::fs::write(dir.join("sites.csv"), sites).expect("written");
+    let select = |from: &str| {
+        format!(
+            "SELECT r.device, t.site, COUNT(*) AS n, AVG(r.celsius) AS mean, MAX(r.celsius) AS top
+FROM {from} r TIMESTAMP BY time
+JOIN sites t ON r.device = t.device
+GROUP BY r.device, t.site, HoppingWindow(second, 10, 5)"
+        )
+    };
     let job = dir.join("job.toml");
     std::fs::write(
         &job,
-        r#"
+        format!(
+            r#"
 query = """
-SELECT r.device, t.site, COUNT(*) AS n, AVG(r.celsius) AS mean, MAX(r.celsius) AS top
-INTO output
-FROM readings r TIMESTAMP BY time
-JOIN sites t ON r.device = t.device
-GROUP BY r.device, t.site, HoppingWindow(second, 10, 5)
+{}
+UNION
+{}
 """
 dead_letters = "bad.jsonl"
 
-[inputs.readings]
-path = "readings.csv"
+[inputs.north]
+path = "north.csv"
+out_of_order = "2s"
+
+[inputs.south]
+path = "south.csv"
 out_of_order = "2s"
 
 [inputs.sites]
@@ -61,6 +83,9 @@ path = "sites.csv"
 [outputs.output]
 path = "out.jsonl"
 "#,
+            select("north"),
+            select("south")
+        ),
     )
     .expect("written");
     job
@@ -68,8 +93,26 @@ path = "out.jsonl"
 
 #[test]
 fn a_job_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
+    let one = killed_and_restarted(1);
+    let two = killed_and_restarted(2);
+    let sorted = |bytes: &[u8]| {
+        let mut lines: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
+        lines.sort_unstable();
+        lines.into_iter().map(<[u8]>::to_vec).collect::<Vec<_>>()
+    };
+    assert!(
+        sorted(&one) == sorted(&two),
+        "the lines of one worker's run"
+    );
+}
+
+/// The kill test on `workers` workers; returns the output.
+fn killed_and_restarted(workers: usize) -> Vec<u8> {
     const KILLS: usize = 10;
-    let dir = std::env::temp_dir().join(format!("punctual-job-kill-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "punctual-job-kill-{workers}-{}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let job = write_job(&dir, 120_000);
@@ -80,7 +123,7 @@ fn a_job_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     );
     let run = |checkpoint: bool| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_punctual"));
-        c.args(["job", s(&job)]);
+        c.args(["job", s(&job), "--workers", &workers.to_string()]);
         if checkpoint {
             c.args(["--checkpoint", s(&state), "--checkpoint-every", "20ms"]);
         }
@@ -105,14 +148,28 @@ fn a_job_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     std::fs::remove_file(&out).expect("removed");
     std::fs::remove_file(&bad).expect("removed");
 
-    // The first run is killed once it has taken a snapshot (past the malformed line).
+    // The first run is killed once a snapshot past the malformed line is written: two
+    // snapshots written after its dead letter (a snapshot is taken only once the one before
+    // it is written, so the second was taken after the letter).
     let mut child = run(true).spawn().expect("starts");
+    let snapshot = state.join("snapshot");
+    let written = || std::fs::metadata(&snapshot).and_then(|m| m.modified()).ok();
     let waited = Instant::now();
-    while !state.join("snapshot").exists() && waited.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(2));
+    let until = |done: &dyn Fn() -> bool| {
+        while !done() && waited.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    until(&|| std::fs::read_to_string(&bad).is_ok_and(|l| l.contains("not a time")));
+    for _ in 0..2 {
+        let before = written();
+        until(&|| written().is_some() && written() != before);
+        assert!(
+            written().is_some() && written() != before,
+            "a snapshot was written after the malformed line"
+        );
     }
-    assert!(state.join("snapshot").exists(), "a snapshot was taken");
-    std::thread::sleep(Duration::from_millis(30));
+    assert!(child.try_wait().expect("waits").is_none(), "killed mid-run");
     let _ = child.kill();
     child.wait().expect("ends");
     // Then at random moments within a share of a whole run.
@@ -143,27 +200,69 @@ fn a_job_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     assert!(run(true).status().expect("runs").success());
     assert!(std::fs::read(&out).expect("written") == expected);
     std::fs::remove_dir_all(&dir).ok();
+    expected
 }
 
-/// Snapshots are taken on one worker: `--workers 2` with `--checkpoint` is refused with the
-/// reason, and nothing is written.
+/// A snapshot restores on the number of workers that took it: one taken by two workers is
+/// refused on one and on three, with the reason and the number to run it on, and the output
+/// is left as the snapshot has it. Several processes cannot take snapshots.
 #[test]
-fn checkpoints_on_several_workers_are_refused_with_the_reason() {
+fn a_snapshot_of_two_workers_is_refused_on_another_number() {
     let dir = std::env::temp_dir().join(format!("punctual-job-workers-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let job = write_job(&dir, 1_000);
+    let job = write_job(&dir, 20_000);
+    let run = |workers: &str| {
+        Command::new(env!("CARGO_BIN_EXE_punctual"))
+            .args([
+                "job",
+                s(&job),
+                "--workers",
+                workers,
+                "--checkpoint-every",
+                "1ms",
+            ])
+            .arg("--checkpoint")
+            .arg(dir.join("state"))
+            .output()
+            .expect("runs")
+    };
+    // Several processes cannot take snapshots: refused before anything runs.
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "127.0.0.1:1\n127.0.0.1:2\n").expect("written");
     let out = Command::new(env!("CARGO_BIN_EXE_punctual"))
-        .args(["job", s(&job), "--workers", "2", "--checkpoint"])
+        .args([
+            "job",
+            s(&job),
+            "--processes",
+            "2",
+            "--process",
+            "0",
+            "--hosts",
+            s(&hosts),
+        ])
+        .arg("--checkpoint")
         .arg(dir.join("state"))
         .output()
         .expect("runs");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{err}");
-    assert!(
-        err.contains("checkpoints: a query on several workers cannot take them"),
-        "{err}"
-    );
-    assert!(!dir.join("out.jsonl").exists(), "nothing written");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("use --workers N without --processes"), "{err}");
+    assert!(!dir.join("state").exists(), "nothing written");
+    assert!(run("2").status.success());
+    assert!(dir.join("state").join("snapshot").exists(), "a snapshot");
+    let written = std::fs::read(dir.join("out.jsonl")).expect("written");
+    for other in ["1", "3"] {
+        let out = run(other);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains(&format!(
+                "it was taken on 2 workers and this run has {other}: run it on 2 (`--workers 2`)"
+            )),
+            "{err}"
+        );
+        assert!(std::fs::read(dir.join("out.jsonl")).expect("kept") == written);
+    }
     std::fs::remove_dir_all(&dir).ok();
 }

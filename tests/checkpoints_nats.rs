@@ -1,8 +1,9 @@
 //! A job with a hopping window per key and a join with a reference table, reading a NATS
 //! JetStream stream that keeps 20,000 messages while a producer writes 500,000, killed with
 //! SIGKILL at random moments ten times and restarted each time, ends with exactly the output
-//! of a run never killed (over a stream that keeps every message). A restart that read from the
-//! start could not: the start is gone, and the input refuses the gap.
+//! of a run never killed (over a stream that keeps every message), on one worker and on two
+//! (side by side, over the same stream). A restart that read from the start could not: the
+//! start is gone, and the input refuses the gap.
 //!
 //! Feature `nats`; needs nats-server (`.ci/run` installs it).
 
@@ -36,14 +37,14 @@ fn reading(i: u64) -> String {
     )
 }
 
-/// The job over stream `stream`, writing `out`.
-fn write_job(dir: &Path, url: &str, stream: &str, out: &str) -> std::path::PathBuf {
+/// The job over stream `stream`, writing `out` (a job file for `workers` workers).
+fn write_job(dir: &Path, url: &str, stream: &str, out: &str, workers: usize) -> std::path::PathBuf {
     let mut sites = String::from("device,site\n");
     for d in 0..17 {
         sites.push_str(&format!("d{d},site-{}\n", d % 4));
     }
     std::fs::write(dir.join("sites.csv"), sites).expect("written");
-    let job = dir.join(format!("{stream}.toml"));
+    let job = dir.join(format!("{stream}-{workers}.toml"));
     std::fs::write(
         &job,
         format!(
@@ -92,72 +93,92 @@ async fn a_job_on_a_stream_with_retention_killed_ten_times_gives_the_uninterrupt
     }
     let producer = produce(js.clone());
     let url = server.url();
-    let kept_job = write_job(&dir, &url, "KEPT", "out.jsonl");
-    let state = dir.join("state");
-    let run = |job: &Path, checkpoint: bool| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_punctual"));
-        c.args(["job", s(job)]);
-        if checkpoint {
-            c.args(["--checkpoint", s(&state), "--checkpoint-every", "20ms"]);
-        }
-        c.stdout(Stdio::null()).stderr(Stdio::piped());
-        c
-    };
-    // Killed ten times at random moments while the producer writes (xorshift).
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut kills = 0;
-    while kills < 10 {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let at = Duration::from_millis(100 + seed % 600);
-        let mut child = run(&kept_job, true).spawn().expect("starts");
-        tokio::time::sleep(at).await;
-        if child.try_wait().expect("waits").is_some() {
-            let out = child.wait_with_output().expect("ends");
-            panic!(
-                "a run ended before it was killed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        child.kill().expect("killed");
-        child.wait().expect("ends");
-        kills += 1;
-    }
-    // The last run goes to the end of the stream.
-    let last = run(&kept_job, true).output().expect("runs");
-    assert!(
-        last.status.success(),
-        "{}",
-        String::from_utf8_lossy(&last.stderr)
-    );
+    let one = tokio::spawn(killed_ten_times(dir.clone(), url.clone(), 1));
+    let two = tokio::spawn(killed_ten_times(dir.clone(), url.clone(), 2));
+    let finished = [
+        one.await.expect("one worker"),
+        two.await.expect("two workers"),
+    ];
     producer.await.expect("produced");
-    // The run never killed, over the stream that keeps everything.
-    let all_job = write_job(&dir, &url, "ALL", "expected.jsonl");
-    let whole = run(&all_job, false).output().expect("runs");
-    assert!(
-        whole.status.success(),
-        "{}",
-        String::from_utf8_lossy(&whole.stderr)
-    );
-    let expected = std::fs::read(dir.join("expected.jsonl")).expect("written");
-    let got = std::fs::read(dir.join("out.jsonl")).expect("written");
-    assert!(
-        expected.len() > 100_000,
-        "a real output: {} bytes",
-        expected.len()
-    );
-    assert!(
-        got == expected,
-        "after {kills} kills the output differs: {} bytes, expected {}",
-        got.len(),
-        expected.len()
-    );
+    for (workers, last) in [1, 2].into_iter().zip(finished) {
+        assert!(
+            last.status.success(),
+            "the last run on {workers} workers: {}",
+            String::from_utf8_lossy(&last.stderr)
+        );
+        // The run never killed, over the stream that keeps everything.
+        let expected = format!("expected-{workers}.jsonl");
+        let all_job = write_job(&dir, &url, "ALL", &expected, workers);
+        let whole = run(&all_job, None, workers).output().expect("runs");
+        assert!(
+            whole.status.success(),
+            "{}",
+            String::from_utf8_lossy(&whole.stderr)
+        );
+        let expected = std::fs::read(dir.join(expected)).expect("written");
+        let got = std::fs::read(dir.join(format!("out-{workers}.jsonl"))).expect("written");
+        assert!(
+            expected.len() > 100_000,
+            "a real output: {} bytes",
+            expected.len()
+        );
+        assert!(
+            got == expected,
+            "on {workers} workers, after ten kills the output differs: {} bytes, expected {}",
+            got.len(),
+            expected.len()
+        );
+    }
     // The limited stream no longer holds its start: a run from the start is impossible.
     let mut kept = js.get_stream("KEPT").await.expect("the stream");
     let info = kept.info().await.expect("info");
     assert!(info.state.first_sequence > 1, "{:?}", info.state);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The command that runs `job` on `workers` workers, with checkpoints in `state` if given.
+fn run(job: &Path, state: Option<&Path>, workers: usize) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_punctual"));
+    c.args(["job", s(job), "--workers", &workers.to_string()]);
+    if let Some(state) = state {
+        c.args(["--checkpoint", s(state), "--checkpoint-every", "20ms"]);
+    }
+    c.stdout(Stdio::null()).stderr(Stdio::piped());
+    c
+}
+
+/// The job over the limited stream on `workers` workers, killed ten times at random moments
+/// while the producer writes (xorshift), then run to the end of the stream (while the
+/// producer still writes: it follows the stream); returns how that last run ended.
+async fn killed_ten_times(
+    dir: std::path::PathBuf,
+    url: String,
+    workers: usize,
+) -> std::process::Output {
+    let job = write_job(&dir, &url, "KEPT", &format!("out-{workers}.jsonl"), workers);
+    let state = dir.join(format!("state-{workers}"));
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15 ^ workers as u64;
+    for _ in 0..10 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let at = Duration::from_millis(100 + seed % 600);
+        let mut child = run(&job, Some(&state), workers).spawn().expect("starts");
+        tokio::time::sleep(at).await;
+        if child.try_wait().expect("waits").is_some() {
+            let out = child.wait_with_output().expect("ends");
+            panic!(
+                "a run on {workers} workers ended before it was killed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        child.kill().expect("killed");
+        child.wait().expect("ends");
+    }
+    tokio::task::spawn_blocking(move || run(&job, Some(&state), workers).output())
+        .await
+        .expect("the last run")
+        .expect("runs")
 }
 
 /// The producer: every reading to both streams' subjects, at [`RATE`] a second, then the end.

@@ -30,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+mod cut;
 mod error;
 mod heartbeat;
 mod live;
@@ -42,8 +43,6 @@ pub use live::{run_query, ClusterReport};
 use shipment::Carried;
 pub use shipment::Shipment;
 pub use stop::StopSignal;
-
-use std::collections::BTreeMap;
 
 use punctual_core::ops::{AnyBatch, Edge, EdgeEnd, Graph, Received};
 use timely::dataflow::channels::pact::Exchange;
@@ -228,10 +227,12 @@ pub(crate) fn guarded<T>(
 
 /// Stage `stage` of a split query as a timely operator: what the workers sent at each timely
 /// time goes to `process` once the frontier says every worker has sent all of it, times in
-/// order; what `process` returns goes on at the same time.
+/// order; what `process` returns goes on at the same time. `held` keeps what waits for its
+/// time (a snapshot's part); `cuts` counts what the stage takes and gives.
 pub(crate) fn run_stage<'scope>(
     stream: timely::dataflow::StreamVec<'scope, i64, Shipment>,
     stage: usize,
+    (held, cuts): (cut::Held, std::sync::Arc<cut::Cuts>),
     mut process: impl FnMut(Vec<Shipment>) -> Vec<Shipment> + 'static,
     mut on_stop: impl FnMut() + 'static,
 ) -> timely::dataflow::StreamVec<'scope, i64, Shipment> {
@@ -240,9 +241,9 @@ pub(crate) fn run_stage<'scope>(
         &format!("stage {stage}"),
         move |cap: Capability<i64>, _info| {
             let mut cap = Some(cap);
-            let mut pending: BTreeMap<i64, Vec<Shipment>> = BTreeMap::new();
             move |(input, frontier), output| {
                 input.for_each(|time, data| {
+                    cuts.took(data.len());
                     // A stop acts when it arrives, not when its time is complete: the
                     // sender's time may be ahead of what this worker's inputs have passed.
                     data.retain(|s| {
@@ -253,16 +254,23 @@ pub(crate) fn run_stage<'scope>(
                     });
                     // Every shipment is sent under one capability: one time.
                     if let Some(&t) = time.least() {
-                        pending.entry(t).or_default().append(data);
+                        held.borrow_mut().entry(t).or_default().append(data);
                     }
                 });
                 let Some(c) = cap.as_mut() else { return };
-                while let Some(entry) = pending.first_entry() {
-                    let time = *entry.key();
-                    if frontier.less_equal(&time) {
+                loop {
+                    let next = {
+                        let mut map = held.borrow_mut();
+                        match map.first_key_value() {
+                            Some((t, _)) if !frontier.less_equal(t) => map.pop_first(),
+                            _ => None,
+                        }
+                    };
+                    let Some((time, shipments)) = next else {
                         break;
-                    }
-                    let give = process(entry.remove());
+                    };
+                    let give = process(shipments);
+                    cuts.gave(give.len());
                     output
                         .session(&c.delayed(&time))
                         .give_iterator(give.into_iter());
@@ -270,7 +278,7 @@ pub(crate) fn run_stage<'scope>(
                 match frontier.frontier().first() {
                     Some(t) if *t > *c.time() => c.downgrade(t),
                     Some(_) => {}
-                    None if pending.is_empty() => cap = None,
+                    None if held.borrow().is_empty() => cap = None,
                     None => {}
                 }
             }

@@ -21,6 +21,7 @@ use timely::dataflow::operators::probe::Probe;
 use timely::dataflow::operators::Capability;
 use timely::scheduling::SyncActivator;
 
+use crate::cut::{Cuts, Cutter, Pending};
 use crate::{arrive, guarded, route, run_stage, ClusterConfig, Error, Shipment, StopSignal};
 
 /// What a run of [`run_query`] reports in this process: each of its workers' report, and who
@@ -114,6 +115,8 @@ struct Outbox {
     /// the operators run would gather the whole input in memory (each batch in fresh memory,
     /// never in cache).
     backlog: Backlog,
+    /// Counts what is on its way, for snapshots.
+    cuts: Arc<Cuts>,
 }
 
 /// The timely side reads what the inputs sent at most once per this long, however often they
@@ -123,6 +126,7 @@ const READ_EVERY: Duration = Duration::from_millis(1);
 impl Outbox {
     fn send(&self, sent: Sent) {
         let tx = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
+        self.cuts.gave(1);
         // The timely side is gone only once the run is over.
         let _ = tx.send(sent);
         if !self.unread.swap(true, std::sync::atomic::Ordering::AcqRel) {
@@ -172,6 +176,11 @@ impl Exchange for Outbox {
 /// output whose factory says
 /// [`per_worker`](punctual_runtime::OutputAdapterFactory::per_worker) runs on every worker
 /// instead, each adapter with its worker's share).
+///
+/// With checkpoints ([`Query::checkpoints`](punctual_runtime::Query::checkpoints)) every
+/// snapshot is cut across the workers at one moment: their inputs are held at their commit
+/// points for the few milliseconds it takes. It restores on the same number of workers; a run
+/// of several processes with checkpoints is refused ([`Error::Build`]).
 ///
 /// Returns what this process's workers report ([`ClusterReport::report`] makes it one
 /// report). A query that fails on a worker (an adapter's error) ends with [`Error::Query`].
@@ -232,8 +241,17 @@ where
     let result = guarded(&config, || {
         let stop = config.stop.clone();
         let backlog = config.backlog;
+        let cuts = Arc::new(Cuts::new(config.workers));
+        let processes = config.process_count();
         let guards = crate::net::execute(&config, move |worker| {
-            run_worker(worker, &handle, &*build, &stop, backlog)
+            let run = Run {
+                handle: &handle,
+                stop: &stop,
+                backlog,
+                cuts: Arc::clone(&cuts),
+                processes,
+            };
+            run_worker(worker, &*build, &run)
         })?;
         let mut report = ClusterReport {
             workers: Vec::new(),
@@ -256,21 +274,30 @@ where
     result
 }
 
+/// What the workers of a run in this process share.
+struct Run<'a> {
+    handle: &'a tokio::runtime::Handle,
+    stop: &'a StopSignal,
+    backlog: usize,
+    cuts: Arc<Cuts>,
+    processes: usize,
+}
+
 /// One worker of [`run_query`].
 fn run_worker(
     worker: &mut timely::worker::Worker,
-    handle: &tokio::runtime::Handle,
     build: &(dyn Fn(usize) -> Result<Query, QueryError> + Send + Sync),
-    stop: &StopSignal,
-    backlog: usize,
+    run: &Run<'_>,
 ) -> Result<(QueryReport, Vec<usize>), Error> {
+    let (handle, stop) = (run.handle, run.stop);
     let me = worker.index();
     let peers = worker.peers();
     let _runtime = handle.enter();
-    let query = build(me).map_err(|e| Error::Build {
+    let build_error = |message: String| Error::Build {
         worker: me,
-        message: e.to_string(),
-    })?;
+        message,
+    };
+    let query = build(me).map_err(|e| build_error(e.to_string()))?;
     let (tx, rx): (Sender<Sent>, Receiver<Sent>) = channel();
     let outbox = Arc::new(Outbox {
         me,
@@ -279,14 +306,12 @@ fn run_worker(
         tx: Mutex::new(tx),
         activator: OnceLock::new(),
         unread: std::sync::atomic::AtomicBool::new(false),
-        backlog: Backlog::new(backlog),
+        backlog: Backlog::new(run.backlog),
+        cuts: Arc::clone(&run.cuts),
     });
     let (running, query) = query
         .start_worker(me, peers, Arc::clone(&outbox) as Arc<dyn Exchange>)
-        .map_err(|e| Error::Build {
-            worker: me,
-            message: e.to_string(),
-        })?;
+        .map_err(|e| build_error(e.to_string()))?;
     // A stop from the outside, or from another worker: this worker's query stops with a
     // drain (its inputs end, what is held comes out).
     let stopping = running.stop_handle();
@@ -295,6 +320,7 @@ fn run_worker(
         signal.stopped().await;
         stopping.stop();
     });
+    let (every, mut restored) = crate::cut::start(&query, run.processes).map_err(build_error)?;
     let edges = query.edges().to_vec();
     let owners = query.owners().to_vec();
     let query = Arc::new(query);
@@ -306,6 +332,7 @@ fn run_worker(
     let address = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let inbox = Arc::clone(&outbox);
     let signal = stop.clone();
+    let mut pending = Pending::default();
     worker.dataflow::<i64, _, _>(|scope| {
         let ingress = live_ingress(
             scope,
@@ -316,7 +343,16 @@ fn run_worker(
             me,
             peers,
         );
-        let stream = live_stages(ingress, last, &query, &edges, &failure, handle, stop, me);
+        let stages = Stages {
+            query: &query,
+            edges: &edges,
+            failure: &failure,
+            handle,
+            stop,
+            me,
+            cuts: &run.cuts,
+        };
+        let stream = live_stages(ingress, last, &stages, &mut pending, &mut restored);
         stream.probe_with(&probe);
     });
     // In place first, then one wake-up: what the inputs sent before it was in place is read
@@ -324,15 +360,9 @@ fn run_worker(
     let activator = worker.sync_activator_for(address.borrow().clone());
     let _ = outbox.activator.set(activator.clone());
     let _ = activator.activate();
-    let mut poked = false;
-    while !probe.done() {
-        if stop.is_stopped() && !poked {
-            // The ingress tells the other workers, even if no input of this worker sends.
-            poked = true;
-            let _ = activator.activate();
-        }
-        worker.step_or_park(Some(Duration::from_millis(100)));
-    }
+    let cutter = every.map(|every| Cutter::new(me, every));
+    let parts = (&*query, &probe, &pending, &*failure);
+    steps(worker, run, &activator, cutter, parts);
     handle.block_on(query.finish());
     let message = failure
         .lock()
@@ -351,6 +381,48 @@ fn run_worker(
             worker: me,
             message: failure.error.to_string(),
         }),
+    }
+}
+
+/// A worker's steps until its probe says the run is over: a stop wakes its ingress once, and
+/// with checkpoints each step goes with the worker's side of the snapshots' rounds.
+fn steps(
+    worker: &mut timely::worker::Worker,
+    run: &Run<'_>,
+    activator: &SyncActivator,
+    mut cutter: Option<Cutter>,
+    (query, probe, pending, failure): (
+        &QueryWorker,
+        &timely::dataflow::ProbeHandle<i64>,
+        &Pending,
+        &Mutex<Option<String>>,
+    ),
+) {
+    let (handle, stop) = (run.handle, run.stop);
+    let mut poked = false;
+    while !probe.done() {
+        if stop.is_stopped() && !poked {
+            // The ingress tells the other workers, even if no input of this worker sends.
+            poked = true;
+            let _ = activator.activate();
+        }
+        let mut busy = false;
+        if let Some(cutter) = cutter.as_mut() {
+            let stopping = stop.is_stopped() || query.has_failed();
+            match cutter.step(&run.cuts, query, handle, probe, pending, stopping) {
+                Ok(b) => busy = b,
+                Err(e) => {
+                    failure
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .get_or_insert(format!("a snapshot: {e}"));
+                    stop.stop();
+                }
+            }
+        }
+        // While a snapshot is cut, the worker looks again soon (its inputs are held).
+        let park = if busy { 1 } else { 100 };
+        worker.step_or_park(Some(Duration::from_millis(park)));
     }
 }
 
@@ -389,6 +461,7 @@ fn live_ingress<'scope>(
                     Sent::Batches(shipments, events, cti) => {
                         inbox.backlog.take(events);
                         if !shipments.is_empty() {
+                            inbox.cuts.gave(shipments.len());
                             output.session(&*c).give_iterator(shipments.into_iter());
                         }
                         if let Some(t) = cti {
@@ -399,48 +472,61 @@ fn live_ingress<'scope>(
                     }
                     Sent::Ended => ended = true,
                 }
+                inbox.cuts.took(1);
             }
+            inbox.cuts.set_cap(me, Some(*c.time()));
             if signal.is_stopped() && !told {
                 // Every other worker learns of the stop (while this one can still send).
                 told = true;
                 let stops = (0..peers)
                     .filter(|&w| w != me)
                     .map(|w| Shipment::stop(w, me));
+                inbox.cuts.gave(peers.saturating_sub(1));
                 output.session(&*c).give_iterator(stops);
             }
             if ended {
                 cap = None;
+                inbox.cuts.set_cap(me, None);
             }
         }
     })
 }
 
+/// What a live worker's stages share.
+struct Stages<'a> {
+    query: &'a Arc<QueryWorker>,
+    edges: &'a Arc<Vec<(punctual_core::ops::Edge, Option<usize>)>>,
+    failure: &'a Arc<Mutex<Option<String>>>,
+    handle: &'a tokio::runtime::Handle,
+    stop: &'a StopSignal,
+    me: usize,
+    cuts: &'a Arc<Cuts>,
+}
+
 /// The stages after a live worker's ingress: each hands what arrives to the worker's query
 /// (under its lock) and routes what it sends on; a stop from another worker stops this one.
-#[allow(
-    clippy::too_many_arguments,
-    reason = "what the stages share, each named"
-)]
+/// Each stage's store of what waits for its time goes to `pending`, with what `restored`
+/// (a snapshot's) held for it.
 fn live_stages<'scope>(
     ingress: timely::dataflow::StreamVec<'scope, i64, Shipment>,
     last: usize,
-    query: &Arc<QueryWorker>,
-    edges: &Arc<Vec<(punctual_core::ops::Edge, Option<usize>)>>,
-    failure: &Arc<Mutex<Option<String>>>,
-    handle: &tokio::runtime::Handle,
-    stop: &StopSignal,
-    me: usize,
+    shared: &Stages<'_>,
+    pending: &mut Pending,
+    restored: &mut crate::cut::Restored,
 ) -> timely::dataflow::StreamVec<'scope, i64, Shipment> {
     let mut stream = ingress;
+    let me = shared.me;
     for stage in 1..=last {
-        let query = Arc::clone(query);
-        let edges = Arc::clone(edges);
-        let failure = Arc::clone(failure);
-        let handle = handle.clone();
-        let signal = stop.clone();
+        let query = Arc::clone(shared.query);
+        let edges = Arc::clone(shared.edges);
+        let failure = Arc::clone(shared.failure);
+        let handle = shared.handle.clone();
+        let signal = shared.stop.clone();
+        let held = pending.stage(stage, restored);
         stream = run_stage(
             stream,
             stage,
+            (held, Arc::clone(shared.cuts)),
             move |shipments| {
                 handle.block_on(query.receive(|driver| {
                     let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);

@@ -50,7 +50,7 @@ use crate::error::AdapterError;
 const MAGIC: &[u8; 8] = b"PUNCSNAP";
 
 /// The version of the snapshot format this build writes and reads.
-pub const SNAPSHOT_FORMAT: u32 = 1;
+pub const SNAPSHOT_FORMAT: u32 = 2;
 
 /// Where an input's source stands after the items its adapter enqueued: what the adapter needs
 /// to resume there (a file: its byte offset and line number; a broker: a sequence number per
@@ -80,8 +80,17 @@ pub(crate) struct Snapshot {
     pub(crate) inputs: Vec<(String, Option<SourcePosition>)>,
     /// Each output's position, by name.
     pub(crate) outputs: Vec<(String, u64)>,
-    /// The query's state ([`Driver::save_state`](punctual_engine::Driver::save_state)).
-    pub(crate) state: Vec<u8>,
+    /// The state of each worker that took it (one for a query on one worker).
+    pub(crate) workers: Vec<WorkerState>,
+}
+
+/// One worker's part of a snapshot.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct WorkerState {
+    /// Its driver's state ([`Driver::save_state`](punctual_engine::Driver::save_state)).
+    pub(crate) driver: Vec<u8>,
+    /// What its executor held between the workers (empty on one worker).
+    pub(crate) executor: Vec<u8>,
 }
 
 impl Checkpoints {
@@ -390,7 +399,10 @@ mod tests {
             seq: 3,
             inputs: vec![("in".to_owned(), Some(SourcePosition(vec![120, 7])))],
             outputs: vec![("out".to_owned(), 99)],
-            state: vec![1, 2, 3],
+            workers: vec![WorkerState {
+                driver: vec![1, 2, 3],
+                executor: Vec::new(),
+            }],
         }
     }
 

@@ -30,5 +30,5 @@ pub use punctual_engine::{DeadLetterCollector, DeadLetterSink, InputOptions};
 pub use punctual_policies::EnqueueSummary;
 pub use query::{
     Backlog, Ending, Exchange, HeldItem, Monitor, OperatorDropItem, Query, QueryFailure,
-    QueryReport, QueryWorker, RunningQuery, StopHandle, StopMode, MAX_REPORTED_HELD,
+    QueryReport, QueryWorker, RunningQuery, StopHandle, StopMode, WorkerCut, MAX_REPORTED_HELD,
 };

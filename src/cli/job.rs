@@ -217,6 +217,22 @@ fn fields_of(
     seen.then_some(fields)
 }
 
+/// What a job cannot do on the cluster `cluster` describes, if anything.
+fn refused_on(job: &Job, cluster: Option<&ClusterConfig>) -> Option<&'static str> {
+    let cluster = cluster?;
+    if job.timeline.is_some() || job.explain {
+        return Some(
+            "a timeline and explain run on one worker only (without --workers and --processes)",
+        );
+    }
+    if cluster.process_count() > 1 && job.checkpointing.checkpoint.is_some() {
+        return Some(
+            "checkpoints run on the workers of one process: use --workers N without --processes",
+        );
+    }
+    None
+}
+
 /// Runs a job: counters, dead letters and what was left held on `err`; the exit code.
 pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write) -> u8 {
     let text = job.query.clone();
@@ -256,11 +272,8 @@ pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write
         first_bad: Arc::clone(&first_bad),
         plan: Mutex::default(),
     };
-    if cluster.is_some() && (job.timeline.is_some() || job.explain) {
-        let _ = writeln!(
-            err,
-            "error: a timeline and explain run on one worker only (without --workers and --processes)"
-        );
+    if let Some(why) = refused_on(job, cluster.as_ref()) {
+        let _ = writeln!(err, "error: {why}");
         return EXIT_USAGE;
     }
     if job.explain {

@@ -550,6 +550,9 @@ impl Graph {
                     node.push_owned(port, batch.as_any_mut(), dst.out.as_any_mut());
                 }
             }
+            // A gathered output is read on worker 0; the others get only its CTIs, which
+            // nobody reads there.
+            EdgeEnd::Output(_) if self.split.as_ref().is_some_and(|s| s.me != 0) => batch.clear(),
             EdgeEnd::Output(o) => {
                 if let Some(kept) = self.slots.get_mut(o).and_then(|s| s.kept.as_mut()) {
                     batch.move_into(kept.as_any_mut());
@@ -585,5 +588,7 @@ impl Graph {
     }
 }
 
+mod saved;
+pub(super) use saved::SavedEdge;
 #[cfg(test)]
 mod tests;

@@ -44,6 +44,8 @@
 //! # }).unwrap();
 //! ```
 
+mod cut;
+mod gate;
 mod held_payloads;
 mod ports;
 mod report;
@@ -55,6 +57,7 @@ mod snapshots;
 pub use report::held_items;
 mod tasks;
 mod worker;
+pub use cut::WorkerCut;
 pub use worker::{Backlog, Exchange, QueryWorker};
 
 use std::sync::Arc;
@@ -136,7 +139,9 @@ impl Query {
     /// [`Checkpoints::every`], and a query started again with the same directory continues
     /// from its last snapshot: each input resumes at its position, each output exactly where
     /// it was (no duplicate, no gap). See [`crate::checkpoint`] for how, and what it needs of
-    /// the inputs, operators and outputs (checked by [`Query::start`]).
+    /// the inputs, operators and outputs (checked by [`Query::start`]). On several workers
+    /// (`punctual_cluster::run_query`, threads of one process) each snapshot is cut across
+    /// the workers, and restores on the same number of workers ([`Query::start_worker`]).
     ///
     /// ```no_run
     /// use punctual_adapters::{
@@ -462,7 +467,10 @@ impl Query {
         worker: Option<(usize, WorkerSide)>,
     ) -> Result<RunningQuery, QueryError> {
         let clocked = (0..driver.input_count()).any(|i| driver.has_watermark(i));
-        let restored = self.restore(&mut driver)?;
+        let restored = self.restore(
+            &mut driver,
+            worker.as_ref().map(|(w, side)| (*w, side.workers)),
+        )?;
         let signals = Arc::new(Signals::new());
         let mut tasks = Tasks::new(Arc::clone(&signals), self.grace);
         // As one worker of several: the outputs are read on worker 0, but for those each
@@ -478,14 +486,22 @@ impl Query {
             ),
             None => (self.outputs, None),
         };
+        // (As one worker of several, only the inputs it owns.)
+        let owns = |i: usize| side.as_ref().is_none_or(|s| s.owned.get(i) == Some(&true));
         let finished: Vec<bool> = (0..driver.input_count())
-            .map(|i| restored.as_ref().is_some_and(|r| r.from_snapshot) && driver.is_finished(i))
+            .map(|i| {
+                restored.as_ref().is_some_and(|r| r.from_snapshot)
+                    && driver.is_finished(i)
+                    && owns(i)
+            })
             .collect();
         let resume = restored.as_ref().map(|r| r.inputs.clone());
         let shell = Arc::new(Shell::new(driver, signals, self.shows, side, resume));
         self.monitor.attach(&shell);
         if let (Some(c), Some(r)) = (self.checkpoints.clone(), &restored) {
-            let _ = shell.snapshots.set(snapshots::Snapshots::new(c, r.seq));
+            let _ = shell
+                .snapshots
+                .set(snapshots::Snapshots::new(c, r.seq, r.executor.clone()));
         }
         let ports = outputs
             .into_iter()
@@ -537,7 +553,7 @@ impl Query {
             tasks,
             shell,
             monitor: self.monitor,
-            _checkpoint_lock: restored.map(|r| r.lock),
+            _checkpoint_lock: restored.and_then(|r| r.lock),
         })
     }
 }

@@ -8,11 +8,14 @@ use crate::error::QueryError;
 impl Query {
     /// With checkpoints: checks that the query can take snapshots, takes the directory's
     /// lock, and restores the driver from the latest snapshot if there is one. `None` without
-    /// checkpoints.
+    /// checkpoints. As worker `w` of `workers` (`worker`): the driver takes that worker's part
+    /// of a snapshot the same number of workers took, and worker 0 alone takes the lock.
     pub(super) fn restore(
         &self,
         driver: &mut punctual_engine::Driver,
+        worker: Option<(usize, usize)>,
     ) -> Result<Option<Restored>, QueryError> {
+        let (me, workers) = worker.unwrap_or((0, 1));
         let Some(c) = &self.checkpoints else {
             return Ok(None);
         };
@@ -33,7 +36,11 @@ impl Query {
             stream: "checkpoints".to_owned(),
             error,
         };
-        let lock = c.prepare(&self.input_files).map_err(create)?;
+        let lock = if me == 0 {
+            Some(c.prepare(&self.input_files).map_err(create)?)
+        } else {
+            None
+        };
         let names: Vec<String> = (0..driver.input_count())
             .map(|i| driver.input_name(i).unwrap_or_default().to_owned())
             .collect();
@@ -44,6 +51,7 @@ impl Query {
                 inputs: vec![None; names.len()],
                 outputs: Vec::new(),
                 seq: 0,
+                executor: Vec::new(),
             }));
         };
         let refuse = |why: String| {
@@ -52,8 +60,17 @@ impl Query {
                 c.dir().display()
             ))
         };
+        if snapshot.workers.len() != workers {
+            let n = snapshot.workers.len();
+            return Err(refuse(format!(
+                "it was taken on {n} worker{} and this run has {workers}: run it on {n} \
+                 (`--workers {n}`); a snapshot restores on the number of workers that took it",
+                if n == 1 { "" } else { "s" }
+            )));
+        }
+        let mut part = snapshot.workers.into_iter().nth(me).unwrap_or_default();
         driver
-            .restore_state(&snapshot.state)
+            .restore_state(&part.driver)
             .map_err(|e| refuse(e.to_string()))?;
         let mut inputs = Vec::with_capacity(names.len());
         for name in &names {
@@ -75,6 +92,7 @@ impl Query {
             inputs,
             outputs: snapshot.outputs,
             seq: snapshot.seq,
+            executor: std::mem::take(&mut part.executor),
         }))
     }
 }
@@ -82,9 +100,12 @@ impl Query {
 /// What a query with checkpoints starts from: the directory's lock, and where each input
 /// resumes and each output rewinds to (from the latest snapshot, or the start).
 pub(super) struct Restored {
-    pub(super) lock: std::fs::File,
+    /// The directory's lock (worker 0's, as one worker of several).
+    pub(super) lock: Option<std::fs::File>,
     pub(super) from_snapshot: bool,
     pub(super) inputs: Vec<Option<crate::checkpoint::SourcePosition>>,
     pub(super) outputs: Vec<(String, u64)>,
     pub(super) seq: u64,
+    /// What the executor of several workers held between them, this worker's part.
+    pub(super) executor: Vec<u8>,
 }

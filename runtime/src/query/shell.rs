@@ -74,6 +74,8 @@ pub(crate) struct Engine {
     drops: Vec<OperatorDropItem>,
     /// Where each input's source stands, for snapshots.
     pub(crate) inputs_at: Vec<InputAt>,
+    /// Whether the executor of several workers was told that this worker's inputs ended.
+    told_end: bool,
 }
 
 /// Where an input's source stands after its calls into the driver: the position its adapter
@@ -173,12 +175,14 @@ pub(crate) struct Shell {
     /// Payload types the report shows.
     show: Shows,
     /// As one worker of several: the executor's side, and the inputs this worker owns.
-    worker: Option<WorkerSide>,
+    pub(crate) worker: Option<WorkerSide>,
     /// With checkpoints: where each input resumes, restored from a snapshot (`None`: from
     /// its start).
     pub(crate) resume: Option<Vec<Option<SourcePosition>>>,
     /// With checkpoints: where snapshots go, and the number of the last one written.
     pub(crate) snapshots: std::sync::OnceLock<super::snapshots::Snapshots>,
+    /// As one worker of several with checkpoints: holds the inputs while a snapshot is cut.
+    pub(crate) gate: super::gate::Gate,
 }
 
 /// A worker's shell (see [`Query::start_worker`](super::Query::start_worker)): which inputs
@@ -186,6 +190,8 @@ pub(crate) struct Shell {
 pub(crate) struct WorkerSide {
     pub(crate) exchange: Arc<dyn Exchange>,
     pub(crate) owned: Vec<bool>,
+    /// How many workers run the query.
+    pub(crate) workers: usize,
 }
 
 impl Shell {
@@ -229,6 +235,7 @@ impl Shell {
                         dirty: false,
                     })
                     .collect(),
+                told_end: false,
             }),
             streams,
             signals,
@@ -237,6 +244,7 @@ impl Shell {
             worker,
             resume,
             snapshots: std::sync::OnceLock::new(),
+            gate: super::gate::Gate::default(),
         }
     }
 
@@ -288,7 +296,14 @@ impl Shell {
         input: Option<usize>,
         f: impl FnOnce(&mut Driver) -> R,
     ) -> Result<R, EnqueueError> {
-        let mut engine = self.engine.lock().await;
+        let mut engine = loop {
+            let engine = self.engine.lock().await;
+            if !self.held(&engine, input) {
+                break engine;
+            }
+            drop(engine);
+            self.gate.opened().await;
+        };
         let r = f(&mut engine.driver);
         engine.touch(input);
         self.exchange(&mut engine.driver);
@@ -304,6 +319,14 @@ impl Shell {
             backlog.room().await;
         }
         Ok(r)
+    }
+
+    /// Whether a call of `input` (`None`: the clock) waits at the gate: it is closed, the
+    /// query is not stopping, and the input has committed what it enqueued.
+    fn held(&self, engine: &Engine, input: Option<usize>) -> bool {
+        self.gate.is_closed()
+            && !self.signals.stopping()
+            && input.is_none_or(|i| engine.inputs_at.get(i).is_none_or(|at| !at.dirty))
     }
 
     /// The executor's backlog, as one worker of several whose executor keeps one.
@@ -353,7 +376,7 @@ impl Shell {
             return None;
         }
         let mut engine = self.engine.try_lock().ok()?;
-        if !engine.ports.iter().all(|p| p.has_room()) {
+        if !engine.ports.iter().all(|p| p.has_room()) || self.held(&engine, input) {
             return None;
         }
         let r = f(&mut engine.driver);
@@ -412,6 +435,10 @@ impl Shell {
     /// query ends: every input's unreleased events are counted and the outputs close.
     pub(crate) async fn end_input(&self, index: usize, final_cti: bool) {
         self.mark_ready(index);
+        // An end changes the state: not while a snapshot is cut.
+        if !self.signals.stopping() {
+            self.gate.opened().await;
+        }
         let mut engine = self.engine.lock().await;
         if final_cti {
             engine.driver.finish(index);
@@ -429,8 +456,11 @@ impl Shell {
             for (i, view) in self.streams.iter().enumerate() {
                 view.lock().clock_record = engine.driver.clock_record(i).to_vec();
             }
+        }
+        if engine.live == 0 && !std::mem::replace(&mut engine.told_end, true) {
             if let Some(w) = &self.worker {
-                // Its inputs have ended; the query goes on until every worker's have.
+                // Its inputs have ended (a driver restored from a snapshot may have been
+                // closed then); the query goes on until every worker's have.
                 w.exchange.sent(&mut engine.driver);
                 w.exchange.ended(&mut engine.driver);
             }

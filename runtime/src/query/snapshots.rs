@@ -16,26 +16,31 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::shell::{Engine, SendMode, Shell};
-use crate::checkpoint::{Checkpoints, Snapshot, SourcePosition};
+use crate::checkpoint::{Checkpoints, Snapshot, SourcePosition, WorkerState};
 use crate::error::{AdapterError, QueryError};
 
 /// A query's snapshots: where they go, the number of the last one, when it was taken, and
 /// whether one is being written.
 pub(crate) struct Snapshots {
-    checkpoints: Checkpoints,
-    seq: AtomicU64,
+    pub(super) checkpoints: Checkpoints,
+    pub(super) seq: AtomicU64,
     last: Mutex<Instant>,
-    writing: Arc<AtomicBool>,
+    pub(super) writing: Arc<AtomicBool>,
+    /// As one worker of several: what the executor held between the workers in the snapshot
+    /// this run was restored from (this worker's part; empty from the start).
+    pub(super) executor: Mutex<Vec<u8>>,
 }
 
 impl Snapshots {
-    /// Snapshots in `checkpoints`, numbered on from `seq`.
-    pub(crate) fn new(checkpoints: Checkpoints, seq: u64) -> Self {
+    /// Snapshots in `checkpoints`, numbered on from `seq`; `executor`: what the executor of
+    /// several workers held, restored.
+    pub(crate) fn new(checkpoints: Checkpoints, seq: u64, executor: Vec<u8>) -> Self {
         Snapshots {
             checkpoints,
             seq: AtomicU64::new(seq),
             last: Mutex::new(Instant::now()),
             writing: Arc::new(AtomicBool::new(false)),
+            executor: Mutex::new(executor),
         }
     }
 
@@ -51,12 +56,14 @@ impl Snapshots {
     }
 }
 
+/// The outputs' marks: each one's name, and where its position will come.
+type Marks = Vec<(String, oneshot::Receiver<Result<u64, AdapterError>>)>;
+
 /// What a snapshot took under the lock: the state, the inputs' positions, the outputs' marks.
-type Taken = (
-    Vec<u8>,
-    Vec<Option<SourcePosition>>,
-    Vec<(String, oneshot::Receiver<Result<u64, AdapterError>>)>,
-);
+pub(super) type Taken = (Vec<u8>, Vec<Option<SourcePosition>>, Marks);
+
+/// The parts of a snapshot: each worker's state, the inputs' positions, the outputs' marks.
+pub(super) type Parts = (Vec<WorkerState>, Vec<Option<SourcePosition>>, Marks);
 
 impl Shell {
     /// Input `index` stands at `at`: everything it read is enqueued. Takes a snapshot if one
@@ -67,7 +74,12 @@ impl Shell {
             slot.position = Some(at);
             slot.dirty = false;
         }
-        let Some(snapshots) = self.snapshots.get().filter(|s| s.due()) else {
+        // As one worker of several, the executor cuts snapshots across the workers.
+        let Some(snapshots) = self
+            .snapshots
+            .get()
+            .filter(|s| self.worker.is_none() && s.due())
+        else {
             return;
         };
         let Some(taken) = self.snapshot_of(&mut engine).await else {
@@ -98,8 +110,13 @@ impl Shell {
 
     /// The snapshot of the query as `engine` stands, if it is at a consistent moment: no input
     /// between its calls and its commit, no output batch waiting to be sent.
-    async fn snapshot_of(&self, engine: &mut Engine) -> Option<Result<Taken, QueryError>> {
-        if engine.driver.is_closed()
+    pub(super) async fn snapshot_of(
+        &self,
+        engine: &mut Engine,
+    ) -> Option<Result<Taken, QueryError>> {
+        // (As one worker of several, a worker whose inputs have ended closes its driver
+        // while the others go on.)
+        if (engine.driver.is_closed() && self.worker.is_none())
             || self.signals.stopping()
             || engine.inputs_at.iter().any(|i| i.dirty)
             || !engine.ports.iter().all(|p| p.is_clear())
@@ -129,7 +146,7 @@ impl Shell {
         if self.signals.stopping() || self.signals.has_failed() {
             return;
         }
-        let Some(snapshots) = self.snapshots.get() else {
+        let Some(snapshots) = self.snapshots.get().filter(|_| self.worker.is_none()) else {
             return;
         };
         for port in engine.ports.iter_mut() {
@@ -158,6 +175,21 @@ async fn write(
     (state, positions, marks): Taken,
     seq: u64,
 ) -> Result<bool, QueryError> {
+    let workers = vec![WorkerState {
+        driver: state,
+        executor: Vec::new(),
+    }];
+    write_parts(shell, checkpoints, (workers, positions, marks), seq).await
+}
+
+/// [`write`] for the parts of several workers: each one's state, every input's position,
+/// every output's mark.
+pub(super) async fn write_parts(
+    shell: &Shell,
+    checkpoints: &Checkpoints,
+    (workers, positions, marks): Parts,
+    seq: u64,
+) -> Result<bool, QueryError> {
     let mut outputs = Vec::with_capacity(marks.len());
     for (name, mark) in marks {
         match mark.await {
@@ -176,7 +208,7 @@ async fn write(
             .zip(positions)
             .collect(),
         outputs,
-        state,
+        workers,
     };
     let writer = checkpoints.clone();
     match tokio::task::spawn_blocking(move || writer.save(&snapshot)).await {

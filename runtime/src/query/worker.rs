@@ -99,24 +99,16 @@ impl Backlog {
 
     /// Resolves once the backlog is not full.
     pub async fn room(&self) {
-        loop {
-            let mut notified = std::pin::pin!(self.room.notified());
-            // Registered before the check: a `take` between the check and the wait wakes it.
-            notified.as_mut().enable();
-            if !self.is_full() {
-                return;
-            }
-            notified.await;
-        }
+        super::gate::until(&self.room, || !self.is_full()).await;
     }
 }
 
 /// A query started as one worker of several ([`Query::start_worker`]): what the executor
 /// needs to carry the query's batches between the workers.
 pub struct QueryWorker {
-    shell: Arc<Shell>,
+    pub(super) shell: Arc<Shell>,
     edges: Vec<(Edge, Option<usize>)>,
-    owners: Vec<usize>,
+    pub(super) owners: Vec<usize>,
 }
 
 impl std::fmt::Debug for QueryWorker {
@@ -166,7 +158,9 @@ impl Query {
     /// on every worker, each with its worker's share);
     /// `exchange` takes what the inputs send. Must be called within a tokio runtime with
     /// timers enabled. With one worker, this is [`Query::start`] with an exchange that is
-    /// told when the inputs have ended. Checkpoints do not run on several workers.
+    /// told when the inputs have ended. With checkpoints, the executor cuts the snapshots
+    /// across the workers ([`QueryWorker::cut`]); a restore takes this worker's part of a
+    /// snapshot taken by the same number of workers (another number is refused).
     pub fn start_worker(
         mut self,
         worker: usize,
@@ -174,10 +168,17 @@ impl Query {
         exchange: Arc<dyn Exchange>,
     ) -> Result<(RunningQuery, QueryWorker), QueryError> {
         check_runtime()?;
-        if self.checkpoints.is_some() && workers > 1 {
-            return Err(QueryError::Bind(
-                "checkpoints: a query on several workers cannot take them".to_owned(),
-            ));
+        if let Some(o) = self
+            .outputs
+            .iter()
+            .find(|o| o.per_worker())
+            .filter(|_| self.checkpoints.is_some() && workers > 1)
+        {
+            return Err(QueryError::Bind(format!(
+                "checkpoints: output `{}` is written by every worker, which a snapshot of \
+                 several workers cannot mark; write it from one worker",
+                o.name()
+            )));
         }
         let mut driver = self.take_plan().build()?;
         let per_worker: Vec<_> = self
@@ -195,6 +196,7 @@ impl Query {
         let side = WorkerSide {
             exchange,
             owned: owners.iter().map(|&o| o == worker).collect(),
+            workers,
         };
         let running = self.launch(driver, Some((worker, side)))?;
         let handle = QueryWorker {

@@ -4,6 +4,7 @@ use std::any::Any;
 
 use super::output;
 use crate::batch::{Batch, WireError};
+use crate::ops::state::{self, StateError};
 use crate::ops::Payload;
 use crate::order::EventOrder;
 use crate::time::Time;
@@ -35,6 +36,11 @@ pub trait AnyBatch: Any + Send {
     fn payload_name(&self) -> &'static str;
     /// An empty release buffer of its payload type (see [`AnyBatch::merge_from`]).
     fn new_release_buffer(&self) -> Box<dyn Any + Send>;
+    /// A release buffer of its payload type ([`AnyBatch::new_release_buffer`]) as bytes, for
+    /// a snapshot; refused if `buffer` is of another type.
+    fn save_release_buffer(&self, buffer: &dyn Any) -> Result<Vec<u8>, StateError>;
+    /// A release buffer read back from what [`AnyBatch::save_release_buffer`] wrote.
+    fn restore_release_buffer(&self, bytes: &[u8]) -> Result<Box<dyn Any + Send>, StateError>;
     /// Appends a copy of everything to `dst`, a batch of the same type.
     fn copy_into(&self, dst: &mut dyn Any);
     /// Splits it over `dests` (empty batches of the same type, one per worker): every event
@@ -107,6 +113,18 @@ impl<P: Payload> AnyBatch for Batch<P> {
     }
     fn new_release_buffer(&self) -> Box<dyn Any + Send> {
         Box::new(crate::ops::ReleaseBuffer::<P>::new())
+    }
+    fn save_release_buffer(&self, buffer: &dyn Any) -> Result<Vec<u8>, StateError> {
+        let buffer = buffer
+            .downcast_ref::<crate::ops::ReleaseBuffer<P>>()
+            .ok_or_else(|| StateError::Mismatch("a merge buffer of another type".to_owned()))?;
+        let mut out = Vec::new();
+        state::write("merge", buffer, &mut out)?;
+        Ok(out)
+    }
+    fn restore_release_buffer(&self, bytes: &[u8]) -> Result<Box<dyn Any + Send>, StateError> {
+        let buffer: crate::ops::ReleaseBuffer<P> = state::read("merge", bytes)?;
+        Ok(Box::new(buffer))
     }
     fn copy_into(&self, dst: &mut dyn Any) {
         output::<P>(dst).append(&mut self.clone());

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::super::split::SavedEdge;
 use super::super::state::{self, StateError};
 use super::Graph;
 use crate::time::Time;
@@ -21,20 +22,17 @@ struct SavedSlot {
 impl Graph {
     /// The state of every node, to be restored into a graph built by the same query
     /// ([`Graph::restore_state`]) that then continues exactly as this one would. Refused if an
-    /// operator cannot save its state ([`StateError::Unsupported`]), if the graph is one worker
-    /// of several, or if an output holds results not yet taken ([`Graph::take_output`]).
+    /// operator cannot save its state ([`StateError::Unsupported`]), or if an output holds
+    /// results not yet taken ([`Graph::take_output`]). Of one worker of several
+    /// ([`Graph::split`]), it holds that worker's share and what it merges from the others;
+    /// the executor keeps what is on its way between them.
     pub fn save_state(&self) -> Result<Vec<u8>, StateError> {
-        if self.split.is_some() {
-            return Err(StateError::NotNow(
-                "the graph is one worker of several: save each worker's graph with its exchange"
-                    .to_owned(),
-            ));
-        }
         let mut slots = Vec::with_capacity(self.slots.len());
         for (i, s) in self.slots.iter().enumerate() {
             if s.kept.as_ref().is_some_and(|k| !k.is_empty()) {
                 return Err(StateError::NotNow(format!(
-                    "output node {i} holds results not yet taken"
+                    "output node {i} ({}) holds results not yet taken",
+                    s.node.as_ref().map_or("an input", |n| n.name())
                 )));
             }
             let mut bytes = Vec::new();
@@ -49,8 +47,9 @@ impl Graph {
                 state: bytes,
             });
         }
+        let split = self.save_split()?;
         let mut out = Vec::new();
-        state::write("graph", &slots, &mut out)?;
+        state::write("graph", &(slots, split), &mut out)?;
         Ok(out)
     }
 
@@ -58,7 +57,7 @@ impl Graph {
     /// fed nothing yet; refused, the graph unchanged or partly restored (to be dropped), if
     /// the snapshot is of another graph.
     pub fn restore_state(&mut self, bytes: &[u8]) -> Result<(), StateError> {
-        let slots: Vec<SavedSlot> = state::read("graph", bytes)?;
+        let (slots, split): (Vec<SavedSlot>, Option<Vec<SavedEdge>>) = state::read("graph", bytes)?;
         if slots.len() != self.slots.len() {
             return Err(StateError::Mismatch(format!(
                 "it has {} nodes, the query {}",
@@ -81,6 +80,6 @@ impl Graph {
             slot.cti = saved.cti;
             slot.events_out = saved.events_out;
         }
-        Ok(())
+        self.restore_split(split)
     }
 }

@@ -1,0 +1,259 @@
+//! Snapshots of a run on several workers (threads of one process), cut at one moment of the
+//! whole run: worker 0 begins a round every [`QueryWorker::checkpoint_every`]; every worker
+//! holds its inputs at their commit points ([`QueryWorker::pause_inputs`]); once every
+//! worker's inputs are held, nothing is on its way between the workers (every shipment given
+//! has been taken, every batch the inputs sent has been read) and every stage has run what
+//! the workers' CTIs allow (the probe stands at the least CTI of the workers), each worker
+//! cuts its part: its driver's state and the shipments its stages hold for later times
+//! ([`QueryWorker::cut`]); worker 0 writes the parts as one snapshot and the inputs go on.
+//! A restore gives each stage back what it held ([`Pending::restore`]).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use punctual_runtime::{QueryWorker, WorkerCut};
+
+use crate::Shipment;
+
+/// What a stage holds until its time is complete, by timely time.
+pub(crate) type Held = Rc<RefCell<BTreeMap<i64, Vec<Shipment>>>>;
+
+/// What a worker's stages held in a snapshot: stage, timely time, shipments.
+pub(crate) type Restored = Vec<(usize, i64, Vec<Shipment>)>;
+
+/// The rounds of a run's snapshots, shared by the workers of this process.
+pub(crate) struct Cuts {
+    workers: usize,
+    /// Shipments given that no stage has taken yet, and batches the workers' inputs sent that
+    /// their ingress has not read.
+    in_flight: AtomicI64,
+    /// Each worker's ingress capability (`i64::MAX` once it has let it go).
+    caps: Vec<AtomicI64>,
+    round: Mutex<Round>,
+}
+
+#[derive(Default)]
+struct Round {
+    /// Rounds begun and rounds over (one is in progress while `begun > over`).
+    begun: u64,
+    over: u64,
+    /// Whether each worker's inputs are held, in the round in progress.
+    held: Vec<bool>,
+    /// Each worker's part, in the round in progress.
+    cuts: Vec<Option<WorkerCut>>,
+}
+
+impl Cuts {
+    pub(crate) fn new(workers: usize) -> Self {
+        Cuts {
+            workers,
+            in_flight: AtomicI64::new(0),
+            caps: (0..workers).map(|_| AtomicI64::new(i64::MIN)).collect(),
+            round: Mutex::new(Round::default()),
+        }
+    }
+
+    /// `n` more shipments (or batches of the inputs) on their way.
+    pub(crate) fn gave(&self, n: usize) {
+        self.in_flight
+            .fetch_add(i64::try_from(n).unwrap_or(i64::MAX), Ordering::AcqRel);
+    }
+
+    /// `n` of them arrived.
+    pub(crate) fn took(&self, n: usize) {
+        self.in_flight
+            .fetch_sub(i64::try_from(n).unwrap_or(i64::MAX), Ordering::AcqRel);
+    }
+
+    /// Worker `w`'s ingress holds its capability at `at` (`None`: it let it go).
+    pub(crate) fn set_cap(&self, w: usize, at: Option<i64>) {
+        if let Some(c) = self.caps.get(w) {
+            c.store(at.unwrap_or(i64::MAX), Ordering::Release);
+        }
+    }
+
+    fn round(&self) -> std::sync::MutexGuard<'_, Round> {
+        self.round.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether nothing is on its way and every stage has run what the CTIs allow: the probe
+    /// at the end of the stages stands at the least of the workers' capabilities.
+    fn settled(&self, probe: &timely::dataflow::ProbeHandle<i64>) -> bool {
+        if self.in_flight.load(Ordering::Acquire) != 0 {
+            return false;
+        }
+        let least = self
+            .caps
+            .iter()
+            .map(|c| c.load(Ordering::Acquire))
+            .min()
+            .unwrap_or(i64::MAX);
+        !probe.less_than(&least)
+    }
+}
+
+/// A worker's query with checkpoints (on the workers of one process: several processes are
+/// refused): how often a snapshot is due, and what its stages held in the snapshot it was
+/// restored from. `(None, [])` without checkpoints.
+pub(crate) fn start(
+    query: &QueryWorker,
+    processes: usize,
+) -> Result<(Option<Duration>, Restored), String> {
+    let Some(every) = query.checkpoint_every() else {
+        return Ok((None, Vec::new()));
+    };
+    if processes > 1 {
+        return Err(
+            "checkpoints: a run of several processes cannot take them; run its \
+                    workers as threads of one process"
+                .to_owned(),
+        );
+    }
+    Ok((
+        Some(every),
+        Pending::decode(&query.take_restored_executor())?,
+    ))
+}
+
+/// What every stage of a worker holds, for its part of a snapshot.
+#[derive(Default)]
+pub(crate) struct Pending {
+    stages: Vec<(usize, Held)>,
+}
+
+impl Pending {
+    /// Stage `stage`'s store, with what the snapshot the run restored from held for it.
+    pub(crate) fn stage(&mut self, stage: usize, restored: &mut Restored) -> Held {
+        let held: Held = Rc::default();
+        {
+            let mut map = held.borrow_mut();
+            for (_, time, shipments) in restored.extract_if(.., |(s, _, _)| *s == stage) {
+                map.entry(time).or_default().extend(shipments);
+            }
+        }
+        self.stages.push((stage, Rc::clone(&held)));
+        held
+    }
+
+    /// What a restored worker's stages held ([`Pending::encode`]'s bytes; empty: nothing).
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Restored, String> {
+        if bytes.is_empty() {
+            return Ok(Vec::new());
+        }
+        bincode::deserialize(bytes).map_err(|e| format!("what the stages held: {e}"))
+    }
+
+    fn encode(&self) -> Result<Vec<u8>, String> {
+        let maps: Vec<_> = self.stages.iter().map(|(s, h)| (*s, h.borrow())).collect();
+        let entries: Vec<(usize, i64, &Vec<Shipment>)> = maps
+            .iter()
+            .flat_map(|(s, map)| map.iter().map(move |(t, v)| (*s, *t, v)))
+            .collect();
+        bincode::serialize(&entries).map_err(|e| format!("what the stages hold: {e}"))
+    }
+}
+
+/// A worker's side of the rounds.
+pub(crate) struct Cutter {
+    me: usize,
+    every: Duration,
+    last: Instant,
+    /// The round this worker's inputs are held for (0: none).
+    held_for: u64,
+}
+
+impl Cutter {
+    pub(crate) fn new(me: usize, every: Duration) -> Self {
+        Cutter {
+            me,
+            every,
+            last: Instant::now(),
+            held_for: 0,
+        }
+    }
+
+    /// After each step of the worker: begins a round when one is due (worker 0), holds the
+    /// inputs, cuts this worker's part once the run has settled, writes the snapshot once
+    /// every part is in (worker 0), lets the inputs go once the round is over. Returns whether
+    /// a round is in progress (the worker then steps again soon), or the reason a part could
+    /// not be cut.
+    pub(crate) fn step(
+        &mut self,
+        cuts: &Cuts,
+        query: &QueryWorker,
+        handle: &tokio::runtime::Handle,
+        probe: &timely::dataflow::ProbeHandle<i64>,
+        pending: &Pending,
+        stopping: bool,
+    ) -> Result<bool, String> {
+        if stopping {
+            // A drain: the inputs go on to their end; no more rounds.
+            query.resume_inputs();
+            return Ok(false);
+        }
+        let now = {
+            let mut round = cuts.round();
+            if self.me == 0
+                && round.begun == round.over
+                && self.last.elapsed() >= self.every
+                && !query.is_writing()
+            {
+                round.begun += 1;
+                round.held = vec![false; cuts.workers];
+                round.cuts = (0..cuts.workers).map(|_| None).collect();
+            }
+            if round.begun == round.over {
+                if self.held_for != 0 {
+                    self.held_for = 0;
+                    query.resume_inputs();
+                }
+                return Ok(false);
+            }
+            round.begun
+        };
+        if self.held_for != now {
+            self.held_for = now;
+            query.pause_inputs();
+        }
+        let in_round = |r: &Round| r.begun == now && r.over < now;
+        let held = cuts.round().held.get(self.me).copied().unwrap_or(true);
+        if !held && handle.block_on(query.inputs_paused()) {
+            let mut round = cuts.round();
+            if in_round(&round) {
+                round.held[self.me] = true;
+            }
+        }
+        let (all_held, mine) = {
+            let round = cuts.round();
+            let mine = round.cuts.get(self.me).is_none_or(Option::is_some);
+            (round.held.iter().all(|h| *h), mine)
+        };
+        if all_held && !mine && cuts.settled(probe) {
+            if let Some(cut) = handle.block_on(query.cut(pending.encode()?)) {
+                let cut = cut.map_err(|e| e.to_string())?;
+                let mut round = cuts.round();
+                if in_round(&round) {
+                    round.cuts[self.me] = Some(cut);
+                }
+            }
+        }
+        if self.me == 0 {
+            let mut round = cuts.round();
+            if in_round(&round) && round.cuts.iter().all(Option::is_some) {
+                let parts = round.cuts.drain(..).flatten().collect();
+                query.write_snapshot(parts);
+                round.over = round.begun;
+                drop(round);
+                self.last = Instant::now();
+                self.held_for = 0;
+                query.resume_inputs();
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
