@@ -34,6 +34,9 @@ pub(crate) struct Cuts {
     /// Each worker's ingress capability (`i64::MAX` once it has let it go).
     caps: Vec<AtomicI64>,
     round: Mutex<Round>,
+    /// Each worker's wake-up: a worker parked between its steps looks at a round as soon as
+    /// another moves it on.
+    wakers: Mutex<Vec<Option<timely::scheduling::SyncActivator>>>,
 }
 
 #[derive(Default)]
@@ -54,6 +57,25 @@ impl Cuts {
             in_flight: AtomicI64::new(0),
             caps: (0..workers).map(|_| AtomicI64::new(i64::MIN)).collect(),
             round: Mutex::new(Round::default()),
+            wakers: Mutex::new(vec![None; workers]),
+        }
+    }
+
+    /// Worker `w` is woken with `waker` when a round moves on.
+    pub(crate) fn set_waker(&self, w: usize, waker: timely::scheduling::SyncActivator) {
+        let mut wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(slot) = wakers.get_mut(w) {
+            *slot = Some(waker);
+        }
+    }
+
+    /// Wakes every worker but `me`.
+    fn wake_others(&self, me: usize) {
+        let wakers = self.wakers.lock().unwrap_or_else(PoisonError::into_inner);
+        for (w, waker) in wakers.iter().enumerate() {
+            if let (true, Some(waker)) = (w != me, waker) {
+                let _ = waker.activate();
+            }
         }
     }
 
@@ -205,6 +227,7 @@ impl Cutter {
                 round.begun += 1;
                 round.held = vec![false; cuts.workers];
                 round.cuts = (0..cuts.workers).map(|_| None).collect();
+                cuts.wake_others(self.me);
             }
             if round.begun == round.over {
                 if self.held_for != 0 {
@@ -226,6 +249,8 @@ impl Cutter {
             if in_round(&round) {
                 round.held[self.me] = true;
             }
+            drop(round);
+            cuts.wake_others(self.me);
         }
         let (all_held, mine) = {
             let round = cuts.round();
@@ -239,6 +264,8 @@ impl Cutter {
                 if in_round(&round) {
                     round.cuts[self.me] = Some(cut);
                 }
+                drop(round);
+                cuts.wake_others(self.me);
             }
         }
         if self.me == 0 {
@@ -248,6 +275,7 @@ impl Cutter {
                 query.write_snapshot(parts);
                 round.over = round.begun;
                 drop(round);
+                cuts.wake_others(self.me);
                 self.last = Instant::now();
                 self.held_for = 0;
                 query.resume_inputs();

@@ -359,6 +359,7 @@ fn run_worker(
     // then, what they send after wakes the operator itself.
     let activator = worker.sync_activator_for(address.borrow().clone());
     let _ = outbox.activator.set(activator.clone());
+    run.cuts.set_waker(me, activator.clone());
     let _ = activator.activate();
     let cutter = every.map(|every| Cutter::new(me, every));
     let parts = (&*query, &probe, &pending, &*failure);
