@@ -1,7 +1,10 @@
 //! Concept: checkpoints (`Query::checkpoints`). A query over a file, with snapshots in a
 //! directory, is aborted mid-run and started again with the same directory: it goes on from
 //! its last snapshot (the input at its byte offset, the output file cut back to its position,
-//! the windows' state restored) and its output ends exactly as a run never stopped.
+//! the windows' state restored) and its output ends exactly as a run never stopped. On two
+//! workers (`punctual::cluster::run_query`) each snapshot is cut across both; a run started
+//! again on the directory goes on from the last one (it has no snapshot at its very end, so
+//! it redoes the tail) and writes the same output; the snapshot is refused on one worker.
 //!
 //! Run: `cargo run --example checkpoints`
 
@@ -10,6 +13,7 @@ use std::time::Duration;
 use punctual::adapters::{
     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
 };
+use punctual::cluster::{run_query, ClusterConfig};
 use punctual::prelude::*;
 use punctual::rows::Row;
 use punctual::runtime::{Checkpoints, InputOptions, Query};
@@ -93,6 +97,46 @@ async fn main() {
         "aborted at {cut} of {} bytes, restarted from the snapshot: the same {} bytes",
         want.len(),
         got.len()
+    );
+
+    // On two workers: a run never stopped, a run with snapshots, and that run started again
+    // on its directory (from its last snapshot).
+    let on_two = |out: std::path::PathBuf, state: Option<std::path::PathBuf>| {
+        let input = input.clone();
+        tokio::task::spawn_blocking(move || {
+            run_query(ClusterConfig::threads(2), move |_worker| {
+                Ok(counts(&input, &out, state.as_deref()))
+            })
+        })
+    };
+    let (whole2, out2, state2) = (
+        dir.join("whole-2.jsonl"),
+        dir.join("out-2.jsonl"),
+        dir.join("state-2"),
+    );
+    on_two(whole2.clone(), None)
+        .await
+        .expect("joins")
+        .expect("runs");
+    for _ in 0..2 {
+        on_two(out2.clone(), Some(state2.clone()))
+            .await
+            .expect("joins")
+            .expect("runs");
+    }
+    let want2 = std::fs::read(&whole2).expect("written");
+    assert_eq!(
+        std::fs::read(&out2).expect("written"),
+        want2,
+        "the same output"
+    );
+    // A snapshot of two workers does not restore on one.
+    let refused = counts(&input, &out2, Some(&state2)).start().err();
+    let refused = refused.map(|e| e.to_string()).unwrap_or_default();
+    assert!(refused.contains("taken on 2 workers"), "{refused}");
+    println!(
+        "on two workers, run again from its last snapshot: the same {} bytes",
+        want2.len()
     );
     std::fs::remove_dir_all(&dir).ok();
 }
