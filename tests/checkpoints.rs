@@ -40,8 +40,9 @@ fn readings(rows: u64, offset: u64, step: u64, malformed: bool) -> String {
 /// start, and `south`, half as dense), each joined with a table of sites by device and
 /// counted in a hopping window per device, the two results as one output; the job writes
 /// `out.jsonl` and `bad.jsonl`. On two workers the two inputs are read by different workers,
-/// so a snapshot finds one worker's results waiting for the other's CTIs.
-fn write_job(dir: &Path, rows: u64) -> std::path::PathBuf {
+/// so a snapshot finds one worker's results waiting for the other's CTIs. `order` is the
+/// readings' ordering setting.
+fn write_job(dir: &Path, rows: u64, order: &str) -> std::path::PathBuf {
     std::fs::write(dir.join("north.csv"), readings(rows, 0, 10, true)).expect("written");
     std::fs::write(dir.join("south.csv"), readings(rows / 2, 3, 20, false)).expect("written");
     let mut sites = String::from("device,site\n");
@@ -71,11 +72,11 @@ dead_letters = "bad.jsonl"
 
 [inputs.north]
 path = "north.csv"
-out_of_order = "2s"
+{order}
 
 [inputs.south]
 path = "south.csv"
-out_of_order = "2s"
+{order}
 
 [inputs.sites]
 path = "sites.csv"
@@ -90,6 +91,9 @@ path = "out.jsonl"
     .expect("written");
     job
 }
+
+/// The readings' ordering in most tests: reordered up to 2 s late.
+const OUT_OF_ORDER: &str = r#"out_of_order = "2s""#;
 
 #[test]
 fn a_job_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
@@ -115,7 +119,7 @@ fn killed_and_restarted(workers: usize) -> Vec<u8> {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let job = write_job(&dir, 120_000);
+    let job = write_job(&dir, 120_000, OUT_OF_ORDER);
     let (out, bad, state) = (
         dir.join("out.jsonl"),
         dir.join("bad.jsonl"),
@@ -211,7 +215,7 @@ fn a_snapshot_of_two_workers_is_refused_on_another_number() {
     let dir = std::env::temp_dir().join(format!("punctual-job-workers-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let job = write_job(&dir, 20_000);
+    let job = write_job(&dir, 20_000, OUT_OF_ORDER);
     let run = |workers: &str| {
         Command::new(env!("CARGO_BIN_EXE_punctual"))
             .args([
@@ -264,5 +268,66 @@ fn a_snapshot_of_two_workers_is_refused_on_another_number() {
         );
         assert!(std::fs::read(dir.join("out.jsonl")).expect("kept") == written);
     }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Watermarks with an idle timeout drive every worker's clock, also that of a worker whose
+/// inputs have ended: on three workers, with a snapshot every few milliseconds, the job ends
+/// (a run once waited forever for such a worker to read what its clock sent after the end)
+/// with the output of a run without snapshots, and a run killed in the middle and started
+/// again ends with it too.
+#[test]
+fn a_job_with_watermarks_on_three_workers_ends_with_its_output() {
+    let dir = std::env::temp_dir().join(format!("punctual-job-watermarks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let job = write_job(
+        &dir,
+        40_000,
+        r#"watermark = { bounded = "2s", idle_timeout = "1s" }"#,
+    );
+    let out = dir.join("out.jsonl");
+    let run = |checkpoint: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_punctual"));
+        c.args(["job", s(&job), "--workers", "3"]);
+        if checkpoint {
+            c.args(["--checkpoint-every", "5ms", "--checkpoint"])
+                .arg(dir.join("state"));
+        }
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+        c.spawn().expect("starts")
+    };
+    // Ends within a minute (it takes about a second), or the test fails.
+    let ended = |mut child: std::process::Child| {
+        let started = Instant::now();
+        while child.try_wait().expect("waits").is_none() {
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = child.kill();
+                panic!("the job did not end in a minute");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(child.wait().expect("ends").success());
+    };
+    ended(run(false));
+    let expected = std::fs::read(&out).expect("written");
+    assert!(expected.len() > 10_000, "{} bytes", expected.len());
+    std::fs::remove_file(&out).expect("removed");
+    ended(run(true));
+    assert!(std::fs::read(&out).expect("written") == expected);
+    std::fs::remove_dir_all(dir.join("state")).expect("removed");
+    std::fs::remove_file(&out).expect("removed");
+    // Killed once a few snapshots are written, then started again.
+    let mut child = run(true);
+    let snapshot = dir.join("state").join("snapshot");
+    let started = Instant::now();
+    while !snapshot.exists() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(Duration::from_millis(30));
+    let _ = child.kill();
+    child.wait().expect("ends");
+    ended(run(true));
+    assert!(std::fs::read(&out).expect("written") == expected);
     std::fs::remove_dir_all(&dir).ok();
 }

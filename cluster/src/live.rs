@@ -364,6 +364,9 @@ fn run_worker(
     let cutter = every.map(|every| Cutter::new(me, every));
     let parts = (&*query, &probe, &pending, &*failure);
     steps(worker, run, &activator, cutter, parts);
+    // A round begun as the run ended is never over: its gate would hold the worker's clock
+    // (a watermark's idle timeout) for ever.
+    query.resume_inputs();
     handle.block_on(query.finish());
     let message = failure
         .lock()
@@ -446,7 +449,18 @@ fn live_ingress<'scope>(
         let mut cap = Some(cap);
         let mut told = false;
         move |output| {
-            let Some(c) = cap.as_mut() else { return };
+            let Some(c) = cap.as_mut() else {
+                // Ended: what the worker's clock still sends (a watermark's idle timeout
+                // drives a worker without inputs) carries nothing, but counts as on its way
+                // until read.
+                inbox
+                    .unread
+                    .store(false, std::sync::atomic::Ordering::Release);
+                while rx.try_recv().is_ok() {
+                    inbox.cuts.took(1);
+                }
+                return;
+            };
             if let Some(wait) = read_at.and_then(|t| READ_EVERY.checked_sub(t.elapsed())) {
                 // Read a moment ago: what came since waits for a batch to gather.
                 later.activate_after(wait);
