@@ -4,7 +4,8 @@
 //! the windows' state restored) and its output ends exactly as a run never stopped. On two
 //! workers (`punctual::cluster::run_query`) each snapshot is cut across both; a run started
 //! again on the directory goes on from the last one (it has no snapshot at its very end, so
-//! it redoes the tail) and writes the same output; the snapshot is refused on one worker.
+//! it redoes the tail) and writes the same output, also on one worker and on three (the keys
+//! stay in two parts); `Query::start` alone refuses it, naming the cluster.
 //!
 //! Run: `cargo run --example checkpoints`
 
@@ -101,10 +102,10 @@ async fn main() {
 
     // On two workers: a run never stopped, a run with snapshots, and that run started again
     // on its directory (from its last snapshot).
-    let on_two = |out: std::path::PathBuf, state: Option<std::path::PathBuf>| {
+    let on = |workers: usize, out: std::path::PathBuf, state: Option<std::path::PathBuf>| {
         let input = input.clone();
         tokio::task::spawn_blocking(move || {
-            run_query(ClusterConfig::threads(2), move |_worker| {
+            run_query(ClusterConfig::threads(workers), move |_worker| {
                 Ok(counts(&input, &out, state.as_deref()))
             })
         })
@@ -114,28 +115,30 @@ async fn main() {
         dir.join("out-2.jsonl"),
         dir.join("state-2"),
     );
-    on_two(whole2.clone(), None)
+    on(2, whole2.clone(), None)
         .await
         .expect("joins")
         .expect("runs");
-    for _ in 0..2 {
-        on_two(out2.clone(), Some(state2.clone()))
+    let want2 = std::fs::read(&whole2).expect("written");
+    // Started again on two, then on one and on three workers (which run its two parts).
+    for workers in [2, 2, 1, 3] {
+        on(workers, out2.clone(), Some(state2.clone()))
             .await
             .expect("joins")
             .expect("runs");
+        assert_eq!(
+            std::fs::read(&out2).expect("written"),
+            want2,
+            "the same output on {workers} workers"
+        );
     }
-    let want2 = std::fs::read(&whole2).expect("written");
-    assert_eq!(
-        std::fs::read(&out2).expect("written"),
-        want2,
-        "the same output"
-    );
-    // A snapshot of two workers does not restore on one.
+    // Without the cluster, a snapshot of two workers does not restore.
     let refused = counts(&input, &out2, Some(&state2)).start().err();
     let refused = refused.map(|e| e.to_string()).unwrap_or_default();
     assert!(refused.contains("taken on 2 workers"), "{refused}");
     println!(
-        "on two workers, run again from its last snapshot: the same {} bytes",
+        "on two workers, run again from its last snapshot on two, one and three: the same {} \
+         bytes",
         want2.len()
     );
     std::fs::remove_dir_all(&dir).ok();

@@ -110,7 +110,17 @@ fn a_job_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     );
 }
 
-/// The kill test on `workers` workers; returns the output.
+/// Copies the files of directory `from` to `to` (created).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("created");
+    for entry in std::fs::read_dir(from).expect("read") {
+        let entry = entry.expect("read");
+        std::fs::copy(entry.path(), to.join(entry.file_name())).expect("copied");
+    }
+}
+
+/// The kill test on `workers` workers (on two, the last run also on one and on three);
+/// returns the output.
 fn killed_and_restarted(workers: usize) -> Vec<u8> {
     const KILLS: usize = 10;
     let dir = std::env::temp_dir().join(format!(
@@ -125,7 +135,7 @@ fn killed_and_restarted(workers: usize) -> Vec<u8> {
         dir.join("bad.jsonl"),
         dir.join("state"),
     );
-    let run = |checkpoint: bool| {
+    let run_on = |workers: usize, checkpoint: bool| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_punctual"));
         c.args(["job", s(&job), "--workers", &workers.to_string()]);
         if checkpoint {
@@ -134,6 +144,7 @@ fn killed_and_restarted(workers: usize) -> Vec<u8> {
         c.stdout(Stdio::null()).stderr(Stdio::null());
         c
     };
+    let run = |checkpoint: bool| run_on(workers, checkpoint);
     let started = Instant::now();
     assert!(run(false).status().expect("runs").success());
     let run_time = started.elapsed();
@@ -185,14 +196,25 @@ fn killed_and_restarted(workers: usize) -> Vec<u8> {
         kills >= 8,
         "only {kills} runs were killed before they ended"
     );
-    assert!(run(true).status().expect("runs").success());
-    let got = std::fs::read(&out).expect("written");
-    assert!(
-        got == expected,
-        "after {kills} kills the output differs: {} bytes, expected {}",
-        got.len(),
-        expected.len()
-    );
+    // A snapshot of two workers goes on on one and on three (its keys stay in two parts,
+    // which one worker runs both of, or three run with one idle), each from the same state.
+    let others: &[usize] = if workers == 2 { &[1, 3] } else { &[] };
+    let (kept_out, kept_state) = (std::fs::read(&out).expect("written"), dir.join("kept"));
+    copy_dir(&state, &kept_state);
+    for &other in others.iter().chain([&workers]) {
+        std::fs::write(&out, &kept_out).expect("written");
+        let _ = std::fs::remove_dir_all(&state);
+        copy_dir(&kept_state, &state);
+        assert!(run_on(other, true).status().expect("runs").success());
+        let got = std::fs::read(&out).expect("written");
+        assert!(
+            got == expected,
+            "after {kills} kills on {workers} workers, ended on {other}, the output differs: \
+             {} bytes, expected {}",
+            got.len(),
+            expected.len()
+        );
+    }
     // Every restart went on from a snapshot past the malformed line: it was read once.
     let letters = std::fs::read_to_string(&bad).expect("written");
     assert_eq!(
@@ -207,31 +229,15 @@ fn killed_and_restarted(workers: usize) -> Vec<u8> {
     expected
 }
 
-/// A snapshot restores on the number of workers that took it: one taken by two workers is
-/// refused on one and on three, with the reason and the number to run it on, and the output
-/// is left as the snapshot has it. Several processes cannot take snapshots.
+/// Several processes cannot take snapshots: refused before anything runs. A snapshot one
+/// worker took goes on on two (its keys in one part), and a run of one on the snapshot of
+/// two is on the cluster, with the same output as a run never stopped.
 #[test]
-fn a_snapshot_of_two_workers_is_refused_on_another_number() {
+fn snapshots_across_numbers_of_workers_and_processes() {
     let dir = std::env::temp_dir().join(format!("punctual-job-workers-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("temp dir");
     let job = write_job(&dir, 20_000, OUT_OF_ORDER);
-    let run = |workers: &str| {
-        Command::new(env!("CARGO_BIN_EXE_punctual"))
-            .args([
-                "job",
-                s(&job),
-                "--workers",
-                workers,
-                "--checkpoint-every",
-                "1ms",
-            ])
-            .arg("--checkpoint")
-            .arg(dir.join("state"))
-            .output()
-            .expect("runs")
-    };
-    // Several processes cannot take snapshots: refused before anything runs.
     let hosts = dir.join("hosts");
     std::fs::write(&hosts, "127.0.0.1:1\n127.0.0.1:2\n").expect("written");
     let out = Command::new(env!("CARGO_BIN_EXE_punctual"))
@@ -253,20 +259,57 @@ fn a_snapshot_of_two_workers_is_refused_on_another_number() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("use --workers N without --processes"), "{err}");
     assert!(!dir.join("state").exists(), "nothing written");
-    assert!(run("2").status.success());
-    assert!(dir.join("state").join("snapshot").exists(), "a snapshot");
-    let written = std::fs::read(dir.join("out.jsonl")).expect("written");
-    for other in ["1", "3"] {
-        let out = run(other);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_ne!(out.status.code(), Some(0), "{err}");
+    let run = |workers: &str, checkpoint: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_punctual"));
+        c.args(["job", s(&job), "--workers", workers]);
+        if checkpoint {
+            c.args(["--checkpoint-every", "1ms", "--checkpoint"])
+                .arg(dir.join("state"));
+        }
+        let out = c.output().expect("runs");
         assert!(
-            err.contains(&format!(
-                "it was taken on 2 workers and this run has {other}: run it on 2 (`--workers 2`)"
-            )),
-            "{err}"
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
         );
-        assert!(std::fs::read(dir.join("out.jsonl")).expect("kept") == written);
+        std::fs::read(dir.join("out.jsonl")).expect("written")
+    };
+    let expected = run("1", false);
+    // Killed in the middle on one worker, then on two from its snapshot (of one part).
+    for (first, then) in [("1", "2"), ("2", "1")] {
+        let _ = std::fs::remove_dir_all(dir.join("state"));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_punctual"))
+            .args([
+                "job",
+                s(&job),
+                "--workers",
+                first,
+                "--checkpoint-every",
+                "1ms",
+            ])
+            .arg("--checkpoint")
+            .arg(dir.join("state"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("starts");
+        let snapshot = dir.join("state").join("snapshot");
+        let started = Instant::now();
+        while !snapshot.exists() && started.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let _ = child.kill();
+        child.wait().expect("ends");
+        let got = run(then, true);
+        let sorted = |b: &[u8]| {
+            let mut lines: Vec<Vec<u8>> = b.split(|c| *c == b'\n').map(<[u8]>::to_vec).collect();
+            lines.sort_unstable();
+            lines
+        };
+        assert!(
+            sorted(&got) == sorted(&expected),
+            "started on {first}, ended on {then}"
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }

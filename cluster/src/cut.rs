@@ -37,6 +37,14 @@ pub(crate) struct Cuts {
     /// Each worker's wake-up: a worker parked between its steps looks at a round as soon as
     /// another moves it on.
     wakers: Mutex<Vec<Option<timely::scheduling::SyncActivator>>>,
+    /// How many parts the run splits its keys into and how many stages it has, once worker 0
+    /// has said ([`Cuts::publish`]).
+    layout: Mutex<Option<Option<(usize, usize)>>>,
+    laid_out: std::sync::Condvar,
+    /// Restored: how many workers have started their parts, the latest time of what the
+    /// stages held in the snapshot, and whether a worker could not start.
+    started: Mutex<(usize, i64, bool)>,
+    all_started: std::sync::Condvar,
 }
 
 #[derive(Default)]
@@ -44,9 +52,9 @@ struct Round {
     /// Rounds begun and rounds over (one is in progress while `begun > over`).
     begun: u64,
     over: u64,
-    /// Whether each worker's inputs are held, in the round in progress.
+    /// Whether each part's inputs are held, in the round in progress.
     held: Vec<bool>,
-    /// Each worker's part, in the round in progress.
+    /// Each part's cut, in the round in progress.
     cuts: Vec<Option<WorkerCut>>,
 }
 
@@ -58,7 +66,66 @@ impl Cuts {
             caps: (0..workers).map(|_| AtomicI64::new(i64::MIN)).collect(),
             round: Mutex::new(Round::default()),
             wakers: Mutex::new(vec![None; workers]),
+            layout: Mutex::new(None),
+            laid_out: std::sync::Condvar::new(),
+            started: Mutex::new((0, i64::MIN, false)),
+            all_started: std::sync::Condvar::new(),
         }
+    }
+
+    /// A worker has started its parts, whose stages held `restored` in the snapshot (`None`:
+    /// it could not start); waits for the other workers of this process and returns the
+    /// latest time of what every stage held (`None`: a worker could not start). What the
+    /// inputs send is sent on at that time at the earliest, after what the stages held: a
+    /// part's batches keep their order.
+    pub(crate) fn started(&self, restored: Option<&Restored>) -> Option<i64> {
+        let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
+        started.0 += 1;
+        match restored {
+            Some(r) => {
+                let latest = r.iter().map(|(_, t, _)| *t).max().unwrap_or(i64::MIN);
+                started.1 = started.1.max(latest);
+            }
+            None => started.2 = true,
+        }
+        self.all_started.notify_all();
+        while started.0 < self.workers && !started.2 {
+            started = self
+                .all_started
+                .wait(started)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        (!started.2).then_some(started.1)
+    }
+
+    /// Worker 0 says how many parts the run has and how many stages (`None`: it could not
+    /// start).
+    pub(crate) fn publish(&self, layout: Option<(usize, usize)>) {
+        *self.layout.lock().unwrap_or_else(PoisonError::into_inner) = Some(layout);
+        self.laid_out.notify_all();
+    }
+
+    /// How many parts the run has and how many stages, once worker 0 has said (`None`: it
+    /// could not start).
+    pub(crate) fn layout(&self) -> Option<(usize, usize)> {
+        let mut layout = self.layout.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if let Some(l) = *layout {
+                return l;
+            }
+            layout = self
+                .laid_out
+                .wait(layout)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    fn parts(&self) -> usize {
+        self.layout
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .flatten()
+            .map_or(self.workers, |(parts, _)| parts)
     }
 
     /// Worker `w` is woken with `waker` when a round moves on.
@@ -169,17 +236,27 @@ impl Pending {
         bincode::deserialize(bytes).map_err(|e| format!("what the stages held: {e}"))
     }
 
-    fn encode(&self) -> Result<Vec<u8>, String> {
+    /// What the stages hold for part `part`.
+    fn encode(&self, part: usize) -> Result<Vec<u8>, String> {
         let maps: Vec<_> = self.stages.iter().map(|(s, h)| (*s, h.borrow())).collect();
-        let entries: Vec<(usize, i64, &Vec<Shipment>)> = maps
+        let entries: Vec<(usize, i64, Vec<&Shipment>)> = maps
             .iter()
-            .flat_map(|(s, map)| map.iter().map(move |(t, v)| (*s, *t, v)))
+            .flat_map(|(s, map)| {
+                map.iter().map(move |(t, v)| {
+                    (
+                        *s,
+                        *t,
+                        v.iter().filter(|x| x.dest == part).collect::<Vec<_>>(),
+                    )
+                })
+            })
+            .filter(|(_, _, v)| !v.is_empty())
             .collect();
         bincode::serialize(&entries).map_err(|e| format!("what the stages hold: {e}"))
     }
 }
 
-/// A worker's side of the rounds.
+/// A worker's side of the rounds, for the parts it runs.
 pub(crate) struct Cutter {
     me: usize,
     every: Duration,
@@ -187,6 +264,9 @@ pub(crate) struct Cutter {
     /// The round this worker's inputs are held for (0: none).
     held_for: u64,
 }
+
+/// The parts a worker runs: each one's index and query.
+pub(crate) type Hosted<'a> = [(usize, &'a QueryWorker)];
 
 impl Cutter {
     pub(crate) fn new(me: usize, every: Duration) -> Self {
@@ -198,41 +278,42 @@ impl Cutter {
         }
     }
 
-    /// After each step of the worker: begins a round when one is due (worker 0), holds the
-    /// inputs, cuts this worker's part once the run has settled, writes the snapshot once
-    /// every part is in (worker 0), lets the inputs go once the round is over. Returns whether
-    /// a round is in progress (the worker then steps again soon), or the reason a part could
-    /// not be cut.
+    /// After each step of the worker: begins a round when one is due (worker 0, which runs
+    /// part 0), holds the inputs of the parts it runs, cuts each part once the run has
+    /// settled, writes the snapshot once every part is in (worker 0), lets the inputs go once
+    /// the round is over. Returns whether a round is in progress (the worker then steps again
+    /// soon), or the reason a part could not be cut.
     pub(crate) fn step(
         &mut self,
         cuts: &Cuts,
-        query: &QueryWorker,
-        handle: &tokio::runtime::Handle,
-        probe: &timely::dataflow::ProbeHandle<i64>,
+        hosted: &Hosted<'_>,
+        (handle, probe): (&tokio::runtime::Handle, &timely::dataflow::ProbeHandle<i64>),
         pending: &Pending,
         stopping: bool,
     ) -> Result<bool, String> {
+        let resume = || hosted.iter().for_each(|(_, q)| q.resume_inputs());
         if stopping {
             // A drain: the inputs go on to their end; no more rounds.
-            query.resume_inputs();
+            resume();
             return Ok(false);
         }
+        let first = hosted.first().filter(|(p, _)| *p == 0).map(|(_, q)| *q);
         let now = {
             let mut round = cuts.round();
-            if self.me == 0
-                && round.begun == round.over
+            let due = round.begun == round.over
                 && self.last.elapsed() >= self.every
-                && !query.is_writing()
-            {
+                && first.is_some_and(|q| !q.is_writing());
+            if due {
+                let parts = cuts.parts();
                 round.begun += 1;
-                round.held = vec![false; cuts.workers];
-                round.cuts = (0..cuts.workers).map(|_| None).collect();
+                round.held = vec![false; parts];
+                round.cuts = (0..parts).map(|_| None).collect();
                 cuts.wake_others(self.me);
             }
             if round.begun == round.over {
                 if self.held_for != 0 {
                     self.held_for = 0;
-                    query.resume_inputs();
+                    resume();
                 }
                 return Ok(false);
             }
@@ -240,35 +321,38 @@ impl Cutter {
         };
         if self.held_for != now {
             self.held_for = now;
-            query.pause_inputs();
+            hosted.iter().for_each(|(_, q)| q.pause_inputs());
         }
         let in_round = |r: &Round| r.begun == now && r.over < now;
-        let held = cuts.round().held.get(self.me).copied().unwrap_or(true);
-        if !held && handle.block_on(query.inputs_paused()) {
-            let mut round = cuts.round();
-            if in_round(&round) {
-                round.held[self.me] = true;
-            }
-            drop(round);
-            cuts.wake_others(self.me);
-        }
-        let (all_held, mine) = {
-            let round = cuts.round();
-            let mine = round.cuts.get(self.me).is_none_or(Option::is_some);
-            (round.held.iter().all(|h| *h), mine)
-        };
-        if all_held && !mine && cuts.settled(probe) {
-            if let Some(cut) = handle.block_on(query.cut(pending.encode()?)) {
-                let cut = cut.map_err(|e| e.to_string())?;
+        for (part, query) in hosted {
+            let held = cuts.round().held.get(*part).copied().unwrap_or(true);
+            if !held && handle.block_on(query.inputs_paused()) {
                 let mut round = cuts.round();
                 if in_round(&round) {
-                    round.cuts[self.me] = Some(cut);
+                    round.held[*part] = true;
                 }
                 drop(round);
                 cuts.wake_others(self.me);
             }
         }
-        if self.me == 0 {
+        let all_held = cuts.round().held.iter().all(|h| *h);
+        if all_held && cuts.settled(probe) {
+            for (part, query) in hosted {
+                if cuts.round().cuts.get(*part).is_none_or(Option::is_some) {
+                    continue;
+                }
+                if let Some(cut) = handle.block_on(query.cut(pending.encode(*part)?)) {
+                    let cut = cut.map_err(|e| e.to_string())?;
+                    let mut round = cuts.round();
+                    if in_round(&round) {
+                        round.cuts[*part] = Some(cut);
+                    }
+                    drop(round);
+                    cuts.wake_others(self.me);
+                }
+            }
+        }
+        if let Some(query) = first {
             let mut round = cuts.round();
             if in_round(&round) && round.cuts.iter().all(Option::is_some) {
                 let parts = round.cuts.drain(..).flatten().collect();
@@ -278,7 +362,7 @@ impl Cutter {
                 cuts.wake_others(self.me);
                 self.last = Instant::now();
                 self.held_for = 0;
-                query.resume_inputs();
+                resume();
                 return Ok(false);
             }
         }

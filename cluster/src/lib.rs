@@ -33,6 +33,7 @@
 mod cut;
 mod error;
 mod heartbeat;
+mod ingress;
 mod live;
 mod net;
 mod shipment;

@@ -9,30 +9,27 @@
 //! that have not ended) and holds its capability there; so a stage runs what was sent at
 //! time `t` once every worker's inputs have passed `t`: the frontier is the global CTI.
 
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::mpsc::channel;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use punctual_core::Time;
-use punctual_engine::Driver;
-use punctual_runtime::{Backlog, Exchange, Query, QueryError, QueryReport, QueryWorker};
-use timely::dataflow::operators::generic::operator::source;
+use punctual_runtime::{Exchange, Query, QueryError, QueryReport, QueryWorker, RunningQuery};
 use timely::dataflow::operators::probe::Probe;
-use timely::dataflow::operators::Capability;
 use timely::scheduling::SyncActivator;
 
 use crate::cut::{Cuts, Cutter, Pending};
+use crate::ingress::{live_ingress, Outbox};
 use crate::{arrive, guarded, route, run_stage, ClusterConfig, Error, Shipment, StopSignal};
 
-/// What a run of [`run_query`] reports in this process: each of its workers' report, and who
-/// owns each input.
+/// What a run of [`run_query`] reports in this process: each of its parts' report (a part per
+/// worker, or as many as the snapshot it restored from has), and which part owns each input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterReport {
-    /// The report of each worker of this process, from worker `first_worker` on.
+    /// The report of each part this process ran, from part `first_worker` on.
     pub workers: Vec<QueryReport>,
-    /// The index of this process's first worker.
+    /// The index of this process's first part (its first worker's).
     pub first_worker: usize,
-    /// Which worker owns each input, by input (creation order).
+    /// Which part owns each input, by input (creation order).
     pub owners: Vec<usize>,
 }
 
@@ -89,85 +86,6 @@ impl ClusterReport {
     }
 }
 
-/// What a worker's inputs sent, for its `ingress` operator.
-enum Sent {
-    /// Batches for the workers, how many events they hold, then the worker's CTI (`None`:
-    /// every input it owns has finished).
-    Batches(Vec<Shipment>, usize, Option<i64>),
-    /// Every input the worker owns has ended.
-    Ended,
-}
-
-/// The executor's side of one worker's query: under the query's lock, takes what the inputs
-/// released for the workers and hands it to the worker's timely thread.
-struct Outbox {
-    me: usize,
-    workers: usize,
-    /// Set on the first call: who owns each input.
-    owners: OnceLock<Vec<usize>>,
-    tx: Mutex<Sender<Sent>>,
-    activator: OnceLock<SyncActivator>,
-    /// Whether something was sent that the timely side has not read: only the first send
-    /// after a read wakes it.
-    unread: std::sync::atomic::AtomicBool,
-    /// The events sent that the timely side has not read: the inputs wait while there are
-    /// more than [`ClusterConfig::backlog`]. Without a bound, inputs that read faster than
-    /// the operators run would gather the whole input in memory (each batch in fresh memory,
-    /// never in cache).
-    backlog: Backlog,
-    /// Counts what is on its way, for snapshots.
-    cuts: Arc<Cuts>,
-}
-
-/// The timely side reads what the inputs sent at most once per this long, however often they
-/// send (a wake-up of another thread costs more than a small batch): the latency it adds.
-const READ_EVERY: Duration = Duration::from_millis(1);
-
-impl Outbox {
-    fn send(&self, sent: Sent) {
-        let tx = self.tx.lock().unwrap_or_else(PoisonError::into_inner);
-        self.cuts.gave(1);
-        // The timely side is gone only once the run is over.
-        let _ = tx.send(sent);
-        if !self.unread.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            if let Some(a) = self.activator.get() {
-                let _ = a.activate();
-            }
-        }
-    }
-}
-
-impl Exchange for Outbox {
-    fn sent(&self, driver: &mut Driver) {
-        let owners = self.owners.get_or_init(|| driver.owners(self.workers));
-        let me = self.me;
-        let mut shipments = Vec::new();
-        let mut events = 0;
-        driver.graph_mut().take_injections(|edge, parts| {
-            for (dest, batch) in parts.into_iter().enumerate() {
-                if !batch.is_empty() {
-                    events += batch.events();
-                    shipments.push(Shipment::new(dest, me, edge, batch));
-                }
-            }
-        });
-        let cti = (0..driver.input_count())
-            .filter(|&i| owners.get(i) == Some(&me) && !driver.is_finished(i))
-            .map(|i| driver.counters(i).map_or(Time::NEG_INF, |c| c.cti).ticks())
-            .min();
-        self.backlog.add(events);
-        self.send(Sent::Batches(shipments, events, cti));
-    }
-
-    fn backlog(&self) -> Option<&Backlog> {
-        Some(&self.backlog)
-    }
-
-    fn ended(&self, _driver: &mut Driver) {
-        self.send(Sent::Ended);
-    }
-}
-
 /// Runs the query `build` makes on the cluster, with its adapters: `build(worker)` is called
 /// on every worker of every process and must make the same query (the same inputs, operators
 /// and outputs, in the same order). Each input's adapter runs on the worker that owns it
@@ -179,8 +97,10 @@ impl Exchange for Outbox {
 ///
 /// With checkpoints ([`Query::checkpoints`](punctual_runtime::Query::checkpoints)) every
 /// snapshot is cut across the workers at one moment: their inputs are held at their commit
-/// points for the few milliseconds it takes. It restores on the same number of workers; a run
-/// of several processes with checkpoints is refused ([`Error::Build`]).
+/// points for the few milliseconds it takes. It restores on any number of workers: the keys
+/// stay in as many parts as workers took the snapshot ([`Query::snapshot_workers`]), each
+/// worker runs its share of them; a run of several processes with checkpoints is refused
+/// ([`Error::Build`]).
 ///
 /// Returns what this process's workers report ([`ClusterReport::report`] makes it one
 /// report). A query that fails on a worker (an adapter's error) ends with [`Error::Query`].
@@ -188,7 +108,7 @@ impl Exchange for Outbox {
 /// The query ends when every input has ended everywhere, or once [`ClusterConfig::stop`] is
 /// given in any process (a drain on every worker: see [`StopSignal`]). A worker's inputs
 /// wait while its timely thread has not read [`ClusterConfig::backlog`] of the events they
-/// sent (a [`Backlog`]);
+/// sent (a [`Backlog`](punctual_runtime::Backlog));
 /// there is no backpressure from a worker that is behind to the inputs of the others: what
 /// an input sends them waits in memory until they take it.
 ///
@@ -258,15 +178,19 @@ where
             first_worker,
             owners: Vec::new(),
         };
+        let mut parts = Vec::new();
         for (worker, result) in guards.join().into_iter().enumerate() {
             match result {
-                Ok(Ok((r, owners))) => {
-                    report.workers.push(r);
-                    report.owners = owners;
-                }
+                Ok(Ok(mut ran)) => parts.append(&mut ran),
                 Ok(Err(e)) => return Err(e),
                 Err(message) => return Err(Error::Worker { worker, message }),
             }
+        }
+        // One report per part, in the order of the parts.
+        parts.sort_by_key(|(part, _, _)| *part);
+        for (_, r, owners) in parts {
+            report.workers.push(r);
+            report.owners = owners;
         }
         Ok(report)
     });
@@ -283,73 +207,190 @@ struct Run<'a> {
     processes: usize,
 }
 
-/// One worker of [`run_query`].
+/// A part a worker runs: its index, its query, how it runs, what its inputs send.
+struct Part {
+    part: usize,
+    query: Arc<QueryWorker>,
+    running: RunningQuery,
+    outbox: Arc<Outbox>,
+}
+
+/// What one worker of [`run_query`] reports: each part it ran, with its report and who owns
+/// each input.
+type Ran = Vec<(usize, QueryReport, Vec<usize>)>;
+
+/// A worker's parts as it starts them: each one's query started, what the stages held for
+/// them in the snapshot, how often a snapshot is due.
+struct Starting<'r, 'a> {
+    run: &'r Run<'a>,
+    tx: std::sync::mpsc::Sender<crate::ingress::Sent>,
+    parts: Vec<Part>,
+    restored: crate::cut::Restored,
+    every: Option<Duration>,
+}
+
+/// What makes a part's query.
+type Build = dyn Fn(usize) -> Result<Query, QueryError> + Send + Sync;
+
+impl Starting<'_, '_> {
+    /// Starts part `part` of `count` with `query`.
+    fn start(&mut self, part: usize, count: usize, query: Query) -> Result<(), Error> {
+        let run = self.run;
+        let build_error = |message: String| Error::Build {
+            worker: part,
+            message,
+        };
+        let outbox = Arc::new(Outbox::new(
+            (part, count),
+            self.tx.clone(),
+            run.backlog,
+            Arc::clone(&run.cuts),
+        ));
+        let (running, query) = query
+            .start_worker(part, count, Arc::clone(&outbox) as Arc<dyn Exchange>)
+            .map_err(|e| build_error(e.to_string()))?;
+        // A stop from the outside, or from another worker: the part's query stops with a
+        // drain (its inputs end, what is held comes out).
+        let stopping = running.stop_handle();
+        let signal = run.stop.clone();
+        run.handle.spawn(async move {
+            signal.stopped().await;
+            stopping.stop();
+        });
+        let (every, mut restored) =
+            crate::cut::start(&query, run.processes).map_err(build_error)?;
+        self.every = self.every.or(every);
+        self.restored.append(&mut restored);
+        self.parts.push(Part {
+            part,
+            query: Arc::new(query),
+            running,
+            outbox,
+        });
+        Ok(())
+    }
+
+    /// Starts the parts of worker `me` of `peers`: how many parts there are, and how many
+    /// stages (0: as the parts' own edges say). Worker 0 of a process says how many parts
+    /// (the snapshot's, or one per worker) and stages there are ([`Cuts::publish`]); the
+    /// others wait for it.
+    fn all(&mut self, (me, peers): (usize, usize), build: &Build) -> Result<(usize, usize), Error> {
+        let run = self.run;
+        let build_part = |part: usize| {
+            build(part).map_err(|e| Error::Build {
+                worker: part,
+                message: e.to_string(),
+            })
+        };
+        let (count, last) = if run.processes > 1 {
+            self.start(me, peers, build_part(me)?)?;
+            (peers, 0)
+        } else if me == 0 {
+            let first = build_part(0)?;
+            let count = first.snapshot_workers().ok().flatten().unwrap_or(peers);
+            self.start(0, count, first)?;
+            (count, 0)
+        } else {
+            run.cuts.layout().ok_or_else(|| Error::Worker {
+                worker: me,
+                message: "worker 0 could not start the run".to_owned(),
+            })?
+        };
+        let next = if run.processes > 1 || me == 0 {
+            me + peers
+        } else {
+            me
+        };
+        for part in (next..count).step_by(peers) {
+            self.start(part, count, build_part(part)?)?;
+        }
+        Ok((count, last))
+    }
+}
+
+/// One worker of [`run_query`]. The run splits its keys into parts, one per worker (the
+/// query's partitions: [`Query::start_worker`]), or as many as the workers that took the
+/// snapshot it restores from; worker `w` of `n` runs parts `w`, `w + n`, ... (timely sends a
+/// shipment for part `p` to worker `p % n`), so a snapshot restores on any number of workers.
 fn run_worker(
     worker: &mut timely::worker::Worker,
-    build: &(dyn Fn(usize) -> Result<Query, QueryError> + Send + Sync),
+    build: &Build,
     run: &Run<'_>,
-) -> Result<(QueryReport, Vec<usize>), Error> {
+) -> Result<Ran, Error> {
     let (handle, stop) = (run.handle, run.stop);
     let me = worker.index();
     let peers = worker.peers();
     let _runtime = handle.enter();
-    let build_error = |message: String| Error::Build {
-        worker: me,
-        message,
+    let (tx, rx) = channel();
+    let mut starting = Starting {
+        run,
+        tx,
+        parts: Vec::new(),
+        restored: Vec::new(),
+        every: None,
     };
-    let query = build(me).map_err(|e| build_error(e.to_string()))?;
-    let (tx, rx): (Sender<Sent>, Receiver<Sent>) = channel();
-    let outbox = Arc::new(Outbox {
-        me,
-        workers: peers,
-        owners: OnceLock::new(),
-        tx: Mutex::new(tx),
-        activator: OnceLock::new(),
-        unread: std::sync::atomic::AtomicBool::new(false),
-        backlog: Backlog::new(run.backlog),
-        cuts: Arc::clone(&run.cuts),
-    });
-    let (running, query) = query
-        .start_worker(me, peers, Arc::clone(&outbox) as Arc<dyn Exchange>)
-        .map_err(|e| build_error(e.to_string()))?;
-    // A stop from the outside, or from another worker: this worker's query stops with a
-    // drain (its inputs end, what is held comes out).
-    let stopping = running.stop_handle();
-    let signal = stop.clone();
-    handle.spawn(async move {
-        signal.stopped().await;
-        stopping.stop();
-    });
-    let (every, mut restored) = crate::cut::start(&query, run.processes).map_err(build_error)?;
-    let edges = query.edges().to_vec();
-    let owners = query.owners().to_vec();
-    let query = Arc::new(query);
+    let laid = starting.all((me, peers), build);
+    let Starting {
+        parts,
+        mut restored,
+        every,
+        ..
+    } = starting;
+    let (count, last) = match laid {
+        Ok(laid) => laid,
+        Err(e) => {
+            if me == 0 && run.processes == 1 {
+                run.cuts.publish(None);
+            }
+            run.cuts.started(None);
+            return Err(e);
+        }
+    };
+    let edges: Vec<_> = parts
+        .first()
+        .map(|p| p.query.edges().to_vec())
+        .unwrap_or_default();
+    let last = edges.iter().map(|(e, _)| e.to_stage).max().unwrap_or(last);
+    if me == 0 && run.processes == 1 {
+        run.cuts.publish(Some((count, last)));
+    }
+    let floor = run
+        .cuts
+        .started(Some(&restored))
+        .ok_or_else(|| Error::Worker {
+            worker: me,
+            message: "another worker could not start the run".to_owned(),
+        })?;
+    let owners = parts
+        .first()
+        .map(|p| p.query.owners().to_vec())
+        .unwrap_or_default();
     let edges = Arc::new(edges);
     let failure: Arc<Mutex<Option<String>>> = Arc::default();
-    let last = edges.iter().map(|(e, _)| e.to_stage).max().unwrap_or(0);
     let probe = timely::dataflow::ProbeHandle::new();
     // The ingress operator's address, for the inputs' wake-ups.
     let address = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    let inbox = Arc::clone(&outbox);
-    let signal = stop.clone();
+    let outboxes: Vec<Arc<Outbox>> = parts.iter().map(|p| Arc::clone(&p.outbox)).collect();
+    let queries: Vec<(usize, Arc<QueryWorker>)> = parts
+        .iter()
+        .map(|p| (p.part, Arc::clone(&p.query)))
+        .collect();
     let mut pending = Pending::default();
     worker.dataflow::<i64, _, _>(|scope| {
         let ingress = live_ingress(
             scope,
             rx,
-            Arc::clone(&inbox),
-            signal,
+            outboxes.clone(),
+            (stop.clone(), Arc::clone(&run.cuts)),
             std::rc::Rc::clone(&address),
-            me,
-            peers,
+            (me, floor),
         );
         let stages = Stages {
-            query: &query,
+            queries: &queries,
             edges: &edges,
             failure: &failure,
             handle,
             stop,
-            me,
             cuts: &run.cuts,
         };
         let stream = live_stages(ingress, last, &stages, &mut pending, &mut restored);
@@ -358,34 +399,59 @@ fn run_worker(
     // In place first, then one wake-up: what the inputs sent before it was in place is read
     // then, what they send after wakes the operator itself.
     let activator = worker.sync_activator_for(address.borrow().clone());
-    let _ = outbox.activator.set(activator.clone());
+    for o in &outboxes {
+        let _ = o.activator.set(activator.clone());
+    }
     run.cuts.set_waker(me, activator.clone());
     let _ = activator.activate();
     let cutter = every.map(|every| Cutter::new(me, every));
-    let parts = (&*query, &probe, &pending, &*failure);
-    steps(worker, run, &activator, cutter, parts);
-    // A round begun as the run ended is never over: its gate would hold the worker's clock
-    // (a watermark's idle timeout) for ever.
-    query.resume_inputs();
-    handle.block_on(query.finish());
-    let message = failure
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
-    let result = handle.block_on(running.wait());
-    if let Some(message) = message {
-        return Err(Error::Worker {
-            worker: me,
-            message,
-        });
+    let hosted: Vec<(usize, &QueryWorker)> = queries.iter().map(|(p, q)| (*p, &**q)).collect();
+    steps(
+        worker,
+        run,
+        &activator,
+        cutter,
+        (&hosted, &probe, &pending, &failure),
+    );
+    finish(parts, (handle, me), &failure, &owners)
+}
+
+/// After its steps: each part the worker ran ends (what a round begun as the run ended holds
+/// goes on), with its report.
+fn finish(
+    parts: Vec<Part>,
+    (handle, me): (&tokio::runtime::Handle, usize),
+    failure: &Mutex<Option<String>>,
+    owners: &[usize],
+) -> Result<Ran, Error> {
+    let mut ran = Vec::with_capacity(parts.len());
+    for p in parts {
+        // A round begun as the run ended is never over: its gate would hold the part's clock
+        // (a watermark's idle timeout) for ever.
+        p.query.resume_inputs();
+        handle.block_on(p.query.finish());
+        let result = handle.block_on(p.running.wait());
+        if let Some(message) = failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            return Err(Error::Worker {
+                worker: me,
+                message,
+            });
+        }
+        match result {
+            Ok(report) => ran.push((p.part, report, owners.to_vec())),
+            Err(failure) => {
+                return Err(Error::Query {
+                    worker: p.part,
+                    message: failure.error.to_string(),
+                })
+            }
+        }
     }
-    match result {
-        Ok(report) => Ok((report, owners)),
-        Err(failure) => Err(Error::Query {
-            worker: me,
-            message: failure.error.to_string(),
-        }),
-    }
+    Ok(ran)
 }
 
 /// A worker's steps until its probe says the run is over: a stop wakes its ingress once, and
@@ -395,8 +461,8 @@ fn steps(
     run: &Run<'_>,
     activator: &SyncActivator,
     mut cutter: Option<Cutter>,
-    (query, probe, pending, failure): (
-        &QueryWorker,
+    (hosted, probe, pending, failure): (
+        &crate::cut::Hosted<'_>,
         &timely::dataflow::ProbeHandle<i64>,
         &Pending,
         &Mutex<Option<String>>,
@@ -412,8 +478,8 @@ fn steps(
         }
         let mut busy = false;
         if let Some(cutter) = cutter.as_mut() {
-            let stopping = stop.is_stopped() || query.has_failed();
-            match cutter.step(&run.cuts, query, handle, probe, pending, stopping) {
+            let stopping = stop.is_stopped() || hosted.iter().any(|(_, q)| q.has_failed());
+            match cutter.step(&run.cuts, hosted, (handle, probe), pending, stopping) {
                 Ok(b) => busy = b,
                 Err(e) => {
                     failure
@@ -430,98 +496,20 @@ fn steps(
     }
 }
 
-/// A live worker's `ingress` operator: reads what the worker's inputs sent (at most once per
-/// [`READ_EVERY`]) and sends it on at the worker's CTI, holding its capability there; tells
-/// the other workers of a stop; lets its capability go once the inputs have ended.
-fn live_ingress<'scope>(
-    scope: timely::dataflow::Scope<'scope, i64>,
-    rx: Receiver<Sent>,
-    inbox: Arc<Outbox>,
-    signal: StopSignal,
-    at: std::rc::Rc<std::cell::RefCell<Vec<usize>>>,
-    me: usize,
-    peers: usize,
-) -> timely::dataflow::StreamVec<'scope, i64, Shipment> {
-    source(scope, "ingress", move |cap: Capability<i64>, info| {
-        *at.borrow_mut() = info.address.to_vec();
-        let later = scope.activator_for(info.address);
-        let mut read_at: Option<std::time::Instant> = None;
-        let mut cap = Some(cap);
-        let mut told = false;
-        move |output| {
-            let Some(c) = cap.as_mut() else {
-                // Ended: what the worker's clock still sends (a watermark's idle timeout
-                // drives a worker without inputs) carries nothing, but counts as on its way
-                // until read.
-                inbox
-                    .unread
-                    .store(false, std::sync::atomic::Ordering::Release);
-                while rx.try_recv().is_ok() {
-                    inbox.cuts.took(1);
-                }
-                return;
-            };
-            if let Some(wait) = read_at.and_then(|t| READ_EVERY.checked_sub(t.elapsed())) {
-                // Read a moment ago: what came since waits for a batch to gather.
-                later.activate_after(wait);
-                return;
-            }
-            read_at = Some(std::time::Instant::now());
-            inbox
-                .unread
-                .store(false, std::sync::atomic::Ordering::Release);
-            let mut ended = false;
-            while let Ok(sent) = rx.try_recv() {
-                match sent {
-                    Sent::Batches(shipments, events, cti) => {
-                        inbox.backlog.take(events);
-                        if !shipments.is_empty() {
-                            inbox.cuts.gave(shipments.len());
-                            output.session(&*c).give_iterator(shipments.into_iter());
-                        }
-                        if let Some(t) = cti {
-                            if t > *c.time() {
-                                c.downgrade(&t);
-                            }
-                        }
-                    }
-                    Sent::Ended => ended = true,
-                }
-                inbox.cuts.took(1);
-            }
-            inbox.cuts.set_cap(me, Some(*c.time()));
-            if signal.is_stopped() && !told {
-                // Every other worker learns of the stop (while this one can still send).
-                told = true;
-                let stops = (0..peers)
-                    .filter(|&w| w != me)
-                    .map(|w| Shipment::stop(w, me));
-                inbox.cuts.gave(peers.saturating_sub(1));
-                output.session(&*c).give_iterator(stops);
-            }
-            if ended {
-                cap = None;
-                inbox.cuts.set_cap(me, None);
-            }
-        }
-    })
-}
-
 /// What a live worker's stages share.
 struct Stages<'a> {
-    query: &'a Arc<QueryWorker>,
+    queries: &'a [(usize, Arc<QueryWorker>)],
     edges: &'a Arc<Vec<(punctual_core::ops::Edge, Option<usize>)>>,
     failure: &'a Arc<Mutex<Option<String>>>,
     handle: &'a tokio::runtime::Handle,
     stop: &'a StopSignal,
-    me: usize,
     cuts: &'a Arc<Cuts>,
 }
 
-/// The stages after a live worker's ingress: each hands what arrives to the worker's query
-/// (under its lock) and routes what it sends on; a stop from another worker stops this one.
-/// Each stage's store of what waits for its time goes to `pending`, with what `restored`
-/// (a snapshot's) held for it.
+/// The stages after a live worker's ingress: each hands what arrives for a part to that
+/// part's query (under its lock) and routes what it sends on; a stop from another worker
+/// stops this one. Each stage's store of what waits for its time goes to `pending`, with what
+/// `restored` (a snapshot's) held for it.
 fn live_stages<'scope>(
     ingress: timely::dataflow::StreamVec<'scope, i64, Shipment>,
     last: usize,
@@ -530,9 +518,8 @@ fn live_stages<'scope>(
     restored: &mut crate::cut::Restored,
 ) -> timely::dataflow::StreamVec<'scope, i64, Shipment> {
     let mut stream = ingress;
-    let me = shared.me;
     for stage in 1..=last {
-        let query = Arc::clone(shared.query);
+        let queries = shared.queries.to_vec();
         let edges = Arc::clone(shared.edges);
         let failure = Arc::clone(shared.failure);
         let handle = shared.handle.clone();
@@ -542,14 +529,23 @@ fn live_stages<'scope>(
             stream,
             stage,
             (held, Arc::clone(shared.cuts)),
-            move |shipments| {
-                handle.block_on(query.receive(|driver| {
-                    let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);
-                    let graph = driver.graph_mut();
-                    let mut give = arrive(graph, stage, shipments, &edges, &mut fail);
-                    route(graph, me, &mut give);
-                    give
-                }))
+            move |mut shipments| {
+                let mut give = Vec::new();
+                for (part, query) in &queries {
+                    let mine: Vec<Shipment> =
+                        shipments.extract_if(.., |s| s.dest == *part).collect();
+                    if mine.is_empty() {
+                        continue;
+                    }
+                    give.append(&mut handle.block_on(query.receive(|driver| {
+                        let mut fail = failure.lock().unwrap_or_else(PoisonError::into_inner);
+                        let graph = driver.graph_mut();
+                        let mut give = arrive(graph, stage, mine, &edges, &mut fail);
+                        route(graph, *part, &mut give);
+                        give
+                    })));
+                }
+                give
             },
             move || signal.stop(),
         );

@@ -141,18 +141,15 @@ impl Checkpoints {
     /// reason if it is truncated, damaged, of another format version, query or identity.
     pub(crate) fn load(&self, query: &str) -> Result<Option<Snapshot>, AdapterError> {
         let path = self.file();
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(AdapterError::Io { path, error }),
-        };
         let refuse = |why: String| {
             AdapterError::Config(format!(
                 "checkpoint {}: {why}; remove the directory to start over",
                 path.display()
             ))
         };
-        let snapshot = read_snapshot(&bytes).map_err(refuse)?;
+        let Some(snapshot) = self.read()? else {
+            return Ok(None);
+        };
         if snapshot.query != query {
             return Err(refuse(format!(
                 "it is a snapshot of query `{}`, not of `{query}`",
@@ -165,6 +162,36 @@ impl Checkpoints {
             ));
         }
         Ok(Some(snapshot))
+    }
+
+    /// How many workers took the latest snapshot in the directory (`None`: it holds none),
+    /// which is how many parts a run restored from it splits its keys into; refused as
+    /// [`Checkpoints`] refuses a snapshot it cannot read.
+    ///
+    /// ```
+    /// use punctual_runtime::Checkpoints;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("punctual-doc-parts-{}", std::process::id()));
+    /// assert_eq!(Checkpoints::new(&dir).workers().unwrap(), None);
+    /// ```
+    pub fn workers(&self) -> Result<Option<usize>, AdapterError> {
+        Ok(self.read()?.map(|s| s.workers.len()))
+    }
+
+    /// The snapshot in the directory, checked for its format (not for the query).
+    fn read(&self) -> Result<Option<Snapshot>, AdapterError> {
+        let path = self.file();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(AdapterError::Io { path, error }),
+        };
+        read_snapshot(&bytes).map(Some).map_err(|why| {
+            AdapterError::Config(format!(
+                "checkpoint {}: {why}; remove the directory to start over",
+                path.display()
+            ))
+        })
     }
 
     /// Writes `snapshot`: a new file, synced, renamed over the old one, the directory synced.

@@ -12,8 +12,8 @@ pub(super) struct Checkpointing {
     /// Take snapshots of the run in DIR: its state and where each input and output stands.
     /// Killed and run again with the same arguments and DIR, it goes on from its last
     /// snapshot, with no duplicate and no gap in its output files. The inputs must be files
-    /// (or Kafka, NATS JetStream) and the outputs JSON-lines files (or NATS). With
-    /// `--workers N`, run it again with the same N (not with `--processes`).
+    /// (or Kafka, NATS JetStream) and the outputs JSON-lines files (or NATS). A snapshot of
+    /// `--workers N` goes on with any --workers (not with `--processes`).
     #[arg(long, value_name = "DIR")]
     pub(super) checkpoint: Option<PathBuf>,
     /// A snapshot every DURATION (10s).

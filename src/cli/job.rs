@@ -233,8 +233,17 @@ fn refused_on(job: &Job, cluster: Option<&ClusterConfig>) -> Option<&'static str
     None
 }
 
+/// A snapshot that several workers took splits the keys into as many parts: a job run again
+/// on it without `--workers` goes on on the cluster, one worker running every part.
+fn parted(job: &Job) -> Option<ClusterConfig> {
+    let dir = job.checkpointing.checkpoint.as_ref()?;
+    let parts = punctual_runtime::Checkpoints::new(dir).workers().ok()??;
+    (parts > 1).then(|| ClusterConfig::threads(1))
+}
+
 /// Runs a job: counters, dead letters and what was left held on `err`; the exit code.
 pub(super) fn run(job: &Job, cluster: Option<ClusterConfig>, err: &mut dyn Write) -> u8 {
+    let cluster = cluster.or_else(|| parted(job));
     let text = job.query.clone();
     let sql = match SqlQuery::parse(&text) {
         Ok(sql) => sql.with_functions(job.functions.clone()),

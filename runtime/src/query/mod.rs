@@ -141,7 +141,8 @@ impl Query {
     /// it was (no duplicate, no gap). See [`crate::checkpoint`] for how, and what it needs of
     /// the inputs, operators and outputs (checked by [`Query::start`]). On several workers
     /// (`punctual_cluster::run_query`, threads of one process) each snapshot is cut across
-    /// the workers, and restores on the same number of workers ([`Query::start_worker`]).
+    /// the workers, and restores on any number of workers (its keys in as many parts as
+    /// workers took it: [`Query::start_worker`]).
     ///
     /// ```no_run
     /// use punctual_adapters::{

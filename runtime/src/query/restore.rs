@@ -6,10 +6,23 @@ use super::Query;
 use crate::error::QueryError;
 
 impl Query {
+    /// With checkpoints: how many workers took the snapshot the query would start from
+    /// ([`Checkpoints::workers`](crate::Checkpoints::workers)); `None` without checkpoints or without a snapshot. A run on
+    /// several workers splits its keys into that many parts.
+    pub fn snapshot_workers(&self) -> Result<Option<usize>, QueryError> {
+        let Some(c) = &self.checkpoints else {
+            return Ok(None);
+        };
+        c.workers().map_err(|error| QueryError::Create {
+            stream: "checkpoints".to_owned(),
+            error,
+        })
+    }
+
     /// With checkpoints: checks that the query can take snapshots, takes the directory's
     /// lock, and restores the driver from the latest snapshot if there is one. `None` without
-    /// checkpoints. As worker `w` of `workers` (`worker`): the driver takes that worker's part
-    /// of a snapshot the same number of workers took, and worker 0 alone takes the lock.
+    /// checkpoints. As part `w` of `workers` (`worker`): the driver takes that part of a
+    /// snapshot of as many parts, and part 0 alone takes the lock.
     pub(super) fn restore(
         &self,
         driver: &mut punctual_engine::Driver,
@@ -63,9 +76,11 @@ impl Query {
         if snapshot.workers.len() != workers {
             let n = snapshot.workers.len();
             return Err(refuse(format!(
-                "it was taken on {n} worker{} and this run has {workers}: run it on {n} \
-                 (`--workers {n}`); a snapshot restores on the number of workers that took it",
-                if n == 1 { "" } else { "s" }
+                "it was taken on {n} worker{} and this run has {workers} part{}: run it on \
+                 the cluster (`punctual_cluster::run_query`, or `--workers` with any number), \
+                 which starts as many parts as the snapshot has",
+                if n == 1 { "" } else { "s" },
+                if workers == 1 { "" } else { "s" }
             )));
         }
         let mut part = snapshot.workers.into_iter().nth(me).unwrap_or_default();

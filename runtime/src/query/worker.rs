@@ -159,8 +159,9 @@ impl Query {
     /// `exchange` takes what the inputs send. Must be called within a tokio runtime with
     /// timers enabled. With one worker, this is [`Query::start`] with an exchange that is
     /// told when the inputs have ended. With checkpoints, the executor cuts the snapshots
-    /// across the workers ([`QueryWorker::cut`]); a restore takes this worker's part of a
-    /// snapshot taken by the same number of workers (another number is refused).
+    /// across the workers ([`QueryWorker::cut`]); a restore takes part `worker` of a snapshot
+    /// of `workers` parts (another number is refused: `punctual_cluster::run_query` starts
+    /// as many parts as the snapshot has).
     pub fn start_worker(
         mut self,
         worker: usize,
