@@ -9,7 +9,9 @@
 //! checkpoints the input commits the stream sequence after the last message it enqueued, and a
 //! query restored from a snapshot resumes there. If the stream no longer keeps that sequence
 //! (retention dropped the messages after it), the restart fails, naming how many are gone,
-//! unless the input says [`NatsConfig::allow_gap`]. The output's message ids are its position
+//! unless the input says [`NatsConfig::allow_gap`]; so does a running input that finds
+//! messages gone before it read them (it fell behind a stream that keeps few, or they were
+//! deleted): never a silent hole. The output's message ids are its position
 //! (the subject and the count of messages before it): what a restored query publishes again
 //! after its snapshot has the ids it had, and JetStream drops the duplicates within the
 //! stream's duplicate window (two minutes by default).
@@ -77,9 +79,11 @@ pub struct NatsConfig {
     /// record).
     #[serde(default)]
     pub lines: LineFormat,
-    /// Input, restored from a snapshot: go on even if the stream no longer keeps the messages
-    /// from the snapshot's sequence (retention dropped them: lost to this query). Default:
-    /// the restart fails, naming how many are gone.
+    /// Input: go on even if messages of the stream are gone before it read them: at a restore,
+    /// the stream no longer keeps the snapshot's sequence, or while reading, retention
+    /// dropped messages it had not read yet (it fell behind a stream that keeps few), or they
+    /// were deleted. They are lost to this query. Default: the input fails, naming how many
+    /// are gone.
     #[serde(default)]
     pub allow_gap: bool,
 }
@@ -213,6 +217,13 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for NatsReader<P> {
             .await
             .map_err(|e| nats_error(&self.config.stream, e))?;
         let deliver_policy = self.start(&mut stream, ctx.resume_from()).await?;
+        let mut gaps = Gaps {
+            expected: match deliver_policy {
+                DeliverPolicy::ByStartSequence { start_sequence } => Some(start_sequence),
+                _ => None,
+            },
+            checked: None,
+        };
         let consumer = stream
             .create_consumer(OrderedConfig {
                 deliver_policy,
@@ -244,6 +255,9 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for NatsReader<P> {
                     .info()
                     .map_err(|e| nats_error(&self.config.stream, e))?
                     .stream_sequence;
+                if !self.config.allow_gap {
+                    gaps.check(&mut stream, &self.config, sequence).await?;
+                }
                 next_sequence = Some(sequence + 1);
                 let text = String::from_utf8_lossy(&message.payload).into_owned();
                 match self.config.lines.read::<P>(text.trim()) {
@@ -275,6 +289,58 @@ impl<P: Payload + DeserializeOwned> InputAdapter<P> for NatsReader<P> {
         }
         commit(ctx, whole, next_sequence).await;
         Ok(())
+    }
+}
+
+/// Where a NATS input's next message should be, to find the messages of the stream it never
+/// saw: retention dropped them while it was behind (a stream that keeps few messages and a
+/// reader slower than its writers), or they were deleted.
+struct Gaps {
+    /// The sequence after the last message read (or the one it starts from).
+    expected: Option<u64>,
+    /// When the stream was last asked what it keeps (with a subject, sequences of other
+    /// subjects come between this input's messages: it asks at most once a second).
+    checked: Option<std::time::Instant>,
+}
+
+impl Gaps {
+    /// Message `sequence` came: an error naming how many messages are gone if some were
+    /// missed.
+    async fn check(
+        &mut self,
+        stream: &mut async_nats::jetstream::stream::Stream,
+        config: &NatsConfig,
+        sequence: u64,
+    ) -> Result<(), AdapterError> {
+        let expected = self.expected.replace(sequence + 1);
+        let Some(want) = expected.filter(|w| sequence > *w) else {
+            return Ok(());
+        };
+        let gone = if config.subject.is_empty() {
+            sequence - want
+        } else {
+            if self
+                .checked
+                .is_some_and(|t| t.elapsed() < std::time::Duration::from_secs(1))
+            {
+                return Ok(());
+            }
+            self.checked = Some(std::time::Instant::now());
+            let info = stream
+                .info()
+                .await
+                .map_err(|e| nats_error(&config.stream, e))?;
+            info.state.first_sequence.saturating_sub(want)
+        };
+        if gone == 0 {
+            return Ok(());
+        }
+        Err(AdapterError::Config(format!(
+            "nats stream {}: {gone} messages from sequence {want} on are gone before this input \
+             read them (retention dropped them while it was behind, or they were deleted); set \
+             `allow_gap` to go on without them",
+            config.stream
+        )))
     }
 }
 

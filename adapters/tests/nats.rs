@@ -124,6 +124,42 @@ async fn a_restart_goes_on_at_its_sequence_and_refuses_a_gap() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A message of the stream gone before the input read it (deleted here; retention drops
+/// messages the same way from under a reader that fell behind) fails the input, naming the
+/// sequence and how many; with `allow_gap` the query goes on without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_gone_before_it_was_read_fails_the_input() {
+    let server = Server::start().expect("a nats-server");
+    let mut lines: Vec<String> = (0..100).map(|i| point(i * 3, i % 7)).collect();
+    lines.push("{\"kind\":\"eof\"}".to_owned());
+    server.stream("HOLED", 0, &lines).await.expect("made");
+    let js = server.jetstream().await.expect("connects");
+    let stream = js.get_stream("HOLED").await.expect("the stream");
+    stream.delete_message(40).await.expect("deleted");
+    let dir = std::env::temp_dir().join(format!("punctual-nats-hole-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let query = |allow_gap: bool| {
+        let mut config = NatsConfig::new(server.url(), "HOLED", "");
+        config.allow_gap = allow_gap;
+        let out = dir.join(format!("out-{allow_gap}.jsonl"));
+        common::counts_query(&NatsInput, &config, None, &out, &DeadLetterCollector::new())
+    };
+    let failure = query(false)
+        .start()
+        .expect("starts")
+        .wait()
+        .await
+        .expect_err("a hole")
+        .to_string();
+    assert!(
+        failure.contains("1 messages from sequence 40 on are gone"),
+        "{failure}"
+    );
+    common::run_to_end(query(true)).await;
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
     std::fs::create_dir_all(to).expect("made");
     for entry in std::fs::read_dir(from).expect("readable").flatten() {
