@@ -1,12 +1,13 @@
 //! Snapshots of a run on several workers (threads of one process), cut at one moment of the
 //! whole run: worker 0 begins a round every [`QueryWorker::checkpoint_every`]; every worker
-//! holds its inputs at their commit points ([`QueryWorker::pause_inputs`]); once every
-//! worker's inputs are held, nothing is on its way between the workers (every shipment given
-//! has been taken, every batch the inputs sent has been read) and every stage has run what
-//! the workers' CTIs allow (the probe stands at the least CTI of the workers), each worker
-//! cuts its part: its driver's state and the shipments its stages hold for later times
-//! ([`QueryWorker::cut`]); worker 0 writes the parts as one snapshot and the inputs go on.
-//! A restore gives each stage back what it held ([`Pending::restore`]).
+//! holds the inputs of its parts at their commit points ([`QueryWorker::pause_inputs`]);
+//! once every part's inputs are held, nothing is on its way between the workers (every
+//! shipment given has been taken, every batch the inputs sent has been read) and every stage
+//! has run what the workers' CTIs allow (the probe stands at the least CTI of the workers),
+//! each worker cuts its parts: each one's driver state and the shipments the stages hold for
+//! it for later times ([`QueryWorker::cut`]); worker 0 writes the cuts as one snapshot and
+//! the inputs go on. A restore, on any number of workers, gives each stage back what it held
+//! for the parts its worker runs ([`Pending::stage`]).
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -208,7 +209,7 @@ pub(crate) fn start(
     ))
 }
 
-/// What every stage of a worker holds, for its part of a snapshot.
+/// What every stage of a worker holds, for its parts' cuts.
 #[derive(Default)]
 pub(crate) struct Pending {
     stages: Vec<(usize, Held)>,

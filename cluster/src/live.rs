@@ -1,13 +1,15 @@
 //! [`run_query`]: a [`Query`] built with the ordinary API, run on the cluster with its own
 //! adapters.
 //!
-//! Every worker builds the same query and starts it as one worker of several
-//! ([`Query::start_worker`]) on a tokio runtime of this process: the adapters of the inputs
-//! a worker owns run there, the output adapters on worker 0. The timely side carries the
-//! batches: each worker's inputs hand what they release to its `ingress` operator, which
-//! sends it at a timely time that is the worker's CTI (the least CTI of the inputs it owns
-//! that have not ended) and holds its capability there; so a stage runs what was sent at
-//! time `t` once every worker's inputs have passed `t`: the frontier is the global CTI.
+//! The run splits its keys into parts, one per worker (or as many as the snapshot it restores
+//! from has); every part builds the same query and starts it as one part of several
+//! ([`Query::start_worker`]) on a tokio runtime of this process, worker `w` of `n` running
+//! parts `w`, `w + n`, ...: the adapters of the inputs a part owns run there, the output
+//! adapters with part 0. The timely side carries the batches: each part's inputs hand what
+//! they release to its worker's `ingress` operator, which sends it at a timely time that is
+//! the least CTI of the worker's parts (of the inputs they own that have not ended) and holds
+//! its capability there; so a stage runs what was sent at time `t` once every worker's inputs
+//! have passed `t`: the frontier is the global CTI.
 
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex, PoisonError};
