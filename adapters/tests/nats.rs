@@ -73,8 +73,7 @@ async fn a_stream_is_read_in_order_and_written_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_goes_on_at_its_sequence_and_refuses_a_gap() {
     let server = Server::start().expect("a nats-server");
-    let mut lines: Vec<String> = (0..3_000).map(|i| point(i * 3, i % 7)).collect();
-    lines.push("{\"kind\":\"eof\"}".to_owned());
+    let lines = points_then_end(3_000);
     server.stream("ALL", 0, &lines).await.expect("made");
     server.stream("KEPT", 0, &lines).await.expect("made");
     let dir = std::env::temp_dir().join(format!("punctual-nats-ckpt-{}", std::process::id()));
@@ -110,13 +109,7 @@ async fn a_restart_goes_on_at_its_sequence_and_refuses_a_gap() {
     let js = server.jetstream().await.expect("connects");
     let kept = js.get_stream("KEPT").await.expect("the stream");
     kept.purge().sequence(2_001).await.expect("purged");
-    let failure = query("KEPT", &gap_out, Some(&gap_state))
-        .start()
-        .expect("starts")
-        .wait()
-        .await
-        .expect_err("refused")
-        .to_string();
+    let failure = common::failure_of(query("KEPT", &gap_out, Some(&gap_state))).await;
     assert!(
         failure.contains("messages are gone (retention)"),
         "{failure}"
@@ -130,8 +123,7 @@ async fn a_restart_goes_on_at_its_sequence_and_refuses_a_gap() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_gone_before_it_was_read_fails_the_input() {
     let server = Server::start().expect("a nats-server");
-    let mut lines: Vec<String> = (0..100).map(|i| point(i * 3, i % 7)).collect();
-    lines.push("{\"kind\":\"eof\"}".to_owned());
+    let lines = points_then_end(100);
     server.stream("HOLED", 0, &lines).await.expect("made");
     let js = server.jetstream().await.expect("connects");
     let stream = js.get_stream("HOLED").await.expect("the stream");
@@ -145,19 +137,20 @@ async fn a_message_gone_before_it_was_read_fails_the_input() {
         let out = dir.join(format!("out-{allow_gap}.jsonl"));
         common::counts_query(&NatsInput, &config, None, &out, &DeadLetterCollector::new())
     };
-    let failure = query(false)
-        .start()
-        .expect("starts")
-        .wait()
-        .await
-        .expect_err("a hole")
-        .to_string();
+    let failure = common::failure_of(query(false)).await;
     assert!(
         failure.contains("1 messages from sequence 40 on are gone"),
         "{failure}"
     );
     common::run_to_end(query(true)).await;
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `n` points 3 ticks apart over 7 keys, then the end of the input.
+fn points_then_end(n: i64) -> Vec<String> {
+    let mut lines: Vec<String> = (0..n).map(|i| point(i * 3, i % 7)).collect();
+    lines.push("{\"kind\":\"eof\"}".to_owned());
+    lines
 }
 
 fn copy_dir(from: &std::path::Path, to: &std::path::Path) {

@@ -156,3 +156,9 @@ where
 pub async fn run_to_end(query: Query) -> punctual_runtime::QueryReport {
     query.start().expect("starts").wait().await.expect("runs")
 }
+
+/// Starts `query` and waits for its end, which must be a failure; what it says.
+pub async fn failure_of(query: Query) -> String {
+    let failure = query.start().expect("starts").wait().await;
+    failure.expect_err("fails").to_string()
+}
