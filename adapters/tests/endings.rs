@@ -8,56 +8,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use futures::FutureExt;
 
 use punctual_adapters::CollectOutput;
 use punctual_core::ops::Count;
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan};
-use punctual_policies::{AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings};
+use punctual_policies::AdvanceTimeSettings;
 use punctual_runtime::{
-    AdapterError, DeadLetterCollector, Ending, InputAdapter, InputAdapterFactory, InputContext,
-    InputOptions, OutputAdapter, OutputAdapterFactory, OutputContext, Query, QueryError,
-    QueryReport,
+    AdapterError, DeadLetterCollector, Ending, InputContext, OutputAdapter, OutputAdapterFactory,
+    OutputContext, Query, QueryError, QueryReport,
 };
 
-type Run<'a> = BoxFuture<'a, Result<(), AdapterError>>;
-
-/// An input adapter made of a closure, run once.
-struct FnInput<F>(Mutex<Option<F>>);
-
-fn input<F>(f: F) -> FnInput<F>
-where
-    F: for<'a> FnOnce(&'a mut InputContext<i64>) -> Run<'a> + Send + 'static,
-{
-    FnInput(Mutex::new(Some(f)))
-}
-
-struct Adapter<F>(Option<F>);
-
-#[async_trait]
-impl<F> InputAdapter<i64> for Adapter<F>
-where
-    F: for<'a> FnOnce(&'a mut InputContext<i64>) -> Run<'a> + Send,
-{
-    async fn run(&mut self, ctx: &mut InputContext<i64>) -> Result<(), AdapterError> {
-        match self.0.take() {
-            Some(f) => f(ctx).await,
-            None => Ok(()),
-        }
-    }
-}
-
-impl<F> InputAdapterFactory<(), i64> for FnInput<F>
-where
-    F: for<'a> FnOnce(&'a mut InputContext<i64>) -> Run<'a> + Send + 'static,
-{
-    type Adapter = Adapter<F>;
-    fn create(&self, _: &(), _: EventShape) -> Result<Adapter<F>, AdapterError> {
-        let f = self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
-        Ok(Adapter(f))
-    }
-}
+mod common;
+use common::{every_events_then_drop, input, payloads, point, FnInput, Given, Run};
 
 fn s(x: i64) -> Time {
     Time::from_ticks(x * 10_000_000)
@@ -65,20 +28,11 @@ fn s(x: i64) -> Time {
 
 /// A CTI after every event, 0 s behind, Drop, a final CTI.
 fn settings() -> AdvanceTimeSettings {
-    AdvanceTimeSettings::builder()
-        .generation(
-            AdvanceTimeGenerationSettings::every_events(1)
-                .final_cti(true)
-                .build()
-                .expect("valid settings"),
-        )
-        .policy(AdvanceTimePolicy::Drop)
-        .build()
-        .expect("valid settings")
+    every_events_then_drop(1)
 }
 
 /// Points at 1 s .. 14 s, then waits for the stop: the 10 s window [10 s, 20 s) stays open.
-fn points_then_wait() -> FnInput<impl for<'a> FnOnce(&'a mut InputContext<i64>) -> Run<'a>> {
+fn points_then_wait() -> Given<FnInput<impl for<'a> FnOnce(&'a mut InputContext<i64>) -> Run<'a>>> {
     input(|ctx| {
         async move {
             ctx.enqueue_points((1..15).map(|x| (s(x), x))).await?;
@@ -92,11 +46,7 @@ fn points_then_wait() -> FnInput<impl for<'a> FnOnce(&'a mut InputContext<i64>) 
 /// Counts per 10 s tumbling window of the input, collected.
 fn counting(query: &mut Query) -> CollectOutput<u64> {
     let points = query
-        .create_stream(
-            InputOptions::new("in", EventShape::Point).settings(settings()),
-            &points_then_wait(),
-            &(),
-        )
+        .create_stream(point("in").settings(settings()), &points_then_wait(), &())
         .expect("binds");
     let counts = points
         .tumbling_window(TimeSpan::from_secs(10))
@@ -107,13 +57,7 @@ fn counting(query: &mut Query) -> CollectOutput<u64> {
 }
 
 fn counts(out: &CollectOutput<u64>) -> Vec<u64> {
-    out.items()
-        .into_iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some(e.payload),
-            StreamItem::Cti(_) => None,
-        })
-        .collect()
+    payloads(&out.items())
 }
 
 /// A stop with a drain: every window is released (the open one too), the output ends with
@@ -214,7 +158,7 @@ async fn a_slow_sink_under_stop_keeps_its_report() {
         .channel_capacity(4);
     let points = query
         .create_stream(
-            InputOptions::new("in", EventShape::Point).settings(settings()),
+            point("in").settings(settings()),
             &input(|ctx| {
                 async move {
                     for x in 0..40 {
@@ -272,7 +216,7 @@ async fn finish_sees_each_of_the_four_endings() {
         let mut query = Query::new(want);
         let points = query
             .create_stream(
-                InputOptions::new("in", EventShape::Point).settings(settings()),
+                point("in").settings(settings()),
                 &input(move |ctx| {
                     async move {
                         ctx.enqueue_point(s(1), 1).await?;
@@ -334,7 +278,7 @@ async fn a_failed_run_keeps_its_report() {
     assert!(monitor.counters("in").is_none(), "not started yet");
     let points = query
         .create_stream(
-            InputOptions::new("in", EventShape::Point).settings(settings()),
+            point("in").settings(settings()),
             &input(|ctx| {
                 async move {
                     ctx.enqueue_points([(s(5), 1), (s(6), 2)]).await?;

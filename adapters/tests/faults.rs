@@ -13,11 +13,14 @@ use tokio::net::TcpStream;
 
 use punctual_adapters::{CollectOutput, MemoryInput, TcpServerInput, MAX_LINE_BYTES};
 use punctual_core::{Batch, EventShape, StreamItem, Time};
-use punctual_policies::{AdvanceTimeSettings, DeadLetterReason};
+use punctual_policies::DeadLetterReason;
 use punctual_runtime::{
     AdapterError, DeadLetterCollector, InputAdapter, InputAdapterFactory, InputContext,
-    InputOptions, OutputAdapter, OutputAdapterFactory, Query, QueryError, QueryFailure,
+    OutputAdapter, OutputAdapterFactory, Query, QueryError, QueryFailure,
 };
+
+mod common;
+use common::{ordered, point};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -48,12 +51,7 @@ async fn an_output_that_panics_fails_the_query_with_its_name_and_the_report() {
         let mut query = Query::new("panicking-output");
         let items: Vec<_> = (0..100).map(|x| StreamItem::point(t(x), x)).collect();
         let s = query
-            .create_stream(
-                InputOptions::new("in", EventShape::Point)
-                    .settings(AdvanceTimeSettings::increasing_start_time()),
-                &MemoryInput,
-                &items,
-            )
+            .create_stream(ordered("in"), &MemoryInput, &items)
             .expect("binds");
         query.bind_output(&s, &PanickingOutput, &()).expect("binds");
         let failure = query.start().expect("starts").wait().await.unwrap_err();
@@ -108,11 +106,7 @@ fn an_input_that_spins_cannot_hang_the_stop() {
     let result = runtime.block_on(async {
         let mut query = Query::new("spinning").stop_grace(Duration::from_millis(300));
         query
-            .create_stream(
-                InputOptions::new("spins", EventShape::Point),
-                &Spinning,
-                &(),
-            )
+            .create_stream(point("spins"), &Spinning, &())
             .expect("binds");
         let running = query.start().expect("starts");
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -142,7 +136,7 @@ async fn bad_tcp_peers_are_malformed_lines_and_the_query_stops_cleanly() {
         let addr = server.local_addr();
         let mut query = Query::new("bad-peers").stop_grace(Duration::from_secs(5));
         let s = query
-            .create_stream::<_, i64, _, _>(InputOptions::new("in", EventShape::Point), &server, &())
+            .create_stream::<_, i64, _, _>(point("in"), &server, &())
             .expect("binds");
         let letters = DeadLetterCollector::new();
         query.bind_dead_letters(&s, letters.clone()).expect("binds");

@@ -16,6 +16,9 @@ use punctual_policies::DeadLetterReason;
 use punctual_rows::{Row, Value};
 use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
 
+mod common;
+use common::{csv_ticks, ordered, point, starts_and_payloads};
+
 fn temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
@@ -42,18 +45,10 @@ async fn csv_typed_and_untyped_with_a_malformed_record() {
     let letters = DeadLetterCollector::new();
     let mut query = Query::new("csv");
     let typed = query
-        .create_stream::<_, Reading, _, _>(
-            InputOptions::new("typed", EventShape::Point),
-            &CsvInput,
-            &CsvInputConfig::new(&path, "time").time_format(TimeFormat::Ticks),
-        )
+        .create_stream::<_, Reading, _, _>(point("typed"), &CsvInput, &csv_ticks(&path))
         .expect("binds");
     let rows = query
-        .create_stream::<_, Row, _, _>(
-            InputOptions::new("rows", EventShape::Point),
-            &CsvInput,
-            &CsvInputConfig::new(&path, "time").time_format(TimeFormat::Ticks),
-        )
+        .create_stream::<_, Row, _, _>(point("rows"), &CsvInput, &csv_ticks(&path))
         .expect("binds");
     let (a, b) = (CollectOutput::new(), CollectOutput::new());
     query.bind_output(&typed, &a, &()).expect("binds");
@@ -162,7 +157,7 @@ async fn a_speed_factor_paces_events_by_their_timestamps() {
     let mut query = Query::new("paced");
     let s = query
         .create_stream::<_, i64, _, _>(
-            InputOptions::new("in", EventShape::Point),
+            point("in"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path).replay(ReplayOptions {
                 speed: Some(10.0),
@@ -192,7 +187,7 @@ async fn follow_mode_picks_up_appended_lines_until_stopped() {
     let mut query = Query::new("follow");
     let s = query
         .create_stream::<_, i64, _, _>(
-            InputOptions::new("in", EventShape::Point),
+            point("in"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path).replay(ReplayOptions {
                 follow: true,
@@ -236,7 +231,7 @@ async fn rows_of(
 ) {
     let letters = DeadLetterCollector::new();
     let mut query = Query::new("file");
-    let options = InputOptions::new("in", EventShape::Point);
+    let options = point("in");
     let s = if csv {
         query.create_stream::<_, Row, _, _>(
             options,
@@ -362,7 +357,7 @@ async fn a_slow_live_input_reaches_the_output_file_while_it_is_open() {
     let mut query = Query::new("live");
     let s = query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("in", EventShape::Point),
+            point("in"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&fifo),
         )
@@ -426,11 +421,7 @@ async fn checkpoints_refuse_what_cannot_resume() {
     let mut q = Query::new("memory").checkpoints(Checkpoints::new(&dir));
     let items = vec![StreamItem::point(t(1), Row::new())];
     let s = q
-        .create_stream::<_, Row, _, _>(
-            InputOptions::new("mem", EventShape::Point),
-            &MemoryInput,
-            &items,
-        )
+        .create_stream::<_, Row, _, _>(point("mem"), &MemoryInput, &items)
         .expect("binds");
     q.bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
         .expect("binds");
@@ -439,7 +430,7 @@ async fn checkpoints_refuse_what_cannot_resume() {
     let mut q = Query::new("collect").checkpoints(Checkpoints::new(&dir));
     let s = q
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("file", EventShape::Point),
+            point("file"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&input),
         )
@@ -451,7 +442,7 @@ async fn checkpoints_refuse_what_cannot_resume() {
     let mut q = Query::new("counts").checkpoints(Checkpoints::new(&dir));
     let s = q
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("file", EventShape::Point),
+            point("file"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&input),
         )
@@ -488,8 +479,7 @@ async fn a_drained_stop_is_not_a_checkpoint() {
         }
         let s = q
             .create_stream::<_, Row, _, _>(
-                InputOptions::new("in", EventShape::Point)
-                    .settings(punctual_policies::AdvanceTimeSettings::increasing_start_time()),
+                ordered("in"),
                 &JsonLinesInput,
                 &JsonLinesInputConfig::new(&input).replay(ReplayOptions {
                     speed: Some(1.0),
@@ -555,8 +545,7 @@ async fn checkpoints_verify_the_outputs_and_inputs_they_restore() {
             Query::new("verified").checkpoints(Checkpoints::new(&state).every(Duration::ZERO));
         let s = q
             .create_stream::<_, Row, _, _>(
-                InputOptions::new("in", EventShape::Point)
-                    .settings(punctual_policies::AdvanceTimeSettings::increasing_start_time()),
+                ordered("in"),
                 &JsonLinesInput,
                 &JsonLinesInputConfig::new(&input),
             )
@@ -612,11 +601,7 @@ async fn a_wildcard_path_reads_each_matching_file_as_a_partition() {
     let pattern = a.with_file_name("parts-?.csv");
     let mut query = Query::new("files");
     let s = query
-        .create_stream::<_, Row, _, _>(
-            InputOptions::new("in", EventShape::Point),
-            &CsvInput,
-            &CsvInputConfig::new(&pattern, "time").time_format(TimeFormat::Ticks),
-        )
+        .create_stream::<_, Row, _, _>(point("in"), &CsvInput, &csv_ticks(&pattern))
         .expect("binds");
     let out = CollectOutput::new();
     query.bind_output(&s, &out, &()).expect("binds");
@@ -627,19 +612,15 @@ async fn a_wildcard_path_reads_each_matching_file_as_a_partition() {
         .map(|(n, c)| (n.as_str(), c.events_in))
         .collect();
     assert_eq!(read, [("in#0", 2), ("in#1", 1)]);
-    let times: Vec<Time> = out
-        .items()
-        .iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some(e.kind.start()),
-            StreamItem::Cti(_) => None,
-        })
+    let times: Vec<Time> = starts_and_payloads(&out.items())
+        .into_iter()
+        .map(|(at, _)| at)
         .collect();
     assert_eq!(times, [t(1), t(3), t(5)]);
 
     let mut query = Query::new("none");
     let refused = query.create_stream::<_, Row, _, _>(
-        InputOptions::new("in", EventShape::Point),
+        point("in"),
         &JsonLinesInput,
         &JsonLinesInputConfig::new(a.with_file_name("nothing-*.jsonl")),
     );
@@ -670,7 +651,7 @@ async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header
         let mut query = Query::new("split");
         let s = query
             .create_stream::<_, Row, _, _>(
-                InputOptions::new("in", EventShape::Point),
+                point("in"),
                 &CsvInput,
                 &CsvInputConfig::new(&path, "time")
                     .time_format(TimeFormat::Ticks)
@@ -698,7 +679,7 @@ async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header
     let mut query = Query::new("split-bad");
     let s = query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("in", EventShape::Point),
+            point("in"),
             &CsvInput,
             &CsvInputConfig::new(&bad, "time")
                 .time_format(TimeFormat::Ticks)
@@ -718,7 +699,7 @@ async fn a_csv_file_split_by_byte_ranges_reads_every_record_once_with_the_header
     );
     let mut query = Query::new("stdin");
     let refused = query.create_stream::<_, Row, _, _>(
-        InputOptions::new("in", EventShape::Point),
+        point("in"),
         &CsvInput,
         &CsvInputConfig::new("-", "time")
             .time_format(TimeFormat::Ticks)
@@ -736,7 +717,7 @@ async fn csv_columns_read_only_the_fields_named() {
     let mut query = Query::new("csv");
     let rows = query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("rows", EventShape::Point),
+            point("rows"),
             &CsvInput,
             &CsvInputConfig::new(&path, "time")
                 .time_format(TimeFormat::Ticks)
@@ -757,7 +738,7 @@ async fn csv_columns_read_only_the_fields_named() {
     let mut query = Query::new("csv");
     let rows = query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("rows", EventShape::Point),
+            point("rows"),
             &CsvInput,
             &CsvInputConfig::new(&path, "time")
                 .time_format(TimeFormat::Ticks)
@@ -787,11 +768,7 @@ async fn csv_rows_of_a_header_with_a_repeated_name() {
     let path = temp("repeated.csv", "time,a,b,a\n1,x,2,y\n");
     let mut query = Query::new("csv");
     let rows = query
-        .create_stream::<_, Row, _, _>(
-            InputOptions::new("rows", EventShape::Point),
-            &CsvInput,
-            &CsvInputConfig::new(&path, "time").time_format(TimeFormat::Ticks),
-        )
+        .create_stream::<_, Row, _, _>(point("rows"), &CsvInput, &csv_ticks(&path))
         .expect("binds");
     let out = CollectOutput::new();
     query.bind_output(&rows, &out, &()).expect("binds");

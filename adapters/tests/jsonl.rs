@@ -8,10 +8,13 @@ use punctual_adapters::{
     CollectOutput, JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
     MalformedLines,
 };
-use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+use punctual_core::{StreamItem, Time, TimeSpan};
 use punctual_policies::{AdvanceTimeSettings, DeadLetterReason};
 use punctual_rows::Row;
-use punctual_runtime::{AdapterError, DeadLetterCollector, InputOptions, Query, QueryError};
+use punctual_runtime::{AdapterError, DeadLetterCollector, Query, QueryError};
+
+mod common;
+use common::{ordered, point};
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-jsonl-{}", std::process::id()));
@@ -39,9 +42,9 @@ async fn typed_payloads_are_read_with_serde_and_sorted_by_the_settings() {
     let mut query = Query::new("typed");
     let s = query
         .create_stream::<_, Reading, _, _>(
-            InputOptions::new("readings", EventShape::Point).settings(
-                AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5)),
-            ),
+            point("readings").settings(AdvanceTimeSettings::unordered_start_time(
+                TimeSpan::from_ticks(5),
+            )),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path),
         )
@@ -74,9 +77,9 @@ async fn untyped_rows_round_trip_through_a_file() {
     let mut query = Query::new("untyped");
     let s = query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("readings", EventShape::Point).settings(
-                AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5)),
-            ),
+            point("readings").settings(AdvanceTimeSettings::unordered_start_time(
+                TimeSpan::from_ticks(5),
+            )),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&input),
         )
@@ -110,7 +113,7 @@ async fn a_malformed_line_fails_the_query_with_file_and_line_when_asked() {
     let mut query = Query::new("strict");
     query
         .create_stream::<_, Reading, _, _>(
-            InputOptions::new("readings", EventShape::Point),
+            point("readings"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Fail),
         )
@@ -142,8 +145,7 @@ async fn skipped_malformed_lines_are_counted_and_dead_lettered() {
     let mut query = Query::new("lenient");
     let s = query
         .create_stream::<_, Reading, _, _>(
-            InputOptions::new("readings", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
+            ordered("readings"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Skip),
         )
@@ -179,9 +181,9 @@ async fn a_byte_order_mark_before_the_first_line_is_skipped() {
     let mut query = Query::new("bom");
     let s = query
         .create_stream::<_, Reading, _, _>(
-            InputOptions::new("readings", EventShape::Point).settings(
-                AdvanceTimeSettings::unordered_start_time(TimeSpan::from_ticks(5)),
-            ),
+            point("readings").settings(AdvanceTimeSettings::unordered_start_time(
+                TimeSpan::from_ticks(5),
+            )),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Skip),
         )
@@ -198,7 +200,7 @@ async fn a_missing_file_is_an_io_error_naming_it() {
     let mut query = Query::new("missing");
     query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("x", EventShape::Point),
+            point("x"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new("/nonexistent/punctual.jsonl"),
         )
@@ -241,7 +243,7 @@ async fn a_file_input_reports_the_next_batch_to_a_look_ahead_strategy() {
             let mut query = Query::new("ahead");
             let s = query
                 .create_stream::<_, Row, _, _>(
-                    InputOptions::new("in", EventShape::Point).watermark(strategy),
+                    point("in").watermark(strategy),
                     &JsonLinesInput,
                     &JsonLinesInputConfig::new(&path),
                 )
@@ -297,11 +299,7 @@ async fn a_file_split_by_byte_ranges_reads_every_line_once() {
             .flat("t", TimeFormat::Ticks)
             .split(parts);
         let s = query
-            .create_stream::<_, Row, _, _>(
-                InputOptions::new("in", EventShape::Point),
-                &JsonLinesInput,
-                &config,
-            )
+            .create_stream::<_, Row, _, _>(point("in"), &JsonLinesInput, &config)
             .expect("binds");
         let out = CollectOutput::new();
         query.bind_output(&s, &out, &()).expect("binds");
@@ -324,7 +322,7 @@ async fn a_file_split_by_byte_ranges_reads_every_line_once() {
     let mut query = Query::new("split-bad");
     let s = query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("in", EventShape::Point),
+            point("in"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&bad)
                 .flat("t", TimeFormat::Ticks)
@@ -354,7 +352,7 @@ async fn flat_lines_with_fields_hold_those_fields() {
     let mut query = Query::new("fields");
     let s = query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("in", EventShape::Point),
+            point("in"),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&path)
                 .flat("t", TimeFormat::Ticks)

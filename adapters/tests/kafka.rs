@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 mod common;
+use common::point;
 
 use punctual_adapters::kafka::rdkafka::config::ClientConfig;
 use punctual_adapters::kafka::rdkafka::consumer::{Consumer, StreamConsumer};
@@ -11,9 +12,9 @@ use punctual_adapters::kafka::rdkafka::message::Message;
 use punctual_adapters::kafka::rdkafka::mocking::MockCluster;
 use punctual_adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
 use punctual_adapters::{CollectOutput, KafkaConfig, KafkaInput, KafkaOutput};
-use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
+use punctual_core::{StreamItem, Time, TimeSpan};
 use punctual_policies::Watermark;
-use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
+use punctual_runtime::{DeadLetterCollector, Query};
 
 fn t(x: i64) -> Time {
     Time::from_ticks(x)
@@ -55,8 +56,7 @@ async fn partitions_have_their_own_watermarks_and_the_cti_is_their_minimum() {
         let mut query = Query::new("kafka");
         let s = query
             .create_stream::<_, i64, _, _>(
-                InputOptions::new("readings", EventShape::Point)
-                    .watermark(Watermark::<i64>::partitioned(2, TimeSpan::ZERO)),
+                point("readings").watermark(Watermark::<i64>::partitioned(2, TimeSpan::ZERO)),
                 &KafkaInput,
                 &KafkaConfig::new(brokers.clone(), "readings").until_end(),
             )
@@ -147,8 +147,7 @@ async fn read_partitioned(
         let mut query = Query::new("kafka-partitions");
         let s = query
             .create_stream::<_, i64, _, _>(
-                InputOptions::new("readings", EventShape::Point)
-                    .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
+                point("readings").watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
                 &KafkaInput,
                 &config(KafkaConfig::new(brokers.clone(), topic).until_end()),
             )
@@ -218,7 +217,7 @@ async fn messages_of_flat_records_are_read_for_their_fields() {
         let lines = LineFormat::flat("ts", TimeFormat::Rfc3339).fields(["device"]);
         let s = query
             .create_stream::<_, Row, _, _>(
-                InputOptions::new("records", EventShape::Point)
+                point("records")
                     .watermark(Watermark::<Row>::partitioned(1, TimeSpan::from_secs(5)))
                     .unordered(),
                 &KafkaInput,

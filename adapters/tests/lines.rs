@@ -10,10 +10,13 @@ use punctual_adapters::line::TimeFormat;
 use punctual_adapters::{
     CollectOutput, CsvInput, CsvInputConfig, JsonLinesInput, JsonLinesInputConfig, ReplayOptions,
 };
-use punctual_core::{EventShape, StreamItem};
+use punctual_core::StreamItem;
 use punctual_policies::IngressCounters;
 use punctual_rows::Row;
-use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
+use punctual_runtime::{DeadLetterCollector, Query};
+
+mod common;
+use common::point;
 
 /// A kind of line in a generated file.
 #[derive(Clone, Copy, Debug)]
@@ -86,7 +89,7 @@ async fn read(path: &Path, csv: bool, one_by_one: bool) -> Read {
     };
     let letters = DeadLetterCollector::new();
     let mut query = Query::new("lines");
-    let options = InputOptions::new("in", EventShape::Point);
+    let options = point("in");
     let s = if csv {
         let config = CsvInputConfig::new(path, "time")
             .time_format(TimeFormat::Ticks)

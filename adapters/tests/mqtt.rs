@@ -9,9 +9,11 @@ use std::time::Duration;
 use punctual_adapters::mqtt::rumqttc::{AsyncClient, Event, EventLoop, MqttOptions, Packet, QoS};
 
 use punctual_adapters::{MqttConfig, MqttInput, MqttOutput};
-use punctual_core::EventShape;
 use punctual_policies::AdvanceTimeSettings;
-use punctual_runtime::{InputOptions, Query};
+use punctual_runtime::Query;
+
+mod common;
+use common::point;
 
 /// A mosquitto broker on a free loopback port, stopped on drop.
 struct Broker {
@@ -120,8 +122,7 @@ async fn publish_through_a_query_and_subscribe_to_the_results() {
         let mut query = Query::new("mqtt");
         let s = query
             .create_stream::<_, i64, _, _>(
-                InputOptions::new("in", EventShape::Point)
-                    .settings(AdvanceTimeSettings::strictly_increasing_start_time()),
+                point("in").settings(AdvanceTimeSettings::strictly_increasing_start_time()),
                 &MqttInput,
                 &MqttConfig::new("127.0.0.1", port, "in"),
             )
@@ -194,8 +195,7 @@ async fn messages_of_flat_records_are_read_for_their_fields() {
         let flat = LineFormat::flat("t", TimeFormat::EpochMs).fields(["v"]);
         let s = query
             .create_stream::<_, Row, _, _>(
-                InputOptions::new("in", EventShape::Point)
-                    .settings(AdvanceTimeSettings::strictly_increasing_start_time()),
+                point("in").settings(AdvanceTimeSettings::strictly_increasing_start_time()),
                 &MqttInput,
                 &MqttConfig::new("127.0.0.1", port, "flat-in").lines(flat),
             )

@@ -5,13 +5,15 @@
 use std::time::Duration;
 
 mod common;
+use common::payloads;
+use common::point;
 
 use punctual_adapters::nats::testing::Server;
 use punctual_adapters::{CollectOutput, NatsConfig, NatsInput, NatsOutput};
-use punctual_core::{EventShape, StreamItem, Time};
-use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
+use punctual_core::{StreamItem, Time};
+use punctual_runtime::{DeadLetterCollector, Query};
 
-fn point(t: i64, v: i64) -> String {
+fn point_line(t: i64, v: i64) -> String {
     format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{v}}}")
 }
 
@@ -21,7 +23,7 @@ fn point(t: i64, v: i64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_is_read_in_order_and_written_once() {
     let server = Server::start().expect("a nats-server");
-    let mut lines: Vec<String> = (0..500).map(|i| point(i, i % 3)).collect();
+    let mut lines: Vec<String> = (0..500).map(|i| point_line(i, i % 3)).collect();
     lines.insert(3, "not json".to_owned());
     lines.push("{\"kind\":\"cti\",\"time\":\"inf\"}".to_owned());
     lines.push("{\"kind\":\"eof\"}".to_owned());
@@ -29,7 +31,7 @@ async fn a_stream_is_read_in_order_and_written_once() {
     let mut query = Query::new("nats");
     let s = query
         .create_stream::<_, i64, _, _>(
-            InputOptions::new("in", EventShape::Point),
+            point("in"),
             &NatsInput,
             &NatsConfig::new(server.url(), "IN", "in"),
         )
@@ -39,14 +41,7 @@ async fn a_stream_is_read_in_order_and_written_once() {
     let report = query.start().expect("starts").wait().await.expect("runs");
     let c = report.counters("in").expect("stream");
     assert_eq!((c.events_in, c.malformed), (500, 1));
-    let payloads: Vec<i64> = out
-        .items()
-        .iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some(e.payload),
-            StreamItem::Cti(_) => None,
-        })
-        .collect();
+    let payloads: Vec<i64> = payloads(&out.items());
     assert_eq!(payloads, (0..500).map(|i| i % 3).collect::<Vec<_>>());
 
     // Written: a stream OUT takes what the output publishes.
@@ -148,7 +143,7 @@ async fn a_message_gone_before_it_was_read_fails_the_input() {
 
 /// `n` points 3 ticks apart over 7 keys, then the end of the input.
 fn points_then_end(n: i64) -> Vec<String> {
-    let mut lines: Vec<String> = (0..n).map(|i| point(i * 3, i % 7)).collect();
+    let mut lines: Vec<String> = (0..n).map(|i| point_line(i * 3, i % 7)).collect();
     lines.push("{\"kind\":\"eof\"}".to_owned());
     lines
 }

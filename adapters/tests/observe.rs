@@ -10,9 +10,11 @@ use metrics::{
 };
 
 use punctual_adapters::{CollectOutput, MemoryInput, RecordsInput};
-use punctual_core::{EventShape, StreamItem, Time};
-use punctual_policies::AdvanceTimeSettings;
-use punctual_runtime::{InputOptions, Query};
+use punctual_core::{StreamItem, Time};
+use punctual_runtime::Query;
+
+mod common;
+use common::{ordered, point};
 
 /// Keeps the last value of every counter and gauge by name and labels.
 #[derive(Default, Clone)]
@@ -93,12 +95,7 @@ fn per_stream_metrics_reach_the_installed_recorder() {
     ];
     let mut query = Query::new("metrics");
     let s = query
-        .create_stream(
-            InputOptions::new("readings", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &items,
-        )
+        .create_stream(ordered("readings"), &MemoryInput, &items)
         .unwrap();
     let kept = s.filter(|v| *v > 1).named("big");
     query
@@ -145,12 +142,7 @@ fn events_a_fused_filter_keeps_out_are_counted() {
     let replay = RecordsInput::new(records, |r: &(i64, i64)| t(r.0), |r: &(i64, i64)| r.1);
     let mut query = Query::new("metrics");
     let s = query
-        .create_stream(
-            InputOptions::new("readings", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &replay,
-            &(),
-        )
+        .create_stream(ordered("readings"), &replay, &())
         .unwrap();
     let above1 = s.filter(|v| *v > 1);
     query
@@ -211,11 +203,7 @@ fn an_input_with_many_events_and_no_cti_is_warned_about() {
                 (0..12_000).map(|x| StreamItem::point(t(x), x)).collect();
             let mut query = Query::new("silent");
             query
-                .create_stream(
-                    InputOptions::new("quiet", EventShape::Point),
-                    &MemoryInput,
-                    &items,
-                )
+                .create_stream(point("quiet"), &MemoryInput, &items)
                 .unwrap();
             query.start().unwrap().wait().await.unwrap();
         });
@@ -244,8 +232,7 @@ fn the_cti_lag_against_the_clock_is_measured_at_clock_readings() {
     let mut query = Query::new("clock-lag").clock(clock.clone());
     query
         .create_stream(
-            InputOptions::new("quiet", EventShape::Point)
-                .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO).final_cti(false)),
+            point("quiet").watermark(Watermark::<i64>::bounded(TimeSpan::ZERO).final_cti(false)),
             &input,
             &(),
         )

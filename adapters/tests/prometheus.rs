@@ -9,6 +9,9 @@ use punctual_core::{EventShape, StreamItem, Time};
 use punctual_policies::AdvanceTimeSettings;
 use punctual_runtime::{InputOptions, Query};
 
+mod common;
+use common::ordered;
+
 #[test]
 fn a_querys_metrics_are_served_in_the_prometheus_format() {
     let recorder = PrometheusRecorder::new();
@@ -21,12 +24,7 @@ fn a_querys_metrics_are_served_in_the_prometheus_format() {
         .collect();
     let mut query = Query::new("prom");
     let s = query
-        .create_stream(
-            InputOptions::new("readings", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &MemoryInput,
-            &items,
-        )
+        .create_stream(ordered("readings"), &MemoryInput, &items)
         .expect("binds");
     query
         .bind_output(&s, &CollectOutput::new(), &())

@@ -23,6 +23,9 @@ use punctual_runtime::{
     AdapterError, InputAdapter, InputAdapterFactory, InputContext, InputOptions, Query,
 };
 
+mod common;
+use common::point;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Reading {
     device: String,
@@ -122,8 +125,7 @@ async fn run(
         query.create_stream(options, &slowly, &()).expect("binds")
     };
     let create_readings = |query: &mut Query| -> Stream<Reading> {
-        let options =
-            InputOptions::new("readings", EventShape::Point).settings(readings_settings.clone());
+        let options = point("readings").settings(readings_settings.clone());
         query
             .create_stream(options, &MemoryInput, readings)
             .expect("binds")

@@ -20,7 +20,7 @@ use punctual_runtime::{
 };
 
 mod common;
-use common::{given, input, memory, t};
+use common::{given, input, memory, ordered, point, t};
 
 /// An output that sleeps per batch and records how far the input ran ahead.
 struct SlowOutput {
@@ -82,8 +82,7 @@ async fn a_slow_output_holds_the_input_back() {
     let mut query = Query::new("backpressure").channel_capacity(CAPACITY);
     let s = query
         .create_stream(
-            InputOptions::new("fast", EventShape::Point)
-                .settings(AdvanceTimeSettings::strictly_increasing_start_time()),
+            point("fast").settings(AdvanceTimeSettings::strictly_increasing_start_time()),
             &input(move |ctx| {
                 async move {
                     for chunk in 0..TOTAL / PER_CALL {
@@ -129,8 +128,7 @@ async fn stop_releases_an_adapter_blocked_in_enqueue_and_issues_the_final_cti() 
         .stop_grace(Duration::from_secs(600));
     let s = query
         .create_stream(
-            InputOptions::new("endless", EventShape::Point)
-                .settings(AdvanceTimeSettings::strictly_increasing_start_time()),
+            point("endless").settings(AdvanceTimeSettings::strictly_increasing_start_time()),
             &input(move |ctx| {
                 async move {
                     for x in 0.. {
@@ -177,7 +175,7 @@ async fn an_adapter_that_ignores_stop_is_aborted_after_the_grace_period() {
     let mut query = Query::new("stubborn").stop_grace(Duration::from_secs(3));
     query
         .create_stream(
-            InputOptions::new("deaf", EventShape::Point),
+            point("deaf"),
             &input(|_ctx| {
                 async {
                     futures::future::pending::<()>().await;
@@ -208,7 +206,7 @@ async fn an_adapter_error_fails_the_query_and_stops_the_others() {
     let mut query = Query::new("failing");
     query
         .create_stream(
-            InputOptions::new("broken", EventShape::Point),
+            point("broken"),
             &input(|ctx| {
                 async move {
                     ctx.enqueue_point(t(1), 1).await?;
@@ -222,7 +220,7 @@ async fn an_adapter_error_fails_the_query_and_stops_the_others() {
         .unwrap();
     query
         .create_stream(
-            InputOptions::new("forever", EventShape::Point),
+            point("forever"),
             &input(|ctx| {
                 async move {
                     ctx.stopping().await;
@@ -248,7 +246,7 @@ async fn a_panicking_adapter_is_reported_not_hung() {
     let mut query = Query::new("panicky");
     query
         .create_stream(
-            InputOptions::new("p", EventShape::Point),
+            point("p"),
             &input(|_ctx| {
                 async {
                     if true {
@@ -286,12 +284,7 @@ impl OutputAdapter<i64> for FailingOutput {
 async fn an_output_error_fails_the_query() {
     let mut query = Query::new("out-fails");
     let items: Vec<_> = (0..10_000).map(|x| StreamItem::point(t(x), x)).collect();
-    let s = memory(
-        &mut query,
-        InputOptions::new("in", EventShape::Point)
-            .settings(AdvanceTimeSettings::increasing_start_time()),
-        &items,
-    );
+    let s = memory(&mut query, ordered("in"), &items);
     query.bind_output(&s, &given(FailingOutput), &()).unwrap();
     let err = query.start().unwrap().wait().await.unwrap_err().error;
     assert!(
@@ -304,11 +297,7 @@ async fn an_output_error_fails_the_query() {
 async fn a_stream_without_ctis_hits_the_buffer_cap_with_a_clear_error() {
     let mut query = Query::new("no-ctis");
     let items: Vec<_> = (0..1000).map(|x| StreamItem::point(t(x), x)).collect();
-    memory(
-        &mut query,
-        InputOptions::new("silent", EventShape::Point).max_buffered(100),
-        &items,
-    );
+    memory(&mut query, point("silent").max_buffered(100), &items);
     let err = query.start().unwrap().wait().await.unwrap_err();
     let text = err.to_string();
     assert!(
@@ -375,14 +364,7 @@ async fn a_slow_reference_stream_imports_the_fast_streams_ctis() {
     let (fast_tx, fast) = channel_input::<i64>(16);
     let (slow_tx, slow) = channel_input::<i64>(16);
     let mut query = Query::new("import");
-    query
-        .create_stream(
-            InputOptions::new("fast", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &fast,
-            &(),
-        )
-        .unwrap();
+    query.create_stream(ordered("fast"), &fast, &()).unwrap();
     let reference = query
         .create_stream(
             InputOptions::new("reference", EventShape::Edge).settings(
@@ -471,7 +453,7 @@ async fn binding_settings_replace_declared_settings() {
         let items = items.clone();
         async move {
             let mut query = Query::new("precedence");
-            let mut opts = InputOptions::new("in", EventShape::Point);
+            let mut opts = point("in");
             if let Some(s) = settings {
                 opts = opts.settings(s);
             }
@@ -507,13 +489,9 @@ async fn bind_errors_name_the_problem() {
                 .unwrap(),
         )
     };
-    memory(&mut query, InputOptions::new("a", EventShape::Point), &none);
+    memory(&mut query, point("a"), &none);
     let dup = query
-        .create_stream(
-            InputOptions::new("a", EventShape::Point),
-            &MemoryInput,
-            &none,
-        )
+        .create_stream(point("a"), &MemoryInput, &none)
         .unwrap_err();
     assert!(
         dup.to_string().contains("already has a stream named `a`"),
@@ -528,7 +506,7 @@ async fn bind_errors_name_the_problem() {
 
     let mut query = Query::new("cycle");
     memory(&mut query, import("from-x"), &none);
-    let opts = InputOptions::new("from-x", EventShape::Point)
+    let opts = point("from-x")
         .settings(
             AdvanceTimeSettings::builder()
                 .import(AdvanceTimeImportSettings::new("from-from-x"))
@@ -547,8 +525,7 @@ async fn a_failed_query_issues_no_final_ctis() {
     let items: Vec<_> = (0..10).map(|x| StreamItem::point(t(x), x)).collect();
     let healthy = query
         .create_stream(
-            InputOptions::new("healthy", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
+            ordered("healthy"),
             &input(move |ctx| {
                 async move {
                     ctx.enqueue_batch(items).await?;
@@ -563,7 +540,7 @@ async fn a_failed_query_issues_no_final_ctis() {
         .unwrap();
     query
         .create_stream(
-            InputOptions::new("broken", EventShape::Point),
+            point("broken"),
             &input(|_ctx| async { Err(AdapterError::Config("gone".into())) }.boxed()),
             &(),
         )
@@ -582,16 +559,14 @@ async fn iterator_and_stream_inputs_feed_streams() {
     let mut query = Query::new("sources");
     let from_iter = query
         .create_stream(
-            InputOptions::new("iter", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
+            ordered("iter"),
             &IterInput::new((0..3000).map(|x| StreamItem::point(t(x), x))),
             &(),
         )
         .unwrap();
     let from_stream = query
         .create_stream(
-            InputOptions::new("stream", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
+            ordered("stream"),
             &StreamInput::new(futures::stream::iter(
                 (0..3000).map(|x| StreamItem::point(t(x), x)),
             )),
@@ -608,12 +583,8 @@ async fn iterator_and_stream_inputs_feed_streams() {
     // A factory that wraps a one-shot source refuses a second stream with a clear error.
     let once = IterInput::new(std::iter::empty::<StreamItem<i64>>());
     let mut query = Query::new("twice");
-    query
-        .create_stream(InputOptions::new("a", EventShape::Point), &once, &())
-        .unwrap();
-    let e = query
-        .create_stream(InputOptions::new("b", EventShape::Point), &once, &())
-        .unwrap_err();
+    query.create_stream(point("a"), &once, &()).unwrap();
+    let e = query.create_stream(point("b"), &once, &()).unwrap_err();
     assert!(e.to_string().contains("can feed only one stream"), "{e}");
 }
 
@@ -621,11 +592,7 @@ async fn iterator_and_stream_inputs_feed_streams() {
 fn starting_without_a_suitable_runtime_is_an_error_not_a_panic() {
     let make = || {
         let mut query = Query::new("where");
-        memory(
-            &mut query,
-            InputOptions::new("in", EventShape::Point),
-            &Vec::<StreamItem<i64>>::new(),
-        );
+        memory(&mut query, point("in"), &Vec::<StreamItem<i64>>::new());
         query
     };
     let e = make().start().unwrap_err();

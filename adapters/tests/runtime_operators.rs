@@ -10,16 +10,16 @@ use futures::future::FutureExt;
 
 use punctual_adapters::{channel_input, CollectOutput, MemoryInput, RecordsInput};
 use punctual_core::{Batch, EventShape, StreamItem, Time, TimeSpan, Unordered};
-use punctual_policies::{
-    AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings, DeadLetterReason,
-};
+use punctual_policies::{AdvanceTimeSettings, DeadLetterReason};
 use punctual_runtime::{
     AdapterError, DeadLetterCollector, InputOptions, OutputAdapter, Query, QueryError,
     QueryFailure, TryEnqueueError,
 };
 
 mod common;
-use common::{given, input, memory, t};
+use common::{
+    every_events_then_drop, given, input, memory, ordered, payloads, point, starts_and_payloads, t,
+};
 
 #[tokio::test(start_paused = true)]
 async fn operators_run_on_the_query_task_and_multicast() {
@@ -39,11 +39,7 @@ async fn operators_run_on_the_query_task_and_multicast() {
         StreamItem::start_edge(t(10), (1, 4.0)),
         StreamItem::Cti(Time::INF),
     ];
-    let r = memory(
-        &mut query,
-        InputOptions::new("readings", EventShape::Point),
-        &readings,
-    );
+    let r = memory(&mut query, point("readings"), &readings);
     let c = memory(
         &mut query,
         InputOptions::new("calibration", EventShape::Edge),
@@ -60,18 +56,11 @@ async fn operators_run_on_the_query_task_and_multicast() {
     let e = query.bind_output(&sums, &out, &()).unwrap_err();
     assert!(e.to_string().contains("already has an output"), "{e}");
     query.start().unwrap().wait().await.unwrap();
-    let mut results: Vec<(i64, (u32, f64))> = out
-        .items()
-        .into_iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some((e.kind.start().ticks(), e.payload)),
-            StreamItem::Cti(_) => None,
-        })
-        .collect();
+    let mut results = starts_and_payloads(&out.items());
     results.sort_by(|a, b| a.partial_cmp(b).unwrap());
     assert_eq!(
         results,
-        vec![(10, (1, 20.0)), (10, (2, 15.0)), (20, (1, 4.0))]
+        vec![(t(10), (1, 20.0)), (t(10), (2, 15.0)), (t(20), (1, 4.0))]
     );
     assert_eq!(out.items().last(), Some(&StreamItem::Cti(Time::INF)));
     assert_eq!(
@@ -86,14 +75,7 @@ async fn explain_names_the_input_holding_a_join_back() {
     let (fast_tx, fast) = channel_input::<i64>(16);
     let (_slow_tx, slow) = channel_input::<i64>(16);
     let mut query = Query::new("explain");
-    let f = query
-        .create_stream(
-            InputOptions::new("fast", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
-            &fast,
-            &(),
-        )
-        .unwrap();
+    let f = query.create_stream(ordered("fast"), &fast, &()).unwrap();
     let s = query
         .create_stream(InputOptions::new("reference", EventShape::Edge), &slow, &())
         .unwrap();
@@ -129,28 +111,14 @@ async fn explain_names_the_input_holding_a_join_back() {
     running.stop().await.unwrap();
 }
 
-/// A CTI after every second event at the highest start so far, a final CTI, `Drop`.
-fn every_two_events_then_drop() -> AdvanceTimeSettings {
-    AdvanceTimeSettings::builder()
-        .generation(
-            AdvanceTimeGenerationSettings::every_events(2)
-                .final_cti(true)
-                .build()
-                .expect("valid generation settings"),
-        )
-        .policy(AdvanceTimePolicy::Drop)
-        .build()
-        .expect("valid settings")
-}
-
 #[tokio::test(start_paused = true)]
 async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
     let letters = DeadLetterCollector::new();
-    let settings = every_two_events_then_drop();
+    let settings = every_events_then_drop(2);
     let mut query = Query::new("bulk");
     let s = query
         .create_stream(
-            InputOptions::new("in", EventShape::Point).settings(settings),
+            point("in").settings(settings),
             &input(|ctx| {
                 async move {
                     // Columns: CTI(3) after the second point; 2 then breaks it and is dropped.
@@ -211,10 +179,10 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
 /// filter stays an operator: the same filtered stream, nothing `filtered` in the counters.
 #[tokio::test(start_paused = true)]
 async fn a_filter_after_an_input_runs_fused_into_its_ingress() {
-    let settings = every_two_events_then_drop();
+    let settings = every_events_then_drop(2);
     for (unordered, also_raw) in [(false, false), (true, false), (false, true)] {
         let mut query = Query::new("fused");
-        let options = InputOptions::new("in", EventShape::Point).settings(settings.clone());
+        let options = point("in").settings(settings.clone());
         // Odd values stay out, but every accepted record counts for generation: CTI(3) after
         // the second; the record at 2 breaks it and is dropped; CTI(8) after the last two (9
         // is odd: filtered, yet it moves the CTI).
@@ -282,27 +250,14 @@ async fn an_unordered_stream_refuses_the_edge_shape_and_rejects_edges() {
         StreamItem::start_edge(t(2), 20), // cannot be released on arrival: rejected
         StreamItem::point(t(3), 30),
     ];
-    let input = memory(
-        &mut query,
-        InputOptions::new("in", EventShape::Point)
-            .settings(AdvanceTimeSettings::increasing_start_time())
-            .unordered(),
-        &items,
-    );
+    let input = memory(&mut query, ordered("in").unordered(), &items);
     let big = input.filter(|v| *v >= 20).ordered();
     let out = CollectOutput::new();
     query.bind_output(&big, &out, &()).unwrap();
     let report = query.start().unwrap().wait().await.unwrap();
     let counters = report.counters("in").unwrap();
     assert_eq!((counters.events_in, counters.rejected), (3, 1));
-    let kept: Vec<i64> = out
-        .items()
-        .into_iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some(e.payload),
-            StreamItem::Cti(_) => None,
-        })
-        .collect();
+    let kept: Vec<i64> = payloads(&out.items());
     assert_eq!(kept, vec![30]);
 }
 
@@ -317,7 +272,7 @@ async fn an_unordered_output_receives_events_in_arrival_order() {
         .collect();
     let input = memory(
         &mut query,
-        InputOptions::new("in", EventShape::Point)
+        point("in")
             .settings(AdvanceTimeSettings::unordered_start_time(
                 TimeSpan::from_ticks(4),
             ))
@@ -370,7 +325,7 @@ async fn an_unordered_join_runs_through_the_runtime() {
             .collect();
     let fast = memory(
         &mut query,
-        InputOptions::new("readings", EventShape::Point)
+        point("readings")
             .settings(AdvanceTimeSettings::unordered_start_time(
                 TimeSpan::from_ticks(3),
             ))
@@ -394,13 +349,7 @@ async fn an_unordered_join_runs_through_the_runtime() {
     assert_eq!(report.counters("readings").unwrap().dropped, 1); // 1 after CTI(2)
     let items = out.items();
     assert_eq!(items.last(), Some(&StreamItem::Cti(Time::INF)));
-    let mut results: Vec<(Time, (String, i64))> = items
-        .into_iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some((e.kind.start(), e.payload)),
-            StreamItem::Cti(_) => None,
-        })
-        .collect();
+    let mut results = starts_and_payloads(&items);
     results.sort();
     // Key 3 has no name: no result.
     assert_eq!(
@@ -440,8 +389,7 @@ async fn try_enqueue_gives_the_items_back_while_the_output_is_behind() {
     let mut query = Query::new("try").channel_capacity(1);
     let s = query
         .create_stream(
-            InputOptions::new("in", EventShape::Point)
-                .settings(AdvanceTimeSettings::increasing_start_time()),
+            ordered("in"),
             &input(move |ctx| {
                 async move {
                     let mut full = 0;
@@ -491,7 +439,7 @@ fn a_blocking_adapter_cannot_hang_the_stop() {
         let mut query = Query::new("blocking").stop_grace(Duration::from_millis(300));
         query
             .create_stream(
-                InputOptions::new("stuck", EventShape::Point),
+                point("stuck"),
                 &input(|_ctx| {
                     async {
                         // A bug: a blocking call on the runtime's thread.
@@ -571,17 +519,8 @@ async fn a_query_over_its_budget_fails_naming_the_input_it_waits_for() {
     let mut query = Query::new("budget").max_held(1_000);
     let fast: Vec<_> = (0..5_000).map(|x| StreamItem::point(t(x), x)).collect();
     let silent = vec![StreamItem::point(t(0), 0i64)];
-    let f = memory(
-        &mut query,
-        InputOptions::new("fast", EventShape::Point)
-            .settings(AdvanceTimeSettings::increasing_start_time()),
-        &fast,
-    );
-    let s = memory(
-        &mut query,
-        InputOptions::new("silent", EventShape::Point),
-        &silent,
-    );
+    let f = memory(&mut query, ordered("fast"), &fast);
+    let s = memory(&mut query, point("silent"), &silent);
     let joined = f.join_on(&s, |x| *x, |y| *y, |x, y| x + y).named("pairs");
     query
         .bind_output(&joined, &CollectOutput::new(), &())
@@ -642,17 +581,8 @@ async fn what_a_join_held_at_the_end_is_listed_item_by_item() {
         .map(|x| StreamItem::point(t(10 * x), Reading { device: x }))
         .collect();
     let silent = vec![StreamItem::point(t(0), Reading { device: 0 })];
-    let f = memory(
-        &mut query,
-        InputOptions::new("fast", EventShape::Point)
-            .settings(AdvanceTimeSettings::increasing_start_time()),
-        &fast,
-    );
-    let s = memory(
-        &mut query,
-        InputOptions::new("silent", EventShape::Point),
-        &silent,
-    );
+    let f = memory(&mut query, ordered("fast"), &fast);
+    let s = memory(&mut query, point("silent"), &silent);
     let joined = f
         .join_on(&s, |x| x.device, |y| y.device, |x, _| x.clone())
         .named("pairs");
@@ -692,17 +622,8 @@ async fn held_items_of_an_unknown_type_have_no_payload() {
     let items: Vec<_> = (5..8)
         .map(|x| StreamItem::point(t(x), Reading { device: x }))
         .collect();
-    let s = memory(
-        &mut query,
-        InputOptions::new("in", EventShape::Point)
-            .settings(AdvanceTimeSettings::increasing_start_time()),
-        &items,
-    );
-    let other = memory(
-        &mut query,
-        InputOptions::new("other", EventShape::Point),
-        &vec![],
-    );
+    let s = memory(&mut query, ordered("in"), &items);
+    let other = memory(&mut query, point("other"), &vec![]);
     let u = s.union(&[&other]).named("both");
     query.bind_output(&u, &CollectOutput::new(), &()).unwrap();
     let report = query.start().unwrap().wait().await.unwrap();
@@ -721,17 +642,8 @@ async fn held_items_are_listed_up_to_the_limit_and_counted_beyond() {
     let mut query = Query::new("many");
     let n = punctual_runtime::MAX_REPORTED_HELD as i64 + 500;
     let fast: Vec<_> = (0..n).map(|x| StreamItem::point(t(x), x)).collect();
-    let f = memory(
-        &mut query,
-        InputOptions::new("fast", EventShape::Point)
-            .settings(AdvanceTimeSettings::increasing_start_time()),
-        &fast,
-    );
-    let s = memory(
-        &mut query,
-        InputOptions::new("silent", EventShape::Point),
-        &vec![],
-    );
+    let f = memory(&mut query, ordered("fast"), &fast);
+    let s = memory(&mut query, point("silent"), &vec![]);
     let joined = f.join_on(&s, |x| *x, |y: &i64| *y, |x, y| x + y);
     query
         .bind_output(&joined, &CollectOutput::new(), &())

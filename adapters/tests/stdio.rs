@@ -7,10 +7,12 @@ use std::process::{Command, Stdio};
 use punctual_adapters::{
     JsonLinesInput, JsonLinesInputConfig, JsonLinesOutput, JsonLinesOutputConfig,
 };
-use punctual_core::EventShape;
 use punctual_policies::AdvanceTimeSettings;
 use punctual_rows::Row;
-use punctual_runtime::{InputOptions, Query};
+use punctual_runtime::Query;
+
+mod common;
+use common::point;
 
 const CHILD: &str = "PUNCTUAL_STDIO_CHILD";
 
@@ -23,9 +25,9 @@ async fn child_pipes_stdin_to_stdout() {
     let mut query = Query::new("pipe");
     let s = query
         .create_stream::<_, Row, _, _>(
-            InputOptions::new("in", EventShape::Point).settings(
-                AdvanceTimeSettings::unordered_start_time(punctual_core::TimeSpan::from_ticks(10)),
-            ),
+            point("in").settings(AdvanceTimeSettings::unordered_start_time(
+                punctual_core::TimeSpan::from_ticks(10),
+            )),
             &JsonLinesInput,
             &JsonLinesInputConfig::new("-"),
         )

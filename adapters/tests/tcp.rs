@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 mod common;
+use common::ordered;
+use common::point;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -12,10 +14,10 @@ use punctual_adapters::{
     CollectOutput, TcpClientConfig, TcpClientInput, TcpListenConfig, TcpListenInput, TcpOutput,
     TcpOutputConfig, TcpServerInput,
 };
-use punctual_core::{EventShape, StreamItem, Time};
+use punctual_core::{StreamItem, Time};
 use punctual_policies::{AdvanceTimePolicy, AdvanceTimeSettings};
 use punctual_rows::Row;
-use punctual_runtime::{DeadLetterCollector, InputOptions, Partitioned, Query, QueryError};
+use punctual_runtime::{DeadLetterCollector, Partitioned, Query, QueryError};
 
 fn t(x: i64) -> Time {
     Time::from_ticks(x)
@@ -30,7 +32,7 @@ async fn a_server_input_takes_lines_from_several_clients() {
         let addr = server.local_addr();
         let mut query = Query::new("tcp-in").stop_grace(Duration::from_secs(2));
         let s = query
-            .create_stream::<_, i64, _, _>(InputOptions::new("in", EventShape::Point), &server, &())
+            .create_stream::<_, i64, _, _>(point("in"), &server, &())
             .expect("binds");
         let out = CollectOutput::new();
         query.bind_output(&s, &out, &()).expect("binds");
@@ -90,8 +92,7 @@ async fn a_client_input_reads_until_the_server_closes() {
         let mut query = Query::new("tcp-client");
         let s = query
             .create_stream::<_, i64, _, _>(
-                InputOptions::new("in", EventShape::Point)
-                    .settings(AdvanceTimeSettings::increasing_start_time()),
+                ordered("in"),
                 &TcpClientInput,
                 &TcpClientConfig::new(addr.to_string()),
             )
@@ -137,7 +138,7 @@ async fn a_client_input_reads_flat_records_in_arrival_order() {
         let lines = LineFormat::flat("ts", TimeFormat::EpochMs).fields(["device", "ts"]);
         let s = query
             .create_stream::<_, Row, _, _>(
-                InputOptions::new("in", EventShape::Point)
+                point("in")
                     .settings(AdvanceTimeSettings::policy_only(AdvanceTimePolicy::Drop))
                     .unordered(),
                 &TcpClientInput,
@@ -218,7 +219,7 @@ async fn a_line_that_is_not_utf8_is_malformed_and_the_connection_goes_on() {
         let addr = server.local_addr();
         let mut query = Query::new("tcp-bytes").stop_grace(Duration::from_secs(2));
         let s = query
-            .create_stream::<_, i64, _, _>(InputOptions::new("in", EventShape::Point), &server, &())
+            .create_stream::<_, i64, _, _>(point("in"), &server, &())
             .expect("binds");
         let letters = punctual_runtime::DeadLetterCollector::new();
         query.bind_dead_letters(&s, letters.clone()).expect("binds");
@@ -254,7 +255,7 @@ async fn a_server_input_limits_its_connections_and_closes_them_at_stop() {
         let addr = server.local_addr();
         let mut query = Query::new("tcp-limit").stop_grace(Duration::from_secs(2));
         let s = query
-            .create_stream::<_, i64, _, _>(InputOptions::new("in", EventShape::Point), &server, &())
+            .create_stream::<_, i64, _, _>(point("in"), &server, &())
             .expect("binds");
         let out = CollectOutput::new();
         query.bind_output(&s, &out, &()).expect("binds");
@@ -315,7 +316,7 @@ async fn a_source_listening_on_several_addresses_is_a_partition_each() {
         let mut query = Query::new("two ports").stop_grace(Duration::from_secs(2));
         let s = query
             .create_stream::<_, i64, _, _>(
-                InputOptions::new("in", EventShape::Point),
+                point("in"),
                 &Partitioned(TcpListenInput),
                 &ports,
             )
@@ -357,7 +358,7 @@ async fn a_source_listening_on_several_addresses_is_a_partition_each() {
         let mut query = Query::new("taken");
         let s = query
             .create_stream::<_, i64, _, _>(
-                InputOptions::new("in", EventShape::Point),
+                point("in"),
                 &TcpListenInput,
                 &TcpListenConfig::new(&addr),
             )

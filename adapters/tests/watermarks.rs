@@ -6,7 +6,10 @@ use std::time::Duration;
 use punctual_adapters::{channel_input, CollectOutput, MemoryInput};
 use punctual_core::{EventShape, StreamItem, Time, TimeSpan};
 use punctual_policies::{Arrival, Watermark};
-use punctual_runtime::{InputOptions, ManualClock, Query};
+use punctual_runtime::{ManualClock, Query};
+
+mod common;
+use common::{payloads, point};
 
 fn t(x: i64) -> Time {
     Time::from_ticks(x)
@@ -22,7 +25,7 @@ async fn the_clock_moves_a_quiet_input_so_a_union_does_not_stall() {
     let (busy_tx, busy) = channel_input::<i64>(16);
     let q = query
         .create_stream(
-            InputOptions::new("quiet", EventShape::Point).watermark(
+            point("quiet").watermark(
                 Watermark::<i64>::bounded(TimeSpan::ZERO).idle_timeout(TimeSpan::from_ticks(100)),
             ),
             &quiet,
@@ -31,7 +34,7 @@ async fn the_clock_moves_a_quiet_input_so_a_union_does_not_stall() {
         .unwrap();
     let b = query
         .create_stream(
-            InputOptions::new("busy", EventShape::Point).watermark(Watermark::<i64>::ascending()),
+            point("busy").watermark(Watermark::<i64>::ascending()),
             &busy,
             &(),
         )
@@ -81,8 +84,7 @@ async fn late_events_go_to_an_ordinary_output_with_reason_and_cti() {
         .collect();
     let s = query
         .create_stream(
-            InputOptions::new("in", EventShape::Point)
-                .watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
+            point("in").watermark(Watermark::<i64>::bounded(TimeSpan::ZERO)),
             &MemoryInput,
             &items,
         )
@@ -98,14 +100,7 @@ async fn late_events_go_to_an_ordinary_output_with_reason_and_cti() {
         )
         .unwrap();
     let report = query.start().unwrap().wait().await.unwrap();
-    let dropped: Vec<_> = side
-        .items()
-        .into_iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some(e.payload),
-            StreamItem::Cti(_) => None,
-        })
-        .collect();
+    let dropped: Vec<_> = payloads(&side.items());
     assert_eq!(
         dropped,
         vec![
@@ -156,7 +151,7 @@ async fn the_adapter_sees_which_partitions_to_pause() {
     let mut query = Query::new("aligned");
     query
         .create_stream(
-            InputOptions::new("log", EventShape::Point).watermark(
+            point("log").watermark(
                 Watermark::<i64>::partitioned(2, TimeSpan::ZERO)
                     .max_drift(TimeSpan::from_ticks(50)),
             ),
@@ -173,7 +168,7 @@ fn a_watermark_for_another_payload_type_is_a_bind_error() {
     let mut query = Query::new("types");
     let e = query
         .create_stream(
-            InputOptions::new("in", EventShape::Point).watermark(Watermark::<String>::ascending()),
+            point("in").watermark(Watermark::<String>::ascending()),
             &MemoryInput,
             &Vec::<StreamItem<i64>>::new(),
         )
@@ -220,7 +215,7 @@ async fn an_input_s_own_clock_readings_and_no_other_clock() {
         .clock_from_inputs();
     let s = query
         .create_stream(
-            InputOptions::new("s", EventShape::Point).watermark(
+            point("s").watermark(
                 Watermark::<i64>::bounded(TimeSpan::ZERO).idle_timeout(TimeSpan::from_ticks(100)),
             ),
             &ReplayedInput,

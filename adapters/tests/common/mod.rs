@@ -16,6 +16,58 @@ pub fn t(x: i64) -> Time {
     Time::from_ticks(x)
 }
 
+/// Point input `name`, no CTI settings.
+pub fn point(name: &str) -> InputOptions {
+    InputOptions::new(name, EventShape::Point)
+}
+
+/// The CSV file `path` timed by its column `time`, in ticks.
+pub fn csv_ticks(path: &std::path::Path) -> punctual_adapters::CsvInputConfig {
+    punctual_adapters::CsvInputConfig::new(path, "time")
+        .time_format(punctual_adapters::line::TimeFormat::Ticks)
+}
+
+/// Point input `name` with a CTI at each new start time (`increasing_start_time`).
+pub fn ordered(name: &str) -> InputOptions {
+    InputOptions::new(name, EventShape::Point)
+        .settings(punctual_policies::AdvanceTimeSettings::increasing_start_time())
+}
+
+/// A CTI after every `n` events at the highest start so far, a final CTI, `Drop`.
+pub fn every_events_then_drop(n: u64) -> punctual_policies::AdvanceTimeSettings {
+    use punctual_policies::{
+        AdvanceTimeGenerationSettings, AdvanceTimePolicy, AdvanceTimeSettings,
+    };
+    let every = AdvanceTimeGenerationSettings::every_events(n)
+        .final_cti(true)
+        .build()
+        .expect("valid generation settings");
+    AdvanceTimeSettings::builder()
+        .generation(every)
+        .policy(AdvanceTimePolicy::Drop)
+        .build()
+        .expect("valid settings")
+}
+
+/// The payloads of the events among `items`, in order (CTIs left out).
+pub fn payloads<P: Clone>(items: &[StreamItem<P>]) -> Vec<P> {
+    starts_and_payloads(items)
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect()
+}
+
+/// Each event's start time and payload among `items`, in order (CTIs left out).
+pub fn starts_and_payloads<P: Clone>(items: &[StreamItem<P>]) -> Vec<(Time, P)> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            StreamItem::Insert(e) => Some((e.kind.start(), e.payload.clone())),
+            StreamItem::Cti(_) => None,
+        })
+        .collect()
+}
+
 /// An input adapter defined by a closure over its context.
 pub struct FnInput<F>(Option<F>);
 
