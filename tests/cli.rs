@@ -3,7 +3,7 @@
 use punctual::cli::{main, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 mod cli_common;
-use cli_common::{case, cases, cli, holds, refused, s, write};
+use cli_common::{case, cases, cli, holds, refused, s, shell, write};
 
 #[test]
 fn check_passes_the_ingress_and_policy_cases() {
@@ -323,19 +323,12 @@ fn pipe_orders_a_file_and_writes_json_lines() {
     let output = dir.join("out.jsonl");
     write(&input, "{\"kind\":\"point\",\"start\":5,\"payload\":{\"v\":1}}\n{\"kind\":\"point\",\"start\":3,\"payload\":{\"v\":2}}\n{\"kind\":\"point\",\"start\":1,\"payload\":{\"v\":3}}\n");
     let letters = dir.join("dead.jsonl");
-    let (code, _, err) = cli(&[
-        "pipe",
-        "-i",
+    let (code, _, err) = shell(&format!(
+        "pipe -i {} -o {} --delay 3 --dead-letters {} --time-format ticks",
         s(&input),
-        "-o",
         s(&output),
-        "--delay",
-        "3",
-        "--dead-letters",
         s(&letters),
-        "--time-format",
-        "ticks",
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&output).expect("written");
     assert_eq!(
@@ -359,19 +352,11 @@ fn pipe_orders_a_file_and_writes_json_lines() {
     );
     let csv = dir.join("in.csv");
     write(&csv, "t,name\n2,b\n1,a\n");
-    let (code, _, err) = cli(&[
-        "pipe",
-        "-i",
+    let (code, _, err) = shell(&format!(
+        "pipe -i {} -o {} --csv t --delay 5 --time-format ticks",
         s(&csv),
-        "-o",
         s(&output),
-        "--csv",
-        "t",
-        "--delay",
-        "5",
-        "--time-format",
-        "ticks",
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&output).expect("written");
     holds(
@@ -383,15 +368,11 @@ fn pipe_orders_a_file_and_writes_json_lines() {
         "invalid value 'x' for '--out-of-order <DURATION>': `x` is not a duration",
     );
     // Durations as people write them; a bare number is ticks.
-    let (code, _, err) = cli(&[
-        "pipe",
-        "-i",
+    let (code, _, err) = shell(&format!(
+        "pipe -i {} -o {} --delay 300ns",
         s(&input),
-        "-o",
         s(&output),
-        "--delay",
-        "300ns",
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(
         err.contains("released=2 dropped=1"),
@@ -451,18 +432,11 @@ fn a_run_waits_for_its_peers_only_as_long_as_it_is_told() {
     write(&hosts, format!("{me}\n{peer}\n"));
     let case = cases().join("operators/filter");
     let run = || {
-        cli(&[
-            "run",
+        shell(&format!(
+            "run {} --processes 2 --process 0 --hosts {} --connect-timeout 1s",
             s(&case),
-            "--processes",
-            "2",
-            "--process",
-            "0",
-            "--hosts",
             s(&hosts),
-            "--connect-timeout",
-            "1s",
-        ])
+        ))
     };
     let (code, _, err) = run();
     assert_eq!(code, EXIT_FAILED, "{err}");

@@ -17,6 +17,46 @@ pub fn cli(args: &[&str]) -> (u8, String, String) {
     )
 }
 
+/// Runs the command line `line` in process, as a shell would split it: words at white
+/// space, a word in single quotes (a query with spaces) taken whole. What it exits with,
+/// writes to standard output and to standard error.
+pub fn shell(line: &str) -> (u8, String, String) {
+    let words = words(line);
+    cli(&words.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Runs the command line `line` (split as [`shell`] splits it) and checks that it refuses it
+/// as a usage error saying `says` on standard error.
+pub fn refuses(line: &str, says: &str) {
+    let words = words(line);
+    refused(&words.iter().map(String::as_str).collect::<Vec<_>>(), says);
+}
+
+/// `line`'s words: split at white space outside single quotes, the quotes taken away.
+fn words(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut quoted, mut started) = (Vec::new(), String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => (quoted, started) = (!quoted, true),
+            c if c.is_whitespace() && !quoted => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            c => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    assert!(!quoted, "an unclosed quote in {line:?}");
+    if started {
+        words.push(word);
+    }
+    words
+}
+
 /// Runs the command line with `args` and checks that it refuses them as a usage error
 /// (`EXIT_USAGE`) saying `says` on standard error.
 pub fn refused(args: &[&str], says: &str) {

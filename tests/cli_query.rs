@@ -17,7 +17,7 @@ mod query_values;
 mod sample_alerts;
 use std::path::Path;
 
-use cli_common::{case, cli, holds, refused, s, temp_dir, write};
+use cli_common::{case, cli, holds, refused, refuses, s, shell, temp_dir, write};
 
 /// `query` over flat JSON lines timed by TIMESTAMP BY: a tumbling window per key, times in
 /// RFC 3339 in and out, results as flat rows, late events dropped behind --delay with
@@ -38,20 +38,14 @@ fn query_runs_sql_over_flat_json_lines() {
         .join("\n"),
     );
     let output = dir.join("out.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device, COUNT(*) AS n, AVG(celsius) AS mean, System.Timestamp() AS window_end
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT device, COUNT(*) AS n, AVG(celsius) AS mean, System.Timestamp() AS window_end
          FROM readings TIMESTAMP BY time
-         GROUP BY device, TumblingWindow(second, 10)",
-        "--input",
-        &format!("readings={}", s(&input)),
-        "--output",
+         GROUP BY device, TumblingWindow(second, 10)' --input readings={} \
+         --output {} --delay 2s --policy drop",
+        s(&input),
         s(&output),
-        "--delay",
-        "2s",
-        "--policy",
-        "drop",
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&output).expect("written");
     // Flat rows: the result's time, then its fields; no CTIs.
@@ -89,19 +83,14 @@ fn query_reads_csv_and_joins_reference_data() {
         "from,to,device,rate\n0,10000,a,2\n10000,20000,a,3\n0,20000,b,10\n",
     );
     let output = dir.join("out.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT r.device, r.v * k.rate AS scaled FROM readings r TIMESTAMP BY ts
-         JOIN rates k ON r.device = k.device",
-        "--input",
-        &format!("readings={}", s(&readings)),
-        "--input",
-        &format!("rates={},time=from,end=to", s(&rates)),
-        "--time-format",
-        "epoch-ms",
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT r.device, r.v * k.rate AS scaled FROM readings r TIMESTAMP BY ts
+         JOIN rates k ON r.device = k.device' --input readings={} \
+         --input rates={},time=from,end=to --time-format epoch-ms --output {}",
+        s(&readings),
+        s(&rates),
         s(&output),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let out = std::fs::read_to_string(&output).expect("written");
     let events: Vec<&str> = out.lines().collect();
@@ -115,21 +104,15 @@ fn query_reads_csv_and_joins_reference_data() {
     );
     // The same query on two worker threads of the cluster executor: the same events.
     let split = dir.join("split.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT r.device, r.v * k.rate AS scaled FROM readings r TIMESTAMP BY ts
-         JOIN rates k ON r.device = k.device",
-        "--input",
-        &format!("readings={}", s(&readings)),
-        "--input",
-        &format!("rates={},time=from,end=to", s(&rates)),
-        "--time-format",
-        "epoch-ms",
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT r.device, r.v * k.rate AS scaled FROM readings r TIMESTAMP BY ts
+         JOIN rates k ON r.device = k.device' --input readings={} \
+         --input rates={},time=from,end=to --time-format epoch-ms --output {} \
+         --workers 2",
+        s(&readings),
+        s(&rates),
         s(&split),
-        "--workers",
-        "2",
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let text = std::fs::read_to_string(&split).expect("written");
     let mut got: Vec<&str> = text.lines().collect();
@@ -151,33 +134,27 @@ fn query_errors_point_at_the_cause() {
     let json = dir.join("r.jsonl");
     write(&json, "{\"time\": 1, \"device\": \"a\"}\n{\"time\": 2}\n");
     let input = |p: &Path| format!("r={}", s(p));
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT devise FROM r TIMESTAMP BY time",
-        "--input",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT devise FROM r TIMESTAMP BY time' --input '{}'",
         &input(&csv),
-    ]);
+    ));
     assert_eq!(code, EXIT_USAGE, "{err}");
     holds(&err, &["line 1, column 8: `devise` is not a field of `r` (did you mean `device`? its fields: time, device)"]);
     assert!(
         err.contains("  |        ^"),
         "a caret under the column: {err}"
     );
-    refused(
-        &[
-            "query",
-            "SELECT device FROM r WHERE",
-            "--input",
+    refuses(
+        &format!(
+            "query 'SELECT device FROM r WHERE' --input '{}'",
             &input(&csv),
-        ],
+        ),
         "syntax error at line 1, column 27: expected an expression",
     );
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device FROM r TIMESTAMP BY tiem",
-        "--input",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT device FROM r TIMESTAMP BY tiem' --input '{}'",
         &input(&json),
-    ]);
+    ));
     assert_eq!(code, EXIT_FAILED, "{err}");
     holds(
         &err,
@@ -186,44 +163,35 @@ fn query_errors_point_at_the_cause() {
             "r.jsonl:1: no field `tiem` (the event time)",
         ],
     );
-    refused(
-        &[
-            "query",
-            "SELECT device FROM r TIMESTAMP BY tiem",
-            "--input",
+    refuses(
+        &format!(
+            "query 'SELECT device FROM r TIMESTAMP BY tiem' --input '{}'",
             &input(&csv),
-        ],
+        ),
         "has no column `tiem` (its columns: time, device)",
     );
     refused(
         &["query", "SELECT device FROM r TIMESTAMP BY time"],
         "the query reads `r`: give it an input ([inputs.r], or --input r=FILE)",
     );
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device INTO a FROM r TIMESTAMP BY time; SELECT device INTO b FROM r TIMESTAMP BY time",
-        "--input",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT device INTO a FROM r TIMESTAMP BY time; SELECT device INTO b FROM r TIMESTAMP BY time' \
+         --input '{}'",
         &input(&csv),
-    ]);
+    ));
     assert_eq!(code, EXIT_USAGE);
     holds(&err, &["the query writes INTO a, b: give each an output ([outputs.NAME], or --output NAME=FILE)"]);
-    refused(
-        &[
-            "query",
-            "SELECT device FROM r TIMESTAMP BY time OVER device",
-            "--input",
+    refuses(
+        &format!(
+            "query 'SELECT device FROM r TIMESTAMP BY time OVER device' --input '{}'",
             &input(&csv),
-        ],
+        ),
         "OVER device (a watermark per key) needs arrival times",
     );
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT 1 FROM r",
-        "--input",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT 1 FROM r' --input '{}' --time-format days",
         &input(&csv),
-        "--time-format",
-        "days",
-    ]);
+    ));
     assert_eq!(code, EXIT_USAGE);
     holds(
         &err,
@@ -278,17 +246,11 @@ fn pipe_reads_flat_lines_and_refuses_to_say_nothing() {
     let input = dir.join("flat.jsonl");
     write(&input, "{\"time\": \"2026-12-01T10:00:01Z\", \"v\": 1}\n{\"time\": \"2026-12-01T10:00:00Z\", \"v\": 2}\n");
     let output = dir.join("out.jsonl");
-    let (code, _, err) = cli(&[
-        "pipe",
-        "-i",
+    let (code, _, err) = shell(&format!(
+        "pipe -i {} -o {} --time-field time --delay 5s",
         s(&input),
-        "-o",
         s(&output),
-        "--time-field",
-        "time",
-        "--delay",
-        "5s",
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&output).expect("written");
     assert!(
@@ -309,16 +271,8 @@ fn pipe_reads_flat_lines_and_refuses_to_say_nothing() {
     );
     let csv = dir.join("in.csv");
     write(&csv, "t,name\n2,b\n");
-    refused(
-        &[
-            "pipe",
-            "-i",
-            s(&csv),
-            "-o",
-            s(&output),
-            "--csv",
-            "nosuchcolumn",
-        ],
+    refuses(
+        &format!("pipe -i {} -o {} --csv nosuchcolumn", s(&csv), s(&output),),
         "has no column `nosuchcolumn` (its columns: t, name)",
     );
 }
@@ -359,14 +313,11 @@ fn a_misspelled_field_over_json_lines_is_an_error() {
     let dir = temp_dir("query-fields");
     let input = dir.join("r.jsonl");
     write(&input, "{\"time\": 1, \"device\": \"a\", \"celsius\": 20}\n{\"time\": 2, \"device\": \"b\", \"humidity\": 3}\n");
-    refused(&[
-        "query",
-        "SELECT device, AVG(celcius) AS mean FROM r TIMESTAMP BY time GROUP BY device, TumblingWindow(tick, 10)",
-        "--input",
-        &format!("r={}", s(&input)),
-        "--time-format",
-        "ticks",
-    ], "column 20: `celcius` is not a field of `r` (did you mean `celsius`? its fields: time, device, celsius, humidity)");
+    refuses(&format!(
+        "query 'SELECT device, AVG(celcius) AS mean FROM r TIMESTAMP BY time GROUP BY device, TumblingWindow(tick, 10)' \
+         --input r={} --time-format ticks",
+        s(&input),
+    ), "column 20: `celcius` is not a field of `r` (did you mean `celsius`? its fields: time, device, celsius, humidity)");
 }
 
 /// `--timeline FILE.svg` on `query`, `job` and `pipe`: the inputs (what they released, and
@@ -386,18 +337,13 @@ fn query_pipe_and_job_draw_a_timeline() {
         .join("\n"),
     );
     let svg_path = dir.join("query.svg");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT COUNT(*) AS n, SUM(v) AS total FROM r TIMESTAMP BY time GROUP BY TumblingWindow(second, 10)",
-        "--input",
-        &format!("r={}", s(&input)),
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT COUNT(*) AS n, SUM(v) AS total FROM r TIMESTAMP BY time GROUP BY TumblingWindow(second, 10)' \
+         --input r={} --output {} --timeline {} --policy drop",
+        s(&input),
         s(&dir.join("out.jsonl")),
-        "--timeline",
         s(&svg_path),
-        "--policy",
-        "drop",
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let svg = std::fs::read_to_string(&svg_path).expect("the timeline is written");
     let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");
@@ -425,19 +371,12 @@ fn query_pipe_and_job_draw_a_timeline() {
     assert!(svg.contains(">UTC, 2026-12-01<"), "clock time on the axis");
 
     let svg_path = dir.join("pipe.svg");
-    let (code, _, err) = cli(&[
-        "pipe",
-        "-i",
+    let (code, _, err) = shell(&format!(
+        "pipe -i {} -o {} --time-field time --delay 0s --timeline {}",
         s(&input),
-        "-o",
         s(&dir.join("piped.jsonl")),
-        "--time-field",
-        "time",
-        "--delay",
-        "0s",
-        "--timeline",
         s(&svg_path),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let svg = std::fs::read_to_string(&svg_path).expect("the timeline is written");
     assert!(roxmltree::Document::parse(&svg).is_ok());
@@ -448,18 +387,12 @@ fn query_pipe_and_job_draw_a_timeline() {
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
     assert!(std::fs::read_to_string(dir.join("job.svg")).is_ok_and(|s| s.contains(">out: output<")));
-    refused(
-        &[
-            "pipe",
-            "-i",
+    refuses(
+        &format!(
+            "pipe -i {} -o {} --timeline t.svg --checkpoint cp",
             s(&input),
-            "-o",
             s(&dir.join("x.jsonl")),
-            "--timeline",
-            "t.svg",
-            "--checkpoint",
-            "cp",
-        ],
+        ),
         "'--timeline <FILE.svg>' cannot be used with '--checkpoint <DIR>'",
     );
 }
@@ -475,15 +408,12 @@ fn a_timeline_counts_every_event_of_a_long_lane() {
         .collect();
     write(&input, text);
     let svg_path = dir.join("many.svg");
-    let (code, _, err) = cli(&[
-        "pipe",
-        "-i",
+    let (code, _, err) = shell(&format!(
+        "pipe -i {} -o {} --timeline {}",
         s(&input),
-        "-o",
         s(&dir.join("out.jsonl")),
-        "--timeline",
         s(&svg_path),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let svg = std::fs::read_to_string(&svg_path).expect("written");
     assert!(svg.contains(">in: in<"), "the lane's label is its name");
@@ -650,16 +580,12 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
     );
     let run = |sql: &str, order: &str| {
         let output = dir.join(format!("out-{order}.jsonl"));
-        let (code, _, err) = cli(&[
-            "query",
+        let (code, _, err) = shell(&format!(
+            "query '{}' --input readings={},order={order} --output {} --delay 5s",
             sql,
-            "--input",
-            &format!("readings={},order={order}", s(&input)),
-            "--output",
+            s(&input),
             s(&output),
-            "--delay",
-            "5s",
-        ]);
+        ));
         assert_eq!(code, EXIT_OK, "{err}");
         let written = std::fs::read_to_string(&output).expect("written");
         let points: Vec<String> = written.lines().map(str::to_owned).collect();
@@ -686,13 +612,12 @@ fn an_input_in_arrival_order_passes_events_on_as_they_come() {
     sorted.sort();
     assert_eq!(arrival, sorted);
 
-    refused(
-        &[
-            "query",
+    refuses(
+        &format!(
+            "query '{}' --input readings={},order=sideways",
             filter,
-            "--input",
-            &format!("readings={},order=sideways", s(&input)),
-        ],
+            s(&input),
+        ),
         "readings: order is `time` or `arrival`, not `sideways`",
     );
     let items = dir.join("items.jsonl");
@@ -725,15 +650,11 @@ fn a_negative_delay_is_refused_everywhere() {
         "{\"t\": 1, \"v\": 1}\n{\"t\": 2, \"v\": 2}\n{\"t\": 3, \"v\": 3}\n",
     );
     let said = "a delay cannot be negative";
-    refused(
-        &[
-            "query",
-            "SELECT v FROM r TIMESTAMP BY t",
-            "--input",
-            &format!("r={}", s(&input)),
-            "--delay",
-            "-5s",
-        ],
+    refuses(
+        &format!(
+            "query 'SELECT v FROM r TIMESTAMP BY t' --input r={} --delay -5s",
+            s(&input),
+        ),
         &format!("invalid value '-5s' for '--out-of-order <DURATION>': {said}"),
     );
     refused(&["pipe", "-i", s(&input), "--delay", "-1tick"], said);
@@ -754,18 +675,12 @@ fn a_negative_delay_is_refused_everywhere() {
         );
     }
     // Zero is a delay, and the run goes on.
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT v FROM r TIMESTAMP BY t",
-        "--input",
-        &format!("r={}", s(&input)),
-        "--delay",
-        "0s",
-        "--time-format",
-        "ticks",
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT v FROM r TIMESTAMP BY t' --input r={} --delay 0s \
+         --time-format ticks --output {}",
+        s(&input),
         s(&dir.join("zero.jsonl")),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
 }
 
@@ -827,16 +742,13 @@ fn the_buffer_cap_is_settable_and_its_error_says_what_waits() {
     lines.push_str("{\"day\": \"2024-05-02T00:00:00Z\", \"v\": 50}\n");
     write(&input, lines);
     let run = |cap: &str| {
-        cli(&[
-            "query",
-            "SELECT COUNT(*) AS n FROM r TIMESTAMP BY day GROUP BY TumblingWindow(day, 1)",
-            "--input",
-            &format!("r={}", s(&input)),
-            "--max-buffered",
+        shell(&format!(
+            "query 'SELECT COUNT(*) AS n FROM r TIMESTAMP BY day GROUP BY TumblingWindow(day, 1)' \
+             --input r={} --max-buffered '{}' --output {}",
+            s(&input),
             cap,
-            "--output",
             s(&dir.join("out.jsonl")),
-        ])
+        ))
     };
     let (code, _, err) = run("20");
     assert_eq!(code, EXIT_FAILED, "{err}");
@@ -928,25 +840,20 @@ fn errors_and_counts_name_what_the_user_wrote() {
     let dir = temp_dir("names");
     let input = dir.join("r.jsonl");
     write(&input, "{\"t\": 1, \"k\": 1, \"v\": 1}\n");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT v INTO alerts FROM r TIMESTAMP BY t",
-        "--input",
-        &format!("r={}", s(&input)),
-        "--time-format",
-        "ticks",
-        "--output",
-        &format!("alerts={}", s(&dir.join("missing-dir").join("o.jsonl"))),
-    ]);
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT v INTO alerts FROM r TIMESTAMP BY t' --input r={} \
+         --time-format ticks --output alerts={}",
+        s(&input),
+        s(&dir.join("missing-dir").join("o.jsonl")),
+    ));
     assert_eq!(code, EXIT_FAILED, "{err}");
     holds(&err, &["the output adapter of `alerts` failed"]);
-    refused(
-        &[
-            "query",
-            "SELECT a.v FROM r a TIMESTAMP BY t JOIN r b TIMESTAMP BY t ON a.k = b.k",
-            "--input",
-            &format!("r={}", s(&input)),
-        ],
+    refuses(
+        &format!(
+            "query 'SELECT a.v FROM r a TIMESTAMP BY t JOIN r b TIMESTAMP BY t ON a.k = b.k' \
+         --input r={}",
+            s(&input),
+        ),
         "line 1, column 36: `r` is joined with itself without DATEDIFF",
     );
     let items = dir.join("items.jsonl");

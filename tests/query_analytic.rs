@@ -19,17 +19,15 @@ fn lag_runs_a_documented_query_as_written() {
         .join("\n"),
     );
     let output = dir.join("out.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT Make, LicensePlate AS CurrentCarLicensePlate,
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT Make, LicensePlate AS CurrentCarLicensePlate,
             LAG(LicensePlate, 1) OVER (LIMIT DURATION(second, 90)) AS FirstCarLicensePlate
          FROM Input TIMESTAMP BY Time
-         WHERE LAG(Make, 1) OVER (LIMIT DURATION(second, 90)) = Make",
-        "--input",
-        &format!("Input={},out_of_order=5s", s(&input)),
-        "--output",
+         WHERE LAG(Make, 1) OVER (LIMIT DURATION(second, 90)) = Make' \
+         --input Input={},out_of_order=5s --output {}",
+        s(&input),
         s(&output),
-    ]);
+    ));
     assert_eq!(code, 0, "{err}");
     let out = std::fs::read_to_string(&output).expect("the output");
     let rows: Vec<serde_json::Value> = out
@@ -61,16 +59,14 @@ fn a_session_window_closes_each_users_session_after_the_timeout() {
         .join("\n"),
     );
     let output = dir.join("out.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT System.Timestamp() AS closed, user, COUNT(*) AS clicks
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT System.Timestamp() AS closed, user, COUNT(*) AS clicks
          FROM clicks TIMESTAMP BY at
-         GROUP BY user, SessionWindow(minute, 5, 60) OVER (PARTITION BY user)",
-        "--input",
-        &format!("clicks={},out_of_order=5m", s(&input)),
-        "--output",
+         GROUP BY user, SessionWindow(minute, 5, 60) OVER (PARTITION BY user)' \
+         --input clicks={},out_of_order=5m --output {}",
+        s(&input),
         s(&output),
-    ]);
+    ));
     assert_eq!(code, 0, "{err}");
     let out = std::fs::read_to_string(&output).expect("the output");
     let rows: Vec<(String, String, i64)> = out
@@ -129,16 +125,14 @@ fn a_documented_query_reads_fields_named_in_another_case() {
     write(&csv, text);
     for file in [&json, &csv] {
         let output = dir.join("out.jsonl");
-        let (code, _, err) = cli(&[
-            "query",
-            "SELECT COUNT(DISTINCT Make) AS CountMake, System.TIMESTAMP() AS AsaTIME
+        let (code, _, err) = shell(&format!(
+            "query 'SELECT COUNT(DISTINCT Make) AS CountMake, System.TIMESTAMP() AS AsaTIME
              FROM Input TIMESTAMP BY TIME
-             GROUP BY TumblingWindow(second, 2)",
-            "--input",
-            &format!("Input={},out_of_order=2s", s(file)),
-            "--output",
+             GROUP BY TumblingWindow(second, 2)' --input Input={},out_of_order=2s \
+             --output {}",
+            s(file),
             s(&output),
-        ]);
+        ));
         assert_eq!(code, 0, "{err}");
         let rows: Vec<serde_json::Value> = std::fs::read_to_string(&output)
             .expect("the output")

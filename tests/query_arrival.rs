@@ -39,17 +39,13 @@ fn late_arrivals_are_adjusted_or_dropped_and_counted() {
     let query = "SELECT n, System.Timestamp() AS at FROM Input TIMESTAMP BY t";
     let output = dir.join("out.jsonl");
     let run = |policy: &str| {
-        let (code, _, err) = cli(&[
-            "query",
+        let (code, _, err) = shell(&format!(
+            "query '{}' --input Input={},arrival=arrived,late=15s,out_of_order=8s,policy={policy} \
+             --output {}",
             query,
-            "--input",
-            &format!(
-                "Input={},arrival=arrived,late=15s,out_of_order=8s,policy={policy}",
-                s(&input)
-            ),
-            "--output",
+            s(&input),
             s(&output),
-        ]);
+        ));
         assert_eq!(code, 0, "{err}");
         (
             rows(&std::fs::read_to_string(&output).expect("the output")),
@@ -101,14 +97,12 @@ fn substreams_keep_each_keys_own_clock() {
             "SELECT Toll, COUNT(*) AS n FROM Input TIMESTAMP BY t {over} GROUP BY Toll, TumblingWindow(second, 5)"
         );
         let output = dir.join("out.jsonl");
-        let (code, _, err) = cli(&[
-            "query",
+        let (code, _, err) = shell(&format!(
+            "query '{}' --input Input={},arrival=a,late=1m,out_of_order=0s --output {}",
             &query,
-            "--input",
-            &format!("Input={},arrival=a,late=1m,out_of_order=0s", s(&input)),
-            "--output",
+            s(&input),
             s(&output),
-        ]);
+        ));
         assert_eq!(code, 0, "{err}");
         let out = std::fs::read_to_string(&output).expect("the output");
         let mut got: Vec<(i64, String, i64)> = rows(&out)
@@ -154,40 +148,30 @@ fn arrival_times_are_refused_where_they_cannot_work() {
         "n,t,arrived\n1,2019-03-12T00:10:00Z,2019-03-12T00:10:40Z\n",
     );
     let query = "SELECT n FROM Input TIMESTAMP BY t";
-    refused(
-        &[
-            "query",
+    refuses(
+        &format!(
+            "query '{}' --input Input={},arrival=arrived",
             query,
-            "--input",
-            &format!("Input={},arrival=arrived", s(&csv)),
-        ],
+            s(&csv),
+        ),
         "reads each record's arrival time from a JSON-lines file",
     );
-    refused(
-        &[
-            "query",
-            query,
-            "--input",
-            &format!("Input={},late=5s", s(&input)),
-        ],
+    refuses(
+        &format!("query '{}' --input Input={},late=5s", query, s(&input),),
         "give arrival=FIELD too",
     );
-    refused(
-        &[
-            "query",
-            "SELECT n FROM Input",
-            "--input",
-            &format!("Input={},arrival=arrived", s(&input)),
-        ],
+    refuses(
+        &format!(
+            "query 'SELECT n FROM Input' --input Input={},arrival=arrived",
+            s(&input),
+        ),
         "name the time field",
     );
-    refused(
-        &[
-            "query",
-            "SELECT n FROM Input TIMESTAMP BY t OVER n",
-            "--input",
-            &format!("Input={}", s(&input)),
-        ],
+    refuses(
+        &format!(
+            "query 'SELECT n FROM Input TIMESTAMP BY t OVER n' --input Input={}",
+            s(&input),
+        ),
         "needs arrival times",
     );
     let job = dir.join("job.toml");

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, holds, refused, s, temp_dir, write};
+use crate::cli_common::{cli, holds, refuses, s, shell, temp_dir, write};
 
 fn dir(name: &str) -> PathBuf {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -64,13 +64,11 @@ fn a_job_matches_end_edges_by_its_key() {
     // Points have no edges to match: a key there is refused, with why.
     let points = dir.join("points.csv");
     write(&points, "time,id\n2026-12-01T10:00:00Z,1\n");
-    refused(
-        &[
-            "query",
-            "SELECT id FROM p TIMESTAMP BY time",
-            "--input",
-            &format!("p={},key=id", s(&points)),
-        ],
+    refuses(
+        &format!(
+            "query 'SELECT id FROM p TIMESTAMP BY time' --input p={},key=id",
+            s(&points),
+        ),
         "points or intervals, which have none",
     );
 }
@@ -88,17 +86,13 @@ fn reference_edges_take_the_join_key_and_pipe_takes_edge_key() {
     }
     write(&readings, text);
     let alerts = dir.join("alerts.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT r.id FROM readings r TIMESTAMP BY time JOIN rows t ON r.id = t.id WHERE r.v > t.limit",
-        "--input",
-        &format!("readings={}", s(&readings)),
-        "--input",
-        &format!("rows={}", s(&rows)),
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT r.id FROM readings r TIMESTAMP BY time JOIN rows t ON r.id = t.id WHERE r.v > t.limit' \
+         --input readings={} --input rows={} --output {} --explain",
+        s(&readings),
+        s(&rows),
         s(&alerts),
-        "--explain",
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     holds(&err, &["end edges found by their key (id)"]);
     let out = std::fs::read_to_string(&alerts).expect("written");

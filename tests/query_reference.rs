@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, holds, refused, s, temp_dir, write};
+use crate::cli_common::{cli, holds, refuses, s, shell, temp_dir, write};
 
 fn dir(name: &str) -> PathBuf {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -156,15 +156,13 @@ fn a_table_of_versions_needs_its_key() {
     let (input, _) = readings(&d);
     let path = d.join("limits.csv");
     write(&path, "valid_from,limit\n2026-12-01T09:00:00Z,25\n");
-    refused(
-        &[
-            "query",
-            "SELECT r.temp FROM readings r TIMESTAMP BY time JOIN limits t ON r.temp > t.limit",
-            "--input",
-            &format!("readings={}", s(&input)),
-            "--input",
-            &format!("limits={},time=valid_from", s(&path)),
-        ],
+    refuses(
+        &format!(
+        "query 'SELECT r.temp FROM readings r TIMESTAMP BY time JOIN limits t ON r.temp > t.limit' \
+         --input readings={} --input limits={},time=valid_from",
+        s(&input),
+        s(&path),
+    ),
         "name the key (key = [\"device\"]",
     );
 }
@@ -178,17 +176,14 @@ fn a_left_join_keeps_the_readings_of_devices_the_table_does_not_list() {
     let path = dir.join("thresholds.csv");
     write(&path, "device,threshold\nd0,25\nd1,27\n");
     let out = dir.join("joined.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT r.device, r.temp, t.threshold FROM readings r TIMESTAMP BY time \
-         LEFT JOIN thresholds t ON r.device = t.device",
-        "--input",
-        &format!("readings={}", s(&input)),
-        "--input",
-        &format!("thresholds={}", s(&path)),
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT r.device, r.temp, t.threshold FROM readings r TIMESTAMP BY time \
+         LEFT JOIN thresholds t ON r.device = t.device' --input readings={} \
+         --input thresholds={} --output {}",
+        s(&input),
+        s(&path),
         s(&out),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&out).expect("the output");
     let mut got: Vec<(String, String, i64, serde_json::Value)> = written

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, holds, refused, s, temp_dir, write};
+use crate::cli_common::{cli, holds, refused, refuses, s, shell, temp_dir, write};
 
 /// A folder of its own per call (tests run in parallel).
 fn dir(name: &str) -> PathBuf {
@@ -115,9 +115,10 @@ fn late_readings_are_adjusted_by_default() {
     let (code, _, err) = cli(&["query", PER_DEVICE, "--input", &per_input]);
     assert_eq!(code, EXIT_OK, "{err}");
     holds(&err, &[&format!("dropped={late}")]);
-    let (code, _, err) = cli(&[
-        "query", PER_DEVICE, "--input", &per_input, "--policy", "keep",
-    ]);
+    let (code, _, err) = shell(&format!(
+        "query '{}' --input '{}' --policy keep",
+        PER_DEVICE, &per_input,
+    ));
     assert_eq!(code, EXIT_USAGE);
     holds(
         &err,
@@ -186,17 +187,12 @@ fn csv_output_has_its_header_first_and_every_row_its_columns() {
     let input = d.join("ms.csv");
     write(&input, "ts,device\n1000,a\n3000,b\n7000,a\n");
     let out = d.join("ms-out.csv");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device, COUNT(*) AS n FROM r TIMESTAMP BY ts GROUP BY device, TumblingWindow(second, 5)",
-        "--input",
-        &format!("r={}", s(&input)),
-        "--time-format",
-        "epoch-ms",
-        "--with-ctis",
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT device, COUNT(*) AS n FROM r TIMESTAMP BY ts GROUP BY device, TumblingWindow(second, 5)' \
+         --input r={} --time-format epoch-ms --with-ctis --output {}",
+        s(&input),
         s(&out),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&out).expect("written");
     let lines: Vec<&str> = written.lines().collect();
@@ -302,13 +298,12 @@ fn a_job_files_query_error_names_the_files_line() {
         &["  | FROM readings TIMESTAMP BY time WHERE celsiu > 25"],
     );
     // On the command line, the query's own lines.
-    refused(
-        &[
-            "query",
-            "SELECT device\nFROM readings TIMESTAMP BY time WHERE celsiu > 25",
-            "--input",
-            &format!("readings={}", s(&input)),
-        ],
+    refuses(
+        &format!(
+            "query 'SELECT device\nFROM readings TIMESTAMP BY time WHERE celsiu > 25' \
+         --input readings={}",
+            s(&input),
+        ),
         "error: line 2, column 39: `celsiu`",
     );
 }
@@ -322,16 +317,13 @@ fn a_timeline_of_many_events_summarises_its_lanes() {
     let d = dir("rows-timeline");
     let sample = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/alerts");
     let svg_path = d.join("run.svg");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT device, celsius FROM readings TIMESTAMP BY time WHERE celsius > 28",
-        "--input",
-        &format!("readings={}", s(&sample.join("readings.csv"))),
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT device, celsius FROM readings TIMESTAMP BY time WHERE celsius > 28' \
+         --input readings={} --output {} --timeline {}",
+        s(&sample.join("readings.csv")),
         s(&d.join("out.jsonl")),
-        "--timeline",
         s(&svg_path),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let svg = std::fs::read_to_string(&svg_path).expect("written");
     let doc = roxmltree::Document::parse(&svg).expect("well-formed SVG");

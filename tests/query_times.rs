@@ -5,7 +5,7 @@
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, holds, refused, s, temp_dir, write};
+use crate::cli_common::{cli, holds, refused, refuses, s, shell, temp_dir, write};
 
 /// Epoch milliseconds (1 May 2024, 12:00 UTC, and 75 s later) as JSON lines and as CSV.
 fn readings(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -28,14 +28,11 @@ fn a_number_time_without_a_declared_unit_is_refused_before_the_run() {
     let out = dir.join("out.jsonl");
     let fix =
         "what it counts is not declared: set the input's time format to epoch-ms, epoch-s or ticks";
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT v FROM r TIMESTAMP BY ts",
-        "--input",
-        &format!("r={}", s(&json)),
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT v FROM r TIMESTAMP BY ts' --input r={} --output {}",
+        s(&json),
         s(&out),
-    ]);
+    ));
     assert_eq!(code, EXIT_USAGE, "{err}");
     holds(
         &err,
@@ -72,16 +69,12 @@ fn a_declared_unit_reads_numbers_as_it_says() {
     let dir = temp_dir("times-declared");
     let (json, _) = readings(&dir);
     let out = dir.join("out.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT COUNT(*) AS n FROM r TIMESTAMP BY ts GROUP BY TumblingWindow(minute, 1)",
-        "--input",
-        &format!("r={}", s(&json)),
-        "--time-format",
-        "epoch-ms",
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT COUNT(*) AS n FROM r TIMESTAMP BY ts GROUP BY TumblingWindow(minute, 1)' \
+         --input r={} --time-format epoch-ms --output {}",
+        s(&json),
         s(&out),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(&out).expect("written");
     let windows: Vec<&str> = written.lines().collect();
@@ -109,14 +102,12 @@ fn a_time_without_an_offset_is_read_at_the_declared_zone() {
     let query = "SELECT v, System.Timestamp() AS at FROM r TIMESTAMP BY t";
     for file in [&json, &csv] {
         let out = dir.join("out.jsonl");
-        let (code, _, err) = cli(&[
-            "query",
+        let (code, _, err) = shell(&format!(
+            "query '{}' --input r={},zone=-08:00 --output {}",
             query,
-            "--input",
-            &format!("r={},zone=-08:00", s(file)),
-            "--output",
+            s(file),
             s(&out),
-        ]);
+        ));
         assert_eq!(code, EXIT_OK, "{err}");
         let text = std::fs::read_to_string(&out).expect("the output");
         holds(&text, &["\"at\":\"2014-01-01T14:01:00Z\""]);
@@ -124,24 +115,16 @@ fn a_time_without_an_offset_is_read_at_the_declared_zone() {
         assert_ne!(code, EXIT_OK, "{err}");
         holds(&err, &["expected `Z` or a `+HH:MM`/`-HH:MM` offset"]);
     }
-    refused(
-        &[
-            "query",
-            query,
-            "--input",
-            &format!("r={},zone=PST", s(&json)),
-        ],
+    refuses(
+        &format!("query '{}' --input r={},zone=PST", query, s(&json),),
         "`PST` is not a UTC offset",
     );
-    refused(
-        &[
-            "query",
+    refuses(
+        &format!(
+            "query '{}' --input r={},zone=+01:00 --time-format epoch-ms",
             query,
-            "--input",
-            &format!("r={},zone=+01:00", s(&json)),
-            "--time-format",
-            "epoch-ms",
-        ],
+            s(&json),
+        ),
         "epoch and tick times count from the epoch in UTC",
     );
     let job = dir.join("job.toml");

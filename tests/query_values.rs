@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use punctual::cli::{EXIT_OK, EXIT_USAGE};
 
-use crate::cli_common::{cli, holds, s, temp_dir, write};
+use crate::cli_common::{holds, s, shell, temp_dir, write};
 
 /// Runs a count and an average over `csv` (columns `time,device,temp`) with `extra`
 /// options after the input's file: exit code, output, stderr, dead letters.
@@ -16,16 +16,13 @@ fn run(csv: &str, options: &str) -> (u8, String, String, String) {
     let input = dir.join("r.csv");
     write(&input, csv);
     let (out, dead) = (dir.join("out.jsonl"), dir.join("dead.jsonl"));
-    let (code, _, err) = cli(&[
-        "query",
-        "SELECT COUNT(*) AS n, AVG(temp) AS mean FROM r TIMESTAMP BY time GROUP BY TumblingWindow(minute, 1)",
-        "--input",
-        &format!("r={}{options}", s(&input)),
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query 'SELECT COUNT(*) AS n, AVG(temp) AS mean FROM r TIMESTAMP BY time GROUP BY TumblingWindow(minute, 1)' \
+         --input r={}{options} --output {} --dead-letters {}",
+        s(&input),
         s(&out),
-        "--dead-letters",
         s(&dead),
-    ]);
+    ));
     (
         code,
         std::fs::read_to_string(out).unwrap_or_default(),

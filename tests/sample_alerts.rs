@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use punctual::cli::EXIT_OK;
 
-use crate::cli_common::{cli, holds, s, temp_dir, write};
+use crate::cli_common::{cli, holds, s, shell, temp_dir, write};
 
 fn sample() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../samples/alerts")
@@ -77,19 +77,14 @@ fn the_first_steps_sample_counts_every_alert() {
         &["note: stream thresholds: stale_ctis=", "nothing is lost"],
     );
     // The same as the sample's README writes it with `punctual query`.
-    let (code, out, err) = cli(&[
-        "query",
-        "SELECT r.device, r.celsius, t.threshold FROM readings r TIMESTAMP BY time \
-         JOIN thresholds t ON r.device = t.device WHERE r.celsius > t.threshold",
-        "--input",
-        &format!("readings={}", s(&sample().join("readings.csv"))),
-        "--input",
-        &format!("thresholds={}", s(&sample().join("thresholds.csv"))),
-        "--out-of-order",
-        "3s",
-        "--output",
+    let (code, out, err) = shell(&format!(
+        "query 'SELECT r.device, r.celsius, t.threshold FROM readings r TIMESTAMP BY time \
+         JOIN thresholds t ON r.device = t.device WHERE r.celsius > t.threshold' \
+         --input readings={} --input thresholds={} --out-of-order 3s --output {}",
+        s(&sample().join("readings.csv")),
+        s(&sample().join("thresholds.csv")),
         s(&dir.join("query.jsonl")),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     let written = std::fs::read_to_string(dir.join("query.jsonl")).expect("written");
     assert_eq!(written.lines().count(), want, "{out}{err}");
