@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
 
 use punctual::adapters::line::TimeFormat;
 use punctual::adapters::{CollectOutput, JsonLinesInput, JsonLinesInputConfig};
@@ -18,24 +17,9 @@ fn samples() -> PathBuf {
         .join("samples")
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Reading {
-    device: String,
-    raw: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Calibration {
-    device: String,
-    factor: f64,
-    offset: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Calibrated {
-    device: String,
-    value: f64,
-}
+use punctual_samples::sensors::{
+    imported_from, readings_settings, Calibrated, Calibration, Reading,
+};
 
 /// The sample's query with the Rust API: (window end, device, average, count) per result.
 async fn rust_version() -> Vec<(Time, String, f64, u64)> {
@@ -43,19 +27,7 @@ async fn rust_version() -> Vec<(Time, String, f64, u64)> {
     let mut query = Query::new("sensors");
     let readings = query
         .create_stream::<_, Reading, _, _>(
-            InputOptions::new("readings", EventShape::Point).settings(
-                AdvanceTimeSettings::builder()
-                    .generation(
-                        AdvanceTimeGenerationSettings::every_events(20)
-                            .delay(TimeSpan::from_secs(3))
-                            .final_cti(true)
-                            .build()
-                            .expect("valid"),
-                    )
-                    .policy(AdvanceTimePolicy::Drop)
-                    .build()
-                    .expect("valid"),
-            ),
+            InputOptions::new("readings", EventShape::Point).settings(readings_settings()),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&log).stream("readings"),
         )
@@ -63,13 +35,7 @@ async fn rust_version() -> Vec<(Time, String, f64, u64)> {
     let calibration = query
         .create_stream::<_, Calibration, _, _>(
             InputOptions::new("calibration", EventShape::Edge)
-                .settings(
-                    AdvanceTimeSettings::builder()
-                        .import(AdvanceTimeImportSettings::new("readings"))
-                        .policy(AdvanceTimePolicy::Adjust)
-                        .build()
-                        .expect("valid"),
-                )
+                .settings(imported_from("readings"))
                 .reference(),
             &JsonLinesInput,
             &JsonLinesInputConfig::new(&log).stream("calibration"),
@@ -256,13 +222,7 @@ async fn bench_rust(
             query
                 .create_stream::<_, (i64, u32), _, _>(
                     InputOptions::new("reference", EventShape::Interval)
-                        .settings(
-                            AdvanceTimeSettings::builder()
-                                .import(AdvanceTimeImportSettings::new("events"))
-                                .policy(AdvanceTimePolicy::Adjust)
-                                .build()
-                                .expect("valid"),
-                        )
+                        .settings(imported_from("events"))
                         .reference(),
                     &MemoryInput,
                     &versions,

@@ -3,6 +3,8 @@
 
 use std::process::ExitCode;
 
+pub mod sensors;
+
 use punctual::prelude::Time;
 
 /// The value after `name` on the command line, parsed, or `default` when `name` is absent.

@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 use punctual::adapters::line::{parse_line, Line};
@@ -33,24 +32,9 @@ use punctual::runtime::{
     OutputAdapterFactory, Query, QueryReport,
 };
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Reading {
-    device: String,
-    raw: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Calibration {
-    device: String,
-    factor: f64,
-    offset: f64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct Calibrated {
-    device: String,
-    value: f64,
-}
+use punctual_samples::sensors::{
+    imported_from, readings_settings, Calibrated, Calibration, Reading,
+};
 
 // ---------------------------------------------------------------------------------------------
 // A custom adapter factory: replay a recorded multi-stream arrival log in its global order.
@@ -287,20 +271,9 @@ async fn run(
 ) -> Result<(Table, QueryReport, Replay), Box<dyn std::error::Error>> {
     let replay = Replay::open(log)?;
     let mut query = Query::new("sensors");
-    let readings_settings = AdvanceTimeSettings::builder()
-        .generation(
-            AdvanceTimeGenerationSettings::every_events(20)
-                .delay(TimeSpan::from_secs(3))
-                .final_cti(true)
-                .build()?,
-        )
-        .policy(AdvanceTimePolicy::Drop)
-        .build()?;
+    let readings_settings = readings_settings();
     let calibration_settings = if import {
-        AdvanceTimeSettings::builder()
-            .import(AdvanceTimeImportSettings::new("readings"))
-            .policy(AdvanceTimePolicy::Adjust)
-            .build()?
+        imported_from("readings")
     } else {
         AdvanceTimeSettings::policy_only(AdvanceTimePolicy::Adjust)
     };
