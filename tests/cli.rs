@@ -3,7 +3,7 @@
 use punctual::cli::{main, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 mod cli_common;
-use cli_common::{case, cases, cli, holds, refused, s, shell, write};
+use cli_common::{case, cases, cli, fifo, holds, refused, s, shell, temp_dir, write};
 
 #[test]
 fn check_passes_the_ingress_and_policy_cases() {
@@ -393,15 +393,8 @@ fn pipe_orders_a_file_and_writes_json_lines() {
 /// FIFO, every line reaches the query.
 #[test]
 fn pipe_reads_a_fifo_once() {
-    let dir = std::env::temp_dir().join(format!("punctual-fifo-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let fifo = dir.join("in.fifo");
-    let _ = std::fs::remove_file(&fifo);
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
+    let dir = temp_dir("fifo");
+    let fifo = fifo(&dir);
     let writer = {
         let fifo = fifo.clone();
         std::thread::spawn(move || {

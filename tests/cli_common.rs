@@ -18,7 +18,7 @@ pub fn cli(args: &[&str]) -> (u8, String, String) {
 }
 
 /// Runs the command line `line` in process, as a shell would split it: words at white
-/// space, a word in single quotes (a query with spaces) taken whole. What it exits with,
+/// space, a word in quotes (a query with spaces) taken whole. What it exits with,
 /// writes to standard output and to standard error.
 pub fn shell(line: &str) -> (u8, String, String) {
     let words = words(line);
@@ -32,29 +32,58 @@ pub fn refuses(line: &str, says: &str) {
     refused(&words.iter().map(String::as_str).collect::<Vec<_>>(), says);
 }
 
-/// `line`'s words: split at white space outside single quotes, the quotes taken away.
+/// `line`'s words: split at white space outside quotes (single or double: a query holding
+/// single quotes goes in double ones), the quotes taken away.
 fn words(line: &str) -> Vec<String> {
-    let (mut words, mut word, mut quoted, mut started) = (Vec::new(), String::new(), false, false);
+    let (mut words, mut word, mut quote, mut started) = (Vec::new(), String::new(), None, false);
     for c in line.chars() {
-        match c {
-            '\'' => (quoted, started) = (!quoted, true),
-            c if c.is_whitespace() && !quoted => {
+        match (c, quote) {
+            ('\'' | '"', None) => (quote, started) = (Some(c), true),
+            (c, Some(q)) if c == q => quote = None,
+            (c, None) if c.is_whitespace() => {
                 if started {
                     words.push(std::mem::take(&mut word));
                 }
                 started = false;
             }
-            c => {
+            (c, _) => {
                 word.push(c);
                 started = true;
             }
         }
     }
-    assert!(!quoted, "an unclosed quote in {line:?}");
+    assert!(quote.is_none(), "an unclosed quote in {line:?}");
     if started {
         words.push(word);
     }
     words
+}
+
+/// Writes the job file `path` and runs it (`punctual job PATH`): its exit code and what it
+/// wrote to standard error.
+pub fn run_job(path: &Path, toml: impl AsRef<[u8]>) -> (u8, String) {
+    write(path, toml);
+    let (code, _, err) = cli(&["job", s(path)]);
+    (code, err)
+}
+
+/// Makes the named pipe `in.fifo` in `dir` (anew).
+pub fn fifo(dir: &Path) -> PathBuf {
+    let fifo = dir.join("in.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    match std::process::Command::new("mkfifo").arg(&fifo).output() {
+        Ok(made) if made.status.success() => fifo,
+        other => panic!("mkfifo: {other:?}"),
+    }
+}
+
+/// The numbers in the field `field` of the JSON lines in `path`, in order.
+pub fn numbers(path: &Path, field: &str) -> Vec<i64> {
+    let text = std::fs::read_to_string(path).expect("written");
+    let rows = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok());
+    rows.filter_map(|v| v[field].as_i64()).collect()
 }
 
 /// Runs the command line with `args` and checks that it refuses them as a usage error

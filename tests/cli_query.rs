@@ -17,7 +17,7 @@ mod query_values;
 mod sample_alerts;
 use std::path::Path;
 
-use cli_common::{case, cli, holds, refused, refuses, s, shell, temp_dir, write};
+use cli_common::{case, cli, holds, numbers, refused, refuses, s, shell, temp_dir, write};
 
 /// `query` over flat JSON lines timed by TIMESTAMP BY: a tumbling window per key, times in
 /// RFC 3339 in and out, results as flat rows, late events dropped behind --delay with
@@ -515,14 +515,8 @@ fn a_job_input_takes_a_bounded_watermark() {
     write(&job, "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ntime_format = \"ticks\"\nwatermark = { bounded = \"1us\" }\npolicy = \"drop\"\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n");
     let (code, _, err) = cli(&["job", s(&job)]);
     assert_eq!(code, EXIT_OK, "{err}");
-    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
     // 1 us = 10 ticks: after 50 the CTI is 40; 45 is on time, 20 is late.
-    let values: Vec<i64> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["v"].as_i64())
-        .collect();
-    assert_eq!(values, vec![1, 3, 2]);
+    assert_eq!(numbers(&dir.join("out.jsonl"), "v"), vec![1, 3, 2]);
     holds(&err, &["dropped=1"]);
     write(&job, "query = \"SELECT v FROM r TIMESTAMP BY t\"\n[inputs.r]\npath = \"r.jsonl\"\ndelay = \"1s\"\nwatermark = { bounded = \"1s\" }\n[outputs.output]\npath = \"out.jsonl\"\n");
     refused(
@@ -784,18 +778,13 @@ fn a_value_over_the_size_limit_is_a_dead_letter_not_an_abort() {
     }
     let dead = dir.join("dead.jsonl");
     let out = dir.join("out.jsonl");
-    let (code, _, err) = cli(&[
-        "query",
-        &format!("SELECT LEN({grow}) AS n FROM r TIMESTAMP BY t"),
-        "--input",
-        &format!("r={}", s(&input)),
-        "--time-format",
-        "ticks",
-        "--output",
+    let (code, _, err) = shell(&format!(
+        "query \"SELECT LEN({grow}) AS n FROM r TIMESTAMP BY t\" --input r={} \
+         --time-format ticks --output {} --dead-letters {}",
+        s(&input),
         s(&out),
-        "--dead-letters",
         s(&dead),
-    ]);
+    ));
     assert_eq!(code, EXIT_OK, "{err}");
     holds(&err, &["map `output`: dropped=1"]);
     let letters = std::fs::read_to_string(&dead).expect("written");

@@ -3,36 +3,15 @@
 //! started on a loopback port. Without the features, a job naming them is refused with the way
 //! to get them.
 
-use std::path::PathBuf;
-
-use punctual::cli::main;
-
-fn cli(args: &[&str]) -> (u8, String) {
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let code = main(&args, &mut out, &mut err);
-    (code, String::from_utf8_lossy(&err).into_owned())
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir()
-        .join(format!("punctual-job-brokers-{}", std::process::id()))
-        .join(name);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+mod cli_common;
+use cli_common::{numbers, run_job, temp_dir};
 
 #[cfg(not(feature = "kafka"))]
 #[test]
 fn without_the_feature_a_kafka_job_says_how_to_get_it() {
     let dir = temp_dir("no-kafka");
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        "query = \"SELECT v FROM r\"\n[inputs.r]\nkafka = { brokers = \"localhost:9092\", topic = \"r\" }\n[outputs.output]\npath = \"-\"\n",
-    )
-    .expect("written");
-    let (code, err) = cli(&["job", &job.display().to_string()]);
+    let (code, err) = run_job(&job, "query = \"SELECT v FROM r\"\n[inputs.r]\nkafka = { brokers = \"localhost:9092\", topic = \"r\" }\n[outputs.output]\npath = \"-\"\n");
     assert_eq!(code, punctual::cli::EXIT_USAGE);
     assert!(
         err.contains(
@@ -74,39 +53,18 @@ fn a_job_reads_and_writes_kafka_topics() {
     });
     let dir = temp_dir("kafka");
     let first = dir.join("first.toml");
-    std::fs::write(
-        &first,
-        format!(
+    let (code, err) = run_job(&first, format!(
             "query = \"SELECT v * 10 AS w FROM r WHERE v > 2\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topic = \"readings\", until_end = true }}\n[outputs.output]\nkafka = {{ brokers = \"{brokers}\", topic = \"big\" }}\n"
-        ),
-    )
-    .expect("written");
-    let (code, err) = cli(&["job", &first.display().to_string()]);
+        ));
     assert_eq!(code, 0, "{err}");
     let second = dir.join("second.toml");
-    std::fs::write(
-        &second,
-        format!(
+    let (code, err) = run_job(&second, format!(
             "query = \"SELECT w FROM big\"\n[inputs.big]\nkafka = {{ brokers = \"{brokers}\", topic = \"big\", until_end = true }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n"
-        ),
-    )
-    .expect("written");
-    let (code, err) = cli(&["job", &second.display().to_string()]);
+        ));
     assert_eq!(code, 0, "{err}");
-    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
-    let values: Vec<i64> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["w"].as_i64())
-        .collect();
-    assert_eq!(values, vec![30, 40], "{out}");
+    assert_eq!(numbers(&dir.join("out.jsonl"), "w"), vec![30, 40]);
     // A mistake in the table is named.
-    std::fs::write(
-        &first,
-        format!("query = \"SELECT v FROM r\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topik = \"readings\" }}\n[outputs.output]\npath = \"-\"\n"),
-    )
-    .expect("written");
-    let (code, err) = cli(&["job", &first.display().to_string()]);
+    let (code, err) = run_job(&first, format!("query = \"SELECT v FROM r\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topik = \"readings\" }}\n[outputs.output]\npath = \"-\"\n"));
     assert_eq!(code, punctual::cli::EXIT_USAGE);
     assert!(err.contains("kafka: unknown field `topik`"), "{err}");
 }
@@ -166,14 +124,9 @@ fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
     let job = dir.join("job.toml");
     // Each run in a consumer group of its own, which reads the topic from its start.
     let run = |over: &str, watermark: &str, group: &str| {
-        std::fs::write(
-            &job,
-            format!(
+        let (code, err) = run_job(&job, format!(
                 "query = \"SELECT device, v FROM r TIMESTAMP BY t {over}\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topic = \"records\", group_id = \"{group}\", until_end = true }}\ntime_format = \"epoch-ms\"\nwatermark = {{ {watermark} }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"epoch-ms\"\n"
-            ),
-        )
-        .expect("written");
-        let (code, err) = cli(&["job", &job.display().to_string()]);
+            ));
         assert_eq!(code, 0, "{err}");
         let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
         let mut got: Vec<(i64, i64)> = out
@@ -249,15 +202,10 @@ fn a_job_reads_an_mqtt_topic() {
     });
     assert!(up, "mosquitto listens");
     let job = dir.join("job.toml");
-    std::fs::write(
-        &job,
-        format!(
-            "query = \"SELECT v FROM r WHERE v > 10\"\n[inputs.r]\nmqtt = {{ host = \"127.0.0.1\", port = {port}, topic = \"in\" }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n"
-        ),
-    )
-    .expect("written");
-    let job_path = job.display().to_string();
-    let running = std::thread::spawn(move || cli(&["job", &job_path]));
+    let toml = format!(
+        "query = \"SELECT v FROM r WHERE v > 10\"\n[inputs.r]\nmqtt = {{ host = \"127.0.0.1\", port = {port}, topic = \"in\" }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n"
+    );
+    let running = std::thread::spawn(move || run_job(&job, toml));
     std::thread::sleep(Duration::from_millis(700)); // the job's subscription
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     runtime.block_on(async {
@@ -265,28 +213,18 @@ fn a_job_reads_an_mqtt_topic() {
         opts.set_keep_alive(Duration::from_secs(30));
         let (publisher, mut events) = AsyncClient::new(opts, 64);
         tokio::spawn(async move { while events.poll().await.is_ok() {} });
-        for (t, v) in [(1, 5), (2, 20), (3, 30)] {
-            let line = format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{{\"v\":{v}}}}}");
-            publisher
-                .publish("in", QoS::AtLeastOnce, false, line)
-                .await
-                .expect("publishes");
+        let points = [(1, 5), (2, 20), (3, 30)].map(|(t, v)| {
+            format!("{{\"kind\":\"point\",\"start\":{t},\"payload\":{{\"v\":{v}}}}}")
+        });
+        for line in points.into_iter().chain(["{\"kind\":\"eof\"}".to_owned()]) {
+            let sent = publisher.publish("in", QoS::AtLeastOnce, false, line);
+            sent.await.expect("publishes");
         }
-        publisher
-            .publish("in", QoS::AtLeastOnce, false, "{\"kind\":\"eof\"}")
-            .await
-            .expect("publishes");
         tokio::time::sleep(Duration::from_millis(300)).await;
     });
     let (code, err) = running.join().expect("the job ends");
     let _ = broker.kill();
     let _ = broker.wait();
     assert_eq!(code, 0, "{err}");
-    let out = std::fs::read_to_string(dir.join("out.jsonl")).expect("written");
-    let values: Vec<i64> = out
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|v| v["v"].as_i64())
-        .collect();
-    assert_eq!(values, vec![20, 30], "{out}");
+    assert_eq!(numbers(&dir.join("out.jsonl"), "v"), vec![20, 30]);
 }

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-
 use punctual::adapters::line::TimeFormat;
 use punctual::adapters::{CollectOutput, JsonLinesInput, JsonLinesInputConfig};
 use punctual::cli::{main, EXIT_OK};

@@ -401,20 +401,15 @@ fn datediff_join_results_are_written_as_points() {
     write(&buys, "{\"t\":\"2026-12-01T10:00:03Z\",\"user\":1}\n");
     for join in ["JOIN", "LEFT JOIN"] {
         let out = dir.join("joined.jsonl");
-        let (code, _, err) = cli(&[
-            "query",
-            &format!(
-                "SELECT c.user, b.user AS buyer FROM clicks c TIMESTAMP BY t \
-                 {join} buys b TIMESTAMP BY t ON c.user = b.user \
-                 AND DATEDIFF(second, c, b) BETWEEN 0 AND 10"
-            ),
-            "--input",
-            &format!("clicks={}", s(&clicks)),
-            "--input",
-            &format!("buys={}", s(&buys)),
-            "--output",
+        let (code, _, err) = shell(&format!(
+            "query 'SELECT c.user, b.user AS buyer FROM clicks c TIMESTAMP BY t \
+             {join} buys b TIMESTAMP BY t ON c.user = b.user \
+             AND DATEDIFF(second, c, b) BETWEEN 0 AND 10' \
+             --input clicks={} --input buys={} --output {}",
+            s(&clicks),
+            s(&buys),
             s(&out),
-        ]);
+        ));
         assert_eq!(code, EXIT_OK, "{err}");
         let written = std::fs::read_to_string(&out).expect("the output");
         assert!(!written.is_empty(), "{join}: no rows");

@@ -17,7 +17,7 @@ use punctual_rows::{Row, Value};
 use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
 
 mod common;
-use common::{csv_ticks, ordered, point, starts_and_payloads};
+use common::{csv_ticks, fifo, ordered, point, starts_and_payloads};
 
 fn temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-files-{}", std::process::id()));
@@ -346,13 +346,7 @@ async fn blank_lines_the_eof_line_and_lines_after_it_are_counted() {
 async fn a_slow_live_input_reaches_the_output_file_while_it_is_open() {
     let dir = std::env::temp_dir().join(format!("punctual-live-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let fifo = dir.join("in.fifo");
-    let _ = std::fs::remove_file(&fifo);
-    let made = std::process::Command::new("mkfifo")
-        .arg(&fifo)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success());
+    let fifo = fifo(&dir);
     let out_path = dir.join("out.jsonl");
     let mut query = Query::new("live");
     let s = query

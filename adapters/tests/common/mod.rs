@@ -40,10 +40,9 @@ pub fn every_events_then_drop(n: u64) -> punctual_policies::AdvanceTimeSettings 
     };
     let every = AdvanceTimeGenerationSettings::every_events(n)
         .final_cti(true)
-        .build()
-        .expect("valid generation settings");
-    AdvanceTimeSettings::builder()
-        .generation(every)
+        .build();
+    let settings = AdvanceTimeSettings::builder().generation(every.expect("valid generation"));
+    settings
         .policy(AdvanceTimePolicy::Drop)
         .build()
         .expect("valid settings")
@@ -59,13 +58,13 @@ pub fn payloads<P: Clone>(items: &[StreamItem<P>]) -> Vec<P> {
 
 /// Each event's start time and payload among `items`, in order (CTIs left out).
 pub fn starts_and_payloads<P: Clone>(items: &[StreamItem<P>]) -> Vec<(Time, P)> {
-    items
-        .iter()
-        .filter_map(|i| match i {
-            StreamItem::Insert(e) => Some((e.kind.start(), e.payload.clone())),
-            StreamItem::Cti(_) => None,
-        })
-        .collect()
+    let mut events = Vec::new();
+    for item in items {
+        if let StreamItem::Insert(e) = item {
+            events.push((e.kind.start(), e.payload.clone()));
+        }
+    }
+    events
 }
 
 /// An input adapter defined by a closure over its context.
@@ -138,6 +137,15 @@ pub fn memory<P: Payload, O: Order>(
     query
         .create_stream(options, &MemoryInput, items)
         .expect("a valid input")
+}
+
+/// Makes the named pipe `in.fifo` in `dir` (anew).
+pub fn fifo(dir: &std::path::Path) -> std::path::PathBuf {
+    let fifo = dir.join("in.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    assert!(made.is_ok_and(|s| s.success()), "mkfifo runs");
+    fifo
 }
 
 /// Counts per value (`i64` points) in tumbling windows of 100 ticks, a CTI every 50 events
