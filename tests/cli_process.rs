@@ -155,6 +155,17 @@ fn pipe_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     );
 }
 
+/// A hosts file in `dir` for two processes on this machine, each on a free port.
+fn hosts_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let hosts = dir.join("hosts");
+    let ports: Vec<String> = free_ports(2)
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect();
+    std::fs::write(&hosts, ports.join("\n")).expect("written");
+    hosts
+}
+
 /// `n` free loopback ports (bound at once, so they differ, then released).
 fn free_ports(n: usize) -> Vec<u16> {
     let listeners: Vec<std::net::TcpListener> = (0..n)
@@ -255,12 +266,7 @@ fn lose_process_1(name: &str, lose: impl FnOnce(&mut std::process::Child)) -> St
         ));
     }
     std::fs::write(case.join("arrivals.jsonl"), arrivals).expect("written");
-    let hosts = dir.join("hosts");
-    let lines: Vec<String> = free_ports(2)
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}"))
-        .collect();
-    std::fs::write(&hosts, lines.join("\n")).expect("written");
+    let hosts = hosts_file(&dir);
     let start = |i: usize| {
         Command::new(env!("CARGO_BIN_EXE_punctual"))
             .args([
@@ -398,12 +404,7 @@ fn a_job_runs_on_workers_and_processes_with_the_same_results() {
     assert_eq!(local.1, "\"inf\"", "the final CTI");
     let threads = job_output(&run("threads.jsonl", &["--workers", "2"]));
     assert!(threads == local, "on two workers the output differs");
-    let hosts = dir.join("hosts");
-    let lines: Vec<String> = free_ports(2)
-        .iter()
-        .map(|p| format!("127.0.0.1:{p}"))
-        .collect();
-    std::fs::write(&hosts, lines.join("\n")).expect("written");
+    let hosts = hosts_file(&dir);
     let out = dir.join("procs.jsonl");
     let job = sensors_job(&dir.join("procs"), &out);
     let start = |i: usize| {

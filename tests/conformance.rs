@@ -171,9 +171,8 @@ fn case_functions() -> punctual::sql::Functions {
             Value::Float(1.0)
         }
         fn accumulate(&self, state: &mut Value, args: &[Value]) {
-            if let (Value::Float(p), Some(x)) = (&*state, args.first().and_then(Value::as_f64)) {
-                *state = Value::Float(p * x);
-            }
+            let factor = args.first().and_then(Value::as_f64).unwrap_or(1.0);
+            *state = Value::Float(state.as_f64().unwrap_or(1.0) * factor);
         }
         fn result(&self, state: &Value) -> Value {
             state.clone()

@@ -4,7 +4,7 @@
 //! to get them.
 
 mod cli_common;
-use cli_common::{numbers, run_job, temp_dir};
+use cli_common::{run_job, temp_dir};
 
 #[cfg(not(feature = "kafka"))]
 #[test]
@@ -22,35 +22,44 @@ fn without_the_feature_a_kafka_job_says_how_to_get_it() {
 }
 
 /// One job reads a topic and writes another; a second job reads that one to a file.
+/// Sends `records` (a line, and the record's timestamp in epoch ms if given) to `topic` of
+/// the (mock) cluster at `brokers`.
+#[cfg(feature = "kafka")]
+fn produce(brokers: &str, topic: &str, records: impl IntoIterator<Item = (String, Option<i64>)>) {
+    use punctual::adapters::kafka::rdkafka::config::ClientConfig;
+    use punctual::adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let config = ClientConfig::new()
+            .set("bootstrap.servers", brokers)
+            .clone();
+        let producer: FutureProducer = config.create().expect("producer");
+        for (line, at) in records {
+            let record = FutureRecord::<(), str>::to(topic).payload(&line);
+            let record = match at {
+                Some(at) => record.timestamp(at),
+                None => record,
+            };
+            let sent = producer.send(record, std::time::Duration::from_secs(5));
+            sent.await.expect("produced");
+        }
+    });
+}
+
 #[cfg(feature = "kafka")]
 #[test]
 fn a_job_reads_and_writes_kafka_topics() {
-    use punctual::adapters::kafka::rdkafka::config::ClientConfig;
     use punctual::adapters::kafka::rdkafka::mocking::MockCluster;
-    use punctual::adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
-    use std::time::Duration;
 
     let cluster = MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("readings", 1, 1).expect("topic");
     cluster.create_topic("big", 1, 1).expect("topic");
     let brokers = cluster.bootstrap_servers();
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(async {
-        let producer: FutureProducer = ClientConfig::new()
-            .set("bootstrap.servers", &brokers)
-            .create()
-            .expect("producer");
-        for v in 1..=4 {
-            let line = format!("{{\"kind\":\"point\",\"start\":{v},\"payload\":{{\"v\":{v}}}}}");
-            producer
-                .send(
-                    FutureRecord::<(), str>::to("readings").payload(&line),
-                    Duration::from_secs(5),
-                )
-                .await
-                .expect("produced");
-        }
+    let points = (1..=4).map(|v| {
+        let line = format!("{{\"kind\":\"point\",\"start\":{v},\"payload\":{{\"v\":{v}}}}}");
+        (line, None)
     });
+    produce(&brokers, "readings", points);
     let dir = temp_dir("kafka");
     let first = dir.join("first.toml");
     let (code, err) = run_job(&first, format!(
@@ -62,7 +71,10 @@ fn a_job_reads_and_writes_kafka_topics() {
             "query = \"SELECT w FROM big\"\n[inputs.big]\nkafka = {{ brokers = \"{brokers}\", topic = \"big\", until_end = true }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n"
         ));
     assert_eq!(code, 0, "{err}");
-    assert_eq!(numbers(&dir.join("out.jsonl"), "w"), vec![30, 40]);
+    assert_eq!(
+        cli_common::numbers(&dir.join("out.jsonl"), "w"),
+        vec![30, 40]
+    );
     // A mistake in the table is named.
     let (code, err) = run_job(&first, format!("query = \"SELECT v FROM r\"\n[inputs.r]\nkafka = {{ brokers = \"{brokers}\", topik = \"readings\" }}\n[outputs.output]\npath = \"-\"\n"));
     assert_eq!(code, punctual::cli::EXIT_USAGE);
@@ -76,10 +88,7 @@ fn a_job_reads_and_writes_kafka_topics() {
 #[cfg(feature = "kafka")]
 #[test]
 fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
-    use punctual::adapters::kafka::rdkafka::config::ClientConfig;
     use punctual::adapters::kafka::rdkafka::mocking::MockCluster;
-    use punctual::adapters::kafka::rdkafka::producer::{FutureProducer, FutureRecord};
-    use std::time::Duration;
 
     let cluster = MockCluster::new(1).expect("mock cluster");
     cluster.create_topic("records", 1, 1).expect("topic");
@@ -98,28 +107,14 @@ fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
         .expect("after 1970")
         .as_millis();
     let base_ms = i64::try_from(now_ms).expect("in range") / 1000 * 1000 - 60_000;
-    let runtime = tokio::runtime::Runtime::new().expect("runtime");
-    runtime.block_on(async {
-        let producer: FutureProducer = ClientConfig::new()
-            .set("bootstrap.servers", &brokers)
-            .create()
-            .expect("producer");
-        for (at, device, v, arrival) in records {
-            let line = format!(
-                "{{\"t\":{},\"device\":\"{device}\",\"v\":{v},\"note\":\"x\"}}",
-                base_ms + at * 1000
-            );
-            producer
-                .send(
-                    FutureRecord::<(), str>::to("records")
-                        .payload(&line)
-                        .timestamp(base_ms + arrival * 1000),
-                    Duration::from_secs(5),
-                )
-                .await
-                .expect("produced");
-        }
+    let lines = records.into_iter().map(|(at, device, v, arrival)| {
+        let line = format!(
+            "{{\"t\":{},\"device\":\"{device}\",\"v\":{v},\"note\":\"x\"}}",
+            base_ms + at * 1000
+        );
+        (line, Some(base_ms + arrival * 1000))
     });
+    produce(&brokers, "records", lines);
     let dir = temp_dir("kafka-over");
     let job = dir.join("job.toml");
     // Each run in a consumer group of its own, which reads the topic from its start.
@@ -139,21 +134,24 @@ fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
     };
     let tolerances = "out_of_order = \"0s\", late = \"1h\", early = \"1h\"";
     // Per device: b's events at 1 s and 2 s are on time for b; a's at 3 s is behind a's 5 s.
-    let (per_device, err) = run("OVER device", tolerances, "per-device");
-    assert_eq!(
-        per_device,
-        vec![(1, 5000), (2, 1000), (3, 5000), (4, 2000)],
-        "{err}"
-    );
-    assert!(err.contains("out_of_order=1"), "{err}");
     // One watermark: the three events behind 5 s are moved up to it.
-    let (one, err) = run("", tolerances, "one");
-    assert_eq!(
-        one,
-        vec![(1, 5000), (2, 5000), (3, 5000), (4, 5000)],
-        "{err}"
-    );
-    assert!(err.contains("out_of_order=3"), "{err}");
+    for (over, name, moved, said) in [
+        (
+            "OVER device",
+            "per-device",
+            [5000, 1000, 5000, 2000],
+            "out_of_order=1",
+        ),
+        ("", "one", [5000; 4], "out_of_order=3"),
+    ] {
+        let (got, err) = run(over, tolerances, name);
+        assert_eq!(
+            got,
+            [1, 2, 3, 4].into_iter().zip(moved).collect::<Vec<_>>(),
+            "{err}"
+        );
+        assert!(err.contains(said), "{err}");
+    }
     // No late-arrival limit (Stream Analytics' -1), a wide out-of-order tolerance: the event
     // that arrived 18 s after its time keeps it (with the default 5 s it would take 15 s).
     let (kept, err) = run(
@@ -226,5 +224,8 @@ fn a_job_reads_an_mqtt_topic() {
     let _ = broker.kill();
     let _ = broker.wait();
     assert_eq!(code, 0, "{err}");
-    assert_eq!(numbers(&dir.join("out.jsonl"), "v"), vec![20, 30]);
+    assert_eq!(
+        cli_common::numbers(&dir.join("out.jsonl"), "v"),
+        vec![20, 30]
+    );
 }

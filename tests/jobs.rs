@@ -45,10 +45,7 @@ async fn rust_version() -> Vec<(Time, String, f64, u64)> {
             &calibration,
             |r| r.device.clone(),
             |c| c.device.clone(),
-            |r, c| Calibrated {
-                device: r.device.clone(),
-                value: r.raw * c.factor + c.offset,
-            },
+            Calibrated::of,
         )
         // The language's windows are Stream Analytics': (end - 60 s, end], ending every 10 s.
         .hopping_window(TimeSpan::from_secs(60), TimeSpan::from_secs(10))

@@ -209,19 +209,27 @@ fn inputs() -> impl Strategy<Value = Vec<In>> {
     )
 }
 
+/// The input `in`: a CTI every 1-19 events, -1 to 39 ticks behind, `Drop` or `Adjust`.
+fn options() -> impl Strategy<Value = InputOptions> {
+    (1u64..20, -1i64..40, proptest::bool::ANY).prop_map(|(every, delay, adjust)| {
+        let policy = if adjust {
+            AdvanceTimePolicy::Adjust
+        } else {
+            AdvanceTimePolicy::Drop
+        };
+        input("in", every, delay, policy)
+    })
+}
+
 proptest! {
     #[test]
     fn windows_over_an_unordered_source_equal_the_ordered_ones(
         events in inputs(),
-        every in 1u64..20,
-        delay in -1i64..40,
-        adjust in proptest::bool::ANY,
+        options in options(),
         (size, hop) in (1i64..40, 1i64..40).prop_map(|(a, b)| (a.max(b), a.min(b))),
         as_window in proptest::bool::ANY,
     ) {
-        let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
         let output = if as_window { WindowOutput::Window } else { WindowOutput::PointAtEnd };
-        let options = input("in", every, delay, policy);
         let (ordered, dropped_o) = run_window(&events, options.clone(), (size, hop), output);
         let (unordered, dropped_u) = run_window(&events, options.unordered(), (size, hop), output);
         prop_assert_eq!(dropped_o, dropped_u);
@@ -232,12 +240,8 @@ proptest! {
     #[test]
     fn filter_map_and_ordered_over_an_unordered_source_equal_the_ordered_stream(
         events in inputs(),
-        every in 1u64..20,
-        delay in -1i64..40,
-        adjust in proptest::bool::ANY,
+        options in options(),
     ) {
-        let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
-        let options = input("in", every, delay, policy);
         let (ordered, _) = run_query(&events, options.clone(), select);
         let (unordered, _) = run_query(&events, options.unordered(), |s| select(s).ordered());
         prop_assert_eq!(ordered.last_cti(), Some(Time::INF));
@@ -266,12 +270,8 @@ proptest! {
     #[test]
     fn an_unordered_output_holds_the_ordered_segments_in_arrival_order(
         events in inputs(),
-        every in 1u64..20,
-        delay in -1i64..40,
-        adjust in proptest::bool::ANY,
+        options in options(),
     ) {
-        let policy = if adjust { AdvanceTimePolicy::Adjust } else { AdvanceTimePolicy::Drop };
-        let options = input("in", every, delay, policy);
         let (ordered, _) = run_query(&events, options.clone(), select);
         let (unordered, _) = run_query(&events, options.unordered(), select);
         let times = |b: &Batch<i64>| b.ctis().iter().map(|m| m.time).collect::<Vec<_>>();

@@ -14,7 +14,7 @@ use punctual_rows::Row;
 use punctual_runtime::{AdapterError, DeadLetterCollector, Query, QueryError};
 
 mod common;
-use common::{ordered, point};
+use common::{collected, ordered, point};
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-jsonl-{}", std::process::id()));
@@ -150,10 +150,7 @@ async fn skipped_malformed_lines_are_counted_and_dead_lettered() {
             &JsonLinesInputConfig::new(&path).malformed(MalformedLines::Skip),
         )
         .unwrap();
-    let out = CollectOutput::new();
-    query.bind_output(&s, &out, &()).unwrap();
-    query.bind_dead_letters(&s, letters.clone()).unwrap();
-    let report = query.start().unwrap().wait().await.unwrap();
+    let (_, report) = collected(query, &s, &letters).await;
     let c = report.counters("readings").unwrap();
     assert_eq!((c.malformed, c.released), (2, 2));
     let locations: Vec<String> = letters

@@ -5,9 +5,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use punctual_adapters::prometheus::PrometheusRecorder;
 use punctual_adapters::{CollectOutput, MemoryInput};
-use punctual_core::{EventShape, StreamItem, Time};
-use punctual_policies::AdvanceTimeSettings;
-use punctual_runtime::{InputOptions, Query};
+use punctual_core::{StreamItem, Time};
+use punctual_runtime::Query;
 
 mod common;
 use common::ordered;

@@ -20,7 +20,7 @@ use punctual_runtime::{
 };
 
 mod common;
-use common::{given, input, memory, ordered, point, t};
+use common::{collected, given, input, memory, ordered, point, t};
 
 /// An output that sleeps per batch and records how far the input ran ahead.
 struct SlowOutput {
@@ -338,10 +338,7 @@ async fn enqueue_returns_typed_errors_and_the_stream_goes_on() {
             &(),
         )
         .unwrap();
-    let out = CollectOutput::new();
-    query.bind_output(&s, &out, &()).unwrap();
-    query.bind_dead_letters(&s, letters.clone()).unwrap();
-    let report = query.start().unwrap().wait().await.unwrap();
+    let (out, report) = collected(query, &s, &letters).await;
     assert_eq!(
         out.items(),
         vec![

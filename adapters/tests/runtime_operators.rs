@@ -18,7 +18,8 @@ use punctual_runtime::{
 
 mod common;
 use common::{
-    every_events_then_drop, given, input, memory, ordered, payloads, point, starts_and_payloads, t,
+    collected, every_events_then_drop, given, input, memory, ordered, payloads, point,
+    starts_and_payloads, t,
 };
 
 #[tokio::test(start_paused = true)]
@@ -144,10 +145,7 @@ async fn points_enqueued_in_bulk_go_through_the_same_ingress() {
             &(),
         )
         .unwrap();
-    let out = CollectOutput::new();
-    query.bind_output(&s, &out, &()).unwrap();
-    query.bind_dead_letters(&s, letters.clone()).unwrap();
-    let report = query.start().unwrap().wait().await.unwrap();
+    let (out, report) = collected(query, &s, &letters).await;
     assert_eq!(
         out.items(),
         vec![

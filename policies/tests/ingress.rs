@@ -23,6 +23,15 @@ fn items(out: &IngressOutput<u32>) -> Vec<StreamItem<u32>> {
     out.batch.items().map(|i| i.map(|p| *p)).collect()
 }
 
+/// An ingress with `policy` that released the start edge S(2) of payload 7, then CTI(10).
+fn released_start_then_cti(policy: AdvanceTimePolicy) -> (Ingress<u32>, IngressOutput<u32>) {
+    let (mut ing, mut out) = (ingress(Some(policy)), IngressOutput::new());
+    for item in [StreamItem::start_edge(t(2), 7), StreamItem::Cti(t(10))] {
+        ing.enqueue(item, &mut out).expect("accepted");
+    }
+    (ing, out)
+}
+
 #[test]
 fn adjust_removes_an_edge_left_empty_by_clamping() {
     let mut ing = ingress(Some(AdvanceTimePolicy::Adjust));
@@ -56,11 +65,7 @@ fn adjust_removes_an_edge_left_empty_by_clamping() {
 
 #[test]
 fn adjust_clamps_an_end_edge_of_a_released_start() {
-    let mut ing = ingress(Some(AdvanceTimePolicy::Adjust));
-    let mut out = IngressOutput::new();
-    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out)
-        .unwrap();
-    ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
+    let (mut ing, mut out) = released_start_then_cti(AdvanceTimePolicy::Adjust);
     assert_eq!(
         ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out),
         Ok(Enqueued::Adjusted(EventKind::EndEdge {
@@ -82,11 +87,7 @@ fn adjust_clamps_an_end_edge_of_a_released_start() {
 
 #[test]
 fn drop_leaves_a_dangling_edge_that_a_later_end_can_still_close() {
-    let mut ing = ingress(Some(AdvanceTimePolicy::Drop));
-    let mut out = IngressOutput::new();
-    ing.enqueue(StreamItem::start_edge(t(2), 7), &mut out)
-        .unwrap();
-    ing.enqueue(StreamItem::Cti(t(10)), &mut out).unwrap();
+    let (mut ing, mut out) = released_start_then_cti(AdvanceTimePolicy::Drop);
     assert_eq!(
         ing.enqueue(StreamItem::end_edge(t(2), t(5), 7), &mut out),
         Ok(Enqueued::Dropped)

@@ -80,6 +80,21 @@ impl Run {
     }
 }
 
+/// An ingress whose watermark is 5 ticks behind the highest time, releasing events on
+/// arrival or sorted.
+fn bounded_5(on_arrival: bool) -> Ingress<P> {
+    let order = if on_arrival {
+        EventOrder::Arrival
+    } else {
+        EventOrder::Sorted
+    };
+    let config = IngressConfig {
+        order,
+        ..IngressConfig::default()
+    };
+    Ingress::with_watermark(config, Watermark::bounded(span(5)))
+}
+
 #[test]
 fn arrival_tolerances_adjust_late_and_out_of_order_events() {
     let mut r = Run::new(
@@ -393,17 +408,7 @@ fn the_arrival_strategy_needs_arrival_times() {
 fn a_watermark_strategy_releases_on_arrival_with_the_same_ctis_and_drops() {
     let items = [(10, 1), (4, 2), (12, 3), (7, 4), (30, 5), (25, 6), (9, 7)];
     let run = |on_arrival: bool| {
-        let mut ingress = Ingress::with_watermark(
-            IngressConfig {
-                order: if on_arrival {
-                    EventOrder::Arrival
-                } else {
-                    EventOrder::Sorted
-                },
-                ..IngressConfig::default()
-            },
-            Watermark::bounded(span(5)),
-        );
+        let mut ingress = bounded_5(on_arrival);
         let mut out = IngressOutput::new();
         for (time, device) in items {
             let _ = ingress.enqueue(StreamItem::point(t(time), (device, time)), &mut out);
@@ -445,19 +450,7 @@ fn a_watermark_strategy_releases_on_arrival_with_the_same_ctis_and_drops() {
 fn a_fused_filter_leaves_the_watermark_its_view_of_every_point() {
     let records: [(i64, u64); 7] = [(10, 1), (4, 2), (12, 3), (7, 4), (30, 5), (25, 6), (9, 7)];
     for on_arrival in [false, true] {
-        let ingress = || {
-            Ingress::with_watermark(
-                IngressConfig {
-                    order: if on_arrival {
-                        EventOrder::Arrival
-                    } else {
-                        EventOrder::Sorted
-                    },
-                    ..IngressConfig::default()
-                },
-                Watermark::bounded(span(5)),
-            )
-        };
+        let ingress = || bounded_5(on_arrival);
         let (mut all, mut pushed) = (ingress(), ingress());
         pushed.fuse_filter(Box::new(|p: &P| p.0 % 2 == 1));
         let (mut all_out, mut pushed_out) = (IngressOutput::new(), IngressOutput::new());

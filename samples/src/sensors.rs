@@ -33,6 +33,16 @@ pub struct Calibrated {
     pub value: f64,
 }
 
+impl Calibrated {
+    /// `reading` calibrated by `calibration`: `raw * factor + offset`.
+    pub fn of(reading: &Reading, calibration: &Calibration) -> Calibrated {
+        Calibrated {
+            device: reading.device.clone(),
+            value: reading.raw * calibration.factor + calibration.offset,
+        }
+    }
+}
+
 /// The readings' CTIs: one after every 20 readings, 3 s behind the newest, a final one at the
 /// end; a reading behind a CTI is dropped.
 ///

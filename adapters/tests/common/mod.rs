@@ -212,6 +212,22 @@ where
     query.start().expect("starts").wait().await.expect("runs");
 }
 
+/// Binds a collecting output and `letters` to `s`, then runs `query` to its end: the output
+/// and the report.
+pub async fn collected<P: Payload + PartialEq>(
+    mut query: Query,
+    s: &Stream<P>,
+    letters: &punctual_runtime::DeadLetterCollector<P>,
+) -> (
+    punctual_adapters::CollectOutput<P>,
+    punctual_runtime::QueryReport,
+) {
+    let out = punctual_adapters::CollectOutput::new();
+    query.bind_output(s, &out, &()).expect("binds");
+    query.bind_dead_letters(s, letters.clone()).expect("binds");
+    (out, run_to_end(query).await)
+}
+
 /// Starts `query` and waits for its end; its report.
 pub async fn run_to_end(query: Query) -> punctual_runtime::QueryReport {
     query.start().expect("starts").wait().await.expect("runs")

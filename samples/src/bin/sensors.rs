@@ -292,10 +292,7 @@ async fn run(
             &calibration,
             |r| r.device.clone(),
             |c| c.device.clone(),
-            |r, c| Calibrated {
-                device: r.device.clone(),
-                value: r.raw * c.factor + c.offset,
-            },
+            Calibrated::of,
         )
         .hopping_window(TimeSpan::from_secs(60), TimeSpan::from_secs(10))
         .group_by(|c: &Calibrated| c.device.clone())
