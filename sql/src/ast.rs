@@ -35,6 +35,14 @@ pub struct Script {
     pub statements: Vec<Query>,
 }
 
+impl Script {
+    /// Every `SELECT` of the script: the steps' in order, then the statements'.
+    pub fn selects(&self) -> impl Iterator<Item = &Select> {
+        let steps = self.steps.iter().map(|(_, q)| q);
+        steps.chain(&self.statements).flat_map(|q| &q.selects)
+    }
+}
+
 /// One `SELECT`, or several joined by `UNION`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Query {
@@ -67,6 +75,13 @@ pub struct Select {
     pub group_pos: Option<Pos>,
     /// `HAVING`.
     pub having: Option<Expr>,
+}
+
+impl Select {
+    /// Its sources: `FROM`'s, then each join's, in order.
+    pub fn sources(&self) -> impl Iterator<Item = &Source> {
+        std::iter::once(&self.from).chain(self.joins.iter().map(|j| &j.source))
+    }
 }
 
 /// One item of a select list.

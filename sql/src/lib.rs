@@ -355,40 +355,31 @@ impl SqlQuery {
             .map(|(n, _)| n.name.as_str())
             .collect();
         let mut uses: Vec<InputUse> = Vec::new();
-        let queries = self
-            .script
-            .steps
-            .iter()
-            .map(|(_, q)| q)
-            .chain(&self.script.statements);
-        for q in queries {
-            for s in &q.selects {
-                let sources = std::iter::once(&s.from).chain(s.joins.iter().map(|j| &j.source));
-                for src in sources {
-                    if steps.contains(&src.name.name.as_str()) {
-                        continue;
+        for s in self.script.selects() {
+            for src in s.sources() {
+                if steps.contains(&src.name.name.as_str()) {
+                    continue;
+                }
+                let at = match uses.iter().position(|u| u.name == src.name.name) {
+                    Some(i) => i,
+                    None => {
+                        uses.push(InputUse {
+                            name: src.name.name.clone(),
+                            timestamp_field: None,
+                            over_field: None,
+                            reference_of: None,
+                            reference_key: Vec::new(),
+                            fields_read: None,
+                        });
+                        uses.len() - 1
                     }
-                    let at = match uses.iter().position(|u| u.name == src.name.name) {
-                        Some(i) => i,
-                        None => {
-                            uses.push(InputUse {
-                                name: src.name.name.clone(),
-                                timestamp_field: None,
-                                over_field: None,
-                                reference_of: None,
-                                reference_key: Vec::new(),
-                                fields_read: None,
-                            });
-                            uses.len() - 1
-                        }
-                    };
-                    let u = &mut uses[at];
-                    if let Some(t) = &src.timestamp_by {
-                        u.timestamp_field = field_path(t);
-                    }
-                    if let Some(o) = &src.over {
-                        u.over_field = field_path(o);
-                    }
+                };
+                let u = &mut uses[at];
+                if let Some(t) = &src.timestamp_by {
+                    u.timestamp_field = field_path(t);
+                }
+                if let Some(o) = &src.over {
+                    u.over_field = field_path(o);
                 }
             }
         }
@@ -464,12 +455,7 @@ impl SqlQuery {
 /// as reference data, which would be the same input (its own reference, importing its own
 /// CTIs).
 fn check_self_joins(script: &Script) -> Result<(), SqlError> {
-    let queries = script
-        .steps
-        .iter()
-        .map(|(_, q)| q)
-        .chain(&script.statements);
-    for s in queries.flat_map(|q| &q.selects) {
+    for s in script.selects() {
         for j in &s.joins {
             let timed = plan::rewrite::has_datediff(&j.on);
             if !timed && j.source.name.name == s.from.name.name {

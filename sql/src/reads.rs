@@ -13,15 +13,8 @@ pub(crate) fn fields_read(script: &Script, input: &str, steps: &[&str]) -> Optio
         return None;
     }
     let mut read: Vec<String> = Vec::new();
-    let queries = script
-        .steps
-        .iter()
-        .map(|(_, q)| q)
-        .chain(&script.statements);
-    for s in queries.flat_map(|q| &q.selects) {
-        let sources: Vec<_> = std::iter::once(&s.from)
-            .chain(s.joins.iter().map(|j| &j.source))
-            .collect();
+    for s in script.selects() {
+        let sources: Vec<_> = s.sources().collect();
         let (mine, others): (Vec<_>, Vec<_>) =
             sources.iter().partition(|src| src.name.name == input);
         if mine.is_empty() {

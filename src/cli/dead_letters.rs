@@ -88,7 +88,7 @@ impl DeadLetters {
             let shown = item.as_ref().map(|i| format!(" {i}")).unwrap_or_default();
             self.first.push(format!("{}{shown}", letter.reason));
         }
-        if let Some((path, out)) = self.file.as_mut() {
+        if self.file.is_some() {
             let mut line = serde_json::json!({
                 "reason": letter.reason.to_string(),
                 "cti": self.times.write(letter.cti),
@@ -97,15 +97,7 @@ impl DeadLetters {
             if let R::Malformed(m) = &letter.reason {
                 line["text"] = serde_json::Value::String(m.text.clone());
             }
-            let written = writeln!(out, "{line}");
-            let written = match written {
-                Ok(()) if self.write_through => out.flush(),
-                other => other,
-            };
-            if let Err(e) = written {
-                self.write_error
-                    .get_or_insert_with(|| format!("{}: {e}", path.display()));
-            }
+            self.write_line(&line);
         }
     }
 
@@ -122,22 +114,30 @@ impl DeadLetters {
             self.first
                 .push(format!("{reason} [{}, {})", shown(&start), shown(&end)));
         }
-        if let Some((path, out)) = self.file.as_mut() {
+        if self.file.is_some() {
             let line = serde_json::json!({
                 "reason": reason,
                 "operator": drop.operator,
                 "start": start,
                 "end": end,
             });
-            let written = writeln!(out, "{line}");
-            let written = match written {
-                Ok(()) if self.write_through => out.flush(),
-                other => other,
-            };
-            if let Err(e) = written {
-                self.write_error
-                    .get_or_insert_with(|| format!("{}: {e}", path.display()));
-            }
+            self.write_line(&line);
+        }
+    }
+
+    /// Writes `line` to the dead-letter file (flushed if written through); the first error
+    /// is kept for the summary.
+    fn write_line(&mut self, line: &serde_json::Value) {
+        let Some((path, out)) = self.file.as_mut() else {
+            return;
+        };
+        let written = match writeln!(out, "{line}") {
+            Ok(()) if self.write_through => out.flush(),
+            other => other,
+        };
+        if let Err(e) = written {
+            self.write_error
+                .get_or_insert_with(|| format!("{}: {e}", path.display()));
         }
     }
 

@@ -304,10 +304,7 @@ impl Shell {
             drop(engine);
             self.gate.opened().await;
         };
-        let r = f(&mut engine.driver);
-        engine.touch(input);
-        self.exchange(&mut engine.driver);
-        self.publish(&mut engine);
+        let r = self.step(&mut engine, input, f);
         let Engine { driver, ports, .. } = &mut *engine;
         for port in ports.iter_mut() {
             port.flush(driver, &mut mode).await?;
@@ -379,16 +376,28 @@ impl Shell {
         if !engine.ports.iter().all(|p| p.has_room()) || self.held(&engine, input) {
             return None;
         }
-        let r = f(&mut engine.driver);
-        engine.touch(input);
-        self.exchange(&mut engine.driver);
-        self.publish(&mut engine);
+        let r = self.step(&mut engine, input, f);
         let Engine { driver, ports, .. } = &mut *engine;
         for port in ports.iter_mut() {
             // Room was checked under the lock, and only the engine sends: each fits.
             port.try_flush(driver);
         }
         Some(r)
+    }
+
+    /// Runs `f` on the driver for `input` (none: the clock), then exchanges with the other
+    /// workers and publishes what the handle shows; what `f` returned.
+    fn step<R>(
+        &self,
+        engine: &mut Engine,
+        input: Option<usize>,
+        f: impl FnOnce(&mut Driver) -> R,
+    ) -> R {
+        let r = f(&mut engine.driver);
+        engine.touch(input);
+        self.exchange(&mut engine.driver);
+        self.publish(engine);
+        r
     }
 
     /// Publishes what the handle shows of each input, and the operators' metrics.
