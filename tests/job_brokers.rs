@@ -172,33 +172,13 @@ fn a_job_reads_flat_records_from_kafka_with_a_watermark_per_key() {
 #[test]
 fn a_job_reads_an_mqtt_topic() {
     use punctual::adapters::mqtt::rumqttc::{AsyncClient, MqttOptions, QoS};
-    use std::process::{Command, Stdio};
+    use punctual::adapters::mqtt::testing::Broker;
     use std::time::Duration;
 
     // A mosquitto broker on a free loopback port (`.ci/run` installs it), stopped at the end.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let broker = Broker::start().expect("mosquitto runs");
+    let port = broker.port();
     let dir = temp_dir("mqtt");
-    let conf = dir.join("mosquitto.conf");
-    std::fs::write(
-        &conf,
-        format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
-    )
-    .expect("written");
-    let mut broker = Command::new("mosquitto")
-        .arg("-c")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("mosquitto must be installed (apt-get install mosquitto)");
-    let up = (0..100).any(|_| {
-        std::thread::sleep(Duration::from_millis(50));
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(up, "mosquitto listens");
     let job = dir.join("job.toml");
     let toml = format!(
         "query = \"SELECT v FROM r WHERE v > 10\"\n[inputs.r]\nmqtt = {{ host = \"127.0.0.1\", port = {port}, topic = \"in\" }}\n[outputs.output]\npath = \"out.jsonl\"\ntime_format = \"ticks\"\n"
@@ -221,8 +201,7 @@ fn a_job_reads_an_mqtt_topic() {
         tokio::time::sleep(Duration::from_millis(300)).await;
     });
     let (code, err) = running.join().expect("the job ends");
-    let _ = broker.kill();
-    let _ = broker.wait();
+    drop(broker);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         cli_common::numbers(&dir.join("out.jsonl"), "v"),

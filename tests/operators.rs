@@ -13,7 +13,7 @@ use proptest::prelude::*;
 
 use punctual::core::ops::{Count, Stream, Sum, WindowOutput};
 use punctual::core::{Batch, EventKind, EventShape, Ordered, StreamItem, Time, TimeSpan};
-use punctual::engine::{InputOptions, Plan};
+use punctual::engine::{InputId, InputOptions, Plan};
 
 /// A payload: a unique id, a group key and a value.
 #[derive(
@@ -122,6 +122,13 @@ fn arrivals(input: &Input, seed: u64) -> Vec<StreamItem<Pl>> {
     out
 }
 
+/// `n` edge inputs `in0`, `in1`, ... of `plan`: their ids and streams.
+fn edge_inputs(plan: &mut Plan, n: usize) -> (Vec<InputId<Pl>>, Vec<Stream<Pl>>) {
+    let input = |k| InputOptions::new(format!("in{k}"), EventShape::Edge);
+    let inputs = (0..n).map(|k| plan.input::<Pl, Ordered>(input(k)).expect("a valid input"));
+    inputs.unzip()
+}
+
 /// Runs arrivals of one or two inputs through the query driver; the second input's items are
 /// interleaved after every first-input item (a fixed interleaving).
 fn run<O: punctual::core::ops::Payload>(
@@ -129,12 +136,7 @@ fn run<O: punctual::core::ops::Payload>(
     build: impl FnOnce(&[Stream<Pl>]) -> Stream<O>,
 ) -> Vec<StreamItem<O>> {
     let mut plan = Plan::new("operators");
-    let (ids, sources): (Vec<_>, Vec<Stream<Pl>>) = (0..inputs.len())
-        .map(|k| {
-            plan.input::<Pl, Ordered>(InputOptions::new(format!("in{k}"), EventShape::Edge))
-                .expect("a valid input")
-        })
-        .unzip();
+    let (ids, sources) = edge_inputs(&mut plan, inputs.len());
     let output = plan.output(build(&sources)).expect("a stream of the plan");
     let mut driver = plan.build().expect("a valid plan");
     let longest = inputs.iter().map(Vec::len).max().unwrap_or(0);
@@ -507,12 +509,7 @@ fn held_matches_state(
         .iter()
         .all(|items| items.last() == Some(&StreamItem::Cti(Time::INF)));
     let mut plan = Plan::new("held");
-    let (ids, sources): (Vec<_>, Vec<Stream<Pl>>) = (0..inputs.len())
-        .map(|k| {
-            plan.input::<Pl, Ordered>(InputOptions::new(format!("in{k}"), EventShape::Edge))
-                .expect("a valid input")
-        })
-        .unzip();
+    let (ids, sources) = edge_inputs(&mut plan, inputs.len());
     plan.output(build(&sources)).expect("a stream of the plan");
     let mut driver = plan.build().expect("a valid plan");
     for (k, items) in inputs.iter().enumerate() {

@@ -25,6 +25,8 @@ mod picked_fields;
 pub mod prometheus;
 pub mod replay;
 pub mod tcp;
+#[cfg(any(feature = "nats", feature = "mqtt"))]
+pub mod testing;
 
 pub use csv::{CsvInput, CsvInputConfig, CsvOutput, CsvOutputConfig};
 pub use jsonl::{

@@ -25,6 +25,8 @@
 //! # let _ = s; Ok(()) }
 //! ```
 
+pub mod testing;
+
 /// The `rumqttc` crate this adapter is built on (for tests and custom setups).
 pub use rumqttc;
 

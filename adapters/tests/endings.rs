@@ -56,6 +56,16 @@ fn counting(query: &mut Query) -> CollectOutput<u64> {
     out
 }
 
+/// The counting query `name`, started and run for 10 ms (all its input in, the input
+/// waiting for the stop).
+async fn counting_a_while(name: &str) -> (punctual_runtime::RunningQuery, CollectOutput<u64>) {
+    let mut query = Query::new(name);
+    let out = counting(&mut query);
+    let running = query.start().expect("starts");
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    (running, out)
+}
+
 fn counts(out: &CollectOutput<u64>) -> Vec<u64> {
     payloads(&out.items())
 }
@@ -64,10 +74,7 @@ fn counts(out: &CollectOutput<u64>) -> Vec<u64> {
 /// CTI(+inf) and learns the query was drained.
 #[tokio::test(start_paused = true)]
 async fn a_stop_drains_every_window() {
-    let mut query = Query::new("drain");
-    let out = counting(&mut query);
-    let running = query.start().expect("starts");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (running, out) = counting_a_while("drain").await;
     let report = running.stop().await.expect("a clean stop");
     assert_eq!(counts(&out), vec![9, 5]);
     assert_eq!(out.items().last(), Some(&StreamItem::Cti(Time::INF)));
@@ -80,10 +87,7 @@ async fn a_stop_drains_every_window() {
 /// the window operator and what it held, and the output learns the query was aborted.
 #[tokio::test(start_paused = true)]
 async fn an_abort_emits_nothing_as_final_and_reports_what_was_open() {
-    let mut query = Query::new("abort");
-    let out = counting(&mut query);
-    let running = query.start().expect("starts");
-    tokio::time::sleep(Duration::from_millis(10)).await;
+    let (running, out) = counting_a_while("abort").await;
     let report = running.abort().await.expect("a clean abort");
     assert_eq!(counts(&out), vec![9], "only the window the CTIs closed");
     assert!(!out.items().contains(&StreamItem::Cti(Time::INF)));

@@ -315,25 +315,29 @@ async fn a_file_split_by_byte_ranges_reads_every_line_once() {
         "split-bad.jsonl",
         "{\"t\":1}\n{\"t\":2}\nnot json\n{\"t\":4}\n",
     );
-    let letters = DeadLetterCollector::new();
-    let mut query = Query::new("split-bad");
-    let s = query
-        .create_stream::<_, Row, _, _>(
-            point("in"),
-            &JsonLinesInput,
-            &JsonLinesInputConfig::new(&bad)
-                .flat("t", TimeFormat::Ticks)
-                .split(2),
-        )
-        .expect("binds");
-    query.bind_dead_letters(&s, letters.clone()).expect("binds");
-    query
-        .bind_output(&s, &CollectOutput::new(), &())
-        .expect("binds");
-    query.start().expect("starts").wait().await.expect("runs");
+    let config = JsonLinesInputConfig::new(&bad).flat("t", TimeFormat::Ticks);
+    let (_, letters, _) = read_rows(&config.split(2)).await;
     let located: Vec<String> = letters.reasons();
     assert_eq!(located.len(), 1, "{located:?}");
     assert!(located[0].contains("(part 2 of 2):1"), "{located:?}");
+}
+
+/// Reads `config` as the untyped point input `in` of a query of its own, to its end: what
+/// came out, the dead letters and the report.
+async fn read_rows(
+    config: &JsonLinesInputConfig,
+) -> (
+    CollectOutput<Row>,
+    DeadLetterCollector<Row>,
+    punctual_runtime::QueryReport,
+) {
+    let mut query = Query::new("rows");
+    let s = query
+        .create_stream::<_, Row, _, _>(point("in"), &JsonLinesInput, config)
+        .expect("binds");
+    let letters = DeadLetterCollector::new();
+    let (out, report) = collected(query, &s, &letters).await;
+    (out, letters, report)
 }
 
 /// Flat lines read with `fields`: each payload holds the fields named (the time read aside in
@@ -345,21 +349,8 @@ async fn flat_lines_with_fields_hold_those_fields() {
         "fields.jsonl",
         "{\"t\":1,\"device\":\"a\",\"v\":2,\"note\":{\"x\":[1]}}\n{\"device\":\"b\",\"v\":3}\n[1,2]\n{\"v\":4,\"t\":5}\n",
     );
-    let letters = DeadLetterCollector::new();
-    let mut query = Query::new("fields");
-    let s = query
-        .create_stream::<_, Row, _, _>(
-            point("in"),
-            &JsonLinesInput,
-            &JsonLinesInputConfig::new(&path)
-                .flat("t", TimeFormat::Ticks)
-                .fields(["device", "v"]),
-        )
-        .expect("binds");
-    query.bind_dead_letters(&s, letters.clone()).expect("binds");
-    let out = CollectOutput::new();
-    query.bind_output(&s, &out, &()).expect("binds");
-    query.start().expect("starts").wait().await.expect("runs");
+    let config = JsonLinesInputConfig::new(&path).flat("t", TimeFormat::Ticks);
+    let (out, letters, _) = read_rows(&config.fields(["device", "v"])).await;
     assert_eq!(
         out.payloads(),
         vec![

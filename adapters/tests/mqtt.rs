@@ -2,88 +2,17 @@
 //! Debian's mosquitto). The test starts the broker with a generated config and stops it.
 #![cfg(feature = "mqtt")]
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use punctual_adapters::mqtt::rumqttc::{AsyncClient, Event, EventLoop, MqttOptions, Packet, QoS};
 
+use punctual_adapters::mqtt::testing::Broker;
 use punctual_adapters::{MqttConfig, MqttInput, MqttOutput};
 use punctual_policies::AdvanceTimeSettings;
 use punctual_runtime::Query;
 
 mod common;
 use common::point;
-
-/// A mosquitto broker on a free loopback port, stopped on drop.
-struct Broker {
-    child: Child,
-    port: u16,
-}
-
-impl Broker {
-    /// A broker of this test's own on a free port. A port found free may be taken by another
-    /// test's broker before this one binds it (the tests of this file run at once): a broker
-    /// that exits at start is started again on another port, so that no test talks to a
-    /// broker another test stops.
-    fn start() -> Broker {
-        for _ in 0..10 {
-            if let Some(broker) = Broker::try_start() {
-                return broker;
-            }
-        }
-        panic!("mosquitto did not start on a free port in ten tries");
-    }
-
-    fn try_start() -> Option<Broker> {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        // A folder per broker: the tests of this file run at once, each with its own.
-        let dir =
-            std::env::temp_dir().join(format!("punctual-mosquitto-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let conf = dir.join("mosquitto.conf");
-        std::fs::write(
-            &conf,
-            format!("listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n"),
-        )
-        .expect("config written");
-        let mut child = Command::new("mosquitto")
-            .arg("-c")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("mosquitto must be installed for the MQTT test (apt-get install mosquitto)");
-        for _ in 0..100 {
-            if child.try_wait().ok().flatten().is_some() {
-                // It could not listen there (the port was taken): another port.
-                return None;
-            }
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                // Still running: the listener is this broker's.
-                std::thread::sleep(Duration::from_millis(20));
-                if child.try_wait().ok().flatten().is_none() {
-                    return Some(Broker { child, port });
-                }
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("mosquitto did not listen on port {port} within 5 s");
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A client subscribed to `topic` on the broker at `port` (the broker has acknowledged the
 /// subscription), with its event loop to read what comes.
@@ -113,8 +42,8 @@ fn publisher(port: u16, id: &str) -> AsyncClient {
 
 #[tokio::test]
 async fn publish_through_a_query_and_subscribe_to_the_results() {
-    let broker = Broker::start();
-    let port = broker.port;
+    let broker = Broker::start().expect("mosquitto runs");
+    let port = broker.port();
     tokio::time::timeout(Duration::from_secs(30), async move {
         // A subscriber on the output topic.
         let (_sub, mut sub_events) = subscriber(port, "test-sub", "out").await;
@@ -187,8 +116,8 @@ async fn messages_of_flat_records_are_read_for_their_fields() {
     use punctual_adapters::line::{LineFormat, TimeFormat};
     use punctual_rows::{Row, Value};
 
-    let broker = Broker::start();
-    let port = broker.port;
+    let broker = Broker::start().expect("mosquitto runs");
+    let port = broker.port();
     tokio::time::timeout(Duration::from_secs(30), async move {
         let (_sub, mut sub_events) = subscriber(port, "flat-sub", "flat-out").await;
         let mut query = Query::new("mqtt-flat");

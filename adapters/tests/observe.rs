@@ -81,13 +81,24 @@ fn t(x: i64) -> Time {
     Time::from_ticks(x)
 }
 
+/// Runs `query` to its end with `recording` as its metrics recorder, `s` bound to an output.
+fn recorded(mut query: Query, s: &punctual_core::ops::Stream<i64>, recording: &Recording) {
+    query.bind_output(s, &CollectOutput::new(), &()).expect("binds");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build();
+    let rt = rt.expect("a runtime");
+    // Handles are registered when the query starts, with the recorder in force then.
+    let running = metrics::with_local_recorder(recording, || {
+        let _guard = rt.enter();
+        query.start().expect("starts")
+    });
+    rt.block_on(running.wait()).expect("runs");
+}
+
 #[test]
 fn per_stream_metrics_reach_the_installed_recorder() {
     let recording = Recording::default();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
     let items: Vec<StreamItem<i64>> = vec![
         StreamItem::point(t(5), 1),
         StreamItem::point(t(3), 2), // late: dropped
@@ -98,15 +109,7 @@ fn per_stream_metrics_reach_the_installed_recorder() {
         .create_stream(ordered("readings"), &MemoryInput, &items)
         .unwrap();
     let kept = s.filter(|v| *v > 1).named("big");
-    query
-        .bind_output(&kept, &CollectOutput::new(), &())
-        .unwrap();
-    // Handles are registered when the query starts, with the recorder in force then.
-    let running = metrics::with_local_recorder(&recording, || {
-        let _guard = rt.enter();
-        query.start().unwrap()
-    });
-    rt.block_on(running.wait()).unwrap();
+    recorded(query, &kept, &recording);
     assert_eq!(
         recording.get("punctual_events_in{stream=readings}"),
         Some(3)
@@ -134,10 +137,6 @@ fn per_stream_metrics_reach_the_installed_recorder() {
 #[test]
 fn events_a_fused_filter_keeps_out_are_counted() {
     let recording = Recording::default();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .build()
-        .unwrap();
     let records = vec![(5, 1), (3, 2), (9, 3), (11, 0)]; // 3 is late: dropped
     let replay = RecordsInput::new(records, |r: &(i64, i64)| t(r.0), |r: &(i64, i64)| r.1);
     let mut query = Query::new("metrics");
@@ -145,14 +144,7 @@ fn events_a_fused_filter_keeps_out_are_counted() {
         .create_stream(ordered("readings"), &replay, &())
         .unwrap();
     let above1 = s.filter(|v| *v > 1);
-    query
-        .bind_output(&above1, &CollectOutput::new(), &())
-        .unwrap();
-    let running = metrics::with_local_recorder(&recording, || {
-        let _guard = rt.enter();
-        query.start().unwrap()
-    });
-    rt.block_on(running.wait()).unwrap();
+    recorded(query, &above1, &recording);
     let get = |name: &str| recording.get(&format!("{name}{{stream=readings}}"));
     assert_eq!(get("punctual_events_in"), Some(4));
     assert_eq!(get("punctual_events_dropped"), Some(1));

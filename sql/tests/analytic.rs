@@ -242,12 +242,7 @@ fn analytic_functions_are_refused_where_they_cannot_be_computed() {
 
 #[test]
 fn explain_prints_the_analytic_select() {
-    let plan = punctual_sql::SqlQuery::parse(
-        "SELECT Make FROM Input WHERE LAG(Make) OVER (PARTITION BY Lane LIMIT DURATION(second, 90) WHEN Make <> 'x') <> Make",
-    )
-    .and_then(|q| q.plan(&[]))
-    .expect("plans")
-    .to_string();
+    let plan = plan_of("SELECT Make FROM Input WHERE LAG(Make) OVER (PARTITION BY Lane LIMIT DURATION(second, 90) WHEN Make <> 'x') <> Make");
     assert!(
         plan.contains("over each event in time order: select Make where LAG(Make) OVER (PARTITION BY Lane LIMIT DURATION(second, 90) WHEN Make <> 'x') <> Make"),
         "{plan}"

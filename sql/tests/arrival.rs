@@ -228,21 +228,20 @@ fn allowed_lateness_gives_counts_early_then_revises_them() {
 
 #[test]
 fn allowed_lateness_is_refused_where_it_cannot_hold() {
-    let sql = "SELECT COUNT(*) AS n FROM readings GROUP BY TumblingWindow(second, 5, AllowedLateness(second, 2))";
-    let why = refusal(sql, "readings", None);
-    assert!(why.contains("arrival order"), "{why}");
-    let zero = "SELECT COUNT(*) AS n FROM readings GROUP BY TumblingWindow(second, 5, AllowedLateness(second, 0))";
-    let why = refusal(zero, "readings", None);
-    assert!(why.contains("above zero"), "{why}");
-    let twice = "SELECT COUNT(*) AS n FROM readings GROUP BY TumblingWindow(Duration(second, 5), AllowedLateness(second, 1), AllowedLateness(second, 2))";
-    let why = refusal(twice, "readings", None);
-    assert!(why.contains("twice"), "{why}");
-    let session = "SELECT COUNT(*) AS n FROM readings GROUP BY SessionWindow(second, 2, 10, AllowedLateness(second, 2))";
-    let why = refusal(session, "readings", None);
-    assert!(why.contains("arrival order"), "{why}");
-    let sliding = "SELECT COUNT(*) AS n FROM readings GROUP BY SlidingWindow(second, 5, AllowedLateness(second, 2))";
-    let why = refusal(sliding, "readings", None);
-    assert!(why.contains("expected"), "{why}");
+    let count = "SELECT COUNT(*) AS n FROM readings GROUP BY";
+    for (window, says) in [
+        ("TumblingWindow(second, 5, AllowedLateness(second, 2))", "arrival order"),
+        ("TumblingWindow(second, 5, AllowedLateness(second, 0))", "above zero"),
+        (
+            "TumblingWindow(Duration(second, 5), AllowedLateness(second, 1), AllowedLateness(second, 2))",
+            "twice",
+        ),
+        ("SessionWindow(second, 2, 10, AllowedLateness(second, 2))", "arrival order"),
+        ("SlidingWindow(second, 5, AllowedLateness(second, 2))", "expected"),
+    ] {
+        let why = refusal(&format!("{count} {window}"), "readings", None);
+        assert!(why.contains(says), "{window}: {why}");
+    }
 }
 
 /// A session window with allowed lateness: a session given once the watermark passes its

@@ -108,12 +108,8 @@ fn count_distinct_counts_each_value_once() {
     let e =
         build_error("SELECT SUM(DISTINCT v) AS s FROM readings GROUP BY TumblingWindow(second, 1)");
     assert!(e.contains("only COUNT takes DISTINCT, not SUM"), "{e}");
-    let plan = SqlQuery::parse(
-        "SELECT COUNT(DISTINCT device) AS n FROM readings GROUP BY SnapshotWindow()",
-    )
-    .and_then(|q| q.plan(&[]))
-    .expect("plans")
-    .to_string();
+    let plan =
+        plan_of("SELECT COUNT(DISTINCT device) AS n FROM readings GROUP BY SnapshotWindow()");
     assert!(
         plan.contains("select COUNT(DISTINCT device) AS n"),
         "{plan}"

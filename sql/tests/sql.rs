@@ -337,18 +337,8 @@ fn null_keys_match_nothing_and_equal_numbers_are_one_key() {
          ON x.k = y.k AND DATEDIFF(second, x, y) BETWEEN -5 AND 5",
         &[("a", a()), ("b", b())],
     );
-    let mut pairs: Vec<(Value, Value)> = events(&joined["output"])
-        .into_iter()
-        .map(|e| {
-            (
-                e.2.get("l").cloned().unwrap_or(Value::Null),
-                e.2.get("r").cloned().unwrap_or(Value::Null),
-            )
-        })
-        .collect();
-    pairs.sort_by_key(|p| format!("{p:?}"));
     assert_eq!(
-        pairs,
+        sorted_pairs(&joined["output"], "l", "r"),
         [
             (Value::Int(1), Value::Int(10)),
             (Value::Int(2), Value::Int(10))
@@ -358,18 +348,8 @@ fn null_keys_match_nothing_and_equal_numbers_are_one_key() {
         "SELECT k, COUNT(*) AS n FROM a GROUP BY k, TumblingWindow(second, 10)",
         &[("a", a())],
     );
-    let mut counts: Vec<(Value, Value)> = events(&grouped["output"])
-        .into_iter()
-        .map(|e| {
-            (
-                e.2.get("k").cloned().unwrap_or(Value::Null),
-                e.2.get("n").cloned().unwrap_or(Value::Null),
-            )
-        })
-        .collect();
-    counts.sort_by_key(|p| format!("{p:?}"));
     assert_eq!(
-        counts,
+        sorted_pairs(&grouped["output"], "k", "n"),
         [
             (Value::Int(4), Value::Int(2)),
             (Value::Int(7), Value::Int(1)),
@@ -467,13 +447,8 @@ fn conditions_pushed_below_a_join_keep_its_rows() {
          WHERE k.rate > 1 AND r.v >= 2 AND r.v * k.rate < 15",
         &inputs(),
     );
-    let plan = SqlQuery::parse(
-        "SELECT r.device, r.v * k.rate AS scaled FROM readings r JOIN rates k ON r.device = k.device
-         WHERE k.rate > 1 AND r.v >= 2 AND r.v * k.rate < 15",
-    )
-    .and_then(|q| q.plan(&[]))
-    .expect("plans")
-    .to_string();
+    let plan = plan_of("SELECT r.device, r.v * k.rate AS scaled FROM readings r JOIN rates k ON r.device = k.device
+         WHERE k.rate > 1 AND r.v >= 2 AND r.v * k.rate < 15");
     assert!(plan.contains("filter k.rate > 1 (pushed down)"), "{plan}");
     assert!(plan.contains("filter r.v >= 2 (pushed down)"), "{plan}");
     let rows = sorted(&pushed);

@@ -11,14 +11,11 @@
 //! # let _ = url; Ok(()) }
 //! ```
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use crate::testing::LocalServer;
 
 /// A running nats-server with JetStream; see the module doc.
 pub struct Server {
-    child: Child,
-    port: u16,
+    server: LocalServer,
     dir: std::path::PathBuf,
 }
 
@@ -26,50 +23,24 @@ impl Server {
     /// Starts one on a free loopback port (another port if the one found free is taken before
     /// the server binds it), or says why it could not.
     pub fn start() -> Result<Server, String> {
-        for _ in 0..10 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .and_then(|l| l.local_addr())
-                .map_err(|e| format!("no free port: {e}"))?
-                .port();
-            // A store of its own, whatever port another server of this process tried.
-            static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let dir = std::env::temp_dir()
-                .join(format!("punctual-nats-server-{}-{n}", std::process::id()));
+        // A store of its own, whatever port another server of this process tried.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("punctual-nats-server-{}-{n}", std::process::id()));
+        let server = LocalServer::start("nats-server", "apt-get install nats-server", |port| {
             let _ = std::fs::remove_dir_all(&dir);
-            let mut child = Command::new("nats-server")
-                .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
-                .arg(&dir)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| {
-                    format!("nats-server did not start (apt-get install nats-server): {e}")
-                })?;
-            for _ in 0..100 {
-                if child.try_wait().ok().flatten().is_some() {
-                    break; // the port was taken: another one
-                }
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    // Still running a moment later: the listener is this server's (another
-                    // test's server may have taken the port first, and this one exits).
-                    std::thread::sleep(Duration::from_millis(100));
-                    if child.try_wait().ok().flatten().is_none() {
-                        return Ok(Server { child, port, dir });
-                    }
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        Err("nats-server did not start on a free port in ten tries".to_owned())
+            let args = ["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"];
+            let mut args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            args.push(dir.clone().into());
+            Ok(args)
+        })?;
+        Ok(Server { server, dir })
     }
 
     /// Its URL, `nats://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        format!("nats://127.0.0.1:{}", self.server.port())
     }
 
     /// A JetStream context on it.
@@ -109,8 +80,8 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // The process first, then its store.
+        self.server.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

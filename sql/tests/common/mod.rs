@@ -119,6 +119,23 @@ pub fn events(items: &[StreamItem<Row>]) -> Vec<(Time, Time, Row)> {
         .collect()
 }
 
+/// The fields `a` and `b` (`NULL` where missing) of each event among `items`, sorted.
+pub fn sorted_pairs(items: &[StreamItem<Row>], a: &str, b: &str) -> Vec<(Value, Value)> {
+    let field = |row: &Row, name| row.get(name).cloned().unwrap_or(Value::Null);
+    let mut pairs: Vec<_> = events(items)
+        .iter()
+        .map(|e| (field(&e.2, a), field(&e.2, b)))
+        .collect();
+    pairs.sort_by_key(|p| format!("{p:?}"));
+    pairs
+}
+
+/// The logical plan `sql` prints (`punctual explain`), with no input's fields known.
+pub fn plan_of(sql: &str) -> String {
+    let query = punctual_sql::SqlQuery::parse(sql).expect("parses");
+    query.plan(&[]).expect("plans").to_string()
+}
+
 pub fn ended(mut items: Vec<StreamItem<Row>>) -> Vec<StreamItem<Row>> {
     items.push(StreamItem::Cti(Time::INF));
     items
