@@ -17,7 +17,7 @@ use punctual_rows::{Row, Value};
 use punctual_runtime::{DeadLetterCollector, InputOptions, Query};
 
 mod common;
-use common::{csv_ticks, fifo, ordered, point, starts_and_payloads};
+use common::{csv_ticks, fifo, jsonl_rows, ordered, point, starts_and_payloads};
 
 fn temp(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("punctual-files-{}", std::process::id()));
@@ -349,13 +349,7 @@ async fn a_slow_live_input_reaches_the_output_file_while_it_is_open() {
     let fifo = fifo(&dir);
     let out_path = dir.join("out.jsonl");
     let mut query = Query::new("live");
-    let s = query
-        .create_stream::<_, Row, _, _>(
-            point("in"),
-            &JsonLinesInput,
-            &JsonLinesInputConfig::new(&fifo),
-        )
-        .expect("binds");
+    let s = jsonl_rows(&mut query, point("in"), &fifo);
     query
         .bind_output(
             &s,
@@ -422,25 +416,13 @@ async fn checkpoints_refuse_what_cannot_resume() {
     assert!(refusal(q).contains("input `mem` cannot resume"));
 
     let mut q = Query::new("collect").checkpoints(Checkpoints::new(&dir));
-    let s = q
-        .create_stream::<_, Row, _, _>(
-            point("file"),
-            &JsonLinesInput,
-            &JsonLinesInputConfig::new(&input),
-        )
-        .expect("binds");
+    let s = jsonl_rows(&mut q, point("file"), &input);
     q.bind_output(&s, &CollectOutput::new(), &())
         .expect("binds");
     assert!(refusal(q).contains("cannot checkpoint"));
 
     let mut q = Query::new("counts").checkpoints(Checkpoints::new(&dir));
-    let s = q
-        .create_stream::<_, Row, _, _>(
-            point("file"),
-            &JsonLinesInput,
-            &JsonLinesInputConfig::new(&input),
-        )
-        .expect("binds");
+    let s = jsonl_rows(&mut q, point("file"), &input);
     let counts = s.count_window(3).count();
     q.bind_output(&counts, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
         .expect("binds");
@@ -537,13 +519,7 @@ async fn checkpoints_verify_the_outputs_and_inputs_they_restore() {
     let query = || {
         let mut q =
             Query::new("verified").checkpoints(Checkpoints::new(&state).every(Duration::ZERO));
-        let s = q
-            .create_stream::<_, Row, _, _>(
-                ordered("in"),
-                &JsonLinesInput,
-                &JsonLinesInputConfig::new(&input),
-            )
-            .expect("binds");
+        let s = jsonl_rows(&mut q, ordered("in"), &input);
         q.bind_output(&s, &JsonLinesOutput, &JsonLinesOutputConfig::new(&out))
             .expect("binds");
         q

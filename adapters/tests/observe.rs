@@ -83,7 +83,9 @@ fn t(x: i64) -> Time {
 
 /// Runs `query` to its end with `recording` as its metrics recorder, `s` bound to an output.
 fn recorded(mut query: Query, s: &punctual_core::ops::Stream<i64>, recording: &Recording) {
-    query.bind_output(s, &CollectOutput::new(), &()).expect("binds");
+    query
+        .bind_output(s, &CollectOutput::new(), &())
+        .expect("binds");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build();

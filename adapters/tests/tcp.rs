@@ -25,6 +25,19 @@ fn t(x: i64) -> Time {
 
 const LIMIT: Duration = Duration::from_secs(20);
 
+/// A server on a free loopback port that sends `text` to the first client and closes: its
+/// address.
+async fn serve_once(text: &'static str) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.expect("accepts");
+        conn.write_all(text.as_bytes()).await.expect("writes");
+        conn.shutdown().await.expect("closes");
+    });
+    addr
+}
+
 #[tokio::test]
 async fn a_server_input_takes_lines_from_several_clients() {
     tokio::time::timeout(LIMIT, async {
@@ -80,15 +93,10 @@ async fn a_server_input_takes_lines_from_several_clients() {
 #[tokio::test]
 async fn a_client_input_reads_until_the_server_closes() {
     tokio::time::timeout(LIMIT, async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let (mut conn, _) = listener.accept().await.expect("accepts");
-            conn.write_all(b"{\"kind\":\"point\",\"start\":5,\"payload\":50}\n{\"kind\":\"point\",\"start\":6,\"payload\":60}\n")
-                .await
-                .expect("writes");
-            conn.shutdown().await.expect("closes");
-        });
+        let addr = serve_once(
+            "{\"kind\":\"point\",\"start\":5,\"payload\":50}\n{\"kind\":\"point\",\"start\":6,\"payload\":60}\n",
+        )
+        .await;
         let mut query = Query::new("tcp-client");
         let s = query
             .create_stream::<_, i64, _, _>(
@@ -121,19 +129,13 @@ async fn a_client_input_reads_until_the_server_closes() {
 #[tokio::test]
 async fn a_client_input_reads_flat_records_in_arrival_order() {
     tokio::time::timeout(LIMIT, async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
-        let addr = listener.local_addr().expect("addr");
-        tokio::spawn(async move {
-            let (mut conn, _) = listener.accept().await.expect("accepts");
-            let lines = concat!(
-                "{\"ts\":3000,\"device\":\"a\",\"v\":1}\n",
-                "{\"ts\":1000,\"device\":\"b\",\"v\":2}\n",
-                "{\"device\":\"c\",\"v\":3}\n",
-                "{\"v\":4,\"ts\":2000}\n",
-            );
-            conn.write_all(lines.as_bytes()).await.expect("writes");
-            conn.shutdown().await.expect("closes");
-        });
+        let addr = serve_once(concat!(
+            "{\"ts\":3000,\"device\":\"a\",\"v\":1}\n",
+            "{\"ts\":1000,\"device\":\"b\",\"v\":2}\n",
+            "{\"device\":\"c\",\"v\":3}\n",
+            "{\"v\":4,\"ts\":2000}\n",
+        ))
+        .await;
         let mut query = Query::new("tcp-flat");
         let lines = LineFormat::flat("ts", TimeFormat::EpochMs).fields(["device", "ts"]);
         let s = query

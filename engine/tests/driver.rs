@@ -88,15 +88,13 @@ fn a_cti_cascades_down_the_import_graph_at_once() {
     let all = sa.union(&[&sb, &sc]);
     let out = plan.output(&all).expect("a stream of the plan");
     let mut driver = plan.build().expect("a valid plan");
-    driver
-        .enqueue(c, StreamItem::point(t(3), 30))
-        .expect("valid");
-    driver
-        .enqueue(b, StreamItem::point(t(2), 20))
-        .expect("valid");
-    driver
-        .enqueue(a, StreamItem::point(t(1), 10))
-        .expect("valid");
+    for (input, item) in [
+        (c, StreamItem::point(t(3), 30)),
+        (b, StreamItem::point(t(2), 20)),
+        (a, StreamItem::point(t(1), 10)),
+    ] {
+        driver.enqueue(input, item).expect("valid");
+    }
     let mut batch = Batch::new();
     driver.take_output(&out, &mut batch);
     assert!(batch.is_empty(), "nothing is released before a CTI");
@@ -190,12 +188,12 @@ fn clock_readings_and_the_end_of_the_query() {
     let out = plan.output(&sw).expect("a stream of the plan");
     let mut driver = plan.build().expect("a valid plan");
     assert!(driver.has_watermark(w.index()) && !driver.has_watermark(p.index()));
-    driver
-        .enqueue(w, StreamItem::point(t(990), 1))
-        .expect("valid");
-    driver
-        .enqueue(p, StreamItem::point(t(5), 2))
-        .expect("valid");
+    for (input, item) in [
+        (w, StreamItem::point(t(990), 1)),
+        (p, StreamItem::point(t(5), 2)),
+    ] {
+        driver.enqueue(input, item).expect("valid");
+    }
     // The event gave CTI(980); a reading within the idle timeout changes nothing, one 500
     // ticks later gives CTI(1500 - 100).
     assert!(!driver.tick(t(1_000)));
@@ -299,12 +297,12 @@ fn an_end_edge_after_the_final_cti_is_dropped_as_late() {
     plan.dead_letters(&s, letters.clone()).expect("an input");
     let out = plan.output(&s).expect("a stream of the plan");
     let mut driver = plan.build().expect("a valid plan");
-    driver
-        .enqueue(i, StreamItem::start_edge(t(3), 7))
-        .expect("valid");
-    driver
-        .enqueue(i, StreamItem::Cti(Time::INF))
-        .expect("valid");
+    for (input, item) in [
+        (i, StreamItem::start_edge(t(3), 7)),
+        (i, StreamItem::Cti(Time::INF)),
+    ] {
+        driver.enqueue(input, item).expect("valid");
+    }
     let late = driver.enqueue(i, StreamItem::end_edge(t(3), t(9), 7));
     assert!(
         matches!(late, Ok(punctual_policies::Enqueued::Dropped)),

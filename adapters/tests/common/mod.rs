@@ -228,6 +228,19 @@ pub async fn collected<P: Payload + PartialEq>(
     (out, run_to_end(query).await)
 }
 
+/// The JSON-lines file `path` (items) as the untyped input `options` of `query`.
+pub fn jsonl_rows(
+    query: &mut Query,
+    options: InputOptions,
+    path: impl AsRef<std::path::Path>,
+) -> Stream<punctual_rows::Row> {
+    let config = punctual_adapters::JsonLinesInputConfig::new(path.as_ref());
+    let input = punctual_adapters::JsonLinesInput;
+    query
+        .create_stream(options, &input, &config)
+        .expect("binds")
+}
+
 /// Starts `query` and waits for its end; its report.
 pub async fn run_to_end(query: Query) -> punctual_runtime::QueryReport {
     query.start().expect("starts").wait().await.expect("runs")
