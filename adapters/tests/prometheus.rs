@@ -45,21 +45,24 @@ fn a_querys_metrics_are_served_in_the_prometheus_format() {
     );
     let body = rt.block_on(async {
         let (addr, _server) = recorder.serve("127.0.0.1:0").await.expect("serves");
-        let mut conn = tokio::net::TcpStream::connect(addr)
-            .await
-            .expect("connects");
-        conn.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
-            .await
-            .expect("writes");
-        let mut response = String::new();
-        conn.read_to_string(&mut response).await.expect("reads");
-        response
+        scrape(addr, "GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n").await
     });
     assert!(body.starts_with("HTTP/1.1 200 OK"), "{body}");
     assert!(
         body.contains("punctual_events_released{stream=\"readings\"} 3"),
         "{body}"
     );
+}
+
+/// Sends `request` to the exporter at `addr`: its whole response.
+async fn scrape(addr: std::net::SocketAddr, request: &str) -> String {
+    let mut conn = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    conn.write_all(request.as_bytes()).await.expect("writes");
+    let mut response = String::new();
+    conn.read_to_string(&mut response).await.expect("reads");
+    response
 }
 
 /// A label value with a line feed, a quote and a backslash stays one line of the format.
@@ -93,14 +96,7 @@ async fn an_idle_scraper_is_closed_and_the_exporter_goes_on() {
         .await
         .expect("closed by the server");
     assert_eq!(n, 0, "no response without a request");
-    let mut conn = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connects");
-    conn.write_all(b"GET /metrics HTTP/1.1\r\n\r\n")
-        .await
-        .expect("writes");
-    let mut response = String::new();
-    conn.read_to_string(&mut response).await.expect("reads");
+    let response = scrape(addr, "GET /metrics HTTP/1.1\r\n\r\n").await;
     assert!(response.starts_with("HTTP/1.1 200 OK"), "{response}");
 }
 
