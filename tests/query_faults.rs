@@ -45,6 +45,14 @@ impl Ran {
     }
 }
 
+/// Runs `query` (as [`run`]) and checks that it gives `results` and drops `count` rows, the
+/// dead letters holding each of `reasons`.
+fn gives(query: &str, results: &[&str], count: usize, reasons: &[&str]) {
+    let ran = run(query);
+    assert_eq!(ran.results, results, "{}", ran.err);
+    ran.dropped(count, reasons);
+}
+
 /// Runs `query` over the readings as `r` (and as `q`, for joins), times in ticks.
 fn run(query: &str) -> Ran {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
@@ -89,9 +97,9 @@ fn run(query: &str) -> Ran {
 /// in a plain select and in a grouped one; before, the value was a silent NULL.
 #[test]
 fn a_failed_computation_in_a_select_list_drops_its_row() {
-    let ran = run("SELECT a + b AS x, a / b AS y, CAST(s AS bigint) AS z FROM r TIMESTAMP BY t");
-    assert_eq!(ran.results, ["{\"x\":6,\"y\":2,\"z\":7}"], "{}", ran.err);
-    ran.dropped(
+    gives(
+        "SELECT a + b AS x, a / b AS y, CAST(s AS bigint) AS z FROM r TIMESTAMP BY t",
+        &["{\"x\":6,\"y\":2,\"z\":7}"],
         3,
         &[
             "its select list cannot be computed: a bigint overflow",
@@ -114,23 +122,16 @@ fn a_failed_computation_in_a_select_list_drops_its_row() {
 /// be computed likewise.
 #[test]
 fn a_failed_condition_drops_its_row_or_group() {
-    let ran = run("SELECT t FROM r TIMESTAMP BY t WHERE a / b > 1 AND a + 1 > 0");
-    assert_eq!(ran.results, ["{\"t\":3}", "{\"t\":4}"], "{}", ran.err);
-    ran.dropped(
+    gives(
+        "SELECT t FROM r TIMESTAMP BY t WHERE a / b > 1 AND a + 1 > 0",
+        &["{\"t\":3}", "{\"t\":4}"],
         2,
         &[
             "its WHERE condition cannot be computed: a bigint overflow",
             "its WHERE condition cannot be computed: a division by zero",
         ],
     );
-    let ran = run(
-        "SELECT b, COUNT(*) AS n FROM r TIMESTAMP BY t GROUP BY b, TumblingWindow(second, 1) HAVING COUNT(*) / (b - 1) >= 0",
-    );
-    assert_eq!(ran.results, ["{\"b\":2,\"n\":2}"], "{}", ran.err);
-    ran.dropped(
-        1,
-        &["its HAVING condition cannot be computed: a division by zero"],
-    );
+    gives("SELECT b, COUNT(*) AS n FROM r TIMESTAMP BY t GROUP BY b, TumblingWindow(second, 1) HAVING COUNT(*) / (b - 1) >= 0", &["{\"b\":2,\"n\":2}"], 1, &["its HAVING condition cannot be computed: a division by zero"]);
 }
 
 /// A row whose group key or aggregate's argument cannot be computed, or whose `SUM` or `AVG`
@@ -138,35 +139,12 @@ fn a_failed_condition_drops_its_row_or_group() {
 /// `SUM / COUNT` of the same members, and `COUNT(*)` counts them.
 #[test]
 fn a_failed_key_or_argument_drops_its_row_before_the_window() {
-    let ran = run(
-        "SELECT a * 2 AS k, COUNT(*) AS n FROM r TIMESTAMP BY t GROUP BY a * 2, TumblingWindow(second, 1)",
-    );
-    assert_eq!(ran.results, ["{\"k\":8,\"n\":3}"], "{}", ran.err);
-    ran.dropped(
-        1,
-        &["its group keys or aggregates cannot be computed: a bigint overflow"],
-    );
-    let ran = run(
-        "SELECT AVG(v) AS m, SUM(v) AS total, COUNT(v) AS c, COUNT(*) AS n FROM r TIMESTAMP BY t GROUP BY TumblingWindow(second, 1)",
-    );
-    assert_eq!(
-        ran.results,
-        ["{\"m\":1.75,\"total\":3.5,\"c\":2,\"n\":2}"],
-        "{}",
-        ran.err
-    );
-    ran.dropped(
-        2,
-        &[
+    gives("SELECT a * 2 AS k, COUNT(*) AS n FROM r TIMESTAMP BY t GROUP BY a * 2, TumblingWindow(second, 1)", &["{\"k\":8,\"n\":3}"], 1, &["its group keys or aggregates cannot be computed: a bigint overflow"]);
+    gives("SELECT AVG(v) AS m, SUM(v) AS total, COUNT(v) AS c, COUNT(*) AS n FROM r TIMESTAMP BY t GROUP BY TumblingWindow(second, 1)", &["{\"m\":1.75,\"total\":3.5,\"c\":2,\"n\":2}"], 2, &[
             "its group keys or aggregates cannot be computed: a SUM or AVG of a text",
             "a SUM or AVG of a boolean",
-        ],
-    );
-    let ran = run(
-        "SELECT MAX(CAST(s AS bigint)) AS top FROM r TIMESTAMP BY t GROUP BY TumblingWindow(second, 1)",
-    );
-    assert_eq!(ran.results, ["{\"top\":7}"], "{}", ran.err);
-    ran.dropped(1, &["a text that is not an integer cast to bigint"]);
+        ]);
+    gives("SELECT MAX(CAST(s AS bigint)) AS top FROM r TIMESTAMP BY t GROUP BY TumblingWindow(second, 1)", &["{\"top\":7}"], 1, &["a text that is not an integer cast to bigint"]);
 }
 
 /// A `SUM` of integers whose total leaves the bigint range fails its group (before, it
@@ -188,20 +166,16 @@ fn a_sum_out_of_range_drops_its_group() {
         1,
         &["its aggregates cannot be computed: a SUM of integers outside the bigint range"],
     );
-    let ran = run(
+    gives(
         "SELECT b, SUM(a) AS total FROM r TIMESTAMP BY t GROUP BY b, TumblingWindow(second, 1)",
-    );
-    assert_eq!(
-        ran.results,
-        [
+        &[
             "{\"b\":1,\"total\":9223372036854775807}",
             "{\"b\":0,\"total\":4}",
-            "{\"b\":2,\"total\":8}"
+            "{\"b\":2,\"total\":8}",
         ],
-        "{}",
-        ran.err
+        0,
+        &[],
     );
-    ran.dropped(0, &[]);
 }
 
 /// A join's pair whose columns or conditions cannot be computed, and a row whose join key
@@ -209,36 +183,17 @@ fn a_sum_out_of_range_drops_its_group() {
 /// found or over the joined row.
 #[test]
 fn a_failed_computation_in_a_join_drops_its_pair() {
-    let ran = run(
+    gives(
         "SELECT r.t AS t, r.a * q.a AS p FROM r TIMESTAMP BY t JOIN q TIMESTAMP BY t ON r.t = q.t",
-    );
-    assert_eq!(
-        ran.results,
-        [
+        &[
             "{\"t\":2,\"p\":16}",
             "{\"t\":3,\"p\":16}",
-            "{\"t\":4,\"p\":16}"
+            "{\"t\":4,\"p\":16}",
         ],
-        "{}",
-        ran.err
-    );
-    ran.dropped(
         1,
         &["its select list cannot be computed: a bigint overflow"],
     );
-    let ran = run(
-        "SELECT r.t AS t FROM r TIMESTAMP BY t JOIN q TIMESTAMP BY t ON r.t = q.t AND r.a / q.b > 1",
-    );
-    assert_eq!(
-        ran.results,
-        ["{\"t\":1}", "{\"t\":3}", "{\"t\":4}"],
-        "{}",
-        ran.err
-    );
-    ran.dropped(
-        1,
-        &["its join conditions cannot be computed: a division by zero"],
-    );
+    gives("SELECT r.t AS t FROM r TIMESTAMP BY t JOIN q TIMESTAMP BY t ON r.t = q.t AND r.a / q.b > 1", &["{\"t\":1}", "{\"t\":3}", "{\"t\":4}"], 1, &["its join conditions cannot be computed: a division by zero"]);
     let ran =
         run("SELECT * FROM r TIMESTAMP BY t JOIN q TIMESTAMP BY t ON r.t = q.t AND r.a / q.b > 1");
     assert_eq!(ran.results.len(), 3, "{:?}", ran.results);
@@ -246,14 +201,5 @@ fn a_failed_computation_in_a_join_drops_its_pair() {
         1,
         &["its join conditions cannot be computed: a division by zero"],
     );
-    let ran = run(
-        "SELECT r.t AS t FROM r TIMESTAMP BY t JOIN q TIMESTAMP BY t ON r.a + 1 = q.a + 1 AND r.t = q.t",
-    );
-    assert_eq!(
-        ran.results,
-        ["{\"t\":2}", "{\"t\":3}", "{\"t\":4}"],
-        "{}",
-        ran.err
-    );
-    ran.dropped(2, &["its join keys cannot be computed: a bigint overflow"]);
+    gives("SELECT r.t AS t FROM r TIMESTAMP BY t JOIN q TIMESTAMP BY t ON r.a + 1 = q.a + 1 AND r.t = q.t", &["{\"t\":2}", "{\"t\":3}", "{\"t\":4}"], 2, &["its join keys cannot be computed: a bigint overflow"]);
 }
