@@ -32,28 +32,34 @@ pub fn refuses(line: &str, says: &str) {
     refused(&words.iter().map(String::as_str).collect::<Vec<_>>(), says);
 }
 
-/// `line`'s words: split at white space outside quotes (single or double: a query holding
-/// single quotes goes in double ones), the quotes taken away.
-fn words(line: &str) -> Vec<String> {
-    let (mut words, mut word, mut quote, mut started) = (Vec::new(), String::new(), None, false);
+/// A command line's words, as a shell splits them: at white space outside quotes (single or
+/// double, no escapes inside them: a query holding single quotes goes in double ones), the
+/// quotes taken away; a `#` starting a word starts a comment.
+pub fn words(line: &str) -> Vec<String> {
+    let (mut words, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
     for c in line.chars() {
-        match (c, quote) {
-            ('\'' | '"', None) => (quote, started) = (Some(c), true),
-            (c, Some(q)) if c == q => quote = None,
-            (c, None) if c.is_whitespace() => {
-                if started {
-                    words.push(std::mem::take(&mut word));
-                }
-                started = false;
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                any = true;
             }
-            (c, _) => {
+            (None, '#') if !any => break,
+            (None, c) if c.is_whitespace() => {
+                if any {
+                    words.push(std::mem::take(&mut word));
+                    any = false;
+                }
+            }
+            (None, c) => {
                 word.push(c);
-                started = true;
+                any = true;
             }
         }
     }
     assert!(quote.is_none(), "an unclosed quote in {line:?}");
-    if started {
+    if any {
         words.push(word);
     }
     words

@@ -4,6 +4,7 @@
 
 #![cfg(unix)]
 
+mod cli_common;
 mod readme;
 
 mod kill;

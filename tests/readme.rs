@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use crate::cli_common::words;
+
 /// The README's code blocks: (language, text).
 fn blocks(readme: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -23,37 +25,6 @@ fn blocks(readme: &str) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// A command line's words, as a shell splits them (double and single quotes, no escapes
-/// inside them); a `#` after whitespace starts a comment.
-fn words(line: &str) -> Vec<String> {
-    let (mut words, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '"' | '\'') => {
-                quote = Some(c);
-                any = true;
-            }
-            (None, '#') if !any => break,
-            (None, c) if c.is_whitespace() => {
-                if any {
-                    words.push(std::mem::take(&mut word));
-                    any = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                any = true;
-            }
-        }
-    }
-    if any {
-        words.push(word);
-    }
-    words
 }
 
 /// Each shell block's commands: continuation lines joined, and a quoted text that goes on
