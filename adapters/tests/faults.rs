@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
-use punctual_adapters::{CollectOutput, MemoryInput, TcpServerInput, MAX_LINE_BYTES};
+use punctual_adapters::{CollectOutput, MemoryInput, MAX_LINE_BYTES};
 use punctual_core::{Batch, EventShape, StreamItem, Time};
 use punctual_policies::DeadLetterReason;
 use punctual_runtime::{
@@ -20,7 +20,7 @@ use punctual_runtime::{
 };
 
 mod common;
-use common::{ordered, point};
+use common::{ordered, point, tcp_server_query};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -132,12 +132,7 @@ fn an_input_that_spins_cannot_hang_the_stop() {
 #[tokio::test]
 async fn bad_tcp_peers_are_malformed_lines_and_the_query_stops_cleanly() {
     tokio::time::timeout(LIMIT, async {
-        let server = TcpServerInput::bind("127.0.0.1:0").expect("binds");
-        let addr = server.local_addr();
-        let mut query = Query::new("bad-peers").stop_grace(Duration::from_secs(5));
-        let s = query
-            .create_stream::<_, i64, _, _>(point("in"), &server, &())
-            .expect("binds");
+        let (mut query, s, addr) = tcp_server_query("bad-peers", Duration::from_secs(5));
         let letters = DeadLetterCollector::new();
         query.bind_dead_letters(&s, letters.clone()).expect("binds");
         let out = CollectOutput::new();

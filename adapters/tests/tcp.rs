@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 mod common;
-use common::ordered;
-use common::point;
+use common::{ordered, point, tcp_server_query};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -41,12 +40,7 @@ async fn serve_once(text: &'static str) -> std::net::SocketAddr {
 #[tokio::test]
 async fn a_server_input_takes_lines_from_several_clients() {
     tokio::time::timeout(LIMIT, async {
-        let server = TcpServerInput::bind("127.0.0.1:0").expect("binds");
-        let addr = server.local_addr();
-        let mut query = Query::new("tcp-in").stop_grace(Duration::from_secs(2));
-        let s = query
-            .create_stream::<_, i64, _, _>(point("in"), &server, &())
-            .expect("binds");
+        let (mut query, s, addr) = tcp_server_query("tcp-in", Duration::from_secs(2));
         let out = CollectOutput::new();
         query.bind_output(&s, &out, &()).expect("binds");
         let running = query.start().expect("starts");
@@ -217,12 +211,7 @@ async fn an_output_writes_json_lines_to_a_server() {
 #[tokio::test]
 async fn a_line_that_is_not_utf8_is_malformed_and_the_connection_goes_on() {
     tokio::time::timeout(LIMIT, async {
-        let server = TcpServerInput::bind("127.0.0.1:0").expect("binds");
-        let addr = server.local_addr();
-        let mut query = Query::new("tcp-bytes").stop_grace(Duration::from_secs(2));
-        let s = query
-            .create_stream::<_, i64, _, _>(point("in"), &server, &())
-            .expect("binds");
+        let (mut query, s, addr) = tcp_server_query("tcp-bytes", Duration::from_secs(2));
         let letters = punctual_runtime::DeadLetterCollector::new();
         query.bind_dead_letters(&s, letters.clone()).expect("binds");
         let out = CollectOutput::new();

@@ -241,6 +241,21 @@ pub fn jsonl_rows(
         .expect("binds")
 }
 
+/// A query `name` whose point input `in` is a TCP server on a free loopback port, stopping
+/// within `grace`: the query, its stream and the server's address.
+pub fn tcp_server_query(
+    name: &str,
+    grace: std::time::Duration,
+) -> (Query, Stream<i64>, std::net::SocketAddr) {
+    let server = punctual_adapters::TcpServerInput::bind("127.0.0.1:0").expect("binds");
+    let addr = server.local_addr();
+    let mut query = Query::new(name).stop_grace(grace);
+    let s = query
+        .create_stream(point("in"), &server, &())
+        .expect("binds");
+    (query, s, addr)
+}
+
 /// Starts `query` and waits for its end; its report.
 pub async fn run_to_end(query: Query) -> punctual_runtime::QueryReport {
     query.start().expect("starts").wait().await.expect("runs")

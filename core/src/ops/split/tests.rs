@@ -23,19 +23,29 @@ fn runs() -> Vec<(usize, Box<dyn AnyBatch>)> {
     vec![(0, Box::new(a)), (1, Box::new(b))]
 }
 
+/// Merges [`runs`] into one batch (what no CTI has passed held in `pending`, if given): what
+/// came out, each sender's latest CTI, the merged CTI, and whether the runs were emptied.
+fn merged(
+    pending: Option<&mut crate::ops::ReleaseBuffer<u32>>,
+) -> (Vec<StreamItem<u32>>, Vec<Time>, Time, bool) {
+    let mut runs = runs();
+    let (mut latest, mut emitted) = (vec![Time::NEG_INF; 2], Time::NEG_INF);
+    let mut out: Box<dyn AnyBatch> = Box::new(Batch::<u32>::new());
+    let pending = pending.map(|p| p as &mut dyn std::any::Any);
+    out.merge_from(&mut runs, &mut latest, &mut emitted, pending);
+    let emptied = runs.iter().all(|(_, r)| r.is_empty());
+    (items(typed::<u32>(&mut out)), latest, emitted, emptied)
+}
+
 /// On a sorted stream, merged events wait until a CTI passes them, and come out sorted;
 /// the merged CTI is the one every sender has passed.
 #[test]
 fn a_merge_of_sorted_streams_releases_as_one_operator() {
     let t = Time::from_ticks;
-    let mut runs = runs();
-    let mut latest = vec![Time::NEG_INF; 2];
-    let mut emitted = Time::NEG_INF;
-    let mut out: Box<dyn AnyBatch> = Box::new(Batch::<u32>::new());
     let mut pending = crate::ops::ReleaseBuffer::<u32>::new();
-    out.merge_from(&mut runs, &mut latest, &mut emitted, Some(&mut pending));
+    let (got, latest, emitted, emptied) = merged(Some(&mut pending));
     assert_eq!(
-        items(typed::<u32>(&mut out)),
+        got,
         vec![
             StreamItem::point(t(5), 2),
             StreamItem::Cti(t(8)),
@@ -50,7 +60,7 @@ fn a_merge_of_sorted_streams_releases_as_one_operator() {
     pending.release_into(Time::INF, &mut rest);
     assert_eq!(items(&mut rest), vec![StreamItem::point(t(12), 1)]);
     // The runs are emptied, their capacity kept for reuse.
-    assert!(runs.iter().all(|(_, r)| r.is_empty()));
+    assert!(emptied);
 }
 
 /// On an unordered stream, every event goes on; each sender's events stay after the
@@ -58,12 +68,7 @@ fn a_merge_of_sorted_streams_releases_as_one_operator() {
 #[test]
 fn a_merge_of_unordered_streams_keeps_every_event_after_its_ctis() {
     let t = Time::from_ticks;
-    let mut runs = runs();
-    let mut latest = vec![Time::NEG_INF; 2];
-    let mut emitted = Time::NEG_INF;
-    let mut out: Box<dyn AnyBatch> = Box::new(Batch::<u32>::new());
-    out.merge_from(&mut runs, &mut latest, &mut emitted, None);
-    let got = items(typed::<u32>(&mut out));
+    let (got, _, emitted, _) = merged(None);
     let position = |item: StreamItem<u32>| got.iter().position(|i| *i == item);
     assert_eq!(got.len(), 5);
     assert!(position(StreamItem::Cti(t(8))) < position(StreamItem::point(t(9), 3)));
