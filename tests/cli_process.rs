@@ -156,6 +156,23 @@ fn pipe_killed_anywhere_and_restarted_gives_the_uninterrupted_output() {
     );
 }
 
+/// `punctual job JOB --workers W --processes 2 --process I --hosts HOSTS`, to be spawned.
+fn job_process(
+    job: &std::path::Path,
+    hosts: &std::path::Path,
+    workers: usize,
+    i: usize,
+) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_punctual"));
+    let (workers, i) = (workers.to_string(), i.to_string());
+    command
+        .arg("job")
+        .arg(job)
+        .args(["--workers", &workers, "--processes", "2"]);
+    command.args(["--process", &i, "--hosts", s(hosts)]);
+    command
+}
+
 /// A hosts file in `dir` for two processes on this machine, each on a free port.
 fn hosts_file(dir: &std::path::Path) -> std::path::PathBuf {
     let hosts = dir.join("hosts");
@@ -409,18 +426,7 @@ fn a_job_runs_on_workers_and_processes_with_the_same_results() {
     let out = dir.join("procs.jsonl");
     let job = sensors_job(&dir.join("procs"), &out);
     let start = |i: usize| {
-        Command::new(env!("CARGO_BIN_EXE_punctual"))
-            .arg("job")
-            .arg(&job)
-            .args([
-                "--workers",
-                "2",
-                "--processes",
-                "2",
-                "--process",
-                &i.to_string(),
-            ])
-            .args(["--hosts", s(&hosts)])
+        job_process(&job, &hosts, 2, i)
             .stdout(std::fs::File::create(dir.join(format!("stdout-{i}"))).expect("created"))
             .stderr(Stdio::null())
             .spawn()
@@ -513,18 +519,7 @@ fn ctrl_c_on_one_process_stops_every_process_with_a_drain() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let (job, hosts, listen, out) = listening_job(&dir);
     let start = |i: usize| {
-        Command::new(env!("CARGO_BIN_EXE_punctual"))
-            .arg("job")
-            .arg(&job)
-            .args([
-                "--workers",
-                "1",
-                "--processes",
-                "2",
-                "--process",
-                &i.to_string(),
-            ])
-            .args(["--hosts", s(&hosts)])
+        job_process(&job, &hosts, 1, i)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.join(format!("stderr-{i}"))).expect("created"))
             .spawn()

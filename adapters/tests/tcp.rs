@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 mod common;
-use common::{ordered, point, tcp_server_query};
+use common::{events_in, ordered, point, tcp_server_query};
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -23,6 +23,13 @@ fn t(x: i64) -> Time {
 }
 
 const LIMIT: Duration = Duration::from_secs(20);
+
+/// Connects to `addr`, sends `bytes` and closes the connection.
+async fn send_and_close(addr: std::net::SocketAddr, bytes: &[u8]) {
+    let mut conn = TcpStream::connect(addr).await.expect("connects");
+    conn.write_all(bytes).await.expect("writes");
+    conn.shutdown().await.expect("closes");
+}
 
 /// A server on a free loopback port that sends `text` to the first client and closes: its
 /// address.
@@ -60,11 +67,7 @@ async fn a_server_input_takes_lines_from_several_clients() {
         }
         // The CTI only after both points are in, from a third connection.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let mut conn = TcpStream::connect(addr).await.expect("connects");
-        conn.write_all(b"{\"kind\":\"cti\",\"time\":10}\n")
-            .await
-            .expect("writes");
-        conn.shutdown().await.expect("closes");
+        send_and_close(addr, b"{\"kind\":\"cti\",\"time\":10}\n").await;
         while out.len() < 3 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -217,11 +220,7 @@ async fn a_line_that_is_not_utf8_is_malformed_and_the_connection_goes_on() {
         let out = CollectOutput::new();
         query.bind_output(&s, &out, &()).expect("binds");
         let running = query.start().expect("starts");
-        let mut conn = TcpStream::connect(addr).await.expect("connects");
-        conn.write_all(b"{\"kind\":\"point\",\"start\":1,\"payload\":1}\n\xff\xfe\n{\"kind\":\"point\",\"start\":2,\"payload\":2}\n{\"kind\":\"cti\",\"time\":5}\n")
-            .await
-            .expect("writes");
-        conn.shutdown().await.expect("closes");
+        send_and_close(addr, b"{\"kind\":\"point\",\"start\":1,\"payload\":1}\n\xff\xfe\n{\"kind\":\"point\",\"start\":2,\"payload\":2}\n{\"kind\":\"cti\",\"time\":5}\n").await;
         while out.len() < 3 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -328,12 +327,7 @@ async fn a_source_listening_on_several_addresses_is_a_partition_each() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let report = running.stop().await.expect("stops");
-        let read: Vec<(&str, u64)> = report
-            .streams
-            .iter()
-            .map(|(n, c)| (n.as_str(), c.events_in))
-            .collect();
-        assert_eq!(read, [("in#0", 1), ("in#1", 1)]);
+        assert_eq!(events_in(&report), [("in#0", 1), ("in#1", 1)]);
         assert_eq!(
             out.items()[..3],
             [

@@ -33,33 +33,30 @@ fn refused(text: String, said: &str) {
 #[test]
 fn a_query_nested_past_the_limits_is_refused_with_its_position() {
     let deep = 600;
-    let parens = format!(
-        "SELECT {}v{} AS x FROM r",
-        "(".repeat(deep),
-        ")".repeat(deep)
-    );
-    refused(parens, "nests deeper than 256 levels");
-    let calls = format!(
-        "SELECT {}v{} AS x FROM r",
-        "ABS(".repeat(deep),
-        ")".repeat(deep)
-    );
-    refused(calls, "nests deeper than 256 levels");
-    let cases = format!(
-        "SELECT {}1{} AS x FROM r",
-        "CASE WHEN v > 0 THEN ".repeat(deep),
-        " END".repeat(deep)
-    );
-    refused(cases, "nests deeper than 256 levels");
-    let ors = format!(
-        "SELECT v FROM r WHERE {}",
-        vec!["v = 1"; 3_000].join(" OR ")
-    );
-    refused(ors, "more than 1000 operators deep");
-    let sums = format!("SELECT {} AS x FROM r", vec!["v"; 3_000].join(" + "));
-    refused(sums, "more than 1000 operators deep");
-    let nots = format!("SELECT v FROM r WHERE {}v > 0", "NOT ".repeat(3_000));
-    refused(nots, "more than 1000 operators deep");
+    let nested = |open: &str, inner: &str, close: &str| {
+        format!(
+            "SELECT {}{inner}{} AS x FROM r",
+            open.repeat(deep),
+            close.repeat(deep)
+        )
+    };
+    for sql in [
+        nested("(", "v", ")"),
+        nested("ABS(", "v", ")"),
+        nested("CASE WHEN v > 0 THEN ", "1", " END"),
+    ] {
+        refused(sql, "nests deeper than 256 levels");
+    }
+    for sql in [
+        format!(
+            "SELECT v FROM r WHERE {}",
+            vec!["v = 1"; 3_000].join(" OR ")
+        ),
+        format!("SELECT {} AS x FROM r", vec!["v"; 3_000].join(" + ")),
+        format!("SELECT v FROM r WHERE {}v > 0", "NOT ".repeat(3_000)),
+    ] {
+        refused(sql, "more than 1000 operators deep");
+    }
     // Parentheses in strings, quoted names and comments do not count.
     let quoted = format!(
         "SELECT '{}' AS s, [{}] AS n FROM r -- {}\n/* {} */",

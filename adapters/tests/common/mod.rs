@@ -256,6 +256,15 @@ pub fn tcp_server_query(
     (query, s, addr)
 }
 
+/// How many events each input of `report` read, by the input's name.
+pub fn events_in(report: &punctual_runtime::QueryReport) -> Vec<(&str, u64)> {
+    report
+        .streams
+        .iter()
+        .map(|(n, c)| (n.as_str(), c.events_in))
+        .collect()
+}
+
 /// Starts `query` and waits for its end; its report.
 pub async fn run_to_end(query: Query) -> punctual_runtime::QueryReport {
     query.start().expect("starts").wait().await.expect("runs")
