@@ -293,15 +293,19 @@ async fn a_query_aborted_and_restarted_from_its_snapshot_gives_the_uninterrupted
         let out = dir.join("out.jsonl");
         let first = DeadLetterCollector::new();
         let running = query(&out, true, &first).start().expect("starts");
-        // Aborted once a snapshot past the malformed message is written: one taken after
-        // its dead letter came (the first snapshot may stand before it).
+        // Aborted once a snapshot past the malformed message is written: one cut after its
+        // dead letter came. The first snapshot written after that may have been cut before
+        // it (snapshots follow each other: a cut, its write, the next cut), so two are
+        // waited for: the second was cut after the first was written.
         let snapshot = dir.join("state").join("snapshot");
         while malformed(&first) == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let seen = std::fs::read(&snapshot).unwrap_or_default();
-        while std::fs::read(&snapshot).unwrap_or_default() == seen {
-            tokio::time::sleep(Duration::from_millis(1)).await;
+        for _ in 0..2 {
+            let seen = std::fs::read(&snapshot).unwrap_or_default();
+            while std::fs::read(&snapshot).unwrap_or_default() == seen {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
         }
         let aborted = running.abort().await;
         assert!(aborted.is_ok(), "{aborted:?}");
